@@ -1,0 +1,77 @@
+#pragma once
+// PlanGraph: a plan with its task references resolved to indices, ready for analysis and runs.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "swp/core/pipeline_plan.hpp"
+#include "swp/core/plan_error.hpp"
+
+namespace swp {
+
+using TaskIndex = std::size_t;
+
+/// A resolved plan: tasks in declaration order, each dependency as an index, per-task
+/// dependency lists in the order they were declared (the ready-first pseudocode relies on it).
+///
+/// Obtain one from `validate(plan)` (throws PlanError unless every rule holds) or
+/// `inspect(plan)` (reports violations instead of throwing; edges with unknown tasks are left
+/// out of the graph).
+class PlanGraph {
+ public:
+  [[nodiscard]] std::size_t size() const { return tasks_.size(); }
+  [[nodiscard]] const std::string& name(TaskIndex t) const { return tasks_[t].task.name; }
+  [[nodiscard]] const TaskSchedule& schedule(TaskIndex t) const { return tasks_[t].schedule; }
+  [[nodiscard]] int stage(TaskIndex t) const { return tasks_[t].schedule.stage; }
+  [[nodiscard]] const std::string& stream(TaskIndex t) const { return tasks_[t].schedule.stream; }
+  [[nodiscard]] const std::string& lane(TaskIndex t) const {
+    return tasks_[t].schedule.thread_group;
+  }
+  [[nodiscard]] const SyntheticCost& cost(TaskIndex t) const { return tasks_[t].cost; }
+  [[nodiscard]] const PlannedTask& task(TaskIndex t) const { return tasks_[t]; }
+
+  /// Tasks `t` depends on within the same iteration, in declaration order.
+  [[nodiscard]] std::span<const TaskIndex> intra_deps(TaskIndex t) const { return intra_[t]; }
+  /// Tasks of iteration i − 1 that `t` of iteration i depends on, in declaration order.
+  [[nodiscard]] std::span<const TaskIndex> inter_deps(TaskIndex t) const { return inter_[t]; }
+
+  /// Index of the task called `name`, if any.
+  [[nodiscard]] std::optional<TaskIndex> find(std::string_view name) const;
+
+  /// max(stage) + 1: the clock engine's depth (number of periods an iteration spans).
+  [[nodiscard]] int depth() const { return depth_; }
+
+  /// Builds the graph and appends every broken rule to `violations` (see `inspect`).
+  static PlanGraph resolve(const PipelinePlan& plan, std::vector<PlanViolation>& violations);
+
+ private:
+  std::vector<PlannedTask> tasks_;
+  std::vector<std::vector<TaskIndex>> intra_;
+  std::vector<std::vector<TaskIndex>> inter_;
+  std::unordered_map<std::string, TaskIndex> by_name_;
+  int depth_ = 1;
+};
+
+/// Checks every rule and returns the resolved graph.
+/// Throws PlanError listing all violations when any rule is broken.
+/// Example: `auto graph = swp::validate(plan);`
+PlanGraph validate(const PipelinePlan& plan);
+
+/// The graph and every violation, without throwing: what `swp order`, `schedule` and `analyze`
+/// use to describe plans that are unsafe to run.
+struct Inspection {
+  PlanGraph graph;
+  std::vector<PlanViolation> violations;
+
+  [[nodiscard]] bool valid() const { return violations.empty(); }
+  /// True when some violation is structural (see `is_structural`).
+  [[nodiscard]] bool structurally_broken() const;
+};
+Inspection inspect(const PipelinePlan& plan);
+
+}  // namespace swp

@@ -1,0 +1,57 @@
+#pragma once
+// Plan files: the JSON schema of DESIGN.md, read with errors that name file, field and line.
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "swp/core/pipeline_plan.hpp"
+
+namespace swp {
+
+/// A plan file that cannot be read: malformed JSON, a field of the wrong type, a missing field.
+/// `what()` reads `SOURCE:LINE:COLUMN: FIELD: MESSAGE` (line and column only for syntax errors).
+class PlanFormatError : public std::runtime_error {
+ public:
+  PlanFormatError(std::string source, std::string field, const std::string& message,
+                  int line = 0, int column = 0);
+
+  [[nodiscard]] const std::string& source() const { return source_; }
+  /// JSON path of the offending value, e.g. `tasks[2].stage`; empty for syntax errors.
+  [[nodiscard]] const std::string& field() const { return field_; }
+  [[nodiscard]] int line() const { return line_; }
+  [[nodiscard]] int column() const { return column_; }
+
+ private:
+  std::string source_, field_;
+  int line_, column_;
+};
+
+/// A parsed plan and the warnings met on the way (unknown keys, which are ignored).
+struct ParsedPlan {
+  PipelinePlan plan;
+  std::vector<std::string> warnings;
+};
+
+/// Parses plan JSON. `source` names the input in messages (a file name, "<stdin>").
+/// Throws PlanFormatError. The result is not validated: call `validate()` on `.plan`.
+///
+/// Schema (DESIGN.md): `{"tasks": [{"name", "stage", "stream", "thread_group",
+/// "globally_ordered", "cpu_us", "device_us", "jitter_every", "jitter_device_us"}],
+/// "intra_iter_deps": [[task, dep]], "inter_iter_deps": [[task, dep]], "pipeline_depth"}`;
+/// only `tasks` and each task's `name` are required.
+ParsedPlan parse_plan(std::string_view json, const std::string& source = "<string>");
+
+/// Reads and parses a plan file; `-` reads standard input.
+/// Throws PlanFormatError, also when the file cannot be opened.
+ParsedPlan load_plan(const std::string& path);
+
+/// Serializes a plan to the same schema, one task per line. Defaults (stream/thread_group
+/// "default", globally_ordered false, zero costs) are written too, except zero costs;
+/// `pipeline_depth` is written when set. `parse_plan(plan_to_json(p))` equals `p` (task bodies
+/// and DeclaredIO aside, which JSON cannot hold).
+std::string plan_to_json(const PipelinePlan& plan);
+
+}  // namespace swp

@@ -1,0 +1,28 @@
+#pragma once
+// SyntheticCost: the made-up work `swp run` performs for a task that has no real body.
+
+namespace swp {
+
+/// Synthetic cost of one task instance, used only when a plan is executed without user code
+/// (`swp run`, benchmarks, the tuner). All durations are microseconds.
+///
+/// - `cpu_us`: busy CPU time spent in the task itself.
+/// - `device_us`: work queued on the task's stream.
+/// - every `jitter_every`-th iteration (iter % jitter_every == jitter_every − 1) the device work
+///   takes `jitter_device_us` instead; 0 disables jitter.
+struct SyntheticCost {
+  double cpu_us = 0;
+  double device_us = 0;
+  int jitter_every = 0;
+  double jitter_device_us = 0;
+
+  /// Device time of iteration `iter`, jitter included.
+  [[nodiscard]] double device_us_at(long long iter) const {
+    if (jitter_every > 0 && iter % jitter_every == jitter_every - 1) return jitter_device_us;
+    return device_us;
+  }
+
+  friend bool operator==(const SyntheticCost&, const SyntheticCost&) = default;
+};
+
+}  // namespace swp

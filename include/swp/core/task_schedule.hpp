@@ -1,0 +1,28 @@
+#pragma once
+// TaskSchedule: where and when one task of a plan runs (seed 003, class TaskSchedule).
+
+#include <string>
+
+namespace swp {
+
+/// Per-task scheduling configuration. Every field has a default; the simplest plan sets only
+/// `stage`.
+///
+/// - `stage` k means: in period p the task processes iteration p − k (clock-driven engine).
+/// - `stream` names the device stream the task's device work is queued on ("default" is the
+///   default stream). The device layer maps names to real streams.
+/// - `thread_group` names the lane: tasks of one lane run one at a time, in submission order.
+/// - `globally_ordered` tasks pass the submission sequencer, so every rank issues them in the
+///   same order (what keeps NCCL collectives from deadlocking).
+///
+/// Example: `TaskSchedule{.stage = 1, .stream = "data_dist", .globally_ordered = true}`.
+struct TaskSchedule {
+  int stage = 0;
+  std::string stream = "default";
+  std::string thread_group = "default";
+  bool globally_ordered = false;
+
+  friend bool operator==(const TaskSchedule&, const TaskSchedule&) = default;
+};
+
+}  // namespace swp

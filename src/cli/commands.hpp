@@ -1,0 +1,15 @@
+#pragma once
+// Registration of the `swp` subcommands. Each subcommand's callback stores the action to run
+// after parsing in `action`; main() runs it and returns its exit code.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace swp::cli {
+
+using Action = std::function<int()>;
+
+/// validate, order, schedule, analyze: the plan-model commands.
+void add_plan_commands(CLI::App& app, Action& action);
+
+}  // namespace swp::cli

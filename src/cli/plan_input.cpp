@@ -1,0 +1,46 @@
+#include "plan_input.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+#include "swp/core/plan_json.hpp"
+
+namespace swp::cli {
+
+void add_plan_argument(CLI::App& command, std::string& path) {
+  command.add_option("PLAN", path, "plan JSON file, or - for standard input")
+      ->required()
+      ->check(CLI::Validator(
+          [](const std::string& p) -> std::string {
+            if (p == "-") return {};
+            std::error_code ec;
+            if (!std::filesystem::is_regular_file(p, ec)) return "plan file not found: " + p;
+            return {};
+          },
+          "FILE|-"));
+}
+
+std::optional<Inspection> load_checked(const std::string& path, Strictness strictness) {
+  try {
+    auto parsed = load_plan(path);
+    for (const auto& w : parsed.warnings) std::cerr << "warning: " << w << '\n';
+    auto inspection = inspect(parsed.plan);
+    const bool fatal = strictness == Strictness::valid ? !inspection.valid()
+                                                       : inspection.structurally_broken();
+    for (const auto& v : inspection.violations) {
+      const bool is_error = strictness == Strictness::valid || is_structural(v.rule);
+      std::cerr << (is_error ? "error: " : "warning: ") << v.message << '\n';
+    }
+    if (fatal) return std::nullopt;
+    if (!inspection.valid())
+      std::cerr << "warning: " << path
+                << ": the plan breaks the rules above; `swp validate` rejects it and an engine "
+                   "would refuse to run it\n";
+    return inspection;
+  } catch (const PlanFormatError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return std::nullopt;
+  }
+}
+
+}  // namespace swp::cli

@@ -1,0 +1,120 @@
+#include "swp/core/enqueue_order.hpp"
+
+#include <algorithm>
+#include <map>
+#include <queue>
+#include <string_view>
+#include <tuple>
+
+#include "concat.hpp"
+
+namespace swp {
+
+std::string_view policy_name(OrderPolicy policy) {
+  return policy == OrderPolicy::ready_first ? "ready-first" : "stage-descending";
+}
+
+bool parse_policy(std::string_view name, OrderPolicy& policy) {
+  if (name == "ready-first") {
+    policy = OrderPolicy::ready_first;
+  } else if (name == "stage-descending") {
+    policy = OrderPolicy::stage_descending;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+PeriodLocalGraph period_local_graph(const PlanGraph& graph) {
+  const std::size_t n = graph.size();
+  PeriodLocalGraph local{std::vector<std::vector<TaskIndex>>(n), std::vector<int>(n, 0),
+                         std::vector<int>(n, 0)};
+  auto add_edge = [&](TaskIndex dep, TaskIndex task) {
+    local.successors[dep].push_back(task);
+    ++local.in_degree[task];
+    if (graph.stream(dep) != graph.stream(task)) ++local.stall_cost[task];
+  };
+  for (TaskIndex t = 0; t < n; ++t) {
+    for (TaskIndex d : graph.intra_deps(t))
+      if (graph.stage(d) == graph.stage(t)) add_edge(d, t);
+    for (TaskIndex d : graph.inter_deps(t))
+      if (graph.stage(d) == graph.stage(t) + 1) add_edge(d, t);
+  }
+  return local;
+}
+
+namespace {
+
+// Kahn's algorithm taking the smallest ready task by `key` each time. With a min-heap this is
+// exactly the seed's "pop(0), append released, re-sort" loop, because keys are unique (they end
+// with the task name).
+template <class Key>
+std::vector<TaskIndex> kahn(const std::vector<TaskIndex>& nodes,
+                            const std::vector<std::vector<TaskIndex>>& successors,
+                            std::vector<int> in_degree, const PlanGraph& graph, Key key) {
+  using Entry = std::tuple<decltype(key(TaskIndex{})), TaskIndex>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  for (TaskIndex t : nodes)
+    if (in_degree[t] == 0) ready.emplace(key(t), t);
+  std::vector<TaskIndex> order;
+  order.reserve(nodes.size());
+  while (!ready.empty()) {
+    const TaskIndex t = std::get<1>(ready.top());
+    ready.pop();
+    order.push_back(t);
+    for (TaskIndex s : successors[t])
+      if (--in_degree[s] == 0) ready.emplace(key(s), s);
+  }
+  if (order.size() != nodes.size()) {
+    std::vector<std::string> stuck;
+    for (TaskIndex t : nodes)
+      if (in_degree[t] > 0) stuck.push_back(graph.name(t));
+    std::string listed;
+    for (const auto& name : stuck) listed += (listed.empty() ? "'" : ", '") + name + "'";
+    throw PlanError({{PlanRule::intra_cycle, stuck,
+                      detail::concat("intra-iteration cycle: no enqueue order exists; the "
+                                     "period-local graph has a cycle through ",
+                                     listed)}});
+  }
+  return order;
+}
+
+std::vector<TaskIndex> ready_first(const PlanGraph& graph) {
+  const auto local = period_local_graph(graph);
+  std::vector<TaskIndex> all(graph.size());
+  for (TaskIndex t = 0; t < all.size(); ++t) all[t] = t;
+  return kahn(all, local.successors, local.in_degree, graph, [&](TaskIndex t) {
+    return std::pair<int, std::string_view>(local.stall_cost[t], graph.name(t));
+  });
+}
+
+std::vector<TaskIndex> stage_descending(const PlanGraph& graph) {
+  const std::size_t n = graph.size();
+  std::map<int, std::vector<TaskIndex>, std::greater<>> by_stage;
+  std::vector<std::vector<TaskIndex>> successors(n);
+  std::vector<int> in_degree(n, 0);
+  for (TaskIndex t = 0; t < n; ++t) {
+    by_stage[graph.stage(t)].push_back(t);
+    for (TaskIndex d : graph.intra_deps(t)) {
+      if (graph.stage(d) != graph.stage(t)) continue;
+      successors[d].push_back(t);
+      ++in_degree[t];
+    }
+  }
+  std::vector<TaskIndex> order;
+  order.reserve(n);
+  for (const auto& [stage, tasks] : by_stage) {
+    auto part = kahn(tasks, successors, in_degree, graph,
+                     [&](TaskIndex t) { return std::string_view(graph.name(t)); });
+    order.insert(order.end(), part.begin(), part.end());
+  }
+  return order;
+}
+
+}  // namespace
+
+std::vector<TaskIndex> enqueue_order(const PlanGraph& graph, OrderPolicy policy) {
+  return policy == OrderPolicy::ready_first ? ready_first(graph) : stage_descending(graph);
+}
+
+}  // namespace swp

@@ -1,0 +1,42 @@
+#include "swp/core/plan_error.hpp"
+
+#include <algorithm>
+
+namespace swp {
+
+std::string_view rule_name(PlanRule rule) {
+  switch (rule) {
+    case PlanRule::no_tasks: return "no tasks";
+    case PlanRule::empty_name: return "empty name";
+    case PlanRule::duplicate_name: return "duplicate name";
+    case PlanRule::unknown_task: return "unknown task";
+    case PlanRule::negative_stage: return "negative stage";
+    case PlanRule::intra_cycle: return "intra-iteration cycle";
+    case PlanRule::corollary_1: return "corollary 1";
+    case PlanRule::corollary_3: return "corollary 3";
+    case PlanRule::depth_mismatch: return "depth mismatch";
+  }
+  return "unknown rule";
+}
+
+bool is_structural(PlanRule rule) {
+  return rule != PlanRule::corollary_1 && rule != PlanRule::corollary_3 &&
+         rule != PlanRule::depth_mismatch;
+}
+
+namespace {
+std::string join_messages(const std::vector<PlanViolation>& violations) {
+  std::string text = "invalid plan:";
+  for (const auto& v : violations) text += "\n  " + v.message;
+  return text;
+}
+}  // namespace
+
+PlanError::PlanError(std::vector<PlanViolation> violations)
+    : std::runtime_error(join_messages(violations)), violations_(std::move(violations)) {}
+
+bool PlanError::breaks(PlanRule rule) const {
+  return std::ranges::any_of(violations_, [rule](const auto& v) { return v.rule == rule; });
+}
+
+}  // namespace swp

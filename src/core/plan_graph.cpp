@@ -1,0 +1,147 @@
+#include "swp/core/plan_graph.hpp"
+
+#include <algorithm>
+#include <ranges>
+
+#include "concat.hpp"
+#include "find_cycles.hpp"
+
+namespace swp {
+
+namespace {
+
+std::string quoted(const std::string& name) { return "'" + name + "'"; }
+
+struct Resolver {
+  const PipelinePlan& plan;
+  const std::unordered_map<std::string, TaskIndex>& by_name;
+  std::vector<PlanViolation>& violations;
+
+  // Resolves one reference of dependency list `list`[`pos`]; reports and returns nothing when
+  // the reference does not name a task of this plan.
+  std::optional<TaskIndex> operator()(const TaskRef& ref, const Dependency& dep,
+                                      std::string_view list, std::size_t pos) const {
+    const auto where = detail::concat(list, "[", pos, "] (", quoted(dep.task.name()), " depends on ", quoted(dep.depends_on.name()), ")");
+    if (const TaskHandle* h = ref.handle()) {
+      if (h->index >= plan.tasks.size() || plan.tasks[h->index].task.name != h->name) {
+        violations.push_back({PlanRule::unknown_task, {h->name},
+                              detail::concat("unknown task: ", where, ": the handle of ", quoted(h->name), " (#", h->index, ") does not belong to this plan")});
+        return std::nullopt;
+      }
+      return h->index;
+    }
+    if (auto it = by_name.find(ref.name()); it != by_name.end()) return it->second;
+    violations.push_back({PlanRule::unknown_task, {ref.name()},
+                          detail::concat("unknown task: ", where, ": no task is called ", quoted(ref.name()))});
+    return std::nullopt;
+  }
+};
+
+std::string describe_cycle(const PlanGraph& g, const std::vector<TaskIndex>& cycle) {
+  std::string text;
+  for (TaskIndex t : cycle) text += g.name(t) + " -> ";
+  return text + g.name(cycle.front());
+}
+
+}  // namespace
+
+std::optional<TaskIndex> PlanGraph::find(std::string_view name) const {
+  if (auto it = by_name_.find(std::string(name)); it != by_name_.end()) return it->second;
+  return std::nullopt;
+}
+
+PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation>& violations) {
+  PlanGraph g;
+  g.tasks_ = plan.tasks;
+  const std::size_t n = g.tasks_.size();
+  g.intra_.resize(n);
+  g.inter_.resize(n);
+
+  if (n == 0) violations.push_back({PlanRule::no_tasks, {}, "no tasks: the plan declares no task"});
+
+  for (TaskIndex t = 0; t < n; ++t) {
+    const auto& name = g.name(t);
+    if (name.empty()) {
+      violations.push_back({PlanRule::empty_name, {},
+                            detail::concat("empty name: task #", t, " has an empty name")});
+      continue;
+    }
+    auto [it, inserted] = g.by_name_.emplace(name, t);
+    if (!inserted) {
+      violations.push_back({PlanRule::duplicate_name, {name},
+                            detail::concat("duplicate name: tasks #", it->second, " and #", t, " are both called ", quoted(name))});
+    }
+    if (g.stage(t) < 0) {
+      violations.push_back({PlanRule::negative_stage, {name},
+                            detail::concat("negative stage: task ", quoted(name), " has stage ", g.stage(t), "; stages start at 0")});
+    }
+  }
+
+  const Resolver resolve_ref{plan, g.by_name_, violations};
+  auto resolve_list = [&](const std::vector<Dependency>& deps, std::string_view list,
+                          std::vector<std::vector<TaskIndex>>& out) {
+    for (std::size_t pos = 0; pos < deps.size(); ++pos) {
+      const auto task = resolve_ref(deps[pos].task, deps[pos], list, pos);
+      const auto dep = resolve_ref(deps[pos].depends_on, deps[pos], list, pos);
+      if (task && dep) out[*task].push_back(*dep);
+    }
+  };
+  resolve_list(plan.intra_iter_deps, "intra_iter_deps", g.intra_);
+  resolve_list(plan.inter_iter_deps, "inter_iter_deps", g.inter_);
+
+  int max_stage = 0;
+  for (TaskIndex t = 0; t < n; ++t) max_stage = std::max(max_stage, g.stage(t));
+  g.depth_ = max_stage + 1;
+
+  for (const auto& cycle : detail::find_cycles(g.intra_)) {
+    auto names = cycle | std::views::transform([&](TaskIndex t) { return g.name(t); });
+    violations.push_back(
+        {PlanRule::intra_cycle, {names.begin(), names.end()},
+         detail::concat("intra-iteration cycle: ", describe_cycle(g, cycle), " (each task depends on the next within one iteration, so none can start)")});
+  }
+
+  for (TaskIndex t = 0; t < n; ++t) {
+    for (TaskIndex d : g.intra_[t]) {
+      if (g.stage(d) <= g.stage(t)) continue;
+      violations.push_back(
+          {PlanRule::corollary_1, {g.name(t), g.name(d)},
+           detail::concat("corollary 1: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends within the iteration on ", quoted(g.name(d)), " (stage ", g.stage(d), "); an intra-iteration dependency needs dep.stage <= task.stage, otherwise ", quoted(g.name(t)), " waits for a later period and deadlocks (move ", quoted(g.name(d)), " to an earlier stage or declare the dependency in inter_iter_deps)")});
+    }
+    for (TaskIndex d : g.inter_[t]) {
+      if (g.stage(d) - g.stage(t) <= 1) continue;
+      violations.push_back(
+          {PlanRule::corollary_3, {g.name(t), g.name(d)},
+           detail::concat("corollary 3: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends on ", quoted(g.name(d)), " (stage ", g.stage(d), ") of the previous iteration; an inter-iteration dependency needs dep.stage - task.stage <= 1 (here ", g.stage(d) - g.stage(t), "), otherwise the dependency runs in a future period: structural deadlock")});
+    }
+  }
+
+  if (plan.pipeline_depth && n > 0 && *plan.pipeline_depth != g.depth_) {
+    std::vector<std::string> deepest;
+    for (TaskIndex t = 0; t < n; ++t)
+      if (g.stage(t) == max_stage) deepest.push_back(g.name(t));
+    std::string listed;
+    for (const auto& name : deepest) listed += (listed.empty() ? "" : ", ") + quoted(name);
+    violations.push_back(
+        {PlanRule::depth_mismatch, deepest,
+         detail::concat("depth mismatch: pipeline_depth is ", *plan.pipeline_depth, " but max(stage) + 1 is ", g.depth_, " (deepest stage ", max_stage, ": ", listed, ")")});
+  }
+  return g;
+}
+
+bool Inspection::structurally_broken() const {
+  return std::ranges::any_of(violations, [](const auto& v) { return is_structural(v.rule); });
+}
+
+Inspection inspect(const PipelinePlan& plan) {
+  std::vector<PlanViolation> violations;
+  PlanGraph graph = PlanGraph::resolve(plan, violations);
+  return Inspection{std::move(graph), std::move(violations)};
+}
+
+PlanGraph validate(const PipelinePlan& plan) {
+  auto inspection = inspect(plan);
+  if (!inspection.valid()) throw PlanError(std::move(inspection.violations));
+  return std::move(inspection.graph);
+}
+
+}  // namespace swp

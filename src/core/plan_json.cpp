@@ -1,0 +1,274 @@
+#include "swp/core/plan_json.hpp"
+
+#include <boost/json.hpp>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "concat.hpp"
+
+namespace json = boost::json;
+
+namespace swp {
+
+namespace {
+
+std::string format_error(const std::string& source, const std::string& field,
+                         const std::string& message, int line, int column) {
+  std::string where = source;
+  if (line > 0) where += detail::concat(":", line, ":", column);
+  return where + ": " + (field.empty() ? "" : field + ": ") + message;
+}
+
+std::string kind_of(const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: return "null";
+    case json::kind::bool_: return v.get_bool() ? "true" : "false";
+    case json::kind::int64:
+    case json::kind::uint64:
+    case json::kind::double_: return "number " + json::serialize(v);
+    case json::kind::string: return "string " + json::serialize(v);
+    case json::kind::array: return "an array";
+    case json::kind::object: return "an object";
+  }
+  return "a value";
+}
+
+// Reads typed fields out of one JSON object, naming the path of every offending value.
+class Reader {
+ public:
+  Reader(const std::string& source, std::vector<std::string>& warnings)
+      : source_(source), warnings_(warnings) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const {
+    throw PlanFormatError(source_, field, message);
+  }
+
+  [[noreturn]] void expected(const std::string& field, const std::string& what,
+                             const json::value& got) const {
+    fail(field, "expected " + what + ", got " + kind_of(got));
+  }
+
+  const json::object& object(const json::value& v, const std::string& field) const {
+    if (!v.is_object()) expected(field, "an object", v);
+    return v.get_object();
+  }
+
+  const json::array& array(const json::value& v, const std::string& field) const {
+    if (!v.is_array()) expected(field, "an array", v);
+    return v.get_array();
+  }
+
+  std::string string(const json::value& v, const std::string& field) const {
+    if (!v.is_string()) expected(field, "a string", v);
+    return std::string(v.get_string());
+  }
+
+  std::string non_empty_string(const json::value& v, const std::string& field) const {
+    auto text = string(v, field);
+    if (text.empty()) fail(field, "expected a non-empty string");
+    return text;
+  }
+
+  long long integer(const json::value& v, const std::string& field) const {
+    if (v.is_int64()) return v.get_int64();
+    if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(
+                                               std::numeric_limits<long long>::max()))
+      return static_cast<long long>(v.get_uint64());
+    expected(field, "an integer", v);
+  }
+
+  int int32(const json::value& v, const std::string& field) const {
+    const long long x = integer(v, field);
+    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+      fail(field, detail::concat("integer ", x, " is out of range"));
+    return static_cast<int>(x);
+  }
+
+  double non_negative(const json::value& v, const std::string& field) const {
+    if (!v.is_number()) expected(field, "a number of microseconds", v);
+    const double x = v.to_number<double>();
+    if (!(x >= 0) || !std::isfinite(x))
+      fail(field, "expected a non-negative number of microseconds, got " + json::serialize(v));
+    return x;
+  }
+
+  bool boolean(const json::value& v, const std::string& field) const {
+    if (!v.is_bool()) expected(field, "true or false", v);
+    return v.get_bool();
+  }
+
+  void warn_unknown(const json::object& obj, const std::string& field,
+                    const std::set<std::string_view>& known) const {
+    for (const auto& [key, value] : obj) {
+      if (known.contains(key)) continue;
+      std::string allowed;
+      for (auto k : known) allowed += (allowed.empty() ? "" : ", ") + std::string(k);
+      warnings_.push_back(source_ + ": " + (field.empty() ? "" : field + ".") + std::string(key) +
+                          ": unknown key ignored (known keys: " + allowed + ")");
+    }
+  }
+
+ private:
+  const std::string& source_;
+  std::vector<std::string>& warnings_;
+};
+
+PlannedTask read_task(const Reader& r, const json::value& v, const std::string& field) {
+  const auto& obj = r.object(v, field);
+  r.warn_unknown(obj, field,
+                 {"name", "stage", "stream", "thread_group", "globally_ordered", "cpu_us",
+                  "device_us", "jitter_every", "jitter_device_us"});
+  PlannedTask task;
+  const auto* name = obj.if_contains("name");
+  if (name == nullptr) r.fail(field, "missing required key \"name\"");
+  task.task.name = r.non_empty_string(*name, field + ".name");
+  const std::string at = field + " (" + task.task.name + ")";
+  if (const auto* x = obj.if_contains("stage")) task.schedule.stage = r.int32(*x, at + ".stage");
+  if (const auto* x = obj.if_contains("stream")) task.schedule.stream = r.non_empty_string(*x, at + ".stream");
+  if (const auto* x = obj.if_contains("thread_group"))
+    task.schedule.thread_group = r.non_empty_string(*x, at + ".thread_group");
+  if (const auto* x = obj.if_contains("globally_ordered"))
+    task.schedule.globally_ordered = r.boolean(*x, at + ".globally_ordered");
+  if (const auto* x = obj.if_contains("cpu_us")) task.cost.cpu_us = r.non_negative(*x, at + ".cpu_us");
+  if (const auto* x = obj.if_contains("device_us")) task.cost.device_us = r.non_negative(*x, at + ".device_us");
+  if (const auto* x = obj.if_contains("jitter_every")) {
+    task.cost.jitter_every = r.int32(*x, at + ".jitter_every");
+    if (task.cost.jitter_every < 0) r.fail(at + ".jitter_every", "expected an integer >= 0");
+  }
+  if (const auto* x = obj.if_contains("jitter_device_us"))
+    task.cost.jitter_device_us = r.non_negative(*x, at + ".jitter_device_us");
+  return task;
+}
+
+std::vector<Dependency> read_deps(const Reader& r, const json::object& root, const char* key) {
+  std::vector<Dependency> deps;
+  const auto* v = root.if_contains(key);
+  if (v == nullptr) return deps;
+  const auto& list = r.array(*v, key);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string field = detail::concat(key, "[", i, "]");
+    const auto& pair = r.array(list[i], field);
+    if (pair.size() != 2)
+      r.fail(field, detail::concat("expected a pair [task, depends_on], got ", pair.size(),
+                                   " element(s)"));
+    deps.push_back({r.non_empty_string(pair[0], field + "[0]"),
+                    r.non_empty_string(pair[1], field + "[1]")});
+  }
+  return deps;
+}
+
+std::pair<int, int> line_and_column(std::string_view text, std::size_t offset) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+std::string number(double x) {
+  char buffer[64];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, x);
+  return std::string(buffer, end);
+}
+
+std::string quote(const std::string& text) { return json::serialize(json::value(text)); }
+
+}  // namespace
+
+PlanFormatError::PlanFormatError(std::string source, std::string field,
+                                 const std::string& message, int line, int column)
+    : std::runtime_error(format_error(source, field, message, line, column)),
+      source_(std::move(source)),
+      field_(std::move(field)),
+      line_(line),
+      column_(column) {}
+
+ParsedPlan parse_plan(std::string_view text, const std::string& source) {
+  json::stream_parser parser;
+  boost::system::error_code ec;
+  std::size_t used = parser.write(text.data(), text.size(), ec);
+  if (!ec) {
+    parser.finish(ec);
+    if (ec) used = text.size();  // the text ended inside a value
+  }
+  if (ec) {
+    const auto [line, column] = line_and_column(text, used);
+    throw PlanFormatError(source, "", "malformed JSON: " + ec.message(), line, column);
+  }
+  const json::value root_value = parser.release();
+
+  ParsedPlan parsed;
+  const Reader r(source, parsed.warnings);
+  const auto& root = r.object(root_value, "plan");
+  r.warn_unknown(root, "", {"tasks", "intra_iter_deps", "inter_iter_deps", "pipeline_depth"});
+  const auto* tasks = root.if_contains("tasks");
+  if (tasks == nullptr) r.fail("plan", "missing required key \"tasks\"");
+  const auto& list = r.array(*tasks, "tasks");
+  for (std::size_t i = 0; i < list.size(); ++i)
+    parsed.plan.tasks.push_back(read_task(r, list[i], detail::concat("tasks[", i, "]")));
+  parsed.plan.intra_iter_deps = read_deps(r, root, "intra_iter_deps");
+  parsed.plan.inter_iter_deps = read_deps(r, root, "inter_iter_deps");
+  if (const auto* d = root.if_contains("pipeline_depth")) {
+    parsed.plan.pipeline_depth = r.int32(*d, "pipeline_depth");
+    if (*parsed.plan.pipeline_depth < 1) r.fail("pipeline_depth", "expected an integer >= 1");
+  }
+  return parsed;
+}
+
+ParsedPlan load_plan(const std::string& path) {
+  if (path == "-") {
+    std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+    return parse_plan(text, "<stdin>");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw PlanFormatError(path, "", "cannot open plan file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_plan(text.str(), path);
+}
+
+std::string plan_to_json(const PipelinePlan& plan) {
+  std::string out = "{\n  \"tasks\": [";
+  for (std::size_t i = 0; i < plan.tasks.size(); ++i) {
+    const auto& t = plan.tasks[i];
+    out += i == 0 ? "\n" : ",\n";
+    out += "    {\"name\": " + quote(t.task.name) +
+           ", \"stage\": " + std::to_string(t.schedule.stage) +
+           ", \"stream\": " + quote(t.schedule.stream) +
+           ", \"thread_group\": " + quote(t.schedule.thread_group) +
+           ", \"globally_ordered\": " + (t.schedule.globally_ordered ? "true" : "false");
+    if (t.cost.cpu_us != 0) out += ", \"cpu_us\": " + number(t.cost.cpu_us);
+    if (t.cost.device_us != 0) out += ", \"device_us\": " + number(t.cost.device_us);
+    if (t.cost.jitter_every != 0) out += ", \"jitter_every\": " + std::to_string(t.cost.jitter_every);
+    if (t.cost.jitter_device_us != 0)
+      out += ", \"jitter_device_us\": " + number(t.cost.jitter_device_us);
+    out += "}";
+  }
+  out += "\n  ]";
+  auto deps = [&](const char* key, const std::vector<Dependency>& list) {
+    out += ",\n  \"" + std::string(key) + "\": [";
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      out += i == 0 ? "\n    " : ",\n    ";
+      out += "[" + quote(list[i].task.name()) + ", " + quote(list[i].depends_on.name()) + "]";
+    }
+    out += list.empty() ? "]" : "\n  ]";
+  };
+  deps("intra_iter_deps", plan.intra_iter_deps);
+  deps("inter_iter_deps", plan.inter_iter_deps);
+  if (plan.pipeline_depth) out += ",\n  \"pipeline_depth\": " + std::to_string(*plan.pipeline_depth);
+  out += "\n}\n";
+  return out;
+}
+
+}  // namespace swp

@@ -1,0 +1,90 @@
+#include "swp/core/schedule_table.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "swp/core/enqueue_order.hpp"
+
+namespace swp {
+
+namespace {
+
+std::string left(const std::string& text, std::size_t width) {
+  return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
+}
+
+std::string right(const std::string& text, std::size_t width) {
+  return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
+}
+
+// Centred as Python's str.center does for these short marks: the odd space goes right.
+std::string centre(const std::string& text, std::size_t width) {
+  if (width <= text.size()) return text;
+  const std::size_t pad = width - text.size();
+  return std::string(pad / 2, ' ') + text + std::string(pad - pad / 2, ' ');
+}
+
+void trim_right(std::string& line) {
+  line.erase(line.find_last_not_of(' ') + 1);
+}
+
+}  // namespace
+
+std::string format_schedule(const PlanGraph& graph, int periods,
+                            const std::set<std::string>& shortcut) {
+  if (periods < 1) throw std::invalid_argument("format_schedule: periods must be at least 1");
+  const auto rows = enqueue_order(graph, OrderPolicy::stage_descending);
+
+  std::vector<std::string> labels;
+  for (TaskIndex t : rows) labels.push_back(graph.name(t) + (shortcut.contains(graph.name(t)) ? " [skip]" : ""));
+
+  std::size_t w_index = std::max<std::size_t>(2, std::to_string(rows.size() - 1).size());
+  // Minimum widths are those of the seeds' tables, which wider names widen.
+  std::size_t w_task = 17, w_lane = 7, w_stream = 12;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    w_task = std::max(w_task, labels[r].size());
+    w_lane = std::max(w_lane, graph.lane(rows[r]).size());
+    w_stream = std::max(w_stream, graph.stream(rows[r]).size());
+  }
+  const std::size_t w_cell = std::max<std::size_t>(5, std::to_string(periods - 1).size() + 2);
+
+  std::string out;
+  auto emit = [&](std::string line) {
+    trim_right(line);
+    out += line + '\n';
+  };
+
+  std::string header = "  " + right("#", w_index) + "  " + left("Task", w_task) + "  " +
+                       left("Thread", w_lane) + "  " + left("Stream", w_stream) + "  |";
+  std::string rule = "  " + std::string(w_index, '-') + "  " + std::string(w_task, '-') + "  " +
+                     std::string(w_lane, '-') + "  " + std::string(w_stream, '-') + "  +";
+  for (int p = 0; p < periods; ++p) {
+    header += " " + left("P" + std::to_string(p), w_cell);
+    rule += " " + std::string(w_cell, '-');
+  }
+  emit(header);
+  emit(rule);
+
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const TaskIndex t = rows[r];
+    const bool skipped = shortcut.contains(graph.name(t));
+    std::string line = "  " + right(std::to_string(r), w_index) + "  " + left(labels[r], w_task) +
+                       "  " + left(graph.lane(t), w_lane) + "  " + left(graph.stream(t), w_stream) +
+                       "  |";
+    for (int p = 0; p < periods; ++p) {
+      const int iter = p - graph.stage(t);
+      if (iter < 0) {
+        line += " " + centre("--", w_cell);
+      } else if (skipped) {
+        line += " " + centre(".", w_cell);
+      } else {
+        line += " " + left("i" + std::to_string(iter), w_cell);
+      }
+    }
+    emit(line);
+  }
+  return out;
+}
+
+}  // namespace swp
