@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages swp builds with, only those that are missing.
+# Runs `apt-get update` once, and only when something has to be installed.
+set -euo pipefail
+
+packages=(
+  g++ meson ninja-build pkg-config
+  libboost1.81-dev libboost-json1.81-dev libboost-fiber1.81-dev libboost-context1.81-dev
+  libcli11-dev doctest-dev librange-v3-dev
+  libtbb-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
