@@ -2,4 +2,6 @@
 // Umbrella header: everything public in swp.
 
 #include "swp/config.hpp"
+#include "swp/async.hpp"
 #include "swp/core.hpp"
+#include "swp/device.hpp"

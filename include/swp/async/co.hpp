@@ -1,0 +1,222 @@
+#pragma once
+// Co<T>: the lazy coroutine task type every swp task body and engine routine is written in.
+
+#include <atomic>
+#include <concepts>
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "swp/async/detail/frame_allocator.hpp"
+#include "swp/async/resumer.hpp"
+
+namespace swp {
+
+template <class T = void>
+class Co;
+
+namespace detail {
+
+/// What every Co promise shares: the awaiting parent, the exception, the Resumer (inherited by
+/// children, so everything a task awaits resumes on the task's lane) and, for a root coroutine,
+/// the completion callback.
+class CoPromiseBase {
+ public:
+  using Completion = void (*)(void* context, std::exception_ptr error) noexcept;
+
+  struct FinalAwaiter {
+    [[nodiscard]] bool await_ready() const noexcept { return false; }
+
+    template <class Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> self) noexcept {
+      CoPromiseBase& p = self.promise();
+      if (p.continuation_) {
+        // Second to arrive continues the parent: if the parent is still inside its
+        // await_suspend (we completed synchronously) it simply does not suspend.
+        if (p.handoff_.exchange(true, std::memory_order_acq_rel)) return p.continuation_;
+        return std::noop_coroutine();
+      }
+      if (p.completion_ != nullptr) p.completion_(p.completion_context_, p.exception_);
+      return std::noop_coroutine();
+    }
+
+    void await_resume() const noexcept {}
+  };
+
+  std::suspend_always initial_suspend() const noexcept { return {}; }
+  FinalAwaiter final_suspend() const noexcept { return {}; }
+  void unhandled_exception() noexcept { exception_ = std::current_exception(); }
+
+  static void* operator new(std::size_t size) { return frame_allocate(size); }
+  static void operator delete(void* frame, std::size_t size) noexcept {
+    frame_deallocate(frame, size);
+  }
+
+  [[nodiscard]] Resumer* resumer() const noexcept { return resumer_; }
+  void set_resumer(Resumer* resumer) noexcept { resumer_ = resumer; }
+
+  void set_continuation(std::coroutine_handle<> parent, Resumer* resumer) noexcept {
+    continuation_ = parent;
+    resumer_ = resumer;
+  }
+
+  void set_completion(Completion completion, void* context) noexcept {
+    completion_ = completion;
+    completion_context_ = context;
+  }
+
+  void rethrow_if_failed() const {
+    if (exception_) std::rethrow_exception(exception_);
+  }
+
+  /// Called by the parent after starting this child: true when the child already finished
+  /// (the parent continues without suspending), false when the child will resume the parent.
+  bool finished_before_parent_suspended() noexcept {
+    return handoff_.exchange(true, std::memory_order_acq_rel);
+  }
+
+ private:
+  std::coroutine_handle<> continuation_;
+  std::exception_ptr exception_;
+  Resumer* resumer_ = nullptr;
+  Completion completion_ = nullptr;
+  void* completion_context_ = nullptr;
+  // Child/parent hand-off: whoever sets it second continues the parent. This keeps the stack
+  // flat for children that complete synchronously, even where the compiler does not turn
+  // symmetric transfer into a tail call (g++ at -O0/-O1 and under sanitizers).
+  std::atomic<bool> handoff_{false};
+};
+
+/// The Resumer of the coroutine behind `h`, if it is an swp coroutine.
+template <class Promise>
+Resumer* resumer_of(std::coroutine_handle<Promise> h) noexcept {
+  if constexpr (std::derived_from<Promise, CoPromiseBase>) {
+    return h.promise().resumer();
+  } else {
+    return nullptr;
+  }
+}
+
+template <class T>
+class CoPromise : public CoPromiseBase {
+ public:
+  Co<T> get_return_object() noexcept;
+
+  template <class U>
+    requires std::convertible_to<U&&, T>
+  void return_value(U&& value) noexcept(std::is_nothrow_constructible_v<T, U&&>) {
+    value_.emplace(std::forward<U>(value));
+  }
+
+  T take() {
+    rethrow_if_failed();
+    return std::move(*value_);
+  }
+
+ private:
+  std::optional<T> value_;
+};
+
+template <>
+class CoPromise<void> : public CoPromiseBase {
+ public:
+  Co<void> get_return_object() noexcept;
+  void return_void() const noexcept {}
+  void take() const { rethrow_if_failed(); }
+};
+
+}  // namespace detail
+
+/// A lazy coroutine producing a `T` (or nothing).
+///
+/// Completion: nothing runs until the Co is awaited (`co_await std::move(co)`, or `co_await
+/// make_co()` directly) or started as a root; the awaiting coroutine continues when the body
+/// returns — without suspending at all when the body completed synchronously, so long loops of
+/// awaits never grow the stack. Errors: an exception leaving the body is rethrown from the
+/// `co_await`. Cancellation: a Co has none of its own; it ends when what it awaits is cancelled.
+/// Frames come from a thread-local recycling allocator. Move-only; destroying an unstarted or
+/// finished Co frees its frame.
+///
+/// Example:
+/// ```
+/// swp::Co<int> answer() { co_return 42; }
+/// swp::Co<void> caller() { int x = co_await answer(); }
+/// ```
+template <class T>
+class [[nodiscard]] Co {
+ public:
+  using promise_type = detail::CoPromise<T>;
+  using handle_type = std::coroutine_handle<promise_type>;
+  using value_type = T;
+
+  Co() noexcept = default;
+  explicit Co(handle_type h) noexcept : h_(h) {}
+  Co(Co&& other) noexcept : h_(std::exchange(other.h_, {})) {}
+  Co& operator=(Co&& other) noexcept {
+    if (this != &other) {
+      reset();
+      h_ = std::exchange(other.h_, {});
+    }
+    return *this;
+  }
+  Co(const Co&) = delete;
+  Co& operator=(const Co&) = delete;
+  ~Co() { reset(); }
+
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
+  [[nodiscard]] bool done() const noexcept { return h_ && h_.done(); }
+
+  /// Awaiting a Co starts it; the awaiting coroutine continues when it returns.
+  class Awaiter {
+   public:
+    explicit Awaiter(handle_type h) noexcept : h_(h) {}
+    [[nodiscard]] bool await_ready() const noexcept { return false; }
+    template <class Parent>
+    bool await_suspend(std::coroutine_handle<Parent> parent) noexcept {
+      h_.promise().set_continuation(parent, detail::resumer_of(parent));
+      h_.resume();  // runs the child up to its first suspension or to its end
+      return !h_.promise().finished_before_parent_suspended();
+    }
+    T await_resume() { return h_.promise().take(); }
+
+   private:
+    handle_type h_;
+  };
+
+  Awaiter operator co_await() && noexcept { return Awaiter{h_}; }
+
+  /// Starts this Co as a root coroutine, resuming through `resumer`; `completion(context,
+  /// error)` is called when it finishes (error empty on success), on the thread that ran its
+  /// last step. The Co must stay alive until then; read the result with `result()`.
+  void start(Resumer* resumer, detail::CoPromiseBase::Completion completion,
+             void* context) noexcept {
+    h_.promise().set_resumer(resumer);
+    h_.promise().set_completion(completion, context);
+    h_.resume();
+  }
+
+  /// The value of a finished root Co; rethrows its exception.
+  T result() { return h_.promise().take(); }
+
+ private:
+  void reset() noexcept {
+    if (h_) h_.destroy();
+    h_ = {};
+  }
+
+  handle_type h_;
+};
+
+namespace detail {
+template <class T>
+Co<T> CoPromise<T>::get_return_object() noexcept {
+  return Co<T>(Co<T>::handle_type::from_promise(*this));
+}
+inline Co<void> CoPromise<void>::get_return_object() noexcept {
+  return Co<void>(Co<void>::handle_type::from_promise(*this));
+}
+}  // namespace detail
+
+}  // namespace swp

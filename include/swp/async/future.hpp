@@ -1,0 +1,261 @@
+#pragma once
+// Future<T> / Promise<T>: a typed dependency with CPU readiness and an optional device event.
+
+#include <atomic>
+#include <cassert>
+#include <concepts>
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "swp/async/co.hpp"
+#include "swp/async/device_event.hpp"
+#include "swp/async/resumer.hpp"
+
+namespace swp {
+
+namespace detail {
+
+/// One suspended awaiter, linked into a FutureState's waiter list.
+struct FutureWaiter {
+  std::coroutine_handle<> handle;
+  Resumer* resumer = nullptr;
+  FutureWaiter* next = nullptr;
+};
+
+/// The shared state: readiness, error and device event, no value. Reference counted.
+///
+/// `state_` is nullptr (pending, no waiter), `this` (completed) or the head of a LIFO list of
+/// waiters. Completion exchanges in `this` with acq_rel: release publishes value/error/event
+/// to awaiters, acquire sees the waiter list pushed with release.
+class FutureStateBase {
+ public:
+  FutureStateBase() = default;
+  FutureStateBase(const FutureStateBase&) = delete;
+  FutureStateBase& operator=(const FutureStateBase&) = delete;
+
+  [[nodiscard]] bool ready() const noexcept {
+    return state_.load(std::memory_order_acquire) == this;
+  }
+
+  /// Links `w` unless the state already completed; false means "ready, do not suspend".
+  bool add_waiter(FutureWaiter& w) noexcept {
+    void* old = state_.load(std::memory_order_acquire);
+    do {
+      if (old == this) return false;
+      w.next = static_cast<FutureWaiter*>(old);
+    } while (!state_.compare_exchange_weak(old, &w, std::memory_order_release,
+                                           std::memory_order_acquire));
+    return true;
+  }
+
+  /// Marks the state complete and resumes every waiter in arrival order.
+  void complete() noexcept {
+    void* old = state_.exchange(this, std::memory_order_acq_rel);
+    assert(old != this && "a Future was completed twice");
+    FutureWaiter* reversed = nullptr;
+    for (auto* w = static_cast<FutureWaiter*>(old); w != nullptr;) {
+      FutureWaiter* next = w->next;
+      w->next = reversed;
+      reversed = w;
+      w = next;
+    }
+    while (reversed != nullptr) {
+      FutureWaiter* next = reversed->next;  // read first: resuming may destroy the waiter
+      resume_on(reversed->resumer, reversed->handle);
+      reversed = next;
+    }
+  }
+
+  /// Back to pending for reuse. Only when nobody waits (the engine's slot protocol ensures it).
+  void reset_base() noexcept {
+    assert((state_.load() == nullptr || state_.load() == this) && "reset with waiters");
+    error_ = nullptr;
+    event_ = nullptr;
+    state_.store(nullptr, std::memory_order_relaxed);
+  }
+
+  void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
+  void set_event(const DeviceEvent* e) noexcept { event_ = e; }
+  [[nodiscard]] const std::exception_ptr& error() const noexcept { return error_; }
+  [[nodiscard]] const DeviceEvent* event() const noexcept { return event_; }
+
+  void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  /// True when this was the last reference.
+  bool release_ref() noexcept { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+
+  virtual ~FutureStateBase() = default;
+
+ private:
+  std::atomic<void*> state_{nullptr};
+  std::exception_ptr error_;
+  const DeviceEvent* event_ = nullptr;
+  std::atomic<int> refs_{0};
+};
+
+template <class T>
+class FutureState final : public FutureStateBase {
+ public:
+  template <class... Args>
+  void emplace(Args&&... args) {
+    value_.emplace(std::forward<Args>(args)...);
+  }
+  [[nodiscard]] const T& value() const { return *value_; }
+  void reset() noexcept {
+    value_.reset();
+    reset_base();
+  }
+
+ private:
+  std::optional<T> value_;
+};
+
+template <>
+class FutureState<void> final : public FutureStateBase {
+ public:
+  void reset() noexcept { reset_base(); }
+};
+
+/// Intrusive owning pointer to a FutureState.
+template <class T>
+class StateRef {
+ public:
+  StateRef() noexcept = default;
+  explicit StateRef(FutureState<T>* s) noexcept : s_(s) {
+    if (s_) s_->add_ref();
+  }
+  StateRef(const StateRef& o) noexcept : StateRef(o.s_) {}
+  StateRef(StateRef&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  StateRef& operator=(StateRef o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
+  ~StateRef() {
+    if (s_ && s_->release_ref()) delete s_;
+  }
+  FutureState<T>* operator->() const noexcept { return s_; }
+  FutureState<T>& operator*() const noexcept { return *s_; }
+  [[nodiscard]] FutureState<T>* get() const noexcept { return s_; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+
+ private:
+  FutureState<T>* s_ = nullptr;
+};
+
+}  // namespace detail
+
+/// Something that can be made to wait, in stream order, for a DeviceEvent (a device Stream).
+template <class S>
+concept StreamWaiter = requires(S& s, const DeviceEvent& e) { s.wait(e); };
+
+/// Read side of a typed dependency.
+///
+/// Completion: `co_await f` resumes once the producer's promise completed (phase 1: the
+/// producer was *submitted*, its device work may still run) and yields `const T&` (nothing for
+/// `void`). `co_await f.on(stream)` additionally makes `stream` wait, in stream order, for the
+/// producer's device event (phase 2) — never a CPU block on device completion.
+/// Errors: a producer's error or a cancellation is rethrown from the `co_await`.
+/// Resumption happens through the awaiting coroutine's Resumer (its lane).
+///
+/// Example:
+/// ```
+/// auto [promise, future] = swp::make_promise<int>();
+/// // producer:  promise.set_value(7);
+/// // consumer:  int x = co_await future;   or   co_await future.on(stream);
+/// ```
+template <class T = void>
+class Future {
+ public:
+  Future() noexcept = default;
+  explicit Future(detail::StateRef<T> state) noexcept : state_(std::move(state)) {}
+
+  [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(state_); }
+  [[nodiscard]] bool ready() const noexcept { return state_->ready(); }
+  /// The producer's device event, once ready (nullptr when it recorded none).
+  [[nodiscard]] const DeviceEvent* event() const noexcept { return state_->event(); }
+
+  /// The value of a ready future; rethrows its error.
+  decltype(auto) get() const {
+    assert(ready());
+    if (state_->error()) std::rethrow_exception(state_->error());
+    if constexpr (!std::is_void_v<T>) return state_->value();
+  }
+
+  auto operator co_await() const noexcept { return Awaiter<NoStream>{{}, state_.get(), nullptr}; }
+
+  /// Awaits readiness, then enqueues `stream.wait(event)` for the producer's device event.
+  template <StreamWaiter S>
+  auto on(S& stream) const noexcept {
+    return Awaiter<S>{{}, state_.get(), &stream};
+  }
+
+ private:
+  struct NoStream {
+    void wait(const DeviceEvent&) {}
+  };
+
+  template <class S>
+  struct Awaiter : detail::FutureWaiter {
+    detail::FutureState<T>* state;
+    S* stream;
+
+    [[nodiscard]] bool await_ready() const noexcept { return state->ready(); }
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> h) noexcept {
+      this->handle = h;
+      this->resumer = detail::resumer_of(h);
+      return state->add_waiter(*this);
+    }
+    decltype(auto) await_resume() const {
+      if (state->error()) std::rethrow_exception(state->error());
+      if (stream != nullptr && state->event() != nullptr) stream->wait(*state->event());
+      if constexpr (!std::is_void_v<T>) return state->value();
+    }
+  };
+
+  detail::StateRef<T> state_;
+};
+
+/// Write side of a typed dependency. Complete it exactly once with `set_value` or
+/// `set_error`; `set_event` (before completing) attaches the producer's device event.
+template <class T = void>
+class Promise {
+ public:
+  Promise() : state_(new detail::FutureState<T>()) {}
+
+  [[nodiscard]] Future<T> get_future() const { return Future<T>(state_); }
+
+  void set_event(const DeviceEvent* event) noexcept { state_->set_event(event); }
+
+  template <class... Args>
+  void set_value(Args&&... args) {
+    if constexpr (!std::is_void_v<T>) state_->emplace(std::forward<Args>(args)...);
+    state_->complete();
+  }
+
+  void set_error(std::exception_ptr error) noexcept {
+    state_->set_error(std::move(error));
+    state_->complete();
+  }
+
+  [[nodiscard]] bool ready() const noexcept { return state_->ready(); }
+
+  /// Makes the promise pending again (value, error and event cleared) so it can be reused for
+  /// a later iteration. Precondition: nobody is suspended on it.
+  void reset() noexcept { state_->reset(); }
+
+ private:
+  detail::StateRef<T> state_;
+};
+
+/// A fresh promise and its future.
+template <class T = void>
+std::pair<Promise<T>, Future<T>> make_promise() {
+  Promise<T> p;
+  auto f = p.get_future();
+  return {std::move(p), std::move(f)};
+}
+
+}  // namespace swp

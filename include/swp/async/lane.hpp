@@ -1,0 +1,84 @@
+#pragma once
+// Lane: the seed's thread group — a FIFO serial executor for task instances.
+
+#include <coroutine>
+#include <string>
+#include <vector>
+
+#include "swp/async/detail/spin_lock.hpp"
+#include "swp/async/resumer.hpp"
+#include "swp/async/scheduler.hpp"
+
+namespace swp {
+
+/// Runs jobs one at a time in submission order, also across a job's suspensions: while a
+/// job's coroutine waits (for a dependency, its sequencer turn), the lane runs nothing else.
+/// That is what makes per-stream submission order deterministic, identical on every rank.
+///
+/// A lane owns no thread: it runs on its Scheduler (a pool shared by all lanes, or a
+/// scheduler with one dedicated thread, e.g. for a CUDA submission thread).
+///
+/// Completion: a job's `start` runs on the lane; the job calls `finish_job()` (on the lane)
+/// when its work is over, and the next job starts. Coroutines started by a job use the lane as
+/// their Resumer, so every continuation of the job runs on the lane too.
+/// Errors: jobs handle their own; nothing is thrown out of a lane.
+///
+/// Example:
+/// ```
+/// swp::ThreadPoolScheduler pool(2);
+/// swp::Lane lane(pool, "compute");
+/// lane.submit(job);   // job: a swp::Lane::Job whose start() begins a coroutine
+/// ```
+class Lane final : public Runnable, public Resumer {
+ public:
+  /// Intrusive unit of work of a lane (a task instance in the engines).
+  class Job {
+   public:
+    /// Begins the job on `lane`'s thread. The job is in progress until it calls
+    /// `lane.finish_job()`, from inside `start` or later from a continuation on the lane.
+    virtual void start(Lane& lane) noexcept = 0;
+    Job* next_job = nullptr;  ///< queue link, owned by the lane while queued
+
+   protected:
+    ~Job() = default;
+  };
+
+  Lane(Scheduler& scheduler, std::string name);
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+
+  /// Queues `job` behind every job submitted before it. Any thread.
+  void submit(Job& job) noexcept;
+
+  /// Continues the current job's coroutine `h` on this lane. Any thread.
+  void resume(std::coroutine_handle<> h) noexcept override;
+
+  /// Ends the current job; the next queued one may start. Call on the lane.
+  void finish_job() noexcept;
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] Scheduler& scheduler() const noexcept { return scheduler_; }
+
+  /// True while no job is queued, running or suspended.
+  [[nodiscard]] bool idle() const noexcept;
+
+  /// Runs one step (a continuation or the start of the next job): the Scheduler's entry point.
+  void run() noexcept override;
+
+ private:
+  // Whether a step is pending; call with lock_ held.
+  [[nodiscard]] bool has_step() const noexcept {
+    return !resumes_.empty() || (!in_job_ && head_ != nullptr);
+  }
+
+  Scheduler& scheduler_;
+  std::string name_;
+  mutable detail::SpinLock lock_;
+  Job* head_ = nullptr;  // FIFO of jobs not started yet
+  Job* tail_ = nullptr;
+  std::vector<std::coroutine_handle<>> resumes_;  // continuations of the current job
+  bool in_job_ = false;     // a job started and has not finished
+  bool scheduled_ = false;  // posted to the scheduler or running a step
+};
+
+}  // namespace swp

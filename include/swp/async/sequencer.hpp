@@ -1,0 +1,97 @@
+#pragma once
+// SubmissionSequencer: globally ordered submission (seed _SubmissionSequencer).
+
+#include <coroutine>
+#include <cstdint>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "swp/async/resumer.hpp"
+#include "swp/async/scheduler.hpp"
+
+namespace swp {
+
+/// Thrown to a sequencer waiter whose turn did not come within the timeout.
+class SequencerTimeout : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Hands out submission turns 0, 1, 2, ... Every globally ordered task instance gets a
+/// sequence number when it is enqueued; `co_await seq.turn(n, who)` resumes once all turns
+/// before n have passed, so every rank issues its collectives in the same order however its
+/// lanes interleave. The holder of turn n calls `advance()` when its submission is done.
+///
+/// Completion: `turn(n)` resumes (through the waiter's Resumer) when `next() == n`.
+/// Errors: `check_timeouts` fails waiters older than the timeout with SequencerTimeout naming
+/// the waiter, its turn and the turn the sequencer is stuck at; `cancel(e)` fails every waiter
+/// with `e`. Both rethrow from the `co_await`.
+///
+/// Example:
+/// ```
+/// co_await sequencer.turn(seq, "InputDistStart iter 3");
+/// issue_all_to_all();
+/// sequencer.advance();
+/// ```
+class SubmissionSequencer {
+ public:
+  struct TurnAwaiter {
+    SubmissionSequencer& sequencer;
+    std::uint64_t seq;
+    std::string who;
+    std::coroutine_handle<> handle;
+    Resumer* resumer = nullptr;
+    Clock::time_point since{};
+    std::exception_ptr error;
+
+    bool await_ready() noexcept;
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> h) {
+      handle = h;
+      if constexpr (requires { h.promise().resumer(); }) resumer = h.promise().resumer();
+      return sequencer.park(*this);
+    }
+    void await_resume() const {
+      if (error) std::rethrow_exception(error);
+    }
+  };
+
+  explicit SubmissionSequencer(Scheduler& scheduler) : scheduler_(scheduler) {}
+
+  /// Awaitable that resumes when turn `seq` has come. `who` names the waiter in errors.
+  TurnAwaiter turn(std::uint64_t seq, std::string who) {
+    return TurnAwaiter{*this, seq, std::move(who), {}, nullptr, {}, {}};
+  }
+
+  /// Passes the turn on and resumes the holder of the next turn, if it waits.
+  void advance();
+
+  /// The turn now allowed to submit.
+  [[nodiscard]] std::uint64_t next() const;
+
+  /// Back to turn 0. Precondition: nobody waits.
+  void reset();
+
+  /// Fails waiters that have waited longer than `timeout`; returns how many.
+  std::size_t check_timeouts(Clock::duration timeout);
+
+  /// Fails every waiter with `error`.
+  void cancel(const std::exception_ptr& error);
+
+  /// Number of suspended waiters.
+  [[nodiscard]] std::size_t waiting() const;
+
+ private:
+  bool park(TurnAwaiter& w);
+  static void wake(TurnAwaiter& w) { resume_on(w.resumer, w.handle); }
+
+  Scheduler& scheduler_;
+  mutable std::mutex mutex_;
+  std::uint64_t next_ = 0;
+  std::map<std::uint64_t, TurnAwaiter*> waiters_;
+};
+
+}  // namespace swp

@@ -1,0 +1,60 @@
+#pragma once
+// ThreadPoolScheduler: the host scheduler, a few worker threads plus the threads that wait.
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "swp/async/scheduler.hpp"
+
+namespace swp {
+
+/// Runs lanes on `workers` background threads and on every thread that waits in
+/// `drive_until` (a pipeline's caller helps instead of sleeping).
+///
+/// Two choices keep hand-offs cheap, since waking a parked thread costs ~10 µs on the machines
+/// we target while a pipeline task may take 100 ns: a Runnable posted from inside a running
+/// Runnable goes to the posting thread's "next" slot and runs right after it (a chain H2D →
+/// InputDist → Forward of one iteration stays on one warm thread), and idle threads spin
+/// briefly before they park.
+class ThreadPoolScheduler final : public Scheduler {
+ public:
+  /// `workers` background threads (0: only threads in drive_until run work).
+  /// `spin` is how long an idle thread polls before it parks.
+  explicit ThreadPoolScheduler(unsigned workers,
+                               std::chrono::microseconds spin = std::chrono::microseconds(50));
+  ~ThreadPoolScheduler() override;
+
+  ThreadPoolScheduler(const ThreadPoolScheduler&) = delete;
+  ThreadPoolScheduler& operator=(const ThreadPoolScheduler&) = delete;
+
+  void post(Runnable& r) noexcept override;
+  bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
+  void notify() noexcept override;
+  [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
+
+  [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }
+
+  /// Default worker count: one less than the hardware threads (the caller is the other), min 1.
+  static unsigned default_workers() noexcept;
+
+ private:
+  void worker_loop(const std::stop_token& stop);
+  Runnable* try_pop() noexcept;
+  void push(Runnable& r) noexcept;
+  // Runs `first`, then whatever lands in this thread's next slot, bounded for fairness.
+  void run_chain(Runnable* first) noexcept;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  Runnable* head_ = nullptr;  // FIFO, guarded by mutex_
+  Runnable* tail_ = nullptr;
+  std::atomic<int> queued_{0};    // lets idle threads poll without the mutex
+  std::atomic<int> sleepers_{0};  // threads parked (or about to park) on wake_
+  std::chrono::microseconds spin_;
+  std::vector<std::jthread> threads_;
+};
+
+}  // namespace swp

@@ -1,0 +1,25 @@
+#pragma once
+// The sim backend: streams in virtual time on a SimScheduler, fully deterministic.
+
+#include "swp/async/sim_scheduler.hpp"
+#include "swp/device/stream.hpp"
+
+namespace swp {
+
+/// Streams whose work items take virtual time: an item starting at t completes at
+/// t + duration on the SimScheduler's clock. `synchronize()` drives the scheduler until the
+/// stream is empty (throws std::runtime_error if it can never empty: a wait that nothing will
+/// satisfy).
+///
+/// Example: `swp::SimScheduler sim; swp::SimDevice dev(sim); auto s = dev.make_stream("x");`
+class SimDevice final : public Device {
+ public:
+  explicit SimDevice(SimScheduler& scheduler) : scheduler_(scheduler) {}
+  std::unique_ptr<Stream> make_stream(std::string name) override;
+  [[nodiscard]] std::string_view backend() const noexcept override { return "sim"; }
+
+ private:
+  SimScheduler& scheduler_;
+};
+
+}  // namespace swp

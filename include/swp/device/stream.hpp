@@ -1,0 +1,90 @@
+#pragma once
+// Stream: an ordered queue of device work, event records and event waits (a CUDA stream or
+// its stand-in).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "swp/async/device_event.hpp"
+#include "swp/async/scheduler.hpp"
+#include "swp/device/event.hpp"
+
+namespace swp {
+
+class Stream;
+
+/// One finished piece of device work, as a stream observed it (for traces and tests).
+/// Times are the emulated device clock: start = max(enqueue time, previous end, awaited
+/// events), end = start + duration.
+struct DeviceWork {
+  std::uint64_t tag;  ///< what the enqueuer said the work was (the engine encodes task, iter)
+  Clock::time_point start;
+  Clock::time_point end;
+};
+
+/// Receives every finished work item of the streams it is attached to. Called on the stream's
+/// thread; must be cheap and thread-safe.
+class DeviceObserver {
+ public:
+  virtual void device_work(const Stream& stream, const DeviceWork& work) noexcept = 0;
+
+ protected:
+  ~DeviceObserver() = default;
+};
+
+/// An in-order device queue. Everything enqueued runs in enqueue order; nothing here blocks
+/// the calling CPU thread except `synchronize`.
+///
+/// Example:
+/// ```
+/// stream.wait(h2d_event);                  // stream-ordered: later work waits for H2D
+/// stream.enqueue_work(300us, tag);
+/// stream.record(forward_event);            // completes when the work above is done
+/// ```
+class Stream {
+ public:
+  explicit Stream(std::string name) : name_(std::move(name)) {}
+  virtual ~Stream() = default;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+  /// Queues synthetic device work lasting `duration`.
+  virtual void enqueue_work(Clock::duration duration, std::uint64_t tag = 0) = 0;
+
+  /// Arms a new generation of `event` and queues its completion behind the work queued so far.
+  virtual void record(Event& event) = 0;
+
+  /// Makes work queued after this call wait for the latest armed generation of `event`
+  /// (an swp Event of this backend; throws std::invalid_argument otherwise).
+  /// Waiting on an event recorded on this same stream is a no-op: stream order suffices.
+  /// The event must outlive the wait (the engines keep events in their slots).
+  virtual void wait(const DeviceEvent& event) = 0;
+
+  /// Blocks (host) or drives virtual time (sim) until everything queued so far is done.
+  virtual void synchronize() = 0;
+
+  /// Attaches an observer (nullptr detaches). Set before work is queued.
+  void set_observer(DeviceObserver* observer) noexcept { observer_ = observer; }
+
+ protected:
+  DeviceObserver* observer_ = nullptr;
+
+ private:
+  std::string name_;
+};
+
+/// Makes streams of one backend.
+class Device {
+ public:
+  virtual ~Device() = default;
+  /// A new stream called `name`.
+  virtual std::unique_ptr<Stream> make_stream(std::string name) = 0;
+  /// "host", "sim" or "cuda".
+  [[nodiscard]] virtual std::string_view backend() const noexcept = 0;
+};
+
+}  // namespace swp

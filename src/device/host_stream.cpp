@@ -1,0 +1,134 @@
+#include <sys/prctl.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "stream_item.hpp"
+#include "swp/device/host_device.hpp"
+
+namespace swp {
+
+namespace {
+
+using detail::StreamItem;
+
+class HostStream final : public Stream, private EventWaiter {
+ public:
+  explicit HostStream(std::string name) : Stream(std::move(name)) {
+    worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+  }
+
+  ~HostStream() override {
+    worker_.request_stop();
+    {
+      std::lock_guard lock(mutex_);
+    }
+    changed_.notify_all();
+  }
+
+  void enqueue_work(Clock::duration duration, std::uint64_t tag) override {
+    push(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, Clock::now()});
+  }
+
+  void record(Event& event) override {
+    const auto generation = event.arm(this);
+    push(StreamItem{StreamItem::Kind::record, {}, 0, &event, generation, Clock::now()});
+  }
+
+  void wait(const DeviceEvent& device_event) override {
+    const Event& event = detail::as_event(device_event, name());
+    if (event.recorded_on() == this) return;
+    const auto generation = event.armed_generation();
+    if (generation == 0) return;  // never recorded: nothing to wait for
+    push(StreamItem{StreamItem::Kind::wait, {}, 0, const_cast<Event*>(&event), generation,
+                    Clock::now()});
+  }
+
+  void synchronize() override {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return items_.empty() && !busy_; });
+  }
+
+ private:
+  void push(StreamItem item) {
+    {
+      std::lock_guard lock(mutex_);
+      items_.push_back(item);
+    }
+    changed_.notify_all();
+  }
+
+  void event_completed() noexcept override {
+    {
+      std::lock_guard lock(mutex_);
+    }
+    changed_.notify_all();
+  }
+
+  void work(const std::stop_token& stop) {
+    prctl(PR_SET_TIMERSLACK, 1UL);  // wake within microseconds of a work item's end
+    for (;;) {
+      StreamItem item{};
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return !items_.empty() || stop.stop_requested(); });
+        if (items_.empty()) return;  // stop requested and nothing left
+        item = items_.front();
+        busy_ = true;
+      }
+      run(item, stop);
+      {
+        std::lock_guard lock(mutex_);
+        items_.pop_front();
+        busy_ = false;
+      }
+      changed_.notify_all();
+    }
+  }
+
+  void run(const StreamItem& item, const std::stop_token& stop) {
+    switch (item.kind) {
+      case StreamItem::Kind::work: {
+        const auto start = std::max(item.enqueued, clock_);
+        const auto end = start + item.duration;
+        std::this_thread::sleep_until(end);
+        clock_ = end;
+        if (observer_ != nullptr) observer_->device_work(*this, DeviceWork{item.tag, start, end});
+        break;
+      }
+      case StreamItem::Kind::record:
+        clock_ = std::max(clock_, item.enqueued);
+        item.event->complete(item.generation, clock_);
+        break;
+      case StreamItem::Kind::wait: {
+        if (item.event->add_waiter(item.generation, *this)) {
+          std::unique_lock lock(mutex_);
+          changed_.wait(lock, [&] {
+            return item.event->reached(item.generation) || stop.stop_requested();
+          });
+          if (!item.event->reached(item.generation)) item.event->remove_waiter(*this);
+        }
+        clock_ = std::max(clock_, detail::ideal_completion(*item.event, item.generation,
+                                                           Clock::now()));
+        break;
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<StreamItem> items_;
+  bool busy_ = false;
+  Clock::time_point clock_{};  // emulated device clock: end of the last item (worker only)
+  std::jthread worker_;        // last member: started after, and joined before, the rest
+};
+
+}  // namespace
+
+std::unique_ptr<Stream> HostDevice::make_stream(std::string name) {
+  return std::make_unique<HostStream>(std::move(name));
+}
+
+}  // namespace swp

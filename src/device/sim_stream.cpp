@@ -1,0 +1,116 @@
+#include <deque>
+#include <stdexcept>
+
+#include "stream_item.hpp"
+#include "swp/device/sim_device.hpp"
+
+namespace swp {
+
+namespace {
+
+using detail::StreamItem;
+
+// Processes its queue as a Runnable on the SimScheduler: a work item parks the stream until
+// virtual time reaches its end, a wait parks it until the event's generation completes.
+class SimStream final : public Stream, private Runnable, private EventWaiter {
+ public:
+  SimStream(SimScheduler& scheduler, std::string name)
+      : Stream(std::move(name)), scheduler_(scheduler) {}
+
+  ~SimStream() override {
+    if (waiting_on_ != nullptr) waiting_on_->remove_waiter(*this);
+  }
+
+  void enqueue_work(Clock::duration duration, std::uint64_t tag) override {
+    push(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, scheduler_.now()});
+  }
+
+  void record(Event& event) override {
+    const auto generation = event.arm(this);
+    push(StreamItem{StreamItem::Kind::record, {}, 0, &event, generation, scheduler_.now()});
+  }
+
+  void wait(const DeviceEvent& device_event) override {
+    const Event& event = detail::as_event(device_event, name());
+    if (event.recorded_on() == this) return;
+    const auto generation = event.armed_generation();
+    if (generation == 0) return;
+    push(StreamItem{StreamItem::Kind::wait, {}, 0, const_cast<Event*>(&event), generation,
+                    scheduler_.now()});
+  }
+
+  void synchronize() override {
+    const bool empty = scheduler_.drive_until([&] { return items_.empty(); },
+                                              Clock::time_point::max());
+    if (!empty)
+      throw std::runtime_error("sim stream '" + name() +
+                               "' can never drain: it waits for an event nothing will record");
+  }
+
+ private:
+  void push(const StreamItem& item) {
+    items_.push_back(item);
+    wake();
+  }
+
+  void wake() {
+    if (scheduled_ || in_work_ || waiting_on_ != nullptr) return;
+    scheduled_ = true;
+    scheduler_.post(*this);
+  }
+
+  void event_completed() noexcept override {
+    waiting_on_ = nullptr;
+    wake();
+  }
+
+  void run() noexcept override {
+    scheduled_ = false;
+    if (in_work_) {  // the timer of the front work item fired
+      in_work_ = false;
+      const StreamItem& item = items_.front();
+      clock_ = work_end_;
+      if (observer_ != nullptr)
+        observer_->device_work(*this, DeviceWork{item.tag, work_end_ - item.duration, work_end_});
+      items_.pop_front();
+    }
+    while (!items_.empty()) {
+      const StreamItem& item = items_.front();
+      switch (item.kind) {
+        case StreamItem::Kind::work: {
+          const auto start = std::max({item.enqueued, clock_, scheduler_.now()});
+          work_end_ = start + item.duration;
+          in_work_ = true;
+          scheduler_.post_at(work_end_, *this);
+          return;
+        }
+        case StreamItem::Kind::record:
+          item.event->complete(item.generation, scheduler_.now());
+          break;
+        case StreamItem::Kind::wait:
+          if (item.event->add_waiter(item.generation, *this)) {
+            waiting_on_ = item.event;
+            return;
+          }
+          break;
+      }
+      items_.pop_front();
+    }
+  }
+
+  SimScheduler& scheduler_;
+  std::deque<StreamItem> items_;
+  Clock::time_point clock_{};
+  Clock::time_point work_end_{};
+  Event* waiting_on_ = nullptr;
+  bool scheduled_ = false;
+  bool in_work_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Stream> SimDevice::make_stream(std::string name) {
+  return std::make_unique<SimStream>(scheduler_, std::move(name));
+}
+
+}  // namespace swp

@@ -1,0 +1,37 @@
+#pragma once
+// The items a host or sim stream queues (private to src/device).
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "swp/device/event.hpp"
+
+namespace swp::detail {
+
+struct StreamItem {
+  enum class Kind { work, record, wait } kind;
+  Clock::duration duration{};
+  std::uint64_t tag = 0;
+  Event* event = nullptr;  // record: the event; wait: the awaited one
+  std::uint64_t generation = 0;
+  Clock::time_point enqueued{};
+};
+
+/// The swp Event behind a DeviceEvent, or std::invalid_argument naming the stream.
+inline const Event& as_event(const DeviceEvent& e, const std::string& stream) {
+  const auto* event = dynamic_cast<const Event*>(&e);
+  if (event == nullptr)
+    throw std::invalid_argument("stream '" + stream +
+                                "' cannot wait for an event of another device backend");
+  return *event;
+}
+
+/// Emulated completion time of `generation` of `e`, or `fallback` if the event has moved on
+/// too far for it to be remembered.
+inline Clock::time_point ideal_completion(const Event& e, std::uint64_t generation,
+                                          Clock::time_point fallback) {
+  const auto completed_at = e.completed_at(generation);
+  return e.reached(generation + 8) ? fallback : completed_at;
+}
+
+}  // namespace swp::detail

@@ -1,0 +1,91 @@
+#include "swp/async/future.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "swp/async/sync_wait.hpp"
+
+namespace {
+
+// A stand-in device: an event that is "recorded" and a stream that logs what it was told.
+struct FakeEvent final : swp::DeviceEvent {
+  [[nodiscard]] bool query() const noexcept override { return true; }
+};
+
+struct LoggingStream {
+  std::vector<const swp::DeviceEvent*> waited;
+  void wait(const swp::DeviceEvent& e) { waited.push_back(&e); }
+};
+
+}  // namespace
+
+TEST_CASE("a ready future is awaited without suspending and yields its value") {
+  auto [promise, future] = swp::make_promise<std::string>();
+  promise.set_value("batch");
+  CHECK(future.ready());
+  auto read = [](swp::Future<std::string> f) -> swp::Co<std::string> { co_return co_await f; };
+  CHECK(swp::sync_wait(read(future)) == "batch");
+  CHECK(future.get() == "batch");
+}
+
+TEST_CASE("awaiters suspend until the promise completes on another thread") {
+  auto [promise, future] = swp::make_promise<int>();
+  std::atomic<int> resumed{0};
+  auto waiter = [&](swp::Future<int> f) -> swp::Co<int> {
+    const int v = co_await f;
+    resumed.fetch_add(1);
+    co_return v;
+  };
+  std::vector<std::thread> threads;
+  std::vector<int> results(3, 0);
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&, i, f = future] { results[i] = swp::sync_wait(waiter(f)); });
+  // Whether each waiter suspended or found the value ready, all see it exactly once.
+  promise.set_value(11);
+  for (auto& t : threads) t.join();
+  CHECK(resumed.load() == 3);
+  CHECK(results == std::vector<int>{11, 11, 11});
+}
+
+TEST_CASE("a producer's error is rethrown to every consumer") {
+  auto [promise, future] = swp::make_promise<void>();
+  promise.set_error(std::make_exception_ptr(std::runtime_error("H2D failed")));
+  auto read = [](swp::Future<> f) -> swp::Co<void> { co_await f; };
+  CHECK_THROWS_WITH_AS(swp::sync_wait(read(future)), "H2D failed", std::runtime_error);
+  CHECK_THROWS_AS(future.get(), std::runtime_error);
+}
+
+TEST_CASE("on(stream) makes the consumer's stream wait for the producer's device event") {
+  FakeEvent event;
+  LoggingStream stream;
+  auto [promise, future] = swp::make_promise<int>();
+  promise.set_event(&event);
+  promise.set_value(5);
+  auto read = [&](swp::Future<int> f) -> swp::Co<int> { co_return co_await f.on(stream); };
+  CHECK(swp::sync_wait(read(future)) == 5);
+  REQUIRE(stream.waited.size() == 1);
+  CHECK(stream.waited[0] == &event);
+
+  SUBCASE("a plain co_await enqueues no stream wait") {
+    stream.waited.clear();
+    auto plain = [](swp::Future<int> f) -> swp::Co<int> { co_return co_await f; };
+    CHECK(swp::sync_wait(plain(future)) == 5);
+    CHECK(stream.waited.empty());
+  }
+}
+
+TEST_CASE("a promise can be reset and completed again for a later iteration") {
+  swp::Promise<int> promise;
+  auto future = promise.get_future();
+  promise.set_value(1);
+  CHECK(future.get() == 1);
+  promise.reset();
+  CHECK_FALSE(future.ready());
+  promise.set_value(2);
+  CHECK(future.get() == 2);
+}
