@@ -4,16 +4,19 @@
 
 namespace swp {
 
-bool SubmissionSequencer::TurnAwaiter::await_ready() noexcept {
-  std::lock_guard lock(sequencer.mutex_);
-  return sequencer.next_ == seq;
-}
-
 bool SubmissionSequencer::park(TurnAwaiter& w) {
   std::lock_guard lock(mutex_);
-  if (next_ == w.seq) return false;
-  w.since = scheduler_.now();
-  waiters_.emplace(w.seq, &w);
+  if (next_ == w.seq_) return false;
+  w.since_ = scheduler_.now();
+  waiters_.emplace(w.seq_, &w);
+  return true;
+}
+
+bool SubmissionSequencer::unpark(TurnAwaiter& w) {
+  std::lock_guard lock(mutex_);
+  auto it = waiters_.find(w.seq_);
+  if (it == waiters_.end() || it->second != &w) return false;
+  waiters_.erase(it);
   return true;
 }
 
@@ -27,7 +30,7 @@ void SubmissionSequencer::advance() {
       waiters_.erase(it);
     }
   }
-  if (ready != nullptr) wake(*ready);
+  if (ready != nullptr) ready->claim();
 }
 
 std::uint64_t SubmissionSequencer::next() const {
@@ -51,22 +54,22 @@ std::size_t SubmissionSequencer::check_timeouts(Clock::duration timeout) {
     std::lock_guard lock(mutex_);
     const auto now = scheduler_.now();
     for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (now - it->second->since < timeout) {
+      if (now - it->second->since_ < timeout) {
         ++it;
         continue;
       }
       auto* w = it->second;
       const auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - w->since).count();
-      w->error = std::make_exception_ptr(SequencerTimeout(
-          w->who + " waited " + std::to_string(waited) + " ms for submission turn " +
-          std::to_string(w->seq) + ", but the sequencer is stuck at turn " +
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - w->since_).count();
+      w->error_ = std::make_exception_ptr(SequencerTimeout(
+          w->who_ + " waited " + std::to_string(waited) + " ms for submission turn " +
+          std::to_string(w->seq_) + ", but the sequencer is stuck at turn " +
           std::to_string(next_) + " (the holder of that turn never submitted)"));
       expired.push_back(w);
       it = waiters_.erase(it);
     }
   }
-  for (auto* w : expired) wake(*w);
+  for (auto* w : expired) w->claim();
   return expired.size();
 }
 
@@ -77,8 +80,8 @@ void SubmissionSequencer::cancel(const std::exception_ptr& error) {
     all.swap(waiters_);
   }
   for (auto& [seq, w] : all) {
-    w->error = error;
-    wake(*w);
+    w->error_ = error;
+    w->claim();
   }
 }
 

@@ -89,3 +89,78 @@ TEST_CASE("a promise can be reset and completed again for a later iteration") {
   promise.set_value(2);
   CHECK(future.get() == 2);
 }
+
+namespace {
+
+// Starts `co` with a stop signal and records how it ended.
+struct Outcome {
+  bool finished = false;
+  std::string error;
+};
+
+swp::Co<void> await_future(swp::Future<int> f, int& got) { got = co_await f; }
+
+void start_with(swp::Co<void>& co, swp::StopSignal& stop, Outcome& out) {
+  co.start(
+      nullptr,
+      [](void* context, std::exception_ptr e) noexcept {
+        auto* o = static_cast<Outcome*>(context);
+        o->finished = true;
+        if (e) {
+          try {
+            std::rethrow_exception(e);
+          } catch (const swp::Cancelled& c) {
+            o->error = std::string("cancelled: ") + c.what();
+          } catch (...) {
+            o->error = "other";
+          }
+        }
+      },
+      &out, &stop);
+}
+
+}  // namespace
+
+TEST_CASE("a stop signal wakes a waiting awaiter with Cancelled and its reason") {
+  swp::StopSignal stop;
+  auto [promise, future] = swp::make_promise<int>();
+  int got = 0;
+  Outcome out;
+  auto co = await_future(future, got);
+  start_with(co, stop, out);
+  CHECK_FALSE(out.finished);
+  stop.request_stop("iteration 3 timed out");
+  CHECK(out.finished);
+  CHECK(out.error == "cancelled: iteration 3 timed out");
+  promise.set_value(9);  // the cancelled waiter is no longer linked: nothing is resumed twice
+  CHECK(got == 0);
+}
+
+TEST_CASE("awaiting under an already fired stop signal throws at once") {
+  swp::StopSignal stop;
+  stop.request_stop("pipeline drained");
+  auto [promise, future] = swp::make_promise<int>();
+  int got = 0;
+  Outcome out;
+  auto co = await_future(future, got);
+  start_with(co, stop, out);
+  CHECK(out.finished);
+  CHECK(out.error == "cancelled: pipeline drained");
+}
+
+TEST_CASE("completion and cancellation racing resume the waiter exactly once") {
+  for (int round = 0; round < 200; ++round) {
+    swp::StopSignal stop;
+    auto [promise, future] = swp::make_promise<int>();
+    int got = 0;
+    Outcome out;
+    auto co = await_future(future, got);
+    start_with(co, stop, out);
+    std::thread canceller([&] { stop.request_stop("race"); });
+    promise.set_value(1);
+    canceller.join();
+    REQUIRE(out.finished);
+    // Either the value arrived or the cancellation did, never both.
+    CHECK((got == 1) == out.error.empty());
+  }
+}

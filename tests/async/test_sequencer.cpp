@@ -90,3 +90,35 @@ TEST_CASE("cancel wakes every waiter with the cancellation error") {
   CHECK(b.error);
   CHECK(order.empty());
 }
+
+TEST_CASE("a waiter whose stop signal fires leaves the queue with Cancelled") {
+  swp::SimScheduler sim;
+  swp::SubmissionSequencer seq(sim);
+  swp::StopSignal stop;
+  std::vector<std::uint64_t> order;
+  auto co = take_turn(seq, 3, order);
+  bool finished = false;
+  std::string what;
+  struct Ctx {
+    bool* finished;
+    std::string* what;
+  } ctx{&finished, &what};
+  co.start(
+      nullptr,
+      [](void* c, std::exception_ptr e) noexcept {
+        auto* x = static_cast<Ctx*>(c);
+        *x->finished = true;
+        try {
+          if (e) std::rethrow_exception(e);
+        } catch (const swp::Cancelled& err) {
+          *x->what = err.what();
+        } catch (...) {
+        }
+      },
+      &ctx, &stop);
+  CHECK(seq.waiting() == 1);
+  stop.request_stop("drain");
+  CHECK(finished);
+  CHECK(what == "drain");
+  CHECK(seq.waiting() == 0);
+}

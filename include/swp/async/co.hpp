@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "swp/async/cancelled.hpp"
 #include "swp/async/detail/frame_allocator.hpp"
 #include "swp/async/resumer.hpp"
 
@@ -57,9 +58,15 @@ class CoPromiseBase {
   [[nodiscard]] Resumer* resumer() const noexcept { return resumer_; }
   void set_resumer(Resumer* resumer) noexcept { resumer_ = resumer; }
 
-  void set_continuation(std::coroutine_handle<> parent, Resumer* resumer) noexcept {
+  /// The stop signal cancellable awaits of this coroutine listen to (inherited by children).
+  [[nodiscard]] const StopSignal* stop_signal() const noexcept { return stop_; }
+  void set_stop_signal(const StopSignal* stop) noexcept { stop_ = stop; }
+
+  void set_continuation(std::coroutine_handle<> parent, Resumer* resumer,
+                        const StopSignal* stop) noexcept {
     continuation_ = parent;
     resumer_ = resumer;
+    stop_ = stop;
   }
 
   void set_completion(Completion completion, void* context) noexcept {
@@ -81,6 +88,7 @@ class CoPromiseBase {
   std::coroutine_handle<> continuation_;
   std::exception_ptr exception_;
   Resumer* resumer_ = nullptr;
+  const StopSignal* stop_ = nullptr;
   Completion completion_ = nullptr;
   void* completion_context_ = nullptr;
   // Child/parent hand-off: whoever sets it second continues the parent. This keeps the stack
@@ -94,6 +102,16 @@ template <class Promise>
 Resumer* resumer_of(std::coroutine_handle<Promise> h) noexcept {
   if constexpr (std::derived_from<Promise, CoPromiseBase>) {
     return h.promise().resumer();
+  } else {
+    return nullptr;
+  }
+}
+
+/// The stop signal of the coroutine behind `h`, if it is an swp coroutine that has one.
+template <class Promise>
+const StopSignal* stop_signal_of(std::coroutine_handle<Promise> h) noexcept {
+  if constexpr (std::derived_from<Promise, CoPromiseBase>) {
+    return h.promise().stop_signal();
   } else {
     return nullptr;
   }
@@ -175,7 +193,8 @@ class [[nodiscard]] Co {
     [[nodiscard]] bool await_ready() const noexcept { return false; }
     template <class Parent>
     bool await_suspend(std::coroutine_handle<Parent> parent) noexcept {
-      h_.promise().set_continuation(parent, detail::resumer_of(parent));
+      h_.promise().set_continuation(parent, detail::resumer_of(parent),
+                                    detail::stop_signal_of(parent));
       h_.resume();  // runs the child up to its first suspension or to its end
       return !h_.promise().finished_before_parent_suspended();
     }
@@ -190,9 +209,12 @@ class [[nodiscard]] Co {
   /// Starts this Co as a root coroutine, resuming through `resumer`; `completion(context,
   /// error)` is called when it finishes (error empty on success), on the thread that ran its
   /// last step. The Co must stay alive until then; read the result with `result()`.
-  void start(Resumer* resumer, detail::CoPromiseBase::Completion completion,
-             void* context) noexcept {
+  /// Cancellable awaits inside it (futures, sequencer turns) listen to `*stop` when given;
+  /// the signal must outlive the coroutine.
+  void start(Resumer* resumer, detail::CoPromiseBase::Completion completion, void* context,
+             const StopSignal* stop = nullptr) noexcept {
     h_.promise().set_resumer(resumer);
+    h_.promise().set_stop_signal(stop);
     h_.promise().set_completion(completion, context);
     h_.resume();
   }

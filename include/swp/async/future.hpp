@@ -6,11 +6,15 @@
 #include <concepts>
 #include <coroutine>
 #include <exception>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <type_traits>
 #include <utility>
 
+#include "swp/async/cancelled.hpp"
 #include "swp/async/co.hpp"
+#include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/device_event.hpp"
 #include "swp/async/resumer.hpp"
 
@@ -18,63 +22,94 @@ namespace swp {
 
 namespace detail {
 
-/// One suspended awaiter, linked into a FutureState's waiter list.
+/// One suspended awaiter of a FutureState (or of anything with the same claim protocol).
+///
+/// `phase`: 0 while the awaiter is still inside await_suspend, 1 once suspended, 2 once
+/// claimed for resumption. Exactly one party claims (the completer, or a canceller that managed
+/// to unlink the waiter first); claiming during phase 0 resumes nothing, because await_suspend
+/// then sees phase 2 and does not suspend. This is what makes it safe to register a stop
+/// callback after publishing the waiter.
 struct FutureWaiter {
   std::coroutine_handle<> handle;
   Resumer* resumer = nullptr;
+  FutureWaiter* prev = nullptr;
   FutureWaiter* next = nullptr;
+  std::atomic<int> phase{0};
+  bool cancelled = false;  // written before the claim, read after resumption
+
+  /// Resumes the waiter unless it is still suspending. Called once, by the claimer.
+  void claim() noexcept {
+    if (phase.exchange(2, std::memory_order_acq_rel) == 1) resume_on(resumer, handle);
+  }
+
+  /// Ends await_suspend: true to stay suspended, false when already claimed.
+  bool finish_suspend() noexcept {
+    int expected = 0;
+    return phase.compare_exchange_strong(expected, 1, std::memory_order_acq_rel);
+  }
 };
 
 /// The shared state: readiness, error and device event, no value. Reference counted.
-///
-/// `state_` is nullptr (pending, no waiter), `this` (completed) or the head of a LIFO list of
-/// waiters. Completion exchanges in `this` with acq_rel: release publishes value/error/event
-/// to awaiters, acquire sees the waiter list pushed with release.
+/// Waiters sit in a doubly-linked list under a spin lock, so a cancelled waiter can unlink
+/// itself; completion publishes value, error and event (release) before it wakes anyone.
 class FutureStateBase {
  public:
   FutureStateBase() = default;
   FutureStateBase(const FutureStateBase&) = delete;
   FutureStateBase& operator=(const FutureStateBase&) = delete;
+  virtual ~FutureStateBase() = default;
 
-  [[nodiscard]] bool ready() const noexcept {
-    return state_.load(std::memory_order_acquire) == this;
-  }
+  [[nodiscard]] bool ready() const noexcept { return ready_.load(std::memory_order_acquire); }
 
   /// Links `w` unless the state already completed; false means "ready, do not suspend".
   bool add_waiter(FutureWaiter& w) noexcept {
-    void* old = state_.load(std::memory_order_acquire);
-    do {
-      if (old == this) return false;
-      w.next = static_cast<FutureWaiter*>(old);
-    } while (!state_.compare_exchange_weak(old, &w, std::memory_order_release,
-                                           std::memory_order_acquire));
+    std::lock_guard guard(lock_);
+    if (ready_.load(std::memory_order_relaxed)) return false;
+    w.prev = nullptr;
+    w.next = head_;
+    if (head_ != nullptr) head_->prev = &w;
+    head_ = &w;
+    return true;
+  }
+
+  /// Unlinks `w`; false when completion already took it (completion will resume it).
+  bool remove_waiter(FutureWaiter& w) noexcept {
+    std::lock_guard guard(lock_);
+    if (ready_.load(std::memory_order_relaxed)) return false;
+    if (w.prev != nullptr) {
+      w.prev->next = w.next;
+    } else {
+      head_ = w.next;
+    }
+    if (w.next != nullptr) w.next->prev = w.prev;
     return true;
   }
 
   /// Marks the state complete and resumes every waiter in arrival order.
   void complete() noexcept {
-    void* old = state_.exchange(this, std::memory_order_acq_rel);
-    assert(old != this && "a Future was completed twice");
-    FutureWaiter* reversed = nullptr;
-    for (auto* w = static_cast<FutureWaiter*>(old); w != nullptr;) {
-      FutureWaiter* next = w->next;
-      w->next = reversed;
-      reversed = w;
-      w = next;
+    FutureWaiter* list = nullptr;
+    {
+      std::lock_guard guard(lock_);
+      assert(!ready_.load(std::memory_order_relaxed) && "a Future was completed twice");
+      ready_.store(true, std::memory_order_release);
+      list = std::exchange(head_, nullptr);
     }
-    while (reversed != nullptr) {
-      FutureWaiter* next = reversed->next;  // read first: resuming may destroy the waiter
-      resume_on(reversed->resumer, reversed->handle);
-      reversed = next;
+    FutureWaiter* tail = list;
+    while (tail != nullptr && tail->next != nullptr) tail = tail->next;
+    while (tail != nullptr) {  // oldest first
+      FutureWaiter* prev = tail->prev;  // read first: resuming may destroy the waiter
+      tail->claim();
+      tail = prev;
     }
   }
 
   /// Back to pending for reuse. Only when nobody waits (the engine's slot protocol ensures it).
   void reset_base() noexcept {
-    assert((state_.load() == nullptr || state_.load() == this) && "reset with waiters");
+    std::lock_guard guard(lock_);
+    assert(head_ == nullptr && "reset with waiters");
     error_ = nullptr;
     event_ = nullptr;
-    state_.store(nullptr, std::memory_order_relaxed);
+    ready_.store(false, std::memory_order_relaxed);
   }
 
   void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
@@ -86,10 +121,10 @@ class FutureStateBase {
   /// True when this was the last reference.
   bool release_ref() noexcept { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
 
-  virtual ~FutureStateBase() = default;
-
  private:
-  std::atomic<void*> state_{nullptr};
+  SpinLock lock_;
+  std::atomic<bool> ready_{false};
+  FutureWaiter* head_ = nullptr;
   std::exception_ptr error_;
   const DeviceEvent* event_ = nullptr;
   std::atomic<int> refs_{0};
@@ -156,7 +191,9 @@ concept StreamWaiter = requires(S& s, const DeviceEvent& e) { s.wait(e); };
 /// producer was *submitted*, its device work may still run) and yields `const T&` (nothing for
 /// `void`). `co_await f.on(stream)` additionally makes `stream` wait, in stream order, for the
 /// producer's device event (phase 2) — never a CPU block on device completion.
-/// Errors: a producer's error or a cancellation is rethrown from the `co_await`.
+/// Errors: a producer's error is rethrown from the `co_await`.
+/// Cancellation: when the awaiting coroutine runs under a StopSignal (`Co::start(..., &stop)`)
+/// and the signal fires while it waits, the `co_await` throws `Cancelled(reason)`.
 /// Resumption happens through the awaiting coroutine's Resumer (its lane).
 ///
 /// Example:
@@ -183,12 +220,12 @@ class Future {
     if constexpr (!std::is_void_v<T>) return state_->value();
   }
 
-  auto operator co_await() const noexcept { return Awaiter<NoStream>{{}, state_.get(), nullptr}; }
+  auto operator co_await() const noexcept { return Awaiter<NoStream>(state_.get(), nullptr); }
 
   /// Awaits readiness, then enqueues `stream.wait(event)` for the producer's device event.
   template <StreamWaiter S>
   auto on(S& stream) const noexcept {
-    return Awaiter<S>{{}, state_.get(), &stream};
+    return Awaiter<S>(state_.get(), &stream);
   }
 
  private:
@@ -198,17 +235,36 @@ class Future {
 
   template <class S>
   struct Awaiter : detail::FutureWaiter {
+    Awaiter(detail::FutureState<T>* s, S* st) noexcept : state(s), stream(st) {}
+    Awaiter(Awaiter&& o) noexcept : state(o.state), stream(o.stream) {}
+
+    struct OnStop {
+      Awaiter* self;
+      void operator()() const noexcept {
+        if (!self->state->remove_waiter(*self)) return;  // completion got there first
+        self->cancelled = true;
+        self->claim();
+      }
+    };
+
     detail::FutureState<T>* state;
     S* stream;
+    const StopSignal* signal = nullptr;
+    std::optional<std::stop_callback<OnStop>> on_stop;
 
     [[nodiscard]] bool await_ready() const noexcept { return state->ready(); }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> h) noexcept {
       this->handle = h;
       this->resumer = detail::resumer_of(h);
-      return state->add_waiter(*this);
+      signal = detail::stop_signal_of(h);
+      if (!state->add_waiter(*this)) return false;
+      if (signal != nullptr) on_stop.emplace(signal->token(), OnStop{this});
+      return this->finish_suspend();
     }
-    decltype(auto) await_resume() const {
+    decltype(auto) await_resume() {
+      on_stop.reset();
+      if (this->cancelled) throw Cancelled(signal->reason());
       if (state->error()) std::rethrow_exception(state->error());
       if (stream != nullptr && state->event() != nullptr) stream->wait(*state->event());
       if constexpr (!std::is_void_v<T>) return state->value();

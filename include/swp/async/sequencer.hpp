@@ -6,9 +6,13 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <stop_token>
 #include <stdexcept>
 #include <string>
 
+#include "swp/async/cancelled.hpp"
+#include "swp/async/future.hpp"
 #include "swp/async/resumer.hpp"
 #include "swp/async/scheduler.hpp"
 
@@ -29,6 +33,7 @@ class SequencerTimeout : public std::runtime_error {
 /// Errors: `check_timeouts` fails waiters older than the timeout with SequencerTimeout naming
 /// the waiter, its turn and the turn the sequencer is stuck at; `cancel(e)` fails every waiter
 /// with `e`. Both rethrow from the `co_await`.
+/// Cancellation: a waiter whose coroutine's StopSignal fires throws `Cancelled(reason)`.
 ///
 /// Example:
 /// ```
@@ -38,32 +43,54 @@ class SequencerTimeout : public std::runtime_error {
 /// ```
 class SubmissionSequencer {
  public:
-  struct TurnAwaiter {
-    SubmissionSequencer& sequencer;
-    std::uint64_t seq;
-    std::string who;
-    std::coroutine_handle<> handle;
-    Resumer* resumer = nullptr;
-    Clock::time_point since{};
-    std::exception_ptr error;
+  class TurnAwaiter : public detail::FutureWaiter {
+   public:
+    TurnAwaiter(SubmissionSequencer& sequencer, std::uint64_t seq, std::string who)
+        : sequencer_(sequencer), seq_(seq), who_(std::move(who)) {}
+    TurnAwaiter(TurnAwaiter&& o) noexcept
+        : sequencer_(o.sequencer_), seq_(o.seq_), who_(std::move(o.who_)) {}
 
-    bool await_ready() noexcept;
+    bool await_ready() const { return sequencer_.next() == seq_; }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> h) {
       handle = h;
-      if constexpr (requires { h.promise().resumer(); }) resumer = h.promise().resumer();
-      return sequencer.park(*this);
+      resumer = detail::resumer_of(h);
+      signal_ = detail::stop_signal_of(h);
+      if (!sequencer_.park(*this)) return false;
+      if (signal_ != nullptr) on_stop_.emplace(signal_->token(), OnStop{this});
+      return finish_suspend();
     }
-    void await_resume() const {
-      if (error) std::rethrow_exception(error);
+    void await_resume() {
+      on_stop_.reset();
+      if (cancelled) throw Cancelled(signal_->reason());
+      if (error_) std::rethrow_exception(error_);
     }
+
+   private:
+    friend class SubmissionSequencer;
+    struct OnStop {
+      TurnAwaiter* self;
+      void operator()() const noexcept {
+        if (!self->sequencer_.unpark(*self)) return;
+        self->cancelled = true;
+        self->claim();
+      }
+    };
+
+    SubmissionSequencer& sequencer_;
+    std::uint64_t seq_;
+    std::string who_;
+    Clock::time_point since_{};
+    std::exception_ptr error_;
+    const StopSignal* signal_ = nullptr;
+    std::optional<std::stop_callback<OnStop>> on_stop_;
   };
 
   explicit SubmissionSequencer(Scheduler& scheduler) : scheduler_(scheduler) {}
 
   /// Awaitable that resumes when turn `seq` has come. `who` names the waiter in errors.
   TurnAwaiter turn(std::uint64_t seq, std::string who) {
-    return TurnAwaiter{*this, seq, std::move(who), {}, nullptr, {}, {}};
+    return TurnAwaiter(*this, seq, std::move(who));
   }
 
   /// Passes the turn on and resumes the holder of the next turn, if it waits.
@@ -86,7 +113,7 @@ class SubmissionSequencer {
 
  private:
   bool park(TurnAwaiter& w);
-  static void wake(TurnAwaiter& w) { resume_on(w.resumer, w.handle); }
+  bool unpark(TurnAwaiter& w);
 
   Scheduler& scheduler_;
   mutable std::mutex mutex_;
