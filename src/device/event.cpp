@@ -1,6 +1,7 @@
 #include "swp/device/event.hpp"
 
 #include <algorithm>
+#include <mutex>
 
 namespace swp {
 
@@ -10,21 +11,21 @@ Clock::time_point Event::completed_at(std::uint64_t generation) const noexcept {
 }
 
 bool Event::add_waiter(std::uint64_t generation, EventWaiter& w) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(lock_);
   if (reached(generation)) return false;
   waiters_.push_back({generation, &w});
   return true;
 }
 
 void Event::remove_waiter(EventWaiter& w) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(lock_);
   std::erase_if(waiters_, [&](const Waiting& x) { return x.waiter == &w; });
 }
 
 void Event::complete(std::uint64_t generation, Clock::time_point when) noexcept {
   std::vector<EventWaiter*> ready;
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(lock_);
     when_[generation % remembered].store(when.time_since_epoch().count(),
                                          std::memory_order_release);
     completed_.store(generation, std::memory_order_release);

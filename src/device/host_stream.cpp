@@ -32,16 +32,30 @@ class HostStream final : public Stream, private EventWaiter {
     push(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, Clock::now()});
   }
 
-  void record(Event& event) override {
+  std::uint64_t record(Event& event) override {
     const auto generation = event.arm(this);
-    push(StreamItem{StreamItem::Kind::record, {}, 0, &event, generation, Clock::now()});
+    const auto now = Clock::now();
+    {
+      std::unique_lock lock(mutex_);
+      if (items_.empty() && !busy_) {
+        // Nothing queued: the stream already passed this point. Completing here spares the
+        // worker a wake-up, which matters for pipelines of small tasks.
+        const auto when = std::max(idle_clock_, now);
+        lock.unlock();
+        event.complete(generation, when);
+        return generation;
+      }
+      items_.push_back(StreamItem{StreamItem::Kind::record, {}, 0, &event, generation, now});
+    }
+    changed_.notify_all();
+    return generation;
   }
 
-  void wait(const DeviceEvent& device_event) override {
+  void wait(const DeviceEvent& device_event, std::uint64_t generation) override {
     const Event& event = detail::as_event(device_event, name());
     if (event.recorded_on() == this) return;
-    const auto generation = event.armed_generation();
-    if (generation == 0) return;  // never recorded: nothing to wait for
+    if (generation == 0) generation = event.armed_generation();
+    if (generation == 0 || event.reached(generation)) return;  // nothing left to wait for
     push(StreamItem{StreamItem::Kind::wait, {}, 0, const_cast<Event*>(&event), generation,
                     Clock::now()});
   }
@@ -83,6 +97,7 @@ class HostStream final : public Stream, private EventWaiter {
         std::lock_guard lock(mutex_);
         items_.pop_front();
         busy_ = false;
+        idle_clock_ = clock_;
       }
       changed_.notify_all();
     }
@@ -121,7 +136,8 @@ class HostStream final : public Stream, private EventWaiter {
   std::condition_variable changed_;
   std::deque<StreamItem> items_;
   bool busy_ = false;
-  Clock::time_point clock_{};  // emulated device clock: end of the last item (worker only)
+  Clock::time_point clock_{};       // emulated device clock: end of the last item (worker only)
+  Clock::time_point idle_clock_{};  // clock_ as of the last finished item (under mutex_)
   std::jthread worker_;        // last member: started after, and joined before, the rest
 };
 

@@ -25,16 +25,21 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
     push(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, scheduler_.now()});
   }
 
-  void record(Event& event) override {
+  std::uint64_t record(Event& event) override {
     const auto generation = event.arm(this);
+    if (items_.empty() && !in_work_) {  // idle: the point is already passed
+      event.complete(generation, scheduler_.now());
+      return generation;
+    }
     push(StreamItem{StreamItem::Kind::record, {}, 0, &event, generation, scheduler_.now()});
+    return generation;
   }
 
-  void wait(const DeviceEvent& device_event) override {
+  void wait(const DeviceEvent& device_event, std::uint64_t generation) override {
     const Event& event = detail::as_event(device_event, name());
     if (event.recorded_on() == this) return;
-    const auto generation = event.armed_generation();
-    if (generation == 0) return;
+    if (generation == 0) generation = event.armed_generation();
+    if (generation == 0 || event.reached(generation)) return;
     push(StreamItem{StreamItem::Kind::wait, {}, 0, const_cast<Event*>(&event), generation,
                     scheduler_.now()});
   }

@@ -19,7 +19,11 @@ struct FakeEvent final : swp::DeviceEvent {
 
 struct LoggingStream {
   std::vector<const swp::DeviceEvent*> waited;
-  void wait(const swp::DeviceEvent& e) { waited.push_back(&e); }
+  std::vector<std::uint64_t> generations;
+  void wait(const swp::DeviceEvent& e, std::uint64_t generation) {
+    waited.push_back(&e);
+    generations.push_back(generation);
+  }
 };
 
 }  // namespace
@@ -64,12 +68,13 @@ TEST_CASE("on(stream) makes the consumer's stream wait for the producer's device
   FakeEvent event;
   LoggingStream stream;
   auto [promise, future] = swp::make_promise<int>();
-  promise.set_event(&event);
+  promise.set_event(&event, 3);
   promise.set_value(5);
   auto read = [&](swp::Future<int> f) -> swp::Co<int> { co_return co_await f.on(stream); };
   CHECK(swp::sync_wait(read(future)) == 5);
   REQUIRE(stream.waited.size() == 1);
   CHECK(stream.waited[0] == &event);
+  CHECK(stream.generations[0] == 3);
 
   SUBCASE("a plain co_await enqueues no stream wait") {
     stream.waited.clear();

@@ -62,11 +62,18 @@ class CoPromiseBase {
   [[nodiscard]] const StopSignal* stop_signal() const noexcept { return stop_; }
   void set_stop_signal(const StopSignal* stop) noexcept { stop_ = stop; }
 
-  void set_continuation(std::coroutine_handle<> parent, Resumer* resumer,
-                        const StopSignal* stop) noexcept {
+  /// An opaque pointer the owner of a root coroutine gives to everything it awaits (the
+  /// engines put the running task instance there, so `ctx.get(...)` knows its reader).
+  [[nodiscard]] void* environment() const noexcept { return env_; }
+  void set_environment(void* env) noexcept { env_ = env; }
+
+  void set_continuation(std::coroutine_handle<> parent, const CoPromiseBase* parent_promise) noexcept {
     continuation_ = parent;
-    resumer_ = resumer;
-    stop_ = stop;
+    if (parent_promise != nullptr) {
+      resumer_ = parent_promise->resumer_;
+      stop_ = parent_promise->stop_;
+      env_ = parent_promise->env_;
+    }
   }
 
   void set_completion(Completion completion, void* context) noexcept {
@@ -89,6 +96,7 @@ class CoPromiseBase {
   std::exception_ptr exception_;
   Resumer* resumer_ = nullptr;
   const StopSignal* stop_ = nullptr;
+  void* env_ = nullptr;
   Completion completion_ = nullptr;
   void* completion_context_ = nullptr;
   // Child/parent hand-off: whoever sets it second continues the parent. This keeps the stack
@@ -96,6 +104,16 @@ class CoPromiseBase {
   // symmetric transfer into a tail call (g++ at -O0/-O1 and under sanitizers).
   std::atomic<bool> handoff_{false};
 };
+
+/// The swp promise behind `h`, or nullptr for a foreign coroutine.
+template <class Promise>
+const CoPromiseBase* co_promise_of(std::coroutine_handle<Promise> h) noexcept {
+  if constexpr (std::derived_from<Promise, CoPromiseBase>) {
+    return &h.promise();
+  } else {
+    return nullptr;
+  }
+}
 
 /// The Resumer of the coroutine behind `h`, if it is an swp coroutine.
 template <class Promise>
@@ -193,8 +211,7 @@ class [[nodiscard]] Co {
     [[nodiscard]] bool await_ready() const noexcept { return false; }
     template <class Parent>
     bool await_suspend(std::coroutine_handle<Parent> parent) noexcept {
-      h_.promise().set_continuation(parent, detail::resumer_of(parent),
-                                    detail::stop_signal_of(parent));
+      h_.promise().set_continuation(parent, detail::co_promise_of(parent));
       h_.resume();  // runs the child up to its first suspension or to its end
       return !h_.promise().finished_before_parent_suspended();
     }
@@ -212,9 +229,10 @@ class [[nodiscard]] Co {
   /// Cancellable awaits inside it (futures, sequencer turns) listen to `*stop` when given;
   /// the signal must outlive the coroutine.
   void start(Resumer* resumer, detail::CoPromiseBase::Completion completion, void* context,
-             const StopSignal* stop = nullptr) noexcept {
+             const StopSignal* stop = nullptr, void* environment = nullptr) noexcept {
     h_.promise().set_resumer(resumer);
     h_.promise().set_stop_signal(stop);
+    h_.promise().set_environment(environment);
     h_.promise().set_completion(completion, context);
     h_.resume();
   }

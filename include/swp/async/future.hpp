@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cassert>
 #include <concepts>
+#include <cstdint>
 #include <coroutine>
 #include <exception>
 #include <mutex>
@@ -109,13 +110,18 @@ class FutureStateBase {
     assert(head_ == nullptr && "reset with waiters");
     error_ = nullptr;
     event_ = nullptr;
+    generation_ = 0;
     ready_.store(false, std::memory_order_relaxed);
   }
 
   void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
-  void set_event(const DeviceEvent* e) noexcept { event_ = e; }
+  void set_event(const DeviceEvent* e, std::uint64_t generation) noexcept {
+    event_ = e;
+    generation_ = generation;
+  }
   [[nodiscard]] const std::exception_ptr& error() const noexcept { return error_; }
   [[nodiscard]] const DeviceEvent* event() const noexcept { return event_; }
+  [[nodiscard]] std::uint64_t event_generation() const noexcept { return generation_; }
 
   void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   /// True when this was the last reference.
@@ -127,6 +133,7 @@ class FutureStateBase {
   FutureWaiter* head_ = nullptr;
   std::exception_ptr error_;
   const DeviceEvent* event_ = nullptr;
+  std::uint64_t generation_ = 0;
   std::atomic<int> refs_{0};
 };
 
@@ -181,9 +188,12 @@ class StateRef {
 
 }  // namespace detail
 
-/// Something that can be made to wait, in stream order, for a DeviceEvent (a device Stream).
+/// Something that can be made to wait, in stream order, for a generation of a DeviceEvent (a
+/// device Stream). Generation 0 means "the event's latest record".
 template <class S>
-concept StreamWaiter = requires(S& s, const DeviceEvent& e) { s.wait(e); };
+concept StreamWaiter = requires(S& s, const DeviceEvent& e, std::uint64_t generation) {
+  s.wait(e, generation);
+};
 
 /// Read side of a typed dependency.
 ///
@@ -210,8 +220,12 @@ class Future {
 
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(state_); }
   [[nodiscard]] bool ready() const noexcept { return state_->ready(); }
-  /// The producer's device event, once ready (nullptr when it recorded none).
+  /// The producer's device event, once ready (nullptr when it recorded none), and the
+  /// generation of it that the producer recorded (0: unspecified, the latest).
   [[nodiscard]] const DeviceEvent* event() const noexcept { return state_->event(); }
+  [[nodiscard]] std::uint64_t event_generation() const noexcept {
+    return state_->event_generation();
+  }
 
   /// The value of a ready future; rethrows its error.
   decltype(auto) get() const {
@@ -230,7 +244,7 @@ class Future {
 
  private:
   struct NoStream {
-    void wait(const DeviceEvent&) {}
+    void wait(const DeviceEvent&, std::uint64_t) {}
   };
 
   template <class S>
@@ -266,7 +280,8 @@ class Future {
       on_stop.reset();
       if (this->cancelled) throw Cancelled(signal->reason());
       if (state->error()) std::rethrow_exception(state->error());
-      if (stream != nullptr && state->event() != nullptr) stream->wait(*state->event());
+      if (stream != nullptr && state->event() != nullptr)
+        stream->wait(*state->event(), state->event_generation());
       if constexpr (!std::is_void_v<T>) return state->value();
     }
   };
@@ -275,7 +290,8 @@ class Future {
 };
 
 /// Write side of a typed dependency. Complete it exactly once with `set_value` or
-/// `set_error`; `set_event` (before completing) attaches the producer's device event.
+/// `set_error`; `set_event` (before completing) attaches the producer's device event and the
+/// generation of it the producer recorded.
 template <class T = void>
 class Promise {
  public:
@@ -283,7 +299,9 @@ class Promise {
 
   [[nodiscard]] Future<T> get_future() const { return Future<T>(state_); }
 
-  void set_event(const DeviceEvent* event) noexcept { state_->set_event(event); }
+  void set_event(const DeviceEvent* event, std::uint64_t generation = 0) noexcept {
+    state_->set_event(event, generation);
+  }
 
   template <class... Args>
   void set_value(Args&&... args) {

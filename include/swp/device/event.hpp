@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/device_event.hpp"
 #include "swp/async/scheduler.hpp"
 
@@ -79,7 +80,7 @@ class Event final : public DeviceEvent {
   std::atomic<std::uint64_t> armed_{0};
   std::atomic<std::uint64_t> completed_{0};
   std::array<std::atomic<Clock::rep>, remembered> when_{};
-  std::mutex mutex_;
+  detail::SpinLock lock_;
   std::vector<Waiting> waiters_;
 };
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "swp/async/device_event.hpp"
 #include "swp/async/scheduler.hpp"
@@ -55,14 +56,17 @@ class Stream {
   /// Queues synthetic device work lasting `duration`.
   virtual void enqueue_work(Clock::duration duration, std::uint64_t tag = 0) = 0;
 
-  /// Arms a new generation of `event` and queues its completion behind the work queued so far.
-  virtual void record(Event& event) = 0;
+  /// Arms a new generation of `event`, queues its completion behind the work queued so far and
+  /// returns the generation. On an idle stream the event completes at once.
+  virtual std::uint64_t record(Event& event) = 0;
 
-  /// Makes work queued after this call wait for the latest armed generation of `event`
-  /// (an swp Event of this backend; throws std::invalid_argument otherwise).
-  /// Waiting on an event recorded on this same stream is a no-op: stream order suffices.
-  /// The event must outlive the wait (the engines keep events in their slots).
-  virtual void wait(const DeviceEvent& event) = 0;
+  /// Makes work queued after this call wait for `generation` of `event` (0: its latest armed
+  /// generation). `event` must be an swp Event (throws std::invalid_argument otherwise).
+  /// Waiting on an event recorded on this same stream, or on one already reached, queues
+  /// nothing. The event must outlive the wait (the engines keep events in their slots).
+  virtual void wait(const DeviceEvent& event, std::uint64_t generation) = 0;
+  void wait(const DeviceEvent& event) { wait(event, 0); }
+
 
   /// Blocks (host) or drives virtual time (sim) until everything queued so far is done.
   virtual void synchronize() = 0;
