@@ -5,3 +5,4 @@
 #include "swp/async.hpp"
 #include "swp/core.hpp"
 #include "swp/device.hpp"
+#include "swp/engine.hpp"

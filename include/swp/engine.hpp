@@ -1,0 +1,11 @@
+#pragma once
+// The engines: runtime, contexts, typed task bodies, DataFlowPipeline and ClockPipeline.
+
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/engine/errors.hpp"
+#include "swp/engine/iter_context.hpp"
+#include "swp/engine/pipeline.hpp"
+#include "swp/engine/runtime.hpp"
+#include "swp/engine/task_body.hpp"
+#include "swp/engine/task_scope.hpp"

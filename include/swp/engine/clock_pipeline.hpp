@@ -1,0 +1,36 @@
+#pragma once
+// ClockPipeline: the clock-driven engine — the same core behind a period gate (seed
+// SWPipeline).
+
+#include "swp/engine/pipeline.hpp"
+
+namespace swp {
+
+/// Clock-driven engine. `progress()` is the clock: it retires the oldest iteration and opens
+/// the next period p, which releases (task, p − stage) for every task, submitted to the lanes
+/// in the ready-first order of the plan. Depth = max(stage) + 1 iterations are in flight, so
+/// memory is fully deterministic, and deadlock freedom follows statically from validation plus
+/// the ready-first order (seed: corollaries 1 and 3, completeness proof).
+///
+/// Example:
+/// ```
+/// swp::Runtime rt;
+/// swp::ClockPipeline<Ctx> pipe(rt, plan);
+/// auto stats = pipe.run(batches);
+/// ```
+template <detail::PipelineContext Ctx>
+class ClockPipeline final : public Pipeline<Ctx> {
+ public:
+  /// Throws PlanError for an invalid plan.
+  ClockPipeline(Runtime& runtime, const PipelinePlan& plan)
+      : Pipeline<Ctx>(runtime, plan, detail::ReleasePolicy::clock, depth_of(plan)) {}
+
+  [[nodiscard]] int depth() const noexcept { return static_cast<int>(this->slots()); }
+
+ private:
+  static std::size_t depth_of(const PipelinePlan& plan) {
+    return static_cast<std::size_t>(validate(plan).depth());
+  }
+};
+
+}  // namespace swp

@@ -1,0 +1,46 @@
+#pragma once
+// DataFlowPipeline: the native engine — an instance fires as soon as its dependencies are done
+// and its iteration has a slot (seed DataFlowPipeline).
+
+#include "swp/engine/pipeline.hpp"
+
+namespace swp {
+
+/// Data-flow engine. No periods: a task instance (task, i) is released to its lane when
+/// (1) it was not released yet, (2) iteration i holds a slot — at most `max_depth` iterations
+/// are in flight, which is both the buffer capacity and the back-pressure —, (3) its intra
+/// dependencies of iteration i and (4) its inter dependencies of iteration i − 1 are done
+/// (submitted). The seed's fifth condition, a per-task in-flight count below max_depth, holds
+/// by construction here: one instance per (task, iteration) and at most max_depth iterations.
+/// Globally ordered instances are released in (iteration, intra-topological rank) order, so
+/// every rank issues them alike. Stages are ignored (they matter only to the clock engine).
+///
+/// Filling bursts: every dependency-free task of the first max_depth iterations fires at
+/// once; after each retirement new iterations are admitted and everything unblocked fires.
+///
+/// Example:
+/// ```
+/// swp::Runtime rt;
+/// swp::DataFlowPipeline<Ctx> pipe(rt, plan, /*max_depth=*/5);
+/// pipe.fill_pipeline(loader);
+/// while (auto iter = pipe.progress()) { ... }
+/// ```
+template <detail::PipelineContext Ctx>
+class DataFlowPipeline final : public Pipeline<Ctx> {
+ public:
+  /// Throws PlanError for an invalid plan, std::invalid_argument for max_depth < 1.
+  DataFlowPipeline(Runtime& runtime, const PipelinePlan& plan, int max_depth)
+      : Pipeline<Ctx>(runtime, plan, detail::ReleasePolicy::data_flow, checked(max_depth)) {}
+
+  [[nodiscard]] int max_depth() const noexcept { return static_cast<int>(this->slots()); }
+
+ private:
+  static std::size_t checked(int max_depth) {
+    if (max_depth < 1)
+      throw std::invalid_argument("DataFlowPipeline: max_depth must be at least 1, got " +
+                                  std::to_string(max_depth));
+    return static_cast<std::size_t>(max_depth);
+  }
+};
+
+}  // namespace swp

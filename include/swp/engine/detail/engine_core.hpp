@@ -1,0 +1,251 @@
+#pragma once
+// The engine core shared by DataFlowPipeline and ClockPipeline (not for direct use).
+//
+// One core, two release policies (DESIGN.md decision 1): everything about slots, instances,
+// dependencies, events, lanes, the sequencer, errors, deadlines and cancellation lives here;
+// the policies differ only in when an instance (task, iteration) is released to its lane.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "swp/async/cancelled.hpp"
+#include "swp/async/co.hpp"
+#include "swp/async/future.hpp"
+#include "swp/async/lane.hpp"
+#include "swp/async/sequencer.hpp"
+#include "swp/core/plan_graph.hpp"
+#include "swp/device/event.hpp"
+#include "swp/device/stream.hpp"
+#include "swp/engine/runtime.hpp"
+
+namespace swp {
+
+class TaskScope;
+
+/// Observes task instances on the CPU side (for traces and tests). Called on lanes.
+class TaskObserver {
+ public:
+  /// The instance started running its body (dependencies satisfied, turn taken).
+  virtual void task_started(TaskIndex task, std::int64_t iter, const Lane& lane) noexcept = 0;
+  /// The instance finished (submitted its device work, or failed).
+  virtual void task_finished(TaskIndex task, std::int64_t iter, const Lane& lane,
+                             bool ok) noexcept = 0;
+
+ protected:
+  ~TaskObserver() = default;
+};
+
+/// Tuning of waits and deadlines (seed: 60 s retire, 30 s sequencer).
+struct EngineTimeouts {
+  std::chrono::milliseconds retire{60'000};
+  std::chrono::milliseconds sequencer{30'000};
+  /// How often a waiting progress() checks deadlines on the host backend.
+  std::chrono::milliseconds check_interval{50};
+};
+
+namespace detail {
+
+/// Type-erased storage of one instance's output value.
+class OutputBox {
+ public:
+  virtual ~OutputBox() = default;
+  virtual void reset() noexcept = 0;
+};
+
+template <class T>
+class TypedBox final : public OutputBox {
+ public:
+  std::optional<T> value;
+  void reset() noexcept override { value.reset(); }
+};
+
+enum class ReleasePolicy { data_flow, clock };
+
+/// What a task instance is doing, for the hang diagnosis.
+enum class InstanceState : std::uint8_t {
+  idle,        ///< not released in this slot's current iteration
+  queued,      ///< released, waiting for its lane
+  dependency,  ///< waiting for a dependency (see wait_task / wait_iter)
+  turn,        ///< waiting for its submission turn
+  running,     ///< running its body
+  finished,
+};
+
+class EngineCore;
+
+/// One (task, sync entry): the lane job, the done promise, the event. `slot` is the context
+/// slot of its iteration (where the context and the output boxes live).
+struct Instance final : Lane::Job {
+  EngineCore* core = nullptr;
+  TaskIndex task = 0;
+  std::size_t sync = 0;
+  std::size_t slot = 0;
+  std::int64_t iter = -1;
+  std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
+  Promise<> done;
+  Future<> done_future = done.get_future();
+  Event event;
+  Co<void> routine;
+  bool stream_used = false;
+  bool failed = false;
+  std::atomic<InstanceState> state{InstanceState::idle};
+  std::atomic<TaskIndex> wait_task{0};
+  std::atomic<std::int64_t> wait_iter{0};
+
+  void start(Lane& lane) noexcept override;
+};
+
+/// Hooks the typed front end provides: running a task's body for a slot's context.
+class BodyRunner {
+ public:
+  /// The body of `task` on slot `slot`'s context; may be a synthetic body.
+  virtual Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) = 0;
+  /// Output storage for `task` (nullptr when it returns nothing).
+  virtual std::unique_ptr<OutputBox> make_box(TaskIndex task) = 0;
+
+ protected:
+  ~BodyRunner() = default;
+};
+
+class EngineCore {
+ public:
+  EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy, std::size_t slots,
+             BodyRunner& bodies);
+  ~EngineCore();
+  EngineCore(const EngineCore&) = delete;
+  EngineCore& operator=(const EngineCore&) = delete;
+
+  /// Supplies the next batch: admits iteration `iter` into its slot and returns true, or
+  /// returns false at end of data. Called on the caller's thread only.
+  using Admit = bool (*)(void* owner, std::int64_t iter, std::size_t slot);
+  /// Told about each retired iteration before its context slot can be reused.
+  using Retire = void (*)(void* owner, std::int64_t iter, std::size_t slot);
+
+  void fill(Admit admit, Retire retire, void* owner);
+  std::optional<std::int64_t> progress();
+  void drain();
+  [[nodiscard]] bool filled() const noexcept { return filled_; }
+
+  /// Runs iteration `iter`, whose context the caller put in slot 0, serially on the calling
+  /// thread: tasks in topological order, device work on the "default" stream.
+  void run_serial(std::int64_t iter);
+
+  [[nodiscard]] const PlanGraph& graph() const noexcept { return graph_; }
+  [[nodiscard]] Runtime& runtime() noexcept { return runtime_; }
+  [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
+  [[nodiscard]] ReleasePolicy policy() const noexcept { return policy_; }
+  [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *streams_[t]; }
+  [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *lanes_[t]; }
+
+  void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = t; }
+  void set_observer(TaskObserver* observer) noexcept { observer_ = observer; }
+
+  /// The output box of `task` for the iteration in context slot `slot`.
+  [[nodiscard]] OutputBox* box(std::size_t slot, TaskIndex task) const {
+    return slots_[slot].boxes[task].get();
+  }
+  /// The instance of `task` in the same iteration as `in`.
+  [[nodiscard]] Instance& sibling(const Instance& in, TaskIndex task) const {
+    return *sync_[in.sync].instances[task];
+  }
+
+  /// Called by Instance::start.
+  Co<void> routine(Instance& in);
+  /// Completion of an instance's routine (on its lane).
+  void instance_done(Instance& in, std::exception_ptr error) noexcept;
+
+ private:
+  // Synchronization state of one iteration: instances, promises, events. There is one more
+  // of these than context slots, so that the state of iteration i - 1 stays intact until
+  // iteration i retired: inter-iteration dependencies read it without racing slot reuse.
+  struct Sync {
+    std::vector<std::unique_ptr<Instance>> instances;
+    std::vector<std::uint64_t> generation;  // event generation each task recorded (0: none)
+    std::vector<bool> fired;                // data-flow: released
+    std::vector<bool> finished;             // data-flow: done
+    std::atomic<int> remaining{0};
+  };
+
+  // A context slot: output boxes, and the events the previous occupant left on each stream
+  // (the fence of decision 8). The context itself lives in the typed front end.
+  struct Slot {
+    std::vector<std::unique_ptr<OutputBox>> boxes;
+    std::vector<std::pair<const Event*, std::uint64_t>> fence;
+  };
+
+  struct Failure {
+    std::string task;
+    std::int64_t iter = -1;
+    std::exception_ptr error;
+    bool timeout = false;
+  };
+
+  [[nodiscard]] std::size_t slot_index(std::int64_t iter) const {
+    return static_cast<std::size_t>(iter) % slots_.size();
+  }
+  Sync& sync_of(std::int64_t iter) { return sync_[static_cast<std::size_t>(iter) % sync_.size()]; }
+  void reset_run_state();
+  bool admit(std::int64_t iter);
+  void release(TaskIndex t, std::int64_t iter);
+  // Clock policy.
+  void open_period(std::int64_t period);
+  // Data-flow policy (fire_mutex_ held).
+  void try_advance();
+  bool try_fire(TaskIndex t, std::int64_t iter);
+  void fire_ordered();
+  void sweep();
+  // Errors, deadlines, drain.
+  void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, bool timeout);
+  bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
+  std::string diagnose() const;
+  [[noreturn]] void abort_run();
+  void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
+
+  Runtime& runtime_;
+  PlanGraph graph_;
+  ReleasePolicy policy_;
+  BodyRunner& bodies_;
+  EngineTimeouts timeouts_;
+  TaskObserver* observer_ = nullptr;
+
+  std::vector<Lane*> lanes_;
+  std::vector<Stream*> streams_;
+  std::vector<TaskIndex> order_;           // clock: per-period enqueue order (ready-first)
+  std::vector<TaskIndex> serial_order_;    // topological order of intra deps, by name
+  std::vector<int> ordered_rank_;          // data-flow: rank among globally ordered tasks, or -1
+  std::vector<TaskIndex> ordered_tasks_;   // data-flow: globally ordered tasks by rank
+  std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
+  std::vector<Slot> slots_;
+  std::vector<Sync> sync_;
+  SubmissionSequencer sequencer_;
+  StopSignal stop_;
+
+  // Run state (caller thread, except where noted).
+  Admit admit_ = nullptr;
+  Retire retire_ = nullptr;
+  void* owner_ = nullptr;
+  bool filled_ = false;
+  bool broken_ = false;
+  std::int64_t next_admit_ = 0;      // next iteration to fetch
+  std::int64_t end_ = INT64_MAX;     // first iteration with no batch
+  std::int64_t oldest_ = 0;          // oldest unretired iteration
+  std::int64_t next_period_ = 0;     // clock
+  std::atomic<std::int64_t> released_{0};
+  std::atomic<std::int64_t> finished_{0};
+  std::uint64_t next_turn_ = 0;      // next sequencer turn to hand out at release
+  std::int64_t ordered_iter_ = 0;    // data-flow: (iter, rank) of the next ordered release
+  std::size_t ordered_pos_ = 0;
+
+  mutable std::mutex fire_mutex_;  // data-flow firing state; failure record
+  std::optional<Failure> failure_;
+};
+
+}  // namespace detail
+}  // namespace swp

@@ -1,0 +1,101 @@
+#pragma once
+// IterContext and Output<T>: the per-iteration context and typed task outputs.
+
+#include <coroutine>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "swp/core/task_ref.hpp"
+#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/errors.hpp"
+
+namespace swp {
+
+/// Handle of a task whose body returns a `T`; pass it to `ctx.get` to read that value.
+/// Usable wherever a TaskHandle / TaskRef is (dependency lists).
+template <class T>
+struct Output : TaskHandle {
+  using value_type = T;
+};
+
+struct NoFields {};
+
+namespace detail {
+
+/// Awaiter of `ctx.get(producer)`: checks that the running task declared `producer` as an
+/// intra-iteration dependency and yields the producer's value of this iteration.
+template <class T>
+class GetAwaiter {
+ public:
+  explicit GetAwaiter(const Output<T>& producer) : producer_(producer) {}
+
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> h) {
+    const CoPromiseBase* promise = co_promise_of(h);
+    auto* in = static_cast<Instance*>(promise != nullptr ? promise->environment() : nullptr);
+    if (in == nullptr)
+      throw PipelineStateError("ctx.get('" + producer_.name + "') called outside a pipeline task");
+    const auto& graph = in->core->graph();
+    bool declared = false;
+    for (TaskIndex d : graph.intra_deps(in->task)) declared = declared || d == producer_.index;
+    if (!declared || producer_.index >= graph.size() ||
+        graph.name(producer_.index) != producer_.name)
+      throw UndeclaredDependency("task '" + graph.name(in->task) + "' reads the output of '" +
+                                 producer_.name +
+                                 "' without declaring it in intra_iter_deps: add {\"" +
+                                 graph.name(in->task) + "\", \"" + producer_.name +
+                                 "\"} so the plan orders them (and their streams)");
+    // The task's routine awaited every declared dependency (both phases) before its body
+    // started, so the producer has completed: read it without suspending.
+    producer_instance_ = &in->core->sibling(*in, producer_.index);
+    box_ = in->core->box(in->slot, producer_.index);
+    return false;
+  }
+
+  const T& await_resume() const {
+    producer_instance_->done_future.get();  // rethrows the producer's error
+    auto* box = dynamic_cast<TypedBox<T>*>(box_);
+    if (box == nullptr || !box->value)
+      throw PipelineStateError("ctx.get('" + producer_.name + "'): the task produced no value " +
+                               "of the requested type");
+    return *box->value;
+  }
+
+ private:
+  Output<T> producer_;
+  Instance* producer_instance_ = nullptr;
+  OutputBox* box_ = nullptr;
+};
+
+}  // namespace detail
+
+/// The per-iteration context every task of one iteration shares (seed IterContext): the batch
+/// from the data source, the iteration index, and the user's fields (`Fields`, a struct the
+/// context derives from, reset to its default state for every iteration).
+///
+/// Example:
+/// ```
+/// struct Fields { std::vector<float> x_gpu; float loss = 0; };
+/// using Ctx = swp::IterContext<Batch, Fields>;
+/// ... [](Ctx& ctx) -> swp::Co<void> { ctx.loss = compute(ctx.batch, ctx.x_gpu); co_return; }
+/// ```
+template <class Batch, class Fields = NoFields>
+struct IterContext : Fields {
+  using batch_type = Batch;
+
+  Batch batch{};
+  std::int64_t iter_idx = -1;
+
+  /// Awaits the output of `producer` (a declared intra-iteration dependency) in this
+  /// iteration and yields `const T&`. Throws UndeclaredDependency when the running task does
+  /// not declare `producer`, and rethrows the producer's error.
+  template <class T>
+  [[nodiscard]] detail::GetAwaiter<T> get(const Output<T>& producer) const {
+    return detail::GetAwaiter<T>(producer);
+  }
+};
+
+}  // namespace swp

@@ -1,0 +1,235 @@
+#pragma once
+// The public face both engines share (seed _PipelineBase): fill_pipeline / progress / drain /
+// run / run_serial / run_one_serial_iter, over typed per-iteration contexts.
+
+#include <any>
+#include <chrono>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <ranges>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "swp/core/pipeline_plan.hpp"
+#include "swp/core/plan_graph.hpp"
+#include "swp/core/schedule_table.hpp"
+#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/iter_context.hpp"
+#include "swp/engine/task_body.hpp"
+
+namespace swp {
+
+/// What `run` and `run_serial` measured: iterations and elapsed time on the runtime's clock
+/// (wall time on host, virtual time on sim), device work included.
+struct RunStats {
+  std::int64_t iterations = 0;
+  Clock::duration elapsed{};
+
+  [[nodiscard]] double us_per_iter() const {
+    return iterations == 0 ? 0.0
+                           : std::chrono::duration<double, std::micro>(elapsed).count() /
+                                 static_cast<double>(iterations);
+  }
+};
+
+namespace detail {
+template <class Ctx>
+concept PipelineContext = std::default_initializable<Ctx> && std::movable<Ctx> && requires(Ctx c) {
+  typename Ctx::batch_type;
+  c.batch;
+  c.iter_idx;
+};
+}  // namespace detail
+
+/// The engine-independent part of a pipeline over contexts `Ctx` (an IterContext).
+///
+/// Completion: `progress()` blocks the calling thread (which helps run tasks meanwhile) until
+/// the oldest in-flight iteration retired — all its tasks submitted — and returns its index,
+/// or an empty optional at end of data. Errors: a task's exception surfaces from `progress()`
+/// as TaskError (task name, iteration, nested exception) after everything in flight drained;
+/// a hang surfaces as PipelineTimeout naming every unfinished (task, iteration) and what it
+/// waits for. Either way the pipeline can be filled again.
+/// Tasks without a bound body run their plan's synthetic costs.
+template <detail::PipelineContext Ctx>
+class Pipeline : private detail::BodyRunner {
+ public:
+  using Batch = typename Ctx::batch_type;
+  using Source = std::function<std::optional<Batch>()>;
+
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+  ~Pipeline() = default;
+
+  /// Starts a run over `source`: an input range of Batch (kept by reference: it must outlive
+  /// the run) or a callable returning std::optional<Batch> (empty: end of data).
+  /// Throws PipelineStateError when already filled.
+  template <class S>
+  void fill_pipeline(S&& source) {
+    source_ = make_source(std::forward<S>(source));
+    core_.fill(&Pipeline::admit_thunk, &Pipeline::retire_thunk, this);
+  }
+
+  /// Retires the oldest in-flight iteration and lets the next ones in; see the class comment.
+  std::optional<std::int64_t> progress() {
+    auto retired = core_.progress();
+    return retired;
+  }
+
+  /// Retires everything in flight without taking new batches; the pipeline can be filled
+  /// again afterwards (with another source).
+  void drain() { core_.drain(); }
+
+  /// fill_pipeline + progress until end of data + device synchronization.
+  template <class S>
+  RunStats run(S&& source) {
+    const auto start = core_.runtime().now();
+    fill_pipeline(std::forward<S>(source));
+    RunStats stats;
+    while (progress()) ++stats.iterations;
+    core_.drain();
+    synchronize_streams();
+    stats.elapsed = core_.runtime().now() - start;
+    return stats;
+  }
+
+  /// Runs every iteration serially on the calling thread, all device work on the "default"
+  /// stream, no overlap: the baseline a pipelined run is compared to.
+  template <class S>
+  RunStats run_serial(S&& source) {
+    if (core_.filled()) throw PipelineStateError("run_serial while the pipeline is filled; drain() first");
+    auto next = make_source(std::forward<S>(source));
+    const auto start = core_.runtime().now();
+    RunStats stats;
+    for (std::int64_t iter = 0;; ++iter) {
+      auto batch = next();
+      if (!batch) break;
+      run_one_serial_iter(std::move(*batch), iter);
+      ++stats.iterations;
+    }
+    core_.runtime().stream("default").synchronize();
+    stats.elapsed = core_.runtime().now() - start;
+    return stats;
+  }
+
+  /// One serial iteration of `batch` as iteration `iter_idx`, tasks in topological order on the
+  /// calling thread. Leaves nothing in flight. Throws TaskError naming the failing task.
+  void run_one_serial_iter(Batch batch, std::int64_t iter_idx) {
+    contexts_[0] = Ctx{};
+    contexts_[0].batch = std::move(batch);
+    contexts_[0].iter_idx = iter_idx;
+    core_.run_serial(iter_idx);
+    if (on_retire_) on_retire_(contexts_[0]);
+  }
+
+  /// Called on the caller's thread with the context of every iteration as it retires (in
+  /// progress(), before its slot is reused): where results such as a loss are read.
+  void on_retire(std::function<void(const Ctx&)> callback) { on_retire_ = std::move(callback); }
+
+  /// The period x task table of the plan (seed print_schedule).
+  [[nodiscard]] std::string format_schedule(int periods) const {
+    return swp::format_schedule(core_.graph(), periods);
+  }
+
+  [[nodiscard]] const PlanGraph& graph() const noexcept { return core_.graph(); }
+  [[nodiscard]] std::size_t slots() const noexcept { return core_.slots(); }
+  [[nodiscard]] Runtime& runtime() noexcept { return core_.runtime(); }
+
+  void set_timeouts(EngineTimeouts timeouts) noexcept { core_.set_timeouts(timeouts); }
+  void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
+
+ protected:
+  Pipeline(Runtime& runtime, const PipelinePlan& plan, detail::ReleasePolicy policy,
+           std::size_t slots)
+      : bodies_(bind(plan)),
+        contexts_(std::max<std::size_t>(slots, 1)),
+        core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {}
+
+ private:
+  static std::vector<std::optional<TaskBody<Ctx>>> bind(const PipelinePlan& plan) {
+    std::vector<std::optional<TaskBody<Ctx>>> bodies;
+    for (const auto& planned : plan.tasks) {
+      const std::any& fn = planned.task.fn;
+      if (!fn.has_value()) {
+        bodies.emplace_back();
+      } else if (const auto* body = std::any_cast<TaskBody<Ctx>>(&fn)) {
+        bodies.emplace_back(*body);
+      } else {
+        throw std::invalid_argument("task '" + planned.task.name +
+                                    "': its body was not bound for this pipeline's context type "
+                                    "(bind it with swp::task<Ctx>(...) or swp::Plan<Ctx>::add)");
+      }
+    }
+    return bodies;
+  }
+
+  Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) override {
+    const auto& body = bodies_[task];
+    if (body) return body->run(contexts_[slot], scope, core_.box(slot, task));
+    return synthetic(task, scope);
+  }
+
+  std::unique_ptr<detail::OutputBox> make_box(TaskIndex task) override {
+    const auto& body = bodies_[task];
+    return body && body->make_box ? body->make_box() : nullptr;
+  }
+
+  // A task without a body spends its plan's synthetic costs.
+  Co<void> synthetic(TaskIndex task, TaskScope& scope) {
+    const SyntheticCost& cost = core_.graph().cost(task);
+    using us = std::chrono::duration<double, std::micro>;
+    if (cost.cpu_us > 0)
+      co_await scope.cpu_work(std::chrono::duration_cast<Clock::duration>(us(cost.cpu_us)));
+    const double device_us = cost.device_us_at(scope.iter());
+    if (device_us > 0)
+      scope.device_work(std::chrono::duration_cast<Clock::duration>(us(device_us)));
+  }
+
+  static bool admit_thunk(void* owner, std::int64_t iter, std::size_t slot) {
+    auto* self = static_cast<Pipeline*>(owner);
+    auto batch = self->source_();
+    if (!batch) return false;
+    Ctx& ctx = self->contexts_[slot];
+    ctx = Ctx{};
+    ctx.batch = std::move(*batch);
+    ctx.iter_idx = iter;
+    return true;
+  }
+
+  static void retire_thunk(void* owner, std::int64_t, std::size_t slot) {
+    auto* self = static_cast<Pipeline*>(owner);
+    if (self->on_retire_) self->on_retire_(self->contexts_[slot]);
+  }
+
+  template <class S>
+  static Source make_source(S&& source) {
+    if constexpr (std::is_invocable_r_v<std::optional<Batch>, S&>) {
+      return Source(std::forward<S>(source));
+    } else {
+      static_assert(std::ranges::input_range<S>,
+                    "a source is a range of batches or a callable returning optional<Batch>");
+      auto it = std::ranges::begin(source);
+      auto end = std::ranges::end(source);
+      return [it, end]() mutable -> std::optional<Batch> {
+        if (it == end) return std::nullopt;
+        std::optional<Batch> b(*it);
+        ++it;
+        return b;
+      };
+    }
+  }
+
+  void synchronize_streams() {
+    for (TaskIndex t = 0; t < core_.graph().size(); ++t) core_.stream_of(t).synchronize();
+  }
+
+  std::vector<std::optional<TaskBody<Ctx>>> bodies_;
+  std::vector<Ctx> contexts_;
+  Source source_;
+  std::function<void(const Ctx&)> on_retire_;
+  detail::EngineCore core_;  // last: destroyed (drained) first, while bodies and contexts live
+};
+
+}  // namespace swp

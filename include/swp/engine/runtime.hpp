@@ -1,0 +1,111 @@
+#pragma once
+// Runtime: the scheduler, device backend, lanes and streams pipelines run on.
+
+#include <chrono>
+#include <coroutine>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "swp/async/co.hpp"
+#include "swp/async/lane.hpp"
+#include "swp/async/scheduler.hpp"
+#include "swp/async/sim_scheduler.hpp"
+#include "swp/async/thread_pool_scheduler.hpp"
+#include "swp/device/stream.hpp"
+
+namespace swp {
+
+/// Which device backend (and with it which clock) a Runtime uses.
+enum class Backend {
+  host,  ///< real threads, host streams emulating device time with worker threads
+  sim,   ///< one thread, virtual time, simulated streams: deterministic
+};
+
+/// "host" / "sim"; parse_backend returns false for anything else.
+std::string_view backend_name(Backend backend);
+bool parse_backend(std::string_view name, Backend& backend);
+
+struct RuntimeOptions {
+  Backend backend = Backend::host;
+  /// Background worker threads of the host scheduler (the thread waiting in a pipeline's
+  /// progress() helps too). Ignored by sim.
+  unsigned workers = ThreadPoolScheduler::default_workers();
+  /// Lanes that get a thread of their own instead of running on the shared pool (e.g. a CUDA
+  /// submission thread). Ignored by sim.
+  std::set<std::string> dedicated_lanes;
+};
+
+/// Owns where pipelines run: a scheduler (thread pool or virtual time), a device backend,
+/// and the lanes and streams named by plans, created on first use and shared by every
+/// pipeline on this runtime.
+///
+/// Example:
+/// ```
+/// swp::Runtime rt({.backend = swp::Backend::sim});
+/// swp::ClockPipeline<Ctx> pipe(rt, plan);
+/// ```
+class Runtime {
+ public:
+  explicit Runtime(RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  [[nodiscard]] Backend backend() const noexcept { return options_.backend; }
+  [[nodiscard]] Scheduler& scheduler() noexcept { return *scheduler_; }
+  [[nodiscard]] Device& device() noexcept { return *device_; }
+  [[nodiscard]] Clock::time_point now() const { return scheduler_->now(); }
+
+  /// The lane called `name`, created on first use.
+  Lane& lane(const std::string& name);
+  /// The stream called `name`, created on first use.
+  Stream& stream(const std::string& name);
+
+  /// Awaitable CPU work of `duration` in the current task: busy-spins on the host backend,
+  /// occupies the task (and its lane) for that much virtual time on sim.
+  class CpuWork;
+  CpuWork cpu_work(Clock::duration duration);
+
+ private:
+  RuntimeOptions options_;
+  std::unique_ptr<Scheduler> scheduler_;
+  SimScheduler* sim_ = nullptr;  // scheduler_ when backend is sim
+  std::unique_ptr<Device> device_;
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<ThreadPoolScheduler>> dedicated_;
+  std::map<std::string, std::unique_ptr<Lane>> lanes_;
+  std::map<std::string, std::unique_ptr<Stream>> streams_;
+};
+
+class Runtime::CpuWork : private Runnable {
+ public:
+  CpuWork(Runtime& runtime, Clock::duration duration) : runtime_(runtime), duration_(duration) {}
+  CpuWork(const CpuWork& o) : Runnable(), runtime_(o.runtime_), duration_(o.duration_) {}
+
+  [[nodiscard]] bool await_ready() const;
+  template <class Promise>
+  void await_suspend(std::coroutine_handle<Promise> h) {
+    handle_ = h;
+    resumer_ = detail::resumer_of(h);
+    runtime_.sim_->post_at(runtime_.sim_->now() + duration_, *this);
+  }
+  void await_resume() const noexcept {}
+
+ private:
+  void run() noexcept override { resume_on(resumer_, handle_); }
+
+  Runtime& runtime_;
+  Clock::duration duration_;
+  std::coroutine_handle<> handle_;
+  Resumer* resumer_ = nullptr;
+};
+
+inline Runtime::CpuWork Runtime::cpu_work(Clock::duration duration) {
+  return CpuWork(*this, duration);
+}
+
+}  // namespace swp

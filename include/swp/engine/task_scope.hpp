@@ -1,0 +1,61 @@
+#pragma once
+// TaskScope: what a running task instance knows about itself.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "swp/engine/detail/engine_core.hpp"
+
+namespace swp {
+
+/// Handed to task bodies that take a second parameter: the instance's identity, its stream
+/// and its runtime.
+///
+/// Example:
+/// ```
+/// plan.add("Forward", [](Ctx& ctx, swp::TaskScope& task) -> swp::Co<void> {
+///   co_await task.cpu_work(5us);       // CPU time spent preparing the launch
+///   task.device_work(1ms);             // synthetic device work on the task's stream
+/// });
+/// ```
+class TaskScope {
+ public:
+  TaskScope(detail::EngineCore& core, detail::Instance& instance, Stream& stream)
+      : core_(core), instance_(instance), stream_(stream) {}
+
+  [[nodiscard]] const std::string& name() const { return core_.graph().name(instance_.task); }
+  [[nodiscard]] TaskIndex task() const noexcept { return instance_.task; }
+  [[nodiscard]] std::int64_t iter() const noexcept { return instance_.iter; }
+
+  /// The task's stream. Using it marks the instance as having queued device work, so its
+  /// consumers on other streams wait for an event recorded after it.
+  [[nodiscard]] Stream& stream() noexcept {
+    instance_.stream_used = true;
+    return stream_;
+  }
+
+  /// Queues synthetic device work of `duration` on the task's stream.
+  void device_work(Clock::duration duration) {
+    stream().enqueue_work(duration, work_tag(instance_.task, instance_.iter));
+  }
+
+  /// CPU time spent in the task (spin on host, virtual time on sim).
+  [[nodiscard]] Runtime::CpuWork cpu_work(Clock::duration duration) const {
+    return core_.runtime().cpu_work(duration);
+  }
+
+  [[nodiscard]] Runtime& runtime() const noexcept { return core_.runtime(); }
+
+  /// The tag device work of (task, iter) carries in traces: iter << 16 | task.
+  static constexpr std::uint64_t work_tag(TaskIndex task, std::int64_t iter) noexcept {
+    return (static_cast<std::uint64_t>(iter) << 16) | static_cast<std::uint64_t>(task);
+  }
+
+ private:
+  detail::EngineCore& core_;
+  detail::Instance& instance_;
+  Stream& stream_;
+};
+
+}  // namespace swp

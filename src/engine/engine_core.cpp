@@ -1,0 +1,516 @@
+#include "swp/engine/detail/engine_core.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "swp/core/enqueue_order.hpp"
+#include "swp/engine/errors.hpp"
+#include "swp/engine/task_scope.hpp"
+
+namespace swp::detail {
+
+namespace {
+
+// An error that reached an instance through a dependency, not from its own body.
+struct FromDependency {
+  std::exception_ptr error;
+};
+
+bool is_cancelled(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Cancelled&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// Topological order of intra deps, smallest name first: the data-flow engine's rank of
+// globally ordered tasks within an iteration (stages play no role there).
+std::vector<TaskIndex> intra_topological(const PlanGraph& g) {
+  std::vector<int> indegree(g.size(), 0);
+  std::vector<std::vector<TaskIndex>> succ(g.size());
+  for (TaskIndex t = 0; t < g.size(); ++t)
+    for (TaskIndex d : g.intra_deps(t)) {
+      succ[d].push_back(t);
+      ++indegree[t];
+    }
+  std::vector<TaskIndex> ready, order;
+  for (TaskIndex t = 0; t < g.size(); ++t)
+    if (indegree[t] == 0) ready.push_back(t);
+  auto by_name = [&](TaskIndex a, TaskIndex b) { return g.name(a) > g.name(b); };
+  std::ranges::sort(ready, by_name);
+  while (!ready.empty()) {
+    const TaskIndex t = ready.back();
+    ready.pop_back();
+    order.push_back(t);
+    for (TaskIndex s : succ[t])
+      if (--indegree[s] == 0) ready.push_back(s);
+    std::ranges::sort(ready, by_name);
+  }
+  return order;
+}
+
+}  // namespace
+
+void Instance::start(Lane& lane) noexcept {
+  routine = core->routine(*this);
+  routine.start(
+      &lane,
+      [](void* context, std::exception_ptr error) noexcept {
+        auto* in = static_cast<Instance*>(context);
+        in->core->instance_done(*in, std::move(error));
+      },
+      this, nullptr, this);
+}
+
+EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
+                       std::size_t slots, BodyRunner& bodies)
+    : runtime_(runtime),
+      graph_(std::move(graph)),
+      policy_(policy),
+      bodies_(bodies),
+      sequencer_(runtime.scheduler()) {
+  const std::size_t n = graph_.size();
+  for (TaskIndex t = 0; t < n; ++t) {
+    lanes_.push_back(&runtime_.lane(graph_.lane(t)));
+    streams_.push_back(&runtime_.stream(graph_.stream(t)));
+  }
+  order_ = enqueue_order(graph_, OrderPolicy::ready_first);
+  ordered_rank_.assign(n, -1);
+  serial_order_ = intra_topological(graph_);
+  for (TaskIndex t : serial_order_) {
+    if (!graph_.schedule(t).globally_ordered) continue;
+    ordered_rank_[t] = static_cast<int>(ordered_tasks_.size());
+    ordered_tasks_.push_back(t);
+  }
+  intra_succ_.resize(n);
+  inter_succ_.resize(n);
+  for (TaskIndex t = 0; t < n; ++t) {
+    for (TaskIndex d : graph_.intra_deps(t)) intra_succ_[d].push_back(t);
+    for (TaskIndex d : graph_.inter_deps(t)) inter_succ_[d].push_back(t);
+  }
+  slots_ = std::vector<Slot>(slots);
+  for (auto& slot : slots_) {
+    for (TaskIndex t = 0; t < n; ++t) slot.boxes.push_back(bodies_.make_box(t));
+    slot.fence.assign(n, {nullptr, 0});
+  }
+  sync_ = std::vector<Sync>(slots + 1);
+  for (std::size_t e = 0; e < sync_.size(); ++e) {
+    auto& sync = sync_[e];
+    sync.generation.assign(n, 0);
+    sync.fired.assign(n, false);
+    sync.finished.assign(n, false);
+    for (TaskIndex t = 0; t < n; ++t) {
+      auto in = std::make_unique<Instance>();
+      in->core = this;
+      in->task = t;
+      in->sync = e;
+      sync.instances.push_back(std::move(in));
+    }
+  }
+}
+
+EngineCore::~EngineCore() {
+  if (filled_ && !broken_) {
+    try {
+      drain();
+    } catch (...) {
+      // Destruction cannot report; the error was the caller's to collect via progress().
+    }
+  }
+}
+
+void EngineCore::reset_run_state() {
+  for (auto& sync : sync_) sync.remaining.store(0);
+  next_admit_ = 0;
+  end_ = INT64_MAX;
+  oldest_ = 0;
+  next_period_ = 0;
+  released_.store(0);
+  finished_.store(0);
+  next_turn_ = 0;
+  ordered_iter_ = 0;
+  ordered_pos_ = 0;
+  failure_.reset();
+  sequencer_.reset();
+  stop_.reset();
+}
+
+bool EngineCore::admit(std::int64_t iter) {
+  if (iter >= end_) return false;
+  const std::size_t s = slot_index(iter);
+  if (!admit_(owner_, iter, s)) {
+    end_ = iter;
+    return false;
+  }
+  Slot& slot = slots_[s];
+  // The previous occupant of this context slot was iteration iter - slots; its sync entry is
+  // intact until iteration iter + 1 is admitted. Remember where its device work ends.
+  if (iter >= static_cast<std::int64_t>(slots_.size())) {
+    Sync& previous = sync_of(iter - static_cast<std::int64_t>(slots_.size()));
+    for (TaskIndex t = 0; t < graph_.size(); ++t)
+      slot.fence[t] = {&previous.instances[t]->event, previous.generation[t]};
+  } else {
+    std::fill(slot.fence.begin(), slot.fence.end(), std::pair<const Event*, std::uint64_t>{});
+  }
+  for (auto& box : slot.boxes)
+    if (box) box->reset();
+  Sync& sync = sync_of(iter);
+  std::fill(sync.generation.begin(), sync.generation.end(), 0);
+  std::fill(sync.fired.begin(), sync.fired.end(), false);
+  std::fill(sync.finished.begin(), sync.finished.end(), false);
+  for (auto& in : sync.instances) {
+    in->iter = iter;
+    in->slot = s;
+    in->stream_used = false;
+    in->failed = false;
+    in->state.store(InstanceState::idle);
+    in->done.reset();
+  }
+  sync.remaining.store(static_cast<int>(graph_.size()), std::memory_order_seq_cst);
+  next_admit_ = iter + 1;
+  return true;
+}
+
+void EngineCore::release(TaskIndex t, std::int64_t iter) {
+  Instance& in = *sync_of(iter).instances[t];
+  if (graph_.schedule(t).globally_ordered) in.turn = next_turn_++;
+  in.state.store(InstanceState::queued, std::memory_order_relaxed);
+  released_.fetch_add(1, std::memory_order_relaxed);
+  lanes_[t]->submit(in);
+}
+
+void EngineCore::fill(Admit admit, Retire retire, void* owner) {
+  if (broken_) throw PipelineStateError("the pipeline is broken: an earlier timeout could not drain it");
+  if (filled_) throw PipelineStateError("fill_pipeline called twice without drain()");
+  reset_run_state();
+  admit_ = admit;
+  retire_ = retire;
+  owner_ = owner;
+  filled_ = true;
+  if (policy_ == ReleasePolicy::clock) {
+    for (std::size_t p = 0; p < slots_.size(); ++p) open_period(next_period_++);
+  } else {
+    std::lock_guard lock(fire_mutex_);
+    try_advance();
+  }
+}
+
+void EngineCore::open_period(std::int64_t period) {
+  if (period < end_ && period == next_admit_) admit(period);
+  for (TaskIndex t : order_) {
+    const std::int64_t iter = period - graph_.stage(t);
+    if (iter >= 0 && iter < next_admit_ && iter >= oldest_) release(t, iter);
+  }
+}
+
+void EngineCore::try_advance() {
+  while (next_admit_ - oldest_ < static_cast<std::int64_t>(slots_.size()) && next_admit_ < end_) {
+    const std::int64_t iter = next_admit_;
+    if (!admit(iter)) break;
+    for (TaskIndex t = 0; t < graph_.size(); ++t) try_fire(t, iter);
+  }
+  fire_ordered();
+}
+
+bool EngineCore::try_fire(TaskIndex t, std::int64_t iter) {
+  if (failure_ || iter < oldest_ || iter >= next_admit_) return false;
+  Sync& sync = sync_of(iter);
+  if (sync.fired[t]) return false;
+  for (TaskIndex d : graph_.intra_deps(t))
+    if (!sync.finished[d]) return false;
+  if (iter > oldest_) {  // an inter dep on a retired iteration is satisfied
+    Sync& prev = sync_of(iter - 1);
+    for (TaskIndex d : graph_.inter_deps(t))
+      if (!prev.finished[d]) return false;
+  }
+  if (ordered_rank_[t] >= 0) {
+    // Globally ordered instances are released in (iteration, rank) order, so turns are handed
+    // out in the same order on every rank and no lane holds a later turn ahead of an earlier.
+    if (iter != ordered_iter_ || ordered_tasks_[ordered_pos_] != t) return false;
+    if (++ordered_pos_ == ordered_tasks_.size()) {
+      ordered_pos_ = 0;
+      ++ordered_iter_;
+    }
+  }
+  sync.fired[t] = true;
+  release(t, iter);
+  return true;
+}
+
+void EngineCore::fire_ordered() {
+  while (!ordered_tasks_.empty() && ordered_iter_ < next_admit_ &&
+         try_fire(ordered_tasks_[ordered_pos_], ordered_iter_)) {
+  }
+}
+
+void EngineCore::sweep() {
+  for (std::int64_t iter = oldest_; iter < next_admit_; ++iter)
+    for (TaskIndex t = 0; t < graph_.size(); ++t) try_fire(t, iter);
+  fire_ordered();
+}
+
+void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
+  in.wait_task.store(dep, std::memory_order_relaxed);
+  in.wait_iter.store(iter, std::memory_order_relaxed);
+  in.state.store(InstanceState::dependency, std::memory_order_release);
+}
+
+Co<void> EngineCore::routine(Instance& in) {
+  const TaskIndex t = in.task;
+  const std::int64_t iter = in.iter;
+  Sync& sync = sync_[in.sync];
+  Stream& stream = *streams_[t];
+  bool waited_on_other_stream = false;
+  std::exception_ptr own_error;
+  std::exception_ptr dep_error;
+
+  // Phase 1 (CPU: the producer was submitted) then phase 2 (this stream waits for the
+  // producer's event when the streams differ).
+  auto await_dependency = [&](Sync& producer_sync, TaskIndex d, std::int64_t producer_iter) -> Co<void> {
+    record_dep_wait(in, d, producer_iter);
+    Instance& dep = *producer_sync.instances[d];
+    try {
+      co_await dep.done_future;
+    } catch (const Cancelled&) {
+      throw;
+    } catch (...) {
+      throw FromDependency{std::current_exception()};
+    }
+    if (streams_[d] != &stream && producer_sync.generation[d] != 0) {
+      stream.wait(dep.event, producer_sync.generation[d]);
+      waited_on_other_stream = true;
+    }
+  };
+
+  try {
+    if (stop_.stop_requested()) throw Cancelled(stop_.reason());
+    for (TaskIndex d : graph_.intra_deps(t)) co_await await_dependency(sync, d, iter);
+    if (iter > 0)
+      for (TaskIndex d : graph_.inter_deps(t)) co_await await_dependency(sync_of(iter - 1), d, iter - 1);
+    // Slot reuse (DESIGN.md decision 8): device work of the context slot's previous occupant
+    // on other streams is ordered before this instance's work, unless it already finished.
+    for (TaskIndex u = 0; u < graph_.size(); ++u) {
+      const auto [event, generation] = slots_[in.slot].fence[u];
+      if (generation == 0 || streams_[u] == &stream || event->reached(generation)) continue;
+      stream.wait(*event, generation);
+      waited_on_other_stream = true;
+    }
+    if (graph_.schedule(t).globally_ordered) {
+      in.state.store(InstanceState::turn, std::memory_order_release);
+      co_await sequencer_.turn(in.turn, graph_.name(t) + " (iter " + std::to_string(iter) + ")");
+    }
+    in.state.store(InstanceState::running, std::memory_order_release);
+    if (observer_ != nullptr) observer_->task_started(t, iter, *lanes_[t]);
+    TaskScope scope(*this, in, stream);
+    co_await bodies_.run_body(t, in.slot, scope);
+  } catch (const FromDependency& e) {
+    dep_error = e.error;
+  } catch (...) {
+    own_error = std::current_exception();
+  }
+
+  // Submission is over (or failed): publish the device point consumers must wait for.
+  if (in.stream_used || waited_on_other_stream) {
+    const auto generation = stream.record(in.event);
+    sync.generation[t] = generation;
+    in.done.set_event(&in.event, generation);
+  }
+  if (graph_.schedule(t).globally_ordered && in.state.load() == InstanceState::running)
+    sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
+
+  if (own_error && !is_cancelled(own_error)) fail(graph_.name(t), iter, own_error, false);
+  in.failed = own_error || dep_error;
+  if (in.failed) {
+    in.done.set_error(own_error ? own_error : dep_error);
+  } else {
+    in.done.set_value();
+  }
+}
+
+void EngineCore::instance_done(Instance& in, std::exception_ptr error) noexcept {
+  lanes_[in.task]->finish_job();
+  if (error) fail(graph_.name(in.task), in.iter, error, false);  // the routine itself failed
+  in.state.store(InstanceState::finished, std::memory_order_release);
+  if (observer_ != nullptr) observer_->task_finished(in.task, in.iter, *lanes_[in.task], !in.failed);
+  Sync& sync = sync_[in.sync];
+  if (policy_ == ReleasePolicy::data_flow) {
+    std::lock_guard lock(fire_mutex_);
+    sync.finished[in.task] = true;
+    for (TaskIndex s : intra_succ_[in.task]) try_fire(s, in.iter);
+    for (TaskIndex s : inter_succ_[in.task]) try_fire(s, in.iter + 1);
+    fire_ordered();
+  }
+  finished_.fetch_add(1, std::memory_order_seq_cst);
+  sync.remaining.fetch_sub(1, std::memory_order_seq_cst);
+  runtime_.scheduler().notify();
+}
+
+void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,
+                      bool timeout) {
+  std::string reason;
+  {
+    std::lock_guard lock(fire_mutex_);
+    if (failure_) return;  // the first root cause wins
+    failure_ = Failure{task, iter, error, timeout};
+    reason = timeout ? "pipeline timed out" : "task '" + task + "' failed in iteration " +
+                                                  std::to_string(iter);
+  }
+  // Wake every cancellable wait (dependencies, turns): the run drains instead of hanging.
+  stop_.request_stop(reason);
+  runtime_.scheduler().notify();
+}
+
+bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  Scheduler& scheduler = runtime_.scheduler();
+  const auto deadline = scheduler.now() + limit;
+  if (scheduler.virtual_time()) return scheduler.drive_until(done, deadline);
+  while (!done()) {
+    const auto now = scheduler.now();
+    if (now >= deadline) return false;
+    scheduler.drive_until(done, std::min(deadline, now + timeouts_.check_interval));
+    if (sequencer_.check_timeouts(timeouts_.sequencer) > 0) scheduler.notify();
+  }
+  return true;
+}
+
+std::string EngineCore::diagnose() const {
+  std::ostringstream out;
+  for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
+    const Sync& sync = sync_[static_cast<std::size_t>(iter) % sync_.size()];
+    for (TaskIndex t = 0; t < graph_.size(); ++t) {
+      const Instance& in = *sync.instances[t];
+      const auto state = in.state.load(std::memory_order_acquire);
+      if (state == InstanceState::finished || state == InstanceState::idle) continue;
+      out << "\n  " << graph_.name(t) << " (iter " << iter << ") on lane '" << graph_.lane(t)
+          << "': ";
+      switch (state) {
+        case InstanceState::queued:
+          out << "queued behind the lane's current task";
+          break;
+        case InstanceState::dependency:
+          out << "waits for " << graph_.name(in.wait_task.load()) << " (iter "
+              << in.wait_iter.load() << ")";
+          break;
+        case InstanceState::turn:
+          out << "waits for submission turn " << in.turn << " (sequencer at turn "
+              << sequencer_.next() << ")";
+          break;
+        case InstanceState::running:
+          out << "is running its body";
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return out.str();
+}
+
+void EngineCore::abort_run() {
+  // Everything released must finish before state can be reset: cancellable waits were woken
+  // by fail(); bodies run to their end.
+  const bool drained = wait_for(
+      [&] { return finished_.load(std::memory_order_seq_cst) == released_.load(); },
+      timeouts_.retire);
+  Failure failure = *failure_;
+  filled_ = false;
+  if (!drained) {
+    broken_ = true;
+    throw PipelineTimeout("pipeline could not drain after a failure; still unfinished:" +
+                          diagnose());
+  }
+  if (failure.timeout) std::rethrow_exception(failure.error);
+  throw TaskError(failure.task, failure.iter, failure.error);
+}
+
+std::optional<std::int64_t> EngineCore::progress() {
+  if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
+  if (oldest_ >= next_admit_ && oldest_ >= end_) return std::nullopt;  // end of data
+  Sync& sync = sync_of(oldest_);
+  Scheduler& scheduler = runtime_.scheduler();
+  const auto start = scheduler.now();
+  const bool retired = wait_for(
+      [&] {
+        return sync.remaining.load(std::memory_order_seq_cst) == 0 || stop_.stop_requested();
+      },
+      timeouts_.retire);
+  if (!retired && !stop_.stop_requested()) {
+    const bool stuck = scheduler.virtual_time() && scheduler.now() - start < timeouts_.retire;
+    const std::string what =
+        "iteration " + std::to_string(oldest_) +
+        (stuck ? " can never retire (nothing left to run: deadlock); unfinished:"
+               : " did not retire within " + std::to_string(timeouts_.retire.count()) +
+                     " ms; unfinished:");
+    fail("", oldest_, std::make_exception_ptr(PipelineTimeout(what + diagnose())), true);
+  }
+  if (stop_.stop_requested()) abort_run();
+
+  const std::int64_t retired_iter = oldest_++;
+  retire_(owner_, retired_iter, slot_index(retired_iter));
+  if (policy_ == ReleasePolicy::clock) {
+    open_period(next_period_++);
+  } else {
+    std::lock_guard lock(fire_mutex_);
+    try_advance();
+    sweep();
+  }
+  return retired_iter;
+}
+
+void EngineCore::run_serial(std::int64_t iter) {
+  if (filled_) throw PipelineStateError("run_one_serial_iter while the pipeline is filled; drain() first");
+  Stream& stream = runtime_.stream("default");
+  Sync& sync = sync_[0];
+  for (auto& box : slots_[0].boxes)
+    if (box) box->reset();
+  for (auto& in : sync.instances) {
+    in->iter = iter;
+    in->slot = 0;
+    in->stream_used = false;
+    in->failed = false;
+    in->done.reset();
+  }
+  for (TaskIndex t : serial_order_) {
+    Instance& in = *sync.instances[t];
+    struct Outcome {
+      bool finished = false;
+      std::exception_ptr error;
+    } outcome;
+    TaskScope scope(*this, in, stream);
+    Co<void> body = bodies_.run_body(t, 0, scope);
+    body.start(
+        nullptr,
+        [](void* context, std::exception_ptr error) noexcept {
+          auto* o = static_cast<Outcome*>(context);
+          o->error = std::move(error);
+          o->finished = true;
+        },
+        &outcome, nullptr, &in);
+    // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they ran.
+    if (!outcome.finished)
+      runtime_.scheduler().drive_until([&] { return outcome.finished; }, Clock::time_point::max());
+    if (!outcome.finished)
+      throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
+                            graph_.name(t) + "' can never finish (it waits for something no task "
+                            "will provide)");
+    if (outcome.error) {
+      in.done.set_error(outcome.error);
+      throw TaskError(graph_.name(t), iter, outcome.error);
+    }
+    in.done.set_value();
+  }
+}
+
+void EngineCore::drain() {
+  if (!filled_) return;
+  // Retire what is in flight without admitting more.
+  end_ = std::min(end_, next_admit_);
+  while (progress()) {
+  }
+  filled_ = false;
+}
+
+}  // namespace swp::detail
