@@ -179,6 +179,7 @@ void EngineCore::release(TaskIndex t, std::int64_t iter) {
   if (graph_.schedule(t).globally_ordered) in.turn = next_turn_++;
   in.state.store(InstanceState::queued, std::memory_order_relaxed);
   released_.fetch_add(1, std::memory_order_relaxed);
+  if (observer_ != nullptr) observer_->task_released(t, iter, *lanes_[t]);
   lanes_[t]->submit(in);
 }
 
@@ -263,7 +264,9 @@ Co<void> EngineCore::routine(Instance& in) {
   const std::int64_t iter = in.iter;
   Sync& sync = sync_[in.sync];
   Stream& stream = *streams_[t];
-  bool waited_on_other_stream = false;
+  // Whether consumers need an event from this instance: it queued device work or waits, or a
+  // dependency handed it device work that consumers on other streams must also wait for.
+  bool carries_device_work = false;
   std::exception_ptr own_error;
   std::exception_ptr dep_error;
 
@@ -279,10 +282,10 @@ Co<void> EngineCore::routine(Instance& in) {
     } catch (...) {
       throw FromDependency{std::current_exception()};
     }
-    if (streams_[d] != &stream && producer_sync.generation[d] != 0) {
-      stream.wait(dep.event, producer_sync.generation[d]);
-      waited_on_other_stream = true;
-    }
+    const auto generation = producer_sync.generation[d];
+    if (generation == 0) co_return;
+    carries_device_work = true;
+    if (streams_[d] != &stream) stream.wait(dep.event, generation);
   };
 
   try {
@@ -296,7 +299,7 @@ Co<void> EngineCore::routine(Instance& in) {
       const auto [event, generation] = slots_[in.slot].fence[u];
       if (generation == 0 || streams_[u] == &stream || event->reached(generation)) continue;
       stream.wait(*event, generation);
-      waited_on_other_stream = true;
+      carries_device_work = true;
     }
     if (graph_.schedule(t).globally_ordered) {
       in.state.store(InstanceState::turn, std::memory_order_release);
@@ -313,7 +316,7 @@ Co<void> EngineCore::routine(Instance& in) {
   }
 
   // Submission is over (or failed): publish the device point consumers must wait for.
-  if (in.stream_used || waited_on_other_stream) {
+  if (in.stream_used || carries_device_work) {
     const auto generation = stream.record(in.event);
     sync.generation[t] = generation;
     in.done.set_event(&in.event, generation);
@@ -323,6 +326,8 @@ Co<void> EngineCore::routine(Instance& in) {
 
   if (own_error && !is_cancelled(own_error)) fail(graph_.name(t), iter, own_error, false);
   in.failed = own_error || dep_error;
+  // Observed before the promise completes: whoever the completion wakes starts after this.
+  if (observer_ != nullptr) observer_->task_finished(t, iter, *lanes_[t], !in.failed);
   if (in.failed) {
     in.done.set_error(own_error ? own_error : dep_error);
   } else {
@@ -334,7 +339,6 @@ void EngineCore::instance_done(Instance& in, std::exception_ptr error) noexcept 
   lanes_[in.task]->finish_job();
   if (error) fail(graph_.name(in.task), in.iter, error, false);  // the routine itself failed
   in.state.store(InstanceState::finished, std::memory_order_release);
-  if (observer_ != nullptr) observer_->task_finished(in.task, in.iter, *lanes_[in.task], !in.failed);
   Sync& sync = sync_[in.sync];
   if (policy_ == ReleasePolicy::data_flow) {
     std::lock_guard lock(fire_mutex_);
@@ -343,9 +347,12 @@ void EngineCore::instance_done(Instance& in, std::exception_ptr error) noexcept 
     for (TaskIndex s : inter_succ_[in.task]) try_fire(s, in.iter + 1);
     fire_ordered();
   }
+  // After these decrements the caller may retire the iteration and even destroy the pipeline:
+  // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives it).
+  Scheduler& scheduler = runtime_.scheduler();
   finished_.fetch_add(1, std::memory_order_seq_cst);
   sync.remaining.fetch_sub(1, std::memory_order_seq_cst);
-  runtime_.scheduler().notify();
+  scheduler.notify();
 }
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,
@@ -448,12 +455,14 @@ std::optional<std::int64_t> EngineCore::progress() {
   }
   if (stop_.stop_requested()) abort_run();
 
-  const std::int64_t retired_iter = oldest_++;
+  const std::int64_t retired_iter = oldest_;
   retire_(owner_, retired_iter, slot_index(retired_iter));
   if (policy_ == ReleasePolicy::clock) {
+    ++oldest_;
     open_period(next_period_++);
   } else {
-    std::lock_guard lock(fire_mutex_);
+    std::lock_guard lock(fire_mutex_);  // lanes read oldest_ when they fire successors
+    ++oldest_;
     try_advance();
     sweep();
   }

@@ -33,10 +33,12 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
 }
 
 Runtime::~Runtime() {
-  // Streams first (host streams join their workers), then lanes, then their schedulers.
+  // Streams first (host streams join their workers); then every thread that may still be
+  // finishing a lane step is joined, and only then the lanes go.
   streams_.clear();
-  lanes_.clear();
   dedicated_.clear();
+  scheduler_.reset();
+  lanes_.clear();
 }
 
 Lane& Runtime::lane(const std::string& name) {

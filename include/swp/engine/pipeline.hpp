@@ -61,7 +61,7 @@ class Pipeline : private detail::BodyRunner {
 
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
-  ~Pipeline() = default;
+  virtual ~Pipeline() = default;
 
   /// Starts a run over `source`: an input range of Batch (kept by reference: it must outlive
   /// the run) or a callable returning std::optional<Batch> (empty: end of data).

@@ -32,6 +32,8 @@ class TaskScope;
 /// Observes task instances on the CPU side (for traces and tests). Called on lanes.
 class TaskObserver {
  public:
+  /// The instance was handed to its lane (in lane submission order; caller's thread).
+  virtual void task_released(TaskIndex task, std::int64_t iter, const Lane& lane) noexcept = 0;
   /// The instance started running its body (dependencies satisfied, turn taken).
   virtual void task_started(TaskIndex task, std::int64_t iter, const Lane& lane) noexcept = 0;
   /// The instance finished (submitted its device work, or failed).

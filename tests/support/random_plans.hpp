@@ -1,0 +1,51 @@
+#pragma once
+// Random valid plans for property tests: stages, streams, lanes, ordered tasks, intra and
+// inter dependencies within the corollaries, synthetic costs. Deterministic per seed.
+
+#include <random>
+#include <string>
+
+#include "swp/core/pipeline_plan.hpp"
+
+namespace swp::test {
+
+struct RandomPlanShape {
+  int min_tasks = 2, max_tasks = 8;
+  int max_stage = 3;
+  int streams = 3, lanes = 3;
+  double intra_probability = 0.35, inter_probability = 0.15, ordered_probability = 0.15;
+  double max_device_us = 40, max_cpu_us = 8;
+};
+
+inline PipelinePlan random_plan(std::mt19937& rng, const RandomPlanShape& shape = {}) {
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  PipelinePlan plan;
+  const int n = uniform(shape.min_tasks, shape.max_tasks);
+  for (int t = 0; t < n; ++t) {
+    TaskSchedule s;
+    s.stage = uniform(0, shape.max_stage);
+    s.stream = "s" + std::to_string(uniform(0, shape.streams - 1));
+    s.thread_group = "l" + std::to_string(uniform(0, shape.lanes - 1));
+    s.globally_ordered = chance(shape.ordered_probability);
+    SyntheticCost c;
+    c.device_us = chance(0.7) ? std::uniform_real_distribution<double>(1, shape.max_device_us)(rng) : 0;
+    c.cpu_us = chance(0.5) ? std::uniform_real_distribution<double>(0, shape.max_cpu_us)(rng) : 0;
+    plan.add("T" + std::to_string(t), s, c);
+  }
+  // Intra deps point to lower-index tasks (acyclic) at a stage <= the dependent's.
+  for (int t = 0; t < n; ++t)
+    for (int d = 0; d < t; ++d)
+      if (plan.tasks[d].schedule.stage <= plan.tasks[t].schedule.stage &&
+          chance(shape.intra_probability))
+        plan.intra_iter_deps.push_back({plan.tasks[t].task.name, plan.tasks[d].task.name});
+  // Inter deps: any pair (self included) with dep.stage - task.stage <= 1.
+  for (int t = 0; t < n; ++t)
+    for (int d = 0; d < n; ++d)
+      if (plan.tasks[d].schedule.stage - plan.tasks[t].schedule.stage <= 1 &&
+          chance(shape.inter_probability))
+        plan.inter_iter_deps.push_back({plan.tasks[t].task.name, plan.tasks[d].task.name});
+  return plan;
+}
+
+}  // namespace swp::test
