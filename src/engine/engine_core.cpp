@@ -62,7 +62,7 @@ void Instance::start(Lane& lane) noexcept {
         auto* in = static_cast<Instance*>(context);
         in->core->instance_done(*in, std::move(error));
       },
-      this, nullptr, this);
+      this, &core->stop_signal(), this);
 }
 
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
@@ -118,6 +118,19 @@ EngineCore::~EngineCore() {
       drain();
     } catch (...) {
       // Destruction cannot report; the error was the caller's to collect via progress().
+    }
+  }
+  // Streams may still hold records and waits that point at this pipeline's events: let them
+  // finish before the events go.
+  std::vector<Stream*> streams = streams_;
+  std::ranges::sort(streams);
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  for (Stream* s : streams) {
+    try {
+      s->synchronize();
+    } catch (...) {
+      // A sim stream that can never drain holds nothing that refers to us once it is stuck
+      // on a wait; nothing better can be done from a destructor.
     }
   }
 }
@@ -385,15 +398,38 @@ bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::millis
 
 std::string EngineCore::diagnose() const {
   std::ostringstream out;
+  auto state_of = [&](TaskIndex t, std::int64_t iter) {
+    if (iter < oldest_) return InstanceState::finished;  // retired
+    return sync_[static_cast<std::size_t>(iter) % sync_.size()].instances[t]->state.load(
+        std::memory_order_acquire);
+  };
   for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
     const Sync& sync = sync_[static_cast<std::size_t>(iter) % sync_.size()];
     for (TaskIndex t = 0; t < graph_.size(); ++t) {
       const Instance& in = *sync.instances[t];
       const auto state = in.state.load(std::memory_order_acquire);
-      if (state == InstanceState::finished || state == InstanceState::idle) continue;
+      if (state == InstanceState::finished) continue;
       out << "\n  " << graph_.name(t) << " (iter " << iter << ") on lane '" << graph_.lane(t)
           << "': ";
       switch (state) {
+        case InstanceState::idle: {
+          out << "not released yet";
+          const char* sep = ": waits for ";
+          for (TaskIndex d : graph_.intra_deps(t))
+            if (state_of(d, iter) != InstanceState::finished) {
+              out << sep << graph_.name(d) << " (iter " << iter << ")";
+              sep = ", ";
+            }
+          if (iter > 0)
+            for (TaskIndex d : graph_.inter_deps(t))
+              if (state_of(d, iter - 1) != InstanceState::finished) {
+                out << sep << graph_.name(d) << " (iter " << iter - 1 << ")";
+                sep = ", ";
+              }
+          if (policy_ == ReleasePolicy::clock && *sep == ':')
+            out << " (its period " << iter + graph_.stage(t) << " has not opened)";
+          break;
+        }
         case InstanceState::queued:
           out << "queued behind the lane's current task";
           break;
@@ -408,7 +444,7 @@ std::string EngineCore::diagnose() const {
         case InstanceState::running:
           out << "is running its body";
           break;
-        default:
+        case InstanceState::finished:
           break;
       }
     }

@@ -36,7 +36,7 @@ struct RuntimeOptions {
   unsigned workers = ThreadPoolScheduler::default_workers();
   /// Lanes that get a thread of their own instead of running on the shared pool (e.g. a CUDA
   /// submission thread). Ignored by sim.
-  std::set<std::string> dedicated_lanes;
+  std::set<std::string> dedicated_lanes = {};
 };
 
 /// Owns where pipelines run: a scheduler (thread pool or virtual time), a device backend,

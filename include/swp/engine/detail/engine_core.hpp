@@ -147,6 +147,8 @@ class EngineCore {
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *lanes_[t]; }
 
   void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = t; }
+  /// The signal every instance's waits listen to; fired when the run fails or times out.
+  [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
   void set_observer(TaskObserver* observer) noexcept { observer_ = observer; }
 
   /// The output box of `task` for the iteration in context slot `slot`.
