@@ -7,5 +7,6 @@
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/pipeline.hpp"
 #include "swp/engine/runtime.hpp"
+#include "swp/engine/synthetic_run.hpp"
 #include "swp/engine/task_body.hpp"
 #include "swp/engine/task_scope.hpp"

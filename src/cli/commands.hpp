@@ -12,4 +12,7 @@ using Action = std::function<int()>;
 /// validate, order, schedule, analyze: the plan-model commands.
 void add_plan_commands(CLI::App& app, Action& action);
 
+/// run: execute a plan's synthetic costs on an engine and print metric lines.
+void add_run_command(CLI::App& app, Action& action);
+
 }  // namespace swp::cli

@@ -48,7 +48,7 @@ void add_plan_commands(CLI::App& app, Action& action) {
       action = [path] {
         auto plan = load_checked(*path, Strictness::valid);
         if (!plan) return Exit::invalid_plan;
-        std::cout << "ok: " << plan->graph.size() << " tasks, depth " << plan->graph.depth()
+        std::cout << "ok: " << plan->inspection.graph.size() << " tasks, depth " << plan->inspection.graph.depth()
                   << '\n';
         return Exit::ok;
       };
@@ -64,8 +64,8 @@ void add_plan_commands(CLI::App& app, Action& action) {
       action = [path, policy] {
         auto plan = load_checked(*path, Strictness::inspectable);
         if (!plan) return Exit::invalid_plan;
-        for (TaskIndex t : enqueue_order(plan->graph, to_policy(*policy)))
-          std::cout << plan->graph.name(t) << '\n';
+        for (TaskIndex t : enqueue_order(plan->inspection.graph, to_policy(*policy)))
+          std::cout << plan->inspection.graph.name(t) << '\n';
         return Exit::ok;
       };
     });
@@ -86,12 +86,12 @@ void add_plan_commands(CLI::App& app, Action& action) {
         if (!plan) return Exit::invalid_plan;
         const auto names = split_names(*skip);
         for (const auto& name : names) {
-          if (!plan->graph.find(name)) {
+          if (!plan->inspection.graph.find(name)) {
             std::cerr << "error: --shortcut: no task is called '" << name << "'\n";
             return Exit::bad_usage;
           }
         }
-        std::cout << format_schedule(plan->graph, *periods, names);
+        std::cout << format_schedule(plan->inspection.graph, *periods, names);
         return Exit::ok;
       };
     });
@@ -107,8 +107,8 @@ void add_plan_commands(CLI::App& app, Action& action) {
       action = [path, policy] {
         auto plan = load_checked(*path, Strictness::inspectable);
         if (!plan) return Exit::invalid_plan;
-        const auto analysis = analyze_stages(plan->graph, to_policy(*policy));
-        std::cout << format_stage_analysis(plan->graph, analysis);
+        const auto analysis = analyze_stages(plan->inspection.graph, to_policy(*policy));
+        std::cout << format_stage_analysis(plan->inspection.graph, analysis);
         return Exit::ok;
       };
     });

@@ -20,7 +20,7 @@ void add_plan_argument(CLI::App& command, std::string& path) {
           "FILE|-"));
 }
 
-std::optional<Inspection> load_checked(const std::string& path, Strictness strictness) {
+std::optional<CheckedPlan> load_checked(const std::string& path, Strictness strictness) {
   try {
     auto parsed = load_plan(path);
     for (const auto& w : parsed.warnings) std::cerr << "warning: " << w << '\n';
@@ -36,7 +36,7 @@ std::optional<Inspection> load_checked(const std::string& path, Strictness stric
       std::cerr << "warning: " << path
                 << ": the plan breaks the rules above; `swp validate` rejects it and an engine "
                    "would refuse to run it\n";
-    return inspection;
+    return CheckedPlan{std::move(parsed.plan), std::move(inspection)};
   } catch (const PlanFormatError& e) {
     std::cerr << "error: " << e.what() << '\n';
     return std::nullopt;

@@ -25,9 +25,15 @@ enum class Strictness {
   inspectable,
 };
 
+/// A plan as read, and its inspection.
+struct CheckedPlan {
+  PipelinePlan plan;
+  Inspection inspection;
+};
+
 /// Loads, parses and checks the plan at `path`, printing warnings and errors to stderr as
 /// `warning: ...` / `error: ...`. Returns nothing when the command must exit with
 /// `invalid_plan`.
-std::optional<Inspection> load_checked(const std::string& path, Strictness strictness);
+std::optional<CheckedPlan> load_checked(const std::string& path, Strictness strictness);
 
 }  // namespace swp::cli

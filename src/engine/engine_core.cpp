@@ -94,7 +94,6 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
   slots_ = std::vector<Slot>(slots);
   for (auto& slot : slots_) {
     for (TaskIndex t = 0; t < n; ++t) slot.boxes.push_back(bodies_.make_box(t));
-    slot.fence.assign(n, {nullptr, 0});
   }
   sync_ = std::vector<Sync>(slots + 1);
   for (std::size_t e = 0; e < sync_.size(); ++e) {
@@ -159,15 +158,6 @@ bool EngineCore::admit(std::int64_t iter) {
     return false;
   }
   Slot& slot = slots_[s];
-  // The previous occupant of this context slot was iteration iter - slots; its sync entry is
-  // intact until iteration iter + 1 is admitted. Remember where its device work ends.
-  if (iter >= static_cast<std::int64_t>(slots_.size())) {
-    Sync& previous = sync_of(iter - static_cast<std::int64_t>(slots_.size()));
-    for (TaskIndex t = 0; t < graph_.size(); ++t)
-      slot.fence[t] = {&previous.instances[t]->event, previous.generation[t]};
-  } else {
-    std::fill(slot.fence.begin(), slot.fence.end(), std::pair<const Event*, std::uint64_t>{});
-  }
   for (auto& box : slot.boxes)
     if (box) box->reset();
   Sync& sync = sync_of(iter);
@@ -207,26 +197,93 @@ void EngineCore::fill(Admit admit, Retire retire, void* owner) {
   if (policy_ == ReleasePolicy::clock) {
     for (std::size_t p = 0; p < slots_.size(); ++p) open_period(next_period_++);
   } else {
-    std::lock_guard lock(fire_mutex_);
-    try_advance();
+    advance();
   }
 }
 
 void EngineCore::open_period(std::int64_t period) {
-  if (period < end_ && period == next_admit_) admit(period);
+  // Tasks of iterations already in flight go first, in the period's enqueue order; the new
+  // iteration needs its slot, which may still wait for its previous occupant's device work.
+  // Deferring stage-0 tasks keeps the order topological: nothing else in this period depends
+  // on the new iteration.
   for (TaskIndex t : order_) {
     const std::int64_t iter = period - graph_.stage(t);
-    if (iter >= 0 && iter < next_admit_ && iter >= oldest_) release(t, iter);
+    if (iter >= oldest_ && iter < period && iter < next_admit_) release(t, iter);
   }
+  if (period >= end_ || period != next_admit_) return;
+  if (!await_slot(period) || !admit(period)) return;
+  for (TaskIndex t : order_)
+    if (graph_.stage(t) == 0) release(t, period);
+}
+
+bool EngineCore::device_done(std::int64_t iter) {
+  const Sync& sync = sync_of(iter);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    const auto generation = sync.generation[t];
+    if (generation != 0 && !sync.instances[t]->event.reached(generation)) return false;
+  }
+  return true;
+}
+
+namespace {
+// Wakes the thread waiting in drive_until when an event it needs completes.
+struct WakeOnEvent final : EventWaiter {
+  Scheduler* scheduler = nullptr;
+  void event_completed() noexcept override { scheduler->notify(); }
+};
+}  // namespace
+
+bool EngineCore::await_slot(std::int64_t iter) {
+  const auto slots = static_cast<std::int64_t>(slots_.size());
+  if (iter < slots) return true;
+  const std::int64_t previous = iter - slots;
+  if (device_done(previous)) return true;
+  // Decision 8: a context slot is reused only once its previous occupant's device work is
+  // complete, so the CPU may write the new batch into it. This is also the engines'
+  // back-pressure from the device: the CPU runs at most `slots` iterations ahead of it.
+  Sync& sync = sync_of(previous);
+  std::vector<WakeOnEvent> wakers(graph_.size());
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    wakers[t].scheduler = &runtime_.scheduler();
+    const auto generation = sync.generation[t];
+    if (generation != 0) sync.instances[t]->event.add_waiter(generation, wakers[t]);
+  }
+  const bool done = wait_for([&] { return device_done(previous); }, timeouts_.retire);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) sync.instances[t]->event.remove_waiter(wakers[t]);
+  if (!done) {
+    fail("", iter, std::make_exception_ptr(PipelineTimeout(
+                       "device work of iteration " + std::to_string(previous) +
+                       " did not complete within " + std::to_string(timeouts_.retire.count()) +
+                       " ms, so iteration " + std::to_string(iter) + " cannot have its slot")),
+         true);
+  }
+  return done;
 }
 
 void EngineCore::try_advance() {
   while (next_admit_ - oldest_ < static_cast<std::int64_t>(slots_.size()) && next_admit_ < end_) {
     const std::int64_t iter = next_admit_;
+    if (iter >= static_cast<std::int64_t>(slots_.size()) &&
+        !device_done(iter - static_cast<std::int64_t>(slots_.size())))
+      break;  // the slot's device work is still running; advance() waits for it unlocked
     if (!admit(iter)) break;
     for (TaskIndex t = 0; t < graph_.size(); ++t) try_fire(t, iter);
   }
   fire_ordered();
+}
+
+void EngineCore::advance() {
+  for (;;) {
+    {
+      std::lock_guard lock(fire_mutex_);
+      try_advance();
+      sweep();
+      if (failure_ || next_admit_ - oldest_ >= static_cast<std::int64_t>(slots_.size()) ||
+          next_admit_ >= end_)
+        return;
+    }
+    if (!await_slot(next_admit_)) return;
+  }
 }
 
 bool EngineCore::try_fire(TaskIndex t, std::int64_t iter) {
@@ -306,14 +363,6 @@ Co<void> EngineCore::routine(Instance& in) {
     for (TaskIndex d : graph_.intra_deps(t)) co_await await_dependency(sync, d, iter);
     if (iter > 0)
       for (TaskIndex d : graph_.inter_deps(t)) co_await await_dependency(sync_of(iter - 1), d, iter - 1);
-    // Slot reuse (DESIGN.md decision 8): device work of the context slot's previous occupant
-    // on other streams is ordered before this instance's work, unless it already finished.
-    for (TaskIndex u = 0; u < graph_.size(); ++u) {
-      const auto [event, generation] = slots_[in.slot].fence[u];
-      if (generation == 0 || streams_[u] == &stream || event->reached(generation)) continue;
-      stream.wait(*event, generation);
-      carries_device_work = true;
-    }
     if (graph_.schedule(t).globally_ordered) {
       in.state.store(InstanceState::turn, std::memory_order_release);
       co_await sequencer_.turn(in.turn, graph_.name(t) + " (iter " + std::to_string(iter) + ")");
@@ -497,10 +546,11 @@ std::optional<std::int64_t> EngineCore::progress() {
     ++oldest_;
     open_period(next_period_++);
   } else {
-    std::lock_guard lock(fire_mutex_);  // lanes read oldest_ when they fire successors
-    ++oldest_;
-    try_advance();
-    sweep();
+    {
+      std::lock_guard lock(fire_mutex_);  // lanes read oldest_ when they fire successors
+      ++oldest_;
+    }
+    advance();
   }
   return retired_iter;
 }

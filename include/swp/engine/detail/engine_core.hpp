@@ -177,11 +177,9 @@ class EngineCore {
     std::atomic<int> remaining{0};
   };
 
-  // A context slot: output boxes, and the events the previous occupant left on each stream
-  // (the fence of decision 8). The context itself lives in the typed front end.
+  // A context slot's output boxes (the context itself lives in the typed front end).
   struct Slot {
     std::vector<std::unique_ptr<OutputBox>> boxes;
-    std::vector<std::pair<const Event*, std::uint64_t>> fence;
   };
 
   struct Failure {
@@ -200,7 +198,13 @@ class EngineCore {
   void release(TaskIndex t, std::int64_t iter);
   // Clock policy.
   void open_period(std::int64_t period);
-  // Data-flow policy (fire_mutex_ held).
+  // Device back-pressure: whether iteration iter's device work is complete, and waiting (with
+  // the retire deadline) until iteration iter's context slot is free.
+  bool device_done(std::int64_t iter);
+  bool await_slot(std::int64_t iter);
+  // Data-flow policy: admit and fire what can go (advance waits for slots, unlocked).
+  void advance();
+  // (fire_mutex_ held)
   void try_advance();
   bool try_fire(TaskIndex t, std::int64_t iter);
   void fire_ordered();

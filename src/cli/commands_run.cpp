@@ -1,0 +1,89 @@
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "plan_input.hpp"
+#include "swp/engine/errors.hpp"
+#include "swp/engine/synthetic_run.hpp"
+
+namespace swp::cli {
+
+namespace {
+
+struct RunFlags {
+  std::string path;
+  std::string engine = "dataflow";
+  std::string backend = "host";
+  int max_depth = 0;
+  int iters = 200;
+  unsigned workers = ThreadPoolScheduler::default_workers();
+};
+
+void metric(const char* name, double value, const char* unit) {
+  std::printf("metric %s %.6g %s\n", name, value, unit);
+}
+
+int run(const RunFlags& flags, bool max_depth_given) {
+  EngineKind engine{};
+  Backend backend{};
+  parse_engine(flags.engine, engine);  // CLI11 restricted both to known names
+  parse_backend(flags.backend, backend);
+  if (engine == EngineKind::clock && max_depth_given) {
+    std::cerr << "error: --max-depth applies to the data-flow engine only; the clock engine's "
+                 "depth is max(stage) + 1 of the plan\n";
+    return Exit::bad_usage;
+  }
+  auto plan = load_checked(flags.path, Strictness::valid);
+  if (!plan) return Exit::invalid_plan;
+  SyntheticRunOptions options;
+  options.engine = engine;
+  options.max_depth = flags.max_depth;
+  options.iters = flags.iters;
+  options.runtime.backend = backend;
+  options.runtime.workers = flags.workers;
+  try {
+    const auto result = run_synthetic(plan->plan, options);
+    metric("us_per_iter", result.us_per_iter, "us");
+    metric("bound_us_per_iter", result.bound_us_per_iter, "us");
+    metric("efficiency", result.efficiency, "ratio");
+    metric("iterations", static_cast<double>(result.stats.iterations), "count");
+    metric("elapsed_us", std::chrono::duration<double, std::micro>(result.stats.elapsed).count(),
+           "us");
+    return Exit::ok;
+  } catch (const TaskError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+  } catch (const PipelineTimeout& e) {
+    std::cerr << "error: " << e.what() << '\n';
+  }
+  return Exit::invalid_plan;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand(
+      "run", "execute a plan with its synthetic costs and print metric lines");
+  auto flags = std::make_shared<RunFlags>();
+  add_plan_argument(*cmd, flags->path);
+  cmd->add_option("--engine", flags->engine, "execution model")
+      ->check(CLI::IsMember({"dataflow", "clock"}))
+      ->capture_default_str();
+  auto* depth = cmd->add_option("--max-depth", flags->max_depth,
+                                "data-flow slots (iterations in flight); default: the plan's depth")
+                    ->check(CLI::Range(1, 4096));
+  cmd->add_option("--iters", flags->iters, "iterations to run")
+      ->check(CLI::Range(1, 100'000'000))
+      ->capture_default_str();
+  cmd->add_option("--backend", flags->backend, "device backend")
+      ->check(CLI::IsMember({"host", "sim"}))
+      ->capture_default_str();
+  cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
+  cmd->callback([&action, flags, depth] {
+    action = [flags, depth] { return run(*flags, depth->count() > 0); };
+  });
+}
+
+}  // namespace swp::cli

@@ -1,0 +1,127 @@
+#include "swp/engine/synthetic_run.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <vector>
+
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+
+namespace swp {
+
+std::string_view engine_name(EngineKind kind) {
+  return kind == EngineKind::data_flow ? "dataflow" : "clock";
+}
+
+bool parse_engine(std::string_view name, EngineKind& kind) {
+  if (name == "dataflow") {
+    kind = EngineKind::data_flow;
+  } else if (name == "clock") {
+    kind = EngineKind::clock;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+double bound_us_per_iter(const PlanGraph& graph) {
+  std::map<std::string, double> device, cpu;
+  for (TaskIndex t = 0; t < graph.size(); ++t) {
+    const auto& c = graph.cost(t);
+    double d = c.device_us;
+    if (c.jitter_every > 0)
+      d = (c.device_us * (c.jitter_every - 1) + c.jitter_device_us) / c.jitter_every;
+    device[graph.stream(t)] += d;
+    cpu[graph.lane(t)] += c.cpu_us;
+  }
+  double bound = 0;
+  for (const auto& [name, us] : device) bound = std::max(bound, us);
+  for (const auto& [name, us] : cpu) bound = std::max(bound, us);
+  return bound;
+}
+
+namespace {
+
+using Ctx = IterContext<std::int64_t>;
+
+// Iteration completion times: the latest device end of each iteration, and its retirement.
+class Completion final : public DeviceObserver {
+ public:
+  void device_work(const Stream&, const DeviceWork& w) noexcept override {
+    const auto iter = static_cast<std::int64_t>(w.tag >> 16);
+    std::lock_guard lock(mutex_);
+    auto& end = device_end_[iter];
+    end = std::max(end, w.end);
+  }
+  void retired(std::int64_t iter, Clock::time_point at) {
+    std::lock_guard lock(mutex_);
+    retired_[iter] = at;
+  }
+  Clock::time_point completion(std::int64_t iter) const {
+    std::lock_guard lock(mutex_);
+    auto r = retired_.at(iter);
+    if (auto it = device_end_.find(iter); it != device_end_.end()) return std::max(r, it->second);
+    return r;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::int64_t, Clock::time_point> device_end_, retired_;
+};
+
+}  // namespace
+
+SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOptions& options) {
+  const PlanGraph graph = validate(plan);
+  if (options.iters < 1) throw std::invalid_argument("iters must be at least 1");
+  const int slots = options.engine == EngineKind::clock
+                        ? graph.depth()
+                        : (options.max_depth > 0 ? options.max_depth : graph.depth());
+
+  Runtime runtime(options.runtime);
+  Completion completion;
+  std::set<std::string> streams;
+  for (TaskIndex t = 0; t < graph.size(); ++t) streams.insert(graph.stream(t));
+  for (const auto& s : streams) runtime.stream(s).set_observer(&completion);
+
+  std::unique_ptr<Pipeline<Ctx>> pipe;
+  if (options.engine == EngineKind::clock) {
+    pipe = std::make_unique<ClockPipeline<Ctx>>(runtime, plan);
+  } else {
+    pipe = std::make_unique<DataFlowPipeline<Ctx>>(runtime, plan, slots);
+  }
+  std::int64_t next = 0;
+  auto source = [&]() -> std::optional<std::int64_t> {
+    if (next >= options.iters) return std::nullopt;
+    return next++;
+  };
+  pipe->on_retire([&](const Ctx& ctx) { completion.retired(ctx.iter_idx, runtime.now()); });
+  SyntheticRunResult result;
+  result.stats = pipe->run(source);
+  for (const auto& s : streams) runtime.stream(s).set_observer(nullptr);
+
+  // Steady state: skip the fill (the first `slots` iterations) and the drain (the last ones).
+  const std::int64_t n = options.iters;
+  std::int64_t first = std::min<std::int64_t>(slots, n / 4);
+  std::int64_t last = n - 1 - std::min<std::int64_t>(slots, n / 4);
+  if (last <= first) {
+    first = 0;
+    last = n - 1;
+  }
+  if (last > first) {
+    const auto span = completion.completion(last) - completion.completion(first);
+    result.us_per_iter = std::chrono::duration<double, std::micro>(span).count() /
+                         static_cast<double>(last - first);
+  } else {
+    result.us_per_iter = result.stats.us_per_iter();
+  }
+  result.bound_us_per_iter = bound_us_per_iter(graph);
+  result.efficiency = result.us_per_iter > 0 ? result.bound_us_per_iter / result.us_per_iter : 0;
+  return result;
+}
+
+}  // namespace swp
