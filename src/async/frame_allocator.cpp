@@ -15,18 +15,21 @@ struct FreeNode {
   FreeNode* next;
 };
 
-// Set when this thread's cache has been destroyed (thread exit); frames freed after that, e.g.
-// by static destructors, go straight to the global allocator. Trivial, so always accessible.
-thread_local bool cache_gone = false;
-
-// Per-thread cache. Destroyed at thread exit, returning everything to the global allocator.
+// Per-thread free lists. Plain data, so accessing it costs no initialization check; the
+// cleanup object below is touched only when a thread first caches a frame, and returns the
+// thread's frames to the global allocator when the thread exits.
 struct FrameCache {
-  std::array<FreeNode*, classes> head{};
-  std::array<std::size_t, classes> count{};
+  std::array<FreeNode*, classes> head;
+  std::array<std::size_t, classes> count;
+  bool cleanup_registered;
+  bool gone;  // the thread is exiting: frames freed now (static destructors) bypass the cache
+};
+[[gnu::tls_model("initial-exec")]] thread_local FrameCache cache{};
 
-  ~FrameCache() {
-    cache_gone = true;
-    for (auto* node : head) {
+struct FrameCacheCleanup {
+  ~FrameCacheCleanup() {
+    cache.gone = true;
+    for (auto*& node : cache.head) {
       while (node != nullptr) {
         FreeNode* next = node->next;
         ::operator delete(node);
@@ -35,15 +38,14 @@ struct FrameCache {
     }
   }
 };
-
-thread_local FrameCache cache;
+thread_local FrameCacheCleanup cleanup;
 
 constexpr std::size_t class_of(std::size_t size) { return (size + granule - 1) / granule - 1; }
 
 }  // namespace
 
 void* frame_allocate(std::size_t size) {
-  if (size == 0 || size > max_pooled_frame || cache_gone) return ::operator new(size);
+  if (size == 0 || size > max_pooled_frame || cache.gone) return ::operator new(size);
   const std::size_t c = class_of(size);
   if (FreeNode* node = cache.head[c]) {
     cache.head[c] = node->next;
@@ -54,7 +56,7 @@ void* frame_allocate(std::size_t size) {
 }
 
 void frame_deallocate(void* frame, std::size_t size) noexcept {
-  if (size == 0 || size > max_pooled_frame || cache_gone) {
+  if (size == 0 || size > max_pooled_frame || cache.gone) {
     ::operator delete(frame);
     return;
   }
@@ -62,6 +64,12 @@ void frame_deallocate(void* frame, std::size_t size) noexcept {
   if (cache.count[c] >= max_cached_per_class) {
     ::operator delete(frame);
     return;
+  }
+  if (!cache.cleanup_registered) {
+    cache.cleanup_registered = true;
+    // Odr-using the thread_local constructs it, so its destructor runs at thread exit; the
+    // empty asm keeps the use from being optimized away.
+    asm volatile("" : : "r"(&cleanup) : "memory");
   }
   auto* node = static_cast<FreeNode*>(frame);
   node->next = cache.head[c];

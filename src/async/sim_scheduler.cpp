@@ -35,6 +35,7 @@ bool SimScheduler::drive_until(const std::function<bool()>& done, Clock::time_po
         if (head_ == nullptr) tail_ = nullptr;
       } else if (!timers_.empty()) {
         const Timer t = timers_.top();
+        if (deadline == Clock::time_point::min()) return false;  // runnable work only
         if (t.when > deadline) {
           if (deadline > now_) now_ = deadline;
           return false;

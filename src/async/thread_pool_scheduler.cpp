@@ -12,7 +12,7 @@ struct ThreadSlot {
   ThreadPoolScheduler* owner = nullptr;
   Runnable* next = nullptr;
 };
-thread_local ThreadSlot slot;
+[[gnu::tls_model("initial-exec")]] thread_local ThreadSlot slot;
 
 constexpr int max_chain = 64;  // after this many slot hand-offs, go through the queue again
 
@@ -132,6 +132,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
       run_chain(r);
       continue;
     }
+    if (deadline == Clock::time_point::min()) return done();  // run what is runnable, no wait
     const auto spin_end = std::min(deadline, Clock::now() + spin_);
     bool ready = false;
     while (!(ready = done()) && queued_.load(std::memory_order_relaxed) == 0 &&

@@ -55,8 +55,7 @@ std::vector<TaskIndex> intra_topological(const PlanGraph& g) {
 }  // namespace
 
 void Instance::start(Lane& lane) noexcept {
-  routine = core->routine(*this);
-  routine.start(
+  core->routine(*this).start_detached(
       &lane,
       [](void* context, std::exception_ptr error) noexcept {
         auto* in = static_cast<Instance*>(context);
@@ -71,6 +70,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
       graph_(std::move(graph)),
       policy_(policy),
       bodies_(bodies),
+      device_waker_(runtime.scheduler()),
       sequencer_(runtime.scheduler()) {
   const std::size_t n = graph_.size();
   for (TaskIndex t = 0; t < n; ++t) {
@@ -225,14 +225,6 @@ bool EngineCore::device_done(std::int64_t iter) {
   return true;
 }
 
-namespace {
-// Wakes the thread waiting in drive_until when an event it needs completes.
-struct WakeOnEvent final : EventWaiter {
-  Scheduler* scheduler = nullptr;
-  void event_completed() noexcept override { scheduler->notify(); }
-};
-}  // namespace
-
 bool EngineCore::await_slot(std::int64_t iter) {
   const auto slots = static_cast<std::int64_t>(slots_.size());
   if (iter < slots) return true;
@@ -241,15 +233,15 @@ bool EngineCore::await_slot(std::int64_t iter) {
   // Decision 8: a context slot is reused only once its previous occupant's device work is
   // complete, so the CPU may write the new batch into it. This is also the engines'
   // back-pressure from the device: the CPU runs at most `slots` iterations ahead of it.
+  // The waker is a member, not a local: a stream may still be calling it after the wait below
+  // has seen the events complete.
   Sync& sync = sync_of(previous);
-  std::vector<WakeOnEvent> wakers(graph_.size());
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
-    wakers[t].scheduler = &runtime_.scheduler();
     const auto generation = sync.generation[t];
-    if (generation != 0) sync.instances[t]->event.add_waiter(generation, wakers[t]);
+    if (generation != 0) sync.instances[t]->event.add_waiter(generation, device_waker_);
   }
   const bool done = wait_for([&] { return device_done(previous); }, timeouts_.retire);
-  for (TaskIndex t = 0; t < graph_.size(); ++t) sync.instances[t]->event.remove_waiter(wakers[t]);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) sync.instances[t]->event.remove_waiter(device_waker_);
   if (!done) {
     fail("", iter, std::make_exception_ptr(PipelineTimeout(
                        "device work of iteration " + std::to_string(previous) +
@@ -340,29 +332,35 @@ Co<void> EngineCore::routine(Instance& in) {
   std::exception_ptr own_error;
   std::exception_ptr dep_error;
 
-  // Phase 1 (CPU: the producer was submitted) then phase 2 (this stream waits for the
-  // producer's event when the streams differ).
-  auto await_dependency = [&](Sync& producer_sync, TaskIndex d, std::int64_t producer_iter) -> Co<void> {
-    record_dep_wait(in, d, producer_iter);
-    Instance& dep = *producer_sync.instances[d];
-    try {
-      co_await dep.done_future;
-    } catch (const Cancelled&) {
-      throw;
-    } catch (...) {
-      throw FromDependency{std::current_exception()};
-    }
-    const auto generation = producer_sync.generation[d];
-    if (generation == 0) co_return;
-    carries_device_work = true;
-    if (streams_[d] != &stream) stream.wait(dep.event, generation);
-  };
-
   try {
     if (stop_.stop_requested()) throw Cancelled(stop_.reason());
-    for (TaskIndex d : graph_.intra_deps(t)) co_await await_dependency(sync, d, iter);
-    if (iter > 0)
-      for (TaskIndex d : graph_.inter_deps(t)) co_await await_dependency(sync_of(iter - 1), d, iter - 1);
+    // Phase 1 (CPU: the producer was submitted), then phase 2 (this stream waits for the
+    // producer's event when the streams differ). Intra deps are of this iteration, inter deps
+    // of the previous one, whose sync entry stays intact until this iteration retires.
+    const auto intra = graph_.intra_deps(t);
+    const auto inter = iter > 0 ? graph_.inter_deps(t) : std::span<const TaskIndex>{};
+    for (std::size_t k = 0; k < intra.size() + inter.size(); ++k) {
+      const bool same_iter = k < intra.size();
+      const TaskIndex d = same_iter ? intra[k] : inter[k - intra.size()];
+      Sync& producer_sync = same_iter ? sync : sync_of(iter - 1);
+      Instance& dep = *producer_sync.instances[d];
+      if (!dep.done_future.ready()) {
+        record_dep_wait(in, d, same_iter ? iter : iter - 1);
+        try {
+          co_await dep.done_future;
+        } catch (const Cancelled&) {
+          throw;
+        } catch (...) {
+          throw FromDependency{std::current_exception()};
+        }
+      } else if (dep.failed) {
+        throw FromDependency{dep.done_future.error_ptr()};
+      }
+      const auto generation = producer_sync.generation[d];
+      if (generation == 0) continue;
+      carries_device_work = true;
+      if (streams_[d] != &stream) stream.wait(dep.event, generation);
+    }
     if (graph_.schedule(t).globally_ordered) {
       in.state.store(InstanceState::turn, std::memory_order_release);
       co_await sequencer_.turn(in.turn, graph_.name(t) + " (iter " + std::to_string(iter) + ")");
@@ -370,7 +368,8 @@ Co<void> EngineCore::routine(Instance& in) {
     in.state.store(InstanceState::running, std::memory_order_release);
     if (observer_ != nullptr) observer_->task_started(t, iter, *lanes_[t]);
     TaskScope scope(*this, in, stream);
-    co_await bodies_.run_body(t, in.slot, scope);
+    Co<void> body = bodies_.run_body(t, in.slot, scope);
+    if (body.valid()) co_await std::move(body);  // invalid: a body with nothing to do
   } catch (const FromDependency& e) {
     dep_error = e.error;
   } catch (...) {
@@ -434,6 +433,8 @@ void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception
 
 bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
   Scheduler& scheduler = runtime_.scheduler();
+  // Run what is runnable first: usually that is all it takes, and it needs no clock reading.
+  if (scheduler.drive_until(done, Clock::time_point::min())) return true;
   const auto deadline = scheduler.now() + limit;
   if (scheduler.virtual_time()) return scheduler.drive_until(done, deadline);
   while (!done()) {
@@ -523,7 +524,7 @@ std::optional<std::int64_t> EngineCore::progress() {
   if (oldest_ >= next_admit_ && oldest_ >= end_) return std::nullopt;  // end of data
   Sync& sync = sync_of(oldest_);
   Scheduler& scheduler = runtime_.scheduler();
-  const auto start = scheduler.now();
+  const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
   const bool retired = wait_for(
       [&] {
         return sync.remaining.load(std::memory_order_seq_cst) == 0 || stop_.stop_requested();

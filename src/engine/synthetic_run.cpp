@@ -51,26 +51,28 @@ using Ctx = IterContext<std::int64_t>;
 // Iteration completion times: the latest device end of each iteration, and its retirement.
 class Completion final : public DeviceObserver {
  public:
+  explicit Completion(std::int64_t iterations)
+      : device_end_(static_cast<std::size_t>(iterations)),
+        retired_(static_cast<std::size_t>(iterations)) {}
+
   void device_work(const Stream&, const DeviceWork& w) noexcept override {
-    const auto iter = static_cast<std::int64_t>(w.tag >> 16);
+    const auto iter = static_cast<std::size_t>(w.tag >> 16);
     std::lock_guard lock(mutex_);
-    auto& end = device_end_[iter];
-    end = std::max(end, w.end);
+    if (iter < device_end_.size()) device_end_[iter] = std::max(device_end_[iter], w.end);
   }
+  // Called on the caller's thread only.
   void retired(std::int64_t iter, Clock::time_point at) {
-    std::lock_guard lock(mutex_);
-    retired_[iter] = at;
+    retired_[static_cast<std::size_t>(iter)] = at;
   }
   Clock::time_point completion(std::int64_t iter) const {
     std::lock_guard lock(mutex_);
-    auto r = retired_.at(iter);
-    if (auto it = device_end_.find(iter); it != device_end_.end()) return std::max(r, it->second);
-    return r;
+    const auto i = static_cast<std::size_t>(iter);
+    return std::max(retired_[i], device_end_[i]);
   }
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::int64_t, Clock::time_point> device_end_, retired_;
+  std::vector<Clock::time_point> device_end_, retired_;
 };
 
 }  // namespace
@@ -83,7 +85,7 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
                         : (options.max_depth > 0 ? options.max_depth : graph.depth());
 
   Runtime runtime(options.runtime);
-  Completion completion;
+  Completion completion(options.iters);
   std::set<std::string> streams;
   for (TaskIndex t = 0; t < graph.size(); ++t) streams.insert(graph.stream(t));
   for (const auto& s : streams) runtime.stream(s).set_observer(&completion);

@@ -39,7 +39,11 @@ class CoPromiseBase {
         if (p.handoff_.exchange(true, std::memory_order_acq_rel)) return p.continuation_;
         return std::noop_coroutine();
       }
+      const bool detached = p.detached_;
       if (p.completion_ != nullptr) p.completion_(p.completion_context_, p.exception_);
+      // A detached root frees itself here, on the thread that finished it: nobody else may
+      // destroy a frame whose final step could still be running.
+      if (detached) self.destroy();
       return std::noop_coroutine();
     }
 
@@ -85,6 +89,8 @@ class CoPromiseBase {
     if (exception_) std::rethrow_exception(exception_);
   }
 
+  void set_detached() noexcept { detached_ = true; }
+
   /// Called by the parent after starting this child: true when the child already finished
   /// (the parent continues without suspending), false when the child will resume the parent.
   bool finished_before_parent_suspended() noexcept {
@@ -103,6 +109,7 @@ class CoPromiseBase {
   // flat for children that complete synchronously, even where the compiler does not turn
   // symmetric transfer into a tail call (g++ at -O0/-O1 and under sanitizers).
   std::atomic<bool> handoff_{false};
+  bool detached_ = false;
 };
 
 /// The swp promise behind `h`, or nullptr for a foreign coroutine.
@@ -235,6 +242,21 @@ class [[nodiscard]] Co {
     h_.promise().set_environment(environment);
     h_.promise().set_completion(completion, context);
     h_.resume();
+  }
+
+  /// Like `start`, but the Co gives up its frame, which destroys itself right after calling
+  /// `completion` (the error is the only result). This Co becomes empty. Use it when the thread
+  /// that learns about the completion may tear down the owner of the Co.
+  void start_detached(Resumer* resumer, detail::CoPromiseBase::Completion completion,
+                      void* context, const StopSignal* stop = nullptr,
+                      void* environment = nullptr) noexcept {
+    handle_type h = std::exchange(h_, {});
+    h.promise().set_detached();
+    h.promise().set_resumer(resumer);
+    h.promise().set_stop_signal(stop);
+    h.promise().set_environment(environment);
+    h.promise().set_completion(completion, context);
+    h.resume();
   }
 
   /// The value of a finished root Co; rethrows its exception.

@@ -227,6 +227,9 @@ class Future {
     return state_->event_generation();
   }
 
+  /// The error of a ready future (empty when it succeeded).
+  [[nodiscard]] const std::exception_ptr& error_ptr() const noexcept { return state_->error(); }
+
   /// The value of a ready future; rethrows its error.
   decltype(auto) get() const {
     assert(ready());

@@ -168,6 +168,8 @@ class Pipeline : private detail::BodyRunner {
   Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) override {
     const auto& body = bodies_[task];
     if (body) return body->run(contexts_[slot], scope, core_.box(slot, task));
+    const SyntheticCost& cost = core_.graph().cost(task);
+    if (cost.cpu_us <= 0 && cost.device_us_at(scope.iter()) <= 0) return {};  // nothing to do
     return synthetic(task, scope);
   }
 

@@ -82,6 +82,16 @@ enum class InstanceState : std::uint8_t {
 
 class EngineCore;
 
+/// Wakes the thread waiting in a scheduler's drive_until when an event it needs completes.
+class SchedulerWaker final : public EventWaiter {
+ public:
+  explicit SchedulerWaker(Scheduler& scheduler) : scheduler_(scheduler) {}
+  void event_completed() noexcept override { scheduler_.notify(); }
+
+ private:
+  Scheduler& scheduler_;
+};
+
 /// One (task, sync entry): the lane job, the done promise, the event. `slot` is the context
 /// slot of its iteration (where the context and the output boxes live).
 struct Instance final : Lane::Job {
@@ -94,7 +104,6 @@ struct Instance final : Lane::Job {
   Promise<> done;
   Future<> done_future = done.get_future();
   Event event;
-  Co<void> routine;
   bool stream_used = false;
   bool failed = false;
   std::atomic<InstanceState> state{InstanceState::idle};
@@ -107,7 +116,8 @@ struct Instance final : Lane::Job {
 /// Hooks the typed front end provides: running a task's body for a slot's context.
 class BodyRunner {
  public:
-  /// The body of `task` on slot `slot`'s context; may be a synthetic body.
+  /// The body of `task` on slot `slot`'s context; may be a synthetic body, or an invalid
+  /// (empty) Co when there is nothing to run.
   virtual Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) = 0;
   /// Output storage for `task` (nullptr when it returns nothing).
   virtual std::unique_ptr<OutputBox> make_box(TaskIndex task) = 0;
@@ -220,6 +230,7 @@ class EngineCore {
   PlanGraph graph_;
   ReleasePolicy policy_;
   BodyRunner& bodies_;
+  SchedulerWaker device_waker_;
   EngineTimeouts timeouts_;
   TaskObserver* observer_ = nullptr;
 

@@ -1,0 +1,319 @@
+#include "swp/core/plan_graph.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "support/plans.hpp"
+#include "swp/core/plan_json.hpp"
+
+using swp::PlanRule;
+using swp::test::make_plan;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::vector<swp::TaskIndex> as_vector(std::span<const swp::TaskIndex> s) {
+  return {s.begin(), s.end()};
+}
+
+// Validates `plan`, which must fail; returns the error.
+swp::PlanError rejection(const swp::PipelinePlan& plan) {
+  try {
+    (void)swp::validate(plan);
+  } catch (const swp::PlanError& e) {
+    return e;
+  }
+  FAIL("validate() accepted a plan that breaks a rule");
+  throw std::logic_error("unreachable");
+}
+
+// The only violation of `plan`, which must break exactly one rule.
+swp::PlanViolation only_violation(const swp::PipelinePlan& plan) {
+  const auto error = rejection(plan);
+  REQUIRE(error.violations().size() == 1);
+  return error.violations().front();
+}
+
+}  // namespace
+
+TEST_CASE("a valid plan resolves into a graph of indices in declaration order") {
+  const auto graph = swp::validate(swp::test::sparse_dist_plan());
+  REQUIRE(graph.size() == 8);
+  CHECK(graph.depth() == 3);
+  CHECK(graph.name(0) == "H2D");
+  CHECK(graph.stage(0) == 0);
+  CHECK(graph.stream(0) == "memcpy");
+  CHECK(graph.lane(0) == "default");
+  CHECK(graph.schedule(1).globally_ordered);
+  CHECK(graph.task(7).task.name == "OptimizerStep");
+  CHECK(graph.cost(0) == swp::SyntheticCost{});
+
+  CHECK(graph.find("Forward") == swp::TaskIndex{5});
+  CHECK_FALSE(graph.find("Nope").has_value());
+  CHECK_FALSE(graph.find("").has_value());
+
+  // Forward depends on InputDistWait, then WaitBatch, in the order they were declared.
+  CHECK(as_vector(graph.intra_deps(5)) == std::vector<swp::TaskIndex>{2, 4});
+  CHECK(as_vector(graph.intra_deps(4)) == std::vector<swp::TaskIndex>{2, 3});
+  CHECK(graph.intra_deps(0).empty());
+  CHECK(as_vector(graph.inter_deps(5)) == std::vector<swp::TaskIndex>{7});
+  CHECK(graph.inter_deps(7).empty());
+}
+
+TEST_CASE("the depth is inferred as max(stage) + 1 when not declared") {
+  CHECK(swp::validate(make_plan({{"A", 0}})).depth() == 1);
+  CHECK(swp::validate(make_plan({{"A", 0}, {"B", 4}, {"C", 1}})).depth() == 5);
+  CHECK(swp::validate(make_plan({{"A", 2}})).depth() == 3);
+}
+
+TEST_CASE("duplicated dependency pairs are kept with their multiplicity") {
+  const auto graph =
+      swp::validate(make_plan({{"A"}, {"B"}}, {{"B", "A"}, {"B", "A"}}, {{"A", "B"}, {"A", "B"}}));
+  CHECK(as_vector(graph.intra_deps(1)) == std::vector<swp::TaskIndex>{0, 0});
+  CHECK(as_vector(graph.inter_deps(0)) == std::vector<swp::TaskIndex>{1, 1});
+}
+
+TEST_CASE("every seed plan is valid") {
+  for (const auto& name : swp::test::seed_plan_names()) {
+    CAPTURE(name);
+    const auto parsed = swp::load_plan(swp::test::seed_plan_path(name).string());
+    const auto inspection = swp::inspect(parsed.plan);
+    CHECK(inspection.valid());
+    CHECK_FALSE(inspection.structurally_broken());
+    CHECK_NOTHROW((void)swp::validate(parsed.plan));
+    CHECK(inspection.graph.depth() == parsed.plan.pipeline_depth.value_or(inspection.graph.depth()));
+  }
+}
+
+TEST_CASE("rule no_tasks: a plan must declare a task") {
+  const auto v = only_violation(swp::PipelinePlan{});
+  CHECK(v.rule == PlanRule::no_tasks);
+  CHECK(contains(v.message, "no tasks"));
+
+  SUBCASE("even with a declared depth") {
+    swp::PipelinePlan plan;
+    plan.pipeline_depth = 2;
+    CHECK(only_violation(plan).rule == PlanRule::no_tasks);
+  }
+}
+
+TEST_CASE("rule empty_name: every task needs a name") {
+  const auto v = only_violation(make_plan({{"A"}, {""}}));
+  CHECK(v.rule == PlanRule::empty_name);
+  CHECK(contains(v.message, "#1"));
+  CHECK(contains(v.message, "empty name"));
+}
+
+TEST_CASE("rule duplicate_name: names are unique") {
+  const auto v = only_violation(make_plan({{"Forward"}, {"B"}, {"Forward", 1}}));
+  CHECK(v.rule == PlanRule::duplicate_name);
+  CHECK(v.tasks == std::vector<std::string>{"Forward"});
+  CHECK(contains(v.message, "'Forward'"));
+  CHECK(contains(v.message, "#0"));
+  CHECK(contains(v.message, "#2"));
+}
+
+TEST_CASE("rule unknown_task: dependencies refer to tasks of this plan") {
+  SUBCASE("an unknown name in intra_iter_deps") {
+    const auto v = only_violation(make_plan({{"A"}, {"B"}}, {{"B", "A"}, {"B", "Ghost"}}));
+    CHECK(v.rule == PlanRule::unknown_task);
+    CHECK(v.tasks == std::vector<std::string>{"Ghost"});
+    CHECK(contains(v.message, "'Ghost'"));
+    CHECK(contains(v.message, "intra_iter_deps[1]"));
+  }
+  SUBCASE("an unknown name in inter_iter_deps, on the dependent side") {
+    const auto v = only_violation(make_plan({{"A"}}, {}, {{"Phantom", "A"}}));
+    CHECK(v.rule == PlanRule::unknown_task);
+    CHECK(v.tasks == std::vector<std::string>{"Phantom"});
+    CHECK(contains(v.message, "'Phantom'"));
+    CHECK(contains(v.message, "inter_iter_deps[0]"));
+  }
+  SUBCASE("a handle from another plan") {
+    swp::PipelinePlan other;
+    other.add({"X"});
+    other.add({"Y"});
+    const auto foreign = other.add({"Z"});  // index 2, beyond this plan's tasks
+
+    swp::PipelinePlan plan;
+    const auto a = plan.add({"A"});
+    plan.add({"B"});
+    SUBCASE("whose index is out of range") { plan.intra_iter_deps = {{a, foreign}}; }
+    SUBCASE("whose index names another task here") {
+      plan.inter_iter_deps = {{a, swp::TaskHandle{1, "Y"}}};
+    }
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::unknown_task);
+    CHECK(v.tasks.size() == 1);
+    CHECK(contains(v.message, "does not belong to this plan"));
+    CHECK(contains(v.message, "'" + v.tasks[0] + "'"));
+  }
+  SUBCASE("the edges with unknown tasks are left out of an inspected graph") {
+    const auto inspection = swp::inspect(make_plan({{"A"}, {"B"}}, {{"B", "A"}, {"B", "Ghost"}}));
+    CHECK(inspection.structurally_broken());
+    CHECK(as_vector(inspection.graph.intra_deps(1)) == std::vector<swp::TaskIndex>{0});
+  }
+}
+
+TEST_CASE("rule negative_stage: stages start at 0") {
+  const auto v = only_violation(make_plan({{"A", 0}, {"Early", -1}}));
+  CHECK(v.rule == PlanRule::negative_stage);
+  CHECK(v.tasks == std::vector<std::string>{"Early"});
+  CHECK(contains(v.message, "'Early'"));
+  CHECK(contains(v.message, "stage -1"));
+}
+
+TEST_CASE("rule intra_cycle: the message prints the cycle task by task") {
+  SUBCASE("a two-task cycle") {
+    const auto v = only_violation(make_plan({{"A"}, {"B"}}, {{"A", "B"}, {"B", "A"}}));
+    CHECK(v.rule == PlanRule::intra_cycle);
+    CHECK(v.tasks == std::vector<std::string>{"A", "B"});
+    CHECK(contains(v.message, "A -> B -> A"));
+  }
+  SUBCASE("a self-loop") {
+    const auto v = only_violation(make_plan({{"Other"}, {"Loop"}}, {{"Loop", "Loop"}}));
+    CHECK(v.rule == PlanRule::intra_cycle);
+    CHECK(v.tasks == std::vector<std::string>{"Loop"});
+    CHECK(contains(v.message, "Loop -> Loop"));
+  }
+  SUBCASE("a three-task cycle, printed along the dependencies") {
+    const auto v = only_violation(
+        make_plan({{"A"}, {"B"}, {"C"}, {"D"}}, {{"A", "B"}, {"B", "C"}, {"C", "A"}, {"D", "A"}}));
+    CHECK(v.rule == PlanRule::intra_cycle);
+    CHECK(v.tasks == std::vector<std::string>{"A", "B", "C"});
+    CHECK(contains(v.message, "A -> B -> C -> A"));
+    CHECK_FALSE(contains(v.message, "D"));
+  }
+  SUBCASE("two separate cycles are two violations") {
+    const auto error = rejection(
+        make_plan({{"A"}, {"B"}, {"C"}, {"D"}}, {{"A", "B"}, {"B", "A"}, {"C", "D"}, {"D", "C"}}));
+    REQUIRE(error.violations().size() == 2);
+    CHECK(contains(error.what(), "A -> B -> A"));
+    CHECK(contains(error.what(), "C -> D -> C"));
+  }
+  SUBCASE("a duplicated edge is no cycle") {
+    CHECK_NOTHROW((void)swp::validate(make_plan({{"A"}, {"B"}}, {{"B", "A"}, {"B", "A"}})));
+  }
+  SUBCASE("inter-iteration dependencies never form an intra-iteration cycle") {
+    CHECK_NOTHROW(
+        (void)swp::validate(make_plan({{"A"}, {"B"}}, {{"B", "A"}}, {{"A", "B"}, {"A", "A"}})));
+  }
+}
+
+TEST_CASE("rule corollary_1: an intra dependency needs dep.stage <= task.stage") {
+  SUBCASE("a dependency one stage later is rejected, naming both tasks") {
+    const auto v = only_violation(make_plan({{"Early", 0}, {"Late", 1}}, {{"Early", "Late"}}));
+    CHECK(v.rule == PlanRule::corollary_1);
+    CHECK(v.tasks == std::vector<std::string>{"Early", "Late"});
+    CHECK(contains(v.message, "'Early' (stage 0)"));
+    CHECK(contains(v.message, "'Late' (stage 1)"));
+  }
+  SUBCASE("the same stage and earlier stages are accepted") {
+    CHECK_NOTHROW((void)swp::validate(
+        make_plan({{"A", 0}, {"B", 0}, {"C", 3}}, {{"B", "A"}, {"C", "A"}, {"C", "B"}})));
+  }
+}
+
+TEST_CASE("rule corollary_3: an inter dependency needs dep.stage - task.stage <= 1") {
+  SUBCASE("a gap of 2 is rejected, naming both tasks") {
+    const auto v = only_violation(make_plan({{"T", 0}, {"D", 2}}, {}, {{"T", "D"}}));
+    CHECK(v.rule == PlanRule::corollary_3);
+    CHECK(v.tasks == std::vector<std::string>{"T", "D"});
+    CHECK(contains(v.message, "'T' (stage 0)"));
+    CHECK(contains(v.message, "'D' (stage 2)"));
+    CHECK(contains(v.message, "here 2"));
+  }
+  SUBCASE("a gap of 3 is rejected too") {
+    CHECK(only_violation(make_plan({{"T", 1}, {"D", 4}}, {}, {{"T", "D"}})).rule ==
+          PlanRule::corollary_3);
+  }
+  SUBCASE("gaps of 1, 0 and negative gaps are accepted") {
+    int task_stage = 0, dep_stage = 0;
+    SUBCASE("gap 1") { task_stage = 0, dep_stage = 1; }
+    SUBCASE("gap 0") { task_stage = 1, dep_stage = 1; }
+    SUBCASE("gap -1") { task_stage = 1, dep_stage = 0; }
+    SUBCASE("gap -3") { task_stage = 3, dep_stage = 0; }
+    SUBCASE("a task on itself") { task_stage = dep_stage = 2; }
+    CAPTURE(task_stage);
+    CAPTURE(dep_stage);
+    auto plan = make_plan({{"T", task_stage}, {"D", dep_stage}}, {}, {{"T", "D"}});
+    if (task_stage == 2) plan.inter_iter_deps = {{"T", "T"}};
+    CHECK(swp::inspect(plan).valid());
+  }
+}
+
+TEST_CASE("rule depth_mismatch: a declared depth must be max(stage) + 1") {
+  auto plan = make_plan({{"A", 0}, {"B", 2}, {"C", 2}});
+  SUBCASE("too small") {
+    plan.pipeline_depth = 2;
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::depth_mismatch);
+    CHECK(v.tasks == std::vector<std::string>{"B", "C"});
+    CHECK(contains(v.message, "pipeline_depth is 2"));
+    CHECK(contains(v.message, "max(stage) + 1 is 3"));
+    CHECK(contains(v.message, "'B', 'C'"));
+  }
+  SUBCASE("too large") {
+    plan.pipeline_depth = 4;
+    CHECK(only_violation(plan).rule == PlanRule::depth_mismatch);
+  }
+  SUBCASE("exact") {
+    plan.pipeline_depth = 3;
+    CHECK(swp::validate(plan).depth() == 3);
+  }
+}
+
+TEST_CASE("every violation of a plan is reported at once") {
+  auto plan = make_plan({{"A", 0}, {"A", 1}, {"Neg", -1}, {"Deep", 3}, {"Shallow", 0}},
+                        {{"Shallow", "Deep"}, {"A", "Ghost"}}, {{"Shallow", "Deep"}});
+  plan.pipeline_depth = 2;
+  const auto error = rejection(plan);
+  for (auto rule : {PlanRule::duplicate_name, PlanRule::negative_stage, PlanRule::unknown_task,
+                    PlanRule::corollary_1, PlanRule::corollary_3, PlanRule::depth_mismatch}) {
+    CAPTURE(swp::rule_name(rule));
+    CHECK(error.breaks(rule));
+  }
+  CHECK(error.violations().size() == 6);
+  const std::string what = error.what();
+  CHECK(std::count(what.begin(), what.end(), '\n') == 6);
+  for (const auto* name : {"'A'", "'Neg'", "'Ghost'", "'Shallow'", "'Deep'"}) {
+    CAPTURE(name);
+    CHECK(contains(what, name));
+  }
+}
+
+TEST_CASE("inspect reports violations instead of throwing") {
+  SUBCASE("a valid plan") {
+    const auto inspection = swp::inspect(swp::test::sparse_dist_plan());
+    CHECK(inspection.valid());
+    CHECK_FALSE(inspection.structurally_broken());
+    CHECK(inspection.graph.size() == 8);
+  }
+  SUBCASE("a plan that is only unsafe to run keeps its whole graph") {
+    const auto plan = swp::test::pqra_plan();
+    CHECK_THROWS_AS((void)swp::validate(plan), swp::PlanError);
+    swp::Inspection inspection{};
+    CHECK_NOTHROW(inspection = swp::inspect(plan));
+    CHECK_FALSE(inspection.valid());
+    CHECK_FALSE(inspection.structurally_broken());
+    REQUIRE(inspection.violations.size() == 1);
+    CHECK(inspection.violations[0].rule == PlanRule::corollary_1);
+    CHECK(inspection.violations[0].tasks == std::vector<std::string>{"R", "Q"});
+    CHECK(as_vector(inspection.graph.intra_deps(2)) == std::vector<swp::TaskIndex>{1});
+  }
+  SUBCASE("a structurally broken plan") {
+    const auto inspection = swp::inspect(make_plan({{"A"}, {"A"}}));
+    CHECK_FALSE(inspection.valid());
+    CHECK(inspection.structurally_broken());
+  }
+  SUBCASE("an empty plan") {
+    const auto inspection = swp::inspect(swp::PipelinePlan{});
+    CHECK(inspection.structurally_broken());
+    CHECK(inspection.graph.size() == 0);
+  }
+}

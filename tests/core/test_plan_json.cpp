@@ -1,0 +1,268 @@
+#include "swp/core/plan_json.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/plans.hpp"
+
+using swp::test::TempFile;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Compares two plans field by field (task bodies and DeclaredIO aside); dependencies by name.
+void check_same_plan(const swp::PipelinePlan& got, const swp::PipelinePlan& want) {
+  REQUIRE(got.tasks.size() == want.tasks.size());
+  for (std::size_t i = 0; i < want.tasks.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got.tasks[i].task.name == want.tasks[i].task.name);
+    CHECK(got.tasks[i].schedule == want.tasks[i].schedule);
+    CHECK(got.tasks[i].cost == want.tasks[i].cost);
+  }
+  auto names = [](const std::vector<swp::Dependency>& deps) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& d : deps) out.emplace_back(d.task.name(), d.depends_on.name());
+    return out;
+  };
+  CHECK(names(got.intra_iter_deps) == names(want.intra_iter_deps));
+  CHECK(names(got.inter_iter_deps) == names(want.inter_iter_deps));
+  CHECK(got.pipeline_depth == want.pipeline_depth);
+}
+
+// Parses `json`, which must be rejected; returns the error.
+swp::PlanFormatError format_error(const std::string& json, const std::string& source = "plan.json") {
+  try {
+    (void)swp::parse_plan(json, source);
+  } catch (const swp::PlanFormatError& e) {
+    return e;
+  }
+  FAIL("parse_plan accepted: ", json);
+  throw std::logic_error("unreachable");
+}
+
+// A one-task plan whose task has `extra` fields after its name.
+std::string one_task(const std::string& extra) {
+  return R"({"tasks": [{"name": "H2D")" + extra + "}]}";
+}
+
+}  // namespace
+
+TEST_CASE("a minimal plan needs only task names; everything else has its default") {
+  const auto parsed = swp::parse_plan(R"({"tasks": [{"name": "A"}, {"name": "B"}]})");
+  CHECK(parsed.warnings.empty());
+  REQUIRE(parsed.plan.tasks.size() == 2);
+  CHECK(parsed.plan.tasks[1].task.name == "B");
+  CHECK(parsed.plan.tasks[1].schedule == swp::TaskSchedule{});
+  CHECK(parsed.plan.tasks[1].cost == swp::SyntheticCost{});
+  CHECK(parsed.plan.intra_iter_deps.empty());
+  CHECK(parsed.plan.inter_iter_deps.empty());
+  CHECK_FALSE(parsed.plan.pipeline_depth);
+}
+
+TEST_CASE("every field of the schema is read") {
+  const auto parsed = swp::parse_plan(R"({
+    "tasks": [
+      {"name": "H2D", "stage": 0, "stream": "memcpy", "thread_group": "io",
+       "globally_ordered": true, "cpu_us": 20, "device_us": 300.5,
+       "jitter_every": 4, "jitter_device_us": 1200}
+    ],
+    "intra_iter_deps": [["H2D", "H2D"]],
+    "inter_iter_deps": [["H2D", "Other"]],
+    "pipeline_depth": 1
+  })");
+  const auto& t = parsed.plan.tasks.at(0);
+  CHECK(t.schedule == swp::TaskSchedule{.stage = 0, .stream = "memcpy", .thread_group = "io",
+                                        .globally_ordered = true});
+  CHECK(t.cost == swp::SyntheticCost{.cpu_us = 20, .device_us = 300.5, .jitter_every = 4,
+                                     .jitter_device_us = 1200});
+  CHECK(parsed.plan.intra_iter_deps == std::vector<swp::Dependency>{{"H2D", "H2D"}});
+  CHECK(parsed.plan.inter_iter_deps == std::vector<swp::Dependency>{{"H2D", "Other"}});
+  CHECK(parsed.plan.pipeline_depth == 1);
+}
+
+TEST_CASE("plan_to_json round-trips a plan field by field") {
+  swp::PipelinePlan plan;
+  SUBCASE("the SparseDist plan") { plan = swp::test::sparse_dist_plan(); }
+  SUBCASE("costs, lanes, an inferred depth and awkward names") {
+    auto a = plan.add({"say \"hi\"\\ \t\n"}, {.stage = 0, .stream = "s\"1"},
+                      {.cpu_us = 0.1, .device_us = 1e-7, .jitter_every = 3,
+                       .jitter_device_us = 123456.789});
+    auto b = plan.add({"Vorwärts → 前向 🚀"}, {.stage = 2, .thread_group = "lane/ü",
+                                              .globally_ordered = true},
+                      {.cpu_us = 1.0 / 3.0, .device_us = 2.5e12});
+    plan.add({"z"}, {.stage = 1}, {.jitter_every = 1, .jitter_device_us = 0.30000000000000004});
+    plan.intra_iter_deps = {{b, a}, {b, a}};
+    plan.inter_iter_deps = {{a, b}, {"z", "z"}};
+  }
+  SUBCASE("a declared depth and no dependencies") {
+    plan.add({"only"}, {.stage = 3});
+    plan.pipeline_depth = 4;
+  }
+  const auto json = swp::plan_to_json(plan);
+  CAPTURE(json);
+  const auto parsed = swp::parse_plan(json);
+  CHECK(parsed.warnings.empty());
+  check_same_plan(parsed.plan, plan);
+  CHECK(swp::plan_to_json(parsed.plan) == json);
+}
+
+TEST_CASE("plan_to_json writes one task per line and leaves zero costs out") {
+  swp::PipelinePlan plan;
+  plan.add({"A"}, {.stage = 1}, {.device_us = 5});
+  plan.add({"B"});
+  plan.intra_iter_deps = {{"B", "A"}};
+  CHECK(swp::plan_to_json(plan) ==
+        "{\n"
+        "  \"tasks\": [\n"
+        "    {\"name\": \"A\", \"stage\": 1, \"stream\": \"default\", \"thread_group\": "
+        "\"default\", \"globally_ordered\": false, \"device_us\": 5},\n"
+        "    {\"name\": \"B\", \"stage\": 0, \"stream\": \"default\", \"thread_group\": "
+        "\"default\", \"globally_ordered\": false}\n"
+        "  ],\n"
+        "  \"intra_iter_deps\": [\n"
+        "    [\"B\", \"A\"]\n"
+        "  ],\n"
+        "  \"inter_iter_deps\": []\n"
+        "}\n");
+}
+
+TEST_CASE("malformed JSON is reported with its line and column") {
+  SUBCASE("a missing comma on line 3") {
+    const auto e = format_error("{\n  \"tasks\": [\n    {\"name\": \"H2D\" \"stage\": 0}\n  ]\n}\n");
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 20);  // the '"' of "stage", where a ',' or '}' was expected
+    CHECK(e.field().empty());
+    CHECK(e.source() == "plan.json");
+    CHECK(std::string(e.what()).starts_with("plan.json:3:20: malformed JSON: "));
+  }
+  SUBCASE("a missing colon on the first line") {
+    const auto e = format_error(R"({"tasks" [{"name": "A"}]})");
+    CHECK(e.line() == 1);
+    CHECK(e.column() == 10);  // the '[' where the ':' belongs
+    CHECK(std::string(e.what()).starts_with("plan.json:1:10: malformed JSON: "));
+  }
+  SUBCASE("text that ends inside a value") {
+    const auto e = format_error("{\"tasks\": [\n{\"name\": \"A\"}");
+    CHECK(e.line() == 2);
+    CHECK(contains(e.what(), "malformed JSON"));
+  }
+  SUBCASE("an empty input") {
+    const auto e = format_error("");
+    CHECK(e.line() == 1);
+    CHECK(contains(e.what(), "malformed JSON"));
+  }
+  SUBCASE("trailing garbage after the plan") {
+    const auto e = format_error("{\"tasks\": []}\n\nnope");
+    CHECK(e.line() == 3);
+    CHECK(e.column() == 1);
+  }
+}
+
+TEST_CASE("a field of the wrong type names the field and what was expected") {
+  struct Case {
+    std::string json, field, message;
+  };
+  const Case cases[] = {
+      {one_task(R"(, "stage": "two")"), "tasks[0] (H2D).stage",
+       R"(expected an integer, got string "two")"},
+      {one_task(R"(, "stage": 1.5)"), "tasks[0] (H2D).stage", "expected an integer"},
+      {one_task(R"(, "stage": 3000000000)"), "tasks[0] (H2D).stage", "out of range"},
+      {one_task(R"(, "stream": 7)"), "tasks[0] (H2D).stream", "expected a string, got number 7"},
+      {one_task(R"(, "stream": "")"), "tasks[0] (H2D).stream", "expected a non-empty string"},
+      {one_task(R"(, "thread_group": null)"), "tasks[0] (H2D).thread_group",
+       "expected a string, got null"},
+      {one_task(R"(, "globally_ordered": 1)"), "tasks[0] (H2D).globally_ordered",
+       "expected true or false"},
+      {one_task(R"(, "cpu_us": -1)"), "tasks[0] (H2D).cpu_us",
+       "expected a non-negative number of microseconds"},
+      {one_task(R"(, "device_us": "fast")"), "tasks[0] (H2D).device_us",
+       "expected a number of microseconds"},
+      {one_task(R"(, "jitter_every": -2)"), "tasks[0] (H2D).jitter_every",
+       "expected an integer >= 0"},
+      {one_task(R"(, "jitter_device_us": -0.5)"), "tasks[0] (H2D).jitter_device_us",
+       "non-negative"},
+      {R"({"tasks": [{"name": "A"}, {"stage": 1}]})", "tasks[1]", R"(missing required key "name")"},
+      {R"({"tasks": [{"name": ""}]})", "tasks[0].name", "expected a non-empty string"},
+      {R"({"tasks": [{"name": 5}]})", "tasks[0].name", "expected a string"},
+      {R"({"tasks": ["H2D"]})", "tasks[0]", "expected an object"},
+      {R"({"tasks": {}})", "tasks", "expected an array, got an object"},
+      {R"({"intra_iter_deps": []})", "plan", R"(missing required key "tasks")"},
+      {R"([1, 2])", "plan", "expected an object, got an array"},
+      {R"({"tasks": [{"name": "A"}], "intra_iter_deps": [["A", "B", "C"]]})", "intra_iter_deps[0]",
+       "expected a pair [task, depends_on], got 3 element(s)"},
+      {R"({"tasks": [{"name": "A"}], "inter_iter_deps": [["A"]]})", "inter_iter_deps[0]",
+       "got 1 element(s)"},
+      {R"({"tasks": [{"name": "A"}], "inter_iter_deps": [["A", 2]]})", "inter_iter_deps[0][1]",
+       "expected a string"},
+      {R"({"tasks": [{"name": "A"}], "intra_iter_deps": "A"})", "intra_iter_deps",
+       "expected an array"},
+      {R"({"tasks": [{"name": "A"}], "pipeline_depth": 0})", "pipeline_depth",
+       "expected an integer >= 1"},
+      {R"({"tasks": [{"name": "A"}], "pipeline_depth": "3"})", "pipeline_depth",
+       "expected an integer"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.json);
+    const auto e = format_error(c.json);
+    CHECK(e.field() == c.field);
+    CHECK(e.line() == 0);
+    CHECK(e.source() == "plan.json");
+    const std::string what = e.what();
+    CHECK(what.starts_with("plan.json: " + c.field + ": "));
+    CHECK(contains(what, c.message));
+  }
+}
+
+TEST_CASE("an unknown key is a warning naming it, not an error") {
+  const auto parsed = swp::parse_plan(
+      R"({"tasks": [{"name": "A", "stgae": 2}], "comment": "hi", "pipeline_depth": 1})",
+      "plan.json");
+  CHECK(parsed.plan.tasks.at(0).schedule.stage == 0);
+  REQUIRE(parsed.warnings.size() == 2);
+  CHECK(contains(parsed.warnings[0], "plan.json: comment: unknown key ignored"));
+  CHECK(parsed.warnings[1].starts_with("plan.json: tasks[0].stgae: unknown key ignored"));
+  CHECK(contains(parsed.warnings[1], "stage"));  // lists the known keys
+}
+
+TEST_CASE("parsing does not validate: a rule-breaking plan still parses") {
+  const auto parsed = swp::parse_plan(
+      R"({"tasks": [{"name": "A"}, {"name": "A", "stage": -1}], "intra_iter_deps": [["A", "Ghost"]]})");
+  CHECK(parsed.plan.tasks.size() == 2);
+  CHECK(parsed.plan.tasks[1].schedule.stage == -1);
+  CHECK_THROWS_AS((void)swp::validate(parsed.plan), swp::PlanError);
+}
+
+TEST_CASE("load_plan reads a file and names it in errors") {
+  SUBCASE("a seed plan") {
+    const auto parsed = swp::load_plan(swp::test::seed_plan_path("sparse_dist").string());
+    CHECK(parsed.plan.tasks.size() == 8);
+    CHECK(parsed.plan.pipeline_depth == 3);
+    check_same_plan(parsed.plan, swp::test::sparse_dist_plan());
+  }
+  SUBCASE("a file with an error") {
+    const TempFile file(one_task(R"(, "stage": "two")"));
+    try {
+      (void)swp::load_plan(file.str());
+      FAIL("load_plan accepted a bad plan");
+    } catch (const swp::PlanFormatError& e) {
+      CHECK(e.source() == file.str());
+      CHECK(std::string(e.what()).starts_with(file.str() + ": tasks[0] (H2D).stage: "));
+    }
+  }
+  SUBCASE("a missing file") {
+    const std::string path = "/nonexistent/dir/plan.json";
+    try {
+      (void)swp::load_plan(path);
+      FAIL("load_plan read a missing file");
+    } catch (const swp::PlanFormatError& e) {
+      CHECK(e.source() == path);
+      CHECK(contains(e.what(), path));
+      CHECK(contains(e.what(), "cannot open"));
+    }
+  }
+}

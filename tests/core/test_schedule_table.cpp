@@ -1,0 +1,145 @@
+#include "swp/core/schedule_table.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support/plans.hpp"
+#include "swp/core/plan_json.hpp"
+
+using swp::test::make_plan;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Number of `P<k>` columns in a table's header line.
+int period_columns(const std::string& table) {
+  std::istringstream header(lines_of(table).at(0));
+  int count = 0;
+  for (std::string word; header >> word;)
+    if (word.size() > 1 && word[0] == 'P' &&
+        word.find_first_not_of("0123456789", 1) == std::string::npos)
+      ++count;
+  return count;
+}
+
+// Every line has its '|' (or '+' on the rule) in the same column.
+void check_aligned(const std::string& table) {
+  const auto lines = lines_of(table);
+  REQUIRE(lines.size() >= 2);
+  const auto bar = lines[0].find('|');
+  REQUIRE(bar != std::string::npos);
+  CHECK(lines[1].find('+') == bar);
+  for (std::size_t i = 2; i < lines.size(); ++i) {
+    CAPTURE(lines[i]);
+    CHECK(lines[i].find('|') == bar);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every seed plan prints the seed's schedule table byte for byte") {
+  for (const auto& name : swp::test::seed_plan_names()) {
+    CAPTURE(name);
+    const auto expected = swp::test::read_text(swp::test::seed_table_path(name));
+    const int periods = period_columns(expected);
+    REQUIRE(periods >= 5);
+    const auto graph = swp::validate(swp::load_plan(swp::test::seed_plan_path(name).string()).plan);
+    const auto table = swp::format_schedule(graph, periods);
+    CHECK(table == expected);
+    check_aligned(table);
+  }
+}
+
+TEST_CASE("a table has a header, a rule and one row per task in stage-descending order") {
+  const auto graph = swp::validate(
+      make_plan({{"Load", 0, "memcpy"}, {"Compute", 1}}, {{"Compute", "Load"}}));
+  CHECK(swp::format_schedule(graph, 3) ==
+        "   #  Task               Thread   Stream        | P0    P1    P2\n"
+        "  --  -----------------  -------  ------------  + ----- ----- -----\n"
+        "   0  Compute            default  default       |  --   i0    i1\n"
+        "   1  Load               default  memcpy        | i0    i1    i2\n");
+  CHECK(swp::format_schedule(graph, 1) ==
+        "   #  Task               Thread   Stream        | P0\n"
+        "  --  -----------------  -------  ------------  + -----\n"
+        "   0  Compute            default  default       |  --\n"
+        "   1  Load               default  memcpy        | i0\n");
+}
+
+TEST_CASE("a cell names the iteration period - stage, from the task's first period on") {
+  const auto graph = swp::validate(make_plan({{"S0", 0}, {"S3", 3}}));
+  const auto lines = lines_of(swp::format_schedule(graph, 12));
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[2].ends_with("|  --    --    --   i0    i1    i2    i3    i4    i5    i6    i7    i8"));
+  CHECK(lines[3].ends_with("| i0    i1    i2    i3    i4    i5    i6    i7    i8    i9    i10   i11"));
+  CHECK(lines[0].ends_with("P9    P10   P11"));
+}
+
+TEST_CASE("shortcut tasks are marked [skip] with a dot for every instance they skip") {
+  const auto graph = swp::validate(
+      make_plan({{"Load", 0, "memcpy"}, {"Compute", 1}, {"Other", 1}}, {{"Compute", "Load"}}));
+
+  SUBCASE("a stage-0 task skips from the first period") {
+    CHECK(swp::format_schedule(graph, 3, {"Load"}) ==
+          "   #  Task               Thread   Stream        | P0    P1    P2\n"
+          "  --  -----------------  -------  ------------  + ----- ----- -----\n"
+          "   0  Compute            default  default       |  --   i0    i1\n"
+          "   1  Other              default  default       |  --   i0    i1\n"
+          "   2  Load [skip]        default  memcpy        |   .     .     .\n");
+  }
+  SUBCASE("a later-stage task shows -- before its first period, then dots") {
+    const auto lines = lines_of(swp::format_schedule(graph, 3, {"Compute", "Other"}));
+    REQUIRE(lines.size() == 5);
+    CHECK(lines[2] == "   0  Compute [skip]     default  default       |  --     .     .");
+    CHECK(lines[3] == "   1  Other [skip]       default  default       |  --     .     .");
+    CHECK(lines[4] == "   2  Load               default  memcpy        | i0    i1    i2");
+  }
+  SUBCASE("names that are not tasks change nothing") {
+    CHECK(swp::format_schedule(graph, 3, {"Nobody"}) == swp::format_schedule(graph, 3));
+  }
+}
+
+TEST_CASE("fewer than one period is an invalid argument") {
+  const auto graph = swp::validate(make_plan({{"A"}}));
+  CHECK_THROWS_AS((void)swp::format_schedule(graph, 0), std::invalid_argument);
+  CHECK_THROWS_AS((void)swp::format_schedule(graph, -3), std::invalid_argument);
+  CHECK_NOTHROW((void)swp::format_schedule(graph, 1));
+}
+
+TEST_CASE("long names, lanes and streams widen their columns") {
+  const std::string long_name = "AVeryLongTaskName_42";  // 20 characters, the minimum is 17
+  REQUIRE(long_name.size() == 20);
+
+  SUBCASE("a long task name") {
+    const auto graph = swp::validate(make_plan({{long_name, 0}, {"B", 1}}));
+    const auto table = swp::format_schedule(graph, 2);
+    const auto lines = lines_of(table);
+    CHECK(lines[0] == "   #  Task                  Thread   Stream        | P0    P1");
+    CHECK(lines[1] == "  --  --------------------  -------  ------------  + ----- -----");
+    CHECK(lines[3] == "   1  " + long_name + "  default  default       | i0    i1");
+    check_aligned(table);
+  }
+  SUBCASE("a [skip] suffix that no longer fits") {
+    const std::string name17 = "SeventeenCharName";
+    REQUIRE(name17.size() == 17);
+    const auto graph = swp::validate(make_plan({{name17}}));
+    const auto lines = lines_of(swp::format_schedule(graph, 1, {name17}));
+    CHECK(lines[1] == "  --  ------------------------  -------  ------------  + -----");
+    CHECK(lines[2] == "   0  SeventeenCharName [skip]  default  default       |   .");
+  }
+  SUBCASE("a long lane and a long stream") {
+    auto plan = make_plan({{"A", 0, "a_very_long_stream", "compute_lane"}});
+    const auto lines = lines_of(swp::format_schedule(swp::validate(plan), 1));
+    CHECK(lines[0] == "   #  Task               Thread        Stream              | P0");
+    CHECK(lines[2] == "   0  A                  compute_lane  a_very_long_stream  | i0");
+  }
+}
