@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# Quick start, step 2: build and run the whole test suite: first under AddressSanitizer and
-# UndefinedBehaviorSanitizer, then the plain build, whose doctest summary closes the output.
+# Quick start, step 2: build and run the whole test suite — under AddressSanitizer +
+# UndefinedBehaviorSanitizer, under ThreadSanitizer, then the plain build, whose doctest
+# summary closes the output. Any failure fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
 
 jobs=$(nproc)
-[ -f build-asan/build.ninja ] || meson setup build-asan -Db_sanitize=address,undefined \
-  -Db_lundef=false -Dbuildtype=debug
-ninja -C build-asan -j "$jobs"
+setup() {  # setup DIR [meson options...]
+  local dir=$1
+  shift
+  [ -f "$dir/build.ninja" ] || meson setup "$dir" "$@" >/dev/null
+  ninja -C "$dir" -j "$jobs"
+}
+
+setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug -Dbench=disabled
 echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-  ./build-asan/tests/swp-tests --no-intro
+  ./build-asan/tests/swp-tests --no-intro --minimal
 
-[ -f build/build.ninja ] || meson setup build
-ninja -C build -j "$jobs"
+setup build-tsan -Db_sanitize=thread -Dbuildtype=debugoptimized -Dbench=disabled
+echo "== tests under ThreadSanitizer"
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+  ./build-tsan/tests/swp-tests --no-intro --minimal
+
+setup build
 echo "== tests"
 ./build/tests/swp-tests

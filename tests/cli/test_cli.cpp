@@ -322,3 +322,66 @@ TEST_CASE("--version prints the version and exits 0") {
   CHECK(r.status == 0);
   CHECK(contains(r.out + r.err, "0."));
 }
+
+namespace {
+
+// The value of `metric NAME VALUE UNIT` in `out`; fails the test when the line is missing.
+double metric_value(const std::string& out, const std::string& name) {
+  for (const auto& line : lines_of(out)) {
+    std::istringstream in(line);
+    std::string word, key, unit;
+    double value = 0;
+    if (in >> word >> key >> value >> unit && word == "metric" && key == name) return value;
+  }
+  FAIL("no metric line for ", name, " in:\n", out);
+  return 0;
+}
+
+std::string data_plan(const std::string& name) {
+  return (std::filesystem::path(SWP_TEST_DATA) / "plans" / name).string();
+}
+
+}  // namespace
+
+TEST_CASE("swp run prints the contract's metric lines") {
+  const auto r = run_swp("run " + quoted(data_plan("three_stage.json")) +
+                         " --engine clock --backend sim --iters 100");
+  REQUIRE(r.status == 0);
+  CHECK(metric_value(r.out, "bound_us_per_iter") == doctest::Approx(1000));
+  CHECK(metric_value(r.out, "us_per_iter") > 0);
+  CHECK(metric_value(r.out, "efficiency") > 0);
+  CHECK(metric_value(r.out, "iterations") == 100);
+}
+
+TEST_CASE("on the sim backend both engines reach the 3-stage bound") {
+  for (const char* engine : {"clock", "dataflow"}) {
+    CAPTURE(engine);
+    const auto r = run_swp("run " + quoted(data_plan("three_stage.json")) + " --engine " + engine +
+                           " --backend sim --iters 300");
+    REQUIRE(r.status == 0);
+    CHECK(metric_value(r.out, "efficiency") >= 0.999);
+  }
+}
+
+TEST_CASE("with a jittering loader on sim, data-flow at depth 6 absorbs it and beats clock") {
+  const auto plan = quoted(data_plan("three_stage_jitter.json"));
+  const auto flow = run_swp("run " + plan + " --engine dataflow --max-depth 6 --backend sim --iters 300");
+  const auto clock = run_swp("run " + plan + " --engine clock --backend sim --iters 300");
+  REQUIRE(flow.status == 0);
+  REQUIRE(clock.status == 0);
+  CHECK(metric_value(flow.out, "efficiency") >= 0.97);
+  CHECK(metric_value(flow.out, "efficiency") > metric_value(clock.out, "efficiency"));
+}
+
+TEST_CASE("swp run rejects bad usage with exit 2 and invalid plans with exit 1") {
+  const auto plan = quoted(data_plan("three_stage.json"));
+  CHECK(run_swp("run " + plan + " --engine clock --max-depth 4").status == 2);
+  CHECK(run_swp("run " + plan + " --engine warp").status == 2);
+  CHECK(run_swp("run " + plan + " --backend gpu").status == 2);
+  CHECK(run_swp("run " + plan + " --iters 0").status == 2);
+  const TempFile bad(R"({"tasks": [{"name": "A", "stage": 0}, {"name": "B", "stage": 2}],
+                         "inter_iter_deps": [["A", "B"]]})", ".json");
+  const auto r = run_swp("run " + quoted(bad.str()) + " --backend sim");
+  CHECK(r.status == 1);
+  CHECK(contains(r.err, "corollary 3"));
+}

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <doctest/doctest.h>
 #include <map>
 #include <mutex>
 #include <random>
@@ -181,4 +182,115 @@ TEST_CASE_TEMPLATE("random valid plans honour every dependency and match a seria
                    swp::test::UseClock, swp::test::UseDataFlow) {
   SUBCASE("host backend, real threads") { run_random_plans<Engine>(swp::Backend::host, 120, 7); }
   SUBCASE("sim backend") { run_random_plans<Engine>(swp::Backend::sim, 120, 11); }
+}
+
+namespace {
+
+// A two-stage typed pipeline: Load produces a value, Square consumes it through ctx.get.
+struct Fields {
+  int squared = 0;
+};
+using TypedCtx = swp::IterContext<int, Fields>;
+
+swp::Plan<TypedCtx> typed_plan() {
+  swp::Plan<TypedCtx> plan;
+  auto load = plan.add("Load", [](TypedCtx& ctx) -> swp::Co<int> { co_return ctx.batch + 1; },
+                       {.stage = 0, .thread_group = "io"});
+  auto square = plan.add("Square", [load](TypedCtx& ctx) -> swp::Co<void> {
+    const int& x = co_await ctx.get(load);
+    ctx.squared = x * x;
+  }, {.stage = 1, .thread_group = "compute"});
+  plan.intra_iter_deps = {{square, load}};
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("both engines share the pipeline API", Engine, swp::test::UseClock,
+                   swp::test::UseDataFlow) {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 1});
+    auto pipe = Engine::template make<TypedCtx>(rt, typed_plan(), 2);
+    std::vector<int> squares;
+    pipe->on_retire([&](const TypedCtx& ctx) { squares.push_back(ctx.squared); });
+
+    SUBCASE("fill_pipeline + progress retire every iteration in order, then end of data") {
+      pipe->fill_pipeline(std::vector<int>{1, 2, 3});
+      CHECK(pipe->progress() == 0);
+      CHECK(pipe->progress() == 1);
+      CHECK(pipe->progress() == 2);
+      CHECK_FALSE(pipe->progress());
+      CHECK(squares == std::vector<int>{4, 9, 16});
+    }
+    SUBCASE("a callable source ends with an empty optional") {
+      int next = 0;
+      auto stats = pipe->run([&]() -> std::optional<int> {
+        if (next == 4) return std::nullopt;
+        return next++;
+      });
+      CHECK(stats.iterations == 4);
+      CHECK(squares == std::vector<int>{1, 4, 9, 16});
+    }
+    SUBCASE("the range form yields the retired iterations") {
+      const std::vector<int> batches{5, 6};
+      std::vector<std::int64_t> seen;
+      for (std::int64_t i : pipe->iterations(batches)) seen.push_back(i);
+      CHECK(seen == std::vector<std::int64_t>{0, 1});
+      CHECK(squares == std::vector<int>{36, 49});
+    }
+    SUBCASE("drain retires what is in flight; a refill starts over at iteration 0") {
+      std::vector<int> many(10, 1);
+      pipe->fill_pipeline(many);
+      CHECK(pipe->progress() == 0);
+      pipe->drain();
+      CHECK(squares.size() <= 10);
+      squares.clear();
+      pipe->fill_pipeline(std::vector<int>{3});
+      CHECK(pipe->progress() == 0);
+      CHECK_FALSE(pipe->progress());
+      CHECK(squares == std::vector<int>{16});
+    }
+    SUBCASE("fill twice without drain is an error") {
+      pipe->fill_pipeline(std::vector<int>{1});
+      CHECK_THROWS_AS(pipe->fill_pipeline(std::vector<int>{1}), swp::PipelineStateError);
+      pipe->drain();
+    }
+    SUBCASE("progress before fill is an error") {
+      CHECK_THROWS_AS(pipe->progress(), swp::PipelineStateError);
+    }
+    SUBCASE("run_serial and run_one_serial_iter compute the same results") {
+      auto stats = pipe->run_serial(std::vector<int>{2, 3});
+      CHECK(stats.iterations == 2);
+      pipe->run_one_serial_iter(4, 7);
+      CHECK(squares == std::vector<int>{9, 16, 25});
+    }
+  }
+}
+
+TEST_CASE("reading an undeclared producer is an error naming both tasks") {
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Plan<TypedCtx> plan;
+  auto load = plan.add("Load", [](TypedCtx& ctx) -> swp::Co<int> { co_return ctx.batch; });
+  plan.add("Peek", [load](TypedCtx& ctx) -> swp::Co<void> { (void)co_await ctx.get(load); });
+  swp::ClockPipeline<TypedCtx> pipe(rt, plan);
+  pipe.fill_pipeline(std::vector<int>{1});
+  try {
+    pipe.progress();
+    FAIL("no error");
+  } catch (const swp::TaskError& e) {
+    CHECK(e.task() == "Peek");
+    CHECK_THROWS_WITH_AS(std::rethrow_exception(e.nested()),
+                         doctest::Contains("task 'Peek' reads the output of 'Load' without declaring it"),
+                         swp::UndeclaredDependency);
+  }
+}
+
+TEST_CASE("a body bound for another context type is rejected naming the task") {
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Plan<TypedCtx> plan;
+  plan.add("Load", [](TypedCtx&) {});
+  using Other = swp::IterContext<double>;
+  CHECK_THROWS_WITH_AS(swp::ClockPipeline<Other>(rt, plan), doctest::Contains("task 'Load'"),
+                       std::invalid_argument);
 }

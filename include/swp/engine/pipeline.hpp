@@ -63,8 +63,9 @@ class Pipeline : private detail::BodyRunner {
   Pipeline& operator=(const Pipeline&) = delete;
   virtual ~Pipeline() = default;
 
-  /// Starts a run over `source`: an input range of Batch (kept by reference: it must outlive
-  /// the run) or a callable returning std::optional<Batch> (empty: end of data).
+  /// Starts a run over `source`: an input range of Batch (a named range is iterated in place
+  /// and must outlive the run; a temporary is moved in) or a callable returning
+  /// std::optional<Batch> (empty: end of data).
   /// Throws PipelineStateError when already filled.
   template <class S>
   void fill_pipeline(S&& source) {
@@ -81,6 +82,15 @@ class Pipeline : private detail::BodyRunner {
   /// Retires everything in flight without taking new batches; the pipeline can be filled
   /// again afterwards (with another source).
   void drain() { core_.drain(); }
+
+  /// Range form: fills the pipeline from `source` and yields every retired iteration index.
+  /// Errors surface from the iterator increment as from progress().
+  /// Example: `for (std::int64_t iter : pipe.iterations(loader)) log(iter);`
+  template <class S>
+  auto iterations(S&& source) {
+    fill_pipeline(std::forward<S>(source));
+    return Iterations{this};
+  }
 
   /// fill_pipeline + progress until end of data + device synchronization.
   template <class S>
@@ -132,6 +142,36 @@ class Pipeline : private detail::BodyRunner {
   [[nodiscard]] std::string format_schedule(int periods) const {
     return swp::format_schedule(core_.graph(), periods);
   }
+
+  /// The input range returned by `iterations`.
+  class Iterations {
+   public:
+    struct Sentinel {};
+    class Iterator {
+     public:
+      using value_type = std::int64_t;
+      using difference_type = std::ptrdiff_t;
+      Iterator() = default;
+      explicit Iterator(Pipeline* pipe) : pipe_(pipe), current_(pipe->progress()) {}
+      std::int64_t operator*() const { return *current_; }
+      Iterator& operator++() {
+        current_ = pipe_->progress();
+        return *this;
+      }
+      void operator++(int) { ++*this; }
+      friend bool operator==(const Iterator& it, Sentinel) { return !it.current_; }
+
+     private:
+      Pipeline* pipe_ = nullptr;
+      std::optional<std::int64_t> current_;
+    };
+    explicit Iterations(Pipeline* pipe) : pipe_(pipe) {}
+    Iterator begin() { return Iterator(pipe_); }
+    Sentinel end() const { return {}; }
+
+   private:
+    Pipeline* pipe_;
+  };
 
   [[nodiscard]] const PlanGraph& graph() const noexcept { return core_.graph(); }
   [[nodiscard]] std::size_t slots() const noexcept { return core_.slots(); }
@@ -212,14 +252,26 @@ class Pipeline : private detail::BodyRunner {
     } else {
       static_assert(std::ranges::input_range<S>,
                     "a source is a range of batches or a callable returning optional<Batch>");
-      auto it = std::ranges::begin(source);
-      auto end = std::ranges::end(source);
-      return [it, end]() mutable -> std::optional<Batch> {
-        if (it == end) return std::nullopt;
-        std::optional<Batch> b(*it);
-        ++it;
-        return b;
-      };
+      if constexpr (std::is_lvalue_reference_v<S>) {
+        // A named range is iterated in place: it must outlive the run.
+        return [it = std::ranges::begin(source),
+                end = std::ranges::end(source)]() mutable -> std::optional<Batch> {
+          if (it == end) return std::nullopt;
+          std::optional<Batch> b(*it);
+          ++it;
+          return b;
+        };
+      } else {
+        // A temporary range is moved into the source, which keeps it alive.
+        auto owned = std::make_shared<std::remove_cvref_t<S>>(std::forward<S>(source));
+        return [owned, it = std::ranges::begin(*owned),
+                end = std::ranges::end(*owned)]() mutable -> std::optional<Batch> {
+          if (it == end) return std::nullopt;
+          std::optional<Batch> b(*it);
+          ++it;
+          return b;
+        };
+      }
     }
   }
 
