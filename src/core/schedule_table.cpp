@@ -39,7 +39,8 @@ std::string format_schedule(const PlanGraph& graph, int periods,
   std::vector<std::string> labels;
   for (TaskIndex t : rows) labels.push_back(graph.name(t) + (shortcut.contains(graph.name(t)) ? " [skip]" : ""));
 
-  std::size_t w_index = std::max<std::size_t>(2, std::to_string(rows.size() - 1).size());
+  std::size_t w_index =
+      rows.empty() ? 2 : std::max<std::size_t>(2, std::to_string(rows.size() - 1).size());
   // Minimum widths are those of the seeds' tables, which wider names widen.
   std::size_t w_task = 17, w_lane = 7, w_stream = 12;
   for (std::size_t r = 0; r < rows.size(); ++r) {

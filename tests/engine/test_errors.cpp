@@ -104,7 +104,7 @@ TEST_CASE_TEMPLATE("a stuck task times out with every waiter named, then the pip
     auto fwd = plan.add("Forward", [](Ctx&) {}, {.stage = 1, .thread_group = "compute"});
     plan.intra_iter_deps = {{fwd, load}};
     auto pipe = Engine::template make<Ctx>(rt, plan, 2);
-    pipe->set_timeouts({.retire = 300ms, .sequencer = 30s, .check_interval = 20ms});
+    pipe->set_timeouts({.retire = 2s, .sequencer = 30s, .check_interval = 20ms});
     const auto batches = iota(4);
     pipe->fill_pipeline(batches);
     REQUIRE(pipe->progress() == 0);

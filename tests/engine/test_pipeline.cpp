@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <doctest/doctest.h>
 #include <map>
 #include <mutex>
 #include <random>
