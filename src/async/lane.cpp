@@ -13,13 +13,7 @@ void Lane::submit(Job& job) noexcept {
   bool post = false;
   {
     std::lock_guard guard(lock_);
-    job.next_job = nullptr;
-    if (tail_ != nullptr) {
-      tail_->next_job = &job;
-    } else {
-      head_ = &job;
-    }
-    tail_ = &job;
+    jobs_.push(job);
     if (!scheduled_ && !in_job_) post = scheduled_ = true;
   }
   if (post) scheduler_.post(*this);
@@ -42,7 +36,7 @@ void Lane::finish_job() noexcept {
 
 bool Lane::idle() const noexcept {
   std::lock_guard guard(lock_);
-  return !in_job_ && head_ == nullptr && resumes_.empty();
+  return !in_job_ && jobs_.empty() && resumes_.empty();
 }
 
 void Lane::run() noexcept {
@@ -53,10 +47,8 @@ void Lane::run() noexcept {
     if (!resumes_.empty()) {
       continuation = resumes_.front();
       resumes_.erase(resumes_.begin());
-    } else if (!in_job_ && head_ != nullptr) {
-      job = head_;
-      head_ = job->next_job;
-      if (head_ == nullptr) tail_ = nullptr;
+    } else if (!in_job_ && !jobs_.empty()) {
+      job = jobs_.pop();
       in_job_ = true;
     }
   }

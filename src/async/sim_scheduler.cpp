@@ -4,13 +4,7 @@ namespace swp {
 
 void SimScheduler::post(Runnable& r) noexcept {
   std::lock_guard lock(mutex_);
-  r.next_runnable = nullptr;
-  if (tail_ != nullptr) {
-    tail_->next_runnable = &r;
-  } else {
-    head_ = &r;
-  }
-  tail_ = &r;
+  queue_.push(r);
 }
 
 void SimScheduler::post_at(Clock::time_point when, Runnable& r) noexcept {
@@ -29,10 +23,8 @@ bool SimScheduler::drive_until(const std::function<bool()>& done, Clock::time_po
     Runnable* next = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (head_ != nullptr) {
-        next = head_;
-        head_ = next->next_runnable;
-        if (head_ == nullptr) tail_ = nullptr;
+      if (!queue_.empty()) {
+        next = queue_.pop();
       } else if (!timers_.empty()) {
         const Timer t = timers_.top();
         if (deadline == Clock::time_point::min()) return false;  // runnable work only

@@ -48,13 +48,7 @@ ThreadPoolScheduler::~ThreadPoolScheduler() {
 void ThreadPoolScheduler::push(Runnable& r) noexcept {
   {
     std::lock_guard lock(mutex_);
-    r.next_runnable = nullptr;
-    if (tail_ != nullptr) {
-      tail_->next_runnable = &r;
-    } else {
-      head_ = &r;
-    }
-    tail_ = &r;
+    queue_.push(r);
     queued_.fetch_add(1, std::memory_order_seq_cst);
   }
   // seq_cst pairs with the sleeper's increment + re-check: either it sees queued_ > 0 or we
@@ -65,11 +59,8 @@ void ThreadPoolScheduler::push(Runnable& r) noexcept {
 Runnable* ThreadPoolScheduler::try_pop() noexcept {
   if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
   std::lock_guard lock(mutex_);
-  Runnable* r = head_;
-  if (r == nullptr) return nullptr;
-  head_ = r->next_runnable;
-  if (head_ == nullptr) tail_ = nullptr;
-  queued_.fetch_sub(1, std::memory_order_relaxed);
+  Runnable* r = queue_.pop();
+  if (r != nullptr) queued_.fetch_sub(1, std::memory_order_relaxed);
   return r;
 }
 
@@ -119,7 +110,7 @@ void ThreadPoolScheduler::worker_loop(const std::stop_token& stop) {
     if (queued_.load(std::memory_order_relaxed) != 0) continue;
     std::unique_lock lock(mutex_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    wake_.wait(lock, [&] { return head_ != nullptr || stop.stop_requested(); });
+    wake_.wait(lock, [&] { return !queue_.empty() || stop.stop_requested(); });
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
@@ -143,7 +134,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     if (Clock::now() >= deadline) return done();
     std::unique_lock lock(mutex_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    wake_.wait_until(lock, deadline, [&] { return head_ != nullptr || done(); });
+    wake_.wait_until(lock, deadline, [&] { return !queue_.empty() || done(); });
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/resumer.hpp"
 #include "swp/async/scheduler.hpp"
@@ -68,14 +69,13 @@ class Lane final : public Runnable, public Resumer {
  private:
   // Whether a step is pending; call with lock_ held.
   [[nodiscard]] bool has_step() const noexcept {
-    return !resumes_.empty() || (!in_job_ && head_ != nullptr);
+    return !resumes_.empty() || (!in_job_ && !jobs_.empty());
   }
 
   Scheduler& scheduler_;
   std::string name_;
   mutable detail::SpinLock lock_;
-  Job* head_ = nullptr;  // FIFO of jobs not started yet
-  Job* tail_ = nullptr;
+  detail::IntrusiveFifo<Job, &Job::next_job> jobs_;  // not started yet
   std::vector<std::coroutine_handle<>> resumes_;  // continuations of the current job
   bool in_job_ = false;     // a job started and has not finished
   bool scheduled_ = false;  // posted to the scheduler or running a step

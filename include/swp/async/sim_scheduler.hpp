@@ -6,6 +6,7 @@
 #include <queue>
 #include <vector>
 
+#include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/async/scheduler.hpp"
 
 namespace swp {
@@ -54,8 +55,7 @@ class SimScheduler final : public Scheduler {
   // One mutex for all state: the scheduler is single-threaded by design, the lock only keeps a
   // stray post from another thread from corrupting it (TSan would flag the logic error).
   mutable std::mutex mutex_;
-  Runnable* head_ = nullptr;
-  Runnable* tail_ = nullptr;
+  detail::IntrusiveFifo<Runnable, &Runnable::next_runnable> queue_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   std::uint64_t timer_order_ = 0;
   Clock::time_point now_{};

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/async/scheduler.hpp"
 
 namespace swp {
@@ -49,8 +50,7 @@ class ThreadPoolScheduler final : public Scheduler {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  Runnable* head_ = nullptr;  // FIFO, guarded by mutex_
-  Runnable* tail_ = nullptr;
+  detail::IntrusiveFifo<Runnable, &Runnable::next_runnable> queue_;  // guarded by mutex_
   std::atomic<int> queued_{0};    // lets idle threads poll without the mutex
   std::atomic<int> sleepers_{0};  // threads parked (or about to park) on wake_
   std::chrono::microseconds spin_;
