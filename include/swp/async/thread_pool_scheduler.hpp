@@ -18,12 +18,13 @@ namespace swp {
 /// Two choices keep hand-offs cheap, since waking a parked thread costs ~10 µs on the machines
 /// we target while a pipeline task may take 100 ns: a Runnable posted from inside a running
 /// Runnable goes to the posting thread's "next" slot and runs right after it (a chain H2D →
-/// InputDist → Forward of one iteration stays on one warm thread), and idle threads spin
-/// briefly before they park.
+/// InputDist → Forward of one iteration stays on one warm thread), and a thread waiting in
+/// drive_until spins briefly before it parks (workers park at once: on 2 cores a spinning
+/// worker stealing the tiny tasks the helping caller is about to run cost more than it saved).
 class ThreadPoolScheduler final : public Scheduler {
  public:
   /// `workers` background threads (0: only threads in drive_until run work).
-  /// `spin` is how long an idle thread polls before it parks.
+  /// `spin` is how long a thread waiting in drive_until polls before it parks.
   explicit ThreadPoolScheduler(unsigned workers,
                                std::chrono::microseconds spin = std::chrono::microseconds(50));
   ~ThreadPoolScheduler() override;
