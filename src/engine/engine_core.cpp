@@ -446,62 +446,6 @@ bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::millis
   return true;
 }
 
-std::string EngineCore::diagnose() const {
-  std::ostringstream out;
-  auto state_of = [&](TaskIndex t, std::int64_t iter) {
-    if (iter < oldest_) return InstanceState::finished;  // retired
-    return sync_[static_cast<std::size_t>(iter) % sync_.size()].instances[t]->state.load(
-        std::memory_order_acquire);
-  };
-  for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
-    const Sync& sync = sync_[static_cast<std::size_t>(iter) % sync_.size()];
-    for (TaskIndex t = 0; t < graph_.size(); ++t) {
-      const Instance& in = *sync.instances[t];
-      const auto state = in.state.load(std::memory_order_acquire);
-      if (state == InstanceState::finished) continue;
-      out << "\n  " << graph_.name(t) << " (iter " << iter << ") on lane '" << graph_.lane(t)
-          << "': ";
-      switch (state) {
-        case InstanceState::idle: {
-          out << "not released yet";
-          const char* sep = ": waits for ";
-          for (TaskIndex d : graph_.intra_deps(t))
-            if (state_of(d, iter) != InstanceState::finished) {
-              out << sep << graph_.name(d) << " (iter " << iter << ")";
-              sep = ", ";
-            }
-          if (iter > 0)
-            for (TaskIndex d : graph_.inter_deps(t))
-              if (state_of(d, iter - 1) != InstanceState::finished) {
-                out << sep << graph_.name(d) << " (iter " << iter - 1 << ")";
-                sep = ", ";
-              }
-          if (policy_ == ReleasePolicy::clock && *sep == ':')
-            out << " (its period " << iter + graph_.stage(t) << " has not opened)";
-          break;
-        }
-        case InstanceState::queued:
-          out << "queued behind the lane's current task";
-          break;
-        case InstanceState::dependency:
-          out << "waits for " << graph_.name(in.wait_task.load()) << " (iter "
-              << in.wait_iter.load() << ")";
-          break;
-        case InstanceState::turn:
-          out << "waits for submission turn " << in.turn << " (sequencer at turn "
-              << sequencer_.next() << ")";
-          break;
-        case InstanceState::running:
-          out << "is running its body";
-          break;
-        case InstanceState::finished:
-          break;
-      }
-    }
-  }
-  return out.str();
-}
-
 void EngineCore::abort_run() {
   // Everything released must finish before state can be reset: cancellable waits were woken
   // by fail(); bodies run to their end.
@@ -554,50 +498,6 @@ std::optional<std::int64_t> EngineCore::progress() {
     advance();
   }
   return retired_iter;
-}
-
-void EngineCore::run_serial(std::int64_t iter) {
-  if (filled_) throw PipelineStateError("run_one_serial_iter while the pipeline is filled; drain() first");
-  Stream& stream = runtime_.stream("default");
-  Sync& sync = sync_[0];
-  for (auto& box : slots_[0].boxes)
-    if (box) box->reset();
-  for (auto& in : sync.instances) {
-    in->iter = iter;
-    in->slot = 0;
-    in->stream_used = false;
-    in->failed = false;
-    in->done.reset();
-  }
-  for (TaskIndex t : serial_order_) {
-    Instance& in = *sync.instances[t];
-    struct Outcome {
-      bool finished = false;
-      std::exception_ptr error;
-    } outcome;
-    TaskScope scope(*this, in, stream);
-    Co<void> body = bodies_.run_body(t, 0, scope);
-    body.start(
-        nullptr,
-        [](void* context, std::exception_ptr error) noexcept {
-          auto* o = static_cast<Outcome*>(context);
-          o->error = std::move(error);
-          o->finished = true;
-        },
-        &outcome, nullptr, &in);
-    // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they ran.
-    if (!outcome.finished)
-      runtime_.scheduler().drive_until([&] { return outcome.finished; }, Clock::time_point::max());
-    if (!outcome.finished)
-      throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
-                            graph_.name(t) + "' can never finish (it waits for something no task "
-                            "will provide)");
-    if (outcome.error) {
-      in.done.set_error(outcome.error);
-      throw TaskError(graph_.name(t), iter, outcome.error);
-    }
-    in.done.set_value();
-  }
 }
 
 void EngineCore::drain() {
