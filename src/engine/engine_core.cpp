@@ -146,11 +146,18 @@ void EngineCore::reset_run_state() {
   ordered_iter_ = 0;
   ordered_pos_ = 0;
   failure_.reset();
+  failed_.store(false);
   sequencer_.reset();
   stop_.reset();
 }
 
 bool EngineCore::admit(std::int64_t iter) {
+  if (!prepare(iter)) return false;
+  next_admit_ = iter + 1;
+  return true;
+}
+
+bool EngineCore::prepare(std::int64_t iter) {
   if (iter >= end_) return false;
   const std::size_t s = slot_index(iter);
   if (!admit_(owner_, iter, s)) {
@@ -173,7 +180,6 @@ bool EngineCore::admit(std::int64_t iter) {
     in->done.reset();
   }
   sync.remaining.store(static_cast<int>(graph_.size()), std::memory_order_seq_cst);
-  next_admit_ = iter + 1;
   return true;
 }
 
@@ -252,30 +258,23 @@ bool EngineCore::await_slot(std::int64_t iter) {
   return done;
 }
 
-void EngineCore::try_advance() {
-  while (next_admit_ - oldest_ < static_cast<std::int64_t>(slots_.size()) && next_admit_ < end_) {
-    const std::int64_t iter = next_admit_;
-    if (iter >= static_cast<std::int64_t>(slots_.size()) &&
-        !device_done(iter - static_cast<std::int64_t>(slots_.size())))
-      break;  // the slot's device work is still running; advance() waits for it unlocked
-    if (!admit(iter)) break;
-    for (TaskIndex t = 0; t < graph_.size(); ++t) try_fire(t, iter);
-  }
-  fire_ordered();
-}
-
 void EngineCore::advance() {
+  const auto slots = static_cast<std::int64_t>(slots_.size());
   for (;;) {
-    {
-      std::lock_guard lock(fire_mutex_);
-      try_advance();
-      sweep();
-      if (failure_ || next_admit_ - oldest_ >= static_cast<std::int64_t>(slots_.size()) ||
-          next_admit_ >= end_)
-        return;
-    }
-    if (!await_slot(next_admit_)) return;
+    // next_admit_ and oldest_ are written by this (the caller's) thread only, under the lock.
+    const std::int64_t iter = next_admit_;
+    if (failed_.load(std::memory_order_acquire) || iter - oldest_ >= slots || iter >= end_) break;
+    if (!await_slot(iter)) return;
+    // The user's source runs unlocked: lanes keep firing meanwhile. The entry being prepared
+    // is invisible to them until next_admit_ moves.
+    if (!prepare(iter)) break;
+    std::lock_guard lock(fire_mutex_);
+    next_admit_ = iter + 1;
+    for (TaskIndex t = 0; t < graph_.size(); ++t) try_fire(t, iter);
+    fire_ordered();
   }
+  std::lock_guard lock(fire_mutex_);
+  sweep();
 }
 
 bool EngineCore::try_fire(TaskIndex t, std::int64_t iter) {
@@ -423,6 +422,7 @@ void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception
     std::lock_guard lock(fire_mutex_);
     if (failure_) return;  // the first root cause wins
     failure_ = Failure{task, iter, error, timeout};
+    failed_.store(true, std::memory_order_release);
     reason = timeout ? "pipeline timed out" : "task '" + task + "' failed in iteration " +
                                                   std::to_string(iter);
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "swp/async/cancelled.hpp"
+#include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/co.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/lane.hpp"
@@ -204,6 +205,9 @@ class EngineCore {
   }
   Sync& sync_of(std::int64_t iter) { return sync_[static_cast<std::size_t>(iter) % sync_.size()]; }
   void reset_run_state();
+  // Fetches iteration iter's batch and resets its slot and sync entry (prepare), and
+  // publishes it (admit = prepare + next_admit_ = iter + 1).
+  bool prepare(std::int64_t iter);
   bool admit(std::int64_t iter);
   void release(TaskIndex t, std::int64_t iter);
   // Clock policy.
@@ -215,7 +219,6 @@ class EngineCore {
   // Data-flow policy: admit and fire what can go (advance waits for slots, unlocked).
   void advance();
   // (fire_mutex_ held)
-  void try_advance();
   bool try_fire(TaskIndex t, std::int64_t iter);
   void fire_ordered();
   void sweep();
@@ -262,8 +265,11 @@ class EngineCore {
   std::int64_t ordered_iter_ = 0;    // data-flow: (iter, rank) of the next ordered release
   std::size_t ordered_pos_ = 0;
 
-  mutable std::mutex fire_mutex_;  // data-flow firing state; failure record
+  // Data-flow firing state and the failure record. A spin lock: its sections are a few flag
+  // checks and lane submissions, and it is taken on every instance completion.
+  mutable SpinLock fire_mutex_;
   std::optional<Failure> failure_;
+  std::atomic<bool> failed_{false};  // failure_ is set; readable without the lock
 };
 
 }  // namespace detail
