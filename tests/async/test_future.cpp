@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/started.hpp"
 #include "swp/async/sync_wait.hpp"
 
 namespace {
@@ -97,32 +98,7 @@ TEST_CASE("a promise can be reset and completed again for a later iteration") {
 
 namespace {
 
-// Starts `co` with a stop signal and records how it ended.
-struct Outcome {
-  bool finished = false;
-  std::string error;
-};
-
 swp::Co<void> await_future(swp::Future<int> f, int& got) { got = co_await f; }
-
-void start_with(swp::Co<void>& co, swp::StopSignal& stop, Outcome& out) {
-  co.start(
-      nullptr,
-      [](void* context, std::exception_ptr e) noexcept {
-        auto* o = static_cast<Outcome*>(context);
-        o->finished = true;
-        if (e) {
-          try {
-            std::rethrow_exception(e);
-          } catch (const swp::Cancelled& c) {
-            o->error = std::string("cancelled: ") + c.what();
-          } catch (...) {
-            o->error = "other";
-          }
-        }
-      },
-      &out, &stop);
-}
 
 }  // namespace
 
@@ -130,13 +106,11 @@ TEST_CASE("a stop signal wakes a waiting awaiter with Cancelled and its reason")
   swp::StopSignal stop;
   auto [promise, future] = swp::make_promise<int>();
   int got = 0;
-  Outcome out;
-  auto co = await_future(future, got);
-  start_with(co, stop, out);
-  CHECK_FALSE(out.finished);
+  swp::test::Started waiter(await_future(future, got), &stop);
+  CHECK_FALSE(waiter.finished);
   stop.request_stop("iteration 3 timed out");
-  CHECK(out.finished);
-  CHECK(out.error == "cancelled: iteration 3 timed out");
+  CHECK(waiter.finished);
+  CHECK(waiter.cancelled_reason() == "iteration 3 timed out");
   promise.set_value(9);  // the cancelled waiter is no longer linked: nothing is resumed twice
   CHECK(got == 0);
 }
@@ -146,11 +120,9 @@ TEST_CASE("awaiting under an already fired stop signal throws at once") {
   stop.request_stop("pipeline drained");
   auto [promise, future] = swp::make_promise<int>();
   int got = 0;
-  Outcome out;
-  auto co = await_future(future, got);
-  start_with(co, stop, out);
-  CHECK(out.finished);
-  CHECK(out.error == "cancelled: pipeline drained");
+  swp::test::Started waiter(await_future(future, got), &stop);
+  CHECK(waiter.finished);
+  CHECK(waiter.cancelled_reason() == "pipeline drained");
 }
 
 TEST_CASE("completion and cancellation racing resume the waiter exactly once") {
@@ -158,14 +130,13 @@ TEST_CASE("completion and cancellation racing resume the waiter exactly once") {
     swp::StopSignal stop;
     auto [promise, future] = swp::make_promise<int>();
     int got = 0;
-    Outcome out;
-    auto co = await_future(future, got);
-    start_with(co, stop, out);
+    swp::test::Started waiter(await_future(future, got), &stop);
     std::thread canceller([&] { stop.request_stop("race"); });
     promise.set_value(1);
     canceller.join();
-    REQUIRE(out.finished);
+    REQUIRE(waiter.finished);
     // Either the value arrived or the cancellation did, never both.
-    CHECK((got == 1) == out.error.empty());
+    CHECK((got == 1) == !waiter.error);
+    if (waiter.error) CHECK(waiter.cancelled_reason() == "race");
   }
 }

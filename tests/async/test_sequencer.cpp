@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "support/started.hpp"
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
 
@@ -15,22 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Runs coroutine `c` without blocking: the sequencer resumes it inline (no Resumer).
-struct Started {
-  swp::Co<void> co;
-  bool finished = false;
-  std::exception_ptr error;
-  explicit Started(swp::Co<void> c) : co(std::move(c)) {
-    co.start(
-        nullptr,
-        [](void* context, std::exception_ptr e) noexcept {
-          auto* self = static_cast<Started*>(context);
-          self->finished = true;
-          self->error = e;
-        },
-        this);
-  }
-};
+using swp::test::Started;  // the sequencer resumes its waiters inline (no Resumer)
 
 swp::Co<void> take_turn(swp::SubmissionSequencer& seq, std::uint64_t n,
                         std::vector<std::uint64_t>& order) {
@@ -96,29 +82,10 @@ TEST_CASE("a waiter whose stop signal fires leaves the queue with Cancelled") {
   swp::SubmissionSequencer seq(sim);
   swp::StopSignal stop;
   std::vector<std::uint64_t> order;
-  auto co = take_turn(seq, 3, order);
-  bool finished = false;
-  std::string what;
-  struct Ctx {
-    bool* finished;
-    std::string* what;
-  } ctx{&finished, &what};
-  co.start(
-      nullptr,
-      [](void* c, std::exception_ptr e) noexcept {
-        auto* x = static_cast<Ctx*>(c);
-        *x->finished = true;
-        try {
-          if (e) std::rethrow_exception(e);
-        } catch (const swp::Cancelled& err) {
-          *x->what = err.what();
-        } catch (...) {
-        }
-      },
-      &ctx, &stop);
+  Started waiter(take_turn(seq, 3, order), &stop);
   CHECK(seq.waiting() == 1);
   stop.request_stop("drain");
-  CHECK(finished);
-  CHECK(what == "drain");
+  CHECK(waiter.finished);
+  CHECK(waiter.cancelled_reason() == "drain");
   CHECK(seq.waiting() == 0);
 }
