@@ -1,7 +1,6 @@
 #include "swp/engine/detail/engine_core.hpp"
 
 #include <algorithm>
-#include <sstream>
 
 #include "swp/core/enqueue_order.hpp"
 #include "swp/engine/errors.hpp"
@@ -273,8 +272,6 @@ void EngineCore::advance() {
     for (TaskIndex t = 0; t < graph_.size(); ++t) try_fire(t, iter);
     fire_ordered();
   }
-  std::lock_guard lock(fire_mutex_);
-  sweep();
 }
 
 bool EngineCore::try_fire(TaskIndex t, std::int64_t iter) {
@@ -308,11 +305,6 @@ void EngineCore::fire_ordered() {
   }
 }
 
-void EngineCore::sweep() {
-  for (std::int64_t iter = oldest_; iter < next_admit_; ++iter)
-    for (TaskIndex t = 0; t < graph_.size(); ++t) try_fire(t, iter);
-  fire_ordered();
-}
 
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
   in.wait_task.store(dep, std::memory_order_relaxed);

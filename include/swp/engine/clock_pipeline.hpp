@@ -2,6 +2,8 @@
 // ClockPipeline: the clock-driven engine — the same core behind a period gate (seed
 // SWPipeline).
 
+#include <algorithm>
+
 #include "swp/engine/pipeline.hpp"
 
 namespace swp {
@@ -28,8 +30,11 @@ class ClockPipeline final : public Pipeline<Ctx> {
   [[nodiscard]] int depth() const noexcept { return static_cast<int>(this->slots()); }
 
  private:
+  // max(stage) + 1; the base validates the plan (a negative stage is reported there).
   static std::size_t depth_of(const PipelinePlan& plan) {
-    return static_cast<std::size_t>(validate(plan).depth());
+    int max_stage = 0;
+    for (const auto& t : plan.tasks) max_stage = std::max(max_stage, t.schedule.stage);
+    return static_cast<std::size_t>(max_stage) + 1;
   }
 };
 

@@ -74,10 +74,7 @@ class Pipeline : private detail::BodyRunner {
   }
 
   /// Retires the oldest in-flight iteration and lets the next ones in; see the class comment.
-  std::optional<std::int64_t> progress() {
-    auto retired = core_.progress();
-    return retired;
-  }
+  std::optional<std::int64_t> progress() { return core_.progress(); }
 
   /// Retires everything in flight without taking new batches; the pipeline can be filled
   /// again afterwards (with another source).
@@ -252,26 +249,19 @@ class Pipeline : private detail::BodyRunner {
     } else {
       static_assert(std::ranges::input_range<S>,
                     "a source is a range of batches or a callable returning optional<Batch>");
-      if constexpr (std::is_lvalue_reference_v<S>) {
-        // A named range is iterated in place: it must outlive the run.
-        return [it = std::ranges::begin(source),
-                end = std::ranges::end(source)]() mutable -> std::optional<Batch> {
-          if (it == end) return std::nullopt;
-          std::optional<Batch> b(*it);
-          ++it;
-          return b;
-        };
-      } else {
-        // A temporary range is moved into the source, which keeps it alive.
-        auto owned = std::make_shared<std::remove_cvref_t<S>>(std::forward<S>(source));
-        return [owned, it = std::ranges::begin(*owned),
-                end = std::ranges::end(*owned)]() mutable -> std::optional<Batch> {
-          if (it == end) return std::nullopt;
-          std::optional<Batch> b(*it);
-          ++it;
-          return b;
-        };
-      }
+      // A named range is iterated in place (it must outlive the run); a temporary is moved
+      // into the source, which keeps it alive.
+      using Owned = std::remove_cvref_t<S>;
+      std::shared_ptr<Owned> owned;
+      if constexpr (!std::is_lvalue_reference_v<S>) owned = std::make_shared<Owned>(std::move(source));
+      auto& range = owned ? *owned : source;
+      return [owned, it = std::ranges::begin(range),
+              end = std::ranges::end(range)]() mutable -> std::optional<Batch> {
+        if (it == end) return std::nullopt;
+        std::optional<Batch> b(*it);
+        ++it;
+        return b;
+      };
     }
   }
 

@@ -217,11 +217,13 @@ class EngineCore {
   bool device_done(std::int64_t iter);
   bool await_slot(std::int64_t iter);
   // Data-flow policy: admit and fire what can go (advance waits for slots, unlocked).
+  // No sweep over all unfired instances is needed (the seed has one): an instance becomes
+  // fireable only when its iteration is admitted, a dependency finishes or the ordered turn
+  // moves on, and each of those tries exactly the instances it may have unblocked.
   void advance();
   // (fire_mutex_ held)
   bool try_fire(TaskIndex t, std::int64_t iter);
   void fire_ordered();
-  void sweep();
   // Errors, deadlines, drain.
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, bool timeout);
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
