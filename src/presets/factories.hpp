@@ -1,0 +1,46 @@
+#pragma once
+// The preset factories behind make_preset, one per TorchRec pipeline of seed 000, and the
+// small builder they share. Private to src/presets.
+
+#include <string>
+
+#include "swp/presets/preset.hpp"
+#include "swp/presets/preset_options.hpp"
+
+namespace swp::presets::detail {
+
+/// Adds a task with no body and returns its name, so dependency lists read like the seed's.
+inline std::string add(PipelinePlan& plan, std::string name, int stage,
+                       std::string stream = "default", bool globally_ordered = false,
+                       std::string lane = "default") {
+  plan.add(PipelineTask{name}, TaskSchedule{.stage = stage,
+                                            .stream = std::move(stream),
+                                            .thread_group = std::move(lane),
+                                            .globally_ordered = globally_ordered});
+  return name;
+}
+
+/// A preset with one phase, its steady state.
+inline Preset single_phase(std::string name, PipelinePlan plan) {
+  Preset preset;
+  preset.name = std::move(name);
+  preset.phases.push_back(PresetPhase{"steady", std::move(plan), std::nullopt, {}});
+  return preset;
+}
+
+/// The stream FusedSparseDist's EmbLookup runs on for `choice`.
+std::string emb_lookup_stream(EmbLookupStream choice);
+
+Preset base(const PresetOptions& options);
+Preset pt2(const PresetOptions& options);
+Preset sparse_dist(const PresetOptions& options);
+Preset sparse_dist_lite(const PresetOptions& options);
+Preset fused_sparse_dist(const PresetOptions& options);
+Preset semi_sync(const PresetOptions& options);
+Preset prefetch_sparse_dist(const PresetOptions& options);
+Preset sparse_dist_comp_autograd(const PresetOptions& options);
+Preset eval_sparse_dist(const PresetOptions& options);
+Preset eval_fused_sparse_dist(const PresetOptions& options);
+Preset staged(const PresetOptions& options);
+
+}  // namespace swp::presets::detail
