@@ -15,4 +15,7 @@ void add_plan_commands(CLI::App& app, Action& action);
 /// run: execute a plan's synthetic costs on an engine and print metric lines.
 void add_run_command(CLI::App& app, Action& action);
 
+/// preset: the TorchRec pipelines of seed 000 as plan JSON (`--list` names them).
+void add_preset_command(CLI::App& app, Action& action);
+
 }  // namespace swp::cli

@@ -9,8 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "support/cli.hpp"
 #include "support/plans.hpp"
 
+using swp::test::quoted;
+using swp::test::Result;
+using swp::test::run_swp;
 using swp::test::TempFile;
 
 namespace {
@@ -19,37 +23,7 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-std::string quoted(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string seed(const std::string& name) { return swp::test::seed_plan_path(name).string(); }
-
-struct Result {
-  int status = -1;  // exit status of swp
-  std::string out, err;
-};
-
-// Runs `<before> swp <args>` through the shell; stdout is read from the pipe, stderr from a
-// temporary file. `before` can be a pipeline feeding swp's standard input ("cat f |").
-Result run_swp(const std::string& args, const std::string& before = "") {
-  const TempFile err_file("", ".err");
-  const std::string command =
-      before + " " + quoted(SWP_CLI_PATH) + " " + args + " 2>" + quoted(err_file.str());
-  Result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE_MESSAGE(pipe != nullptr, "cannot run ", command);
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-    result.out.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  REQUIRE(WIFEXITED(raw));
-  result.status = WEXITSTATUS(raw);
-  result.err = swp::test::read_text(err_file.path());
-  return result;
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

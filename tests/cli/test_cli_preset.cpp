@@ -1,0 +1,118 @@
+// `swp preset`: the catalogue, plan JSON that the plan commands read back, option flags,
+// usage errors, and docs/presets.md's tables kept equal to what the tool prints.
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+
+#include "support/cli.hpp"
+#include "support/plans.hpp"
+
+using swp::test::quoted;
+using swp::test::Result;
+using swp::test::run_swp;
+
+TEST_SUITE_BEGIN("cli preset");
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// `swp <producer> | swp <consumer>`: the consumer reads the producer's output on stdin.
+Result piped(const std::string& producer, const std::string& consumer) {
+  return run_swp(consumer, quoted(SWP_CLI_PATH) + " " + producer + " |");
+}
+
+}  // namespace
+
+TEST_CASE("swp preset --list names the 11 presets with a description each") {
+  const auto r = run_swp("preset --list");
+  CHECK(r.status == 0);
+  std::istringstream in(r.out);
+  int lines = 0;
+  for (std::string line; std::getline(in, line); ++lines) CHECK(line.find(' ') > 2);
+  CHECK(lines == 11);
+  CHECK(contains(r.out, "sparse_dist_comp_autograd "));
+  CHECK(contains(r.out, "staged "));
+}
+
+TEST_CASE("swp preset NAME | swp schedule - reproduces seed 000's tables") {
+  for (const auto& name : swp::test::seed_plan_names()) {
+    CAPTURE(name);
+    const std::string flags = name == "fused_sparse_dist" ? " --emb-lookup-stream new" : "";
+    const int periods = name == "semi_sync" ? 6 : 5;
+    const auto r = piped("preset " + name + flags, "schedule - --periods " + std::to_string(periods));
+    CHECK(r.status == 0);
+    CHECK(r.out == swp::test::read_text(swp::test::seed_table_path(name)));
+  }
+}
+
+TEST_CASE("every preset's JSON passes swp validate and runs with recsys costs") {
+  for (const char* name : {"base", "pt2", "sparse_dist", "sparse_dist_lite", "fused_sparse_dist",
+                           "semi_sync", "prefetch_sparse_dist", "eval_sparse_dist",
+                           "eval_fused_sparse_dist", "staged", "sparse_dist_comp_autograd"}) {
+    CAPTURE(name);
+    const auto v = piped(std::string("preset ") + name, "validate -");
+    CHECK(v.status == 0);
+    CHECK(v.out.starts_with("ok: "));
+  }
+  const auto run = piped("preset sparse_dist --recsys-costs", "run - --backend sim --iters 50");
+  CHECK(run.status == 0);
+  CHECK(contains(run.out, "metric us_per_iter 2270 us"));
+}
+
+TEST_CASE("swp preset options change the plan") {
+  CHECK(contains(run_swp("preset fused_sparse_dist").out, R"("name": "EmbLookup", "stage": 2, "stream": "data_dist")"));
+  CHECK(contains(run_swp("preset fused_sparse_dist --emb-lookup-stream current").out,
+                 R"("name": "EmbLookup", "stage": 2, "stream": "default")"));
+  CHECK(contains(run_swp("preset eval_sparse_dist --loader-lane io").out, R"("thread_group": "io")"));
+  const auto staged = run_swp("preset staged --stages copy:memcpy,post");
+  CHECK(contains(staged.out, R"("name": "copy", "stage": 0, "stream": "memcpy")"));
+  CHECK(contains(staged.out, R"("name": "post", "stage": 1, "stream": "post")"));
+  const auto sync = run_swp("preset semi_sync --phase sync");
+  CHECK(sync.status == 0);
+  CHECK(contains(sync.out, R"(["EmbLookup", "OptimizerStep"])"));
+  CHECK_FALSE(contains(run_swp("preset semi_sync").out, R"(["EmbLookup", "OptimizerStep"])"));
+}
+
+TEST_CASE("swp preset usage errors name the thing and exit 2") {
+  auto check_usage = [](const std::string& args, const std::string& message) {
+    CAPTURE(args);
+    const auto r = run_swp(args);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, message));
+  };
+  check_usage("preset sparse_dsit", "unknown preset 'sparse_dsit'");
+  check_usage("preset", "name a preset");
+  check_usage("preset fused_sparse_dist --emb-lookup-stream fresh", "emb-lookup-stream");
+  check_usage("preset base --phase sync", "preset 'base' has no phase 'sync'; its phases are steady");
+  check_usage("preset staged --stages a,,:x", "stage 1 has no name");
+}
+
+// docs/presets.md shows each preset's table under the command that prints it
+// ("$ swp preset ARGS | swp schedule - --periods N"); they must stay what the tool prints.
+TEST_CASE("the schedule tables in docs/presets.md are the tool's output") {
+  const auto doc = swp::test::read_text(swp::test::data_dir() / ".." / ".." / "docs" / "presets.md");
+  const std::string prompt = "$ swp preset ";
+  int checked = 0;
+  for (auto at = doc.find(prompt); at != std::string::npos; at = doc.find(prompt, at + 1)) {
+    const auto eol = doc.find('\n', at);
+    const std::string command = doc.substr(at + prompt.size(), eol - at - prompt.size());
+    const auto bar = command.find(" | swp schedule ");
+    if (bar == std::string::npos) continue;
+    const auto fence = doc.find("```", eol);
+    REQUIRE(fence != std::string::npos);
+    CAPTURE(command);
+    const auto r = piped("preset " + command.substr(0, bar), command.substr(bar + 7));
+    CHECK(r.status == 0);
+    CHECK(r.out == doc.substr(eol + 1, fence - eol - 1));
+    ++checked;
+  }
+  CHECK(checked >= 12);
+}
+
+TEST_SUITE_END();

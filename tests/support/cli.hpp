@@ -1,0 +1,45 @@
+#pragma once
+// Running the `swp` command line as a separate process, for the CLI tests.
+
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "support/plans.hpp"
+
+namespace swp::test {
+
+inline std::string quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Result {
+  int status = -1;  // exit status of swp
+  std::string out, err;
+};
+
+// Runs `<before> swp <args>` through the shell; stdout is read from the pipe, stderr from a
+// temporary file. `before` can be a pipeline feeding swp's standard input ("cat f |").
+inline Result run_swp(const std::string& args, const std::string& before = "") {
+  const TempFile err_file("", ".err");
+  const std::string command =
+      before + " " + quoted(SWP_CLI_PATH) + " " + args + " 2>" + quoted(err_file.str());
+  Result result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE_MESSAGE(pipe != nullptr, "cannot run ", command);
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    result.out.append(buffer, n);
+  const int raw = ::pclose(pipe);
+  REQUIRE(WIFEXITED(raw));
+  result.status = WEXITSTATUS(raw);
+  result.err = swp::test::read_text(err_file.path());
+  return result;
+}
+
+}  // namespace swp::test
