@@ -88,7 +88,7 @@ void ThreadPoolScheduler::run_chain(Runnable* first) noexcept {
   slot = saved;
 }
 
-void ThreadPoolScheduler::notify() noexcept {
+void ThreadPoolScheduler::wake_drivers() noexcept {
   // A read-modify-write, not a fence + load: it is ordered with the sleeper's increment in
   // the single total order of seq_cst operations (and ThreadSanitizer understands it).
   if (sleepers_.fetch_add(0, std::memory_order_seq_cst) > 0) {

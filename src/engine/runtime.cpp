@@ -3,6 +3,8 @@
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
 
+#include <stdexcept>
+
 namespace swp {
 
 std::string_view backend_name(Backend backend) {
@@ -30,6 +32,15 @@ Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
     scheduler_ = std::make_unique<ThreadPoolScheduler>(options_.workers);
     device_ = std::make_unique<HostDevice>();
   }
+}
+
+Runtime::Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options)
+    : options_(std::move(options)), scheduler_(std::move(scheduler)) {
+  if (!scheduler_) throw std::invalid_argument("Runtime: the scheduler is null");
+  if (options_.backend != Backend::host || scheduler_->virtual_time())
+    throw std::invalid_argument(
+        "Runtime: a caller's scheduler runs the host backend only (sim brings its own clock)");
+  device_ = std::make_unique<HostDevice>();
 }
 
 Runtime::~Runtime() {

@@ -11,11 +11,17 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <thread>
+
 #include "support/engines.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/async/asio_scheduler.hpp"
+#include "swp/async/sync_wait.hpp"
 #include "swp/core/plan_json.hpp"
 
 namespace {
@@ -133,8 +139,49 @@ void check_dependencies(const swp::PlanGraph& g, const swp::test::RunTrace& trac
   }
 }
 
+// How a test retires iterations: the blocking progress(), the coroutine next(), or
+// async_progress handlers on an io_context whose two threads also run the lanes.
+enum class Drive { progress, next, asio };
+
+swp::Co<std::vector<std::int64_t>> next_all(swp::Pipeline<Ctx>& pipe) {
+  std::vector<std::int64_t> retired;
+  while (auto i = co_await pipe.next()) retired.push_back(*i);
+  co_return retired;
+}
+
+// Chains async_progress handlers until end of data or an error, running `io` on two threads.
+std::vector<std::int64_t> async_all(swp::Pipeline<Ctx>& pipe, boost::asio::io_context& io) {
+  std::vector<std::int64_t> retired;
+  std::exception_ptr error;
+  std::function<void(std::exception_ptr, std::optional<std::int64_t>)> step =
+      [&](std::exception_ptr e, std::optional<std::int64_t> i) {
+        if (e) {
+          error = e;
+        } else if (i) {
+          retired.push_back(*i);
+          pipe.async_progress(step);
+        }
+      };
+  pipe.async_progress(step);
+  std::thread helper([&] { io.run(); });
+  io.run();
+  helper.join();
+  io.restart();
+  if (error) std::rethrow_exception(error);
+  return retired;
+}
+
+std::unique_ptr<swp::Runtime> make_runtime(swp::Backend backend, Drive drive,
+                                           boost::asio::io_context& io) {
+  if (drive == Drive::asio)
+    return std::make_unique<swp::Runtime>(
+        std::make_unique<swp::AsioScheduler>(io.get_executor()));
+  return std::make_unique<swp::Runtime>(swp::RuntimeOptions{.backend = backend, .workers = 2});
+}
+
 template <class Engine>
-void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed) {
+void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
+                      Drive drive = Drive::progress) {
   std::mt19937 rng(seed);
   for (int n = 0; n < plans; ++n) {
     const auto source = swp::test::random_plan(rng);
@@ -155,7 +202,9 @@ void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed) {
     }
     Results results;
     swp::test::RunTrace trace;
-    swp::Runtime rt({.backend = backend, .workers = 2});
+    boost::asio::io_context io;
+    auto runtime = make_runtime(backend, drive, io);
+    swp::Runtime& rt = *runtime;
     auto plan = bind(source, results);
     auto pipe = Engine::template make<Ctx>(rt, plan, max_depth);
     pipe->set_observer(&trace);
@@ -163,7 +212,13 @@ void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed) {
     for (TaskIndex t = 0; t < graph.size(); ++t) trace.attach(rt.stream(graph.stream(t)));
     std::vector<std::int64_t> retired;
     pipe->fill_pipeline(batches);
-    while (auto i = pipe->progress()) retired.push_back(*i);
+    if (drive == Drive::progress) {
+      while (auto i = pipe->progress()) retired.push_back(*i);
+    } else if (drive == Drive::next) {
+      retired = swp::sync_wait(next_all(*pipe));
+    } else {
+      retired = async_all(*pipe, io);
+    }
     std::vector<std::int64_t> expected(static_cast<std::size_t>(iterations));
     for (std::int64_t i = 0; i < iterations; ++i) expected[static_cast<std::size_t>(i)] = i;
     CHECK(retired == expected);
@@ -181,6 +236,15 @@ TEST_CASE_TEMPLATE("random valid plans honour every dependency and match a seria
                    swp::test::UseClock, swp::test::UseDataFlow) {
   SUBCASE("host backend, real threads") { run_random_plans<Engine>(swp::Backend::host, 120, 7); }
   SUBCASE("sim backend") { run_random_plans<Engine>(swp::Backend::sim, 120, 11); }
+  SUBCASE("host backend, co_await next()") {
+    run_random_plans<Engine>(swp::Backend::host, 60, 13, Drive::next);
+  }
+  SUBCASE("sim backend, co_await next()") {
+    run_random_plans<Engine>(swp::Backend::sim, 30, 17, Drive::next);
+  }
+  SUBCASE("lanes on a caller's io_context, async_progress") {
+    run_random_plans<Engine>(swp::Backend::host, 60, 19, Drive::asio);
+  }
 }
 
 namespace {
@@ -264,6 +328,119 @@ TEST_CASE_TEMPLATE("both engines share the pipeline API", Engine, swp::test::Use
       pipe->run_one_serial_iter(4, 7);
       CHECK(squares == std::vector<int>{9, 16, 25});
     }
+  }
+}
+
+namespace {
+
+swp::Co<void> next_until_end(swp::Pipeline<TypedCtx>& pipe) {
+  for (;;) {
+    const auto iter = co_await pipe.next();
+    if (!iter) co_return;
+  }
+}
+
+swp::Co<std::vector<int>> squares_via_next(swp::Pipeline<TypedCtx>& pipe, std::vector<int> in) {
+  std::vector<int> out;
+  pipe.on_retire([&](const TypedCtx& ctx) { out.push_back(ctx.squared); });
+  pipe.fill_pipeline(std::move(in));
+  for (;;) {
+    const auto iter = co_await pipe.next();
+    if (!iter) co_return out;
+  }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors included", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  SUBCASE("co_await next() on host and sim") {
+    for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+      CAPTURE(swp::backend_name(backend));
+      swp::Runtime rt({.backend = backend, .workers = 1});
+      auto pipe = Engine::template make<TypedCtx>(rt, typed_plan(), 2);
+      CHECK_THROWS_AS(swp::sync_wait(pipe->next()), swp::PipelineStateError);  // not filled
+      CHECK(swp::sync_wait(squares_via_next(*pipe, {1, 2, 3, 4})) ==
+            std::vector<int>{4, 9, 16, 25});
+      CHECK_FALSE(swp::sync_wait(pipe->next()));  // still at end of data until drained
+      pipe->drain();
+    }
+  }
+  SUBCASE("async_progress on a one-thread io_context, as a future and as a handler") {
+    boost::asio::io_context io;
+    swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
+    auto pipe = Engine::template make<TypedCtx>(rt, typed_plan(), 2);
+    std::vector<int> squares;
+    pipe->on_retire([&](const TypedCtx& ctx) { squares.push_back(ctx.squared); });
+    pipe->fill_pipeline(std::vector<int>{2, 3});
+    std::vector<std::optional<std::int64_t>> seen;
+    std::function<void(std::exception_ptr, std::optional<std::int64_t>)> step =
+        [&](std::exception_ptr e, std::optional<std::int64_t> i) {
+          if (e) {
+            try {
+              std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+              FAIL(x.what());
+            }
+          }
+          seen.push_back(i);
+          if (i) pipe->async_progress(step);
+        };
+    pipe->async_progress(step);
+    CHECK(seen.empty());  // never completed inline
+    io.run();
+    CHECK(seen == std::vector<std::optional<std::int64_t>>{0, 1, std::nullopt});
+    CHECK(squares == std::vector<int>{9, 16});
+    pipe->drain();
+    // The blocking progress() on the context's only thread runs the lanes itself.
+    io.restart();
+    pipe->fill_pipeline(std::vector<int>{5});
+    std::optional<std::int64_t> got;
+    boost::asio::post(io, [&] { got = pipe->progress(); });
+    io.run();
+    CHECK(got == 0);
+    pipe->drain();
+  }
+  SUBCASE("a task's exception arrives as TaskError; a hang as PipelineTimeout naming the waiter") {
+    swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+    swp::Promise<> never;
+    swp::Plan<TypedCtx> plan;
+    auto load = plan.add("Load", [&never](TypedCtx& ctx) -> swp::Co<int> {
+      if (ctx.batch == 7) throw std::runtime_error("bad batch");
+      if (ctx.batch == 9) co_await never.get_future();
+      co_return ctx.batch;
+    }, {.stage = 0, .thread_group = "io"});
+    auto use = plan.add("Use", [load](TypedCtx& ctx) -> swp::Co<void> {
+      ctx.squared = co_await ctx.get(load);
+    }, {.stage = 1, .thread_group = "compute"});
+    plan.intra_iter_deps = {{use, load}};
+    auto pipe = Engine::template make<TypedCtx>(rt, plan, 2);
+    pipe->set_timeouts({.retire = 300ms, .sequencer = 30s, .check_interval = 10ms});
+
+    pipe->fill_pipeline(std::vector<int>{1, 7, 2});
+    auto drive = [&]() -> std::string {
+      try {
+        swp::sync_wait(next_until_end(*pipe));
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+      return "";
+    };
+    const std::string failed = drive();
+    CHECK(failed.find("task 'Load' failed in iteration 1: bad batch") != std::string::npos);
+
+    pipe->fill_pipeline(std::vector<int>{1, 9, 2});
+    const auto start = swp::Clock::now();
+    const std::string hung = drive();
+    CHECK(swp::Clock::now() - start < 10s);
+    CHECK(hung.find("iteration 1 did not retire within 300 ms") != std::string::npos);
+    CHECK(hung.find("Load (iter 1) on lane 'io': is running its body") != std::string::npos);
+    never.set_value();
+
+    // Through Asio the error is the handler's exception_ptr (here: a future's exception).
+    pipe->fill_pipeline(std::vector<int>{7});
+    auto result = pipe->async_progress(boost::asio::use_future);
+    CHECK_THROWS_AS(result.get(), swp::TaskError);
   }
 }
 

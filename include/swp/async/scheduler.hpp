@@ -2,8 +2,13 @@
 // Scheduler: where lanes run. Implementations: ThreadPoolScheduler (host threads) and
 // SimScheduler (one thread, virtual time).
 
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
+
+#include "swp/async/detail/intrusive_fifo.hpp"
+#include "swp/async/detail/spin_lock.hpp"
 
 namespace swp {
 
@@ -35,14 +40,58 @@ class Scheduler {
   /// a seq_cst (or stronger-ordered) store and then call `notify()`. A SimScheduler returns false at once when nothing can make progress anymore.
   virtual bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) = 0;
 
-  /// Wakes threads inside `drive_until` so they evaluate `done()` again. Cheap when none waits.
-  virtual void notify() noexcept = 0;
+  /// Wakes threads inside `drive_until` so they evaluate `done()` again, and posts every
+  /// Runnable parked with `park_unless`. Cheap when none waits. Any thread.
+  void notify() noexcept {
+    if (parked_count_.load(std::memory_order_seq_cst) > 0) post_parked();
+    wake_drivers();
+  }
+
+  /// Parks `r` until the next `notify()`, which posts it (once), unless `ready()` already
+  /// holds: returns true when `r` was parked, false (and `r` untouched) when ready. How a
+  /// waiter that holds no thread (a coroutine awaiting a pipeline's next iteration) learns
+  /// that something changed: whoever makes its condition true with a seq_cst store and then
+  /// calls `notify()` cannot be missed. After a true return the caller must not touch `r`
+  /// (another thread may already run it). `ready` runs under a spin lock: a few atomic loads,
+  /// no notify().
+  template <class Ready>
+  bool park_unless(Runnable& r, Ready&& ready) {
+    std::lock_guard lock(parked_lock_);
+    // Counted before the check: a notifier that changes the condition after the check sees
+    // the count and then waits for this lock, by when `r` is queued.
+    parked_count_.fetch_add(1, std::memory_order_seq_cst);
+    if (ready()) {
+      parked_count_.fetch_sub(1, std::memory_order_relaxed);
+      return false;
+    }
+    parked_.push(r);
+    return true;
+  }
 
   /// The scheduler's clock: real time for host schedulers, virtual time for SimScheduler.
   [[nodiscard]] virtual Clock::time_point now() const = 0;
 
   /// True when the scheduler's time is virtual (SimScheduler).
   [[nodiscard]] virtual bool virtual_time() const noexcept { return false; }
+
+ protected:
+  /// The scheduler's part of notify(): wake the threads waiting in drive_until.
+  virtual void wake_drivers() noexcept = 0;
+
+ private:
+  void post_parked() noexcept {
+    detail::IntrusiveFifo<Runnable, &Runnable::next_runnable> parked;
+    {
+      std::lock_guard lock(parked_lock_);
+      std::swap(parked, parked_);
+      parked_count_.store(0, std::memory_order_relaxed);
+    }
+    while (Runnable* r = parked.pop()) post(*r);
+  }
+
+  detail::SpinLock parked_lock_;
+  detail::IntrusiveFifo<Runnable, &Runnable::next_runnable> parked_;
+  std::atomic<int> parked_count_{0};
 };
 
 }  // namespace swp

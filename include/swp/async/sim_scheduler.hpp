@@ -32,7 +32,6 @@ class SimScheduler final : public Scheduler {
 
   void post(Runnable& r) noexcept override;
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
-  void notify() noexcept override {}
   [[nodiscard]] Clock::time_point now() const override;
   [[nodiscard]] bool virtual_time() const noexcept override { return true; }
 
@@ -41,6 +40,9 @@ class SimScheduler final : public Scheduler {
 
   /// Virtual time elapsed since construction.
   [[nodiscard]] Clock::duration elapsed() const { return now() - Clock::time_point{}; }
+
+ protected:
+  void wake_drivers() noexcept override {}  // its only driver is the thread posting
 
  private:
   struct Timer {

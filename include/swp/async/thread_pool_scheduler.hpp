@@ -34,13 +34,15 @@ class ThreadPoolScheduler final : public Scheduler {
 
   void post(Runnable& r) noexcept override;
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
-  void notify() noexcept override;
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
 
   [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
   /// Default worker count: one less than the hardware threads (the caller is the other), min 1.
   static unsigned default_workers() noexcept;
+
+ protected:
+  void wake_drivers() noexcept override;
 
  private:
   void worker_loop(const std::stop_token& stop);

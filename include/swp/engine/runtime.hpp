@@ -15,6 +15,7 @@
 #include "swp/async/scheduler.hpp"
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
+#include "swp/async/timer_queue.hpp"
 #include "swp/device/stream.hpp"
 
 namespace swp {
@@ -48,9 +49,18 @@ struct RuntimeOptions {
 /// swp::Runtime rt({.backend = swp::Backend::sim});
 /// swp::ClockPipeline<Ctx> pipe(rt, plan);
 /// ```
+/// Embedded in an Asio service (lanes run as handlers on the caller's io_context):
+/// ```
+/// swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
+/// ```
 class Runtime {
  public:
   explicit Runtime(RuntimeOptions options = {});
+  /// A host runtime whose lanes run on `scheduler` (e.g. an AsioScheduler over the caller's
+  /// executor) instead of a pool of its own; `options.workers` is then unused.
+  /// Throws std::invalid_argument for a null scheduler or for options.backend == sim (the sim
+  /// backend needs its own virtual-time scheduler).
+  explicit Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
@@ -59,6 +69,8 @@ class Runtime {
   [[nodiscard]] Scheduler& scheduler() noexcept { return *scheduler_; }
   [[nodiscard]] Device& device() noexcept { return *device_; }
   [[nodiscard]] Clock::time_point now() const { return scheduler_->now(); }
+  /// Deadlines of asynchronous waits (its thread starts on first use).
+  [[nodiscard]] TimerQueue& timers() noexcept { return timers_; }
 
   /// The lane called `name`, created on first use.
   Lane& lane(const std::string& name);
@@ -78,6 +90,7 @@ class Runtime {
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<ThreadPoolScheduler>> dedicated_;
   std::map<std::string, std::unique_ptr<Lane>> lanes_;
+  TimerQueue timers_;  // pipelines cancel their timers before they go
   std::map<std::string, std::unique_ptr<Stream>> streams_;
 };
 

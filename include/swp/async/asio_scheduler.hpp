@@ -1,0 +1,55 @@
+#pragma once
+// AsioScheduler: lanes as handlers on a caller's Asio executor (DESIGN.md decision 5).
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "swp/async/scheduler.hpp"
+
+namespace swp {
+
+/// Runs lanes on an Asio executor the caller owns, so a pipeline lives inside an Asio service:
+/// every lane step is a handler posted to `executor` (lanes stay FIFO and serial themselves,
+/// so they behave as strands), and the threads running the io_context run the tasks.
+///
+/// Completion: a Runnable runs as a handler on the executor, soon after `post`. Waiting:
+/// `drive_until` (what a pipeline's blocking progress() uses) waits on a condition variable
+/// for a thread outside the executor; on a thread that is running the executor's io_context
+/// it runs that context's handlers meanwhile (a one-thread io_context does not deadlock).
+/// Prefer the non-blocking forms there: `co_await pipe.next()`, `pipe.async_progress(token)`.
+/// Errors: none of its own. Cancellation: stop the io_context only after the pipelines on it
+/// are drained; queued lane steps then never run.
+///
+/// Example:
+/// ```
+/// boost::asio::io_context io;
+/// swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
+/// swp::DataFlowPipeline<Ctx> pipe(rt, plan);
+/// pipe.fill_pipeline(loader);
+/// pipe.async_progress([](std::exception_ptr e, std::optional<std::int64_t> iter) { ... });
+/// io.run();
+/// ```
+class AsioScheduler final : public Scheduler {
+ public:
+  explicit AsioScheduler(boost::asio::any_io_executor executor);
+
+  void post(Runnable& r) noexcept override;
+  bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
+  [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
+
+  [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
+
+ protected:
+  void wake_drivers() noexcept override;
+
+ private:
+  boost::asio::any_io_executor executor_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> drivers_{0};  // threads blocked in drive_until
+};
+
+}  // namespace swp

@@ -1,0 +1,203 @@
+// EngineCore's retirement: progress() (the caller's thread waits and helps) and next() (the
+// awaiting coroutine suspends), drain, and the abort after a failure.
+
+#include <string>
+
+#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/errors.hpp"
+
+namespace swp::detail {
+
+// A wait that holds no thread: the awaiting coroutine is parked on the scheduler and looks at
+// its condition again whenever something completes (Scheduler::notify), and on a timer tick,
+// which also enforces the deadlines a blocking wait checks by itself (retire, sequencer).
+class EngineCore::AsyncWait final : private Runnable {
+ public:
+  using Ready = bool (EngineCore::*)() const noexcept;
+
+  AsyncWait(EngineCore& core, Ready ready) : core_(core), ready_(ready) {}
+  AsyncWait(const AsyncWait&) = delete;
+  AsyncWait& operator=(const AsyncWait&) = delete;
+
+  [[nodiscard]] bool await_ready() const noexcept { return (core_.*ready_)(); }
+
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> h) {
+    handle_ = h;
+    resumer_ = resumer_of(h);
+    deadline_ = Clock::now() + core_.timeouts_.retire;
+    const auto tick = core_.timeouts_.check_interval;
+    timer_ = core_.runtime_.timers().schedule(Clock::now() + tick, [this] { on_tick(); }, tick);
+    return park();
+  }
+
+  /// True when the condition holds, false when the retire deadline passed first.
+  bool await_resume() {
+    if (timer_ != 0) core_.runtime_.timers().cancel(timer_);
+    unwatch_device();
+    return (core_.*ready_)() || !expired_.load(std::memory_order_acquire);
+  }
+
+ private:
+  // Parks unless ready or expired; true: parked (and `this` may already be running elsewhere).
+  bool park() {
+    watch_device();
+    return core_.runtime_.scheduler().park_unless(
+        *this, [this] { return expired_.load(std::memory_order_acquire) || (core_.*ready_)(); });
+  }
+
+  void run() noexcept override {
+    if (!park()) resume_on(resumer_, handle_);
+  }
+
+  void on_tick() noexcept {
+    core_.sequencer_.check_timeouts(core_.timeouts_.sequencer);
+    if (Clock::now() >= deadline_) expired_.store(true, std::memory_order_release);
+    core_.runtime_.scheduler().notify();
+  }
+
+  // Once the oldest iteration retired, its device work decides whether its slot can take the
+  // next batch: wake on its events too.
+  void watch_device() {
+    if (watching_ || ready_ != &EngineCore::retire_ready || !core_.retirable()) return;
+    watching_ = true;
+    Sync& sync = core_.sync_of(core_.oldest_);
+    for (TaskIndex t = 0; t < core_.graph_.size(); ++t)
+      if (sync.generation[t] != 0)
+        sync.instances[t]->event.add_waiter(sync.generation[t], core_.device_waker_);
+  }
+  void unwatch_device() {
+    if (!watching_) return;
+    Sync& sync = core_.sync_of(core_.oldest_);
+    for (TaskIndex t = 0; t < core_.graph_.size(); ++t)
+      sync.instances[t]->event.remove_waiter(core_.device_waker_);
+  }
+
+  EngineCore& core_;
+  Ready ready_;
+  std::coroutine_handle<> handle_;
+  Resumer* resumer_ = nullptr;
+  Clock::time_point deadline_;
+  TimerQueue::Id timer_ = 0;
+  std::atomic<bool> expired_{false};
+  bool watching_ = false;
+};
+
+bool EngineCore::retirable() const noexcept {
+  const Sync& sync = sync_[static_cast<std::size_t>(oldest_) % sync_.size()];
+  return sync.remaining.load(std::memory_order_seq_cst) == 0;
+}
+
+bool EngineCore::retire_ready() const noexcept {
+  if (stop_.stop_requested()) return true;
+  if (!retirable()) return false;
+  // Retiring admits iteration oldest + slots into the slot oldest frees (when there is one).
+  const auto slots = static_cast<std::int64_t>(slots_.size());
+  if (oldest_ + slots >= end_) return true;
+  const Sync& sync = sync_[static_cast<std::size_t>(oldest_) % sync_.size()];
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    const auto generation = sync.generation[t];
+    if (generation != 0 && !sync.instances[t]->event.reached(generation)) return false;
+  }
+  return true;
+}
+
+bool EngineCore::drained() const noexcept {
+  return finished_.load(std::memory_order_seq_cst) == released_.load(std::memory_order_seq_cst);
+}
+
+bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  Scheduler& scheduler = runtime_.scheduler();
+  // Run what is runnable first: usually that is all it takes, and it needs no clock reading.
+  if (scheduler.drive_until(done, Clock::time_point::min())) return true;
+  const auto deadline = scheduler.now() + limit;
+  if (scheduler.virtual_time()) return scheduler.drive_until(done, deadline);
+  while (!done()) {
+    const auto now = scheduler.now();
+    if (now >= deadline) return false;
+    scheduler.drive_until(done, std::min(deadline, now + timeouts_.check_interval));
+    if (sequencer_.check_timeouts(timeouts_.sequencer) > 0) scheduler.notify();
+  }
+  return true;
+}
+
+void EngineCore::time_out_retire(Clock::time_point start) {
+  Scheduler& scheduler = runtime_.scheduler();
+  const bool stuck = scheduler.virtual_time() && scheduler.now() - start < timeouts_.retire;
+  const std::string what =
+      "iteration " + std::to_string(oldest_) +
+      (stuck ? " can never retire (nothing left to run: deadlock); unfinished:"
+             : " did not retire within " + std::to_string(timeouts_.retire.count()) +
+                   " ms; unfinished:");
+  fail("", oldest_, std::make_exception_ptr(PipelineTimeout(what + diagnose())), true);
+}
+
+void EngineCore::abort_run(bool drained) {
+  // Everything released must have finished before state can be reset: cancellable waits were
+  // woken by fail(); bodies run to their end.
+  Failure failure = *failure_;
+  filled_ = false;
+  if (!drained) {
+    broken_ = true;
+    throw PipelineTimeout("pipeline could not drain after a failure; still unfinished:" +
+                          diagnose());
+  }
+  if (failure.timeout) std::rethrow_exception(failure.error);
+  throw TaskError(failure.task, failure.iter, failure.error);
+}
+
+std::int64_t EngineCore::retire_oldest() {
+  const std::int64_t retired_iter = oldest_;
+  retire_(owner_, retired_iter, slot_index(retired_iter));
+  if (policy_ == ReleasePolicy::clock) {
+    ++oldest_;
+    open_period(next_period_++);
+  } else {
+    {
+      std::lock_guard lock(fire_mutex_);  // lanes read oldest_ when they fire successors
+      ++oldest_;
+    }
+    advance();
+  }
+  return retired_iter;
+}
+
+std::optional<std::int64_t> EngineCore::progress() {
+  if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
+  if (at_end()) return std::nullopt;
+  Scheduler& scheduler = runtime_.scheduler();
+  const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
+  const bool retired =
+      wait_for([&] { return retirable() || stop_.stop_requested(); }, timeouts_.retire);
+  if (!retired && !stop_.stop_requested()) time_out_retire(start);
+  if (stop_.stop_requested()) abort_run(wait_for([&] { return drained(); }, timeouts_.retire));
+  return retire_oldest();
+}
+
+Co<std::optional<std::int64_t>> EngineCore::next() {
+  if (!filled_) throw PipelineStateError("next() called before fill_pipeline()");
+  // Virtual time advances only while someone drives the sim scheduler: progress() does.
+  if (runtime_.scheduler().virtual_time()) co_return progress();
+  if (at_end()) co_return std::nullopt;
+  if (!co_await AsyncWait(*this, &EngineCore::retire_ready) && !stop_.stop_requested()) {
+    if (!retirable()) {
+      time_out_retire(Clock::time_point{});
+    } else {
+      const std::int64_t admitted = oldest_ + static_cast<std::int64_t>(slots_.size());
+      fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), true);
+    }
+  }
+  if (stop_.stop_requested()) abort_run(co_await AsyncWait(*this, &EngineCore::drained));
+  co_return retire_oldest();
+}
+
+void EngineCore::drain() {
+  if (!filled_) return;
+  // Retire what is in flight without admitting more.
+  end_ = std::min(end_, next_admit_);
+  while (progress()) {
+  }
+  filled_ = false;
+}
+
+}  // namespace swp::detail

@@ -1,0 +1,102 @@
+#include "swp/async/asio_scheduler.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <thread>
+
+#include "swp/async/lane.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Recorder final : swp::Runnable {
+  std::atomic<int> runs{0};
+  std::thread::id ran_on;
+  void run() noexcept override {
+    ran_on = std::this_thread::get_id();
+    runs.fetch_add(1);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("runnables run as handlers on the caller's io_context threads") {
+  boost::asio::io_context io;
+  swp::AsioScheduler scheduler(io.get_executor());
+  Recorder r;
+  scheduler.post(r);
+  CHECK(r.runs == 0);  // nothing runs until the context does
+  std::thread runner([&] { io.run(); });
+  const auto runner_id = runner.get_id();
+  runner.join();
+  CHECK(r.runs == 1);
+  CHECK(r.ran_on == runner_id);
+}
+
+TEST_CASE("drive_until waits for notify off the context, and runs handlers on it") {
+  boost::asio::io_context io;
+  swp::AsioScheduler scheduler(io.get_executor());
+  SUBCASE("a thread outside the context blocks until notified") {
+    std::atomic<bool> flag{false};
+    std::thread setter([&] {
+      std::this_thread::sleep_for(10ms);
+      flag.store(true);
+      scheduler.notify();
+    });
+    CHECK(scheduler.drive_until([&] { return flag.load(); }, swp::Clock::now() + 10s));
+    setter.join();
+    CHECK_FALSE(scheduler.drive_until([] { return false; }, swp::Clock::now() + 5ms));
+  }
+  SUBCASE("a handler of a one-thread context runs the other handlers while it waits") {
+    Recorder r;
+    bool waited = false;
+    boost::asio::post(io, [&] {
+      scheduler.post(r);  // queued behind this handler on the only thread
+      waited = scheduler.drive_until([&] { return r.runs.load() == 1; }, swp::Clock::now() + 10s);
+    });
+    io.run();
+    CHECK(waited);
+  }
+}
+
+TEST_CASE("a lane on an AsioScheduler stays FIFO and serial with several context threads") {
+  boost::asio::io_context io;
+  swp::AsioScheduler scheduler(io.get_executor());
+  swp::Lane lane(scheduler, "io");
+  struct Job final : swp::Lane::Job {
+    std::vector<int>* order = nullptr;
+    std::atomic<int>* inside = nullptr;
+    std::atomic<bool>* overlap = nullptr;
+    int k = 0;
+    void start(swp::Lane& l) noexcept override {
+      if (inside->fetch_add(1) != 0) overlap->store(true);
+      order->push_back(k);
+      inside->fetch_sub(1);
+      l.finish_job();
+    }
+  };
+  std::vector<int> order;
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlap{false};
+  std::vector<Job> jobs(200);
+  for (int k = 0; k < 200; ++k) {
+    jobs[static_cast<std::size_t>(k)] = Job{};
+    auto& j = jobs[static_cast<std::size_t>(k)];
+    j.order = &order;
+    j.inside = &inside;
+    j.overlap = &overlap;
+    j.k = k;
+    lane.submit(j);
+  }
+  std::thread a([&] { io.run(); });
+  io.run();
+  a.join();
+  CHECK_FALSE(overlap.load());
+  REQUIRE(order.size() == 200);
+  for (int k = 0; k < 200; ++k) CHECK(order[static_cast<std::size_t>(k)] == k);
+}
