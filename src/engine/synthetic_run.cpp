@@ -49,13 +49,16 @@ namespace {
 using Ctx = IterContext<std::int64_t>;
 
 // Iteration completion times: the latest device end of each iteration, and its retirement.
+// A stream has one observer: device work is passed on to the run's observer, if any.
 class Completion final : public DeviceObserver {
  public:
-  explicit Completion(std::int64_t iterations)
+  Completion(std::int64_t iterations, DeviceObserver* next)
       : device_end_(static_cast<std::size_t>(iterations)),
-        retired_(static_cast<std::size_t>(iterations)) {}
+        retired_(static_cast<std::size_t>(iterations)),
+        next_(next) {}
 
-  void device_work(const Stream&, const DeviceWork& w) noexcept override {
+  void device_work(const Stream& s, const DeviceWork& w) noexcept override {
+    if (next_ != nullptr) next_->device_work(s, w);
     const auto iter = static_cast<std::size_t>(w.tag >> 16);
     std::lock_guard lock(mutex_);
     if (iter < device_end_.size()) device_end_[iter] = std::max(device_end_[iter], w.end);
@@ -73,6 +76,7 @@ class Completion final : public DeviceObserver {
  private:
   mutable std::mutex mutex_;
   std::vector<Clock::time_point> device_end_, retired_;
+  DeviceObserver* next_;
 };
 
 }  // namespace
@@ -85,7 +89,7 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
                         : (options.max_depth > 0 ? options.max_depth : graph.depth());
 
   Runtime runtime(options.runtime);
-  Completion completion(options.iters);
+  Completion completion(options.iters, options.observer);
   std::set<std::string> streams;
   for (TaskIndex t = 0; t < graph.size(); ++t) streams.insert(graph.stream(t));
   for (const auto& s : streams) runtime.stream(s).set_observer(&completion);
@@ -102,9 +106,19 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
     return next++;
   };
   pipe->on_retire([&](const Ctx& ctx) { completion.retired(ctx.iter_idx, runtime.now()); });
+  if (options.observer != nullptr) {
+    options.observer->run_starting(runtime, graph);
+    pipe->set_observer(options.observer);
+  }
   SyntheticRunResult result;
-  result.stats = pipe->run(source);
+  try {
+    result.stats = pipe->run(source);
+  } catch (...) {
+    if (options.observer != nullptr) options.observer->run_finished();
+    throw;
+  }
   for (const auto& s : streams) runtime.stream(s).set_observer(nullptr);
+  if (options.observer != nullptr) options.observer->run_finished();
 
   // Steady state: skip the fill (the first `slots` iterations) and the drain (the last ones).
   const std::int64_t n = options.iters;

@@ -6,6 +6,7 @@
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/engine/pipeline.hpp"
+#include "swp/engine/run_observer.hpp"
 #include "swp/engine/runtime.hpp"
 
 namespace swp {
@@ -21,6 +22,8 @@ struct SyntheticRunOptions {
   int max_depth = 0;  ///< data-flow slots; 0: the plan's depth
   int iters = 200;
   RuntimeOptions runtime = {};
+  /// Watches the run (e.g. a swp::TraceRecorder); nullptr: nothing is observed, at no cost.
+  RunObserver* observer = nullptr;
 };
 
 /// What a synthetic run measured.

@@ -51,6 +51,13 @@ class TaskScope {
   static constexpr std::uint64_t work_tag(TaskIndex task, std::int64_t iter) noexcept {
     return (static_cast<std::uint64_t>(iter) << 16) | static_cast<std::uint64_t>(task);
   }
+  /// The task and the iteration a work tag names (inverse of work_tag).
+  static constexpr TaskIndex tag_task(std::uint64_t tag) noexcept {
+    return static_cast<TaskIndex>(tag & 0xffff);
+  }
+  static constexpr std::int64_t tag_iter(std::uint64_t tag) noexcept {
+    return static_cast<std::int64_t>(tag >> 16);
+  }
 
  private:
   detail::EngineCore& core_;
