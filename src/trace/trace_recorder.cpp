@@ -1,0 +1,167 @@
+#include "swp/trace/trace_recorder.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "swp/engine/task_scope.hpp"
+
+namespace swp {
+
+namespace {
+
+// The track of `name` of kind `kind`, appended when the trace has none yet.
+std::size_t track_of(Trace& trace, TraceTrack::Kind kind, const std::string& name) {
+  for (std::size_t k = 0; k < trace.tracks.size(); ++k)
+    if (trace.tracks[k].kind == kind && trace.tracks[k].name == name) return k;
+  trace.tracks.push_back(TraceTrack{kind, name});
+  return trace.tracks.size() - 1;
+}
+
+}  // namespace
+
+void TraceRecorder::run_starting(Runtime& runtime, const PlanGraph& graph) {
+  std::lock_guard lock(mutex_);
+  base_ = Trace{};
+  base_.backend = std::string(backend_name(runtime.backend()));
+  base_.origin = runtime.now();
+  events_.clear();
+  stream_of_track_.clear();
+  lane_track_.assign(graph.size(), 0);
+  for (TaskIndex t = 0; t < graph.size(); ++t) {
+    base_.tasks.push_back(graph.name(t));
+    const std::size_t track = track_of(base_, TraceTrack::Kind::stream, graph.stream(t));
+    if (track == stream_of_track_.size()) stream_of_track_.push_back(&runtime.stream(graph.stream(t)));
+  }
+  for (TaskIndex t = 0; t < graph.size(); ++t) {
+    lane_track_[t] = track_of(base_, TraceTrack::Kind::lane, graph.lane(t));
+    stream_of_track_.resize(base_.tracks.size(), nullptr);
+  }
+  clock_ = &runtime.scheduler();
+}
+
+void TraceRecorder::run_finished() noexcept {
+  std::lock_guard lock(mutex_);
+  clock_ = nullptr;  // the runtime may go now; the recorded events stay
+}
+
+std::size_t TraceRecorder::event_count() const {
+  std::lock_guard lock(mutex_);
+  return events_.size();
+}
+
+void TraceRecorder::lane_event(Event event) noexcept {
+  if (clock_ == nullptr || event.task >= lane_track_.size()) return;
+  event.track = lane_track_[event.task];
+  // The clock is read under the lock: events of one lane are appended in time order.
+  event.at = clock_->now();
+  try {
+    events_.push_back(event);
+  } catch (...) {
+    // Out of memory while tracing: the trace loses an event, the run goes on.
+  }
+}
+
+void TraceRecorder::task_released(TaskIndex, std::int64_t, const Lane&) noexcept {
+  // Queueing on a lane takes no lane time: a task slice starts when the instance runs.
+}
+
+void TraceRecorder::task_waiting(TaskIndex task, std::int64_t iter, const Lane&,
+                                 const TaskWait& wait) noexcept {
+  std::lock_guard lock(mutex_);
+  lane_event(Event{.kind = Event::Kind::wait, .task = task, .iter = iter, .wait = wait});
+}
+
+void TraceRecorder::task_started(TaskIndex task, std::int64_t iter, const Lane&) noexcept {
+  std::lock_guard lock(mutex_);
+  lane_event(Event{.kind = Event::Kind::start, .task = task, .iter = iter});
+}
+
+void TraceRecorder::task_finished(TaskIndex task, std::int64_t iter, const Lane&,
+                                  bool ok) noexcept {
+  std::lock_guard lock(mutex_);
+  lane_event(Event{.kind = Event::Kind::finish, .ok = ok, .task = task, .iter = iter});
+}
+
+std::size_t TraceRecorder::stream_track(const Stream& stream) {
+  for (std::size_t k = 0; k < stream_of_track_.size(); ++k)
+    if (stream_of_track_[k] == &stream) return k;
+  const std::size_t track = track_of(base_, TraceTrack::Kind::stream, stream.name());
+  stream_of_track_.resize(base_.tracks.size(), nullptr);
+  stream_of_track_[track] = &stream;
+  return track;
+}
+
+void TraceRecorder::device_work(const Stream& stream, const DeviceWork& work) noexcept {
+  std::lock_guard lock(mutex_);
+  if (clock_ == nullptr) return;
+  try {
+    events_.push_back(Event{.kind = Event::Kind::device,
+                            .track = stream_track(stream),
+                            .task = TaskScope::tag_task(work.tag),
+                            .iter = TaskScope::tag_iter(work.tag),
+                            .at = work.start,
+                            .end = work.end});
+  } catch (...) {
+    // As in lane_event: a lost event, not a failed run.
+  }
+}
+
+Trace TraceRecorder::trace() const {
+  std::vector<Event> events;
+  Trace trace;
+  {
+    std::lock_guard lock(mutex_);
+    events = events_;
+    trace = base_;
+  }
+  // An instance's lane events, in the order they happened (appended under one lock).
+  std::map<std::pair<TaskIndex, std::int64_t>, std::vector<const Event*>> instances;
+  for (const Event& e : events) {
+    if (e.kind == Event::Kind::device) {
+      trace.slices.push_back(TraceSlice{.kind = TraceSlice::Kind::device,
+                                        .track = e.track,
+                                        .task = e.task,
+                                        .iter = e.iter,
+                                        .start = e.at - trace.origin,
+                                        .end = e.end - trace.origin});
+    } else {
+      instances[{e.task, e.iter}].push_back(&e);
+    }
+  }
+  for (const auto& [key, lane_events] : instances) {
+    const Event* first = lane_events.front();
+    const Event* last = lane_events.back();
+    // An instance cancelled before it waited or started never used its lane: no slice.
+    if (first->kind == Event::Kind::finish) continue;
+    const bool finished = last->kind == Event::Kind::finish;
+    TraceSlice task{.kind = TraceSlice::Kind::task,
+                    .track = first->track,
+                    .task = key.first,
+                    .iter = key.second,
+                    .start = first->at - trace.origin,
+                    .end = last->at - trace.origin,
+                    .ok = finished && last->ok};
+    trace.slices.push_back(task);
+    // A wait lasts until the instance's next event; one that took no time was no stall.
+    for (std::size_t k = 0; k + 1 < lane_events.size(); ++k) {
+      const Event& w = *lane_events[k];
+      if (w.kind != Event::Kind::wait || lane_events[k + 1]->at == w.at) continue;
+      trace.slices.push_back(TraceSlice{.kind = TraceSlice::Kind::wait,
+                                        .track = w.track,
+                                        .task = w.task,
+                                        .iter = w.iter,
+                                        .start = w.at - trace.origin,
+                                        .end = lane_events[k + 1]->at - trace.origin,
+                                        .waited_for = w.wait});
+    }
+  }
+  std::ranges::stable_sort(trace.slices, [](const TraceSlice& a, const TraceSlice& b) {
+    if (a.track != b.track) return a.track < b.track;
+    if (a.start != b.start) return a.start < b.start;
+    return a.kind == TraceSlice::Kind::task && b.kind == TraceSlice::Kind::wait;
+  });
+  return trace;
+}
+
+}  // namespace swp
