@@ -4,8 +4,10 @@
 
 #include "commands.hpp"
 #include "plan_input.hpp"
+#include "trace_output.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/synthetic_run.hpp"
+#include "swp/trace/trace_recorder.hpp"
 
 namespace swp::cli {
 
@@ -18,6 +20,8 @@ struct RunFlags {
   int max_depth = 0;
   int iters = 200;
   unsigned workers = ThreadPoolScheduler::default_workers();
+  std::string trace_path;  // --trace: Chrome-trace JSON
+  std::string svg_path;    // --svg: SVG timeline
 };
 
 void metric(const char* name, double value, const char* unit) {
@@ -36,12 +40,22 @@ int run(const RunFlags& flags, bool max_depth_given) {
   }
   auto plan = load_checked(flags.path, Strictness::valid);
   if (!plan) return Exit::invalid_plan;
+  TraceOutputs outputs;
+  if (!outputs.open(flags.trace_path, flags.svg_path)) return Exit::bad_usage;
+  TraceRecorder recorder;
+  // What the run did is written even when it failed: that is when a timeline helps most.
+  auto write_trace = [&] {
+    const std::string title = flags.path + ": " + flags.engine + " engine, " + flags.backend +
+                              " backend, " + std::to_string(flags.iters) + " iterations";
+    return !outputs.wanted() || outputs.write(recorder.trace(), title);
+  };
   SyntheticRunOptions options;
   options.engine = engine;
   options.max_depth = flags.max_depth;
   options.iters = flags.iters;
   options.runtime.backend = backend;
   options.runtime.workers = flags.workers;
+  if (outputs.wanted()) options.observer = &recorder;
   try {
     const auto result = run_synthetic(plan->plan, options);
     metric("us_per_iter", result.us_per_iter, "us");
@@ -50,12 +64,13 @@ int run(const RunFlags& flags, bool max_depth_given) {
     metric("iterations", static_cast<double>(result.stats.iterations), "count");
     metric("elapsed_us", std::chrono::duration<double, std::micro>(result.stats.elapsed).count(),
            "us");
-    return Exit::ok;
+    return write_trace() ? Exit::ok : Exit::bad_usage;
   } catch (const TaskError& e) {
     std::cerr << "error: " << e.what() << '\n';
   } catch (const PipelineTimeout& e) {
     std::cerr << "error: " << e.what() << '\n';
   }
+  write_trace();
   return Exit::invalid_plan;
 }
 
@@ -81,6 +96,9 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
       ->check(CLI::Range(0, 256))
       ->capture_default_str();
+  cmd->add_option("--trace", flags->trace_path,
+                  "write the run's timeline as Chrome-trace JSON (ui.perfetto.dev) to this file");
+  cmd->add_option("--svg", flags->svg_path, "write the run's timeline as an SVG picture to this file");
   cmd->callback([&action, flags, depth] {
     action = [flags, depth] { return run(*flags, depth->count() > 0); };
   });
