@@ -32,7 +32,7 @@ PeriodLocalGraph period_local_graph(const PlanGraph& graph) {
   auto add_edge = [&](TaskIndex dep, TaskIndex task) {
     local.successors[dep].push_back(task);
     ++local.in_degree[task];
-    if (graph.stream(dep) != graph.stream(task)) ++local.stall_cost[task];
+    if (graph.stream_label(dep) != graph.stream_label(task)) ++local.stall_cost[task];
   };
   for (TaskIndex t = 0; t < n; ++t) {
     for (TaskIndex d : graph.intra_deps(t))

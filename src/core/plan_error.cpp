@@ -15,13 +15,14 @@ std::string_view rule_name(PlanRule rule) {
     case PlanRule::corollary_1: return "corollary 1";
     case PlanRule::corollary_3: return "corollary 3";
     case PlanRule::depth_mismatch: return "depth mismatch";
+    case PlanRule::stream_alias: return "stream alias";
   }
   return "unknown rule";
 }
 
 bool is_structural(PlanRule rule) {
   return rule != PlanRule::corollary_1 && rule != PlanRule::corollary_3 &&
-         rule != PlanRule::depth_mismatch;
+         rule != PlanRule::depth_mismatch && rule != PlanRule::stream_alias;
 }
 
 namespace {

@@ -37,6 +37,37 @@ struct Resolver {
   }
 };
 
+// Stream aliases resolve in one step, so each must map a name some task uses to a real
+// stream: not empty, not "default" (tasks without a stream and the engines' serial mode use
+// it by name), not itself, not another alias (chains and cycles are refused, not followed).
+void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& violations) {
+  for (const auto& [alias, target] : plan.stream_aliases) {
+    std::vector<std::string> users;
+    for (const auto& t : plan.tasks)
+      if (t.schedule.stream == alias) users.push_back(t.task.name);
+    const auto arrow = quoted(alias) + " -> " + quoted(target);
+    auto report = [&](const std::string& why) {
+      violations.push_back({PlanRule::stream_alias, users, "stream alias: " + arrow + ": " + why});
+    };
+    if (alias.empty()) {
+      report("the alias name is empty");
+    } else if (target.empty()) {
+      report("the target is empty; an alias must name the stream it stands for");
+    } else if (alias == "default") {
+      report("the default stream cannot be aliased; alias the other stream to 'default' instead");
+    } else if (alias == target) {
+      report("the alias names itself; remove it, or name the stream it stands for");
+    } else if (const auto next = plan.stream_aliases.find(target);
+               next != plan.stream_aliases.end()) {
+      report(detail::concat(quoted(target), " is itself an alias (of ", quoted(next->second),
+                            "); aliases resolve in one step, so a target must be a real stream"));
+    } else if (users.empty()) {
+      report(detail::concat("no task uses stream ", quoted(alias),
+                            " (a misspelt alias would leave a task on a stream of its own)"));
+    }
+  }
+}
+
 std::string describe_cycle(const PlanGraph& g, const std::vector<TaskIndex>& cycle) {
   std::string text;
   for (TaskIndex t : cycle) text += g.name(t) + " -> ";
@@ -56,6 +87,8 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   const std::size_t n = g.tasks_.size();
   g.intra_.resize(n);
   g.inter_.resize(n);
+  g.streams_.reserve(n);
+  for (const auto& t : plan.tasks) g.streams_.push_back(plan.device_stream(t.schedule.stream));
 
   if (n == 0) violations.push_back({PlanRule::no_tasks, {}, "no tasks: the plan declares no task"});
 
@@ -125,6 +158,7 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
         {PlanRule::depth_mismatch, deepest,
          detail::concat("depth mismatch: pipeline_depth is ", *plan.pipeline_depth, " but max(stage) + 1 is ", g.depth_, " (deepest stage ", max_stage, ": ", listed, ")")});
   }
+  check_stream_aliases(plan, violations);
   return g;
 }
 

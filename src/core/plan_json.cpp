@@ -7,6 +7,7 @@
 #include <iostream>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -163,6 +164,19 @@ std::vector<Dependency> read_deps(const Reader& r, const json::object& root, con
   return deps;
 }
 
+// `"stream_aliases": {"alias": "target", ...}`; what the aliases mean is checked by validation.
+std::map<std::string, std::string> read_stream_aliases(const Reader& r, const json::object& root) {
+  std::map<std::string, std::string> aliases;
+  const auto* v = root.if_contains("stream_aliases");
+  if (v == nullptr) return aliases;
+  for (const auto& [alias, target] : r.object(*v, "stream_aliases")) {
+    const std::string field = "stream_aliases." + std::string(alias);
+    if (alias.empty()) r.fail("stream_aliases", "an alias name is empty");
+    aliases.emplace(std::string(alias), r.non_empty_string(target, field));
+  }
+  return aliases;
+}
+
 std::pair<int, int> line_and_column(std::string_view text, std::size_t offset) {
   int line = 1, column = 1;
   for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
@@ -211,7 +225,8 @@ ParsedPlan parse_plan(std::string_view text, const std::string& source) {
   ParsedPlan parsed;
   const Reader r(source, parsed.warnings);
   const auto& root = r.object(root_value, "plan");
-  r.warn_unknown(root, "", {"tasks", "intra_iter_deps", "inter_iter_deps", "pipeline_depth"});
+  r.warn_unknown(root, "",
+                 {"tasks", "intra_iter_deps", "inter_iter_deps", "pipeline_depth", "stream_aliases"});
   const auto* tasks = root.if_contains("tasks");
   if (tasks == nullptr) r.fail("plan", "missing required key \"tasks\"");
   const auto& list = r.array(*tasks, "tasks");
@@ -223,6 +238,7 @@ ParsedPlan parse_plan(std::string_view text, const std::string& source) {
     parsed.plan.pipeline_depth = r.int32(*d, "pipeline_depth");
     if (*parsed.plan.pipeline_depth < 1) r.fail("pipeline_depth", "expected an integer >= 1");
   }
+  parsed.plan.stream_aliases = read_stream_aliases(r, root);
   return parsed;
 }
 
@@ -267,6 +283,13 @@ std::string plan_to_json(const PipelinePlan& plan) {
   deps("intra_iter_deps", plan.intra_iter_deps);
   deps("inter_iter_deps", plan.inter_iter_deps);
   if (plan.pipeline_depth) out += ",\n  \"pipeline_depth\": " + std::to_string(*plan.pipeline_depth);
+  if (!plan.stream_aliases.empty()) {
+    out += ",\n  \"stream_aliases\": {";
+    for (auto it = plan.stream_aliases.begin(); it != plan.stream_aliases.end(); ++it)
+      out += (it == plan.stream_aliases.begin() ? "" : ", ") + quote(it->first) + ": " +
+             quote(it->second);
+    out += "}";
+  }
   out += "\n}\n";
   return out;
 }

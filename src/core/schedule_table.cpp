@@ -46,7 +46,7 @@ std::string format_schedule(const PlanGraph& graph, int periods,
   for (std::size_t r = 0; r < rows.size(); ++r) {
     w_task = std::max(w_task, labels[r].size());
     w_lane = std::max(w_lane, graph.lane(rows[r]).size());
-    w_stream = std::max(w_stream, graph.stream(rows[r]).size());
+    w_stream = std::max(w_stream, graph.stream_label(rows[r]).size());
   }
   const std::size_t w_cell = std::max<std::size_t>(5, std::to_string(periods - 1).size() + 2);
 
@@ -71,7 +71,7 @@ std::string format_schedule(const PlanGraph& graph, int periods,
     const TaskIndex t = rows[r];
     const bool skipped = shortcut.contains(graph.name(t));
     std::string line = "  " + right(std::to_string(r), w_index) + "  " + left(labels[r], w_task) +
-                       "  " + left(graph.lane(t), w_lane) + "  " + left(graph.stream(t), w_stream) +
+                       "  " + left(graph.lane(t), w_lane) + "  " + left(graph.stream_label(t), w_stream) +
                        "  |";
     for (int p = 0; p < periods; ++p) {
       const int iter = p - graph.stage(t);

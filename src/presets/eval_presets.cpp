@@ -37,7 +37,7 @@ Preset eval_fused_sparse_dist(const PresetOptions& options) {
   add(plan, "H2D", 0, "memcpy");
   add(plan, "InputDistStart", 1, "data_dist", true);
   add(plan, "InputDistWait", 1, "data_dist");
-  add(plan, "EmbLookup", 2, emb_lookup_stream(options.emb_lookup_stream));
+  add_emb_lookup(plan, options.emb_lookup_stream);
   add(plan, "WaitBatch", 2);
   add(plan, "Forward", 2);
   plan.intra_iter_deps = {{"InputDistStart", "H2D"},

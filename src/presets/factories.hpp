@@ -28,8 +28,10 @@ inline Preset single_phase(std::string name, PipelinePlan plan) {
   return preset;
 }
 
-/// The stream FusedSparseDist's EmbLookup runs on for `choice`.
-std::string emb_lookup_stream(EmbLookupStream choice);
+/// Adds the fused pipelines' EmbLookup at stage 2 on the stream named `emb_lookup` (what the
+/// seed's table shows) and aliases that name as `choice` says: data_dist -> "data_dist",
+/// current -> "default", new -> no alias (a stream of its own). Returns the task's name.
+std::string add_emb_lookup(PipelinePlan& plan, EmbLookupStream choice);
 
 Preset base(const PresetOptions& options);
 Preset pt2(const PresetOptions& options);

@@ -10,15 +10,16 @@ namespace swp::presets {
 
 namespace {
 
-// Each choice with its TorchRec name and the stream EmbLookup then runs on.
+// Each choice with its TorchRec name and the stream the `emb_lookup` stream name is an alias
+// of (empty: none, `emb_lookup` is a stream of its own).
 struct EmbChoice {
   EmbLookupStream choice;
   std::string_view name;
-  std::string_view stream;
+  std::string_view alias_of;
 };
 constexpr std::array<EmbChoice, 3> emb_choices{{
     {EmbLookupStream::data_dist, "data_dist", "data_dist"},
-    {EmbLookupStream::new_stream, "new", "emb_lookup"},
+    {EmbLookupStream::new_stream, "new", ""},
     {EmbLookupStream::current, "current", "default"},
 }};
 
@@ -39,8 +40,11 @@ EmbLookupStream parse_emb_lookup_stream(std::string_view name) {
                               "' is not one of data_dist, new, current");
 }
 
-std::string detail::emb_lookup_stream(EmbLookupStream choice) {
-  return std::string(find(choice).stream);
+std::string detail::add_emb_lookup(PipelinePlan& plan, EmbLookupStream choice) {
+  const std::string stream = "emb_lookup";
+  if (const auto target = find(choice).alias_of; !target.empty())
+    plan.stream_aliases[stream] = std::string(target);
+  return add(plan, "EmbLookup", 2, stream);
 }
 
 }  // namespace swp::presets

@@ -123,13 +123,13 @@ Preset fused_sparse_dist(const PresetOptions& options) {
   add(plan, "H2D", 0, "memcpy");
   add(plan, "InputDistStart", 1, "data_dist", true);
   add(plan, "InputDistWait", 1, "data_dist");
-  add(plan, "EmbLookup", 2, emb_lookup_stream(options.emb_lookup_stream));
+  add_emb_lookup(plan, options.emb_lookup_stream);
   add_training_tail(plan, 2);
   plan.intra_iter_deps = {
       {"InputDistStart", "H2D"},
       {"InputDistWait", "InputDistStart"},
       {"EmbLookup", "InputDistWait"},  // cross-stage: data_dist → emb_lookup
-      {"Forward", "EmbLookup"},        // cross-stream: emb_lookup → default
+      {"Forward", "EmbLookup"},        // emb_lookup → default (one stream under `current`)
       {"WaitBatch", "ZeroGrad"},
       {"Forward", "WaitBatch"},
       {"Backward", "Forward"},

@@ -337,6 +337,31 @@ TEST_CASE("on the sim backend both engines reach the 3-stage bound") {
   }
 }
 
+TEST_CASE("stream aliases: swp run shares the target stream, swp validate names a bad alias") {
+  // Two independent 100 us device tasks: side by side on two streams, one after the other when
+  // "b" is an alias of "a" (the bound is then the one stream's 200 us).
+  auto plan = [](const std::string& aliases) {
+    return R"({"tasks": [{"name": "A", "stream": "a", "cpu_us": 1, "device_us": 100},
+                         {"name": "B", "stream": "b", "cpu_us": 1, "device_us": 100}])" +
+           aliases + "}";
+  };
+  const TempFile separate(plan(""));
+  const TempFile shared(plan(R"(, "stream_aliases": {"b": "a"})"));
+  const auto two = run_swp("run " + quoted(separate.str()) + " --backend sim --iters 100");
+  const auto one = run_swp("run " + quoted(shared.str()) + " --backend sim --iters 100");
+  REQUIRE(two.status == 0);
+  REQUIRE(one.status == 0);
+  CHECK(metric_value(two.out, "bound_us_per_iter") == doctest::Approx(100));
+  CHECK(metric_value(one.out, "bound_us_per_iter") == doctest::Approx(200));
+  CHECK(metric_value(one.out, "us_per_iter") >= 200);
+  CHECK(metric_value(two.out, "us_per_iter") < 150);
+
+  const TempFile chain(plan(R"(, "stream_aliases": {"b": "a", "a": "c"})"));
+  const auto r = run_swp("validate " + quoted(chain.str()));
+  CHECK(r.status == 1);
+  CHECK(contains(r.err, "error: stream alias: 'b' -> 'a': 'a' is itself an alias (of 'c')"));
+}
+
 TEST_CASE("with a jittering loader on sim, data-flow at depth 6 absorbs it and beats clock") {
   const auto plan = quoted(data_plan("three_stage_jitter.json"));
   const auto flow = run_swp("run " + plan + " --engine dataflow --max-depth 6 --backend sim --iters 300");

@@ -42,9 +42,8 @@ TEST_CASE("swp preset --list names the 11 presets with a description each") {
 TEST_CASE("swp preset NAME | swp schedule - reproduces seed 000's tables") {
   for (const auto& name : swp::test::seed_plan_names()) {
     CAPTURE(name);
-    const std::string flags = name == "fused_sparse_dist" ? " --emb-lookup-stream new" : "";
     const int periods = name == "semi_sync" ? 6 : 5;
-    const auto r = piped("preset " + name + flags, "schedule - --periods " + std::to_string(periods));
+    const auto r = piped("preset " + name, "schedule - --periods " + std::to_string(periods));
     CHECK(r.status == 0);
     CHECK(r.out == swp::test::read_text(swp::test::seed_table_path(name)));
   }
@@ -65,9 +64,16 @@ TEST_CASE("every preset's JSON passes swp validate and runs with recsys costs") 
 }
 
 TEST_CASE("swp preset options change the plan") {
-  CHECK(contains(run_swp("preset fused_sparse_dist").out, R"("name": "EmbLookup", "stage": 2, "stream": "data_dist")"));
-  CHECK(contains(run_swp("preset fused_sparse_dist --emb-lookup-stream current").out,
-                 R"("name": "EmbLookup", "stage": 2, "stream": "default")"));
+  const std::string emb = R"("name": "EmbLookup", "stage": 2, "stream": "emb_lookup")";
+  const auto fused = run_swp("preset fused_sparse_dist");
+  CHECK(contains(fused.out, emb));
+  CHECK(contains(fused.out, R"("stream_aliases": {"emb_lookup": "data_dist"})"));
+  const auto current = run_swp("preset fused_sparse_dist --emb-lookup-stream current");
+  CHECK(contains(current.out, emb));
+  CHECK(contains(current.out, R"("stream_aliases": {"emb_lookup": "default"})"));
+  const auto fresh = run_swp("preset fused_sparse_dist --emb-lookup-stream new");
+  CHECK(contains(fresh.out, emb));
+  CHECK_FALSE(contains(fresh.out, "stream_aliases"));
   CHECK(contains(run_swp("preset eval_sparse_dist --loader-lane io").out, R"("thread_group": "io")"));
   const auto staged = run_swp("preset staged --stages copy:memcpy,post");
   CHECK(contains(staged.out, R"("name": "copy", "stage": 0, "stream": "memcpy")"));

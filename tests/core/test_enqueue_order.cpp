@@ -291,6 +291,15 @@ TEST_CASE("a cross-stream in-edge makes a ready task wait behind same-stream one
         Names{"A", "C", "Zed"});
 }
 
+TEST_CASE("stall cost compares the plan's stream names, so an alias leaves the order alone") {
+  // As the seed's _stream_map: C stays behind Zed even when its stream y is an alias of x.
+  auto plan = make_plan({{"A", 0, "x"}, {"C", 0, "y"}, {"Zed", 0, "x"}}, {{"C", "A"}, {"Zed", "A"}});
+  plan.stream_aliases = {{"y", "x"}};
+  const auto graph = swp::validate(plan);
+  CHECK(swp::period_local_graph(graph).stall_cost == std::vector<int>{0, 1, 0});
+  CHECK(names_of(graph, swp::enqueue_order(graph)) == Names{"A", "Zed", "C"});
+}
+
 TEST_CASE("duplicated dependency pairs count twice in the period-local graph") {
   const auto graph = swp::validate(
       make_plan({{"A", 0, "x"}, {"B", 0, "y"}, {"C", 1, "x"}}, {{"B", "A"}, {"B", "A"}},

@@ -21,6 +21,16 @@ TEST_CASE("a new plan is empty with an inferred depth") {
   CHECK(plan.intra_iter_deps.empty());
   CHECK(plan.inter_iter_deps.empty());
   CHECK_FALSE(plan.pipeline_depth.has_value());
+  CHECK(plan.stream_aliases.empty());
+}
+
+TEST_CASE("a stream alias names the stream work on it runs on, in one step") {
+  swp::PipelinePlan plan;
+  plan.stream_aliases = {{"emb_lookup", "data_dist"}, {"data_dist", "default"}};
+  CHECK(plan.device_stream("emb_lookup") == "data_dist");  // one step, not followed further
+  CHECK(plan.device_stream("data_dist") == "default");
+  CHECK(plan.device_stream("memcpy") == "memcpy");
+  CHECK(plan.device_stream("default") == "default");
 }
 
 TEST_CASE("adding tasks returns handles with their position and name") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -265,6 +266,80 @@ TEST_CASE("rule depth_mismatch: a declared depth must be max(stage) + 1") {
   SUBCASE("exact") {
     plan.pipeline_depth = 3;
     CHECK(swp::validate(plan).depth() == 3);
+  }
+}
+
+TEST_CASE("stream aliases resolve each task's stream; the plan's name stays its label") {
+  auto plan = make_plan({{"Dist", 1, "data_dist"}, {"Emb", 2, "emb_lookup"}, {"Fwd", 2},
+                         {"Copy", 0, "memcpy"}});
+  plan.stream_aliases = {{"emb_lookup", "data_dist"}, {"memcpy", "fresh"}};
+  const auto graph = swp::validate(plan);
+  CHECK(graph.stream(1) == "data_dist");  // shares Dist's stream
+  CHECK(graph.stream_label(1) == "emb_lookup");
+  CHECK(graph.schedule(1).stream == "emb_lookup");
+  CHECK(graph.stream(0) == "data_dist");
+  CHECK(graph.stream_label(0) == "data_dist");
+  CHECK(graph.stream(2) == "default");
+  CHECK(graph.stream(3) == "fresh");  // a target no task names is a stream all the same
+  CHECK(graph.stream_label(3) == "memcpy");
+
+  SUBCASE("aliasing a stream to default puts the task on the default stream") {
+    plan.stream_aliases = {{"emb_lookup", "default"}};
+    CHECK(swp::validate(plan).stream(1) == "default");
+  }
+  SUBCASE("without aliases stream and label agree") {
+    plan.stream_aliases.clear();
+    const auto plain = swp::validate(plan);
+    for (swp::TaskIndex t = 0; t < plain.size(); ++t) CHECK(plain.stream(t) == plain.stream_label(t));
+  }
+}
+
+TEST_CASE("rule stream_alias: an alias maps a used name to a real stream, in one step") {
+  auto plan = make_plan({{"Dist", 0, "data_dist"}, {"Emb", 0, "emb_lookup"}, {"Emb2", 0, "emb_lookup"}});
+  struct Case {
+    const char* what;
+    std::map<std::string, std::string> aliases;
+    std::vector<std::string> tasks;
+    std::string message;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"an alias of an alias", {{"emb_lookup", "data_dist"}, {"data_dist", "nccl"}},
+            {"Emb", "Emb2"},
+            "stream alias: 'emb_lookup' -> 'data_dist': 'data_dist' is itself an alias (of "
+            "'nccl'); aliases resolve in one step, so a target must be a real stream"},
+           {"an alias of itself", {{"emb_lookup", "emb_lookup"}}, {"Emb", "Emb2"},
+            "stream alias: 'emb_lookup' -> 'emb_lookup': the alias names itself"},
+           {"the default stream aliased away", {{"default", "data_dist"}}, {},
+            "stream alias: 'default' -> 'data_dist': the default stream cannot be aliased"},
+           {"an alias no task uses", {{"emb_lokup", "data_dist"}}, {},
+            "stream alias: 'emb_lokup' -> 'data_dist': no task uses stream 'emb_lokup'"},
+           {"an empty target", {{"emb_lookup", ""}}, {"Emb", "Emb2"},
+            "stream alias: 'emb_lookup' -> '': the target is empty"},
+           {"an empty alias name", {{"", "data_dist"}}, {},
+            "stream alias: '' -> 'data_dist': the alias name is empty"},
+       }) {
+    CAPTURE(c.what);
+    plan.stream_aliases = c.aliases;
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::stream_alias);
+    CHECK(v.tasks == c.tasks);
+    CHECK(contains(v.message, c.message));
+  }
+
+  SUBCASE("a cycle of two aliases is reported for both") {
+    plan.tasks[0].schedule.stream = "a";
+    plan.tasks[1].schedule.stream = "b";
+    plan.stream_aliases = {{"a", "b"}, {"b", "a"}};
+    const auto error = rejection(plan);
+    REQUIRE(error.violations().size() == 2);
+    CHECK(contains(error.what(), "'a' -> 'b': 'b' is itself an alias (of 'a')"));
+    CHECK(contains(error.what(), "'b' -> 'a': 'a' is itself an alias (of 'b')"));
+  }
+  SUBCASE("the violation is not structural: the plan can still be described") {
+    plan.stream_aliases = {{"emb_lokup", "data_dist"}};
+    const auto inspection = swp::inspect(plan);
+    CHECK_FALSE(inspection.valid());
+    CHECK_FALSE(inspection.structurally_broken());
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ void check_same_plan(const swp::PipelinePlan& got, const swp::PipelinePlan& want
   CHECK(names(got.intra_iter_deps) == names(want.intra_iter_deps));
   CHECK(names(got.inter_iter_deps) == names(want.inter_iter_deps));
   CHECK(got.pipeline_depth == want.pipeline_depth);
+  CHECK(got.stream_aliases == want.stream_aliases);
 }
 
 // Parses `json`, which must be rejected; returns the error.
@@ -62,6 +64,7 @@ TEST_CASE("a minimal plan needs only task names; everything else has its default
   CHECK(parsed.plan.intra_iter_deps.empty());
   CHECK(parsed.plan.inter_iter_deps.empty());
   CHECK_FALSE(parsed.plan.pipeline_depth);
+  CHECK(parsed.plan.stream_aliases.empty());
 }
 
 TEST_CASE("every field of the schema is read") {
@@ -73,7 +76,8 @@ TEST_CASE("every field of the schema is read") {
     ],
     "intra_iter_deps": [["H2D", "H2D"]],
     "inter_iter_deps": [["H2D", "Other"]],
-    "pipeline_depth": 1
+    "pipeline_depth": 1,
+    "stream_aliases": {"emb_lookup": "memcpy", "spare": "default"}
   })");
   const auto& t = parsed.plan.tasks.at(0);
   CHECK(t.schedule == swp::TaskSchedule{.stage = 0, .stream = "memcpy", .thread_group = "io",
@@ -83,6 +87,9 @@ TEST_CASE("every field of the schema is read") {
   CHECK(parsed.plan.intra_iter_deps == std::vector<swp::Dependency>{{"H2D", "H2D"}});
   CHECK(parsed.plan.inter_iter_deps == std::vector<swp::Dependency>{{"H2D", "Other"}});
   CHECK(parsed.plan.pipeline_depth == 1);
+  CHECK(parsed.plan.stream_aliases ==
+        std::map<std::string, std::string>{{"emb_lookup", "memcpy"}, {"spare", "default"}});
+  CHECK(parsed.warnings.empty());
 }
 
 TEST_CASE("plan_to_json round-trips a plan field by field") {
@@ -102,6 +109,11 @@ TEST_CASE("plan_to_json round-trips a plan field by field") {
   SUBCASE("a declared depth and no dependencies") {
     plan.add({"only"}, {.stage = 3});
     plan.pipeline_depth = 4;
+  }
+  SUBCASE("stream aliases, awkward names included") {
+    plan = swp::test::sparse_dist_plan();
+    plan.tasks[0].schedule.stream = "emb \"lookup\"";
+    plan.stream_aliases = {{"emb \"lookup\"", "data_dist"}, {"x", "默认"}};
   }
   const auto json = swp::plan_to_json(plan);
   CAPTURE(json);
@@ -129,6 +141,19 @@ TEST_CASE("plan_to_json writes one task per line and leaves zero costs out") {
         "  ],\n"
         "  \"inter_iter_deps\": []\n"
         "}\n");
+}
+
+TEST_CASE("plan_to_json writes stream aliases last, on one line, only when there are any") {
+  swp::PipelinePlan plan;
+  plan.add({"A"}, {.stream = "emb_lookup"});
+  plan.pipeline_depth = 1;
+  plan.stream_aliases = {{"emb_lookup", "data_dist"}, {"b", "c"}};
+  CHECK(swp::plan_to_json(plan).ends_with(
+      "  \"pipeline_depth\": 1,\n"
+      "  \"stream_aliases\": {\"b\": \"c\", \"emb_lookup\": \"data_dist\"}\n"
+      "}\n"));
+  plan.stream_aliases.clear();
+  CHECK_FALSE(contains(swp::plan_to_json(plan), "stream_aliases"));
 }
 
 TEST_CASE("malformed JSON is reported with its line and column") {
@@ -205,6 +230,14 @@ TEST_CASE("a field of the wrong type names the field and what was expected") {
        "expected an integer >= 1"},
       {R"({"tasks": [{"name": "A"}], "pipeline_depth": "3"})", "pipeline_depth",
        "expected an integer"},
+      {R"({"tasks": [{"name": "A"}], "stream_aliases": [["a", "b"]]})", "stream_aliases",
+       "expected an object, got an array"},
+      {R"({"tasks": [{"name": "A"}], "stream_aliases": {"emb_lookup": 3}})",
+       "stream_aliases.emb_lookup", "expected a string, got number 3"},
+      {R"({"tasks": [{"name": "A"}], "stream_aliases": {"emb_lookup": ""}})",
+       "stream_aliases.emb_lookup", "expected a non-empty string"},
+      {R"({"tasks": [{"name": "A"}], "stream_aliases": {"": "data_dist"}})", "stream_aliases",
+       "an alias name is empty"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.json);

@@ -60,6 +60,15 @@ TEST_CASE("every seed plan prints the seed's schedule table byte for byte") {
   }
 }
 
+TEST_CASE("the Stream column shows the plan's stream name, not the alias target") {
+  // FusedSparseDist under TorchRec's default: EmbLookup runs on data_dist, the seed's table
+  // shows emb_lookup.
+  auto plan = swp::load_plan(swp::test::seed_plan_path("fused_sparse_dist").string()).plan;
+  plan.stream_aliases = {{"emb_lookup", "data_dist"}};
+  CHECK(swp::format_schedule(swp::validate(plan), 5) ==
+        swp::test::read_text(swp::test::seed_table_path("fused_sparse_dist")));
+}
+
 TEST_CASE("a table has a header, a rule and one row per task in stage-descending order") {
   const auto graph = swp::validate(
       make_plan({{"Load", 0, "memcpy"}, {"Compute", 1}}, {{"Compute", "Load"}}));

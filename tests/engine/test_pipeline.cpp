@@ -84,6 +84,7 @@ swp::Plan<Ctx> bind(const swp::PipelinePlan& source, Results& results,
   }
   plan.intra_iter_deps = source.intra_iter_deps;
   plan.inter_iter_deps = source.inter_iter_deps;
+  plan.stream_aliases = source.stream_aliases;
   return plan;
 }
 
@@ -441,6 +442,56 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     pipe->fill_pipeline(std::vector<int>{7});
     auto result = pipe->async_progress(boost::asio::use_future);
     CHECK_THROWS_AS(result.get(), swp::TaskError);
+  }
+}
+
+TEST_CASE_TEMPLATE("tasks on aliased stream names share one stream, FIFO", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // A and B are independent, each with 100 us of device work queued right after it starts.
+  swp::PipelinePlan source;
+  source.add({"A"}, {.stream = "a"}, {.cpu_us = 1, .device_us = 100});
+  source.add({"B"}, {.stream = "b"}, {.cpu_us = 1, .device_us = 100});
+  const std::int64_t iterations = 4;
+  auto run = [&](const swp::PipelinePlan& p) {
+    Results results;
+    swp::test::RunTrace trace;
+    swp::Runtime rt({.backend = swp::Backend::sim});
+    auto plan = bind(p, results);
+    auto pipe = Engine::template make<Ctx>(rt, plan);
+    pipe->set_observer(&trace);
+    const auto graph = swp::validate(p);
+    for (TaskIndex t = 0; t < graph.size(); ++t) trace.attach(rt.stream(graph.stream(t)));
+    pipe->fill_pipeline(std::vector<std::uint64_t>(iterations));
+    while (pipe->progress()) {
+    }
+    pipe->drain();
+    for (TaskIndex t = 0; t < graph.size(); ++t) rt.stream(graph.stream(t)).synchronize();
+    return trace.device();
+  };
+  auto overlap = [](const swp::test::RunTrace::Device& x, const swp::test::RunTrace::Device& y) {
+    return x.start < y.end && y.start < x.end;
+  };
+
+  SUBCASE("un-aliased names are two streams: A(i) and B(i) run side by side") {
+    const auto device = run(source);
+    for (std::int64_t i = 0; i < iterations; ++i) {
+      CAPTURE(i);
+      CHECK(device.at({0, i}).stream == "a");
+      CHECK(device.at({1, i}).stream == "b");
+      CHECK(overlap(device.at({0, i}), device.at({1, i})));
+    }
+  }
+  SUBCASE("b aliased to a: one stream, whose work never overlaps") {
+    source.stream_aliases = {{"b", "a"}};
+    const auto device = run(source);
+    REQUIRE(device.size() == 2 * iterations);
+    for (const auto& [key, d] : device) {
+      CAPTURE(key.first);
+      CAPTURE(key.second);
+      CHECK(d.stream == "a");
+      for (const auto& [other, e] : device)
+        if (other != key) CHECK_FALSE(overlap(d, e));
+    }
   }
 }
 

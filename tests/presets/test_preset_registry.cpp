@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,9 +20,11 @@ TEST_SUITE_BEGIN("presets");
 
 namespace {
 
+// The streams a plan's device work runs on (stream aliases resolved).
 std::set<std::string> streams_of(const swp::PipelinePlan& plan) {
+  const auto graph = swp::validate(plan);
   std::set<std::string> streams;
-  for (const auto& t : plan.tasks) streams.insert(t.schedule.stream);
+  for (swp::TaskIndex t = 0; t < graph.size(); ++t) streams.insert(graph.stream(t));
   return streams;
 }
 
@@ -31,12 +34,11 @@ const swp::PlannedTask& task_of(const swp::PipelinePlan& plan, const std::string
   throw std::runtime_error("no task " + name);
 }
 
-// The options under which a preset is the plan seed 000 draws: FusedSparseDist's table shows
-// EmbLookup on a stream of its own, which is the `new` choice (TorchRec defaults to data_dist).
-presets::PresetOptions seed_options(const std::string& name) {
-  presets::PresetOptions options;
-  if (name == "fused_sparse_dist") options.emb_lookup_stream = EmbLookupStream::new_stream;
-  return options;
+// The stream aliases a preset's default plan adds to the seed's: FusedSparseDist's EmbLookup
+// shows the stream name `emb_lookup`, which TorchRec's default choice maps to data_dist.
+std::map<std::string, std::string> default_aliases(const std::string& name) {
+  if (name == "fused_sparse_dist") return {{"emb_lookup", "data_dist"}};
+  return {};
 }
 
 }  // namespace
@@ -57,8 +59,10 @@ TEST_CASE("the catalogue names the 11 pipelines of seed 000 in its order") {
 TEST_CASE("every seed plan is a preset: same plan, same schedule table byte for byte") {
   for (const auto& name : swp::test::seed_plan_names()) {
     CAPTURE(name);
-    const auto preset = presets::make_preset(name, seed_options(name));
-    const auto seed = swp::load_plan(swp::test::seed_plan_path(name).string()).plan;
+    const auto preset = presets::make_preset(name);
+    auto seed = swp::load_plan(swp::test::seed_plan_path(name).string()).plan;
+    CHECK(preset.plan().stream_aliases == default_aliases(name));
+    seed.stream_aliases = default_aliases(name);
     CHECK(swp::plan_to_json(preset.plan()) == swp::plan_to_json(seed));
     const auto expected = swp::test::read_text(swp::test::seed_table_path(name));
     const int periods = name == "semi_sync" ? 6 : 5;
@@ -93,20 +97,35 @@ TEST_CASE("streams and depth are the columns of seed 000's comparison matrix") {
   }
 }
 
-TEST_CASE("fused pipelines put the embedding lookup where emb_lookup_stream says") {
+TEST_CASE("fused pipelines alias the emb_lookup stream as emb_lookup_stream says") {
+  using Aliases = std::map<std::string, std::string>;
+  struct Expect {
+    EmbLookupStream choice;
+    Aliases aliases;
+    std::string runs_on;
+    std::size_t streams;
+  };
   for (const char* name : {"fused_sparse_dist", "eval_fused_sparse_dist"}) {
-    CAPTURE(name);
-    auto stream_for = [&](EmbLookupStream choice) {
-      const auto preset = presets::make_preset(name, {.emb_lookup_stream = choice});
-      return std::pair{task_of(preset.plan(), "EmbLookup").schedule.stream,
-                       streams_of(preset.plan()).size()};
-    };
-    CHECK(stream_for(EmbLookupStream::data_dist) == std::pair{std::string("data_dist"), std::size_t{3}});
-    CHECK(stream_for(EmbLookupStream::new_stream) == std::pair{std::string("emb_lookup"), std::size_t{4}});
-    CHECK(stream_for(EmbLookupStream::current) == std::pair{std::string("default"), std::size_t{3}});
+    for (const auto& e : std::vector<Expect>{
+             {EmbLookupStream::data_dist, {{"emb_lookup", "data_dist"}}, "data_dist", 3},
+             {EmbLookupStream::new_stream, {}, "emb_lookup", 4},
+             {EmbLookupStream::current, {{"emb_lookup", "default"}}, "default", 3}}) {
+      CAPTURE(name);
+      CAPTURE(presets::emb_lookup_stream_name(e.choice));
+      const auto plan = presets::make_preset(name, {.emb_lookup_stream = e.choice}).plan();
+      // The task keeps the seed's stream name; the alias decides where its work runs.
+      CHECK(task_of(plan, "EmbLookup").schedule.stream == "emb_lookup");
+      CHECK(plan.stream_aliases == e.aliases);
+      const auto graph = swp::validate(plan);
+      const auto emb = *graph.find("EmbLookup");
+      CHECK(graph.stream_label(emb) == "emb_lookup");
+      CHECK(graph.stream(emb) == e.runs_on);
+      CHECK(streams_of(plan).size() == e.streams);
+    }
   }
-  CHECK(task_of(presets::make_preset("fused_sparse_dist").plan(), "EmbLookup").schedule.stream ==
-        "data_dist");  // TorchRec's default
+  // TorchRec's default reuses the input-dist stream.
+  CHECK(presets::make_preset("fused_sparse_dist").plan().stream_aliases ==
+        Aliases{{"emb_lookup", "data_dist"}});
 }
 
 TEST_CASE("semi_sync warms up on a synchronous plan for start_batch batches") {

@@ -21,9 +21,10 @@ double device_us(const swp::PipelinePlan& plan, const std::string& task) {
   return 0;
 }
 
-swp::PipelinePlan costed(const std::string& name, presets::PresetOptions options = {}) {
+swp::PipelinePlan costed(const std::string& name, presets::PresetOptions options = {},
+                         const presets::RecsysStep& step = {}) {
   auto plan = presets::make_preset(name, options).plan();
-  presets::apply_recsys_costs(plan);
+  presets::apply_recsys_costs(plan, step);
   return plan;
 }
 
@@ -81,13 +82,25 @@ TEST_CASE_TEMPLATE_DEFINE("the measured comparison orders the presets as seed 00
   CHECK(swp::ClockPipeline<swp::IterContext<int>>(runtime, costed("sparse_dist_lite")).depth() == 2);
   CHECK(swp::ClockPipeline<swp::IterContext<int>>(runtime, costed("sparse_dist")).depth() == 3);
 
-  // Fused overlaps the lookup with the previous optimizer; `current` degrades to SparseDist.
+  // Fused overlaps the lookup with the previous optimizer; `current` (emb_lookup aliased to the
+  // default stream) degrades to SparseDist.
+  using presets::EmbLookupStream;
   const double fused = sim_us(costed("fused_sparse_dist"), engine);
   CHECK(fused < sparse);
-  CHECK(sim_us(costed("fused_sparse_dist", {.emb_lookup_stream = presets::EmbLookupStream::new_stream}),
-               engine) < sparse);
-  CHECK(sim_us(costed("fused_sparse_dist", {.emb_lookup_stream = presets::EmbLookupStream::current}),
+  const double fused_new =
+      sim_us(costed("fused_sparse_dist", {.emb_lookup_stream = EmbLookupStream::new_stream}), engine);
+  CHECK(fused_new < sparse);
+  CHECK(sim_us(costed("fused_sparse_dist", {.emb_lookup_stream = EmbLookupStream::current}),
                engine) == doctest::Approx(sparse));
+  // `data_dist` (the default) really shares the input-dist stream: while that stream has room
+  // it measures like `new`; once input dist is slow, lookup and input dist queue one after the
+  // other on it and bound the step, where `new` still runs them side by side.
+  CHECK(fused == doctest::Approx(fused_new));
+  const presets::RecsysStep slow_dist{.input_dist_us = 2000};
+  const double shared = sim_us(costed("fused_sparse_dist", {}, slow_dist), engine);
+  CHECK(shared == doctest::Approx(slow_dist.input_dist_us + slow_dist.emb_lookup_us));
+  CHECK(sim_us(costed("fused_sparse_dist", {.emb_lookup_stream = EmbLookupStream::new_stream},
+                      slow_dist), engine) < 0.9 * shared);
   // Prefetch hides its extra work: more serial time, the same pipelined time.
   const auto prefetch = costed("prefetch_sparse_dist");
   CHECK(serial_us(prefetch) > serial_us(costed("sparse_dist")));

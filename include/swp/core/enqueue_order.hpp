@@ -26,7 +26,9 @@ bool parse_policy(std::string_view name, OrderPolicy& policy);
 
 /// The edges of one period: intra deps between tasks of the same stage, and inter deps whose
 /// dependency sits exactly one stage above its dependent (k = 1). Every other dependency was
-/// satisfied in an earlier period.
+/// satisfied in an earlier period. An edge crosses streams when the plan's stream names differ
+/// (`stream_label`, aliases unresolved), as the seed's `_stream_map` compares them, so the
+/// order does not change when a stream alias is added or removed.
 struct PeriodLocalGraph {
   std::vector<std::vector<TaskIndex>> successors;  ///< dep -> dependents, with multiplicity
   std::vector<int> in_degree;                      ///< period-local in-edges per task

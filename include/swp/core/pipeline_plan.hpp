@@ -1,6 +1,7 @@
 #pragma once
 // PipelinePlan: the complete declarative schedule of a pipeline (seed 003, class PipelinePlan).
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -51,6 +52,14 @@ struct PipelinePlan {
   std::vector<Dependency> inter_iter_deps;
   /// Declared depth; when set it must equal max(stage) + 1. Unset: inferred.
   std::optional<int> pipeline_depth;
+  /// Stream aliases, name -> target: a task whose `schedule.stream` is an alias name runs on
+  /// the target stream (the Python original maps stream names to stream objects; several names
+  /// may map to one stream). Schedules show the task's own name; the engines queue its device
+  /// work on the target, FIFO with every other task resolving to it. Aliases resolve in one
+  /// step: a target must be a real stream, not another alias (see `PlanRule::stream_alias`).
+  ///
+  /// Example: `plan.stream_aliases = {{"emb_lookup", "data_dist"}};`
+  std::map<std::string, std::string> stream_aliases;
 
   /// Appends a task and returns its handle. Names are checked by validation, not here, so a
   /// plan can be assembled in any order and every problem is reported at once.
@@ -58,6 +67,13 @@ struct PipelinePlan {
     TaskHandle handle{tasks.size(), task.name};
     tasks.push_back(PlannedTask{std::move(task), std::move(schedule), cost});
     return handle;
+  }
+
+  /// The stream work named `stream` runs on: the alias target when `stream` is an alias,
+  /// else `stream` itself.
+  [[nodiscard]] const std::string& device_stream(const std::string& stream) const {
+    const auto it = stream_aliases.find(stream);
+    return it == stream_aliases.end() ? stream : it->second;
   }
 };
 

@@ -19,13 +19,15 @@ enum class PlanRule {
   corollary_1,       ///< intra dep: dep.stage ≤ task.stage
   corollary_3,       ///< inter dep: dep.stage − task.stage ≤ 1
   depth_mismatch,    ///< declared pipeline_depth ≠ max(stage) + 1
+  stream_alias,      ///< a stream alias that is empty, aliases "default", itself or another
+                     ///< alias, or that no task uses
 };
 
 /// Short name of a rule as printed in messages ("corollary 1", "duplicate name", ...).
 std::string_view rule_name(PlanRule rule);
 
 /// Structural rules make a plan meaningless to order or print (names, references, cycles);
-/// the others (corollaries, depth) only make it unsafe to run.
+/// the others (corollaries, depth, stream aliases) only make it unsafe to run.
 bool is_structural(PlanRule rule);
 
 /// One broken rule: which rule, the tasks involved and a sentence that names them.

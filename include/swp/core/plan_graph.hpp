@@ -28,7 +28,14 @@ class PlanGraph {
   [[nodiscard]] const std::string& name(TaskIndex t) const { return tasks_[t].task.name; }
   [[nodiscard]] const TaskSchedule& schedule(TaskIndex t) const { return tasks_[t].schedule; }
   [[nodiscard]] int stage(TaskIndex t) const { return tasks_[t].schedule.stage; }
-  [[nodiscard]] const std::string& stream(TaskIndex t) const { return tasks_[t].schedule.stream; }
+  /// The stream `t`'s device work runs on: its `schedule.stream` with the plan's stream
+  /// aliases resolved. Tasks with the same `stream(t)` share one stream (FIFO, no waits).
+  [[nodiscard]] const std::string& stream(TaskIndex t) const { return streams_[t]; }
+  /// The stream name the plan gives `t` (`schedule(t).stream`, alias or not): what schedule
+  /// tables show and what the enqueue order compares, as the seed's stream map does.
+  [[nodiscard]] const std::string& stream_label(TaskIndex t) const {
+    return tasks_[t].schedule.stream;
+  }
   [[nodiscard]] const std::string& lane(TaskIndex t) const {
     return tasks_[t].schedule.thread_group;
   }
@@ -51,6 +58,7 @@ class PlanGraph {
 
  private:
   std::vector<PlannedTask> tasks_;
+  std::vector<std::string> streams_;  // resolved, by task
   std::vector<std::vector<TaskIndex>> intra_;
   std::vector<std::vector<TaskIndex>> inter_;
   std::unordered_map<std::string, TaskIndex> by_name_;

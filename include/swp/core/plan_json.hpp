@@ -40,8 +40,8 @@ struct ParsedPlan {
 ///
 /// Schema (DESIGN.md): `{"tasks": [{"name", "stage", "stream", "thread_group",
 /// "globally_ordered", "cpu_us", "device_us", "jitter_every", "jitter_device_us"}],
-/// "intra_iter_deps": [[task, dep]], "inter_iter_deps": [[task, dep]], "pipeline_depth"}`;
-/// only `tasks` and each task's `name` are required.
+/// "intra_iter_deps": [[task, dep]], "inter_iter_deps": [[task, dep]], "pipeline_depth",
+/// "stream_aliases": {alias: target}}`; only `tasks` and each task's `name` are required.
 ParsedPlan parse_plan(std::string_view json, const std::string& source = "<string>");
 
 /// Reads and parses a plan file; `-` reads standard input.
@@ -50,7 +50,7 @@ ParsedPlan load_plan(const std::string& path);
 
 /// Serializes a plan to the same schema, one task per line. Defaults (stream/thread_group
 /// "default", globally_ordered false, zero costs) are written too, except zero costs;
-/// `pipeline_depth` is written when set. `parse_plan(plan_to_json(p))` gives `p` back, with
+/// `pipeline_depth` is written when set, `stream_aliases` when there are any. `parse_plan(plan_to_json(p))` gives `p` back, with
 /// dependencies as names (a TaskRef made from a handle compares unequal to one made from the
 /// same name) and without task bodies and DeclaredIO, which JSON cannot hold.
 std::string plan_to_json(const PipelinePlan& plan);

@@ -10,7 +10,8 @@ namespace swp {
 ///
 /// - `stage` k means: in period p the task processes iteration p − k (clock-driven engine).
 /// - `stream` names the device stream the task's device work is queued on ("default" is the
-///   default stream). The device layer maps names to real streams.
+///   default stream). The device layer maps names to real streams; the plan's
+///   `stream_aliases` may make this name stand for another stream (schedules show the name).
 /// - `thread_group` names the lane: tasks of one lane run one at a time, in submission order.
 /// - `globally_ordered` tasks pass the submission sequencer, so every rank issues them in the
 ///   same order (what keeps NCCL collectives from deadlocking).

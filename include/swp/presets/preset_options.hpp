@@ -10,12 +10,12 @@
 namespace swp::presets {
 
 /// Where FusedSparseDist (and its eval variant) queues the embedding lookup, as TorchRec's
-/// `emb_lookup_stream` argument:
-/// - `data_dist` (TorchRec's default): reuse the input-dist stream, no extra stream to reserve
-///   memory for;
-/// - `new_stream` ("new"): a stream of its own, called `emb_lookup` — the plan seed 000 draws,
-///   the most overlap;
-/// - `current`: the default stream, which degrades to SparseDist (no overlap).
+/// `emb_lookup_stream` argument. EmbLookup's stream is always named `emb_lookup` (the name
+/// seed 000's table shows); the choice is the plan's stream alias for that name:
+/// - `data_dist` (TorchRec's default): alias `emb_lookup -> data_dist`, the input-dist stream
+///   is reused, no extra stream to reserve memory for;
+/// - `new_stream` ("new"): no alias, `emb_lookup` is a stream of its own — the most overlap;
+/// - `current`: alias `emb_lookup -> default`, which degrades to SparseDist (no overlap).
 enum class EmbLookupStream { data_dist, new_stream, current };
 
 /// "data_dist" / "new" / "current".

@@ -164,7 +164,8 @@ class PresetRunner {
 
   void synchronize(const PipelinePlan& plan) {
     if (!pipes_[phase_]) return;
-    for (const auto& t : plan.tasks) pipe().runtime().stream(t.schedule.stream).synchronize();
+    for (const auto& t : plan.tasks)
+      pipe().runtime().stream(plan.device_stream(t.schedule.stream)).synchronize();
   }
 
   const Preset& preset_;
