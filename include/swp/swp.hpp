@@ -6,3 +6,5 @@
 #include "swp/core.hpp"
 #include "swp/device.hpp"
 #include "swp/engine.hpp"
+#include "swp/presets.hpp"
+#include "swp/trace.hpp"

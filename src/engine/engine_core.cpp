@@ -118,6 +118,9 @@ EngineCore::~EngineCore() {
       // Destruction cannot report; the error was the caller's to collect via progress().
     }
   }
+  // An iteration retires when its instances' counts dropped; their lanes may still be on the
+  // way out of instance_done. Wait until the last of them let go of this core.
+  if (!broken_) wait_for([&] { return drained(); }, timeouts_.retire);
   // Streams may still hold records and waits that point at this pipeline's events: let them
   // finish before the events go.
   std::vector<Stream*> streams = streams_;
@@ -247,14 +250,15 @@ bool EngineCore::await_slot(std::int64_t iter) {
   }
   const bool done = wait_for([&] { return device_done(previous); }, timeouts_.retire);
   for (TaskIndex t = 0; t < graph_.size(); ++t) sync.instances[t]->event.remove_waiter(device_waker_);
-  if (!done) {
-    fail("", iter, std::make_exception_ptr(PipelineTimeout(
-                       "device work of iteration " + std::to_string(previous) +
-                       " did not complete within " + std::to_string(timeouts_.retire.count()) +
-                       " ms, so iteration " + std::to_string(iter) + " cannot have its slot")),
-         true);
-  }
+  if (!done) fail("", iter, std::make_exception_ptr(slot_timeout(iter)), true);
   return done;
+}
+
+PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
+  const std::int64_t previous = iter - static_cast<std::int64_t>(slots_.size());
+  return PipelineTimeout("device work of iteration " + std::to_string(previous) +
+                         " did not complete within " + std::to_string(timeouts_.retire.count()) +
+                         " ms, so iteration " + std::to_string(iter) + " cannot have its slot");
 }
 
 void EngineCore::advance() {
@@ -310,6 +314,9 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
   in.wait_task.store(dep, std::memory_order_relaxed);
   in.wait_iter.store(iter, std::memory_order_relaxed);
   in.state.store(InstanceState::dependency, std::memory_order_release);
+  if (observer_ != nullptr)
+    observer_->task_waiting(in.task, in.iter, *lanes_[in.task],
+                            TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
 Co<void> EngineCore::routine(Instance& in) {
@@ -354,6 +361,8 @@ Co<void> EngineCore::routine(Instance& in) {
     }
     if (graph_.schedule(t).globally_ordered) {
       in.state.store(InstanceState::turn, std::memory_order_release);
+      if (observer_ != nullptr && sequencer_.next() != in.turn)  // only a real wait
+        observer_->task_waiting(t, iter, *lanes_[t], TaskWait{TaskWait::Kind::turn, t, iter});
       co_await sequencer_.turn(in.turn, graph_.name(t) + " (iter " + std::to_string(iter) + ")");
     }
     in.state.store(InstanceState::running, std::memory_order_release);
@@ -401,9 +410,11 @@ void EngineCore::instance_done(Instance& in, std::exception_ptr error) noexcept 
   }
   // After these decrements the caller may retire the iteration and even destroy the pipeline:
   // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives it).
+  // finished_ goes last: the destructor and the drain after a failure wait for it, so once it
+  // counts this instance, no lane touches the core anymore.
   Scheduler& scheduler = runtime_.scheduler();
-  finished_.fetch_add(1, std::memory_order_seq_cst);
   sync.remaining.fetch_sub(1, std::memory_order_seq_cst);
+  finished_.fetch_add(1, std::memory_order_seq_cst);
   scheduler.notify();
 }
 
@@ -421,84 +432,6 @@ void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception
   // Wake every cancellable wait (dependencies, turns): the run drains instead of hanging.
   stop_.request_stop(reason);
   runtime_.scheduler().notify();
-}
-
-bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  Scheduler& scheduler = runtime_.scheduler();
-  // Run what is runnable first: usually that is all it takes, and it needs no clock reading.
-  if (scheduler.drive_until(done, Clock::time_point::min())) return true;
-  const auto deadline = scheduler.now() + limit;
-  if (scheduler.virtual_time()) return scheduler.drive_until(done, deadline);
-  while (!done()) {
-    const auto now = scheduler.now();
-    if (now >= deadline) return false;
-    scheduler.drive_until(done, std::min(deadline, now + timeouts_.check_interval));
-    if (sequencer_.check_timeouts(timeouts_.sequencer) > 0) scheduler.notify();
-  }
-  return true;
-}
-
-void EngineCore::abort_run() {
-  // Everything released must finish before state can be reset: cancellable waits were woken
-  // by fail(); bodies run to their end.
-  const bool drained = wait_for(
-      [&] { return finished_.load(std::memory_order_seq_cst) == released_.load(); },
-      timeouts_.retire);
-  Failure failure = *failure_;
-  filled_ = false;
-  if (!drained) {
-    broken_ = true;
-    throw PipelineTimeout("pipeline could not drain after a failure; still unfinished:" +
-                          diagnose());
-  }
-  if (failure.timeout) std::rethrow_exception(failure.error);
-  throw TaskError(failure.task, failure.iter, failure.error);
-}
-
-std::optional<std::int64_t> EngineCore::progress() {
-  if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
-  if (oldest_ >= next_admit_ && oldest_ >= end_) return std::nullopt;  // end of data
-  Sync& sync = sync_of(oldest_);
-  Scheduler& scheduler = runtime_.scheduler();
-  const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
-  const bool retired = wait_for(
-      [&] {
-        return sync.remaining.load(std::memory_order_seq_cst) == 0 || stop_.stop_requested();
-      },
-      timeouts_.retire);
-  if (!retired && !stop_.stop_requested()) {
-    const bool stuck = scheduler.virtual_time() && scheduler.now() - start < timeouts_.retire;
-    const std::string what =
-        "iteration " + std::to_string(oldest_) +
-        (stuck ? " can never retire (nothing left to run: deadlock); unfinished:"
-               : " did not retire within " + std::to_string(timeouts_.retire.count()) +
-                     " ms; unfinished:");
-    fail("", oldest_, std::make_exception_ptr(PipelineTimeout(what + diagnose())), true);
-  }
-  if (stop_.stop_requested()) abort_run();
-
-  const std::int64_t retired_iter = oldest_;
-  retire_(owner_, retired_iter, slot_index(retired_iter));
-  if (policy_ == ReleasePolicy::clock) {
-    ++oldest_;
-    open_period(next_period_++);
-  } else {
-    {
-      std::lock_guard lock(fire_mutex_);  // lanes read oldest_ when they fire successors
-      ++oldest_;
-    }
-    advance();
-  }
-  return retired_iter;
-}
-
-void EngineCore::drain() {
-  if (!filled_) return;
-  // Retire what is in flight without admitting more.
-  end_ = std::min(end_, next_admit_);
-  while (progress()) {
-  }
-  filled_ = false;
 }
 
 }  // namespace swp::detail

@@ -24,11 +24,23 @@
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/stream.hpp"
+#include "swp/engine/errors.hpp"
 #include "swp/engine/runtime.hpp"
 
 namespace swp {
 
 class TaskScope;
+
+/// What a task instance that already holds its lane waits for before its body can run.
+struct TaskWait {
+  enum class Kind : std::uint8_t {
+    dependency,  ///< the producer instance (task, iter) has not finished submitting
+    turn,        ///< a globally ordered instance waits for its submission turn
+  };
+  Kind kind = Kind::dependency;
+  TaskIndex task = 0;     ///< dependency: the producing task
+  std::int64_t iter = 0;  ///< dependency: the producer's iteration
+};
 
 /// Observes task instances on the CPU side (for traces and tests). Called on lanes.
 class TaskObserver {
@@ -37,6 +49,13 @@ class TaskObserver {
   virtual void task_released(TaskIndex task, std::int64_t iter, const Lane& lane) noexcept = 0;
   /// The instance started running its body (dependencies satisfied, turn taken).
   virtual void task_started(TaskIndex task, std::int64_t iter, const Lane& lane) noexcept = 0;
+  /// The instance, holding its lane, begins to wait for `wait` (before task_started; a wait
+  /// lasts until the next task_waiting, task_started or task_finished of the instance).
+  /// Not called when the dependency was already satisfied. Optional: the default ignores it.
+  virtual void task_waiting(TaskIndex task, std::int64_t iter, const Lane& lane,
+                            const TaskWait& wait) noexcept {
+    (void)task, (void)iter, (void)lane, (void)wait;
+  }
   /// The instance finished (submitted its device work, or failed).
   virtual void task_finished(TaskIndex task, std::int64_t iter, const Lane& lane,
                              bool ok) noexcept = 0;
@@ -143,6 +162,9 @@ class EngineCore {
 
   void fill(Admit admit, Retire retire, void* owner);
   std::optional<std::int64_t> progress();
+  /// progress() whose waits suspend the awaiting coroutine instead of blocking a thread (host
+  /// schedulers; on sim it is progress(), which drives virtual time). Same results and errors.
+  Co<std::optional<std::int64_t>> next();
   void drain();
   [[nodiscard]] bool filled() const noexcept { return filled_; }
 
@@ -216,6 +238,7 @@ class EngineCore {
   // the retire deadline) until iteration iter's context slot is free.
   bool device_done(std::int64_t iter);
   bool await_slot(std::int64_t iter);
+  [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
   // Data-flow policy: admit and fire what can go (advance waits for slots, unlocked).
   // No sweep over all unfired instances is needed (the seed has one): an instance becomes
   // fireable only when its iteration is admitted, a dependency finishes or the ordered turn
@@ -228,7 +251,17 @@ class EngineCore {
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, bool timeout);
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
   std::string diagnose() const;
-  [[noreturn]] void abort_run();
+  // progress() in parts, shared with next(). The oldest iteration can retire (or the run
+  // failed); then, for next(), also the slot it frees holds no device work (so the admission
+  // that follows does not block), and after a failure everything released finished.
+  [[nodiscard]] bool at_end() const noexcept { return oldest_ >= next_admit_ && oldest_ >= end_; }
+  [[nodiscard]] bool retirable() const noexcept;
+  [[nodiscard]] bool retire_ready() const noexcept;
+  [[nodiscard]] bool drained() const noexcept;
+  void time_out_retire(Clock::time_point start);
+  std::int64_t retire_oldest();
+  [[noreturn]] void abort_run(bool drained);
+  class AsyncWait;
   void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
 
   Runtime& runtime_;
