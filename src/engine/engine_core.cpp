@@ -224,13 +224,26 @@ void EngineCore::open_period(std::int64_t period) {
     if (graph_.stage(t) == 0) release(t, period);
 }
 
-bool EngineCore::device_done(std::int64_t iter) {
+bool EngineCore::device_done(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
     if (generation != 0 && !sync.instances[t]->event.reached(generation)) return false;
   }
   return true;
+}
+
+void EngineCore::watch_device(std::int64_t iter) {
+  Sync& sync = sync_of(iter);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    const auto generation = sync.generation[t];
+    if (generation != 0) sync.instances[t]->event.add_waiter(generation, device_waker_);
+  }
+}
+
+void EngineCore::unwatch_device(std::int64_t iter) {
+  Sync& sync = sync_of(iter);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) sync.instances[t]->event.remove_waiter(device_waker_);
 }
 
 bool EngineCore::await_slot(std::int64_t iter) {
@@ -243,13 +256,9 @@ bool EngineCore::await_slot(std::int64_t iter) {
   // back-pressure from the device: the CPU runs at most `slots` iterations ahead of it.
   // The waker is a member, not a local: a stream may still be calling it after the wait below
   // has seen the events complete.
-  Sync& sync = sync_of(previous);
-  for (TaskIndex t = 0; t < graph_.size(); ++t) {
-    const auto generation = sync.generation[t];
-    if (generation != 0) sync.instances[t]->event.add_waiter(generation, device_waker_);
-  }
+  watch_device(previous);
   const bool done = wait_for([&] { return device_done(previous); }, timeouts_.retire);
-  for (TaskIndex t = 0; t < graph_.size(); ++t) sync.instances[t]->event.remove_waiter(device_waker_);
+  unwatch_device(previous);
   if (!done) fail("", iter, std::make_exception_ptr(slot_timeout(iter)), true);
   return done;
 }

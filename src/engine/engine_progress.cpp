@@ -25,9 +25,10 @@ class EngineCore::AsyncWait final : private Runnable {
   bool await_suspend(std::coroutine_handle<Promise> h) {
     handle_ = h;
     resumer_ = resumer_of(h);
-    deadline_ = Clock::now() + core_.timeouts_.retire;
+    const auto now = Clock::now();
+    deadline_ = now + core_.timeouts_.retire;
     const auto tick = core_.timeouts_.check_interval;
-    timer_ = core_.runtime_.timers().schedule(Clock::now() + tick, [this] { on_tick(); }, tick);
+    timer_ = core_.runtime_.timers().schedule(now + tick, [this] { on_tick(); }, tick);
     return park();
   }
 
@@ -61,16 +62,10 @@ class EngineCore::AsyncWait final : private Runnable {
   void watch_device() {
     if (watching_ || ready_ != &EngineCore::retire_ready || !core_.retirable()) return;
     watching_ = true;
-    Sync& sync = core_.sync_of(core_.oldest_);
-    for (TaskIndex t = 0; t < core_.graph_.size(); ++t)
-      if (sync.generation[t] != 0)
-        sync.instances[t]->event.add_waiter(sync.generation[t], core_.device_waker_);
+    core_.watch_device(core_.oldest_);
   }
   void unwatch_device() {
-    if (!watching_) return;
-    Sync& sync = core_.sync_of(core_.oldest_);
-    for (TaskIndex t = 0; t < core_.graph_.size(); ++t)
-      sync.instances[t]->event.remove_waiter(core_.device_waker_);
+    if (watching_) core_.unwatch_device(core_.oldest_);
   }
 
   EngineCore& core_;
@@ -84,22 +79,14 @@ class EngineCore::AsyncWait final : private Runnable {
 };
 
 bool EngineCore::retirable() const noexcept {
-  const Sync& sync = sync_[static_cast<std::size_t>(oldest_) % sync_.size()];
-  return sync.remaining.load(std::memory_order_seq_cst) == 0;
+  return sync_of(oldest_).remaining.load(std::memory_order_seq_cst) == 0;
 }
 
 bool EngineCore::retire_ready() const noexcept {
   if (stop_.stop_requested()) return true;
   if (!retirable()) return false;
   // Retiring admits iteration oldest + slots into the slot oldest frees (when there is one).
-  const auto slots = static_cast<std::int64_t>(slots_.size());
-  if (oldest_ + slots >= end_) return true;
-  const Sync& sync = sync_[static_cast<std::size_t>(oldest_) % sync_.size()];
-  for (TaskIndex t = 0; t < graph_.size(); ++t) {
-    const auto generation = sync.generation[t];
-    if (generation != 0 && !sync.instances[t]->event.reached(generation)) return false;
-  }
-  return true;
+  return oldest_ + static_cast<std::int64_t>(slots_.size()) >= end_ || device_done(oldest_);
 }
 
 bool EngineCore::drained() const noexcept {

@@ -226,6 +226,9 @@ class EngineCore {
     return static_cast<std::size_t>(iter) % slots_.size();
   }
   Sync& sync_of(std::int64_t iter) { return sync_[static_cast<std::size_t>(iter) % sync_.size()]; }
+  const Sync& sync_of(std::int64_t iter) const {
+    return sync_[static_cast<std::size_t>(iter) % sync_.size()];
+  }
   void reset_run_state();
   // Fetches iteration iter's batch and resets its slot and sync entry (prepare), and
   // publishes it (admit = prepare + next_admit_ = iter + 1).
@@ -236,7 +239,10 @@ class EngineCore {
   void open_period(std::int64_t period);
   // Device back-pressure: whether iteration iter's device work is complete, and waiting (with
   // the retire deadline) until iteration iter's context slot is free.
-  bool device_done(std::int64_t iter);
+  [[nodiscard]] bool device_done(std::int64_t iter) const;
+  // The device waker listens to (stops listening to) iteration iter's recorded events.
+  void watch_device(std::int64_t iter);
+  void unwatch_device(std::int64_t iter);
   bool await_slot(std::int64_t iter);
   [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
   // Data-flow policy: admit and fire what can go (advance waits for slots, unlocked).
