@@ -18,4 +18,7 @@ void add_run_command(CLI::App& app, Action& action);
 /// preset: the TorchRec pipelines of seed 000 as plan JSON (`--list` names them).
 void add_preset_command(CLI::App& app, Action& action);
 
+/// profile: per-task exposed time of a plan's synthetic costs (TaskProfiler).
+void add_profile_command(CLI::App& app, Action& action);
+
 }  // namespace swp::cli

@@ -140,4 +140,10 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
   return result;
 }
 
+ProfileResult profile_synthetic(const PipelinePlan& plan, const SyntheticProfileOptions& options) {
+  Runtime runtime(options.runtime);
+  ClockPipeline<Ctx> pipe(runtime, plan);  // serial runs: the engine plays no role
+  return TaskProfiler(pipe).profile(0, options.profile);
+}
+
 }  // namespace swp

@@ -8,7 +8,10 @@
 #include <iterator>
 #include <optional>
 #include <ranges>
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -25,6 +28,7 @@
 #include "swp/core/schedule_table.hpp"
 #include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/iter_context.hpp"
+#include "swp/engine/shortcut.hpp"
 #include "swp/engine/task_body.hpp"
 
 namespace swp {
@@ -185,9 +189,68 @@ class Pipeline : private detail::BodyRunner {
   /// progress(), before its slot is reused): where results such as a loss are read.
   void on_retire(std::function<void(const Ctx&)> callback) { on_retire_ = std::move(callback); }
 
-  /// The period x task table of the plan (seed print_schedule).
+  /// Shortcuts the named tasks (seed enable_shortcut): the next execution of each one caches
+  /// (runs the body, then snapshots its declared writes and output value and calls each
+  /// DeclaredIO's `capture`); every later execution replays (skips the body, writes a copy of
+  /// the snapshot back, calls each DeclaredIO's `restore`). What replay guarantees is in
+  /// shortcut.hpp (swp::Writes). A globally ordered task still takes its submission turn, so
+  /// every rank submits the same sequence; all ranks must shortcut the same tasks. Works in
+  /// pipelined and serial modes; a task without a body skips its synthetic costs.
+  /// Enabling an already shortcut task keeps its cache. Normal execution costs one flag test.
+  /// Errors: std::invalid_argument naming every unknown task (nothing is enabled then) or a
+  /// task whose output type cannot be copied; PipelineStateError while filled (drain first).
+  ///
+  /// Example:
+  /// ```
+  /// pipe.enable_shortcut("EmbLookup", "Prefetch");
+  /// pipe.run_one_serial_iter(batch, 0);  // caches
+  /// pipe.run_one_serial_iter(batch, 1);  // replays: EmbLookup and Prefetch are skipped
+  /// ```
+  template <class... Names>
+    requires(std::convertible_to<const Names&, std::string_view> && ...)
+  void enable_shortcut(const Names&... names) {
+    set_shortcut(std::vector<std::string_view>{std::string_view(names)...}, true);
+  }
+  void enable_shortcut(const std::vector<std::string>& names) {
+    set_shortcut(std::vector<std::string_view>(names.begin(), names.end()), true);
+  }
+
+  /// Ends the named tasks' shortcut and drops their caches (seed disable_shortcut); with no
+  /// names, every task's. Same errors as enable_shortcut for unknown names and while filled.
+  template <class... Names>
+    requires(std::convertible_to<const Names&, std::string_view> && ...)
+  void disable_shortcut(const Names&... names) {
+    if constexpr (sizeof...(Names) == 0) {
+      std::vector<std::string_view> all;
+      for (TaskIndex t = 0; t < core_.graph().size(); ++t) all.emplace_back(core_.graph().name(t));
+      set_shortcut(all, false);
+    } else {
+      set_shortcut(std::vector<std::string_view>{std::string_view(names)...}, false);
+    }
+  }
+  void disable_shortcut(const std::vector<std::string>& names) {
+    set_shortcut(std::vector<std::string_view>(names.begin(), names.end()), false);
+  }
+
+  /// The names of the shortcut tasks.
+  [[nodiscard]] std::set<std::string> shortcuts() const {
+    std::set<std::string> names;
+    for (TaskIndex t = 0; t < core_.graph().size(); ++t)
+      if (shortcut_[t] != 0) names.insert(core_.graph().name(t));
+    return names;
+  }
+
+  /// Waits until every stream of the plan (and "default", the serial runs' stream) completed
+  /// its queued device work (seed torch.cuda.synchronize()).
+  void synchronize() {
+    synchronize_streams();
+    core_.runtime().stream("default").synchronize();
+  }
+
+  /// The period x task table of the plan (seed print_schedule); shortcut tasks are marked
+  /// `[skip]`.
   [[nodiscard]] std::string format_schedule(int periods) const {
-    return swp::format_schedule(core_.graph(), periods);
+    return swp::format_schedule(core_.graph(), periods, shortcuts());
   }
 
   /// The input range returned by `iterations`.
@@ -222,6 +285,10 @@ class Pipeline : private detail::BodyRunner {
 
   [[nodiscard]] const PlanGraph& graph() const noexcept { return core_.graph(); }
   [[nodiscard]] std::size_t slots() const noexcept { return core_.slots(); }
+  /// The order run_one_serial_iter runs tasks in: topological over intra deps, ties by name.
+  [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept {
+    return core_.serial_order();
+  }
   [[nodiscard]] Runtime& runtime() noexcept { return core_.runtime(); }
 
   void set_timeouts(EngineTimeouts timeouts) noexcept { core_.set_timeouts(timeouts); }
@@ -231,6 +298,9 @@ class Pipeline : private detail::BodyRunner {
   Pipeline(Runtime& runtime, const PipelinePlan& plan, detail::ReleasePolicy policy,
            std::size_t slots)
       : bodies_(bind(plan)),
+        io_(declared_io(plan)),
+        shortcut_(plan.tasks.size(), 0),
+        cache_(plan.tasks.size()),
         contexts_(std::max<std::size_t>(slots, 1)),
         core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {}
 
@@ -252,7 +322,77 @@ class Pipeline : private detail::BodyRunner {
     return bodies;
   }
 
+  static std::vector<std::vector<DeclaredIO>> declared_io(const PipelinePlan& plan) {
+    std::vector<std::vector<DeclaredIO>> io;
+    for (const auto& planned : plan.tasks) io.push_back(planned.task.io);
+    return io;
+  }
+
+  void set_shortcut(const std::vector<std::string_view>& names, bool on) {
+    if (core_.filled())
+      throw PipelineStateError(std::string(on ? "enable" : "disable") +
+                               "_shortcut while the pipeline is filled; drain() first");
+    const PlanGraph& graph = core_.graph();
+    std::vector<TaskIndex> tasks;
+    std::string unknown;
+    for (std::string_view name : names) {
+      TaskIndex found = graph.size();
+      for (TaskIndex t = 0; t < graph.size(); ++t)
+        if (graph.name(t) == name) found = t;
+      if (found == graph.size()) {
+        unknown += (unknown.empty() ? "'" : ", '") + std::string(name) + "'";
+        continue;
+      }
+      const detail::OutputBox* box = core_.box(0, found);
+      if (on && box != nullptr && !box->copyable())
+        throw std::invalid_argument("enable_shortcut: task '" + graph.name(found) +
+                                    "' returns a value of a type that cannot be copied, so a "
+                                    "shortcut cannot replay it");
+      tasks.push_back(found);
+    }
+    if (!unknown.empty())
+      throw std::invalid_argument(std::string(on ? "enable" : "disable") +
+                                  "_shortcut: unknown task(s) " + unknown);
+    for (TaskIndex t : tasks) {
+      if (!on) cache_[t].reset();
+      shortcut_[t] = on ? 1 : 0;
+    }
+  }
+
   Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) override {
+    if (shortcut_[task] != 0) [[unlikely]]
+      return shortcut_body(task, slot, scope);
+    return plain_body(task, slot, scope);
+  }
+
+  // A shortcut task: the first execution runs the body and caches what it left, later ones
+  // replay the cache. Instances of one task run one at a time on its lane (and serial runs on
+  // the caller's thread), so the cache needs no lock; enabling and disabling happen drained.
+  Co<void> shortcut_body(TaskIndex task, std::size_t slot, TaskScope& scope) {
+    std::optional<detail::ShortcutCache<Ctx>>& cache = cache_[task];
+    Ctx& ctx = contexts_[slot];
+    detail::OutputBox* box = core_.box(slot, task);
+    const std::vector<DeclaredIO>& io = io_[task];
+    if (cache) {
+      for (const auto& restore : cache->fields) restore(ctx);
+      if (box != nullptr) box->assign_from(*cache->output);
+      for (std::size_t k = 0; k < io.size(); ++k)
+        if (io[k].restore) io[k].restore(cache->io[k]);
+      co_return;
+    }
+    Co<void> body = plain_body(task, slot, scope);
+    if (body.valid()) co_await std::move(body);
+    detail::ShortcutCache<Ctx> fresh;
+    if (bodies_[task]) {
+      for (const auto& snapshot : bodies_[task]->writes.fields()) fresh.fields.push_back(snapshot(ctx));
+    }
+    if (box != nullptr) fresh.output = box->clone();
+    for (const DeclaredIO& declared : io)
+      fresh.io.push_back(declared.capture ? declared.capture() : std::any{});
+    cache = std::move(fresh);
+  }
+
+  Co<void> plain_body(TaskIndex task, std::size_t slot, TaskScope& scope) {
     const auto& body = bodies_[task];
     if (body) return body->run(contexts_[slot], scope, core_.box(slot, task));
     const SyntheticCost& cost = core_.graph().cost(task);
@@ -344,6 +484,9 @@ class Pipeline : private detail::BodyRunner {
   }
 
   std::vector<std::optional<TaskBody<Ctx>>> bodies_;
+  std::vector<std::vector<DeclaredIO>> io_;
+  std::vector<unsigned char> shortcut_;  // per task: shortcut enabled
+  std::vector<std::optional<detail::ShortcutCache<Ctx>>> cache_;
   std::vector<Ctx> contexts_;
   Source source_;
   std::function<void(const Ctx&)> on_retire_;

@@ -6,8 +6,10 @@
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/engine/pipeline.hpp"
+#include "swp/engine/profile_result.hpp"
 #include "swp/engine/run_observer.hpp"
 #include "swp/engine/runtime.hpp"
+#include "swp/engine/task_profiler.hpp"
 
 namespace swp {
 
@@ -47,5 +49,17 @@ double bound_us_per_iter(const PlanGraph& graph);
 /// Runs `plan` (tasks without bodies: synthetic costs) and measures it.
 /// Throws PlanError for an invalid plan, std::invalid_argument for bad options.
 SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOptions& options);
+
+struct SyntheticProfileOptions {
+  ProfileOptions profile = {};
+  RuntimeOptions runtime = {};
+};
+
+/// Profiles `plan`'s synthetic costs with TaskProfiler: serial iterations (all device work on
+/// the default stream), one task shortcut at a time. On the sim backend the result is exact:
+/// a task's exposed time is what removing its CPU and device time shortens the serial
+/// iteration by. Tasks with bodies run their bodies. Throws as run_synthetic and
+/// TaskProfiler::profile.
+ProfileResult profile_synthetic(const PipelinePlan& plan, const SyntheticProfileOptions& options);
 
 }  // namespace swp

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "swp/async/co.hpp"
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/engine/iter_context.hpp"
+#include "swp/engine/shortcut.hpp"
 #include "swp/engine/task_scope.hpp"
 
 namespace swp {
@@ -20,6 +22,7 @@ template <class Ctx>
 struct TaskBody {
   std::function<Co<void>(Ctx&, TaskScope&, detail::OutputBox*)> run;
   std::function<std::unique_ptr<detail::OutputBox>()> make_box;  // empty: no output
+  Writes<Ctx> writes;  // the context fields it declares it writes (shortcut replay)
 };
 
 namespace detail {
@@ -81,6 +84,16 @@ concept TaskFunction = std::is_invocable_v<Fn&, Ctx&> || std::is_invocable_v<Fn&
 /// Example: `plan.add(swp::task<Ctx>("H2D", copy_batch), {.stage = 0, .stream = "memcpy"});`
 template <class Ctx, TaskFunction<Ctx> Fn>
 PipelineTask task(std::string name, Fn fn, std::vector<DeclaredIO> io = {}) {
+  return task<Ctx>(std::move(name), std::move(fn), Writes<Ctx>{}, std::move(io));
+}
+
+/// Binds `fn` as above, declaring the context fields it writes (see swp::writes): a shortcut
+/// of the task replays them.
+/// Example: `swp::task<Ctx>("Forward", forward, swp::writes(&Fields::logits))`.
+template <class Ctx, TaskFunction<Ctx> Fn, class Fields>
+  requires std::derived_from<Ctx, Fields>
+PipelineTask task(std::string name, Fn fn, const Writes<Fields>& writes,
+                  std::vector<DeclaredIO> io = {}) {
   using V = detail::body_value_t<Ctx, Fn>;
   auto shared = std::make_shared<Fn>(std::move(fn));
   TaskBody<Ctx> body;
@@ -89,6 +102,11 @@ PipelineTask task(std::string name, Fn fn, std::vector<DeclaredIO> io = {}) {
   };
   if constexpr (!std::is_void_v<V>) {
     body.make_box = [] { return std::make_unique<detail::TypedBox<V>>(); };
+  }
+  if constexpr (std::is_same_v<Fields, Ctx>) {
+    body.writes = writes;
+  } else {
+    body.writes = writes.template rebind<Ctx>();
   }
   return PipelineTask(std::move(name), std::move(body), std::move(io));
 }
@@ -117,6 +135,36 @@ class Plan : public PipelinePlan {
     TaskHandle h = PipelinePlan::add(task<Ctx>(std::move(name), std::move(fn)),
                                      std::move(schedule), cost);
     return Output<detail::body_value_t<Ctx, Fn>>{h};
+  }
+
+  /// Declares more context fields `task` writes (see swp::writes), for shortcut replay.
+  /// Throws std::invalid_argument when `task` is not in the plan or has no body bound for Ctx.
+  template <class Fields>
+    requires std::derived_from<Ctx, Fields>
+  void declare_writes(const TaskRef& task, const Writes<Fields>& writes) {
+    TaskBody<Ctx>* body = nullptr;
+    for (auto& planned : this->tasks)
+      if (planned.task.name == task.name()) body = std::any_cast<TaskBody<Ctx>>(&planned.task.fn);
+    if (body == nullptr)
+      throw std::invalid_argument("declare_writes: '" + task.name() +
+                                  "' is not a task of this plan with a body for its context type");
+    if constexpr (std::is_same_v<Fields, Ctx>) {
+      body->writes.append(writes);
+    } else {
+      body->writes.append(writes.template rebind<Ctx>());
+    }
+  }
+
+  /// Declares a DeclaredIO of `task` (state outside the context it reads and writes).
+  /// Throws std::invalid_argument when `task` is not in the plan.
+  void declare_io(const TaskRef& task, DeclaredIO io) {
+    for (auto& planned : this->tasks) {
+      if (planned.task.name == task.name()) {
+        planned.task.io.push_back(std::move(io));
+        return;
+      }
+    }
+    throw std::invalid_argument("declare_io: '" + task.name() + "' is not a task of this plan");
   }
 };
 

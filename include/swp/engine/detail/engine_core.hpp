@@ -12,7 +12,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "swp/async/cancelled.hpp"
@@ -79,6 +81,12 @@ class OutputBox {
  public:
   virtual ~OutputBox() = default;
   virtual void reset() noexcept = 0;
+  /// Whether the value can be copied (what a shortcut needs to replay it).
+  [[nodiscard]] virtual bool copyable() const noexcept = 0;
+  /// A copy of this box; throws std::logic_error when the value type is not copyable.
+  [[nodiscard]] virtual std::unique_ptr<OutputBox> clone() const = 0;
+  /// Copies `other`'s value (a box of the same type) into this one.
+  virtual void assign_from(const OutputBox& other) = 0;
 };
 
 template <class T>
@@ -86,6 +94,25 @@ class TypedBox final : public OutputBox {
  public:
   std::optional<T> value;
   void reset() noexcept override { value.reset(); }
+  [[nodiscard]] bool copyable() const noexcept override { return std::is_copy_constructible_v<T>; }
+  [[nodiscard]] std::unique_ptr<OutputBox> clone() const override {
+    if constexpr (std::is_copy_constructible_v<T>) {
+      auto copy = std::make_unique<TypedBox>();
+      copy->value = value;
+      return copy;
+    } else {
+      throw std::logic_error("a task output of a non-copyable type cannot be cached");
+    }
+  }
+  void assign_from(const OutputBox& other) override {
+    if constexpr (std::is_copy_constructible_v<T>) {
+      const auto& typed = static_cast<const TypedBox&>(other);
+      value.reset();
+      if (typed.value) value.emplace(*typed.value);
+    } else {
+      throw std::logic_error("a task output of a non-copyable type cannot be replayed");
+    }
+  }
 };
 
 enum class ReleasePolicy { data_flow, clock };
@@ -176,6 +203,8 @@ class EngineCore {
   [[nodiscard]] Runtime& runtime() noexcept { return runtime_; }
   [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
   [[nodiscard]] ReleasePolicy policy() const noexcept { return policy_; }
+  /// The order run_serial runs tasks in: topological over intra deps, ties by name.
+  [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept { return serial_order_; }
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *streams_[t]; }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *lanes_[t]; }
 

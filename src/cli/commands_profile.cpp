@@ -1,0 +1,82 @@
+// swp profile: per-task exposed time of a plan's synthetic costs (TaskProfiler).
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "plan_input.hpp"
+#include "swp/engine/errors.hpp"
+#include "swp/engine/synthetic_run.hpp"
+
+namespace swp::cli {
+
+namespace {
+
+struct ProfileFlags {
+  std::string path;
+  std::string backend = "sim";
+  ProfileOptions options;
+  std::vector<std::string> skip;
+  unsigned workers = ThreadPoolScheduler::default_workers();
+};
+
+int profile(const ProfileFlags& flags) {
+  Backend backend{};
+  parse_backend(flags.backend, backend);  // CLI11 restricted it to known names
+  auto plan = load_checked(flags.path, Strictness::valid);
+  if (!plan) return Exit::invalid_plan;
+  SyntheticProfileOptions options;
+  options.profile = flags.options;
+  options.profile.skip_tasks = std::set<std::string>(flags.skip.begin(), flags.skip.end());
+  options.runtime.backend = backend;
+  options.runtime.workers = flags.workers;
+  ProfileResult result;
+  try {
+    result = profile_synthetic(plan->plan, options);
+  } catch (const std::invalid_argument& e) {  // --skip naming no task of the plan
+    std::cerr << "error: " << e.what() << '\n';
+    return Exit::bad_usage;
+  } catch (const TaskError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return Exit::invalid_plan;
+  }
+  std::cout << result.format_report() << '\n';
+  std::printf("metric baseline_us_per_iter %.6g us\n", result.baseline_s * 1e6);
+  for (const auto& task : result.tasks)
+    std::printf("metric exposed_us.%s %.6g us\n", task.task.c_str(), task.exposed_s * 1e6);
+  std::printf("metric exposed_sum_us %.6g us\n", result.sum_s() * 1e6);
+  return Exit::ok;
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand(
+      "profile", "per-task exposed time of a plan's synthetic costs (serial runs, one task "
+                 "shortcut at a time)");
+  auto flags = std::make_shared<ProfileFlags>();
+  add_plan_argument(*cmd, flags->path);
+  cmd->add_option("--backend", flags->backend, "device backend (sim: exact virtual time)")
+      ->check(CLI::IsMember({"host", "sim"}))
+      ->capture_default_str();
+  cmd->add_option("--warmup", flags->options.warmup, "unmeasured serial iterations first")
+      ->check(CLI::Range(0, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--measure", flags->options.measure, "serial iterations per timed round")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--rounds", flags->options.rounds, "timed rounds (the median counts)")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  cmd->add_option("--skip", flags->skip, "tasks not to profile (comma separated)")->delimiter(',');
+  cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
+      ->check(CLI::Range(0, 256))
+      ->capture_default_str();
+  cmd->callback([&action, flags] { action = [flags] { return profile(*flags); }; });
+}
+
+}  // namespace swp::cli

@@ -1,0 +1,65 @@
+// `swp profile PLAN`: per-task exposed time of a plan's synthetic costs.
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "support/cli.hpp"
+#include "support/plans.hpp"
+
+using swp::test::quoted;
+using swp::test::run_swp;
+using swp::test::TempFile;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A (cpu 10) -> B (cpu 5, device 100) -> C (cpu 5): closed form in test_task_profiler.cpp.
+const char* kPlan = R"({"tasks": [
+  {"name": "A", "cpu_us": 10},
+  {"name": "B", "stream": "s", "cpu_us": 5, "device_us": 100},
+  {"name": "C", "stage": 1, "cpu_us": 5}],
+  "intra_iter_deps": [["B", "A"], ["C", "B"]]})";
+
+}  // namespace
+
+TEST_CASE("swp profile prints the report and exact metric lines on the sim backend") {
+  const TempFile plan(kPlan);
+  const auto r = run_swp("profile " + quoted(plan.str()) + " --backend sim --measure 10 --rounds 2");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(contains(r.out, "Baseline serial iteration: 0.102 ms"));
+  CHECK(contains(r.out, "Task                        Exposed   % baseline"));
+  CHECK(contains(r.out, "metric baseline_us_per_iter 101.5 us\n"));
+  CHECK(contains(r.out, "metric exposed_us.A 1 us\n"));
+  CHECK(contains(r.out, "metric exposed_us.B 86.5 us\n"));
+  CHECK(contains(r.out, "metric exposed_us.C 0 us\n"));
+  CHECK(contains(r.out, "metric exposed_sum_us 87.5 us\n"));
+}
+
+TEST_CASE("swp profile reads a preset from stdin and leaves out --skip tasks") {
+  const auto r = run_swp("profile - --backend sim --measure 2 --rounds 1 --skip Forward,Backward",
+                         quoted(SWP_CLI_PATH) + " preset sparse_dist --recsys-costs |");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(contains(r.out, "metric exposed_us.H2D "));
+  CHECK_FALSE(contains(r.out, "exposed_us.Forward"));
+  CHECK_FALSE(contains(r.out, "exposed_us.Backward"));
+}
+
+TEST_CASE("swp profile errors: unknown --skip task (exit 2), invalid plan (exit 1)") {
+  const TempFile plan(kPlan);
+  const auto unknown = run_swp("profile " + quoted(plan.str()) + " --skip A,Ghost");
+  CHECK(unknown.status == 2);
+  CHECK(contains(unknown.err, "'Ghost'"));
+
+  const TempFile broken(R"({"tasks": [{"name": "A", "stage": 1}, {"name": "B"}],
+                           "intra_iter_deps": [["B", "A"]]})");
+  const auto invalid = run_swp("profile " + quoted(broken.str()));
+  CHECK(invalid.status == 1);
+  CHECK(contains(invalid.err, "error:"));
+
+  const auto bad_flag = run_swp("profile " + quoted(plan.str()) + " --measure 0");
+  CHECK(bad_flag.status == 2);
+}
