@@ -323,6 +323,13 @@ TEST_CASE_TEMPLATE("both engines share the pipeline API", Engine, swp::test::Use
     SUBCASE("progress before fill is an error") {
       CHECK_THROWS_AS(pipe->progress(), swp::PipelineStateError);
     }
+    SUBCASE("format_schedule and format_stage_analysis describe the plan") {
+      const auto graph = swp::validate(typed_plan());
+      CHECK(pipe->format_schedule(3) == swp::format_schedule(graph, 3));
+      CHECK(pipe->format_stage_analysis() ==
+            swp::format_stage_analysis(graph, swp::analyze_stages(graph)));
+      CHECK(pipe->format_stage_analysis().find("Pipeline depth") != std::string::npos);
+    }
     SUBCASE("run_serial and run_one_serial_iter compute the same results") {
       auto stats = pipe->run_serial(std::vector<int>{2, 3});
       CHECK(stats.iterations == 2);
@@ -499,6 +506,18 @@ TEST_CASE_TEMPLATE("tasks on aliased stream names share one stream, FIFO", Engin
         if (other != key) CHECK_FALSE(overlap(d, e));
     }
   }
+}
+
+TEST_CASE("synchronize waits until the queued device work completed") {
+  swp::Plan<Ctx> plan;
+  plan.add("Work", [](Ctx&, swp::TaskScope& task) { task.device_work(100ms); }, {.stream = "side"});
+  swp::Runtime rt({.workers = 1});
+  swp::ClockPipeline<Ctx> pipe(rt, plan);
+  pipe.run_one_serial_iter(1, 0);  // queues 100 ms on "default" and returns
+  pipe.synchronize();
+  swp::Event after;
+  rt.stream("default").record(after);  // on an idle stream the event completes at once
+  CHECK(after.query());
 }
 
 TEST_CASE("reading an undeclared producer is an error naming both tasks") {

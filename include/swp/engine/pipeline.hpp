@@ -26,6 +26,7 @@
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/core/schedule_table.hpp"
+#include "swp/core/stage_analysis.hpp"
 #include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/shortcut.hpp"
@@ -230,6 +231,12 @@ class Pipeline : private detail::BodyRunner {
   }
   void disable_shortcut(const std::vector<std::string>& names) {
     set_shortcut(std::vector<std::string_view>(names.begin(), names.end()), false);
+  }
+
+  /// The stage analysis of the plan (seed print_stage_analysis): topological positions,
+  /// the longest decreasing stage subsequence, the depth and the Dilworth verdict.
+  [[nodiscard]] std::string format_stage_analysis() const {
+    return swp::format_stage_analysis(core_.graph(), analyze_stages(core_.graph()));
   }
 
   /// The names of the shortcut tasks.
