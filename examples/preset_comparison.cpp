@@ -99,7 +99,8 @@ double serial_us_per_iter(const swp::PipelinePlan& plan, swp::Backend backend, i
 Row measure(const std::string& label, const swp::PipelinePlan& plan, swp::Backend backend,
             int iters) {
   const auto graph = swp::validate(plan);
-  Row row{label};
+  Row row;
+  row.label = label;
   std::set<std::string> streams;
   for (swp::TaskIndex t = 0; t < graph.size(); ++t) streams.insert(graph.stream(t));
   row.streams = streams.size();
