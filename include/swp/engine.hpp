@@ -6,6 +6,7 @@
 #include "swp/engine/errors.hpp"
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/pipeline.hpp"
+#include "swp/engine/plan_tuner.hpp"
 #include "swp/engine/profile_result.hpp"
 #include "swp/engine/run_observer.hpp"
 #include "swp/engine/runtime.hpp"

@@ -15,6 +15,9 @@ void add_plan_commands(CLI::App& app, Action& action);
 /// run: execute a plan's synthetic costs on an engine and print metric lines.
 void add_run_command(CLI::App& app, Action& action);
 
+/// tune: the fastest stage assignment of a plan under a depth cap, simulated on sim.
+void add_tune_command(CLI::App& app, Action& action);
+
 /// preset: the TorchRec pipelines of seed 000 as plan JSON (`--list` names them).
 void add_preset_command(CLI::App& app, Action& action);
 

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   swp::cli::add_plan_commands(app, action);
   swp::cli::add_run_command(app, action);
   swp::cli::add_preset_command(app, action);
+  swp::cli::add_tune_command(app, action);
   swp::cli::add_profile_command(app, action);
 
   try {

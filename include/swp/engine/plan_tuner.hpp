@@ -1,0 +1,86 @@
+#pragma once
+// Tuning a plan: searching stage assignments that keep every rule, simulated on the sim backend.
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "swp/core/pipeline_plan.hpp"
+#include "swp/core/plan_graph.hpp"
+
+namespace swp {
+
+/// One stage per task, in the plan's task order.
+using StageAssignment = std::vector<int>;
+
+/// The stage assignments of `graph`'s tasks with stages in 0..max_depth−1 that keep every
+/// stage rule: corollary 1 (an intra dependency's stage ≤ its task's stage), corollary 3 (an
+/// inter dependency's stage − its task's stage ≤ 1) and some task on stage 0 (a plan whose
+/// stages all start at 1 only spends a slot more on the same schedule). Nothing else of the
+/// plan changes, so each assignment with `pipeline_depth` = max(stage) + 1 validates.
+///
+/// Returns the assignments in lexicographic order of the stages taken in a fixed topological
+/// order, or nothing when there are more than `limit`. Throws std::invalid_argument when
+/// max_depth < 1 or the intra dependencies form a cycle (a graph from `inspect`; `validate`
+/// rejects cycles).
+/// Example: `auto all = swp::stage_assignments(swp::validate(plan), 3, 4096);`
+std::optional<std::vector<StageAssignment>> stage_assignments(const PlanGraph& graph,
+                                                              int max_depth, std::size_t limit);
+
+/// `plan` with the stages of `stages` (one per task) and `pipeline_depth` = max(stage) + 1.
+/// Throws std::invalid_argument when the sizes differ.
+PipelinePlan with_stages(const PipelinePlan& plan, const StageAssignment& stages);
+
+struct TuneOptions {
+  /// Memory cap: stages 0..max_depth−1, so at most max_depth iterations (slots) in flight.
+  /// 0: the input plan's depth, so the tuned plan never holds more batches than the input.
+  int max_depth = 0;
+  /// Iterations of the final measurement of the finalists and the input (as `swp run`).
+  int iters = 200;
+  /// Iterations per candidate during the search: enough for a steady state, cheap to repeat.
+  int search_iters = 48;
+  /// The space is searched exhaustively when it holds at most this many assignments; beyond,
+  /// a deterministic local search evaluates at most this many.
+  std::size_t max_candidates = 4096;
+  /// The best candidates of the search that are measured again with `iters`.
+  std::size_t finalists = 4;
+};
+
+/// What tune_plan found. Both times are measured in the same call with `iters` iterations.
+struct TuneResult {
+  PipelinePlan best;                ///< the input with the best stages (bodies kept)
+  double us_per_iter = 0;           ///< `best`'s steady-state time per iteration
+  double baseline_us_per_iter = 0;  ///< the input's
+  int depth = 0;                    ///< `best`'s depth, max(stage) + 1
+  int baseline_depth = 0;           ///< the input's
+  int max_depth = 0;                ///< the cap searched under
+  std::size_t candidates = 0;       ///< stage assignments simulated
+  bool exhaustive = false;          ///< every assignment under the cap was simulated
+
+  /// baseline / best: above 1 when the tuned plan is faster.
+  [[nodiscard]] double speedup() const {
+    return us_per_iter > 0 ? baseline_us_per_iter / us_per_iter : 0;
+  }
+};
+
+/// Searches the stage assignments of `plan` under a depth cap for the fastest on the clock
+/// engine (whose periods are what stages mean; the data-flow engine fires on dependencies and
+/// ignores them), simulating each on the sim backend with the plan's synthetic costs (task
+/// bodies are not run; the returned plan keeps them).
+///
+/// Candidates are the `stage_assignments` under the cap when there are at most
+/// `max_candidates` of them, else those a local search visits: hill climbing from the input
+/// (clamped to the cap), then from all-stage-0 and from each task's topological level, moving
+/// one task, or a task with all it feeds (or all that feed it), one stage up or down; the
+/// steepest improving move is taken, evaluations stop at `max_candidates`. Each candidate runs
+/// `search_iters` iterations; the `finalists` best and the input run `iters` again and the
+/// fastest wins. Ties within 1e-6 relative prefer the smaller depth, then the input's stages,
+/// then the fewest tasks moved. When the input fits the cap it is a candidate, so the result
+/// is never slower than the input.
+///
+/// Throws PlanError for an invalid plan, std::invalid_argument for bad options (max_depth < 0,
+/// iters or search_iters < 1, max_candidates or finalists 0).
+/// Example: `auto r = swp::tune_plan(plan, {.max_depth = 3}); std::cout << r.us_per_iter;`
+TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options = {});
+
+}  // namespace swp

@@ -1,0 +1,108 @@
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "plan_input.hpp"
+#include "swp/core/plan_json.hpp"
+#include "swp/engine/errors.hpp"
+#include "swp/engine/plan_tuner.hpp"
+
+namespace swp::cli {
+
+namespace {
+
+struct TuneFlags {
+  std::string path;
+  TuneOptions options;
+  std::string out_path;  // --out: the plan goes there, the metric lines to stdout
+};
+
+void metric(std::FILE* to, const char* name, double value, const char* unit) {
+  std::fprintf(to, "metric %s %.6g %s\n", name, value, unit);
+}
+
+int tune(const TuneFlags& flags) {
+  auto plan = load_checked(flags.path, Strictness::valid);
+  if (!plan) return Exit::invalid_plan;
+  // Opened before the search, so a bad path costs no search.
+  std::ofstream out_file;
+  if (!flags.out_path.empty()) {
+    out_file.open(flags.out_path);
+    if (!out_file) {
+      std::cerr << "error: cannot write '" << flags.out_path << "'\n";
+      return Exit::bad_usage;
+    }
+  }
+  const auto started = std::chrono::steady_clock::now();
+  TuneResult result;
+  try {
+    result = tune_plan(plan->plan, flags.options);
+  } catch (const TaskError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return Exit::invalid_plan;
+  } catch (const PipelineTimeout& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return Exit::invalid_plan;
+  }
+  const double search_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+          .count();
+
+  std::FILE* metrics = stderr;
+  if (out_file.is_open()) {
+    out_file << plan_to_json(result.best);
+    out_file.close();
+    if (!out_file) {
+      std::cerr << "error: cannot write '" << flags.out_path << "'\n";
+      return Exit::bad_usage;
+    }
+    metrics = stdout;
+  } else {
+    std::cout << plan_to_json(result.best) << std::flush;
+  }
+  metric(metrics, "us_per_iter", result.us_per_iter, "us");
+  metric(metrics, "baseline_us_per_iter", result.baseline_us_per_iter, "us");
+  metric(metrics, "speedup", result.speedup(), "ratio");
+  metric(metrics, "depth", result.depth, "count");
+  metric(metrics, "baseline_depth", result.baseline_depth, "count");
+  metric(metrics, "max_depth", result.max_depth, "count");
+  metric(metrics, "candidates", static_cast<double>(result.candidates), "count");
+  metric(metrics, "exhaustive", result.exhaustive ? 1 : 0, "bool");
+  metric(metrics, "search_ms", search_ms, "ms");
+  return Exit::ok;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, Action& action) {
+  auto* cmd = app.add_subcommand(
+      "tune",
+      "search the plan's stage assignments under a depth cap on the sim backend (clock engine) "
+      "and print the fastest plan as JSON");
+  auto flags = std::make_shared<TuneFlags>();
+  add_plan_argument(*cmd, flags->path);
+  cmd->add_option("--max-depth", flags->options.max_depth,
+                  "memory cap: stages 0..D-1, at most D iterations in flight; default: the "
+                  "plan's depth")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--iters", flags->options.iters,
+                  "iterations of the final measurement of the best candidates and the input")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--search-iters", flags->options.search_iters,
+                  "iterations per candidate during the search")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  cmd->add_option("--max-candidates", flags->options.max_candidates,
+                  "exhaustive up to this many stage assignments, local search beyond")
+      ->check(CLI::Range(1, 10'000'000))
+      ->capture_default_str();
+  cmd->add_option("--out", flags->out_path,
+                  "write the plan JSON to this file and the metric lines to standard output");
+  cmd->callback([&action, flags] { action = [flags] { return tune(*flags); }; });
+}
+
+}  // namespace swp::cli
