@@ -1,13 +1,16 @@
 // `swp preset`: the catalogue, plan JSON that the plan commands read back, option flags,
-// usage errors, and docs/presets.md's tables kept equal to what the tool prints.
+// usage errors, docs/presets.md's tables kept equal to what the tool prints, and its timelines.
 
 #include <doctest/doctest.h>
 
+#include <set>
 #include <sstream>
 #include <string>
 
 #include "support/cli.hpp"
 #include "support/plans.hpp"
+#include "support/xml_dom.hpp"
+#include "swp/presets/preset_registry.hpp"
 
 using swp::test::quoted;
 using swp::test::Result;
@@ -119,6 +122,27 @@ TEST_CASE("the schedule tables in docs/presets.md are the tool's output") {
     ++checked;
   }
   CHECK(checked >= 12);
+}
+
+// docs/presets.md shows under each table the timeline of a run of that preset, made by
+// tools/make-preset-timelines.sh; each must be there, well-formed, and a picture of the
+// preset's steady plan as it is now: a slice for each of its tasks and no other task.
+TEST_CASE("the timelines in docs/presets.md are SVGs of each preset's tasks") {
+  const auto docs = swp::test::data_dir() / ".." / ".." / "docs";
+  const auto doc = swp::test::read_text(docs / "presets.md");
+  for (const auto& info : swp::presets::preset_catalogue()) {
+    const std::string name(info.name);
+    CAPTURE(name);
+    const std::string picture = "img/presets/" + name + ".svg";
+    CHECK(contains(doc, "![" + name + " timeline](" + picture + ")"));
+    const auto svg = swp::test::XmlReader::parse(swp::test::read_text(docs / picture));
+    std::set<std::string> drawn;
+    for (const auto* slice : svg.find_all("rect", "slice")) drawn.insert(slice->attr("data-task"));
+    const auto preset = swp::presets::make_preset(name);
+    std::set<std::string> tasks;
+    for (const auto& t : preset.plan().tasks) tasks.insert(t.task.name);
+    CHECK(drawn == tasks);
+  }
 }
 
 TEST_SUITE_END();
