@@ -1,5 +1,7 @@
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -30,9 +32,11 @@ int tune(const TuneFlags& flags) {
   // Opened before the search, so a bad path costs no search.
   std::ofstream out_file;
   if (!flags.out_path.empty()) {
-    out_file.open(flags.out_path);
+    errno = 0;
+    out_file.open(flags.out_path, std::ios::out | std::ios::trunc);
     if (!out_file) {
-      std::cerr << "error: cannot write '" << flags.out_path << "'\n";
+      std::cerr << "error: cannot write '" << flags.out_path
+                << "': " << (errno != 0 ? std::strerror(errno) : "open failed") << '\n';
       return Exit::bad_usage;
     }
   }
@@ -56,7 +60,7 @@ int tune(const TuneFlags& flags) {
     out_file << plan_to_json(result.best);
     out_file.close();
     if (!out_file) {
-      std::cerr << "error: cannot write '" << flags.out_path << "'\n";
+      std::cerr << "error: cannot write '" << flags.out_path << "': writing failed\n";
       return Exit::bad_usage;
     }
     metrics = stdout;

@@ -1,0 +1,116 @@
+// `swp tune`: the best plan as JSON (stdout, or --out), metric lines, and errors.
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "support/cli.hpp"
+#include "support/plans.hpp"
+
+using swp::test::quoted;
+using swp::test::run_swp;
+using swp::test::TempFile;
+
+TEST_SUITE_BEGIN("cli tune");
+
+namespace {
+
+// The `metric NAME VALUE UNIT` lines of `text`, by name.
+std::map<std::string, double> metrics(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string tag, name;
+    double value = 0;
+    if (words >> tag >> name >> value && tag == "metric") out[name] = value;
+  }
+  return out;
+}
+
+std::string swp_cli() { return quoted(SWP_CLI_PATH); }
+
+// seed 000's SparseDist with recsys costs, every task moved to stage 0.
+std::string flat_sparse_dist_json() {
+  const auto r = run_swp("preset sparse_dist --recsys-costs");
+  REQUIRE(r.status == 0);
+  std::string json = r.out;
+  for (const char* stage : {"\"stage\": 1", "\"stage\": 2"})
+    for (std::size_t at; (at = json.find(stage)) != std::string::npos;)
+      json.replace(at, std::string(stage).size(), "\"stage\": 0");
+  json.replace(json.find("\"pipeline_depth\": 3"), 19, "\"pipeline_depth\": 1");
+  return json;
+}
+
+constexpr const char* kQuick = " --iters 64 --search-iters 24";
+
+}  // namespace
+
+TEST_CASE("swp tune prints a plan that swp validate and swp run read back, metrics on stderr") {
+  const auto r = run_swp(std::string("tune -") + kQuick,
+                         swp_cli() + " preset fused_sparse_dist --recsys-costs |");
+  CHECK(r.status == 0);
+  CHECK(r.out.starts_with("{"));
+  const auto m = metrics(r.err);
+  for (const char* name : {"us_per_iter", "baseline_us_per_iter", "speedup", "candidates",
+                           "depth", "baseline_depth", "max_depth", "exhaustive", "search_ms"})
+    CHECK_MESSAGE(m.contains(name), name);
+  CHECK(m.at("us_per_iter") <= m.at("baseline_us_per_iter"));
+  CHECK(m.at("speedup") >= 1);
+  CHECK(m.at("max_depth") == 3);
+  CHECK(m.at("candidates") == 111);
+
+  const TempFile tuned(r.out);
+  const auto v = run_swp("validate " + quoted(tuned.str()));
+  CHECK(v.status == 0);
+  CHECK(v.err.empty());  // no unknown-key warnings
+  const auto run = run_swp("run " + quoted(tuned.str()) +
+                           " --engine clock --backend sim --iters 64");
+  CHECK(run.status == 0);
+  CHECK(metrics(run.out).at("us_per_iter") == doctest::Approx(m.at("us_per_iter")));
+}
+
+TEST_CASE("swp tune --out writes the plan to the file and the metric lines to stdout") {
+  const TempFile plan(flat_sparse_dist_json());
+  const TempFile out("", ".json");
+  const auto r =
+      run_swp("tune " + quoted(plan.str()) + " --max-depth 3 --out " + quoted(out.str()) + kQuick);
+  CHECK(r.status == 0);
+  CHECK(r.err.empty());
+  const auto m = metrics(r.out);
+  CHECK(m.at("us_per_iter") < m.at("baseline_us_per_iter"));  // the poor plan gets faster
+  CHECK(m.at("speedup") > 1.2);
+  CHECK(m.at("depth") <= 3);
+  CHECK(m.at("baseline_depth") == 1);
+  const auto v = run_swp("validate " + quoted(out.str()));
+  CHECK(v.status == 0);
+  CHECK(v.out.starts_with("ok: 8 tasks, depth "));
+}
+
+TEST_CASE("swp tune errors: invalid plans exit 1 naming tasks, bad flags and paths exit 2") {
+  SUBCASE("a plan breaking corollary 1") {
+    const TempFile plan(R"({"tasks": [{"name": "A", "stage": 1}, {"name": "B", "stage": 0}],
+                           "intra_iter_deps": [["B", "A"]]})");
+    const auto r = run_swp("tune " + quoted(plan.str()));
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("error: ") != std::string::npos);
+    CHECK(r.err.find("corollary 1") != std::string::npos);
+  }
+  SUBCASE("a depth cap below 1") {
+    const auto r = run_swp("tune - --max-depth 0", swp_cli() + " preset base |");
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--max-depth") != std::string::npos);
+  }
+  SUBCASE("an --out path that cannot be written, before searching") {
+    const std::string missing = "/nonexistent-swp-dir/tuned.json";
+    const auto r = run_swp("tune - --out " + quoted(missing), swp_cli() + " preset base |");
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.starts_with("error: cannot write '" + missing));
+  }
+}
+
+TEST_SUITE_END();

@@ -1,0 +1,194 @@
+#include "swp/engine/plan_tuner.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "support/plans.hpp"
+#include "swp/core/plan_error.hpp"
+#include "swp/engine/synthetic_run.hpp"
+#include "swp/presets/preset_registry.hpp"
+#include "swp/presets/recsys_costs.hpp"
+
+namespace {
+
+// Short runs: every candidate is simulated, and the suite also runs under the sanitizers.
+constexpr swp::TuneOptions kQuick{.iters = 64, .search_iters = 24};
+
+swp::TuneOptions quick(int max_depth, std::size_t max_candidates = kQuick.max_candidates) {
+  swp::TuneOptions o = kQuick;
+  o.max_depth = max_depth;
+  o.max_candidates = max_candidates;
+  return o;
+}
+
+// seed 000's SparseDist with recsys costs and every task on stage 0: copy, input distribution
+// and compute of one batch run back to back.
+swp::PipelinePlan flat_sparse_dist() {
+  auto plan = swp::test::sparse_dist_plan();
+  swp::presets::apply_recsys_costs(plan);
+  for (auto& t : plan.tasks) t.schedule.stage = 0;
+  plan.pipeline_depth = 1;
+  return plan;
+}
+
+swp::StageAssignment stages_of(const swp::PipelinePlan& plan) {
+  swp::StageAssignment s;
+  for (const auto& t : plan.tasks) s.push_back(t.schedule.stage);
+  return s;
+}
+
+bool validates(const swp::PipelinePlan& plan) {
+  try {
+    swp::validate(plan);
+    return true;
+  } catch (const swp::PlanError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+TEST_SUITE_BEGIN("engine plan tuner");
+
+TEST_CASE("stage_assignments lists exactly the stage labelings that validate") {
+  const auto plan = swp::test::sparse_dist_plan();
+  const auto graph = swp::validate(plan);
+  const int cap = 3;
+  const auto all = swp::stage_assignments(graph, cap, 10'000);
+  REQUIRE(all.has_value());
+
+  // Brute force over every labeling with stages 0..cap-1 that uses stage 0.
+  std::set<swp::StageAssignment> expected;
+  swp::StageAssignment s(plan.tasks.size(), 0);
+  for (;;) {
+    if (std::count(s.begin(), s.end(), 0) > 0 && validates(swp::with_stages(plan, s)))
+      expected.insert(s);
+    std::size_t t = 0;
+    while (t < s.size() && ++s[t] == cap) s[t++] = 0;
+    if (t == s.size()) break;
+  }
+  const std::set<swp::StageAssignment> found(all->begin(), all->end());
+  CHECK(found.size() == all->size());  // no duplicates
+  CHECK(found == expected);
+  CHECK(found.size() == 57);
+  CHECK(found.contains(stages_of(plan)));
+
+  CHECK_FALSE(swp::stage_assignments(graph, cap, 56).has_value());
+  const swp::StageAssignment zero(plan.tasks.size(), 0);
+  CHECK(swp::stage_assignments(graph, 1, 1) == std::vector<swp::StageAssignment>{zero});
+  CHECK_THROWS_AS(swp::stage_assignments(graph, 0, 10), std::invalid_argument);
+}
+
+TEST_CASE("tune_plan is never slower than the input on seed 000's presets with recsys costs") {
+  for (const auto& info : swp::presets::preset_catalogue()) {
+    CAPTURE(info.name);
+    auto plan = swp::presets::make_preset(info.name).plan();
+    swp::presets::apply_recsys_costs(plan);
+    const auto result = swp::tune_plan(plan, kQuick);
+    const auto input_depth = swp::validate(plan).depth();
+    CHECK(result.baseline_us_per_iter > 0);
+    CHECK(result.us_per_iter <= result.baseline_us_per_iter * (1 + 1e-9));
+    CHECK(result.exhaustive);
+    CHECK(result.max_depth == input_depth);
+    CHECK(result.baseline_depth == input_depth);
+    CHECK(result.depth <= input_depth);
+    CHECK(validates(result.best));
+    CHECK(result.best.pipeline_depth == result.depth);
+    for (std::size_t t = 0; t < plan.tasks.size(); ++t) {  // only stages change
+      CHECK(result.best.tasks[t].task.name == plan.tasks[t].task.name);
+      CHECK(result.best.tasks[t].schedule.stream == plan.tasks[t].schedule.stream);
+      CHECK(result.best.tasks[t].schedule.thread_group == plan.tasks[t].schedule.thread_group);
+    }
+    CHECK(result.best.intra_iter_deps == plan.intra_iter_deps);
+    CHECK(result.best.stream_aliases == plan.stream_aliases);
+  }
+}
+
+TEST_CASE("tune_plan overlaps a slow copy that a poor stage assignment serializes with compute") {
+  SUBCASE("copy then compute: the only faster assignment is determined") {
+    auto plan = swp::test::make_plan({{"H2D", 0, "memcpy"}, {"Compute", 0}},
+                                     {{"Compute", "H2D"}});
+    plan.tasks[0].cost = {.cpu_us = 10, .device_us = 1000};
+    plan.tasks[1].cost = {.cpu_us = 10, .device_us = 1000};
+    const auto result = swp::tune_plan(plan, quick(2));
+    CHECK(stages_of(result.best) == swp::StageAssignment{0, 1});
+    CHECK(result.depth == 2);
+    CHECK(result.baseline_us_per_iter == doctest::Approx(2000).epsilon(0.02));
+    CHECK(result.us_per_iter == doctest::Approx(1000).epsilon(0.02));
+    CHECK(result.speedup() > 1.9);
+    CHECK(result.candidates == 2);
+  }
+  SUBCASE("SparseDist on one stage reaches its bound within depth 3") {
+    const auto plan = flat_sparse_dist();
+    const auto result = swp::tune_plan(plan, quick(3));
+    CHECK(result.us_per_iter < result.baseline_us_per_iter);
+    CHECK(result.depth <= 3);
+    CHECK(result.depth >= 2);
+    const double bound = swp::bound_us_per_iter(swp::validate(result.best));
+    CHECK(result.us_per_iter == doctest::Approx(bound).epsilon(1e-6));
+    // Ties keep the fewest tasks moved: only OptimizerStep leaves stage 0, which lets the next
+    // batch's copy and input distribution run under this batch's compute.
+    auto expected = stages_of(plan);
+    expected.back() = 1;
+    CHECK(stages_of(result.best) == expected);
+  }
+}
+
+TEST_CASE("tune_plan keeps the tuned plan within the depth cap") {
+  const auto plan = flat_sparse_dist();
+  SUBCASE("a cap of 1 leaves only the input") {
+    const auto result = swp::tune_plan(plan, quick(1));
+    CHECK(result.candidates == 1);
+    CHECK(result.depth == 1);
+    CHECK(stages_of(result.best) == stages_of(plan));
+    CHECK(result.us_per_iter == result.baseline_us_per_iter);
+  }
+  SUBCASE("an input deeper than the cap is tuned into it") {
+    auto deep = swp::presets::make_preset("semi_sync").plan();
+    swp::presets::apply_recsys_costs(deep);
+    REQUIRE(swp::validate(deep).depth() == 4);
+    const auto result = swp::tune_plan(deep, quick(2));
+    CHECK(result.max_depth == 2);
+    CHECK(result.depth <= 2);
+    CHECK(result.baseline_depth == 4);
+    CHECK(validates(result.best));
+  }
+  SUBCASE("local search beyond max_candidates stays in the cap and never loses to the input") {
+    const auto result = swp::tune_plan(plan, quick(4, 12));
+    CHECK_FALSE(result.exhaustive);
+    CHECK(result.candidates <= 12);
+    CHECK(result.depth <= 4);
+    CHECK(result.us_per_iter < result.baseline_us_per_iter);
+    CHECK(validates(result.best));
+  }
+}
+
+TEST_CASE("tune_plan rejects invalid plans and options") {
+  SUBCASE("a plan breaking corollary 1 names its tasks") {
+    auto plan = swp::test::pqra_plan();
+    try {
+      swp::tune_plan(plan, kQuick);
+      FAIL("no PlanError");
+    } catch (const swp::PlanError& e) {
+      CHECK(e.breaks(swp::PlanRule::corollary_1));
+      CHECK(std::string(e.what()).find("R") != std::string::npos);
+    }
+  }
+  SUBCASE("bad options") {
+    const auto plan = flat_sparse_dist();
+    CHECK_THROWS_AS(swp::tune_plan(plan, quick(-1)), std::invalid_argument);
+    auto o = kQuick;
+    o.iters = 0;
+    CHECK_THROWS_AS(swp::tune_plan(plan, o), std::invalid_argument);
+    o = kQuick;
+    o.max_candidates = 0;
+    CHECK_THROWS_AS(swp::tune_plan(plan, o), std::invalid_argument);
+    CHECK_THROWS_AS(swp::with_stages(plan, {0, 1}), std::invalid_argument);
+  }
+}
+
+TEST_SUITE_END();
