@@ -52,8 +52,7 @@ int tune(const TuneFlags& flags) {
     return Exit::invalid_plan;
   }
   const double search_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-          .count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
 
   std::FILE* metrics = stderr;
   if (out_file.is_open()) {

@@ -16,8 +16,8 @@ namespace {
 
 // The stage rules as index lists: what stage_assignments and the local search check.
 struct StageRules {
-  std::vector<TaskIndex> topo;                      // intra dependencies first, then by index
-  std::vector<std::vector<TaskIndex>> intra;        // t -> the tasks t depends on
+  std::vector<TaskIndex> topo;                         // intra dependencies first, then by index
+  std::vector<std::vector<TaskIndex>> intra;           // t -> the tasks t depends on
   std::vector<std::pair<TaskIndex, TaskIndex>> inter;  // (task, dep of the previous iteration)
 
   explicit StageRules(const PlanGraph& graph) : intra(graph.size()) {
@@ -38,7 +38,8 @@ struct StageRules {
       TaskIndex next = n;
       for (TaskIndex t = 0; t < n && next == n; ++t)
         if (!done[t] && pending[t] == 0) next = t;
-      if (next == n) throw std::invalid_argument("stage_assignments: intra dependencies form a cycle");
+      if (next == n)
+        throw std::invalid_argument("stage_assignments: intra dependencies form a cycle");
       done[next] = true;
       topo.push_back(next);
       for (TaskIndex f : feeds[next]) --pending[f];
@@ -91,8 +92,7 @@ class Enumerator {
   [[nodiscard]] bool inter_ok(TaskIndex t) const {
     for (const auto& [task, dep] : rules_.inter) {
       if (task != t && dep != t) continue;
-      if (stages_[task] >= 0 && stages_[dep] >= 0 && stages_[dep] - stages_[task] > 1)
-        return false;
+      if (stages_[task] >= 0 && stages_[dep] >= 0 && stages_[dep] - stages_[task] > 1) return false;
     }
     return true;
   }
@@ -201,8 +201,8 @@ void local_search(const StageRules& rules, int max_depth, const StageAssignment&
   std::vector<std::vector<TaskIndex>> feeds(n);
   for (TaskIndex t = 0; t < n; ++t)
     for (TaskIndex d : rules.intra[t]) feeds[d].push_back(t);
-  const auto downstream = closure(feeds);       // t and every task that needs it
-  const auto upstream = closure(rules.intra);   // t and every task it needs
+  const auto downstream = closure(feeds);      // t and every task that needs it
+  const auto upstream = closure(rules.intra);  // t and every task it needs
 
   // Starts: the input clamped to the cap (clamping keeps both corollaries), all on stage 0,
   // and the topological levels clamped (as much pipelining as the cap allows).
@@ -244,8 +244,8 @@ void local_search(const StageRules& rules, int max_depth, const StageAssignment&
 
 }  // namespace
 
-std::optional<std::vector<StageAssignment>> stage_assignments(const PlanGraph& graph,
-                                                              int max_depth, std::size_t limit) {
+std::optional<std::vector<StageAssignment>> stage_assignments(const PlanGraph& graph, int max_depth,
+                                                              std::size_t limit) {
   if (max_depth < 1) throw std::invalid_argument("max_depth must be at least 1");
   const StageRules rules(graph);
   Enumerator enumerator(rules, max_depth, limit);
@@ -255,8 +255,8 @@ std::optional<std::vector<StageAssignment>> stage_assignments(const PlanGraph& g
 
 PipelinePlan with_stages(const PipelinePlan& plan, const StageAssignment& stages) {
   if (stages.size() != plan.tasks.size())
-    throw std::invalid_argument("with_stages: " + std::to_string(stages.size()) +
-                                " stages for " + std::to_string(plan.tasks.size()) + " tasks");
+    throw std::invalid_argument("with_stages: " + std::to_string(stages.size()) + " stages for " +
+                                std::to_string(plan.tasks.size()) + " tasks");
   PipelinePlan out = plan;
   for (std::size_t t = 0; t < stages.size(); ++t) out.tasks[t].schedule.stage = stages[t];
   out.pipeline_depth = stages.empty() ? 1 : depth_of(stages);
@@ -299,8 +299,8 @@ TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options) {
            std::tie(b.us, b.depth, a.is_input, b.moved, b.stages);
   });
   ranked.resize(std::min(ranked.size(), options.finalists));
-  if (input_fits && std::none_of(ranked.begin(), ranked.end(),
-                                 [](const Scored& s) { return s.is_input; }))
+  if (input_fits &&
+      std::none_of(ranked.begin(), ranked.end(), [](const Scored& s) { return s.is_input; }))
     ranked.push_back(eval.scored(input, 0));
   std::optional<Scored> winner;
   for (const auto& f : ranked) {

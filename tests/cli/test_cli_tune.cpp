@@ -54,8 +54,8 @@ TEST_CASE("swp tune prints a plan that swp validate and swp run read back, metri
   CHECK(r.status == 0);
   CHECK(r.out.starts_with("{"));
   const auto m = metrics(r.err);
-  for (const char* name : {"us_per_iter", "baseline_us_per_iter", "speedup", "candidates",
-                           "depth", "baseline_depth", "max_depth", "exhaustive", "search_ms"})
+  for (const char* name : {"us_per_iter", "baseline_us_per_iter", "speedup", "candidates", "depth",
+                           "baseline_depth", "max_depth", "exhaustive", "search_ms"})
     CHECK_MESSAGE(m.contains(name), name);
   CHECK(m.at("us_per_iter") <= m.at("baseline_us_per_iter"));
   CHECK(m.at("speedup") >= 1);
@@ -66,8 +66,8 @@ TEST_CASE("swp tune prints a plan that swp validate and swp run read back, metri
   const auto v = run_swp("validate " + quoted(tuned.str()));
   CHECK(v.status == 0);
   CHECK(v.err.empty());  // no unknown-key warnings
-  const auto run = run_swp("run " + quoted(tuned.str()) +
-                           " --engine clock --backend sim --iters 64");
+  const auto run =
+      run_swp("run " + quoted(tuned.str()) + " --engine clock --backend sim --iters 64");
   CHECK(run.status == 0);
   CHECK(metrics(run.out).at("us_per_iter") == doctest::Approx(m.at("us_per_iter")));
 }

@@ -1,5 +1,3 @@
-#include "swp/engine/plan_tuner.hpp"
-
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 
 #include "support/plans.hpp"
 #include "swp/core/plan_error.hpp"
+#include "swp/engine/plan_tuner.hpp"
 #include "swp/engine/synthetic_run.hpp"
 #include "swp/presets/preset_registry.hpp"
 #include "swp/presets/recsys_costs.hpp"
@@ -110,8 +109,7 @@ TEST_CASE("tune_plan is never slower than the input on seed 000's presets with r
 
 TEST_CASE("tune_plan overlaps a slow copy that a poor stage assignment serializes with compute") {
   SUBCASE("copy then compute: the only faster assignment is determined") {
-    auto plan = swp::test::make_plan({{"H2D", 0, "memcpy"}, {"Compute", 0}},
-                                     {{"Compute", "H2D"}});
+    auto plan = swp::test::make_plan({{"H2D", 0, "memcpy"}, {"Compute", 0}}, {{"Compute", "H2D"}});
     plan.tasks[0].cost = {.cpu_us = 10, .device_us = 1000};
     plan.tasks[1].cost = {.cpu_us = 10, .device_us = 1000};
     const auto result = swp::tune_plan(plan, quick(2));

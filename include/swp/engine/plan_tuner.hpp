@@ -24,8 +24,8 @@ using StageAssignment = std::vector<int>;
 /// max_depth < 1 or the intra dependencies form a cycle (a graph from `inspect`; `validate`
 /// rejects cycles).
 /// Example: `auto all = swp::stage_assignments(swp::validate(plan), 3, 4096);`
-std::optional<std::vector<StageAssignment>> stage_assignments(const PlanGraph& graph,
-                                                              int max_depth, std::size_t limit);
+std::optional<std::vector<StageAssignment>> stage_assignments(const PlanGraph& graph, int max_depth,
+                                                              std::size_t limit);
 
 /// `plan` with the stages of `stages` (one per task) and `pipeline_depth` = max(stage) + 1.
 /// Throws std::invalid_argument when the sizes differ.
