@@ -21,6 +21,15 @@ void add_training_tail(PipelinePlan& plan, int stage) {
   add(plan, "OptimizerStep", stage);
 }
 
+// swp's one addition to seed 000's training plans: ZeroGrad(i) waits for OptimizerStep(i-1).
+// The seed leaves it to the clock's period order, where OptimizerStep(i-1) was submitted
+// before ZeroGrad(i) is released anyway; a data-flow engine fires ZeroGrad(i) as soon as the
+// iteration is admitted, and gradients of iteration i-1 would then survive into step i (or be
+// zeroed before OptimizerStep(i-1) read them). The schedule tables do not change.
+void guard_zero_grad(PipelinePlan& plan) {
+  plan.inter_iter_deps.push_back({"ZeroGrad", "OptimizerStep"});
+}
+
 // SparseDist and CompAutograd: seed 000 gives CompAutograd the same plan without the
 // globally_ordered flag on InputDistStart (one lane, so submission order is fixed anyway).
 PipelinePlan sparse_dist_plan(bool ordered_input_dist) {
@@ -40,6 +49,7 @@ PipelinePlan sparse_dist_plan(bool ordered_input_dist) {
       {"OptimizerStep", "Backward"},
   };
   plan.inter_iter_deps = {{"Forward", "OptimizerStep"}};  // Forward(i) reads Opt(i-1)'s weights
+  guard_zero_grad(plan);
   plan.pipeline_depth = 3;
   return plan;
 }
@@ -60,6 +70,7 @@ Preset base(const PresetOptions&) {
                           {"Backward", "Forward"},
                           {"OptimizerStep", "Backward"}};
   plan.inter_iter_deps = {{"Forward", "OptimizerStep"}};
+  guard_zero_grad(plan);
   plan.pipeline_depth = 2;
   return single_phase("base", std::move(plan));
 }
@@ -78,6 +89,7 @@ Preset pt2(const PresetOptions& options) {
   for (std::size_t i = 1; i < std::size(order); ++i)
     plan.intra_iter_deps.push_back({order[i], order[i - 1]});
   plan.inter_iter_deps = {{"Forward", "OptimizerStep"}};
+  guard_zero_grad(plan);
   plan.pipeline_depth = 1;
 
   Preset preset;
@@ -114,6 +126,7 @@ Preset sparse_dist_lite(const PresetOptions&) {
                           {"Backward", "Forward"},
                           {"OptimizerStep", "Backward"}};
   plan.inter_iter_deps = {{"Forward", "OptimizerStep"}};
+  guard_zero_grad(plan);
   plan.pipeline_depth = 2;
   return single_phase("sparse_dist_lite", std::move(plan));
 }
@@ -138,6 +151,7 @@ Preset fused_sparse_dist(const PresetOptions& options) {
   // Fused TBE updates embedding weights in Backward, so EmbLookup(i) needs Backward(i-1) only
   // and can overlap OptimizerStep(i-1).
   plan.inter_iter_deps = {{"EmbLookup", "Backward"}, {"Forward", "OptimizerStep"}};
+  guard_zero_grad(plan);
   plan.pipeline_depth = 3;
   return single_phase("fused_sparse_dist", std::move(plan));
 }
@@ -168,6 +182,7 @@ Preset semi_sync(const PresetOptions& options) {
       {"EmbBackward", "Backward"},    {"OptimizerStep", "EmbBackward"},
   };
   plan.inter_iter_deps = {{"EmbLookup", "Backward"}};
+  guard_zero_grad(plan);
   plan.pipeline_depth = 4;
 
   Preset preset;
@@ -196,6 +211,7 @@ Preset prefetch_sparse_dist(const PresetOptions&) {
   };
   // EmbPrefetch(i) overwrites the cache Forward(i-1) reads: across streams, so it is declared.
   plan.inter_iter_deps = {{"EmbPrefetch", "Forward"}, {"Forward", "OptimizerStep"}};
+  guard_zero_grad(plan);
   plan.pipeline_depth = 3;
   return single_phase("prefetch_sparse_dist", std::move(plan));
 }

@@ -60,7 +60,7 @@ TEST_CASE("swp tune prints a plan that swp validate and swp run read back, metri
   CHECK(m.at("us_per_iter") <= m.at("baseline_us_per_iter"));
   CHECK(m.at("speedup") >= 1);
   CHECK(m.at("max_depth") == 3);
-  CHECK(m.at("candidates") == 111);
+  CHECK(m.at("candidates") == 51);  // brute force over the stage rules
 
   const TempFile tuned(r.out);
   const auto v = run_swp("validate " + quoted(tuned.str()));

@@ -134,6 +134,29 @@ TEST_CASE_TEMPLATE("semi_sync batches of the warm-up see the previous optimizer 
   }
 }
 
+TEST_CASE_TEMPLATE("training presets zero gradients only after the previous optimizer step", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // Gradients of batch i-1 must be consumed by OptimizerStep(i-1) before ZeroGrad(i) clears
+  // them. The clock engine gets this from its period order; the data-flow engine would fire
+  // ZeroGrad(i) as soon as batch i is admitted without the dependency swp adds.
+  for (const auto& info : presets::preset_catalogue()) {
+    const std::string name(info.name);
+    Journal journal;
+    const auto preset = bound_preset(name, journal, {.start_batch = 2});
+    bool trains = false;
+    for (const auto& t : preset.plan().tasks) trains = trains || t.task.name == "ZeroGrad";
+    if (!trains) continue;
+    CAPTURE(name);
+    swp::Runtime runtime({.backend = swp::Backend::sim});
+    presets::PresetRunner runner(preset, maker<Engine>(runtime));
+    CHECK(runner.run(counting(10)) == 10);
+    for (int i = 1; i < 10; ++i) {
+      CAPTURE(i);
+      CHECK(journal.position("OptimizerStep", i - 1) < journal.position("ZeroGrad", i));
+    }
+  }
+}
+
 TEST_CASE("staged callbacks: filled once per fill, data exhausted once, flush drains and resumes") {
   Journal journal;
   int filled = 0, exhausted = 0, flushed = 0;
