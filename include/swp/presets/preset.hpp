@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "swp/core/pipeline_plan.hpp"
@@ -39,9 +40,11 @@ struct Preset {
   /// callbacks).
   std::function<void()> on_data_exhausted = {};
 
-  /// The steady-state plan (the last phase's).
-  [[nodiscard]] const PipelinePlan& plan() const { return phases.back().plan; }
-  [[nodiscard]] PipelinePlan& plan() { return phases.back().plan; }
+  /// The steady-state plan (the last phase's). On a temporary Preset it is returned by value,
+  /// so `for (auto& t : make_preset("base").plan().tasks)` does not dangle.
+  [[nodiscard]] const PipelinePlan& plan() const& { return phases.back().plan; }
+  [[nodiscard]] PipelinePlan& plan() & { return phases.back().plan; }
+  [[nodiscard]] PipelinePlan plan() && { return std::move(phases.back().plan); }
   /// The phase called `label`, or nullptr.
   [[nodiscard]] const PresetPhase* phase(const std::string& label) const {
     for (const auto& p : phases)
