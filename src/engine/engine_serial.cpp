@@ -29,6 +29,10 @@ void EngineCore::run_serial(std::int64_t iter) {
     } outcome;
     TaskScope scope(*this, in, stream);
     Co<void> body = bodies_.run_body(t, 0, scope);
+    if (!body.valid()) {  // a body with nothing to do (a task without body or costs)
+      in.done.set_value();
+      continue;
+    }
     body.start(
         nullptr,
         [](void* context, std::exception_ptr error) noexcept {

@@ -48,6 +48,15 @@ TEST_CASE("swp profile reads a preset from stdin and leaves out --skip tasks") {
   CHECK_FALSE(contains(r.out, "exposed_us.Backward"));
 }
 
+TEST_CASE("swp profile of a plan without costs reports zeros (tasks with nothing to do run)") {
+  const auto r = run_swp("profile - --backend sim --measure 2 --rounds 1",
+                         quoted(SWP_CLI_PATH) + " preset sparse_dist |");
+  REQUIRE_MESSAGE(r.status == 0, r.err);
+  CHECK(contains(r.out, "metric baseline_us_per_iter 0 us\n"));
+  CHECK(contains(r.out, "metric exposed_us.OptimizerStep 0 us\n"));
+  CHECK(contains(r.out, "metric exposed_sum_us 0 us\n"));
+}
+
 TEST_CASE("swp profile errors: unknown --skip task (exit 2), invalid plan (exit 1)") {
   const TempFile plan(kPlan);
   const auto unknown = run_swp("profile " + quoted(plan.str()) + " --skip A,Ghost");

@@ -546,3 +546,17 @@ TEST_CASE("a body bound for another context type is rejected naming the task") {
   CHECK_THROWS_WITH_AS(swp::ClockPipeline<Other>(rt, plan), doctest::Contains("task 'Load'"),
                        std::invalid_argument);
 }
+
+TEST_CASE_TEMPLATE("a serial iteration runs a task with neither body nor cost as done at once", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::PipelinePlan plan;
+  auto empty = plan.add("Empty");
+  auto work = plan.add("Work", {}, {.cpu_us = 50});
+  plan.intra_iter_deps = {{work, empty}};
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 1);
+  const auto start = rt.now();
+  pipe->run_one_serial_iter(0, 0);
+  pipe->run_one_serial_iter(0, 1);
+  CHECK(rt.now() - start == 100us);
+}
