@@ -5,9 +5,13 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
 
 #include "commands.hpp"
 #include "plan_input.hpp"
+#include "profile_metrics.hpp"
 #include "swp/core/plan_json.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/plan_tuner.hpp"
@@ -19,16 +23,46 @@ namespace {
 struct TuneFlags {
   std::string path;
   TuneOptions options;
-  std::string out_path;  // --out: the plan goes there, the metric lines to stdout
+  std::string out_path;    // --out: the plan goes there, the metric lines to stdout
+  std::string costs_path;  // --costs: `swp profile` output whose exposed times are simulated
+  std::string costless_on = "device";  // --costless-on
 };
+
+// The measured costs of --costs, or nothing after printing why.
+std::optional<ProfileResult> read_costs(const std::string& path) {
+  try {
+    if (path == "-") return read_profile_metrics(std::cin, "<stdin>");
+    errno = 0;
+    std::ifstream in(path);
+    if (!in) {
+      std::cerr << "error: cannot read --costs '" << path
+                << "': " << (errno != 0 ? std::strerror(errno) : "open failed") << '\n';
+      return std::nullopt;
+    }
+    return read_profile_metrics(in, path);
+  } catch (const std::runtime_error& e) {
+    std::cerr << "error: --costs " << e.what() << '\n';
+    return std::nullopt;
+  }
+}
 
 void metric(std::FILE* to, const char* name, double value, const char* unit) {
   std::fprintf(to, "metric %s %.6g %s\n", name, value, unit);
 }
 
 int tune(const TuneFlags& flags) {
+  if (flags.path == "-" && flags.costs_path == "-") {
+    std::cerr << "error: the plan and --costs cannot both be read from standard input\n";
+    return Exit::bad_usage;
+  }
   auto plan = load_checked(flags.path, Strictness::valid);
   if (!plan) return Exit::invalid_plan;
+  TuneOptions options = flags.options;
+  if (!flags.costs_path.empty()) {
+    options.measured = read_costs(flags.costs_path);
+    if (!options.measured) return Exit::bad_usage;
+    options.costless_on = flags.costless_on == "cpu" ? MeasuredTimeOn::cpu : MeasuredTimeOn::device;
+  }
   // Opened before the search, so a bad path costs no search.
   std::ofstream out_file;
   if (!flags.out_path.empty()) {
@@ -43,7 +77,12 @@ int tune(const TuneFlags& flags) {
   const auto started = std::chrono::steady_clock::now();
   TuneResult result;
   try {
-    result = tune_plan(plan->plan, flags.options);
+    result = tune_plan(plan->plan, options);
+  } catch (const std::invalid_argument& e) {  // --costs measuring tasks the plan lacks
+    std::cerr << "error: ";
+    if (!flags.costs_path.empty()) std::cerr << "--costs '" << flags.costs_path << "': ";
+    std::cerr << e.what() << '\n';
+    return Exit::bad_usage;
   } catch (const TaskError& e) {
     std::cerr << "error: " << e.what() << '\n';
     return Exit::invalid_plan;
@@ -103,6 +142,16 @@ void add_tune_command(CLI::App& app, Action& action) {
                   "exhaustive up to this many stage assignments, local search beyond")
       ->check(CLI::Range(1, 10'000'000))
       ->capture_default_str();
+  auto* costs = cmd->add_option(
+      "--costs", flags->costs_path,
+      "simulate with the exposed times `swp profile` measured (its output, a file or "
+      "- for stdin) instead of the plan's synthetic costs");
+  cmd->add_option("--costless-on", flags->costless_on,
+                  "with --costs: where the measured time of a task without a plan cost goes (its "
+                  "stream's device time, or its lane's CPU time)")
+      ->check(CLI::IsMember({"device", "cpu"}))
+      ->capture_default_str()
+      ->needs(costs);
   cmd->add_option("--out", flags->out_path,
                   "write the plan JSON to this file and the metric lines to standard output");
   cmd->callback([&action, flags] { action = [flags] { return tune(*flags); }; });

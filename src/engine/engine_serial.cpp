@@ -9,7 +9,8 @@
 namespace swp::detail {
 
 void EngineCore::run_serial(std::int64_t iter) {
-  if (filled_) throw PipelineStateError("run_one_serial_iter while the pipeline is filled; drain() first");
+  if (filled_)
+    throw PipelineStateError("run_one_serial_iter while the pipeline is filled; drain() first");
   Stream& stream = runtime_.stream("default");
   Sync& sync = sync_[0];
   for (auto& box : slots_[0].boxes)
@@ -46,7 +47,8 @@ void EngineCore::run_serial(std::int64_t iter) {
       runtime_.scheduler().drive_until([&] { return outcome.finished; }, Clock::time_point::max());
     if (!outcome.finished)
       throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
-                            graph_.name(t) + "' can never finish (it waits for something no task "
+                            graph_.name(t) +
+                            "' can never finish (it waits for something no task "
                             "will provide)");
     if (outcome.error) {
       in.done.set_error(outcome.error);

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "swp/engine/profiled_costs.hpp"
 #include "swp/engine/synthetic_run.hpp"
 
 namespace swp {
@@ -273,7 +274,10 @@ TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options) {
   const int cap = options.max_depth > 0 ? options.max_depth : graph.depth();
   const StageAssignment input = stages_of(plan);
   const StageRules rules(graph);
-  Evaluator eval(plan, input, options.search_iters);
+  // Simulated with the measured costs when given; the stages are the same either way.
+  const PipelinePlan simulated =
+      options.measured ? with_profiled_costs(plan, *options.measured, options.costless_on) : plan;
+  Evaluator eval(simulated, input, options.search_iters);
 
   TuneResult result;
   result.max_depth = cap;

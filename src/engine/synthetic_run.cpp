@@ -32,10 +32,7 @@ double bound_us_per_iter(const PlanGraph& graph) {
   std::map<std::string, double> device, cpu;
   for (TaskIndex t = 0; t < graph.size(); ++t) {
     const auto& c = graph.cost(t);
-    double d = c.device_us;
-    if (c.jitter_every > 0)
-      d = (c.device_us * (c.jitter_every - 1) + c.jitter_device_us) / c.jitter_every;
-    device[graph.stream(t)] += d;
+    device[graph.stream(t)] += c.mean_device_us();
     cpu[graph.lane(t)] += c.cpu_us;
   }
   double bound = 0;

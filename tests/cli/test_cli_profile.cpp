@@ -28,7 +28,8 @@ const char* kPlan = R"({"tasks": [
 
 TEST_CASE("swp profile prints the report and exact metric lines on the sim backend") {
   const TempFile plan(kPlan);
-  const auto r = run_swp("profile " + quoted(plan.str()) + " --backend sim --measure 10 --rounds 2");
+  const auto r =
+      run_swp("profile " + quoted(plan.str()) + " --backend sim --measure 10 --rounds 2");
   REQUIRE_MESSAGE(r.status == 0, r.err);
   CHECK(contains(r.out, "Baseline serial iteration: 0.102 ms"));
   CHECK(contains(r.out, "Task                        Exposed   % baseline"));

@@ -32,9 +32,9 @@ std::map<std::string, double> metrics(const std::string& text) {
 
 std::string swp_cli() { return quoted(SWP_CLI_PATH); }
 
-// seed 000's SparseDist with recsys costs, every task moved to stage 0.
-std::string flat_sparse_dist_json() {
-  const auto r = run_swp("preset sparse_dist --recsys-costs");
+// seed 000's SparseDist with recsys costs (or none), every task moved to stage 0.
+std::string flat_sparse_dist_json(bool costs = true) {
+  const auto r = run_swp(costs ? "preset sparse_dist --recsys-costs" : "preset sparse_dist");
   REQUIRE(r.status == 0);
   std::string json = r.out;
   for (const char* stage : {"\"stage\": 1", "\"stage\": 2"})
@@ -87,6 +87,73 @@ TEST_CASE("swp tune --out writes the plan to the file and the metric lines to st
   const auto v = run_swp("validate " + quoted(out.str()));
   CHECK(v.status == 0);
   CHECK(v.out.starts_with("ok: 8 tasks, depth "));
+}
+
+TEST_CASE("swp tune --costs simulates what swp profile measured") {
+  const TempFile costed(flat_sparse_dist_json());
+  const auto profile = run_swp("profile " + quoted(costed.str()) + " --measure 2 --rounds 1");
+  REQUIRE_MESSAGE(profile.status == 0, profile.err);
+  const TempFile costs(profile.out);
+  // The same plan without costs, as a user with real task bodies has it.
+  const TempFile plan(flat_sparse_dist_json(false));
+
+  const auto blind = run_swp("tune " + quoted(plan.str()) + " --max-depth 3" + kQuick);
+  REQUIRE_MESSAGE(blind.status == 0, blind.err);
+  CHECK(metrics(blind.err).at("speedup") == 0);  // 0 us either way: nothing to go by
+
+  const auto informed = run_swp("tune " + quoted(plan.str()) + " --max-depth 3 --costs " +
+                                quoted(costs.str()) + kQuick);
+  REQUIRE_MESSAGE(informed.status == 0, informed.err);
+  const auto m = metrics(informed.err);
+  CHECK(m.at("speedup") > 1.2);
+  CHECK(m.at("depth") >= 2);
+  CHECK(informed.out.find("_us") == std::string::npos);  // the plan keeps its own (no) costs
+
+  const auto piped =
+      run_swp("tune " + quoted(plan.str()) + " --max-depth 3 --costs -" + kQuick,
+              swp_cli() + " profile " + quoted(costed.str()) + " --measure 2 --rounds 1 |");
+  CHECK(piped.status == 0);
+  CHECK(piped.out == informed.out);
+}
+
+TEST_CASE("swp tune --costs errors name the file, the line or the task (exit 2)") {
+  const TempFile plan(flat_sparse_dist_json());
+  const auto tune = [&](const std::string& flags, const std::string& pipe = "") {
+    return run_swp("tune " + quoted(plan.str()) + " " + flags + kQuick, pipe);
+  };
+  SUBCASE("a file that cannot be read") {
+    const auto r = tune("--costs /nonexistent-swp/prof.txt");
+    CHECK(r.status == 2);
+    CHECK(r.err.starts_with("error: cannot read --costs '/nonexistent-swp/prof.txt'"));
+  }
+  SUBCASE("a malformed metric line, by line number") {
+    const TempFile costs(
+        "Baseline\nmetric exposed_us.H2D 300 us\nmetric exposed_us.Forward lots us\n");
+    const auto r = tune("--costs " + quoted(costs.str()));
+    CHECK(r.status == 2);
+    CHECK(r.err.find(costs.str() + ":3: expected 'metric exposed_us.TASK") != std::string::npos);
+  }
+  SUBCASE("no exposed times at all") {
+    const TempFile costs("metric us_per_iter 10 us\n");
+    const auto r = tune("--costs " + quoted(costs.str()));
+    CHECK(r.status == 2);
+    CHECK(r.err.find("no 'metric exposed_us.TASK' lines") != std::string::npos);
+  }
+  SUBCASE("a task the plan does not have") {
+    const TempFile costs("metric exposed_us.H2D 300 us\nmetric exposed_us.Loader 40 us\n");
+    const auto r = tune("--costs " + quoted(costs.str()));
+    CHECK(r.status == 2);
+    CHECK(r.err.find("'Loader'") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  SUBCASE("plan and costs both on stdin; --costless-on without --costs") {
+    const auto both = run_swp("tune - --costs -", swp_cli() + " preset base |");
+    CHECK(both.status == 2);
+    CHECK(both.err.find("standard input") != std::string::npos);
+    const auto alone = tune("--costless-on cpu");
+    CHECK(alone.status == 2);
+    CHECK(alone.err.find("--costs") != std::string::npos);
+  }
 }
 
 TEST_CASE("swp tune errors: invalid plans exit 1 naming tasks, bad flags and paths exit 2") {

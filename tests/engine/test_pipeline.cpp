@@ -1,28 +1,26 @@
-#include "swp/engine/pipeline.hpp"
-
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/io_context.hpp>
 #include <map>
 #include <mutex>
 #include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/bind_executor.hpp>
 #include <thread>
+#include <vector>
 
 #include "support/engines.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
-#include "swp/engine/clock_pipeline.hpp"
-#include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/core/plan_json.hpp"
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/engine/pipeline.hpp"
 
 namespace {
 
@@ -65,22 +63,23 @@ swp::Plan<Ctx> bind(const swp::PipelinePlan& source, Results& results,
     for (TaskIndex d : graph.intra_deps(t)) intra.push_back({swp::TaskHandle{d, graph.name(d)}});
     std::vector<TaskIndex> inter(graph.inter_deps(t).begin(), graph.inter_deps(t).end());
     const auto cost = graph.cost(t);
-    plan.add(graph.name(t),
-             [t, intra, inter, cost, &results, fail_at](Ctx& ctx, swp::TaskScope& scope)
-                 -> swp::Co<std::uint64_t> {
-               std::uint64_t v = mix(t, ctx.batch);
-               for (const auto& h : intra) v = mix(v, co_await ctx.get(h));
-               if (ctx.iter_idx > 0)
-                 for (TaskIndex d : inter) v = mix(v, results.get(d, ctx.iter_idx - 1));
-               if (cost.cpu_us > 0)
-                 co_await scope.cpu_work(std::chrono::microseconds(static_cast<int>(cost.cpu_us)));
-               if (cost.device_us > 0)
-                 scope.device_work(std::chrono::microseconds(static_cast<int>(cost.device_us)));
-               if (std::pair{t, ctx.iter_idx} == fail_at) throw std::runtime_error("injected");
-               results.put(t, ctx.iter_idx, v);
-               co_return v;
-             },
-             graph.schedule(t), cost);
+    plan.add(
+        graph.name(t),
+        [t, intra, inter, cost, &results, fail_at](
+            Ctx& ctx, swp::TaskScope& scope) -> swp::Co<std::uint64_t> {
+          std::uint64_t v = mix(t, ctx.batch);
+          for (const auto& h : intra) v = mix(v, co_await ctx.get(h));
+          if (ctx.iter_idx > 0)
+            for (TaskIndex d : inter) v = mix(v, results.get(d, ctx.iter_idx - 1));
+          if (cost.cpu_us > 0)
+            co_await scope.cpu_work(std::chrono::microseconds(static_cast<int>(cost.cpu_us)));
+          if (cost.device_us > 0)
+            scope.device_work(std::chrono::microseconds(static_cast<int>(cost.device_us)));
+          if (std::pair{t, ctx.iter_idx} == fail_at) throw std::runtime_error("injected");
+          results.put(t, ctx.iter_idx, v);
+          co_return v;
+        },
+        graph.schedule(t), cost);
   }
   plan.intra_iter_deps = source.intra_iter_deps;
   plan.inter_iter_deps = source.inter_iter_deps;
@@ -175,8 +174,7 @@ std::vector<std::int64_t> async_all(swp::Pipeline<Ctx>& pipe, boost::asio::io_co
 std::unique_ptr<swp::Runtime> make_runtime(swp::Backend backend, Drive drive,
                                            boost::asio::io_context& io) {
   if (drive == Drive::asio)
-    return std::make_unique<swp::Runtime>(
-        std::make_unique<swp::AsioScheduler>(io.get_executor()));
+    return std::make_unique<swp::Runtime>(std::make_unique<swp::AsioScheduler>(io.get_executor()));
   return std::make_unique<swp::Runtime>(swp::RuntimeOptions{.backend = backend, .workers = 2});
 }
 
@@ -260,10 +258,12 @@ swp::Plan<TypedCtx> typed_plan() {
   swp::Plan<TypedCtx> plan;
   auto load = plan.add("Load", [](TypedCtx& ctx) -> swp::Co<int> { co_return ctx.batch + 1; },
                        {.stage = 0, .thread_group = "io"});
-  auto square = plan.add("Square", [load](TypedCtx& ctx) -> swp::Co<void> {
-    const int& x = co_await ctx.get(load);
-    ctx.squared = x * x;
-  }, {.stage = 1, .thread_group = "compute"});
+  auto square = plan.add("Square",
+                         [load](TypedCtx& ctx) -> swp::Co<void> {
+                           const int& x = co_await ctx.get(load);
+                           ctx.squared = x * x;
+                         },
+                         {.stage = 1, .thread_group = "compute"});
   plan.intra_iter_deps = {{square, load}};
   return plan;
 }
@@ -413,14 +413,16 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
     swp::Promise<> never;
     swp::Plan<TypedCtx> plan;
-    auto load = plan.add("Load", [&never](TypedCtx& ctx) -> swp::Co<int> {
-      if (ctx.batch == 7) throw std::runtime_error("bad batch");
-      if (ctx.batch == 9) co_await never.get_future();
-      co_return ctx.batch;
-    }, {.stage = 0, .thread_group = "io"});
-    auto use = plan.add("Use", [load](TypedCtx& ctx) -> swp::Co<void> {
-      ctx.squared = co_await ctx.get(load);
-    }, {.stage = 1, .thread_group = "compute"});
+    auto load = plan.add("Load",
+                         [&never](TypedCtx& ctx) -> swp::Co<int> {
+                           if (ctx.batch == 7) throw std::runtime_error("bad batch");
+                           if (ctx.batch == 9) co_await never.get_future();
+                           co_return ctx.batch;
+                         },
+                         {.stage = 0, .thread_group = "io"});
+    auto use = plan.add(
+        "Use", [load](TypedCtx& ctx) -> swp::Co<void> { ctx.squared = co_await ctx.get(load); },
+        {.stage = 1, .thread_group = "compute"});
     plan.intra_iter_deps = {{use, load}};
     auto pipe = Engine::template make<TypedCtx>(rt, plan, 2);
     pipe->set_timeouts({.retire = 300ms, .sequencer = 30s, .check_interval = 10ms});
@@ -532,9 +534,10 @@ TEST_CASE("reading an undeclared producer is an error naming both tasks") {
     FAIL("no error");
   } catch (const swp::TaskError& e) {
     CHECK(e.task() == "Peek");
-    CHECK_THROWS_WITH_AS(std::rethrow_exception(e.nested()),
-                         doctest::Contains("task 'Peek' reads the output of 'Load' without declaring it"),
-                         swp::UndeclaredDependency);
+    CHECK_THROWS_WITH_AS(
+        std::rethrow_exception(e.nested()),
+        doctest::Contains("task 'Peek' reads the output of 'Load' without declaring it"),
+        swp::UndeclaredDependency);
   }
 }
 
@@ -547,8 +550,8 @@ TEST_CASE("a body bound for another context type is rejected naming the task") {
                        std::invalid_argument);
 }
 
-TEST_CASE_TEMPLATE("a serial iteration runs a task with neither body nor cost as done at once", Engine,
-                   swp::test::UseClock, swp::test::UseDataFlow) {
+TEST_CASE_TEMPLATE("a serial iteration runs a task with neither body nor cost as done at once",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   swp::PipelinePlan plan;
   auto empty = plan.add("Empty");
   auto work = plan.add("Work", {}, {.cpu_us = 50});

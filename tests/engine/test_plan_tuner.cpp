@@ -165,6 +165,35 @@ TEST_CASE("tune_plan keeps the tuned plan within the depth cap") {
   }
 }
 
+TEST_CASE("tune_plan simulates the costs a profile measured when given them") {
+  // The user's plan has no synthetic costs (real bodies); a profile of its tasks has the times.
+  const auto costed = flat_sparse_dist();
+  auto costless = costed;
+  for (auto& t : costless.tasks) t.cost = {};
+  const auto profile =
+      swp::profile_synthetic(costed, {.profile = {.warmup = 1, .measure = 2, .rounds = 1}});
+
+  const auto blind = swp::tune_plan(costless, quick(3));
+  CHECK(blind.us_per_iter == 0);  // nothing to simulate: no assignment is better
+
+  auto options = quick(3);
+  options.measured = profile;
+  const auto informed = swp::tune_plan(costless, options);
+  CHECK(informed.baseline_us_per_iter == doctest::Approx(profile.baseline_s * 1e6).epsilon(0.02));
+  CHECK(informed.speedup() > 1.2);
+  CHECK(informed.depth >= 2);
+  for (const auto& t : informed.best.tasks) CHECK(t.cost == swp::SyntheticCost{});  // input's costs
+
+  // The same search as over the plan carrying the measured costs.
+  const auto direct = swp::tune_plan(swp::with_profiled_costs(costless, profile), quick(3));
+  CHECK(stages_of(informed.best) == stages_of(direct.best));
+  CHECK(informed.us_per_iter == direct.us_per_iter);
+
+  options.measured->tasks.push_back({"Ghost", 1e-6, 0});
+  CHECK_THROWS_WITH_AS(swp::tune_plan(costless, options), doctest::Contains("'Ghost'"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("tune_plan rejects invalid plans and options") {
   SUBCASE("a plan breaking corollary 1 names its tasks") {
     auto plan = swp::test::pqra_plan();

@@ -21,6 +21,11 @@ struct SyntheticCost {
     if (jitter_every > 0 && iter % jitter_every == jitter_every - 1) return jitter_device_us;
     return device_us;
   }
+  /// Mean device time per iteration over a jitter period.
+  [[nodiscard]] double mean_device_us() const {
+    if (jitter_every <= 0) return device_us;
+    return (device_us * (jitter_every - 1) + jitter_device_us) / jitter_every;
+  }
 
   friend bool operator==(const SyntheticCost&, const SyntheticCost&) = default;
 };

@@ -7,6 +7,8 @@
 
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
+#include "swp/engine/profile_result.hpp"
+#include "swp/engine/profiled_costs.hpp"
 
 namespace swp {
 
@@ -44,6 +46,12 @@ struct TuneOptions {
   std::size_t max_candidates = 4096;
   /// The best candidates of the search that are measured again with `iters`.
   std::size_t finalists = 4;
+  /// Costs measured by TaskProfiler: when set, candidates are simulated with
+  /// `with_profiled_costs(plan, *measured)` instead of the plan's synthetic costs (the returned
+  /// plan keeps the input's costs; only its stages change).
+  std::optional<ProfileResult> measured = std::nullopt;
+  /// Where a measured task without a plan cost spends its time (see with_profiled_costs).
+  MeasuredTimeOn costless_on = MeasuredTimeOn::device;
 };
 
 /// What tune_plan found. Both times are measured in the same call with `iters` iterations.
@@ -65,8 +73,8 @@ struct TuneResult {
 
 /// Searches the stage assignments of `plan` under a depth cap for the fastest on the clock
 /// engine (whose periods are what stages mean; the data-flow engine fires on dependencies and
-/// ignores them), simulating each on the sim backend with the plan's synthetic costs (task
-/// bodies are not run; the returned plan keeps them).
+/// ignores them), simulating each on the sim backend with the plan's synthetic costs, or the
+/// profiled ones of `options.measured` (task bodies are not run; the returned plan keeps them).
 ///
 /// Candidates are the `stage_assignments` under the cap when there are at most
 /// `max_candidates` of them, else those a local search visits: hill climbing from the input
@@ -79,7 +87,8 @@ struct TuneResult {
 /// is never slower than the input.
 ///
 /// Throws PlanError for an invalid plan, std::invalid_argument for bad options (max_depth < 0,
-/// iters or search_iters < 1, max_candidates or finalists 0).
+/// iters or search_iters < 1, max_candidates or finalists 0, a profile naming tasks the plan
+/// does not have).
 /// Example: `auto r = swp::tune_plan(plan, {.max_depth = 3}); std::cout << r.us_per_iter;`
 TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options = {});
 

@@ -46,7 +46,8 @@ ProfileResult profile_serial(const ProfileTarget& target, const ProfileOptions& 
 
 /// Measures how much of a serial iteration each task exposes: the serial iteration time
 /// minus the serial iteration time with that task shortcut (skipped, its outputs replayed).
-/// The results say which tasks are worth overlapping (and feed `swp tune`).
+/// The results say which tasks are worth overlapping, and feed the tuner
+/// (`TuneOptions::measured`, `swp tune --costs`).
 ///
 /// Completion: profile() runs warmup + rounds × measure serial iterations for the baseline and
 /// 1 + rounds × measure more per profiled task, all on the calling thread, and returns when
