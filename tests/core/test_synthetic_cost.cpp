@@ -57,3 +57,12 @@ TEST_CASE("two synthetic costs are equal exactly when every field is") {
   SUBCASE("jitter device") { other.jitter_device_us = 4.25; }
   CHECK(other != base);
 }
+
+TEST_CASE("mean_device_us averages the device time over a jitter period") {
+  CHECK(swp::SyntheticCost{.device_us = 300}.mean_device_us() == 300);
+  const swp::SyntheticCost jittery{.device_us = 100, .jitter_every = 3, .jitter_device_us = 900};
+  CHECK(jittery.mean_device_us() == doctest::Approx((100.0 + 100 + 900) / 3));
+  double sum = 0;
+  for (long long iter = 0; iter < 3; ++iter) sum += jittery.device_us_at(iter);
+  CHECK(jittery.mean_device_us() == doctest::Approx(sum / 3));
+}
