@@ -28,9 +28,15 @@ void EngineCore::run_serial(std::int64_t iter) {
       bool finished = false;
       std::exception_ptr error;
     } outcome;
+    // Observed like a pipelined instance: released, started and finished, in serial order.
+    if (observer_ != nullptr) {
+      observer_->task_released(t, iter, *lanes_[t]);
+      observer_->task_started(t, iter, *lanes_[t]);
+    }
     TaskScope scope(*this, in, stream);
     Co<void> body = bodies_.run_body(t, 0, scope);
     if (!body.valid()) {  // a body with nothing to do (a task without body or costs)
+      if (observer_ != nullptr) observer_->task_finished(t, iter, *lanes_[t], true);
       in.done.set_value();
       continue;
     }
@@ -45,6 +51,8 @@ void EngineCore::run_serial(std::int64_t iter) {
     // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they ran.
     if (!outcome.finished)
       runtime_.scheduler().drive_until([&] { return outcome.finished; }, Clock::time_point::max());
+    if (observer_ != nullptr && outcome.finished)
+      observer_->task_finished(t, iter, *lanes_[t], !outcome.error);
     if (!outcome.finished)
       throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
                             graph_.name(t) +

@@ -236,4 +236,40 @@ TEST_CASE("a detached recorder records nothing more, and a new run replaces the 
   CHECK(recorder.trace().span() < 3ms);
 }
 
+TEST_CASE("a recorded serial run shows every task in serial order, its device work on default") {
+  const auto plan = swp::test::costed_sparse_dist(/*io_lane=*/true);
+  const auto graph = swp::validate(plan);
+  using Ctx = swp::IterContext<int>;
+  for (auto backend : {swp::Backend::sim, swp::Backend::host}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend});
+    auto pipe = swp::test::UseDataFlow::make<Ctx>(rt, plan, 3);
+    swp::TraceRecorder recorder;
+    swp::attach_run_observer(recorder, *pipe);
+    pipe->run_serial(std::vector<int>{0, 1, 2});
+    swp::detach_run_observer(recorder, *pipe);
+    const auto trace = recorder.trace();
+    const Indexed ix = index(trace);
+    REQUIRE(ix.task.size() == graph.size() * 3);
+    CHECK(ix.waits.empty());  // nothing waits: every producer ran before
+    const TraceSlice* previous = nullptr;
+    for (std::int64_t i = 0; i < 3; ++i) {
+      for (swp::TaskIndex t : pipe->serial_order()) {
+        CAPTURE(trace.instance_name(t, i));
+        REQUIRE(ix.task.contains({t, i}));
+        const TraceSlice& task = *ix.task.at({t, i});
+        CHECK(task.ok);
+        CHECK(trace.tracks[task.track].name == graph.lane(t));
+        if (previous != nullptr) CHECK(task.start >= previous->end);
+        previous = &task;
+        REQUIRE(ix.device.contains({t, i}));
+        const TraceSlice& device = *ix.device.at({t, i});
+        CHECK(trace.tracks[device.track].kind == swp::TraceTrack::Kind::stream);
+        CHECK(trace.tracks[device.track].name == "default");
+        CHECK(device.end - device.start == us(graph.cost(t).device_us));
+      }
+    }
+  }
+}
+
 TEST_SUITE_END();

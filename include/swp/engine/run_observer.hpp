@@ -28,14 +28,18 @@ class RunObserver : public TaskObserver, public DeviceObserver {
   ~RunObserver() = default;
 };
 
-/// run_starting, then `observer` watches `pipe` and every stream of its plan. The streams'
-/// previous observers are replaced (a stream has one). Call between runs, not during one.
+/// run_starting, then `observer` watches `pipe`, every stream of its plan and the "default"
+/// stream (where serial iterations put all device work). The streams' previous observers are
+/// replaced (a stream has one). Call between runs, not during one. Serial runs
+/// (`run_serial`, `run_one_serial_iter`) are observed too: each task released, started and
+/// finished in serial order on the calling thread, reported under the task's lane.
 template <class Pipe>
 void attach_run_observer(RunObserver& observer, Pipe& pipe) {
   observer.run_starting(pipe.runtime(), pipe.graph());
   pipe.set_observer(&observer);
   for (TaskIndex t = 0; t < pipe.graph().size(); ++t)
     pipe.runtime().stream(pipe.graph().stream(t)).set_observer(&observer);
+  pipe.runtime().stream("default").set_observer(&observer);
 }
 
 /// Undoes attach_run_observer and calls run_finished. Call after the run (e.g. after `run`
@@ -45,6 +49,7 @@ void detach_run_observer(RunObserver& observer, Pipe& pipe) {
   pipe.set_observer(nullptr);
   for (TaskIndex t = 0; t < pipe.graph().size(); ++t)
     pipe.runtime().stream(pipe.graph().stream(t)).set_observer(nullptr);
+  pipe.runtime().stream("default").set_observer(nullptr);
   observer.run_finished();
 }
 
