@@ -56,9 +56,9 @@ std::vector<TaskIndex> intra_topological(const PlanGraph& g) {
 void Instance::start(Lane& lane) noexcept {
   core->routine(*this).start_detached(
       &lane,
-      [](void* context, std::exception_ptr error) noexcept {
+      [](void* context, const std::exception_ptr& error) noexcept {
         auto* in = static_cast<Instance*>(context);
-        in->core->instance_done(*in, std::move(error));
+        in->core->instance_done(*in, error);
       },
       this, &core->stop_signal(), this);
 }

@@ -42,9 +42,9 @@ void EngineCore::run_serial(std::int64_t iter) {
     }
     body.start(
         nullptr,
-        [](void* context, std::exception_ptr error) noexcept {
+        [](void* context, const std::exception_ptr& error) noexcept {
           auto* o = static_cast<Outcome*>(context);
-          o->error = std::move(error);
+          o->error = error;
           o->finished = true;
         },
         &outcome, nullptr, &in);

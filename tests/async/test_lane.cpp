@@ -44,7 +44,7 @@ struct GatedJob final : swp::Lane::Job {
     co = body();
     co.start(
         &lane,
-        [](void* context, std::exception_ptr) noexcept {
+        [](void* context, const std::exception_ptr&) noexcept {
           static_cast<swp::Lane*>(context)->finish_job();
         },
         &lane);

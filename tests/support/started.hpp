@@ -20,10 +20,10 @@ struct Started {
   explicit Started(Co<void> c, const StopSignal* stop = nullptr) : co(std::move(c)) {
     co.start(
         nullptr,
-        [](void* context, std::exception_ptr e) noexcept {
+        [](void* context, const std::exception_ptr& e) noexcept {
           auto* self = static_cast<Started*>(context);
           self->finished = true;
-          self->error = std::move(e);
+          self->error = e;
         },
         this, stop);
   }

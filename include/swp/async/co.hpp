@@ -25,7 +25,12 @@ namespace detail {
 /// the completion callback.
 class CoPromiseBase {
  public:
-  using Completion = void (*)(void* context, std::exception_ptr error) noexcept;
+  /// The error is lent, not given: the finishing thread holds no reference of its own once the
+  /// callback returns, so a waiter the callback wakes may drop the last one (a copy made and
+  /// released on the finishing thread after the wake-up would free the exception there, behind
+  /// reference counts ThreadSanitizer cannot see in an uninstrumented libstdc++). Copy it to
+  /// keep it.
+  using Completion = void (*)(void* context, const std::exception_ptr& error) noexcept;
 
   struct FinalAwaiter {
     [[nodiscard]] bool await_ready() const noexcept { return false; }

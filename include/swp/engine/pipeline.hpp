@@ -126,7 +126,7 @@ class Pipeline : private detail::BodyRunner {
                                        void(std::exception_ptr, std::optional<std::int64_t>)>(
         [this](auto handler) {
           progress_op(this, std::move(handler))
-              .start_detached(nullptr, [](void*, std::exception_ptr) noexcept {}, nullptr);
+              .start_detached(nullptr, [](void*, const std::exception_ptr&) noexcept {}, nullptr);
         },
         token);
   }
