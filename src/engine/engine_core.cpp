@@ -405,7 +405,7 @@ Co<void> EngineCore::routine(Instance& in) {
   }
 }
 
-void EngineCore::instance_done(Instance& in, std::exception_ptr error) noexcept {
+void EngineCore::instance_done(Instance& in, const std::exception_ptr& error) noexcept {
   lanes_[in.task]->finish_job();
   if (error) fail(graph_.name(in.task), in.iter, error, false);  // the routine itself failed
   in.state.store(InstanceState::finished, std::memory_order_release);

@@ -51,13 +51,12 @@ void EngineCore::run_serial(std::int64_t iter) {
     // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they ran.
     if (!outcome.finished)
       runtime_.scheduler().drive_until([&] { return outcome.finished; }, Clock::time_point::max());
-    if (observer_ != nullptr && outcome.finished)
-      observer_->task_finished(t, iter, *lanes_[t], !outcome.error);
     if (!outcome.finished)
       throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
                             graph_.name(t) +
                             "' can never finish (it waits for something no task "
                             "will provide)");
+    if (observer_ != nullptr) observer_->task_finished(t, iter, *lanes_[t], !outcome.error);
     if (outcome.error) {
       in.done.set_error(outcome.error);
       throw TaskError(graph_.name(t), iter, outcome.error);

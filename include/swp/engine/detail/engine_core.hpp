@@ -225,7 +225,7 @@ class EngineCore {
   /// Called by Instance::start.
   Co<void> routine(Instance& in);
   /// Completion of an instance's routine (on its lane).
-  void instance_done(Instance& in, std::exception_ptr error) noexcept;
+  void instance_done(Instance& in, const std::exception_ptr& error) noexcept;
 
  private:
   // Synchronization state of one iteration: instances, promises, events. There is one more
