@@ -29,24 +29,38 @@ void Lane::resume(std::coroutine_handle<> h) noexcept {
   if (post) scheduler_.post(*this);
 }
 
+void Lane::continue_job(Job& job) noexcept {
+  bool post = false;
+  {
+    std::lock_guard guard(lock_);
+    continued_.push(job);
+    if (!scheduled_) post = scheduled_ = true;
+  }
+  if (post) scheduler_.post(*this);
+}
+
 void Lane::finish_job() noexcept {
-  std::lock_guard guard(lock_);
-  in_job_ = false;
+  // Called inside one of this lane's steps: the step's epilogue, which takes the lock anyway,
+  // makes it visible (one lock round trip per job less).
+  job_finished_ = true;
 }
 
 bool Lane::idle() const noexcept {
   std::lock_guard guard(lock_);
-  return !in_job_ && jobs_.empty() && resumes_.empty();
+  return !in_job_ && jobs_.empty() && resumes_.empty() && continued_.empty();
 }
 
 void Lane::run() noexcept {
   std::coroutine_handle<> continuation;
   Job* job = nullptr;
+  Job* continued = nullptr;
   {
     std::lock_guard guard(lock_);
     if (!resumes_.empty()) {
       continuation = resumes_.front();
       resumes_.erase(resumes_.begin());
+    } else if (!continued_.empty()) {
+      continued = continued_.pop();
     } else if (!in_job_ && !jobs_.empty()) {
       job = jobs_.pop();
       in_job_ = true;
@@ -56,12 +70,18 @@ void Lane::run() noexcept {
   // lanes, so a lane with a long queue cannot starve the lanes its jobs just woke.
   if (continuation) {
     continuation.resume();
+  } else if (continued != nullptr) {
+    continued->resume(*this);
   } else if (job != nullptr) {
     job->start(*this);
   }
   bool again = false;
   {
     std::lock_guard guard(lock_);
+    if (job_finished_) {
+      job_finished_ = false;
+      in_job_ = false;
+    }
     again = has_step();
     scheduled_ = again;
   }

@@ -1,3 +1,5 @@
+// EngineCore: construction, admission, the join counters and the steps of an instance.
+
 #include "swp/engine/detail/engine_core.hpp"
 
 #include <algorithm>
@@ -9,11 +11,6 @@
 namespace swp::detail {
 
 namespace {
-
-// An error that reached an instance through a dependency, not from its own body.
-struct FromDependency {
-  std::exception_ptr error;
-};
 
 bool is_cancelled(const std::exception_ptr& e) {
   try {
@@ -53,15 +50,11 @@ std::vector<TaskIndex> intra_topological(const PlanGraph& g) {
 
 }  // namespace
 
-void Instance::start(Lane& lane) noexcept {
-  core->routine(*this).start_detached(
-      &lane,
-      [](void* context, const std::exception_ptr& error) noexcept {
-        auto* in = static_cast<Instance*>(context);
-        in->core->instance_done(*in, error);
-      },
-      this, &core->stop_signal(), this);
-}
+Instance::Instance() = default;
+Instance::~Instance() = default;
+
+void Instance::start(Lane&) noexcept { core->start_instance(*this); }
+void Instance::resume(Lane&) noexcept { core->resume_instance(*this); }
 
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
                        std::size_t slots, BodyRunner& bodies)
@@ -72,16 +65,21 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
       device_waker_(runtime.scheduler()),
       sequencer_(runtime.scheduler()) {
   const std::size_t n = graph_.size();
+  info_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {
     lanes_.push_back(&runtime_.lane(graph_.lane(t)));
     streams_.push_back(&runtime_.stream(graph_.stream(t)));
+    info_[t].lane = lanes_[t];
+    info_[t].stream = streams_[t];
+    info_[t].ordered = graph_.schedule(t).globally_ordered;
+    info_[t].intra = graph_.intra_deps(t);
+    info_[t].inter = graph_.inter_deps(t);
   }
   order_ = enqueue_order(graph_, OrderPolicy::ready_first);
-  ordered_rank_.assign(n, -1);
   serial_order_ = intra_topological(graph_);
   for (TaskIndex t : serial_order_) {
-    if (!graph_.schedule(t).globally_ordered) continue;
-    ordered_rank_[t] = static_cast<int>(ordered_tasks_.size());
+    if (!info_[t].ordered) continue;
+    info_[t].ordered_rank = static_cast<int>(ordered_tasks_.size());
     ordered_tasks_.push_back(t);
   }
   intra_succ_.resize(n);
@@ -90,21 +88,30 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
     for (TaskIndex d : graph_.intra_deps(t)) intra_succ_[d].push_back(t);
     for (TaskIndex d : graph_.inter_deps(t)) inter_succ_[d].push_back(t);
   }
+  for (TaskIndex t = 0; t < n; ++t) {
+    info_[t].intra_succ = intra_succ_[t];
+    info_[t].inter_succ = inter_succ_[t];
+    info_[t].degree_first = in_degree(t, 0);
+    info_[t].degree = in_degree(t, 1);
+  }
   slots_ = std::vector<Slot>(slots);
   for (auto& slot : slots_) {
-    for (TaskIndex t = 0; t < n; ++t) slot.boxes.push_back(bodies_.make_box(t));
+    for (TaskIndex t = 0; t < n; ++t) {
+      slot.boxes.push_back(bodies_.make_box(t));
+      if (slot.boxes.back()) slot.boxed.push_back(t);
+    }
   }
   sync_ = std::vector<Sync>(slots + 1);
   for (std::size_t e = 0; e < sync_.size(); ++e) {
     auto& sync = sync_[e];
     sync.generation.assign(n, 0);
-    sync.fired.assign(n, false);
-    sync.finished.assign(n, false);
     for (TaskIndex t = 0; t < n; ++t) {
       auto in = std::make_unique<Instance>();
       in->core = this;
       in->task = t;
-      in->sync = e;
+      in->entry = e;
+      in->stream = streams_[t];
+      in->scope = std::make_unique<TaskScope>(*this, *in);
       sync.instances.push_back(std::move(in));
     }
   }
@@ -119,7 +126,7 @@ EngineCore::~EngineCore() {
     }
   }
   // An iteration retires when its instances' counts dropped; their lanes may still be on the
-  // way out of instance_done. Wait until the last of them let go of this core.
+  // way out of finish(). Wait until the last of them let go of this core.
   if (!broken_) wait_for([&] { return drained(); }, timeouts_.retire);
   // Streams may still hold records and waits that point at this pipeline's events: let them
   // finish before the events go.
@@ -136,17 +143,37 @@ EngineCore::~EngineCore() {
   }
 }
 
+int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
+  const TaskInfo& info = info_[t];
+  int n = static_cast<int>(info.intra.size());
+  if (iter > 0) n += static_cast<int>(info.inter.size());
+  if (policy_ == ReleasePolicy::clock) return n + 1;  // + the start token
+  ++n;                                                 // + the admission
+  // + the release of the ordered instance before it, except for the very first one.
+  if (info.ordered && (iter > 0 || info.ordered_rank > 0)) ++n;
+  return n;
+}
+
+void EngineCore::arm_counters() {
+  for (std::size_t e = 0; e < sync_.size(); ++e)
+    for (auto& in : sync_[e].instances)
+      in->pending.store(e == 0 ? info_[in->task].degree_first : info_[in->task].degree,
+                        std::memory_order_relaxed);
+}
+
 void EngineCore::reset_run_state() {
-  for (auto& sync : sync_) sync.remaining.store(0);
+  for (auto& sync : sync_) {
+    sync.remaining.store(0);
+    sync.released = 0;
+    std::fill(sync.generation.begin(), sync.generation.end(), 0);
+  }
+  arm_counters();
   next_admit_ = 0;
   end_ = INT64_MAX;
   oldest_ = 0;
   next_period_ = 0;
-  released_.store(0);
-  finished_.store(0);
-  next_turn_ = 0;
-  ordered_iter_ = 0;
-  ordered_pos_ = 0;
+  next_turn_.store(0);
+  any_failed_.store(false);
   failure_.reset();
   failed_.store(false);
   sequencer_.reset();
@@ -167,31 +194,21 @@ bool EngineCore::prepare(std::int64_t iter) {
     return false;
   }
   Slot& slot = slots_[s];
-  for (auto& box : slot.boxes)
-    if (box) box->reset();
+  for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
   Sync& sync = sync_of(iter);
-  std::fill(sync.generation.begin(), sync.generation.end(), 0);
-  std::fill(sync.fired.begin(), sync.fired.end(), false);
-  std::fill(sync.finished.begin(), sync.finished.end(), false);
+  // The rest of an instance's per-iteration state is reset by the instance as it starts
+  // (proceed): nobody reads it before.
   for (auto& in : sync.instances) {
     in->iter = iter;
     in->slot = s;
-    in->stream_used = false;
-    in->failed = false;
-    in->state.store(InstanceState::idle);
-    in->done.reset();
+    in->state.store(InstanceState::idle, std::memory_order_relaxed);
   }
-  sync.remaining.store(static_cast<int>(graph_.size()), std::memory_order_seq_cst);
+  sync.released = 0;
+  sync.device.store(false, std::memory_order_relaxed);
+  // Published by the admission decrements (data-flow) or the lane submissions (clock), both
+  // of which order these writes before the instances run.
+  sync.remaining.store(static_cast<int>(graph_.size()), std::memory_order_relaxed);
   return true;
-}
-
-void EngineCore::release(TaskIndex t, std::int64_t iter) {
-  Instance& in = *sync_of(iter).instances[t];
-  if (graph_.schedule(t).globally_ordered) in.turn = next_turn_++;
-  in.state.store(InstanceState::queued, std::memory_order_relaxed);
-  released_.fetch_add(1, std::memory_order_relaxed);
-  if (observer_ != nullptr) observer_->task_released(t, iter, *lanes_[t]);
-  lanes_[t]->submit(in);
 }
 
 void EngineCore::fill(Admit admit, Retire retire, void* owner) {
@@ -209,23 +226,78 @@ void EngineCore::fill(Admit admit, Retire retire, void* owner) {
   }
 }
 
+void EngineCore::submit(Instance& in) noexcept {
+  in.state.store(InstanceState::queued, std::memory_order_relaxed);
+  Lane& lane = *lanes_[in.task];
+  if (observer_ == nullptr) {
+    lane.submit(in);
+    return;
+  }
+  // Several threads release onto one lane (data-flow): the observer sees the lane's order.
+  std::lock_guard lock(observer_mutex_);
+  observer_->task_released(in.task, in.iter, lane);
+  lane.submit(in);
+}
+
+void EngineCore::satisfy(Instance& in) noexcept {
+  // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
+  // and event generation, the admission's fields); the last one acquires them all.
+  if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (policy_ == ReleasePolicy::data_flow) {
+    release(in);
+  } else {
+    // The instance holds its lane, parked on this dependency: it goes on on its lane.
+    in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
+    info_[in.task].lane->continue_job(in);
+  }
+}
+
+void EngineCore::release(Instance& in) noexcept {
+  // Data-flow: everything it waits for happened. Re-armed for iteration iter + E (see
+  // Instance): nothing decrements that before this instance finished.
+  Instance* next = &in;
+  while (next != nullptr) {
+    Instance& r = *next;
+    next = nullptr;
+    r.pending.store(steady_degree(r.task), std::memory_order_relaxed);
+    if (info_[r.task].ordered) {
+      // Ordered releases form one chain over (iteration, rank): turns go out in that order.
+      r.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
+      const auto rank = static_cast<std::size_t>(info_[r.task].ordered_rank);
+      Instance& following =
+          rank + 1 < ordered_tasks_.size()
+              ? *sync_[r.entry].instances[ordered_tasks_[rank + 1]]
+              : *sync_of(r.iter + 1).instances[ordered_tasks_.front()];
+      if (following.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) next = &following;
+    }
+    submit(r);
+  }
+}
+
 void EngineCore::open_period(std::int64_t period) {
   // Tasks of iterations already in flight go first, in the period's enqueue order; the new
   // iteration needs its slot, which may still wait for its previous occupant's device work.
   // Deferring stage-0 tasks keeps the order topological: nothing else in this period depends
   // on the new iteration.
+  auto release_clock = [&](TaskIndex t, std::int64_t iter) {
+    Instance& in = *sync_of(iter).instances[t];
+    if (info_[t].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
+    ++sync_of(iter).released;
+    submit(in);
+  };
   for (TaskIndex t : order_) {
     const std::int64_t iter = period - graph_.stage(t);
-    if (iter >= oldest_ && iter < period && iter < next_admit_) release(t, iter);
+    if (iter >= oldest_ && iter < period && iter < next_admit_) release_clock(t, iter);
   }
   if (period >= end_ || period != next_admit_) return;
   if (!await_slot(period) || !admit(period)) return;
   for (TaskIndex t : order_)
-    if (graph_.stage(t) == 0) release(t, period);
+    if (graph_.stage(t) == 0) release_clock(t, period);
 }
 
 bool EngineCore::device_done(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
+  if (!sync.device.load(std::memory_order_relaxed)) return true;
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
     if (generation != 0 && !sync.instances[t]->event.reached(generation)) return false;
@@ -235,6 +307,7 @@ bool EngineCore::device_done(std::int64_t iter) const {
 
 void EngineCore::watch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
+  if (!sync.device.load(std::memory_order_relaxed)) return;
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
     if (generation != 0) sync.instances[t]->event.add_waiter(generation, device_waker_);
@@ -273,51 +346,16 @@ PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
 void EngineCore::advance() {
   const auto slots = static_cast<std::int64_t>(slots_.size());
   for (;;) {
-    // next_admit_ and oldest_ are written by this (the caller's) thread only, under the lock.
     const std::int64_t iter = next_admit_;
     if (failed_.load(std::memory_order_acquire) || iter - oldest_ >= slots || iter >= end_) break;
     if (!await_slot(iter)) return;
-    // The user's source runs unlocked: lanes keep firing meanwhile. The entry being prepared
-    // is invisible to them until next_admit_ moves.
+    // The user's source runs before the admission tokens: the entry being prepared is
+    // invisible to the lanes until then.
     if (!prepare(iter)) break;
-    std::lock_guard lock(fire_mutex_);
     next_admit_ = iter + 1;
-    for (TaskIndex t = 0; t < graph_.size(); ++t) try_fire(t, iter);
-    fire_ordered();
+    for (auto& in : sync_of(iter).instances) satisfy(*in);
   }
 }
-
-bool EngineCore::try_fire(TaskIndex t, std::int64_t iter) {
-  if (failure_ || iter < oldest_ || iter >= next_admit_) return false;
-  Sync& sync = sync_of(iter);
-  if (sync.fired[t]) return false;
-  for (TaskIndex d : graph_.intra_deps(t))
-    if (!sync.finished[d]) return false;
-  if (iter > oldest_) {  // an inter dep on a retired iteration is satisfied
-    Sync& prev = sync_of(iter - 1);
-    for (TaskIndex d : graph_.inter_deps(t))
-      if (!prev.finished[d]) return false;
-  }
-  if (ordered_rank_[t] >= 0) {
-    // Globally ordered instances are released in (iteration, rank) order, so turns are handed
-    // out in the same order on every rank and no lane holds a later turn ahead of an earlier.
-    if (iter != ordered_iter_ || ordered_tasks_[ordered_pos_] != t) return false;
-    if (++ordered_pos_ == ordered_tasks_.size()) {
-      ordered_pos_ = 0;
-      ++ordered_iter_;
-    }
-  }
-  sync.fired[t] = true;
-  release(t, iter);
-  return true;
-}
-
-void EngineCore::fire_ordered() {
-  while (!ordered_tasks_.empty() && ordered_iter_ < next_admit_ &&
-         try_fire(ordered_tasks_[ordered_pos_], ordered_iter_)) {
-  }
-}
-
 
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
   in.wait_task.store(dep, std::memory_order_relaxed);
@@ -328,117 +366,181 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
                             TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
-Co<void> EngineCore::routine(Instance& in) {
-  const TaskIndex t = in.task;
-  const std::int64_t iter = in.iter;
-  Sync& sync = sync_[in.sync];
-  Stream& stream = *streams_[t];
-  // Whether consumers need an event from this instance: it queued device work or waits, or a
-  // dependency handed it device work that consumers on other streams must also wait for.
-  bool carries_device_work = false;
-  std::exception_ptr own_error;
-  std::exception_ptr dep_error;
-
-  try {
-    if (stop_.stop_requested()) throw Cancelled(stop_.reason());
-    // Phase 1 (CPU: the producer was submitted), then phase 2 (this stream waits for the
-    // producer's event when the streams differ). Intra deps are of this iteration, inter deps
-    // of the previous one, whose sync entry stays intact until this iteration retires.
-    const auto intra = graph_.intra_deps(t);
-    const auto inter = iter > 0 ? graph_.inter_deps(t) : std::span<const TaskIndex>{};
-    for (std::size_t k = 0; k < intra.size() + inter.size(); ++k) {
-      const bool same_iter = k < intra.size();
-      const TaskIndex d = same_iter ? intra[k] : inter[k - intra.size()];
-      Sync& producer_sync = same_iter ? sync : sync_of(iter - 1);
-      Instance& dep = *producer_sync.instances[d];
-      if (!dep.done_future.ready()) {
-        record_dep_wait(in, d, same_iter ? iter : iter - 1);
-        try {
-          co_await dep.done_future;
-        } catch (const Cancelled&) {
-          throw;
-        } catch (...) {
-          throw FromDependency{std::current_exception()};
-        }
-      } else if (dep.failed) {
-        throw FromDependency{dep.done_future.error_ptr()};
-      }
-      const auto generation = producer_sync.generation[d];
-      if (generation == 0) continue;
-      carries_device_work = true;
-      if (streams_[d] != &stream) stream.wait(dep.event, generation);
+void EngineCore::start_instance(Instance& in) noexcept {
+  if (policy_ == ReleasePolicy::clock) {
+    // The start token: the dependencies may still be running (periods release an instance
+    // with its producers; its lane keeps the period's order meanwhile).
+    if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      park(in);
+      return;
     }
-    if (graph_.schedule(t).globally_ordered) {
-      in.state.store(InstanceState::turn, std::memory_order_release);
-      if (observer_ != nullptr && sequencer_.next() != in.turn)  // only a real wait
-        observer_->task_waiting(t, iter, *lanes_[t], TaskWait{TaskWait::Kind::turn, t, iter});
-      co_await sequencer_.turn(in.turn, graph_.name(t) + " (iter " + std::to_string(iter) + ")");
-    }
-    in.state.store(InstanceState::running, std::memory_order_release);
-    if (observer_ != nullptr) observer_->task_started(t, iter, *lanes_[t]);
-    TaskScope scope(*this, in, stream);
-    Co<void> body = bodies_.run_body(t, in.slot, scope);
-    if (body.valid()) co_await std::move(body);  // invalid: a body with nothing to do
-  } catch (const FromDependency& e) {
-    dep_error = e.error;
-  } catch (...) {
-    own_error = std::current_exception();
+    in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
   }
-
-  // Submission is over (or failed): publish the device point consumers must wait for.
-  if (in.stream_used || carries_device_work) {
-    const auto generation = stream.record(in.event);
-    sync.generation[t] = generation;
-    in.done.set_event(&in.event, generation);
-  }
-  if (graph_.schedule(t).globally_ordered && in.state.load() == InstanceState::running)
-    sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
-
-  if (own_error && !is_cancelled(own_error)) fail(graph_.name(t), iter, own_error, false);
-  in.failed = own_error || dep_error;
-  // Observed before the promise completes: whoever the completion wakes starts after this.
-  if (observer_ != nullptr) observer_->task_finished(t, iter, *lanes_[t], !in.failed);
-  if (in.failed) {
-    in.done.set_error(own_error ? own_error : dep_error);
-  } else {
-    in.done.set_value();
-  }
+  proceed(in);
 }
 
-void EngineCore::instance_done(Instance& in, const std::exception_ptr& error) noexcept {
-  lanes_[in.task]->finish_job();
-  if (error) fail(graph_.name(in.task), in.iter, error, false);  // the routine itself failed
-  in.state.store(InstanceState::finished, std::memory_order_release);
-  Sync& sync = sync_[in.sync];
-  if (policy_ == ReleasePolicy::data_flow) {
-    std::lock_guard lock(fire_mutex_);
-    sync.finished[in.task] = true;
-    for (TaskIndex s : intra_succ_[in.task]) try_fire(s, in.iter);
-    for (TaskIndex s : inter_succ_[in.task]) try_fire(s, in.iter + 1);
-    fire_ordered();
+void EngineCore::resume_instance(Instance& in) noexcept { proceed(in); }
+
+void EngineCore::park(Instance& in) noexcept {
+  // Names a producer that had not finished when the instance parked (diagnosis, traces).
+  // Whoever finishes last continues the instance through its lane, after this step.
+  const Sync& sync = sync_[in.entry];
+  for (TaskIndex d : graph_.intra_deps(in.task))
+    if (sync.instances[d]->state.load(std::memory_order_acquire) != InstanceState::finished) {
+      record_dep_wait(in, d, in.iter);
+      return;
+    }
+  if (in.iter > 0) {
+    const Sync& prev = sync_of(in.iter - 1);
+    for (TaskIndex d : graph_.inter_deps(in.task))
+      if (prev.instances[d]->state.load(std::memory_order_acquire) != InstanceState::finished) {
+        record_dep_wait(in, d, in.iter - 1);
+        return;
+      }
   }
-  // After these decrements the caller may retire the iteration and even destroy the pipeline:
-  // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives it).
-  // finished_ goes last: the destructor and the drain after a failure wait for it, so once it
-  // counts this instance, no lane touches the core anymore.
+  // Every producer finished between the decrement and the look: the wait is over already.
+  record_dep_wait(in, graph_.intra_deps(in.task).empty() ? in.task : graph_.intra_deps(in.task)[0],
+                  in.iter);
+}
+
+void EngineCore::proceed(Instance& in) noexcept {
+  const TaskIndex t = in.task;
+  const TaskInfo& info = info_[t];
+  const std::int64_t iter = in.iter;
+  // This execution's state; consumers read it only after this instance finished.
+  in.stream = info.stream;
+  in.stream_used = false;
+  in.carries_device_work = false;
+  in.failed = false;
+  in.error = nullptr;
+  Sync& sync = sync_[in.entry];
+  sync.generation[t] = 0;
+  if (stop_.stop_requested()) {
+    finish(in, std::make_exception_ptr(Cancelled(stop_.reason())), false);
+    return;
+  }
+  const auto inter = iter > 0 ? info.inter : std::span<const TaskIndex>{};
+  const Sync* previous = iter > 0 ? &sync_of(iter - 1) : nullptr;
+  if (any_failed_.load(std::memory_order_acquire)) {
+    // A dependency's error is this instance's, without running its body.
+    for (TaskIndex d : info.intra)
+      if (sync.instances[d]->failed) return finish(in, sync.instances[d]->error, false);
+    for (TaskIndex d : inter)
+      if (previous->instances[d]->failed) return finish(in, previous->instances[d]->error, false);
+  }
+  // Phase 2: this stream waits for each producer's event when the streams differ (phase 1,
+  // the producer was submitted, is what the counter said).
+  try {
+    for (TaskIndex d : info.intra)
+      if (const auto generation = sync.generation[d]) {
+        in.carries_device_work = true;
+        if (streams_[d] != info.stream) info.stream->wait(sync.instances[d]->event, generation);
+      }
+    for (TaskIndex d : inter)
+      if (const auto generation = previous->generation[d]) {
+        in.carries_device_work = true;
+        if (streams_[d] != info.stream) info.stream->wait(previous->instances[d]->event, generation);
+      }
+  } catch (...) {
+    return finish(in, std::current_exception(), true);
+  }
+  if (info.ordered && sequencer_.next() != in.turn) {
+    // Not its turn yet: the only step that needs a frame. It holds the lane meanwhile.
+    in.state.store(InstanceState::turn, std::memory_order_release);
+    if (observer_ != nullptr)
+      observer_->task_waiting(t, iter, *info.lane, TaskWait{TaskWait::Kind::turn, t, iter});
+    await_turn(in).start_detached(
+        info.lane,
+        [](void* context, const std::exception_ptr& error) noexcept {
+          auto* waiting = static_cast<Instance*>(context);
+          if (error) {
+            waiting->core->finish(*waiting, error, true);
+          } else {
+            waiting->core->run_body(*waiting);
+          }
+        },
+        &in, &stop_, &in);
+    return;
+  }
+  run_body(in);
+}
+
+Co<void> EngineCore::await_turn(Instance& in) {
+  co_await sequencer_.turn(in.turn, graph_.name(in.task) + " (iter " + std::to_string(in.iter) + ")");
+}
+
+void EngineCore::run_body(Instance& in) noexcept {
+  in.state.store(InstanceState::running, std::memory_order_release);
+  if (observer_ != nullptr) observer_->task_started(in.task, in.iter, *lanes_[in.task]);
+  Co<void> body;
+  try {
+    body = bodies_.run_body(in.task, in.slot, *in.scope);
+  } catch (...) {
+    finish(in, std::current_exception(), true);
+    return;
+  }
+  if (!body.valid()) {  // ran to its end already, or nothing to do
+    finish(in, nullptr, true);
+    return;
+  }
+  body.start_detached(
+      lanes_[in.task],
+      [](void* context, const std::exception_ptr& error) noexcept {
+        auto* running = static_cast<Instance*>(context);
+        running->core->finish(*running, error, true);
+      },
+      &in, &stop_, &in);
+}
+
+void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own) noexcept {
+  const TaskIndex t = in.task;
+  const std::int64_t iter = in.iter;
+  Sync& sync = sync_[in.entry];
+  // Submission is over (or failed): publish the device point consumers must wait for.
+  const TaskInfo& info = info_[t];
+  if (in.stream_used || in.carries_device_work) {
+    sync.generation[t] = in.stream->record(in.event);
+    sync.device.store(true, std::memory_order_relaxed);
+  }
+  if (info.ordered && in.state.load(std::memory_order_relaxed) == InstanceState::running)
+    sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
+  if (error) {
+    if (own && !is_cancelled(error)) fail(graph_.name(t), iter, error, false);
+    in.failed = true;
+    in.error = error;
+    any_failed_.store(true, std::memory_order_release);
+  }
+  // Observed before the successors learn: whoever they wake starts after this.
+  if (observer_ != nullptr) observer_->task_finished(t, iter, *info.lane, !in.failed);
+  in.state.store(InstanceState::finished, std::memory_order_release);
+  info.lane->finish_job();
+  for (TaskIndex s : info.intra_succ) satisfy(*sync.instances[s]);
+  if (!info.inter_succ.empty()) {
+    Sync& next = sync_of(iter + 1);
+    for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s]);
+  }
+  // After this decrement the caller may retire the iteration and even destroy the pipeline:
+  // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives
+  // it). Waiters are told when an iteration completes, and after a failure (the drain waits
+  // for every released instance) on every finish.
   Scheduler& scheduler = runtime_.scheduler();
-  sync.remaining.fetch_sub(1, std::memory_order_seq_cst);
-  finished_.fetch_add(1, std::memory_order_seq_cst);
-  scheduler.notify();
+  const bool stopping = stop_.stop_requested();
+  // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()).
+  if (sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1 || stopping) scheduler.notify();
 }
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,
                       bool timeout) {
   std::string reason;
   {
-    std::lock_guard lock(fire_mutex_);
+    std::lock_guard lock(failure_lock_);
     if (failure_) return;  // the first root cause wins
     failure_ = Failure{task, iter, error, timeout};
     failed_.store(true, std::memory_order_release);
     reason = timeout ? "pipeline timed out" : "task '" + task + "' failed in iteration " +
                                                   std::to_string(iter);
   }
-  // Wake every cancellable wait (dependencies, turns): the run drains instead of hanging.
+  // Wake every cancellable wait (turns, bodies' awaits): the run drains instead of hanging.
   stop_.request_stop(reason);
   runtime_.scheduler().notify();
 }

@@ -90,7 +90,18 @@ bool EngineCore::retire_ready() const noexcept {
 }
 
 bool EngineCore::drained() const noexcept {
-  return finished_.load(std::memory_order_seq_cst) == released_.load(std::memory_order_seq_cst);
+  // Every released instance of the admitted iterations finished. Data-flow releases every
+  // instance of an admitted iteration sooner or later (after a failure too: a failed or
+  // cancelled instance still counts down its successors, which then finish without running
+  // their bodies), so its count must reach zero; the clock releases by period.
+  const int n = static_cast<int>(graph_.size());
+  for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
+    const Sync& sync = sync_of(iter);
+    const int remaining = sync.remaining.load(std::memory_order_seq_cst);
+    if (policy_ == ReleasePolicy::data_flow ? remaining != 0 : n - remaining != sync.released)
+      return false;
+  }
+  return true;
 }
 
 bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
@@ -136,14 +147,10 @@ void EngineCore::abort_run(bool drained) {
 std::int64_t EngineCore::retire_oldest() {
   const std::int64_t retired_iter = oldest_;
   retire_(owner_, retired_iter, slot_index(retired_iter));
+  ++oldest_;
   if (policy_ == ReleasePolicy::clock) {
-    ++oldest_;
     open_period(next_period_++);
   } else {
-    {
-      std::lock_guard lock(fire_mutex_);  // lanes read oldest_ when they fire successors
-      ++oldest_;
-    }
     advance();
   }
   return retired_iter;

@@ -13,55 +13,73 @@ void EngineCore::run_serial(std::int64_t iter) {
     throw PipelineStateError("run_one_serial_iter while the pipeline is filled; drain() first");
   Stream& stream = runtime_.stream("default");
   Sync& sync = sync_[0];
-  for (auto& box : slots_[0].boxes)
-    if (box) box->reset();
+  for (TaskIndex t : slots_[0].boxed) slots_[0].boxes[t]->reset();
   for (auto& in : sync.instances) {
     in->iter = iter;
     in->slot = 0;
+    in->stream = &stream;
     in->stream_used = false;
+    in->carries_device_work = false;
     in->failed = false;
-    in->done.reset();
+    in->error = nullptr;
+    in->state.store(InstanceState::idle, std::memory_order_relaxed);
   }
   for (TaskIndex t : serial_order_) {
     Instance& in = *sync.instances[t];
-    struct Outcome {
-      bool finished = false;
-      std::exception_ptr error;
-    } outcome;
     // Observed like a pipelined instance: released, started and finished, in serial order.
     if (observer_ != nullptr) {
       observer_->task_released(t, iter, *lanes_[t]);
       observer_->task_started(t, iter, *lanes_[t]);
     }
-    TaskScope scope(*this, in, stream);
-    Co<void> body = bodies_.run_body(t, 0, scope);
-    if (!body.valid()) {  // a body with nothing to do (a task without body or costs)
-      if (observer_ != nullptr) observer_->task_finished(t, iter, *lanes_[t], true);
-      in.done.set_value();
-      continue;
+    in.state.store(InstanceState::running, std::memory_order_relaxed);
+    // The outcome is written by whichever thread finishes the body (on host a body may
+    // resume on the thread that completed what it awaited): atomically, and followed by a
+    // notify, so the waiting caller neither races nor sleeps through it.
+    struct Outcome {
+      std::atomic<bool> finished{false};
+      std::exception_ptr error;
+      Scheduler* scheduler = nullptr;
+    } outcome;
+    outcome.scheduler = &runtime_.scheduler();
+    Co<void> body;
+    try {
+      body = bodies_.run_body(t, 0, *in.scope);
+    } catch (...) {
+      outcome.error = std::current_exception();
+      outcome.finished.store(true);
     }
-    body.start(
-        nullptr,
-        [](void* context, const std::exception_ptr& error) noexcept {
-          auto* o = static_cast<Outcome*>(context);
-          o->error = error;
-          o->finished = true;
-        },
-        &outcome, nullptr, &in);
-    // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they ran.
-    if (!outcome.finished)
-      runtime_.scheduler().drive_until([&] { return outcome.finished; }, Clock::time_point::max());
-    if (!outcome.finished)
+    if (body.valid()) {
+      body.start(
+          nullptr,
+          [](void* context, const std::exception_ptr& error) noexcept {
+            auto* o = static_cast<Outcome*>(context);
+            o->error = error;
+            Scheduler* scheduler = o->scheduler;
+            o->finished.store(true, std::memory_order_seq_cst);
+            scheduler->notify();
+          },
+          &outcome, nullptr, &in);
+    } else {
+      outcome.finished.store(true);
+    }
+    // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they ran, or
+    // finish on another thread.
+    if (!outcome.finished.load(std::memory_order_seq_cst))
+      runtime_.scheduler().drive_until(
+          [&] { return outcome.finished.load(std::memory_order_seq_cst); },
+          Clock::time_point::max());
+    if (!outcome.finished.load(std::memory_order_seq_cst))
       throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
                             graph_.name(t) +
                             "' can never finish (it waits for something no task "
                             "will provide)");
-    if (observer_ != nullptr) observer_->task_finished(t, iter, *lanes_[t], !outcome.error);
+    in.state.store(InstanceState::finished, std::memory_order_relaxed);
     if (outcome.error) {
-      in.done.set_error(outcome.error);
-      throw TaskError(graph_.name(t), iter, outcome.error);
+      in.failed = true;
+      in.error = outcome.error;
     }
-    in.done.set_value();
+    if (observer_ != nullptr) observer_->task_finished(t, iter, *lanes_[t], !outcome.error);
+    if (outcome.error) throw TaskError(graph_.name(t), iter, outcome.error);
   }
 }
 

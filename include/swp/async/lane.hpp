@@ -38,7 +38,10 @@ class Lane final : public Runnable, public Resumer {
     /// Begins the job on `lane`'s thread. The job is in progress until it calls
     /// `lane.finish_job()`, from inside `start` or later from a continuation on the lane.
     virtual void start(Lane& lane) noexcept = 0;
-    Job* next_job = nullptr;  ///< queue link, owned by the lane while queued
+    /// Continues the job on `lane` after `lane.continue_job(*this)`: how a job that holds
+    /// its lane without a coroutine (it parked itself) goes on. The default does nothing.
+    virtual void resume(Lane& lane) noexcept { (void)lane; }
+    Job* next_job = nullptr;  ///< queue link, owned by the lane while queued or continued
 
    protected:
     ~Job() = default;
@@ -54,7 +57,12 @@ class Lane final : public Runnable, public Resumer {
   /// Continues the current job's coroutine `h` on this lane. Any thread.
   void resume(std::coroutine_handle<> h) noexcept override;
 
-  /// Ends the current job; the next queued one may start. Call on the lane.
+  /// Continues the current job (which started and has not finished) by calling its
+  /// `resume(lane)` on this lane, as a step of its own. Any thread.
+  void continue_job(Job& job) noexcept;
+
+  /// Ends the current job; the next queued one may start once the current step returns.
+  /// Call on the lane, inside the job's start or one of its continuations.
   void finish_job() noexcept;
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
@@ -69,7 +77,7 @@ class Lane final : public Runnable, public Resumer {
  private:
   // Whether a step is pending; call with lock_ held.
   [[nodiscard]] bool has_step() const noexcept {
-    return !resumes_.empty() || (!in_job_ && !jobs_.empty());
+    return !resumes_.empty() || !continued_.empty() || (!in_job_ && !jobs_.empty());
   }
 
   Scheduler& scheduler_;
@@ -77,7 +85,9 @@ class Lane final : public Runnable, public Resumer {
   mutable detail::SpinLock lock_;
   detail::IntrusiveFifo<Job, &Job::next_job> jobs_;  // not started yet
   std::vector<std::coroutine_handle<>> resumes_;  // continuations of the current job
+  detail::IntrusiveFifo<Job, &Job::next_job> continued_;  // the current job, to resume
   bool in_job_ = false;     // a job started and has not finished
+  bool job_finished_ = false;  // finish_job() was called in the running step (its thread only)
   bool scheduled_ = false;  // posted to the scheduler or running a step
 };
 

@@ -56,7 +56,7 @@ class GetAwaiter {
   }
 
   const T& await_resume() const {
-    producer_instance_->done_future.get();  // rethrows the producer's error
+    if (producer_instance_->failed) std::rethrow_exception(producer_instance_->error);
     auto* box = dynamic_cast<TypedBox<T>*>(box_);
     if (box == nullptr || !box->value)
       throw PipelineStateError("ctx.get('" + producer_.name + "'): the task produced no value " +

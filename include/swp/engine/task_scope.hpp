@@ -21,8 +21,9 @@ namespace swp {
 /// ```
 class TaskScope {
  public:
-  TaskScope(detail::EngineCore& core, detail::Instance& instance, Stream& stream)
-      : core_(core), instance_(instance), stream_(stream) {}
+  /// The scope of `instance`, a task instance of `core`: made once per instance by the engine.
+  TaskScope(detail::EngineCore& core, detail::Instance& instance)
+      : core_(core), instance_(instance) {}
 
   [[nodiscard]] const std::string& name() const { return core_.graph().name(instance_.task); }
   [[nodiscard]] TaskIndex task() const noexcept { return instance_.task; }
@@ -32,7 +33,7 @@ class TaskScope {
   /// consumers on other streams wait for an event recorded after it.
   [[nodiscard]] Stream& stream() noexcept {
     instance_.stream_used = true;
-    return stream_;
+    return *instance_.stream;
   }
 
   /// Queues synthetic device work of `duration` on the task's stream.
@@ -62,7 +63,6 @@ class TaskScope {
  private:
   detail::EngineCore& core_;
   detail::Instance& instance_;
-  Stream& stream_;
 };
 
 }  // namespace swp

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -121,7 +122,7 @@ enum class ReleasePolicy { data_flow, clock };
 enum class InstanceState : std::uint8_t {
   idle,        ///< not released in this slot's current iteration
   queued,      ///< released, waiting for its lane
-  dependency,  ///< waiting for a dependency (see wait_task / wait_iter)
+  dependency,  ///< holds its lane, waits for a dependency (see wait_task / wait_iter)
   turn,        ///< waiting for its submission turn
   running,     ///< running its body
   finished,
@@ -139,32 +140,55 @@ class SchedulerWaker final : public EventWaiter {
   Scheduler& scheduler_;
 };
 
-/// One (task, sync entry): the lane job, the done promise, the event. `slot` is the context
-/// slot of its iteration (where the context and the output boxes live).
+/// One (task, sync entry): a static join counter, the lane job, the event, the outcome.
+/// Nothing here is allocated per iteration: an entry serves iteration e, e + E, e + 2E, ...
+/// (E = slots + 1), and its counter is re-armed to the task's in-degree when it is consumed.
+///
+/// The join counter `pending` counts what the instance still waits for. Data-flow: its intra
+/// dependencies, its inter dependencies (of iteration i - 1, none for i = 0), the admission of
+/// its iteration, and for a globally ordered task the release of the ordered task before it
+/// (one chain over (iteration, rank), so turns go out in the same order on every rank).
+/// Whoever takes it to zero releases the instance to its lane. Clock: its dependencies plus
+/// a start token the instance itself gives when its lane starts it (periods release it, lanes
+/// keep their order); whoever takes it to zero runs it, on its lane.
+///
+/// Why re-arming at consumption is safe: a decrement for iteration i + E comes from an
+/// instance of iteration i + E or i + E - 1 = i + slots, which runs only after iteration
+/// i + slots was admitted, so after iteration i retired and this instance finished.
 struct Instance final : Lane::Job {
   EngineCore* core = nullptr;
   TaskIndex task = 0;
-  std::size_t sync = 0;
-  std::size_t slot = 0;
+  std::size_t entry = 0;  // sync entry: iteration % (slots + 1)
+  std::size_t slot = 0;   // context slot: iteration % slots
   std::int64_t iter = -1;
   std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
-  Promise<> done;
-  Future<> done_future = done.get_future();
+  std::atomic<int> pending{0};
   Event event;
-  bool stream_used = false;
+  Stream* stream = nullptr;             // where this execution queues device work
+  std::unique_ptr<TaskScope> scope;     // handed to the body; lives as long as the instance
+  std::exception_ptr error;             // why it failed (its own error or a dependency's)
+  bool stream_used = false;             // the body used its stream
+  bool carries_device_work = false;     // a dependency handed it device work
   bool failed = false;
   std::atomic<InstanceState> state{InstanceState::idle};
   std::atomic<TaskIndex> wait_task{0};
   std::atomic<std::int64_t> wait_iter{0};
 
+  Instance();
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+
   void start(Lane& lane) noexcept override;
+  void resume(Lane& lane) noexcept override;
 };
 
 /// Hooks the typed front end provides: running a task's body for a slot's context.
 class BodyRunner {
  public:
   /// The body of `task` on slot `slot`'s context; may be a synthetic body, or an invalid
-  /// (empty) Co when there is nothing to run.
+  /// (empty) Co when there is nothing left to run (the body ran to its end synchronously,
+  /// or there was nothing to do). May throw: the body's error.
   virtual Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) = 0;
   /// Output storage for `task` (nullptr when it returns nothing).
   virtual std::unique_ptr<OutputBox> make_box(TaskIndex task) = 0;
@@ -219,29 +243,31 @@ class EngineCore {
   }
   /// The instance of `task` in the same iteration as `in`.
   [[nodiscard]] Instance& sibling(const Instance& in, TaskIndex task) const {
-    return *sync_[in.sync].instances[task];
+    return *sync_[in.entry].instances[task];
   }
 
-  /// Called by Instance::start.
-  Co<void> routine(Instance& in);
-  /// Completion of an instance's routine (on its lane).
-  void instance_done(Instance& in, const std::exception_ptr& error) noexcept;
+  // The steps of an instance (Instance::start and resume call them, on its lane).
+  void start_instance(Instance& in) noexcept;
+  void resume_instance(Instance& in) noexcept;
 
  private:
-  // Synchronization state of one iteration: instances, promises, events. There is one more
-  // of these than context slots, so that the state of iteration i - 1 stays intact until
-  // iteration i retired: inter-iteration dependencies read it without racing slot reuse.
+  // Synchronization state of one iteration: instances, events. There is one more of these
+  // than context slots, so that the state of iteration i - 1 stays intact until iteration i
+  // retired: inter-iteration dependencies read it without racing slot reuse.
   struct Sync {
     std::vector<std::unique_ptr<Instance>> instances;
     std::vector<std::uint64_t> generation;  // event generation each task recorded (0: none)
-    std::vector<bool> fired;                // data-flow: released
-    std::vector<bool> finished;             // data-flow: done
-    std::atomic<int> remaining{0};
+    std::atomic<int> remaining{0};          // instances not finished yet
+    // Some instance recorded an event (device_done has something to look at). Set before
+    // the instance's `remaining` decrement, read after the iteration retired.
+    std::atomic<bool> device{false};
+    int released = 0;                       // clock: instances released (caller thread)
   };
 
   // A context slot's output boxes (the context itself lives in the typed front end).
   struct Slot {
     std::vector<std::unique_ptr<OutputBox>> boxes;
+    std::vector<TaskIndex> boxed;  // tasks that have a box
   };
 
   struct Failure {
@@ -258,12 +284,26 @@ class EngineCore {
   const Sync& sync_of(std::int64_t iter) const {
     return sync_[static_cast<std::size_t>(iter) % sync_.size()];
   }
+  [[nodiscard]] int in_degree(TaskIndex t, std::int64_t iter) const noexcept;
+  // The counter value an instance is re-armed to when consumed (for an iteration > 0).
+  [[nodiscard]] int steady_degree(TaskIndex t) const noexcept { return info_[t].degree; }
+  void arm_counters();
   void reset_run_state();
   // Fetches iteration iter's batch and resets its slot and sync entry (prepare), and
   // publishes it (admit = prepare + next_admit_ = iter + 1).
   bool prepare(std::int64_t iter);
   bool admit(std::int64_t iter);
-  void release(TaskIndex t, std::int64_t iter);
+  // One thing `in` waited for happened; takes the counter to zero -> release or run.
+  void satisfy(Instance& in) noexcept;
+  void release(Instance& in) noexcept;
+  void submit(Instance& in) noexcept;
+  // Clock: the instance holds its lane and waits for a dependency.
+  void park(Instance& in) noexcept;
+  // Dependencies done: stream waits (phase 2), the turn, then the body.
+  void proceed(Instance& in) noexcept;
+  void run_body(Instance& in) noexcept;
+  void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
+  Co<void> await_turn(Instance& in);
   // Clock policy.
   void open_period(std::int64_t period);
   // Device back-pressure: whether iteration iter's device work is complete, and waiting (with
@@ -274,14 +314,8 @@ class EngineCore {
   void unwatch_device(std::int64_t iter);
   bool await_slot(std::int64_t iter);
   [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
-  // Data-flow policy: admit and fire what can go (advance waits for slots, unlocked).
-  // No sweep over all unfired instances is needed (the seed has one): an instance becomes
-  // fireable only when its iteration is admitted, a dependency finishes or the ordered turn
-  // moves on, and each of those tries exactly the instances it may have unblocked.
+  // Data-flow policy: admit what can go (waits for slots).
   void advance();
-  // (fire_mutex_ held)
-  bool try_fire(TaskIndex t, std::int64_t iter);
-  void fire_ordered();
   // Errors, deadlines, drain.
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, bool timeout);
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
@@ -306,14 +340,27 @@ class EngineCore {
   SchedulerWaker device_waker_;
   EngineTimeouts timeouts_;
   TaskObserver* observer_ = nullptr;
+  std::mutex observer_mutex_;  // releases and lane submissions in one order for the observer
+
+  // What the hot path reads about a task, in one place.
+  struct TaskInfo {
+    std::span<const TaskIndex> intra, inter;           // dependencies
+    std::span<const TaskIndex> intra_succ, inter_succ;  // dependents
+    Lane* lane = nullptr;
+    Stream* stream = nullptr;
+    int degree_first = 0;  // join counter of iteration 0 (see in_degree)
+    int degree = 0;        // join counter of every later iteration
+    int ordered_rank = -1;  // data-flow: rank among globally ordered tasks, or -1
+    bool ordered = false;
+  };
 
   std::vector<Lane*> lanes_;
   std::vector<Stream*> streams_;
   std::vector<TaskIndex> order_;           // clock: per-period enqueue order (ready-first)
   std::vector<TaskIndex> serial_order_;    // topological order of intra deps, by name
-  std::vector<int> ordered_rank_;          // data-flow: rank among globally ordered tasks, or -1
   std::vector<TaskIndex> ordered_tasks_;   // data-flow: globally ordered tasks by rank
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
+  std::vector<TaskInfo> info_;
   std::vector<Slot> slots_;
   std::vector<Sync> sync_;
   SubmissionSequencer sequencer_;
@@ -329,15 +376,16 @@ class EngineCore {
   std::int64_t end_ = INT64_MAX;     // first iteration with no batch
   std::int64_t oldest_ = 0;          // oldest unretired iteration
   std::int64_t next_period_ = 0;     // clock
-  std::atomic<std::int64_t> released_{0};
-  std::atomic<std::int64_t> finished_{0};
-  std::uint64_t next_turn_ = 0;      // next sequencer turn to hand out at release
-  std::int64_t ordered_iter_ = 0;    // data-flow: (iter, rank) of the next ordered release
-  std::size_t ordered_pos_ = 0;
+  // Next sequencer turn to hand out at release. Clock: the caller's; data-flow: ordered
+  // releases form one chain (each happens after the one before), so a plain counter would do;
+  // it is atomic so that the lanes' hand-offs need no reasoning about it.
+  std::atomic<std::uint64_t> next_turn_{0};
+  // Some instance failed in this run (also a cancelled one without a stop): instances then
+  // look at their dependencies' outcomes before running.
+  std::atomic<bool> any_failed_{false};
 
-  // Data-flow firing state and the failure record. A spin lock: its sections are a few flag
-  // checks and lane submissions, and it is taken on every instance completion.
-  mutable SpinLock fire_mutex_;
+  // The failure record: the first root cause wins.
+  mutable SpinLock failure_lock_;
   std::optional<Failure> failure_;
   std::atomic<bool> failed_{false};  // failure_ is set; readable without the lock
 };
