@@ -563,3 +563,34 @@ TEST_CASE_TEMPLATE("a serial iteration runs a task with neither body nor cost as
   pipe->run_one_serial_iter(0, 1);
   CHECK(rt.now() - start == 100us);
 }
+
+TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by another thread", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // The body awaits a future a foreign thread completes, so the body ends on that thread: the
+  // serial loop must learn of it (it once slept forever on a plain flag nobody notified).
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+  swp::Promise<> later;
+  swp::Plan<Ctx> plan;
+  std::atomic<int> ran{0};
+  plan.add("Wait", [&](Ctx&) -> swp::Co<void> {
+    co_await later.get_future();
+    ++ran;
+  });
+  auto pipe = Engine::template make<Ctx>(rt, plan, 1);
+  std::thread completer([&] {
+    std::this_thread::sleep_for(20ms);
+    later.set_value();
+  });
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  std::thread runner([&pipe, done] {
+    pipe->run_one_serial_iter(1, 0);
+    done->store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!done->load() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  completer.join();
+  if (!done->load()) runner.detach();  // a hang fails the test instead of the suite
+  REQUIRE_MESSAGE(done->load(), "run_one_serial_iter did not return");
+  runner.join();
+  CHECK(ran.load() == 1);
+}
