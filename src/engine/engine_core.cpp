@@ -255,23 +255,11 @@ void EngineCore::satisfy(Instance& in) noexcept {
 void EngineCore::release(Instance& in) noexcept {
   // Data-flow: everything it waits for happened. Re-armed for iteration iter + E (see
   // Instance): nothing decrements that before this instance finished.
-  Instance* next = &in;
-  while (next != nullptr) {
-    Instance& r = *next;
-    next = nullptr;
-    r.pending.store(steady_degree(r.task), std::memory_order_relaxed);
-    if (info_[r.task].ordered) {
-      // Ordered releases form one chain over (iteration, rank): turns go out in that order.
-      r.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
-      const auto rank = static_cast<std::size_t>(info_[r.task].ordered_rank);
-      Instance& following =
-          rank + 1 < ordered_tasks_.size()
-              ? *sync_[r.entry].instances[ordered_tasks_[rank + 1]]
-              : *sync_of(r.iter + 1).instances[ordered_tasks_.front()];
-      if (following.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) next = &following;
-    }
-    submit(r);
-  }
+  in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
+  // Ordered instances are released one after the other (each waits for the one before to
+  // finish), so turns go out in (iteration, rank) order and the turn is free when it starts.
+  if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
+  submit(in);
 }
 
 void EngineCore::open_period(std::int64_t period) {
@@ -518,6 +506,15 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   if (!info.inter_succ.empty()) {
     Sync& next = sync_of(iter + 1);
     for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s]);
+  }
+  if (info.ordered && policy_ == ReleasePolicy::data_flow) {
+    // The (iteration, rank) chain of globally ordered instances is an edge like a
+    // dependency: the next one is released once this one submitted. Released any earlier, it
+    // could take a lane that an instance with an earlier turn is queued on, and wait there for
+    // that turn forever.
+    const auto rank = static_cast<std::size_t>(info.ordered_rank);
+    satisfy(rank + 1 < ordered_tasks_.size() ? *sync.instances[ordered_tasks_[rank + 1]]
+                                             : *sync_of(iter + 1).instances[ordered_tasks_.front()]);
   }
   // After this decrement the caller may retire the iteration and even destroy the pipeline:
   // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives

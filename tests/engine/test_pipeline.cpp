@@ -180,12 +180,12 @@ std::unique_ptr<swp::Runtime> make_runtime(swp::Backend backend, Drive drive,
 
 template <class Engine>
 void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
-                      Drive drive = Drive::progress) {
+                      Drive drive = Drive::progress, int max_iterations = 12) {
   std::mt19937 rng(seed);
   for (int n = 0; n < plans; ++n) {
     const auto source = swp::test::random_plan(rng);
     const auto graph = swp::validate(source);
-    const std::int64_t iterations = std::uniform_int_distribution<int>(1, 12)(rng);
+    const std::int64_t iterations = std::uniform_int_distribution<int>(1, max_iterations)(rng);
     const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
     std::vector<std::uint64_t> batches;
     for (std::int64_t i = 0; i < iterations; ++i) batches.push_back(rng());
@@ -244,6 +244,84 @@ TEST_CASE_TEMPLATE("random valid plans honour every dependency and match a seria
   SUBCASE("lanes on a caller's io_context, async_progress") {
     run_random_plans<Engine>(swp::Backend::host, 60, 19, Drive::asio);
   }
+  // Each (task, sync entry) join counter is re-armed when consumed and serves every
+  // (slots + 1)-th iteration: long runs wrap every entry many times.
+  SUBCASE("long runs, sim") { run_random_plans<Engine>(swp::Backend::sim, 12, 23, Drive::progress, 300); }
+  SUBCASE("long runs, host") { run_random_plans<Engine>(swp::Backend::host, 12, 29, Drive::progress, 200); }
+}
+
+namespace {
+
+// A random plan fails at a random (task, iteration); the error names them, and the pipeline,
+// filled again, runs the iterations before the failure exactly like a serial run: the join
+// counters left half-consumed by the failed run are re-armed.
+template <class Engine>
+void fail_then_refill(swp::Backend backend, int plans, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (int n = 0; n < plans; ++n) {
+    const auto source = swp::test::random_plan(rng);
+    const auto graph = swp::validate(source);
+    const int iterations = std::uniform_int_distribution<int>(2, 24)(rng);
+    const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
+    const auto fail_task = static_cast<TaskIndex>(
+        std::uniform_int_distribution<std::size_t>(0, graph.size() - 1)(rng));
+    const std::int64_t fail_iter = std::uniform_int_distribution<int>(1, iterations - 1)(rng);
+    std::vector<std::uint64_t> batches;
+    for (int i = 0; i < iterations; ++i) batches.push_back(rng());
+    CAPTURE(n);
+    CAPTURE(swp::plan_to_json(source));
+    CAPTURE(fail_task);
+    CAPTURE(fail_iter);
+
+    Results serial_results;
+    {
+      swp::Runtime rt({.backend = backend, .workers = 2});
+      auto plan = bind(source, serial_results);
+      auto pipe = Engine::template make<Ctx>(rt, plan, max_depth);
+      pipe->run_serial(batches);
+    }
+    swp::Runtime rt({.backend = backend, .workers = 2});
+    Results results;
+    auto plan = bind(source, results, {fail_task, fail_iter});
+    auto pipe = Engine::template make<Ctx>(rt, plan, max_depth);
+    pipe->set_timeouts({.retire = 20s});
+    pipe->fill_pipeline(batches);
+    try {
+      while (pipe->progress()) {
+      }
+      FAIL("the injected error did not surface");
+    } catch (const swp::TaskError& e) {
+      CHECK(e.task() == graph.name(fail_task));
+      CHECK(e.iter() == fail_iter);
+    }
+    {
+      std::lock_guard lock(results.mutex);
+      results.value.clear();
+      results.runs.clear();
+    }
+    swp::test::RunTrace trace;
+    pipe->set_observer(&trace);
+    for (TaskIndex t = 0; t < graph.size(); ++t) trace.attach(rt.stream(graph.stream(t)));
+    const std::vector<std::uint64_t> before(batches.begin(), batches.begin() + fail_iter);
+    std::int64_t retired = 0;
+    pipe->fill_pipeline(before);
+    while (auto i = pipe->progress()) CHECK(*i == retired++);
+    CHECK(retired == fail_iter);
+    pipe->drain();
+    pipe->synchronize();
+    check_dependencies(graph, trace, fail_iter);
+    for (const auto& [key, runs] : results.runs) CHECK(runs == 1);
+    for (const auto& [key, value] : results.value) CHECK(value == serial_results.value.at(key));
+    CHECK(results.value.size() == graph.size() * static_cast<std::size_t>(fail_iter));
+  }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("after a failure the pipeline refills and runs like a serial run", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  SUBCASE("sim backend") { fail_then_refill<Engine>(swp::Backend::sim, 60, 31); }
+  SUBCASE("host backend") { fail_then_refill<Engine>(swp::Backend::host, 40, 37); }
 }
 
 namespace {

@@ -146,8 +146,9 @@ class SchedulerWaker final : public EventWaiter {
 ///
 /// The join counter `pending` counts what the instance still waits for. Data-flow: its intra
 /// dependencies, its inter dependencies (of iteration i - 1, none for i = 0), the admission of
-/// its iteration, and for a globally ordered task the release of the ordered task before it
-/// (one chain over (iteration, rank), so turns go out in the same order on every rank).
+/// its iteration, and for a globally ordered task the ordered task before it (one chain over
+/// (iteration, rank) finishing one after the other, so turns go out in the same order on
+/// every rank and an ordered instance never holds a lane waiting for its turn).
 /// Whoever takes it to zero releases the instance to its lane. Clock: its dependencies plus
 /// a start token the instance itself gives when its lane starts it (periods release it, lanes
 /// keep their order); whoever takes it to zero runs it, on its lane.
