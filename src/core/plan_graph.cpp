@@ -5,6 +5,8 @@
 
 #include "concat.hpp"
 #include "find_cycles.hpp"
+#include "swp/core/stage_rules.hpp"
+#include "swp/core/topological_order.hpp"
 
 namespace swp {
 
@@ -68,6 +70,31 @@ void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& 
   }
 }
 
+PlanViolation stage_violation(const PlanGraph& g, PlanRule rule, TaskIndex t, TaskIndex d) {
+  if (rule == PlanRule::corollary_1) {
+    return {PlanRule::corollary_1, {g.name(t), g.name(d)},
+            detail::concat("corollary 1: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends within the iteration on ", quoted(g.name(d)), " (stage ", g.stage(d), "); an intra-iteration dependency needs dep.stage <= task.stage, otherwise ", quoted(g.name(t)), " waits for a later period and deadlocks (move ", quoted(g.name(d)), " to an earlier stage or declare the dependency in inter_iter_deps)")};
+  }
+  return {PlanRule::corollary_3, {g.name(t), g.name(d)},
+          detail::concat("corollary 3: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends on ", quoted(g.name(d)), " (stage ", g.stage(d), ") of the previous iteration; an inter-iteration dependency needs dep.stage - task.stage <= 1 (here ", g.stage(d) - g.stage(t), "), otherwise the dependency runs in a future period: structural deadlock")};
+}
+
+// The intra dependencies' topological order, smallest name first (see
+// PlanGraph::topological_order).
+std::vector<TaskIndex> intra_order(const PlanGraph& g) {
+  const std::size_t n = g.size();
+  std::vector<std::vector<TaskIndex>> successors(n);
+  std::vector<int> in_degree(n, 0);
+  for (TaskIndex t = 0; t < n; ++t) {
+    for (TaskIndex d : g.intra_deps(t)) successors[d].push_back(t);
+    in_degree[t] = static_cast<int>(g.intra_deps(t).size());
+  }
+  std::vector<TaskIndex> all(n);
+  for (TaskIndex t = 0; t < n; ++t) all[t] = t;
+  return topological_order(all, successors, in_degree,
+                           [&](TaskIndex t) { return std::string_view(g.name(t)); });
+}
+
 std::string describe_cycle(const PlanGraph& g, const std::vector<TaskIndex>& cycle) {
   std::string text;
   for (TaskIndex t : cycle) text += g.name(t) + " -> ";
@@ -126,27 +153,22 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   for (TaskIndex t = 0; t < n; ++t) max_stage = std::max(max_stage, g.stage(t));
   g.depth_ = max_stage + 1;
 
-  for (const auto& cycle : detail::find_cycles(g.intra_)) {
-    auto names = cycle | std::views::transform([&](TaskIndex t) { return g.name(t); });
-    violations.push_back(
-        {PlanRule::intra_cycle, {names.begin(), names.end()},
-         detail::concat("intra-iteration cycle: ", describe_cycle(g, cycle), " (each task depends on the next within one iteration, so none can start)")});
+  g.topological_ = intra_order(g);
+  // Only a graph the topological sort could not finish has cycles to name.
+  if (!g.acyclic()) {
+    for (const auto& cycle : detail::find_cycles(g.intra_)) {
+      auto names = cycle | std::views::transform([&](TaskIndex t) { return g.name(t); });
+      violations.push_back(
+          {PlanRule::intra_cycle, {names.begin(), names.end()},
+           detail::concat("intra-iteration cycle: ", describe_cycle(g, cycle), " (each task depends on the next within one iteration, so none can start)")});
+    }
   }
 
-  for (TaskIndex t = 0; t < n; ++t) {
-    for (TaskIndex d : g.intra_[t]) {
-      if (g.stage(d) <= g.stage(t)) continue;
-      violations.push_back(
-          {PlanRule::corollary_1, {g.name(t), g.name(d)},
-           detail::concat("corollary 1: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends within the iteration on ", quoted(g.name(d)), " (stage ", g.stage(d), "); an intra-iteration dependency needs dep.stage <= task.stage, otherwise ", quoted(g.name(t)), " waits for a later period and deadlocks (move ", quoted(g.name(d)), " to an earlier stage or declare the dependency in inter_iter_deps)")});
-    }
-    for (TaskIndex d : g.inter_[t]) {
-      if (g.stage(d) - g.stage(t) <= 1) continue;
-      violations.push_back(
-          {PlanRule::corollary_3, {g.name(t), g.name(d)},
-           detail::concat("corollary 3: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends on ", quoted(g.name(d)), " (stage ", g.stage(d), ") of the previous iteration; an inter-iteration dependency needs dep.stage - task.stage <= 1 (here ", g.stage(d) - g.stage(t), "), otherwise the dependency runs in a future period: structural deadlock")});
-    }
-  }
+  check_stage_rules(g, [&](TaskIndex t) { return g.stage(t); },
+                    [&](PlanRule rule, TaskIndex t, TaskIndex d) {
+                      violations.push_back(stage_violation(g, rule, t, d));
+                      return true;
+                    });
 
   if (plan.pipeline_depth && n > 0 && *plan.pipeline_depth != g.depth_) {
     std::vector<std::string> deepest;
