@@ -1,6 +1,7 @@
 #include "swp/core/plan_graph.hpp"
 
 #include <algorithm>
+#include <map>
 #include <ranges>
 
 #include "concat.hpp"
@@ -23,18 +24,21 @@ struct Resolver {
   // the reference does not name a task of this plan.
   std::optional<TaskIndex> operator()(const TaskRef& ref, const Dependency& dep,
                                       std::string_view list, std::size_t pos) const {
-    const auto where = detail::concat(list, "[", pos, "] (", quoted(dep.task.name()), " depends on ", quoted(dep.depends_on.name()), ")");
+    // Only spelt out for a report: resolving stays free of string building.
+    auto where = [&] {
+      return detail::concat(list, "[", pos, "] (", quoted(dep.task.name()), " depends on ", quoted(dep.depends_on.name()), ")");
+    };
     if (const TaskHandle* h = ref.handle()) {
       if (h->index >= plan.tasks.size() || plan.tasks[h->index].task.name != h->name) {
         violations.push_back({PlanRule::unknown_task, {h->name},
-                              detail::concat("unknown task: ", where, ": the handle of ", quoted(h->name), " (#", h->index, ") does not belong to this plan")});
+                              detail::concat("unknown task: ", where(), ": the handle of ", quoted(h->name), " (#", h->index, ") does not belong to this plan")});
         return std::nullopt;
       }
       return h->index;
     }
     if (auto it = by_name.find(ref.name()); it != by_name.end()) return it->second;
     violations.push_back({PlanRule::unknown_task, {ref.name()},
-                          detail::concat("unknown task: ", where, ": no task is called ", quoted(ref.name()))});
+                          detail::concat("unknown task: ", where(), ": no task is called ", quoted(ref.name()))});
     return std::nullopt;
   }
 };
@@ -43,10 +47,15 @@ struct Resolver {
 // stream: not empty, not "default" (tasks without a stream and the engines' serial mode use
 // it by name), not itself, not another alias (chains and cycles are refused, not followed).
 void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& violations) {
+  if (plan.stream_aliases.empty()) return;
+  // The tasks on each aliased stream, in task order: one pass over the tasks for all aliases.
+  std::map<std::string_view, std::vector<std::string>> users_of;
+  for (const auto& [alias, target] : plan.stream_aliases) users_of[alias];
+  for (const auto& t : plan.tasks)
+    if (auto it = users_of.find(t.schedule.stream); it != users_of.end())
+      it->second.push_back(t.task.name);
   for (const auto& [alias, target] : plan.stream_aliases) {
-    std::vector<std::string> users;
-    for (const auto& t : plan.tasks)
-      if (t.schedule.stream == alias) users.push_back(t.task.name);
+    const auto& users = users_of[alias];
     const auto arrow = quoted(alias) + " -> " + quoted(target);
     auto report = [&](const std::string& why) {
       violations.push_back({PlanRule::stream_alias, users, "stream alias: " + arrow + ": " + why});
