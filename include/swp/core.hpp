@@ -10,6 +10,8 @@
 #include "swp/core/plan_json.hpp"
 #include "swp/core/schedule_table.hpp"
 #include "swp/core/stage_analysis.hpp"
+#include "swp/core/stage_rules.hpp"
 #include "swp/core/synthetic_cost.hpp"
 #include "swp/core/task_ref.hpp"
 #include "swp/core/task_schedule.hpp"
+#include "swp/core/topological_order.hpp"

@@ -1,12 +1,13 @@
 #include "swp/core/enqueue_order.hpp"
 
-#include <algorithm>
+#include <functional>
 #include <map>
-#include <queue>
+#include <span>
 #include <string_view>
-#include <tuple>
+#include <utility>
 
 #include "concat.hpp"
+#include "swp/core/topological_order.hpp"
 
 namespace swp {
 
@@ -45,26 +46,13 @@ PeriodLocalGraph period_local_graph(const PlanGraph& graph) {
 
 namespace {
 
-// Kahn's algorithm taking the smallest ready task by `key` each time. With a min-heap this is
-// exactly the seed's "pop(0), append released, re-sort" loop, because keys are unique (they end
-// with the task name).
+// The period's order by `key` over `nodes` (see topological_order); a cycle is an error that
+// names the tasks left over.
 template <class Key>
-std::vector<TaskIndex> kahn(const std::vector<TaskIndex>& nodes,
-                            const std::vector<std::vector<TaskIndex>>& successors,
-                            std::vector<int> in_degree, const PlanGraph& graph, Key key) {
-  using Entry = std::tuple<decltype(key(TaskIndex{})), TaskIndex>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-  for (TaskIndex t : nodes)
-    if (in_degree[t] == 0) ready.emplace(key(t), t);
-  std::vector<TaskIndex> order;
-  order.reserve(nodes.size());
-  while (!ready.empty()) {
-    const TaskIndex t = std::get<1>(ready.top());
-    ready.pop();
-    order.push_back(t);
-    for (TaskIndex s : successors[t])
-      if (--in_degree[s] == 0) ready.emplace(key(s), s);
-  }
+std::vector<TaskIndex> ordered(std::span<const TaskIndex> nodes,
+                               const std::vector<std::vector<TaskIndex>>& successors,
+                               std::vector<int>& in_degree, const PlanGraph& graph, Key key) {
+  auto order = topological_order(nodes, successors, in_degree, key);
   if (order.size() != nodes.size()) {
     std::vector<std::string> stuck;
     for (TaskIndex t : nodes)
@@ -79,11 +67,13 @@ std::vector<TaskIndex> kahn(const std::vector<TaskIndex>& nodes,
   return order;
 }
 
+// Taking the smallest (stall_cost, name) from a heap is exactly the seed's "pop(0), append
+// released, re-sort" loop, because the keys are unique (they end with the task name).
 std::vector<TaskIndex> ready_first(const PlanGraph& graph) {
-  const auto local = period_local_graph(graph);
+  auto local = period_local_graph(graph);
   std::vector<TaskIndex> all(graph.size());
   for (TaskIndex t = 0; t < all.size(); ++t) all[t] = t;
-  return kahn(all, local.successors, local.in_degree, graph, [&](TaskIndex t) {
+  return ordered(all, local.successors, local.in_degree, graph, [&](TaskIndex t) {
     return std::pair<int, std::string_view>(local.stall_cost[t], graph.name(t));
   });
 }
@@ -103,9 +93,11 @@ std::vector<TaskIndex> stage_descending(const PlanGraph& graph) {
   }
   std::vector<TaskIndex> order;
   order.reserve(n);
+  // Edges stay within a stage, so the stages share one in-degree vector, each sort consuming
+  // only its own entries (one copy per stage would cost O(n) per stage).
   for (const auto& [stage, tasks] : by_stage) {
-    auto part = kahn(tasks, successors, in_degree, graph,
-                     [&](TaskIndex t) { return std::string_view(graph.name(t)); });
+    auto part = ordered(tasks, successors, in_degree, graph,
+                        [&](TaskIndex t) { return std::string_view(graph.name(t)); });
     order.insert(order.end(), part.begin(), part.end());
   }
   return order;

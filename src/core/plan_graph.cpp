@@ -1,10 +1,13 @@
 #include "swp/core/plan_graph.hpp"
 
 #include <algorithm>
+#include <map>
 #include <ranges>
 
 #include "concat.hpp"
 #include "find_cycles.hpp"
+#include "swp/core/stage_rules.hpp"
+#include "swp/core/topological_order.hpp"
 
 namespace swp {
 
@@ -21,18 +24,21 @@ struct Resolver {
   // the reference does not name a task of this plan.
   std::optional<TaskIndex> operator()(const TaskRef& ref, const Dependency& dep,
                                       std::string_view list, std::size_t pos) const {
-    const auto where = detail::concat(list, "[", pos, "] (", quoted(dep.task.name()), " depends on ", quoted(dep.depends_on.name()), ")");
+    // Only spelt out for a report: resolving stays free of string building.
+    auto where = [&] {
+      return detail::concat(list, "[", pos, "] (", quoted(dep.task.name()), " depends on ", quoted(dep.depends_on.name()), ")");
+    };
     if (const TaskHandle* h = ref.handle()) {
       if (h->index >= plan.tasks.size() || plan.tasks[h->index].task.name != h->name) {
         violations.push_back({PlanRule::unknown_task, {h->name},
-                              detail::concat("unknown task: ", where, ": the handle of ", quoted(h->name), " (#", h->index, ") does not belong to this plan")});
+                              detail::concat("unknown task: ", where(), ": the handle of ", quoted(h->name), " (#", h->index, ") does not belong to this plan")});
         return std::nullopt;
       }
       return h->index;
     }
     if (auto it = by_name.find(ref.name()); it != by_name.end()) return it->second;
     violations.push_back({PlanRule::unknown_task, {ref.name()},
-                          detail::concat("unknown task: ", where, ": no task is called ", quoted(ref.name()))});
+                          detail::concat("unknown task: ", where(), ": no task is called ", quoted(ref.name()))});
     return std::nullopt;
   }
 };
@@ -41,10 +47,15 @@ struct Resolver {
 // stream: not empty, not "default" (tasks without a stream and the engines' serial mode use
 // it by name), not itself, not another alias (chains and cycles are refused, not followed).
 void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& violations) {
+  if (plan.stream_aliases.empty()) return;
+  // The tasks on each aliased stream, in task order: one pass over the tasks for all aliases.
+  std::map<std::string_view, std::vector<std::string>> users_of;
+  for (const auto& [alias, target] : plan.stream_aliases) users_of[alias];
+  for (const auto& t : plan.tasks)
+    if (auto it = users_of.find(t.schedule.stream); it != users_of.end())
+      it->second.push_back(t.task.name);
   for (const auto& [alias, target] : plan.stream_aliases) {
-    std::vector<std::string> users;
-    for (const auto& t : plan.tasks)
-      if (t.schedule.stream == alias) users.push_back(t.task.name);
+    const auto& users = users_of[alias];
     const auto arrow = quoted(alias) + " -> " + quoted(target);
     auto report = [&](const std::string& why) {
       violations.push_back({PlanRule::stream_alias, users, "stream alias: " + arrow + ": " + why});
@@ -66,6 +77,31 @@ void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& 
                             " (a misspelt alias would leave a task on a stream of its own)"));
     }
   }
+}
+
+PlanViolation stage_violation(const PlanGraph& g, PlanRule rule, TaskIndex t, TaskIndex d) {
+  if (rule == PlanRule::corollary_1) {
+    return {PlanRule::corollary_1, {g.name(t), g.name(d)},
+            detail::concat("corollary 1: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends within the iteration on ", quoted(g.name(d)), " (stage ", g.stage(d), "); an intra-iteration dependency needs dep.stage <= task.stage, otherwise ", quoted(g.name(t)), " waits for a later period and deadlocks (move ", quoted(g.name(d)), " to an earlier stage or declare the dependency in inter_iter_deps)")};
+  }
+  return {PlanRule::corollary_3, {g.name(t), g.name(d)},
+          detail::concat("corollary 3: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends on ", quoted(g.name(d)), " (stage ", g.stage(d), ") of the previous iteration; an inter-iteration dependency needs dep.stage - task.stage <= 1 (here ", g.stage(d) - g.stage(t), "), otherwise the dependency runs in a future period: structural deadlock")};
+}
+
+// The intra dependencies' topological order, smallest name first (see
+// PlanGraph::topological_order).
+std::vector<TaskIndex> intra_order(const PlanGraph& g) {
+  const std::size_t n = g.size();
+  std::vector<std::vector<TaskIndex>> successors(n);
+  std::vector<int> in_degree(n, 0);
+  for (TaskIndex t = 0; t < n; ++t) {
+    for (TaskIndex d : g.intra_deps(t)) successors[d].push_back(t);
+    in_degree[t] = static_cast<int>(g.intra_deps(t).size());
+  }
+  std::vector<TaskIndex> all(n);
+  for (TaskIndex t = 0; t < n; ++t) all[t] = t;
+  return topological_order(all, successors, in_degree,
+                           [&](TaskIndex t) { return std::string_view(g.name(t)); });
 }
 
 std::string describe_cycle(const PlanGraph& g, const std::vector<TaskIndex>& cycle) {
@@ -126,27 +162,22 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   for (TaskIndex t = 0; t < n; ++t) max_stage = std::max(max_stage, g.stage(t));
   g.depth_ = max_stage + 1;
 
-  for (const auto& cycle : detail::find_cycles(g.intra_)) {
-    auto names = cycle | std::views::transform([&](TaskIndex t) { return g.name(t); });
-    violations.push_back(
-        {PlanRule::intra_cycle, {names.begin(), names.end()},
-         detail::concat("intra-iteration cycle: ", describe_cycle(g, cycle), " (each task depends on the next within one iteration, so none can start)")});
+  g.topological_ = intra_order(g);
+  // Only a graph the topological sort could not finish has cycles to name.
+  if (!g.acyclic()) {
+    for (const auto& cycle : detail::find_cycles(g.intra_)) {
+      auto names = cycle | std::views::transform([&](TaskIndex t) { return g.name(t); });
+      violations.push_back(
+          {PlanRule::intra_cycle, {names.begin(), names.end()},
+           detail::concat("intra-iteration cycle: ", describe_cycle(g, cycle), " (each task depends on the next within one iteration, so none can start)")});
+    }
   }
 
-  for (TaskIndex t = 0; t < n; ++t) {
-    for (TaskIndex d : g.intra_[t]) {
-      if (g.stage(d) <= g.stage(t)) continue;
-      violations.push_back(
-          {PlanRule::corollary_1, {g.name(t), g.name(d)},
-           detail::concat("corollary 1: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends within the iteration on ", quoted(g.name(d)), " (stage ", g.stage(d), "); an intra-iteration dependency needs dep.stage <= task.stage, otherwise ", quoted(g.name(t)), " waits for a later period and deadlocks (move ", quoted(g.name(d)), " to an earlier stage or declare the dependency in inter_iter_deps)")});
-    }
-    for (TaskIndex d : g.inter_[t]) {
-      if (g.stage(d) - g.stage(t) <= 1) continue;
-      violations.push_back(
-          {PlanRule::corollary_3, {g.name(t), g.name(d)},
-           detail::concat("corollary 3: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends on ", quoted(g.name(d)), " (stage ", g.stage(d), ") of the previous iteration; an inter-iteration dependency needs dep.stage - task.stage <= 1 (here ", g.stage(d) - g.stage(t), "), otherwise the dependency runs in a future period: structural deadlock")});
-    }
-  }
+  check_stage_rules(g, [&](TaskIndex t) { return g.stage(t); },
+                    [&](PlanRule rule, TaskIndex t, TaskIndex d) {
+                      violations.push_back(stage_violation(g, rule, t, d));
+                      return true;
+                    });
 
   if (plan.pipeline_depth && n > 0 && *plan.pipeline_depth != g.depth_) {
     std::vector<std::string> deepest;

@@ -122,9 +122,11 @@ class Reader {
 
 PlannedTask read_task(const Reader& r, const json::value& v, const std::string& field) {
   const auto& obj = r.object(v, field);
-  r.warn_unknown(obj, field,
-                 {"name", "stage", "stream", "thread_group", "globally_ordered", "cpu_us",
-                  "device_us", "jitter_every", "jitter_device_us"});
+  // Built once, not once per task.
+  static const std::set<std::string_view> known{
+      "name",   "stage",     "stream",       "thread_group",    "globally_ordered",
+      "cpu_us", "device_us", "jitter_every", "jitter_device_us"};
+  r.warn_unknown(obj, field, known);
   PlannedTask task;
   const auto* name = obj.if_contains("name");
   if (name == nullptr) r.fail(field, "missing required key \"name\"");

@@ -22,32 +22,6 @@ bool is_cancelled(const std::exception_ptr& e) {
   }
 }
 
-// Topological order of intra deps, smallest name first: the data-flow engine's rank of
-// globally ordered tasks within an iteration (stages play no role there).
-std::vector<TaskIndex> intra_topological(const PlanGraph& g) {
-  std::vector<int> indegree(g.size(), 0);
-  std::vector<std::vector<TaskIndex>> succ(g.size());
-  for (TaskIndex t = 0; t < g.size(); ++t)
-    for (TaskIndex d : g.intra_deps(t)) {
-      succ[d].push_back(t);
-      ++indegree[t];
-    }
-  std::vector<TaskIndex> ready, order;
-  for (TaskIndex t = 0; t < g.size(); ++t)
-    if (indegree[t] == 0) ready.push_back(t);
-  auto by_name = [&](TaskIndex a, TaskIndex b) { return g.name(a) > g.name(b); };
-  std::ranges::sort(ready, by_name);
-  while (!ready.empty()) {
-    const TaskIndex t = ready.back();
-    ready.pop_back();
-    order.push_back(t);
-    for (TaskIndex s : succ[t])
-      if (--indegree[s] == 0) ready.push_back(s);
-    std::ranges::sort(ready, by_name);
-  }
-  return order;
-}
-
 }  // namespace
 
 Instance::Instance() = default;
@@ -76,7 +50,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
     info_[t].inter = graph_.inter_deps(t);
   }
   order_ = enqueue_order(graph_, OrderPolicy::ready_first);
-  serial_order_ = intra_topological(graph_);
+  serial_order_ = graph_.topological_order();
   for (TaskIndex t : serial_order_) {
     if (!info_[t].ordered) continue;
     info_[t].ordered_rank = static_cast<int>(ordered_tasks_.size());

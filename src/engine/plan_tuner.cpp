@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "swp/core/stage_rules.hpp"
 #include "swp/engine/profiled_costs.hpp"
 #include "swp/engine/synthetic_run.hpp"
 
@@ -15,49 +16,37 @@ namespace swp {
 
 namespace {
 
-// The stage rules as index lists: what stage_assignments and the local search check.
+// What stage_assignments and the local search need of the plan's dependencies: the plan's own
+// topological order and per-task lists. The rules themselves are core's (stage_rules.hpp).
 struct StageRules {
-  std::vector<TaskIndex> topo;                         // intra dependencies first, then by index
-  std::vector<std::vector<TaskIndex>> intra;           // t -> the tasks t depends on
-  std::vector<std::pair<TaskIndex, TaskIndex>> inter;  // (task, dep of the previous iteration)
+  const PlanGraph& graph;
+  const std::vector<TaskIndex>& topo;         // intra dependencies first, ties by name
+  std::vector<std::vector<TaskIndex>> intra;  // t -> the tasks t depends on
+  // t -> the inter dependencies (task, dep of the previous iteration) with t at either end.
+  std::vector<std::vector<std::pair<TaskIndex, TaskIndex>>> inter_at;
 
-  explicit StageRules(const PlanGraph& graph) : intra(graph.size()) {
-    const std::size_t n = graph.size();
-    std::vector<std::size_t> pending(n);
-    std::vector<std::vector<TaskIndex>> feeds(n);
-    for (TaskIndex t = 0; t < n; ++t) {
-      for (TaskIndex d : graph.intra_deps(t)) {
-        intra[t].push_back(d);
-        feeds[d].push_back(t);
+  explicit StageRules(const PlanGraph& g)
+      : graph(g), topo(g.topological_order()), intra(g.size()), inter_at(g.size()) {
+    if (!g.acyclic())
+      throw std::invalid_argument("stage_assignments: intra dependencies form a cycle");
+    for (TaskIndex t = 0; t < g.size(); ++t) {
+      intra[t].assign(g.intra_deps(t).begin(), g.intra_deps(t).end());
+      for (TaskIndex d : g.inter_deps(t)) {
+        inter_at[t].emplace_back(t, d);
+        if (d != t) inter_at[d].emplace_back(t, d);
       }
-      pending[t] = intra[t].size();
-      for (TaskIndex d : graph.inter_deps(t)) inter.emplace_back(t, d);
-    }
-    // Kahn's algorithm, always taking the lowest ready index: a fixed, readable order.
-    std::vector<bool> done(n);
-    for (std::size_t k = 0; k < n; ++k) {
-      TaskIndex next = n;
-      for (TaskIndex t = 0; t < n && next == n; ++t)
-        if (!done[t] && pending[t] == 0) next = t;
-      if (next == n)
-        throw std::invalid_argument("stage_assignments: intra dependencies form a cycle");
-      done[next] = true;
-      topo.push_back(next);
-      for (TaskIndex f : feeds[next]) --pending[f];
     }
   }
 
   [[nodiscard]] bool holds(const StageAssignment& s, int max_depth) const {
     bool uses_zero = false;
-    for (TaskIndex t = 0; t < s.size(); ++t) {
-      if (s[t] < 0 || s[t] >= max_depth) return false;
-      uses_zero = uses_zero || s[t] == 0;
-      for (TaskIndex d : intra[t])
-        if (s[d] > s[t]) return false;
+    for (int stage : s) {
+      if (stage < 0 || stage >= max_depth) return false;
+      uses_zero = uses_zero || stage == 0;
     }
-    for (const auto& [t, d] : inter)
-      if (s[d] - s[t] > 1) return false;
-    return uses_zero;
+    return uses_zero && check_stage_rules(
+                            graph, [&](TaskIndex t) { return s[t]; },
+                            [](PlanRule, TaskIndex, TaskIndex) { return false; });
   }
 };
 
@@ -79,21 +68,27 @@ class Enumerator {
       return true;
     }
     const TaskIndex t = rules_.topo[k];
-    int low = 0;
-    for (TaskIndex d : rules_.intra[t]) low = std::max(low, stages_[d]);
-    for (int s = low; s < max_depth_; ++s) {
+    for (int s = 0; s < max_depth_; ++s) {
       stages_[t] = s;
-      if (inter_ok(t) && !visit(k + 1)) return false;
+      if (intra_ok(t) && inter_ok(t) && !visit(k + 1)) return false;
     }
     stages_[t] = -1;
     return true;
   }
 
+  // Corollary 1 for the intra dependencies of `t`, all assigned already (topological order).
+  [[nodiscard]] bool intra_ok(TaskIndex t) const {
+    for (TaskIndex d : rules_.intra[t])
+      if (!intra_dep_stages_ok(stages_[t], stages_[d])) return false;
+    return true;
+  }
+
   // Corollary 3 for the inter dependencies of `t` whose other end is assigned already.
   [[nodiscard]] bool inter_ok(TaskIndex t) const {
-    for (const auto& [task, dep] : rules_.inter) {
-      if (task != t && dep != t) continue;
-      if (stages_[task] >= 0 && stages_[dep] >= 0 && stages_[dep] - stages_[task] > 1) return false;
+    for (const auto& [task, dep] : rules_.inter_at[t]) {
+      if (stages_[task] >= 0 && stages_[dep] >= 0 &&
+          !inter_dep_stages_ok(stages_[task], stages_[dep]))
+        return false;
     }
     return true;
   }

@@ -82,6 +82,30 @@ TEST_CASE("stage_assignments lists exactly the stage labelings that validate") {
   CHECK_THROWS_AS(swp::stage_assignments(graph, 0, 10), std::invalid_argument);
 }
 
+TEST_CASE("stage_assignments come in lexicographic order along the plan's topological order") {
+  // Declared C, B, A with A <- B: the topological order is B, A, C (index 1, 2, 0), so the
+  // assignments are sorted by (stage of B, stage of A, stage of C).
+  const auto graph = swp::validate(swp::test::make_plan({{"C"}, {"B"}, {"A"}}, {{"A", "B"}}));
+  REQUIRE(graph.topological_order() == std::vector<swp::TaskIndex>{1, 2, 0});
+  const auto all = swp::stage_assignments(graph, 2, 100);
+  REQUIRE(all.has_value());
+  CHECK(all->size() == 5);  // B <= A, some task on stage 0: (0,0,*), (0,1,*) and (1,1,0)
+  auto along_order = [&](const swp::StageAssignment& s) {
+    std::vector<int> key;
+    for (swp::TaskIndex t : graph.topological_order()) key.push_back(s[t]);
+    return key;
+  };
+  for (std::size_t k = 1; k < all->size(); ++k)
+    CHECK(along_order((*all)[k - 1]) < along_order((*all)[k]));
+}
+
+TEST_CASE("stage_assignments refuses an inspected graph with an intra cycle") {
+  const auto inspection =
+      swp::inspect(swp::test::make_plan({{"A"}, {"B"}}, {{"A", "B"}, {"B", "A"}}));
+  CHECK_THROWS_WITH_AS(swp::stage_assignments(inspection.graph, 2, 100),
+                       "stage_assignments: intra dependencies form a cycle", std::invalid_argument);
+}
+
 TEST_CASE("tune_plan is never slower than the input on seed 000's presets with recsys costs") {
   for (const auto& info : swp::presets::preset_catalogue()) {
     CAPTURE(info.name);

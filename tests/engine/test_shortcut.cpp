@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -254,6 +255,17 @@ TEST_CASE("shortcut errors name the task and change nothing") {
   pipe.drain();
   pipe.enable_shortcut("Encode");
   CHECK(pipe.shortcuts().size() == 1);
+}
+
+TEST_CASE("disable_shortcut with no names ends every task's shortcut") {
+  Shared shared;
+  Counts counts;
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::ClockPipeline<Ctx> pipe(rt, encode_decode_plan(shared, counts));
+  pipe.enable_shortcut("Encode", "Decode");
+  CHECK(pipe.shortcuts() == std::set<std::string>{"Decode", "Encode"});
+  pipe.disable_shortcut();
+  CHECK(pipe.shortcuts().empty());
 }
 
 TEST_CASE("a task whose output cannot be copied cannot be shortcut") {

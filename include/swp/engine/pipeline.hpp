@@ -343,13 +343,12 @@ class Pipeline : private detail::BodyRunner {
     std::vector<TaskIndex> tasks;
     std::string unknown;
     for (std::string_view name : names) {
-      TaskIndex found = graph.size();
-      for (TaskIndex t = 0; t < graph.size(); ++t)
-        if (graph.name(t) == name) found = t;
-      if (found == graph.size()) {
+      const auto index = graph.find(name);
+      if (!index) {
         unknown += (unknown.empty() ? "'" : ", '") + std::string(name) + "'";
         continue;
       }
+      const TaskIndex found = *index;
       const detail::OutputBox* box = core_.box(0, found);
       if (on && box != nullptr && !box->copyable())
         throw std::invalid_argument("enable_shortcut: task '" + graph.name(found) +

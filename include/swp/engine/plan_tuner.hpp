@@ -21,10 +21,10 @@ using StageAssignment = std::vector<int>;
 /// stages all start at 1 only spends a slot more on the same schedule). Nothing else of the
 /// plan changes, so each assignment with `pipeline_depth` = max(stage) + 1 validates.
 ///
-/// Returns the assignments in lexicographic order of the stages taken in a fixed topological
-/// order, or nothing when there are more than `limit`. Throws std::invalid_argument when
-/// max_depth < 1 or the intra dependencies form a cycle (a graph from `inspect`; `validate`
-/// rejects cycles).
+/// Returns the assignments in lexicographic order of the stages taken in the plan's topological
+/// order (`graph.topological_order()`), or nothing when there are more than `limit`. The rules
+/// are those of `check_stage_rules`. Throws std::invalid_argument when max_depth < 1 or the
+/// intra dependencies form a cycle (a graph from `inspect`; `validate` rejects cycles).
 /// Example: `auto all = swp::stage_assignments(swp::validate(plan), 3, 4096);`
 std::optional<std::vector<StageAssignment>> stage_assignments(const PlanGraph& graph, int max_depth,
                                                               std::size_t limit);
