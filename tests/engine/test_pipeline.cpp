@@ -299,6 +299,8 @@ void fail_then_refill(swp::Backend backend, int plans, std::uint32_t seed) {
       results.value.clear();
       results.runs.clear();
     }
+    // The failed run's device work may still be queued: streams read their observer.
+    pipe->synchronize();
     swp::test::RunTrace trace;
     pipe->set_observer(&trace);
     for (TaskIndex t = 0; t < graph.size(); ++t) trace.attach(rt.stream(graph.stream(t)));
