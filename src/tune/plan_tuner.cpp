@@ -1,4 +1,4 @@
-#include "swp/engine/plan_tuner.hpp"
+#include "swp/tune/plan_tuner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +8,8 @@
 #include <tuple>
 #include <utility>
 
-#include "swp/engine/profiled_costs.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/profiled_costs.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 namespace swp {
 

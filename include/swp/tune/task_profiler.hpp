@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "swp/engine/pipeline.hpp"
-#include "swp/engine/profile_result.hpp"
+#include "swp/tune/profile_result.hpp"
 
 namespace swp {
 

@@ -7,8 +7,8 @@
 
 #include "support/plans.hpp"
 #include "swp/core/plan_error.hpp"
-#include "swp/engine/plan_tuner.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/plan_tuner.hpp"
+#include "swp/tune/synthetic_run.hpp"
 #include "swp/presets/preset_registry.hpp"
 #include "swp/presets/recsys_costs.hpp"
 

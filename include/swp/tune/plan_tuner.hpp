@@ -7,8 +7,8 @@
 
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
-#include "swp/engine/profile_result.hpp"
-#include "swp/engine/profiled_costs.hpp"
+#include "swp/tune/profile_result.hpp"
+#include "swp/tune/profiled_costs.hpp"
 
 namespace swp {
 
