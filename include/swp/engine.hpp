@@ -3,6 +3,7 @@
 
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/pipeline.hpp"
@@ -10,4 +11,5 @@
 #include "swp/engine/runtime.hpp"
 #include "swp/engine/shortcut.hpp"
 #include "swp/engine/task_body.hpp"
+#include "swp/engine/task_observer.hpp"
 #include "swp/engine/task_scope.hpp"
