@@ -1,5 +1,6 @@
 #pragma once
 // The engines: runtime, contexts, typed task bodies, DataFlowPipeline and ClockPipeline.
+// The Asio completion-token form is not here: include swp/engine/asio.hpp (or swp/asio.hpp).
 
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"

@@ -18,6 +18,7 @@
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/core/plan_json.hpp"
+#include "swp/engine/asio.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/pipeline.hpp"
@@ -159,10 +160,10 @@ std::vector<std::int64_t> async_all(swp::Pipeline<Ctx>& pipe, boost::asio::io_co
           error = e;
         } else if (i) {
           retired.push_back(*i);
-          pipe.async_progress(step);
+          swp::async_progress(pipe, step);
         }
       };
-  pipe.async_progress(step);
+  swp::async_progress(pipe, step);
   std::thread helper([&] { io.run(); });
   io.run();
   helper.join();
@@ -392,9 +393,9 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
             }
           }
           seen.push_back(i);
-          if (i) pipe->async_progress(step);
+          if (i) swp::async_progress(*pipe, step);
         };
-    pipe->async_progress(step);
+    swp::async_progress(*pipe, step);
     CHECK(seen.empty());  // never completed inline
     io.run();
     CHECK(seen == std::vector<std::optional<std::int64_t>>{0, 1, std::nullopt});
@@ -452,7 +453,7 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     boost::asio::io_context io;
     std::exception_ptr delivered;
     pipe->fill_pipeline(std::vector<int>{7});
-    pipe->async_progress(boost::asio::bind_executor(
+    swp::async_progress(*pipe, boost::asio::bind_executor(
         io, [&](std::exception_ptr e, std::optional<std::int64_t>) { delivered = e; }));
     io.run();
     REQUIRE(delivered);

@@ -1,6 +1,7 @@
 #pragma once
 // The public face both engines share (seed _PipelineBase): fill_pipeline / progress / drain /
-// run / run_serial / run_one_serial_iter, over typed per-iteration contexts.
+// run / run_serial / run_one_serial_iter, over typed per-iteration contexts. The Asio
+// completion-token form is in swp/engine/asio.hpp.
 
 #include <any>
 #include <chrono>
@@ -16,13 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/system_executor.hpp>
-
-#include "swp/async/asio_scheduler.hpp"
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/core/schedule_table.hpp"
@@ -96,6 +90,7 @@ class Pipeline : private detail::BodyRunner {
   /// on the Asio threads of an AsioScheduler. On the sim backend it is progress(), which
   /// drives virtual time on the awaiting thread. Deadlines are progress()'s, kept by a timer.
   /// One progress()/next()/async_progress() at a time; keep the pipeline alive until it ends.
+  /// The Asio completion-token form is `swp::async_progress(pipe, token)` (swp/engine/asio.hpp).
   ///
   /// Example:
   /// ```
@@ -105,31 +100,6 @@ class Pipeline : private detail::BodyRunner {
   /// }
   /// ```
   Co<std::optional<std::int64_t>> next() { return core_.next(); }
-
-  /// The Asio form of progress(), for any completion token: a handler with the signature
-  /// `void(std::exception_ptr, std::optional<std::int64_t>)`, `asio::use_awaitable`,
-  /// `asio::use_future`, `asio::deferred`... The wait is next()'s; the handler is posted to
-  /// its associated executor (default: the AsioScheduler's executor when the lanes run on
-  /// one, else the system executor), never invoked inline. Both count as having work while
-  /// the step is pending, so `io_context::run()` does not return meanwhile. Errors: as progress(),
-  /// delivered as the exception_ptr (TaskError, PipelineTimeout, PipelineStateError).
-  ///
-  /// Example:
-  /// ```
-  /// pipe.async_progress([&](std::exception_ptr error, std::optional<std::int64_t> iter) {
-  ///   if (!error && iter) schedule_next_step();
-  /// });
-  /// ```
-  template <class CompletionToken>
-  auto async_progress(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken,
-                                       void(std::exception_ptr, std::optional<std::int64_t>)>(
-        [this](auto handler) {
-          progress_op(this, std::move(handler))
-              .start_detached(nullptr, [](void*, const std::exception_ptr&) noexcept {}, nullptr);
-        },
-        token);
-  }
 
   /// Retires everything in flight without taking new batches; the pipeline can be filled
   /// again afterwards (with another source).
@@ -421,30 +391,6 @@ class Pipeline : private detail::BodyRunner {
     const double device_us = cost.device_us_at(scope.iter());
     if (device_us > 0)
       scope.device_work(std::chrono::duration_cast<Clock::duration>(us(device_us)));
-  }
-
-  template <class Handler>
-  static Co<void> progress_op(Pipeline* self, Handler handler) {
-    // Lanes on an io_context: its run() must not return while this step waits on it, and the
-    // handler goes there unless it names its own executor.
-    auto* asio = dynamic_cast<AsioScheduler*>(&self->runtime().scheduler());
-    const boost::asio::any_io_executor fallback =
-        asio != nullptr ? asio->executor()
-                        : boost::asio::any_io_executor(boost::asio::system_executor());
-    const boost::asio::any_io_executor runtime_work =
-        boost::asio::prefer(fallback, boost::asio::execution::outstanding_work.tracked);
-    auto executor = boost::asio::get_associated_executor(handler, fallback);
-    auto work = boost::asio::make_work_guard(executor);
-    std::exception_ptr error;
-    std::optional<std::int64_t> iter;
-    try {
-      iter = co_await self->next();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    boost::asio::post(executor, [handler = std::move(handler), error, iter]() mutable {
-      std::move(handler)(error, iter);
-    });
   }
 
   static bool admit_thunk(void* owner, std::int64_t iter, std::size_t slot) {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <ranges>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
