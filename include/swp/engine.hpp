@@ -1,5 +1,6 @@
 #pragma once
-// The engines: runtime, contexts, typed task bodies, DataFlowPipeline and ClockPipeline.
+// The engines: runtime, contexts, typed plans and task bodies, DataFlowPipeline and
+// ClockPipeline.
 // The Asio completion-token form is not here: include swp/engine/asio.hpp (or swp/asio.hpp).
 
 #include "swp/engine/clock_pipeline.hpp"
@@ -9,6 +10,7 @@
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/iterations.hpp"
 #include "swp/engine/pipeline.hpp"
+#include "swp/engine/plan.hpp"
 #include "swp/engine/run_observer.hpp"
 #include "swp/engine/run_stats.hpp"
 #include "swp/engine/runtime.hpp"

@@ -4,7 +4,6 @@
 // completion-token form is in swp/engine/asio.hpp, the range form in iterations.hpp.
 
 #include <algorithm>
-#include <any>
 #include <chrono>
 #include <concepts>
 #include <functional>
@@ -26,6 +25,7 @@
 #include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/iterations.hpp"
+#include "swp/engine/plan.hpp"
 #include "swp/engine/run_stats.hpp"
 #include "swp/engine/shortcut.hpp"
 #include "swp/engine/source.hpp"
@@ -51,7 +51,8 @@ concept PipelineContext = std::default_initializable<Ctx> && std::movable<Ctx> &
 /// as TaskError (task name, iteration, nested exception) after everything in flight drained;
 /// a hang surfaces as PipelineTimeout naming every unfinished (task, iteration) and what it
 /// waits for. Either way the pipeline can be filled again.
-/// Tasks without a bound body run their plan's synthetic costs.
+/// The engines run a `swp::Plan<Ctx>` (typed bodies) or a plain PipelinePlan, whose tasks,
+/// having no body, run their synthetic costs; so do the tasks of a Plan<Ctx> left unbound.
 template <detail::PipelineContext Ctx>
 class Pipeline : private detail::BodyRunner {
  public:
@@ -230,30 +231,24 @@ class Pipeline : private detail::BodyRunner {
   void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
 
  protected:
+  // A Plan<Ctx>'s bodies; throws std::invalid_argument when they do not fit its tasks.
+  Pipeline(Runtime& runtime, const Plan<Ctx>& plan, detail::ReleasePolicy policy,
+           std::size_t slots)
+      : Pipeline(runtime, plan.untyped(), plan.bound_bodies(), policy, slots) {}
+  // No bodies: synthetic costs.
   Pipeline(Runtime& runtime, const PipelinePlan& plan, detail::ReleasePolicy policy,
            std::size_t slots)
-      : bodies_(bind(plan)),
+      : Pipeline(runtime, plan, std::vector<std::optional<TaskBody<Ctx>>>(plan.tasks.size()),
+                 policy, slots) {}
+
+ private:
+  Pipeline(Runtime& runtime, const PipelinePlan& plan,
+           std::vector<std::optional<TaskBody<Ctx>>> bodies, detail::ReleasePolicy policy,
+           std::size_t slots)
+      : bodies_(std::move(bodies)),
         shortcuts_(declared_io(plan)),
         contexts_(std::max<std::size_t>(slots, 1)),
         core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {}
-
- private:
-  static std::vector<std::optional<TaskBody<Ctx>>> bind(const PipelinePlan& plan) {
-    std::vector<std::optional<TaskBody<Ctx>>> bodies;
-    for (const auto& planned : plan.tasks) {
-      const std::any& fn = planned.task.fn;
-      if (!fn.has_value()) {
-        bodies.emplace_back();
-      } else if (const auto* body = std::any_cast<TaskBody<Ctx>>(&fn)) {
-        bodies.emplace_back(*body);
-      } else {
-        throw std::invalid_argument("task '" + planned.task.name +
-                                    "': its body was not bound for this pipeline's context type "
-                                    "(bind it with swp::task<Ctx>(...) or swp::Plan<Ctx>::add)");
-      }
-    }
-    return bodies;
-  }
 
   static std::vector<std::vector<DeclaredIO>> declared_io(const PipelinePlan& plan) {
     std::vector<std::vector<DeclaredIO>> io;
