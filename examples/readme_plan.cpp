@@ -20,19 +20,17 @@ int main() {
     float y = 0;
     for (float x : co_await ctx.get(copy)) y += weight * x;         // H2D's output
     co_return y;
-  }, {.stage = 1, .thread_group = "compute"});
+  }, {.stage = 1, .thread_group = "compute"}, swp::reads(copy));    // the read is the dependency
   auto bwd = plan.add("Backward", [copy, fwd](Ctx& ctx) -> swp::Co<float> {
     const float y = co_await ctx.get(fwd);
     ctx.loss = (y - 1) * (y - 1);
     float grad = 0;
     for (float x : co_await ctx.get(copy)) grad += 2 * (y - 1) * x;  // d loss / d weight
     co_return grad;
-  }, {.stage = 1, .thread_group = "compute"});
+  }, {.stage = 1, .thread_group = "compute"}, swp::reads(copy, fwd));
   auto optim = plan.add("Optim", [bwd, &weight](Ctx& ctx) -> swp::Co<void> {
     weight -= 0.01f * co_await ctx.get(bwd);
-  }, {.stage = 1, .thread_group = "compute"});
-  // Every ctx.get needs its producer as a dependency within the iteration:
-  plan.intra_iter_deps = {{fwd, copy}, {bwd, copy}, {bwd, fwd}, {optim, bwd}};
+  }, {.stage = 1, .thread_group = "compute"}, swp::reads(bwd));
   plan.inter_iter_deps = {{fwd, optim}};           // Forward(i) waits for Optim(i-1)
 
   swp::Runtime runtime;                            // host threads; {.backend = swp::Backend::sim}

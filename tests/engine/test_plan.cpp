@@ -145,3 +145,98 @@ TEST_CASE("a plan with bodies copies: the copies share each body's callable") {
   swp::ClockPipeline<Ctx>(rt, plan).run_serial(std::vector<int>{1});
   CHECK(*counter == 2);
 }
+
+namespace {
+
+template <class... Producers>
+concept CanRead = requires(Producers... producers) { swp::reads(producers...); };
+
+}  // namespace
+
+TEST_CASE("swp::reads names at least one producer: handles or names") {
+  static_assert(CanRead<swp::Output<int>>);
+  static_assert(CanRead<swp::Output<int>, swp::TaskHandle, const char*>);
+  static_assert(!CanRead<>);
+  static_assert(!CanRead<int>);
+  const swp::Reads reads = swp::reads(swp::Output<int>{{3, "A"}}, "B");
+  REQUIRE(reads.producers().size() == 2);
+  CHECK(reads.producers()[0].name() == "A");
+  CHECK(reads.producers()[0].handle() != nullptr);
+  CHECK(reads.producers()[1].name() == "B");
+}
+
+TEST_CASE("a declared read is the intra-iteration dependency, listed once") {
+  swp::Plan<Ctx> plan;
+  auto a = plan.add("A", [](Ctx& ctx) { return ctx.batch; }, {.stage = 0});
+  auto b = plan.add("B", [](Ctx& ctx) { return ctx.batch + 1; }, {.stage = 0});
+  SUBCASE("declared only as a read") {}
+  SUBCASE("also listed by hand before") { plan.intra_iter_deps = {{"C", "A"}}; }
+  auto c = plan.add("C", [a, b](Ctx& ctx) -> swp::Co<void> {
+    ctx.sum = co_await ctx.get(a) + co_await ctx.get(b);
+  }, {.stage = 1}, swp::reads(a, b), {.cpu_us = 1});
+  // The cost still goes to the task; a `{}` cost is not taken for reads.
+  plan.add("D", [](Ctx&) {}, {.stage = 1}, {});
+  CHECK(plan.tasks[2].cost.cpu_us == 1);
+  CHECK(plan.reads() == std::vector<swp::Dependency>{{c, a}, {c, b}});
+  REQUIRE(plan.intra_iter_deps.size() == 2);
+  CHECK(plan.intra_iter_deps[0].task.name() == "C");
+  CHECK(plan.intra_iter_deps[0].depends_on.name() == "A");
+  CHECK(plan.intra_iter_deps[1].depends_on.name() == "B");
+
+  // Validation, the orders and the schedule table see it (they all work on the graph).
+  const auto graph = swp::validate(plan.untyped());
+  CHECK(std::vector<swp::TaskIndex>(graph.intra_deps(c.index).begin(),
+                                    graph.intra_deps(c.index).end()) ==
+        std::vector<swp::TaskIndex>{a.index, b.index});
+
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+  std::vector<int> sums;
+  pipe.on_retire([&](const Ctx& ctx) { sums.push_back(ctx.sum); });
+  CHECK(pipe.run(std::vector<int>{1, 10}).iterations == 2);
+  CHECK(sums == std::vector<int>{3, 21});
+}
+
+TEST_CASE("a read that breaks a rule is reported by validation, naming both tasks") {
+  swp::Plan<Ctx> plan;
+  auto late = plan.add("Late", [](Ctx&) { return 1; }, {.stage = 1});
+  plan.add("Early", [late](Ctx& ctx) -> swp::Co<void> { ctx.sum = co_await ctx.get(late); },
+           {.stage = 0}, swp::reads(late));
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  CHECK_THROWS_WITH_AS(swp::ClockPipeline<Ctx>(rt, plan),
+                       doctest::Contains("corollary 1: 'Early' (stage 0) depends within the "
+                                         "iteration on 'Late' (stage 1)"),
+                       swp::PlanError);
+}
+
+TEST_CASE("a pipeline refuses a plan whose declared reads were dropped from intra_iter_deps") {
+  swp::Plan<Ctx> plan;
+  auto a = plan.add("A", [](Ctx&) { return 1; });
+  auto b = plan.add("B", [a](Ctx& ctx) -> swp::Co<void> { ctx.sum = co_await ctx.get(a); },
+                    {}, swp::reads(a));
+  plan.intra_iter_deps = {};  // assigned after B was added: the read is gone
+  (void)b;
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  CHECK_THROWS_WITH_AS(swp::DataFlowPipeline<Ctx>(rt, plan, 1),
+                       doctest::Contains("task 'B' declares that it reads 'A' (swp::reads), but "
+                                         "intra_iter_deps no longer lists {\"B\", \"A\"}"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("reading a producer neither read-declared nor a dependency names both tasks") {
+  swp::Plan<Ctx> plan;
+  auto a = plan.add("A", [](Ctx&) { return 1; });
+  plan.add("B", [a](Ctx& ctx) -> swp::Co<void> { ctx.sum = co_await ctx.get(a); });
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::ClockPipeline<Ctx> pipe(rt, plan);
+  try {
+    pipe.run_serial(std::vector<int>{1});
+    FAIL("no error");
+  } catch (const swp::TaskError& e) {
+    CHECK(e.task() == "B");
+    CHECK_THROWS_WITH_AS(std::rethrow_exception(e.nested()),
+                         doctest::Contains("task 'B' reads the output of 'A' without declaring "
+                                           "it: add the task with swp::reads(...) naming 'A'"),
+                         swp::UndeclaredDependency);
+  }
+}

@@ -19,6 +19,30 @@
 
 namespace swp {
 
+/// The producers whose results a task reads within an iteration — their outputs, with
+/// `ctx.get`, or the context fields they write: declaring them when the task is added to a
+/// swp::Plan adds the intra-iteration dependencies. Made by swp::reads.
+class Reads {
+ public:
+  /// Reads of `producers` (at least one): Output handles, TaskHandles or task names.
+  template <class... Producers>
+    requires(sizeof...(Producers) > 0 && (std::convertible_to<const Producers&, TaskRef> && ...))
+  explicit Reads(const Producers&... producers) : producers_{TaskRef(producers)...} {}
+
+  [[nodiscard]] const std::vector<TaskRef>& producers() const noexcept { return producers_; }
+
+ private:
+  std::vector<TaskRef> producers_;
+};
+
+/// Declares that a task reads the outputs of `producers` (see Plan::add).
+/// Example: `plan.add("Forward", forward, {.stage = 1}, swp::reads(h2d, ids));`
+template <class... Producers>
+  requires(sizeof...(Producers) > 0 && (std::convertible_to<const Producers&, TaskRef> && ...))
+[[nodiscard]] Reads reads(const Producers&... producers) {
+  return Reads(producers...);
+}
+
 /// A plan whose tasks carry bodies bound for contexts `Ctx` (an IterContext): what a
 /// DataFlowPipeline<Ctx> or ClockPipeline<Ctx> runs. The schedule part — names, stages,
 /// streams, lanes, dependencies, costs, DeclaredIO — is a plain PipelinePlan (`untyped()`);
@@ -31,6 +55,16 @@ namespace swp {
 /// accident. Pass `untyped()` where the plain plan is meant (validate, plan_to_json,
 /// tune_plan, a pipeline on synthetic costs).
 ///
+/// Reads: `add(name, fn, schedule, swp::reads(a, b))` declares that the task reads a's and b's
+/// outputs (`co_await ctx.get(a)`); each read appends {task, producer} to `intra_iter_deps`
+/// unless that pair is listed already, so validation, the orders, the schedule table and JSON
+/// see it exactly once. Append other dependencies to `intra_iter_deps` rather than assigning
+/// it: a pipeline refuses a plan whose declared reads are missing from it.
+///
+/// Completion: building a plan runs nothing; its bodies run in the pipelines made from it
+/// (copies of the plan share each body's callable). Errors: per member below; names and rules
+/// are checked when a pipeline is made (PlanError). Cancellation: none of its own.
+///
 /// Example:
 /// ```
 /// swp::Plan<Ctx> plan;
@@ -39,8 +73,7 @@ namespace swp {
 /// auto fwd = plan.add("Forward", [h2d](Ctx& ctx) -> swp::Co<void> {
 ///   const Tensor& x = co_await ctx.get(h2d);
 ///   ctx.loss = forward(x);
-/// }, {.stage = 1});
-/// plan.intra_iter_deps = {{fwd, h2d}};   // what ctx.get reads
+/// }, {.stage = 1}, swp::reads(h2d));
 /// swp::DataFlowPipeline<Ctx> pipe(runtime, plan, /*max_depth=*/3);
 /// ```
 template <class Ctx>
@@ -73,6 +106,18 @@ class Plan : private PipelinePlan {
     const TaskHandle h = PipelinePlan::add(PipelineTask(std::move(name)), std::move(schedule), cost);
     set_body(h.index, TaskBody<Ctx>(std::forward<Fn>(fn)));
     return Output<task_value_t<Fn, Ctx>>{h};
+  }
+
+  /// As above, and declares the task's reads: for each producer, {task, producer} joins
+  /// `intra_iter_deps` unless it is listed there already.
+  /// Example: `auto bwd = plan.add("Backward", backward, {.stage = 1}, swp::reads(fwd, h2d));`
+  template <class Fn>
+    requires TaskFunction<std::remove_cvref_t<Fn>, Ctx>
+  Output<task_value_t<Fn, Ctx>> add(std::string name, Fn&& fn, TaskSchedule schedule,
+                                    const Reads& reads, SyntheticCost cost = {}) {
+    auto h = add(std::move(name), std::forward<Fn>(fn), std::move(schedule), cost);
+    for (const TaskRef& producer : reads.producers()) declare_read(h, producer);
+    return h;
   }
 
   /// Binds `fn` as the body of the plan's task `task` (a handle or a name) and returns the
@@ -123,12 +168,17 @@ class Plan : private PipelinePlan {
     return nullptr;
   }
 
-  /// The plain plan: names, schedules, dependencies, costs and DeclaredIO, without the bodies.
+  /// The reads declared with `add`, as dependencies {task, producer}.
+  [[nodiscard]] const std::vector<Dependency>& reads() const noexcept { return reads_; }
+
+  /// The plain plan: names, schedules, dependencies (declared reads included), costs and
+  /// DeclaredIO, without the bodies.
   [[nodiscard]] const PipelinePlan& untyped() const noexcept { return *this; }
 
   /// The bodies by task index (empty: the task runs its synthetic costs), for a pipeline.
   /// Throws std::invalid_argument when the tasks changed under the bodies (a task removed or
-  /// reordered after its body was bound), naming the tasks.
+  /// reordered after its body was bound) or a declared read is no longer in
+  /// `intra_iter_deps` (the list was assigned after the task was added), naming the tasks.
   [[nodiscard]] std::vector<std::optional<TaskBody<Ctx>>> bound_bodies() const {
     std::vector<std::optional<TaskBody<Ctx>>> out(tasks.size());
     for (std::size_t t = 0; t < bodies_.size(); ++t) {
@@ -142,6 +192,16 @@ class Plan : private PipelinePlan {
             ": tasks were removed or reordered after their bodies were bound");
       out[t] = bodies_[t]->body;
     }
+    for (const Dependency& read : reads_) {
+      bool listed = false;
+      for (const Dependency& dep : intra_iter_deps) listed = listed || same(dep, read);
+      if (!listed)
+        throw std::invalid_argument(
+            "task '" + read.task.name() + "' declares that it reads '" + read.depends_on.name() +
+            "' (swp::reads), but intra_iter_deps no longer lists {\"" + read.task.name() +
+            "\", \"" + read.depends_on.name() +
+            "\"}: it was assigned after the task was added; append to it instead");
+    }
     return out;
   }
 
@@ -150,6 +210,10 @@ class Plan : private PipelinePlan {
     std::string task;  // the name the body was bound for (tasks must not move under it)
     TaskBody<Ctx> body;
   };
+
+  static bool same(const Dependency& a, const Dependency& b) {
+    return a.task.name() == b.task.name() && a.depends_on.name() == b.depends_on.name();
+  }
 
   std::size_t find(const TaskRef& task, const char* what) const {
     if (const TaskHandle* h = task.handle();
@@ -166,7 +230,16 @@ class Plan : private PipelinePlan {
     bodies_[index].emplace(Bound{tasks[index].task.name, std::move(body)});
   }
 
+  void declare_read(const TaskHandle& task, const TaskRef& producer) {
+    const Dependency read{task, producer};
+    reads_.push_back(read);
+    for (const Dependency& dep : intra_iter_deps)
+      if (same(dep, read)) return;
+    intra_iter_deps.push_back(read);
+  }
+
   std::vector<std::optional<Bound>> bodies_;  // by task index
+  std::vector<Dependency> reads_;
 };
 
 }  // namespace swp
