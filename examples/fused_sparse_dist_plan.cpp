@@ -64,7 +64,7 @@ swp::Plan<Ctx> fused_sparse_dist() {
 
 int main() {
   const auto plan = fused_sparse_dist();
-  const auto graph = swp::validate(plan);
+  const auto graph = swp::validate(plan.untyped());  // the plain plan: names, schedules, deps
   std::cout << "FusedSparseDist: " << graph.size() << " tasks, depth " << graph.depth() << "\n\n";
 
   std::cout << "Enqueue order of one period (ready-first):\n";
@@ -98,7 +98,7 @@ int main() {
   auto broken = fused_sparse_dist();
   broken.tasks[3].schedule.stage = 0;
   try {
-    swp::validate(broken);
+    swp::validate(broken.untyped());
   } catch (const swp::PlanError& e) {
     std::cout << "A broken variant is rejected:\n" << e.what() << '\n';
   }

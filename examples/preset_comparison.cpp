@@ -37,22 +37,22 @@ void bound_tasks_demo() {
       task.device_work(device);
     };
   };
-  presets::TaskBindings tasks;
-  tasks.bind(swp::task<Ctx>("H2D", step(300us)))
-      .bind(swp::task<Ctx>("InputDistStart", step(300us)))
-      .bind(swp::task<Ctx>("InputDistWait", step(300us)))
-      .bind(swp::task<Ctx>("ZeroGrad", step(20us)))
-      .bind(swp::task<Ctx>("WaitBatch", step(0us)))
-      .bind(swp::task<Ctx>("Forward", step(900us)))
-      .bind(swp::task<Ctx>("Backward", step(1100us)))
-      .bind(swp::task<Ctx>("OptimizerStep", [](Ctx& ctx) {
+  presets::TaskBindings<swp::Plan<Ctx>> tasks;  // bodies for contexts Ctx, by task name
+  tasks.bind("H2D", step(300us))
+      .bind("InputDistStart", step(300us))
+      .bind("InputDistWait", step(300us))
+      .bind("ZeroGrad", step(20us))
+      .bind("WaitBatch", step(0us))
+      .bind("Forward", step(900us))
+      .bind("Backward", step(1100us))
+      .bind("OptimizerStep", [](Ctx& ctx) {
         ctx.loss = 1.0f / static_cast<float>(ctx.batch + 1);
-      }));
+      });
   const auto preset = presets::make_preset("sparse_dist", tasks);
 
   swp::Runtime runtime({.backend = swp::Backend::sim});
   float loss = 0;
-  presets::PresetRunner runner(preset, [&](const swp::PipelinePlan& plan) {
+  presets::PresetRunner runner(preset, [&](const swp::Plan<Ctx>& plan) {
     auto pipe = std::make_unique<swp::ClockPipeline<Ctx>>(runtime, plan);
     pipe->on_retire([&](const Ctx& ctx) { loss = ctx.loss; });
     return pipe;
@@ -68,8 +68,8 @@ void bound_tasks_demo() {
               static_cast<long long>(n), us / static_cast<double>(n), static_cast<double>(loss));
 
   // A binding that does not fit the preset is refused, naming the task.
-  presets::TaskBindings short_one;
-  short_one.bind(swp::task<Ctx>("H2D", step(1us)));
+  presets::TaskBindings<swp::Plan<Ctx>> short_one;
+  short_one.bind("H2D", step(1us));
   try {
     (void)presets::make_preset("base", short_one);
   } catch (const presets::BindingError& e) {

@@ -43,7 +43,7 @@ swp::Plan<Ctx> training_step(Step& step) {
     co_await task.cpu_work(30us);
     task.device_work(400us);
     ctx.embeddings.assign(4, static_cast<float>(ids));
-  }, {.stage = 1, .stream = "emb"});
+  }, {.stage = 1, .stream = "emb"}, swp::reads(load));
   plan.declare_writes(emb, swp::writes(&Fields::embeddings));
   plan.declare_io(emb, swp::declared_io<std::map<std::string, int>>(
                            [&step] { return step.cache_hits; },
@@ -53,17 +53,16 @@ swp::Plan<Ctx> training_step(Step& step) {
     task.device_work(600us);
     ctx.loss = 0;
     for (float e : ctx.embeddings) ctx.loss += e;
-  }, {.stage = 2});
+  }, {.stage = 2}, swp::reads(emb));  // the embeddings EmbLookup wrote
   plan.declare_writes(fwd, swp::writes(&Fields::loss));
   auto bwd = plan.add("Backward", [](Ctx&, swp::TaskScope& task) -> swp::Co<void> {
     co_await task.cpu_work(60us);
     task.device_work(900us);
-  }, {.stage = 2});
+  }, {.stage = 2}, swp::reads(fwd));
   auto opt = plan.add("Optimizer", [](Ctx&, swp::TaskScope& task) -> swp::Co<void> {
     co_await task.cpu_work(20us);
     task.device_work(200us);
-  }, {.stage = 2});
-  plan.intra_iter_deps = {{emb, load}, {fwd, emb}, {bwd, fwd}, {opt, bwd}};
+  }, {.stage = 2}, swp::reads(bwd));
   plan.inter_iter_deps = {{fwd, opt}};
   return plan;
 }

@@ -1,8 +1,8 @@
 #pragma once
-// The async layer: coroutines, typed futures, lanes, schedulers (own pool, Asio, sim), the
-// submission sequencer, timers, and fibers for blocking bodies.
+// The async layer: coroutines, typed futures, lanes, schedulers (own pool, sim), the
+// submission sequencer, timers, and fibers for blocking bodies. The Asio scheduler is not
+// here: include swp/async/asio_scheduler.hpp (or swp/asio.hpp), which brings Asio with it.
 
-#include "swp/async/asio_scheduler.hpp"
 #include "swp/async/co.hpp"
 #include "swp/async/device_event.hpp"
 #include "swp/async/fiber_bridge.hpp"

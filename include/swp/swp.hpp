@@ -8,3 +8,4 @@
 #include "swp/engine.hpp"
 #include "swp/presets.hpp"
 #include "swp/trace.hpp"
+#include "swp/tune.hpp"

@@ -10,7 +10,7 @@
 #include "commands.hpp"
 #include "plan_input.hpp"
 #include "swp/engine/errors.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 namespace swp::cli {
 

@@ -6,7 +6,7 @@
 #include "plan_input.hpp"
 #include "trace_output.hpp"
 #include "swp/engine/errors.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/synthetic_run.hpp"
 #include "swp/trace/trace_recorder.hpp"
 
 namespace swp::cli {

@@ -14,7 +14,7 @@
 #include "profile_metrics.hpp"
 #include "swp/core/plan_json.hpp"
 #include "swp/engine/errors.hpp"
-#include "swp/engine/plan_tuner.hpp"
+#include "swp/tune/plan_tuner.hpp"
 
 namespace swp::cli {
 

@@ -4,7 +4,7 @@
 #include <istream>
 #include <string>
 
-#include "swp/engine/profile_result.hpp"
+#include "swp/tune/profile_result.hpp"
 
 namespace swp::cli {
 

@@ -37,6 +37,17 @@ std::string EngineCore::diagnose() const {
                 out << sep << graph_.name(d) << " (iter " << iter - 1 << ")";
                 sep = ", ";
               }
+          // Data-flow: an ordered instance also waits for the ordered one before it.
+          if (policy_ == ReleasePolicy::data_flow && info_[t].ordered) {
+            const auto rank = static_cast<std::size_t>(info_[t].ordered_rank);
+            const TaskIndex before = rank > 0 ? ordered_tasks_[rank - 1] : ordered_tasks_.back();
+            const std::int64_t before_iter = rank > 0 ? iter : iter - 1;
+            if (before_iter >= 0 && state_of(before, before_iter) != InstanceState::finished) {
+              out << sep << graph_.name(before) << " (iter " << before_iter
+                  << ", globally ordered before it)";
+              sep = ", ";
+            }
+          }
           if (policy_ == ReleasePolicy::clock && *sep == ':')
             out << " (its period " << iter + graph_.stage(t) << " has not opened)";
           break;

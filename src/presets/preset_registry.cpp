@@ -78,10 +78,4 @@ Preset make_preset(std::string_view name, const PresetOptions& options) {
                               known_names());
 }
 
-Preset make_preset(std::string_view name, const TaskBindings& tasks, const PresetOptions& options) {
-  Preset preset = make_preset(name, options);
-  for (auto& phase : preset.phases) tasks.apply(phase.plan, preset.name);
-  return preset;
-}
-
 }  // namespace swp::presets

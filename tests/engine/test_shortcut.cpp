@@ -290,10 +290,11 @@ TEST_CASE("declare_writes and declare_io reject tasks the plan does not have") {
   plan.declare_writes("A", swp::writes(&Fields::label));
 }
 
-TEST_CASE("swp::task declares writes for presets' bindings") {
+TEST_CASE("a TaskBody bound by name declares writes, as presets' bindings do") {
   Counts counts;
   swp::Plan<Ctx> plan;
-  plan.add(swp::task<Ctx>("Encode",
+  plan.add(swp::PipelineTask("Encode"));
+  plan.bind("Encode", swp::TaskBody<Ctx>(
                           [&](Ctx& ctx) {
                             ++counts.encode;
                             ctx.label = std::to_string(ctx.batch);

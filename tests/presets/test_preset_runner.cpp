@@ -49,24 +49,28 @@ struct Journal {
 
 // Binds every task of `name` (options applied) to a body that journals its start and queues a
 // little device work on its stream.
-presets::Preset bound_preset(const std::string& name, Journal& journal,
-                             presets::PresetOptions options = {}) {
-  presets::TaskBindings tasks;
+presets::BasicPreset<swp::Plan<Ctx>> bound_preset(const std::string& name, Journal& journal,
+                                                  presets::PresetOptions options = {}) {
+  presets::TaskBindings<swp::Plan<Ctx>> tasks;
   const auto unbound = presets::make_preset(name, options);
   for (const auto& t : unbound.plan().tasks) {
     const std::string task_name = t.task.name;
-    tasks.bind(swp::task<Ctx>(task_name, [&journal, task_name](Ctx& ctx, swp::TaskScope& scope) {
+    tasks.bind(task_name, [&journal, task_name](Ctx& ctx, swp::TaskScope& scope) {
       journal.add(task_name, ctx.batch);
       scope.device_work(10us);
-    }));
+    });
   }
   return presets::make_preset(name, tasks, options);
 }
 
+const swp::PipelinePlan& untyped(const swp::PipelinePlan& plan) { return plan; }
+const swp::PipelinePlan& untyped(const swp::Plan<Ctx>& plan) { return plan.untyped(); }
+
+// A phase's plan: a swp::Plan<Ctx> of a bound preset, or a PipelinePlan of an unbound one.
 template <class Engine>
 auto maker(swp::Runtime& runtime) {
-  return [&runtime](const swp::PipelinePlan& plan) {
-    return Engine::template make<Ctx>(runtime, plan, swp::validate(plan).depth());
+  return [&runtime](const auto& plan) {
+    return Engine::template make<Ctx>(runtime, plan, swp::validate(untyped(plan)).depth());
   };
 }
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "swp/engine/clock_pipeline.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/synthetic_run.hpp"
 #include "swp/presets/preset_registry.hpp"
 
 namespace presets = swp::presets;

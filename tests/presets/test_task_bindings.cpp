@@ -2,8 +2,12 @@
 
 #include <doctest/doctest.h>
 
-#include "swp/engine/iter_context.hpp"
-#include "swp/engine/task_body.hpp"
+#include <any>
+#include <string>
+#include <vector>
+
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/plan.hpp"
 #include "swp/presets/preset_registry.hpp"
 
 namespace presets = swp::presets;
@@ -13,29 +17,79 @@ TEST_SUITE_BEGIN("presets");
 namespace {
 
 using Ctx = swp::IterContext<int>;
+using Other = swp::IterContext<std::string>;
+using Bindings = presets::TaskBindings<swp::Plan<Ctx>>;
 
-presets::TaskBindings bind_all(const std::vector<std::string>& names) {
-  presets::TaskBindings tasks;
-  for (const auto& n : names) tasks.bind(swp::task<Ctx>(n, [](Ctx&) {}));
+Bindings bind_all(const std::vector<std::string>& names) {
+  Bindings tasks;
+  for (const auto& n : names) tasks.bind(n, [](Ctx&) {});
   return tasks;
 }
 
 const std::vector<std::string> base_tasks{"H2D",     "ZeroGrad", "WaitBatch",
                                           "Forward", "Backward", "OptimizerStep"};
 
+template <class B, class Fn>
+concept CanBind = requires(B& tasks, Fn fn) { tasks.bind("H2D", fn); };
+
 }  // namespace
+
+TEST_CASE("a body for another context type does not bind") {
+  auto right = [](Ctx&) {};
+  auto right_with_scope = [](Ctx&, swp::TaskScope&) -> swp::Co<void> { co_return; };
+  auto wrong = [](Other&) {};
+  auto not_a_body = [](int) {};
+  static_assert(CanBind<Bindings, decltype(right)>);
+  static_assert(CanBind<Bindings, decltype(right_with_scope)>);
+  static_assert(!CanBind<Bindings, decltype(wrong)>);
+  static_assert(!CanBind<Bindings, decltype(not_a_body)>);
+  static_assert(CanBind<presets::TaskBindings<swp::Plan<Other>>, decltype(wrong)>);
+}
 
 TEST_CASE("bindings give every task its body and keep the preset's schedule") {
   const auto preset = presets::make_preset("base", bind_all(base_tasks));
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(preset.plan())>, swp::Plan<Ctx>>);
   const auto unbound = presets::make_preset("base");
   REQUIRE(preset.plan().tasks.size() == unbound.plan().tasks.size());
   for (std::size_t i = 0; i < preset.plan().tasks.size(); ++i) {
     const auto& t = preset.plan().tasks[i];
     CAPTURE(t.task.name);
-    CHECK(t.task.fn.has_value());
-    CHECK(std::any_cast<swp::TaskBody<Ctx>>(&t.task.fn) != nullptr);
+    CHECK(preset.plan().body(t.task.name) != nullptr);
     CHECK(t.schedule == unbound.plan().tasks[i].schedule);
   }
+  CHECK(preset.plan().intra_iter_deps == unbound.plan().intra_iter_deps);
+}
+
+TEST_CASE("every phase is bound, and the bodies and DeclaredIO run on an engine") {
+  int runs = 0, captures = 0;
+  presets::TaskBindings<swp::Plan<Ctx>> tasks;
+  for (const auto& t : presets::make_preset("semi_sync").plan().tasks) {
+    const std::string& n = t.task.name;
+    if (n == "Forward") {
+      tasks.bind(n, [&runs](Ctx&) { ++runs; },
+                 {swp::DeclaredIO{[&captures] {
+                                    ++captures;
+                                    return std::any{};
+                                  },
+                                  [](const std::any&) {}}});
+    } else {
+      tasks.bind(n, [](Ctx&) {});
+    }
+  }
+  const auto preset = presets::make_preset("semi_sync", tasks);
+  REQUIRE(preset.phases.size() == 2);
+  for (const auto& phase : preset.phases) {
+    CAPTURE(phase.label);
+    CHECK(phase.plan.body("Forward") != nullptr);
+    const auto& forward = phase.plan.tasks[*swp::validate(phase.plan.untyped()).find("Forward")];
+    CHECK(forward.task.io.size() == 1);
+  }
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::ClockPipeline<Ctx> pipe(rt, preset.plan());
+  pipe.enable_shortcut("Forward");
+  CHECK(pipe.run_serial(std::vector<int>{1, 2, 3}).iterations == 3);
+  CHECK(runs == 1);      // the shortcut cached it once, then replayed
+  CHECK(captures == 1);  // its DeclaredIO was captured by the caching run
 }
 
 TEST_CASE("a missing binding is an error naming the preset and the task") {
@@ -55,13 +109,13 @@ TEST_CASE("a binding for a task the preset does not have is an error naming it")
 }
 
 TEST_CASE("a name cannot be bound twice or be empty") {
-  presets::TaskBindings tasks;
-  tasks.bind(swp::task<Ctx>("H2D", [](Ctx&) {}));
+  Bindings tasks;
+  tasks.bind("H2D", [](Ctx&) {});
   CHECK(tasks.contains("H2D"));
   CHECK(tasks.names() == std::vector<std::string>{"H2D"});
-  CHECK_THROWS_WITH_AS(tasks.bind(swp::task<Ctx>("H2D", [](Ctx&) {})),
-                       doctest::Contains("'H2D' is bound twice"), presets::BindingError);
-  CHECK_THROWS_AS(tasks.bind(swp::PipelineTask{}), presets::BindingError);
+  CHECK_THROWS_WITH_AS(tasks.bind("H2D", [](Ctx&) {}), doctest::Contains("'H2D' is bound twice"),
+                       presets::BindingError);
+  CHECK_THROWS_AS(tasks.bind("", [](Ctx&) {}), presets::BindingError);
   CHECK(tasks.size() == 1);
 }
 

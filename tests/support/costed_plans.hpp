@@ -6,7 +6,7 @@
 
 #include "support/plans.hpp"
 #include "swp/core/plan_json.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/synthetic_run.hpp"
 #include "swp/trace/trace_recorder.hpp"
 
 namespace swp::test {

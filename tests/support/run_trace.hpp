@@ -10,8 +10,9 @@
 #include <tuple>
 #include <vector>
 
+#include "swp/async/lane.hpp"
 #include "swp/device/stream.hpp"
-#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/task_observer.hpp"
 #include "swp/engine/task_scope.hpp"
 
 namespace swp::test {

@@ -19,7 +19,8 @@ namespace swp {
 /// `drive_until` (what a pipeline's blocking progress() uses) waits on a condition variable
 /// for a thread outside the executor; on a thread that is running the executor's io_context
 /// it runs that context's handlers meanwhile (a one-thread io_context does not deadlock).
-/// Prefer the non-blocking forms there: `co_await pipe.next()`, `pipe.async_progress(token)`.
+/// Prefer the non-blocking forms there: `co_await pipe.next()`,
+/// `swp::async_progress(pipe, token)` (swp/engine/asio.hpp).
 /// Errors: none of its own. Cancellation: stop the io_context only after the pipelines on it
 /// are drained; queued lane steps then never run.
 ///
@@ -29,7 +30,7 @@ namespace swp {
 /// swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
 /// swp::DataFlowPipeline<Ctx> pipe(rt, plan);
 /// pipe.fill_pipeline(loader);
-/// pipe.async_progress([](std::exception_ptr e, std::optional<std::int64_t> iter) { ... });
+/// swp::async_progress(pipe, [](std::exception_ptr e, std::optional<std::int64_t> iter) { ... });
 /// io.run();
 /// ```
 class AsioScheduler final : public Scheduler {

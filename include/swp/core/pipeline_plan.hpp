@@ -33,15 +33,17 @@ struct Dependency {
 
 /// Separates what runs (tasks) from how it is scheduled (stages, streams, lanes, deps).
 /// A plan is plain data and may be invalid; `validate()` checks it and resolves it into a
-/// PlanGraph, which the orders, the schedule table and the engines use.
+/// PlanGraph, which the orders, the schedule table and the engines use. It holds no bodies:
+/// `swp::Plan<Ctx>` (engine) adds typed bodies to one; a pipeline given a plain plan runs its
+/// synthetic costs.
 ///
 /// Example, the seed's two-stage training loop:
 /// ```
 /// swp::PipelinePlan plan;
-/// auto copy  = plan.add({"H2D", h2d_fn}, {.stage = 0, .stream = "memcpy", .thread_group = "io"});
-/// auto fwd   = plan.add({"Forward", fwd_fn}, {.stage = 1, .thread_group = "compute"});
-/// auto bwd   = plan.add({"Backward", bwd_fn}, {.stage = 1, .thread_group = "compute"});
-/// auto optim = plan.add({"Optim", optim_fn}, {.stage = 1, .thread_group = "compute"});
+/// auto copy  = plan.add({"H2D"}, {.stage = 0, .stream = "memcpy", .thread_group = "io"});
+/// auto fwd   = plan.add({"Forward"}, {.stage = 1, .thread_group = "compute"});
+/// auto bwd   = plan.add({"Backward"}, {.stage = 1, .thread_group = "compute"});
+/// auto optim = plan.add({"Optim"}, {.stage = 1, .thread_group = "compute"});
 /// plan.intra_iter_deps = {{fwd, copy}, {bwd, fwd}, {optim, bwd}};
 /// plan.inter_iter_deps = {{fwd, optim}};  // Forward(i) waits for Optim(i-1)
 /// plan.pipeline_depth = 2;

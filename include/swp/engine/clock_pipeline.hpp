@@ -23,9 +23,19 @@ namespace swp {
 template <detail::PipelineContext Ctx>
 class ClockPipeline final : public Pipeline<Ctx> {
  public:
-  /// Throws PlanError for an invalid plan.
+  /// A pipeline running `plan`'s bodies. Throws PlanError for an invalid plan,
+  /// std::invalid_argument for bodies that no longer fit the plan's tasks
+  /// (see Plan::bound_bodies).
+  ClockPipeline(Runtime& runtime, const Plan<Ctx>& plan)
+      : Pipeline<Ctx>(runtime, plan, detail::ReleasePolicy::clock, depth_of(plan.untyped())) {}
+
+  /// A pipeline running `plan`'s synthetic costs (a plain plan has no bodies).
   ClockPipeline(Runtime& runtime, const PipelinePlan& plan)
       : Pipeline<Ctx>(runtime, plan, detail::ReleasePolicy::clock, depth_of(plan)) {}
+
+  /// A plan whose bodies were bound for another context type does not make a pipeline.
+  template <class Other>
+  ClockPipeline(Runtime&, const Plan<Other>&) = delete;
 
   [[nodiscard]] int depth() const noexcept { return static_cast<int>(this->slots()); }
 

@@ -28,9 +28,19 @@ namespace swp {
 template <detail::PipelineContext Ctx>
 class DataFlowPipeline final : public Pipeline<Ctx> {
  public:
-  /// Throws PlanError for an invalid plan, std::invalid_argument for max_depth < 1.
+  /// A pipeline running `plan`'s bodies, at most `max_depth` iterations in flight.
+  /// Throws PlanError for an invalid plan, std::invalid_argument for max_depth < 1 or bodies
+  /// that no longer fit the plan's tasks (see Plan::bound_bodies).
+  DataFlowPipeline(Runtime& runtime, const Plan<Ctx>& plan, int max_depth)
+      : Pipeline<Ctx>(runtime, plan, detail::ReleasePolicy::data_flow, checked(max_depth)) {}
+
+  /// A pipeline running `plan`'s synthetic costs (a plain plan has no bodies).
   DataFlowPipeline(Runtime& runtime, const PipelinePlan& plan, int max_depth)
       : Pipeline<Ctx>(runtime, plan, detail::ReleasePolicy::data_flow, checked(max_depth)) {}
+
+  /// A plan whose bodies were bound for another context type does not make a pipeline.
+  template <class Other>
+  DataFlowPipeline(Runtime&, const Plan<Other>&, int) = delete;
 
   [[nodiscard]] int max_depth() const noexcept { return static_cast<int>(this->slots()); }
 

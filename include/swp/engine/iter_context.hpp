@@ -23,8 +23,9 @@ struct NoFields {};
 
 namespace detail {
 
-/// Awaiter of `ctx.get(producer)`: checks that the running task declared `producer` as an
-/// intra-iteration dependency and yields the producer's value of this iteration.
+/// Awaiter of `ctx.get(producer)`: checks that the running task declared `producer` (a read,
+/// swp::reads, or an intra-iteration dependency) and yields the producer's value of this
+/// iteration.
 template <class T>
 class GetAwaiter {
  public:
@@ -43,11 +44,11 @@ class GetAwaiter {
     for (TaskIndex d : graph.intra_deps(in->task)) declared = declared || d == producer_.index;
     if (!declared || producer_.index >= graph.size() ||
         graph.name(producer_.index) != producer_.name)
-      throw UndeclaredDependency("task '" + graph.name(in->task) + "' reads the output of '" +
-                                 producer_.name +
-                                 "' without declaring it in intra_iter_deps: add {\"" +
-                                 graph.name(in->task) + "\", \"" + producer_.name +
-                                 "\"} so the plan orders them (and their streams)");
+      throw UndeclaredDependency(
+          "task '" + graph.name(in->task) + "' reads the output of '" + producer_.name +
+          "' without declaring it: add the task with swp::reads(...) naming '" + producer_.name +
+          "', or list {\"" + graph.name(in->task) + "\", \"" + producer_.name +
+          "\"} in intra_iter_deps, so the plan orders them (and their streams)");
     // The task's routine awaited every declared dependency (both phases) before its body
     // started, so the producer has completed: read it without suspending.
     producer_instance_ = &in->core->sibling(*in, producer_.index);
@@ -89,9 +90,22 @@ struct IterContext : Fields {
   Batch batch{};
   std::int64_t iter_idx = -1;
 
-  /// Awaits the output of `producer` (a declared intra-iteration dependency) in this
-  /// iteration and yields `const T&`. Throws UndeclaredDependency when the running task does
-  /// not declare `producer`, and rethrows the producer's error.
+  /// Awaits the output of `producer` in this iteration and yields `const T&` (valid until the
+  /// slot is reused: while the iteration is in flight).
+  /// The running task must declare the read — `plan.add(name, fn, schedule,
+  /// swp::reads(producer))`, or {task, producer} in `intra_iter_deps` — so the plan orders the
+  /// producer first (and its stream); otherwise it throws UndeclaredDependency naming both
+  /// tasks. Rethrows the producer's error. Cancellation: the producer finished before the body
+  /// started (a declared dependency), so the await never suspends.
+  ///
+  /// Example:
+  /// ```
+  /// auto h2d = plan.add("H2D", copy_batch, {.stage = 0});
+  /// plan.add("Forward", [h2d](Ctx& ctx) -> swp::Co<void> {
+  ///   const Tensor& x = co_await ctx.get(h2d);
+  ///   ...
+  /// }, {.stage = 1}, swp::reads(h2d));
+  /// ```
   template <class T>
   [[nodiscard]] detail::GetAwaiter<T> get(const Output<T>& producer) const {
     return detail::GetAwaiter<T>(producer);

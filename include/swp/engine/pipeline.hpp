@@ -1,51 +1,38 @@
 #pragma once
 // The public face both engines share (seed _PipelineBase): fill_pipeline / progress / drain /
-// run / run_serial / run_one_serial_iter, over typed per-iteration contexts.
+// run / run_serial / run_one_serial_iter, over typed per-iteration contexts. The Asio
+// completion-token form is in swp/engine/asio.hpp, the range form in iterations.hpp.
 
-#include <any>
+#include <algorithm>
 #include <chrono>
+#include <concepts>
 #include <functional>
-#include <iterator>
+#include <memory>
 #include <optional>
-#include <ranges>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
-#include <boost/asio/associated_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/system_executor.hpp>
-
-#include "swp/async/asio_scheduler.hpp"
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/core/schedule_table.hpp"
 #include "swp/core/stage_analysis.hpp"
 #include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/shortcut_state.hpp"
+#include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/iter_context.hpp"
+#include "swp/engine/iterations.hpp"
+#include "swp/engine/plan.hpp"
+#include "swp/engine/run_stats.hpp"
 #include "swp/engine/shortcut.hpp"
+#include "swp/engine/source.hpp"
 #include "swp/engine/task_body.hpp"
+#include "swp/engine/task_observer.hpp"
 
 namespace swp {
-
-/// What `run` and `run_serial` measured: iterations and elapsed time on the runtime's clock
-/// (wall time on host, virtual time on sim), device work included.
-struct RunStats {
-  std::int64_t iterations = 0;
-  Clock::duration elapsed{};
-
-  [[nodiscard]] double us_per_iter() const {
-    return iterations == 0 ? 0.0
-                           : std::chrono::duration<double, std::micro>(elapsed).count() /
-                                 static_cast<double>(iterations);
-  }
-};
 
 namespace detail {
 template <class Ctx>
@@ -64,12 +51,13 @@ concept PipelineContext = std::default_initializable<Ctx> && std::movable<Ctx> &
 /// as TaskError (task name, iteration, nested exception) after everything in flight drained;
 /// a hang surfaces as PipelineTimeout naming every unfinished (task, iteration) and what it
 /// waits for. Either way the pipeline can be filled again.
-/// Tasks without a bound body run their plan's synthetic costs.
+/// The engines run a `swp::Plan<Ctx>` (typed bodies) or a plain PipelinePlan, whose tasks,
+/// having no body, run their synthetic costs; so do the tasks of a Plan<Ctx> left unbound.
 template <detail::PipelineContext Ctx>
 class Pipeline : private detail::BodyRunner {
  public:
   using Batch = typename Ctx::batch_type;
-  using Source = std::function<std::optional<Batch>()>;
+  using Source = swp::Source<Batch>;
 
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -77,11 +65,11 @@ class Pipeline : private detail::BodyRunner {
 
   /// Starts a run over `source`: an input range of Batch (a named range is iterated in place
   /// and must outlive the run; a temporary is moved in) or a callable returning
-  /// std::optional<Batch> (empty: end of data).
+  /// std::optional<Batch> (empty: end of data); see swp::make_source.
   /// Throws PipelineStateError when already filled.
-  template <class S>
+  template <SourceOf<Batch> S>
   void fill_pipeline(S&& source) {
-    source_ = make_source(std::forward<S>(source));
+    source_ = make_source<Batch>(std::forward<S>(source));
     core_.fill(&Pipeline::admit_thunk, &Pipeline::retire_thunk, this);
   }
 
@@ -96,6 +84,7 @@ class Pipeline : private detail::BodyRunner {
   /// on the Asio threads of an AsioScheduler. On the sim backend it is progress(), which
   /// drives virtual time on the awaiting thread. Deadlines are progress()'s, kept by a timer.
   /// One progress()/next()/async_progress() at a time; keep the pipeline alive until it ends.
+  /// The Asio completion-token form is `swp::async_progress(pipe, token)` (swp/engine/asio.hpp).
   ///
   /// Example:
   /// ```
@@ -106,46 +95,21 @@ class Pipeline : private detail::BodyRunner {
   /// ```
   Co<std::optional<std::int64_t>> next() { return core_.next(); }
 
-  /// The Asio form of progress(), for any completion token: a handler with the signature
-  /// `void(std::exception_ptr, std::optional<std::int64_t>)`, `asio::use_awaitable`,
-  /// `asio::use_future`, `asio::deferred`... The wait is next()'s; the handler is posted to
-  /// its associated executor (default: the AsioScheduler's executor when the lanes run on
-  /// one, else the system executor), never invoked inline. Both count as having work while
-  /// the step is pending, so `io_context::run()` does not return meanwhile. Errors: as progress(),
-  /// delivered as the exception_ptr (TaskError, PipelineTimeout, PipelineStateError).
-  ///
-  /// Example:
-  /// ```
-  /// pipe.async_progress([&](std::exception_ptr error, std::optional<std::int64_t> iter) {
-  ///   if (!error && iter) schedule_next_step();
-  /// });
-  /// ```
-  template <class CompletionToken>
-  auto async_progress(CompletionToken&& token) {
-    return boost::asio::async_initiate<CompletionToken,
-                                       void(std::exception_ptr, std::optional<std::int64_t>)>(
-        [this](auto handler) {
-          progress_op(this, std::move(handler))
-              .start_detached(nullptr, [](void*, const std::exception_ptr&) noexcept {}, nullptr);
-        },
-        token);
-  }
-
   /// Retires everything in flight without taking new batches; the pipeline can be filled
   /// again afterwards (with another source).
   void drain() { core_.drain(); }
 
-  /// Range form: fills the pipeline from `source` and yields every retired iteration index.
-  /// Errors surface from the iterator increment as from progress().
+  /// Range form: fills the pipeline from `source` and yields every retired iteration index
+  /// (see swp::Iterations). Errors surface from the iterator increment as from progress().
   /// Example: `for (std::int64_t iter : pipe.iterations(loader)) log(iter);`
-  template <class S>
-  auto iterations(S&& source) {
+  template <SourceOf<Batch> S>
+  auto iterations(S&& source) {  // deduced: Iterations checks Pipeline, complete only here
     fill_pipeline(std::forward<S>(source));
-    return Iterations{this};
+    return Iterations<Pipeline>(*this);
   }
 
   /// fill_pipeline + progress until end of data + device synchronization.
-  template <class S>
+  template <SourceOf<Batch> S>
   RunStats run(S&& source) {
     const auto start = core_.runtime().now();
     fill_pipeline(std::forward<S>(source));
@@ -159,10 +123,10 @@ class Pipeline : private detail::BodyRunner {
 
   /// Runs every iteration serially on the calling thread, all device work on the "default"
   /// stream, no overlap: the baseline a pipelined run is compared to.
-  template <class S>
+  template <SourceOf<Batch> S>
   RunStats run_serial(S&& source) {
     if (core_.filled()) throw PipelineStateError("run_serial while the pipeline is filled; drain() first");
-    auto next = make_source(std::forward<S>(source));
+    auto next = make_source<Batch>(std::forward<S>(source));
     const auto start = core_.runtime().now();
     RunStats stats;
     for (std::int64_t iter = 0;; ++iter) {
@@ -240,12 +204,7 @@ class Pipeline : private detail::BodyRunner {
   }
 
   /// The names of the shortcut tasks.
-  [[nodiscard]] std::set<std::string> shortcuts() const {
-    std::set<std::string> names;
-    for (TaskIndex t = 0; t < core_.graph().size(); ++t)
-      if (shortcut_[t] != 0) names.insert(core_.graph().name(t));
-    return names;
-  }
+  [[nodiscard]] std::set<std::string> shortcuts() const { return shortcuts_.names(core_.graph()); }
 
   /// Waits until every stream of the plan (and "default", the serial runs' stream) completed
   /// its queued device work (seed torch.cuda.synchronize()).
@@ -260,36 +219,6 @@ class Pipeline : private detail::BodyRunner {
     return swp::format_schedule(core_.graph(), periods, shortcuts());
   }
 
-  /// The input range returned by `iterations`.
-  class Iterations {
-   public:
-    struct Sentinel {};
-    class Iterator {
-     public:
-      using value_type = std::int64_t;
-      using difference_type = std::ptrdiff_t;
-      Iterator() = default;
-      explicit Iterator(Pipeline* pipe) : pipe_(pipe), current_(pipe->progress()) {}
-      std::int64_t operator*() const { return *current_; }
-      Iterator& operator++() {
-        current_ = pipe_->progress();
-        return *this;
-      }
-      void operator++(int) { ++*this; }
-      friend bool operator==(const Iterator& it, Sentinel) { return !it.current_; }
-
-     private:
-      Pipeline* pipe_ = nullptr;
-      std::optional<std::int64_t> current_;
-    };
-    explicit Iterations(Pipeline* pipe) : pipe_(pipe) {}
-    Iterator begin() { return Iterator(pipe_); }
-    Sentinel end() const { return {}; }
-
-   private:
-    Pipeline* pipe_;
-  };
-
   [[nodiscard]] const PlanGraph& graph() const noexcept { return core_.graph(); }
   [[nodiscard]] std::size_t slots() const noexcept { return core_.slots(); }
   /// The order run_one_serial_iter runs tasks in: topological over intra deps, ties by name.
@@ -302,32 +231,24 @@ class Pipeline : private detail::BodyRunner {
   void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
 
  protected:
+  // A Plan<Ctx>'s bodies; throws std::invalid_argument when they do not fit its tasks.
+  Pipeline(Runtime& runtime, const Plan<Ctx>& plan, detail::ReleasePolicy policy,
+           std::size_t slots)
+      : Pipeline(runtime, plan.untyped(), plan.bound_bodies(), policy, slots) {}
+  // No bodies: synthetic costs.
   Pipeline(Runtime& runtime, const PipelinePlan& plan, detail::ReleasePolicy policy,
            std::size_t slots)
-      : bodies_(bind(plan)),
-        io_(declared_io(plan)),
-        shortcut_(plan.tasks.size(), 0),
-        cache_(plan.tasks.size()),
-        contexts_(std::max<std::size_t>(slots, 1)),
-        core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {}
+      : Pipeline(runtime, plan, std::vector<std::optional<TaskBody<Ctx>>>(plan.tasks.size()),
+                 policy, slots) {}
 
  private:
-  static std::vector<std::optional<TaskBody<Ctx>>> bind(const PipelinePlan& plan) {
-    std::vector<std::optional<TaskBody<Ctx>>> bodies;
-    for (const auto& planned : plan.tasks) {
-      const std::any& fn = planned.task.fn;
-      if (!fn.has_value()) {
-        bodies.emplace_back();
-      } else if (const auto* body = std::any_cast<TaskBody<Ctx>>(&fn)) {
-        bodies.emplace_back(*body);
-      } else {
-        throw std::invalid_argument("task '" + planned.task.name +
-                                    "': its body was not bound for this pipeline's context type "
-                                    "(bind it with swp::task<Ctx>(...) or swp::Plan<Ctx>::add)");
-      }
-    }
-    return bodies;
-  }
+  Pipeline(Runtime& runtime, const PipelinePlan& plan,
+           std::vector<std::optional<TaskBody<Ctx>>> bodies, detail::ReleasePolicy policy,
+           std::size_t slots)
+      : bodies_(std::move(bodies)),
+        shortcuts_(declared_io(plan)),
+        contexts_(std::max<std::size_t>(slots, 1)),
+        core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {}
 
   static std::vector<std::vector<DeclaredIO>> declared_io(const PipelinePlan& plan) {
     std::vector<std::vector<DeclaredIO>> io;
@@ -336,66 +257,24 @@ class Pipeline : private detail::BodyRunner {
   }
 
   void set_shortcut(const std::vector<std::string_view>& names, bool on) {
-    if (core_.filled())
-      throw PipelineStateError(std::string(on ? "enable" : "disable") +
-                               "_shortcut while the pipeline is filled; drain() first");
-    const PlanGraph& graph = core_.graph();
-    std::vector<TaskIndex> tasks;
-    std::string unknown;
-    for (std::string_view name : names) {
-      const auto index = graph.find(name);
-      if (!index) {
-        unknown += (unknown.empty() ? "'" : ", '") + std::string(name) + "'";
-        continue;
-      }
-      const TaskIndex found = *index;
-      const detail::OutputBox* box = core_.box(0, found);
-      if (on && box != nullptr && !box->copyable())
-        throw std::invalid_argument("enable_shortcut: task '" + graph.name(found) +
-                                    "' returns a value of a type that cannot be copied, so a "
-                                    "shortcut cannot replay it");
-      tasks.push_back(found);
-    }
-    if (!unknown.empty())
-      throw std::invalid_argument(std::string(on ? "enable" : "disable") +
-                                  "_shortcut: unknown task(s) " + unknown);
-    for (TaskIndex t : tasks) {
-      if (!on) cache_[t].reset();
-      shortcut_[t] = on ? 1 : 0;
-    }
+    shortcuts_.set(core_, names, on);
   }
 
   Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) override {
-    if (shortcut_[task] != 0) [[unlikely]]
+    if (shortcuts_.enabled(task)) [[unlikely]]
       return shortcut_body(task, slot, scope);
     return plain_body(task, slot, scope);
   }
 
   // A shortcut task: the first execution runs the body and caches what it left, later ones
-  // replay the cache. Instances of one task run one at a time on its lane (and serial runs on
-  // the caller's thread), so the cache needs no lock; enabling and disabling happen drained.
+  // replay the cache (detail::ShortcutState says why no lock is needed).
   Co<void> shortcut_body(TaskIndex task, std::size_t slot, TaskScope& scope) {
-    std::optional<detail::ShortcutCache<Ctx>>& cache = cache_[task];
     Ctx& ctx = contexts_[slot];
     detail::OutputBox* box = core_.box(slot, task);
-    const std::vector<DeclaredIO>& io = io_[task];
-    if (cache) {
-      for (const auto& restore : cache->fields) restore(ctx);
-      if (box != nullptr) box->assign_from(*cache->output);
-      for (std::size_t k = 0; k < io.size(); ++k)
-        if (io[k].restore) io[k].restore(cache->io[k]);
-      co_return;
-    }
+    if (shortcuts_.replay(task, ctx, box)) co_return;
     Co<void> body = plain_body(task, slot, scope);
     if (body.valid()) co_await std::move(body);
-    detail::ShortcutCache<Ctx> fresh;
-    if (bodies_[task]) {
-      for (const auto& snapshot : bodies_[task]->writes.fields()) fresh.fields.push_back(snapshot(ctx));
-    }
-    if (box != nullptr) fresh.output = box->clone();
-    for (const DeclaredIO& declared : io)
-      fresh.io.push_back(declared.capture ? declared.capture() : std::any{});
-    cache = std::move(fresh);
+    shortcuts_.cache(task, ctx, box, bodies_[task] ? &bodies_[task]->writes : nullptr);
   }
 
   Co<void> plain_body(TaskIndex task, std::size_t slot, TaskScope& scope) {
@@ -422,30 +301,6 @@ class Pipeline : private detail::BodyRunner {
       scope.device_work(std::chrono::duration_cast<Clock::duration>(us(device_us)));
   }
 
-  template <class Handler>
-  static Co<void> progress_op(Pipeline* self, Handler handler) {
-    // Lanes on an io_context: its run() must not return while this step waits on it, and the
-    // handler goes there unless it names its own executor.
-    auto* asio = dynamic_cast<AsioScheduler*>(&self->runtime().scheduler());
-    const boost::asio::any_io_executor fallback =
-        asio != nullptr ? asio->executor()
-                        : boost::asio::any_io_executor(boost::asio::system_executor());
-    const boost::asio::any_io_executor runtime_work =
-        boost::asio::prefer(fallback, boost::asio::execution::outstanding_work.tracked);
-    auto executor = boost::asio::get_associated_executor(handler, fallback);
-    auto work = boost::asio::make_work_guard(executor);
-    std::exception_ptr error;
-    std::optional<std::int64_t> iter;
-    try {
-      iter = co_await self->next();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    boost::asio::post(executor, [handler = std::move(handler), error, iter]() mutable {
-      std::move(handler)(error, iter);
-    });
-  }
-
   static bool admit_thunk(void* owner, std::int64_t iter, std::size_t slot) {
     auto* self = static_cast<Pipeline*>(owner);
     auto batch = self->source_();
@@ -462,37 +317,12 @@ class Pipeline : private detail::BodyRunner {
     if (self->on_retire_) self->on_retire_(self->contexts_[slot]);
   }
 
-  template <class S>
-  static Source make_source(S&& source) {
-    if constexpr (std::is_invocable_r_v<std::optional<Batch>, S&>) {
-      return Source(std::forward<S>(source));
-    } else {
-      static_assert(std::ranges::input_range<S>,
-                    "a source is a range of batches or a callable returning optional<Batch>");
-      // A named range is iterated in place (it must outlive the run); a temporary is moved
-      // into the source, which keeps it alive.
-      using Owned = std::remove_cvref_t<S>;
-      std::shared_ptr<Owned> owned;
-      if constexpr (!std::is_lvalue_reference_v<S>) owned = std::make_shared<Owned>(std::move(source));
-      auto& range = owned ? *owned : source;
-      return [owned, it = std::ranges::begin(range),
-              end = std::ranges::end(range)]() mutable -> std::optional<Batch> {
-        if (it == end) return std::nullopt;
-        std::optional<Batch> b(*it);
-        ++it;
-        return b;
-      };
-    }
-  }
-
   void synchronize_streams() {
     for (TaskIndex t = 0; t < core_.graph().size(); ++t) core_.stream_of(t).synchronize();
   }
 
   std::vector<std::optional<TaskBody<Ctx>>> bodies_;
-  std::vector<std::vector<DeclaredIO>> io_;
-  std::vector<unsigned char> shortcut_;  // per task: shortcut enabled
-  std::vector<std::optional<detail::ShortcutCache<Ctx>>> cache_;
+  detail::ShortcutState<Ctx> shortcuts_;
   std::vector<Ctx> contexts_;
   Source source_;
   std::function<void(const Ctx&)> on_retire_;

@@ -3,8 +3,8 @@
 
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/stream.hpp"
-#include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/runtime.hpp"
+#include "swp/engine/task_observer.hpp"
 
 namespace swp {
 

@@ -2,7 +2,6 @@
 // Shortcut: a task's declared context writes, and the cache that replays a skipped task
 // (seed 003: enable_shortcut, _capture_and_cache, _apply_shortcut).
 
-#include <any>
 #include <concepts>
 #include <functional>
 #include <memory>
@@ -11,7 +10,6 @@
 #include <vector>
 
 #include "swp/core/declared_io.hpp"
-#include "swp/engine/detail/engine_core.hpp"
 
 namespace swp {
 
@@ -91,16 +89,4 @@ template <class Fields, class... T>
   return Writes<Fields>(std::move(fields));
 }
 
-namespace detail {
-
-/// What the caching execution of one task left: restorers of its declared fields, a copy of
-/// its output value, and each DeclaredIO's captured state.
-template <class Ctx>
-struct ShortcutCache {
-  std::vector<typename Writes<Ctx>::Restore> fields;
-  std::unique_ptr<OutputBox> output;
-  std::vector<std::any> io;
-};
-
-}  // namespace detail
 }  // namespace swp

@@ -1,29 +1,18 @@
 #pragma once
-// Binding task bodies to a plan: swp::task<Ctx>(...) and swp::Plan<Ctx>.
+// TaskBody: a task's body bound for one context type, and what can be bound (TaskFunction).
 
 #include <concepts>
 #include <functional>
 #include <memory>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 #include <utility>
 
 #include "swp/async/co.hpp"
-#include "swp/core/pipeline_plan.hpp"
-#include "swp/engine/iter_context.hpp"
+#include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/shortcut.hpp"
 #include "swp/engine/task_scope.hpp"
 
 namespace swp {
-
-/// A task body bound for contexts of type `Ctx`, as stored (type-erased) in PipelineTask::fn.
-template <class Ctx>
-struct TaskBody {
-  std::function<Co<void>(Ctx&, TaskScope&, detail::OutputBox*)> run;
-  std::function<std::unique_ptr<detail::OutputBox>()> make_box;  // empty: no output
-  Writes<Ctx> writes;  // the context fields it declares it writes (shortcut replay)
-};
 
 namespace detail {
 
@@ -76,96 +65,66 @@ Co<void> invoke_body(std::shared_ptr<Fn> fn, Ctx& ctx, TaskScope& scope, OutputB
 }  // namespace detail
 
 /// Something a task of contexts `Ctx` can run: `fn(ctx)` or `fn(ctx, scope)`, returning
-/// `Co<T>`, `Co<void>`, a plain `T` or nothing.
+/// `Co<T>`, `Co<void>`, a plain `T` or nothing. A callable for another context type is not one,
+/// so binding it does not compile.
 template <class Fn, class Ctx>
 concept TaskFunction = std::is_invocable_v<Fn&, Ctx&> || std::is_invocable_v<Fn&, Ctx&, TaskScope&>;
 
-/// Binds `fn` as the body of a task called `name` for pipelines over contexts `Ctx`.
-/// Example: `plan.add(swp::task<Ctx>("H2D", copy_batch), {.stage = 0, .stream = "memcpy"});`
-template <class Ctx, TaskFunction<Ctx> Fn>
-PipelineTask task(std::string name, Fn fn, std::vector<DeclaredIO> io = {}) {
-  return task<Ctx>(std::move(name), std::move(fn), Writes<Ctx>{}, std::move(io));
-}
+/// The value a task function produces for contexts `Ctx`: `T` for `Co<T>` or `T`, void for none.
+template <class Fn, class Ctx>
+  requires TaskFunction<Fn, Ctx>
+using task_value_t = detail::body_value_t<Ctx, std::remove_cvref_t<Fn>>;
 
-/// Binds `fn` as above, declaring the context fields it writes (see swp::writes): a shortcut
-/// of the task replays them.
-/// Example: `swp::task<Ctx>("Forward", forward, swp::writes(&Fields::logits))`.
-template <class Ctx, TaskFunction<Ctx> Fn, class Fields>
-  requires std::derived_from<Ctx, Fields>
-PipelineTask task(std::string name, Fn fn, const Writes<Fields>& writes,
-                  std::vector<DeclaredIO> io = {}) {
-  using V = detail::body_value_t<Ctx, Fn>;
-  auto shared = std::make_shared<Fn>(std::move(fn));
-  TaskBody<Ctx> body;
-  body.run = [shared](Ctx& ctx, TaskScope& scope, detail::OutputBox* box) {
-    return detail::invoke_body<Ctx, Fn>(shared, ctx, scope, box);
-  };
-  if constexpr (!std::is_void_v<V>) {
-    body.make_box = [] { return std::make_unique<detail::TypedBox<V>>(); };
-  }
-  if constexpr (std::is_same_v<Fields, Ctx>) {
-    body.writes = writes;
-  } else {
-    body.writes = writes.template rebind<Ctx>();
-  }
-  return PipelineTask(std::move(name), std::move(body), std::move(io));
-}
-
-/// A PipelinePlan whose `add` binds typed bodies and returns typed Output handles.
+/// A task body bound for contexts of type `Ctx`, as a `swp::Plan<Ctx>` stores it per task and a
+/// pipeline runs it: the callable (shared by every copy of the body, so state it keeps is kept
+/// once), the storage of its output value, and the context fields it declares it writes.
+///
+/// Completion: `run` returns a lazy Co that runs the callable when awaited and completes when
+/// the callable (or the Co it returned) completed; a value it produces is stored in the box.
+/// Errors: what the callable throws propagates from the Co (a pipeline reports it as TaskError).
+/// Cancellation: the callable's awaits (`ctx.get`, futures) are woken with Cancelled when the
+/// run fails.
 ///
 /// Example:
 /// ```
-/// swp::Plan<Ctx> plan;
-/// auto h2d = plan.add("H2D", [](Ctx& c) -> swp::Co<Tensor> { co_return copy(c.batch); },
-///                     {.stage = 0, .stream = "memcpy"});
-/// auto fwd = plan.add("Forward", [h2d](Ctx& c) -> swp::Co<void> {
-///   const Tensor& x = co_await c.get(h2d);
-///   ...
-/// }, {.stage = 1});
-/// plan.intra_iter_deps = {{fwd, h2d}};
+/// swp::TaskBody<Ctx> body([](Ctx& ctx) { return ctx.batch * 2; });              // Output<int>
+/// swp::TaskBody<Ctx> declared(forward, swp::writes(&Fields::logits));           // shortcut replays logits
 /// ```
 template <class Ctx>
-class Plan : public PipelinePlan {
- public:
-  using PipelinePlan::add;
+struct TaskBody {
+  /// Binds `fn` (see TaskFunction).
+  template <class Fn>
+    requires TaskFunction<std::remove_cvref_t<Fn>, Ctx>
+  explicit TaskBody(Fn&& fn) : TaskBody(std::forward<Fn>(fn), Writes<Ctx>{}) {}
 
-  template <TaskFunction<Ctx> Fn>
-  Output<detail::body_value_t<Ctx, Fn>> add(std::string name, Fn fn, TaskSchedule schedule = {},
-                                            SyntheticCost cost = {}) {
-    TaskHandle h = PipelinePlan::add(task<Ctx>(std::move(name), std::move(fn)),
-                                     std::move(schedule), cost);
-    return Output<detail::body_value_t<Ctx, Fn>>{h};
-  }
-
-  /// Declares more context fields `task` writes (see swp::writes), for shortcut replay.
-  /// Throws std::invalid_argument when `task` is not in the plan or has no body bound for Ctx.
-  template <class Fields>
-    requires std::derived_from<Ctx, Fields>
-  void declare_writes(const TaskRef& task, const Writes<Fields>& writes) {
-    TaskBody<Ctx>* body = nullptr;
-    for (auto& planned : this->tasks)
-      if (planned.task.name == task.name()) body = std::any_cast<TaskBody<Ctx>>(&planned.task.fn);
-    if (body == nullptr)
-      throw std::invalid_argument("declare_writes: '" + task.name() +
-                                  "' is not a task of this plan with a body for its context type");
+  /// Binds `fn`, declaring the context fields it writes (see swp::writes): a shortcut of the
+  /// task replays them.
+  template <class Fn, class Fields>
+    requires TaskFunction<std::remove_cvref_t<Fn>, Ctx> && std::derived_from<Ctx, Fields>
+  TaskBody(Fn&& fn, const Writes<Fields>& declared) {
+    using F = std::remove_cvref_t<Fn>;
+    using V = detail::body_value_t<Ctx, F>;
+    auto shared = std::make_shared<F>(std::forward<Fn>(fn));
+    run = [shared](Ctx& ctx, TaskScope& scope, detail::OutputBox* box) {
+      return detail::invoke_body<Ctx, F>(shared, ctx, scope, box);
+    };
+    if constexpr (!std::is_void_v<V>) {
+      make_box = [] { return std::make_unique<detail::TypedBox<V>>(); };
+    }
     if constexpr (std::is_same_v<Fields, Ctx>) {
-      body->writes.append(writes);
+      writes = declared;
     } else {
-      body->writes.append(writes.template rebind<Ctx>());
+      writes = declared.template rebind<Ctx>();
     }
   }
 
-  /// Declares a DeclaredIO of `task` (state outside the context it reads and writes).
-  /// Throws std::invalid_argument when `task` is not in the plan.
-  void declare_io(const TaskRef& task, DeclaredIO io) {
-    for (auto& planned : this->tasks) {
-      if (planned.task.name == task.name()) {
-        planned.task.io.push_back(std::move(io));
-        return;
-      }
-    }
-    throw std::invalid_argument("declare_io: '" + task.name() + "' is not a task of this plan");
-  }
+  /// The body on `ctx`: stores its value in `box` (a TypedBox of the value type made by
+  /// `make_box`; unused when the body returns nothing).
+  std::function<Co<void>(Ctx&, TaskScope&, detail::OutputBox*)> run;
+  /// Output storage; empty when the body returns nothing.
+  std::function<std::unique_ptr<detail::OutputBox>()> make_box;
+  /// The context fields the body declares it writes (shortcut replay).
+  Writes<Ctx> writes;
 };
 
 }  // namespace swp

@@ -15,9 +15,12 @@ namespace swp::presets {
 
 /// A stretch of a run that uses one plan. Most presets have one phase; SemiSync starts with a
 /// synchronous warm-up, PT2 with eager iterations before its compile step.
-struct PresetPhase {
+/// `P` is the plan type: a plain PipelinePlan (PresetPhase), or a plan with bodies such as
+/// swp::Plan<Ctx> once TaskBindings bound the user's bodies.
+template <class P>
+struct BasicPresetPhase {
   std::string label;
-  PipelinePlan plan;
+  P plan;
   /// Batches this phase takes; empty: until the data ends (always so for the last phase).
   std::optional<std::int64_t> batches;
   /// Runs on the driving thread before the phase's first batch (PT2: the compile step).
@@ -25,12 +28,15 @@ struct PresetPhase {
 };
 
 /// What a preset factory returns: plain data plus callbacks, so it depends on the plan model
-/// only; PresetRunner drives it on any engine.
+/// only; PresetRunner drives it on any engine. `Preset` has plain plans;
+/// `make_preset(name, tasks)` returns a `BasicPreset<swp::Plan<Ctx>>` whose plans carry the
+/// bodies bound by name (see TaskBindings).
 ///
 /// The plans of all phases have the same tasks (names), so one set of bindings serves them all.
-struct Preset {
+template <class P>
+struct BasicPreset {
   std::string name;
-  std::vector<PresetPhase> phases;  ///< at least one; the last is the steady state
+  std::vector<BasicPresetPhase<P>> phases;  ///< at least one; the last is the steady state
   /// Lanes that want a thread of their own (RuntimeOptions::dedicated_lanes): the eval
   /// pipelines' background loader.
   std::set<std::string> dedicated_lanes;
@@ -42,15 +48,20 @@ struct Preset {
 
   /// The steady-state plan (the last phase's). On a temporary Preset it is returned by value,
   /// so `for (auto& t : make_preset("base").plan().tasks)` does not dangle.
-  [[nodiscard]] const PipelinePlan& plan() const& { return phases.back().plan; }
-  [[nodiscard]] PipelinePlan& plan() & { return phases.back().plan; }
-  [[nodiscard]] PipelinePlan plan() && { return std::move(phases.back().plan); }
+  [[nodiscard]] const P& plan() const& { return phases.back().plan; }
+  [[nodiscard]] P& plan() & { return phases.back().plan; }
+  [[nodiscard]] P plan() && { return std::move(phases.back().plan); }
   /// The phase called `label`, or nullptr.
-  [[nodiscard]] const PresetPhase* phase(const std::string& label) const {
+  [[nodiscard]] const BasicPresetPhase<P>* phase(const std::string& label) const {
     for (const auto& p : phases)
       if (p.label == label) return &p;
     return nullptr;
   }
 };
+
+/// A preset phase with a plain plan.
+using PresetPhase = BasicPresetPhase<PipelinePlan>;
+/// A preset with plain plans, as the factories make it: no bodies.
+using Preset = BasicPreset<PipelinePlan>;
 
 }  // namespace swp::presets

@@ -32,11 +32,16 @@ std::span<const PresetInfo> preset_catalogue();
 /// Example: `auto plan = swp::presets::make_preset("sparse_dist").plan();`
 Preset make_preset(std::string_view name, const PresetOptions& options = {});
 
-/// The preset called `name` with the user's bodies bound by task name in every phase.
+/// The preset called `name` with the user's bodies bound by task name in every phase: its
+/// plans are `P`s (`swp::Plan<Ctx>` for `TaskBindings<swp::Plan<Ctx>>`), ready to run on a
+/// pipeline over Ctx.
 /// Throws as above, and BindingError naming every task without a binding and every binding
 /// that names no task of the preset.
 /// Example: `auto preset = swp::presets::make_preset("sparse_dist", tasks);`
-Preset make_preset(std::string_view name, const TaskBindings& tasks,
-                   const PresetOptions& options = {});
+template <class P>
+BasicPreset<P> make_preset(std::string_view name, const TaskBindings<P>& tasks,
+                           const PresetOptions& options = {}) {
+  return tasks.apply(make_preset(name, options));
+}
 
 }  // namespace swp::presets

@@ -14,9 +14,11 @@
 
 namespace swp::presets {
 
-/// Runs a Preset on pipelines made by `make(plan)` — e.g.
-/// `[&](const swp::PipelinePlan& p) { return std::make_unique<swp::ClockPipeline<Ctx>>(rt, p); }`
-/// — one pipeline per phase, and calls the preset's hooks on the driving thread:
+/// Runs a preset on pipelines made by `make(plan)`, where `plan` is a phase's plan: a
+/// `swp::Plan<Ctx>` for a preset made with bindings, e.g.
+/// `[&](const swp::Plan<Ctx>& p) { return std::make_unique<swp::ClockPipeline<Ctx>>(rt, p); }`,
+/// or a PipelinePlan for an unbound one (synthetic costs) —
+/// one pipeline per phase, and calls the preset's hooks on the driving thread:
 /// a phase's `on_enter` before its first batch (PT2's compile step), `on_filled` once each
 /// fill has retired its first iteration (StagedTrainPipeline's fill callbacks),
 /// `on_data_exhausted` once the source first comes back empty.
@@ -39,16 +41,16 @@ namespace swp::presets {
 /// runner.fill_pipeline(loader);
 /// while (auto iter = runner.progress()) { ... }
 /// ```
-template <class MakePipeline>
+template <class MakePipeline, class P = PipelinePlan>
 class PresetRunner {
-  using PipePtr = std::invoke_result_t<MakePipeline&, const PipelinePlan&>;
+  using PipePtr = std::invoke_result_t<MakePipeline&, const P&>;
   using Pipe = typename std::pointer_traits<PipePtr>::element_type;
 
  public:
   using Batch = typename Pipe::Batch;
   using Source = std::function<std::optional<Batch>()>;
 
-  PresetRunner(const Preset& preset, MakePipeline make)
+  PresetRunner(const BasicPreset<P>& preset, MakePipeline make)
       : preset_(preset), make_(std::move(make)), pipes_(preset.phases.size()) {
     if (preset_.phases.empty())
       throw std::invalid_argument("preset '" + preset_.name + "' has no phase to run");
@@ -116,7 +118,7 @@ class PresetRunner {
   }
 
   /// The phase now running.
-  [[nodiscard]] const PresetPhase& phase() const { return preset_.phases[phase_]; }
+  [[nodiscard]] const BasicPresetPhase<P>& phase() const { return preset_.phases[phase_]; }
   /// The pipeline of phase `index`, once that phase has started (else nullptr).
   [[nodiscard]] Pipe* pipeline(std::size_t index) const { return pipes_.at(index).get(); }
 
@@ -124,7 +126,7 @@ class PresetRunner {
   Pipe& pipe() { return *pipes_[phase_]; }
 
   void start_fill() {
-    const PresetPhase& ph = preset_.phases[phase_];
+    const BasicPresetPhase<P>& ph = preset_.phases[phase_];
     if (!entered_ && ph.on_enter) ph.on_enter();
     entered_ = true;
     if (!pipes_[phase_]) pipes_[phase_] = make_(ph.plan);
@@ -162,13 +164,13 @@ class PresetRunner {
     exhausted_notified_ = exhausted_notified_ || exhausted_;
   }
 
-  void synchronize(const PipelinePlan& plan) {
+  void synchronize(const P& plan) {
     if (!pipes_[phase_]) return;
     for (const auto& t : plan.tasks)
       pipe().runtime().stream(plan.device_stream(t.schedule.stream)).synchronize();
   }
 
-  const Preset& preset_;
+  const BasicPreset<P>& preset_;
   MakePipeline make_;
   std::vector<PipePtr> pipes_;
   Source source_;

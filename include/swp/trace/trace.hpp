@@ -8,7 +8,7 @@
 
 #include "swp/async/scheduler.hpp"
 #include "swp/core/plan_graph.hpp"
-#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/task_observer.hpp"
 
 namespace swp {
 

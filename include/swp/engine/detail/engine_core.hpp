@@ -27,53 +27,14 @@
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/stream.hpp"
+#include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/runtime.hpp"
+#include "swp/engine/task_observer.hpp"
 
 namespace swp {
 
 class TaskScope;
-
-/// What a task instance that already holds its lane waits for before its body can run.
-struct TaskWait {
-  enum class Kind : std::uint8_t {
-    dependency,  ///< the producer instance (task, iter) has not finished submitting
-    turn,        ///< a globally ordered instance waits for its submission turn
-  };
-  Kind kind = Kind::dependency;
-  TaskIndex task = 0;     ///< dependency: the producing task
-  std::int64_t iter = 0;  ///< dependency: the producer's iteration
-};
-
-/// Observes task instances on the CPU side (for traces and tests). Called on lanes.
-class TaskObserver {
- public:
-  /// The instance was handed to its lane (in lane submission order; caller's thread).
-  virtual void task_released(TaskIndex task, std::int64_t iter, const Lane& lane) noexcept = 0;
-  /// The instance started running its body (dependencies satisfied, turn taken).
-  virtual void task_started(TaskIndex task, std::int64_t iter, const Lane& lane) noexcept = 0;
-  /// The instance, holding its lane, begins to wait for `wait` (before task_started; a wait
-  /// lasts until the next task_waiting, task_started or task_finished of the instance).
-  /// Not called when the dependency was already satisfied. Optional: the default ignores it.
-  virtual void task_waiting(TaskIndex task, std::int64_t iter, const Lane& lane,
-                            const TaskWait& wait) noexcept {
-    (void)task, (void)iter, (void)lane, (void)wait;
-  }
-  /// The instance finished (submitted its device work, or failed).
-  virtual void task_finished(TaskIndex task, std::int64_t iter, const Lane& lane,
-                             bool ok) noexcept = 0;
-
- protected:
-  ~TaskObserver() = default;
-};
-
-/// Tuning of waits and deadlines (seed: 60 s retire, 30 s sequencer).
-struct EngineTimeouts {
-  std::chrono::milliseconds retire{60'000};
-  std::chrono::milliseconds sequencer{30'000};
-  /// How often a waiting progress() checks deadlines on the host backend.
-  std::chrono::milliseconds check_interval{50};
-};
 
 namespace detail {
 

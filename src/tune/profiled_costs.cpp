@@ -1,4 +1,4 @@
-#include "swp/engine/profiled_costs.hpp"
+#include "swp/tune/profiled_costs.hpp"
 
 #include <cmath>
 #include <set>

@@ -1,4 +1,4 @@
-#include "swp/engine/task_profiler.hpp"
+#include "swp/tune/task_profiler.hpp"
 
 #include <algorithm>
 #include <chrono>

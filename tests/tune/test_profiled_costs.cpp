@@ -5,7 +5,7 @@
 #include <string>
 
 #include "support/plans.hpp"
-#include "swp/engine/profiled_costs.hpp"
+#include "swp/tune/profiled_costs.hpp"
 
 namespace {
 

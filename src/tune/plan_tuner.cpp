@@ -1,4 +1,4 @@
-#include "swp/engine/plan_tuner.hpp"
+#include "swp/tune/plan_tuner.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "swp/core/stage_rules.hpp"
-#include "swp/engine/profiled_costs.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/profiled_costs.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 namespace swp {
 
@@ -132,9 +132,7 @@ bool better(const Scored& a, const Scored& b) {
 class Evaluator {
  public:
   Evaluator(const PipelinePlan& plan, StageAssignment input, int iters)
-      : plan_(plan), input_(std::move(input)), iters_(iters) {
-    for (auto& t : plan_.tasks) t.task.fn.reset();  // the costs are simulated, not the bodies
-  }
+      : plan_(plan), input_(std::move(input)), iters_(iters) {}
 
   double measure(const PipelinePlan& plan, int iters) const {
     SyntheticRunOptions options;

@@ -1,14 +1,17 @@
+#include "swp/tune/plan_tuner.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "support/plans.hpp"
 #include "swp/core/plan_error.hpp"
-#include "swp/engine/plan_tuner.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/tune/synthetic_run.hpp"
 #include "swp/presets/preset_registry.hpp"
 #include "swp/presets/recsys_costs.hpp"
 
@@ -249,3 +252,26 @@ TEST_CASE("tune_plan rejects invalid plans and options") {
 }
 
 TEST_SUITE_END();
+
+TEST_CASE("with_stages gives a plan with bodies the tuned stages and keeps its bodies") {
+  using Ctx = swp::IterContext<int>;
+  swp::Plan<Ctx> plan(flat_sparse_dist());
+  int steps = 0;
+  plan.bind("OptimizerStep", [&steps](Ctx&) { ++steps; });
+  const auto result = swp::tune_plan(plan.untyped(), quick(3));
+  REQUIRE(result.depth >= 2);
+  const swp::Plan<Ctx> tuned = swp::with_stages(plan, result.best);
+  CHECK(stages_of(tuned.untyped()) == stages_of(result.best));
+  CHECK(tuned.pipeline_depth == result.best.pipeline_depth);
+  CHECK(stages_of(plan.untyped()) != stages_of(result.best));  // the input is unchanged
+  REQUIRE(tuned.body("OptimizerStep") != nullptr);
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::ClockPipeline<Ctx> pipe(rt, tuned);
+  CHECK(pipe.depth() == result.depth);
+  CHECK(pipe.run(std::vector<int>(4, 0)).iterations == 4);
+  CHECK(steps == 4);
+
+  swp::PipelinePlan other;
+  other.add({"X"});
+  CHECK_THROWS_AS((void)swp::with_stages(plan, other), std::invalid_argument);
+}

@@ -6,10 +6,10 @@
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/engine/pipeline.hpp"
-#include "swp/engine/profile_result.hpp"
+#include "swp/tune/profile_result.hpp"
 #include "swp/engine/run_observer.hpp"
 #include "swp/engine/runtime.hpp"
-#include "swp/engine/task_profiler.hpp"
+#include "swp/tune/task_profiler.hpp"
 
 namespace swp {
 

@@ -7,8 +7,9 @@
 
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
-#include "swp/engine/profile_result.hpp"
-#include "swp/engine/profiled_costs.hpp"
+#include "swp/engine/plan.hpp"
+#include "swp/tune/profile_result.hpp"
+#include "swp/tune/profiled_costs.hpp"
 
 namespace swp {
 
@@ -33,6 +34,23 @@ std::optional<std::vector<StageAssignment>> stage_assignments(const PlanGraph& g
 /// Throws std::invalid_argument when the sizes differ.
 PipelinePlan with_stages(const PipelinePlan& plan, const StageAssignment& stages);
 
+/// `plan`, its bodies kept, with the stages and depth of `tuned` — the `best` of
+/// `tune_plan(plan.untyped(), ...)`: the tuned plan that runs.
+/// Throws std::invalid_argument when `tuned` has other tasks (names, in order).
+/// Example: `auto fast = swp::with_stages(plan, swp::tune_plan(plan.untyped(), {.max_depth = 3}).best);`
+template <class Ctx>
+Plan<Ctx> with_stages(Plan<Ctx> plan, const PipelinePlan& tuned) {
+  bool same = plan.tasks.size() == tuned.tasks.size();
+  for (std::size_t t = 0; same && t < tuned.tasks.size(); ++t)
+    same = plan.tasks[t].task.name == tuned.tasks[t].task.name;
+  if (!same)
+    throw std::invalid_argument("with_stages: the tuned plan's tasks are not the plan's");
+  for (std::size_t t = 0; t < tuned.tasks.size(); ++t)
+    plan.tasks[t].schedule.stage = tuned.tasks[t].schedule.stage;
+  plan.pipeline_depth = tuned.pipeline_depth;
+  return plan;
+}
+
 struct TuneOptions {
   /// Memory cap: stages 0..max_depth−1, so at most max_depth iterations (slots) in flight.
   /// 0: the input plan's depth, so the tuned plan never holds more batches than the input.
@@ -56,7 +74,7 @@ struct TuneOptions {
 
 /// What tune_plan found. Both times are measured in the same call with `iters` iterations.
 struct TuneResult {
-  PipelinePlan best;                ///< the input with the best stages (bodies kept)
+  PipelinePlan best;                ///< the input with the best stages (see with_stages)
   double us_per_iter = 0;           ///< `best`'s steady-state time per iteration
   double baseline_us_per_iter = 0;  ///< the input's
   int depth = 0;                    ///< `best`'s depth, max(stage) + 1
@@ -74,7 +92,8 @@ struct TuneResult {
 /// Searches the stage assignments of `plan` under a depth cap for the fastest on the clock
 /// engine (whose periods are what stages mean; the data-flow engine fires on dependencies and
 /// ignores them), simulating each on the sim backend with the plan's synthetic costs, or the
-/// profiled ones of `options.measured` (task bodies are not run; the returned plan keeps them).
+/// profiled ones of `options.measured` (task bodies are not run: tune `plan.untyped()` of a
+/// `swp::Plan<Ctx>` and apply the result with `with_stages(plan, result.best)`).
 ///
 /// Candidates are the `stage_assignments` under the cap when there are at most
 /// `max_candidates` of them, else those a local search visits: hill climbing from the input

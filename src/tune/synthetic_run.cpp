@@ -1,4 +1,4 @@
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 #include <algorithm>
 #include <map>

@@ -3,7 +3,7 @@
 // tuner (and the sim backend) reason about the tasks as they ran, not as they were guessed.
 
 #include "swp/core/pipeline_plan.hpp"
-#include "swp/engine/profile_result.hpp"
+#include "swp/tune/profile_result.hpp"
 
 namespace swp {
 

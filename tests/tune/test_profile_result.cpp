@@ -1,4 +1,4 @@
-#include "swp/engine/profile_result.hpp"
+#include "swp/tune/profile_result.hpp"
 
 #include <doctest/doctest.h>
 

@@ -4,13 +4,13 @@
 
 #include <cstdint>
 #include <functional>
-#include <ranges>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "swp/engine/pipeline.hpp"
-#include "swp/engine/profile_result.hpp"
+#include "swp/tune/profile_result.hpp"
 
 namespace swp {
 

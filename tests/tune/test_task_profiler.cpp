@@ -1,4 +1,4 @@
-#include "swp/engine/task_profiler.hpp"
+#include "swp/tune/task_profiler.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
-#include "swp/engine/synthetic_run.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 namespace {
 

@@ -1,0 +1,96 @@
+#pragma once
+// The Asio completion-token form of progress(): swp::async_progress(pipe, token).
+//
+// The only engine header that includes Asio: `swp/swp.hpp` and the rest of the engine stay
+// free of it. Include this header (or `swp/asio.hpp`, which adds AsioScheduler) to use it.
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/system_executor.hpp>
+
+#include "swp/async/asio_scheduler.hpp"
+#include "swp/async/co.hpp"
+#include "swp/engine/pipeline.hpp"
+
+namespace swp {
+
+namespace detail {
+
+// One async_progress step: next()'s wait, then the handler posted to its executor. The work
+// guards keep the handler's executor and the lanes' io_context busy until the handler ran.
+template <class Ctx, class Handler>
+Co<void> async_progress_op(Pipeline<Ctx>& pipe, Handler handler) {
+  // Lanes on an io_context: its run() must not return while this step waits on it, and the
+  // handler goes there unless it names its own executor.
+  auto* asio = dynamic_cast<AsioScheduler*>(&pipe.runtime().scheduler());
+  const boost::asio::any_io_executor fallback =
+      asio != nullptr ? asio->executor()
+                      : boost::asio::any_io_executor(boost::asio::system_executor());
+  const boost::asio::any_io_executor runtime_work =
+      boost::asio::prefer(fallback, boost::asio::execution::outstanding_work.tracked);
+  auto executor = boost::asio::get_associated_executor(handler, fallback);
+  auto work = boost::asio::make_work_guard(executor);
+  std::exception_ptr error;
+  std::optional<std::int64_t> iter;
+  try {
+    iter = co_await pipe.next();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  boost::asio::post(executor, [handler = std::move(handler), error, iter]() mutable {
+    std::move(handler)(error, iter);
+  });
+}
+
+}  // namespace detail
+
+/// The Asio form of `pipe.progress()`, for any completion token: a handler with the signature
+/// `void(std::exception_ptr, std::optional<std::int64_t>)`, `asio::use_awaitable`,
+/// `asio::use_future`, `asio::deferred`... It is a free function, as Asio's own operations on
+/// I/O objects are (`asio::async_read(stream, buffers, token)`): a member of Pipeline would
+/// put Asio into every user of the engines, and one declared only where this header is
+/// included would give Pipeline two definitions (an ODR violation).
+///
+/// Completion: once `co_await pipe.next()` would complete — the oldest in-flight iteration
+/// retired and the slot it frees may take the next batch — with the retired iteration's
+/// index, or an empty optional at end of data. The handler is posted to its associated
+/// executor (default: the AsioScheduler's executor when the lanes run on one, else the system
+/// executor), never invoked inline. Both count as having work while the step is pending, so
+/// `io_context::run()` does not return meanwhile. Lanes must keep running meanwhile (the
+/// runtime's workers, or the io_context's threads).
+/// Errors: as progress(), delivered as the exception_ptr (TaskError, PipelineTimeout,
+/// PipelineStateError); the pipeline can be filled again afterwards.
+/// Cancellation: the operation has no cancellation slot of its own; a failing or timed-out
+/// run completes it with the error.
+/// One progress()/next()/async_progress() at a time; keep the pipeline alive until the
+/// handler ran.
+///
+/// Example:
+/// ```
+/// #include <swp/engine/asio.hpp>
+/// swp::async_progress(pipe, [&](std::exception_ptr error, std::optional<std::int64_t> iter) {
+///   if (!error && iter) schedule_next_step();
+/// });
+/// auto iter = co_await swp::async_progress(pipe, boost::asio::use_awaitable);
+/// ```
+template <class Ctx, class CompletionToken>
+auto async_progress(Pipeline<Ctx>& pipe, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken,
+                                     void(std::exception_ptr, std::optional<std::int64_t>)>(
+      [&pipe](auto handler) {
+        detail::async_progress_op(pipe, std::move(handler))
+            .start_detached(nullptr, [](void*, const std::exception_ptr&) noexcept {}, nullptr);
+      },
+      token);
+}
+
+}  // namespace swp

@@ -1,0 +1,116 @@
+#pragma once
+// A pipeline's shortcut configuration and caches (not for direct use; see shortcut.hpp and
+// Pipeline::enable_shortcut).
+
+#include <any>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "swp/core/declared_io.hpp"
+#include "swp/core/plan_graph.hpp"
+#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/errors.hpp"
+#include "swp/engine/shortcut.hpp"
+
+namespace swp::detail {
+
+/// What the caching execution of one task left: restorers of its declared fields, a copy of
+/// its output value, and each DeclaredIO's captured state.
+template <class Ctx>
+struct ShortcutCache {
+  std::vector<typename Writes<Ctx>::Restore> fields;
+  std::unique_ptr<OutputBox> output;
+  std::vector<std::any> io;
+};
+
+/// Which tasks of a pipeline are shortcut, and what each one's caching execution left.
+/// Instances of one task run one at a time on its lane (and serial runs on the caller's
+/// thread), so a task's cache needs no lock; the configuration changes only while drained.
+template <class Ctx>
+class ShortcutState {
+ public:
+  /// Per task of the plan: its DeclaredIO.
+  explicit ShortcutState(std::vector<std::vector<DeclaredIO>> io)
+      : io_(std::move(io)), on_(io_.size(), 0), cache_(io_.size()) {}
+
+  /// Whether `task` is shortcut: the one flag test normal execution costs.
+  [[nodiscard]] bool enabled(TaskIndex task) const noexcept { return on_[task] != 0; }
+
+  /// The names of the shortcut tasks.
+  [[nodiscard]] std::set<std::string> names(const PlanGraph& graph) const {
+    std::set<std::string> out;
+    for (TaskIndex t = 0; t < graph.size(); ++t)
+      if (on_[t] != 0) out.insert(graph.name(t));
+    return out;
+  }
+
+  /// enable_shortcut / disable_shortcut of the named tasks of `core`'s plan; disabling drops
+  /// the caches. Changes nothing when it throws.
+  void set(const EngineCore& core, const std::vector<std::string_view>& names, bool on) {
+    if (core.filled())
+      throw PipelineStateError(std::string(on ? "enable" : "disable") +
+                               "_shortcut while the pipeline is filled; drain() first");
+    const PlanGraph& graph = core.graph();
+    std::vector<TaskIndex> tasks;
+    std::string unknown;
+    for (std::string_view name : names) {
+      const auto index = graph.find(name);  // a hash lookup: disable_shortcut() stays linear
+      if (!index) {
+        unknown += (unknown.empty() ? "'" : ", '") + std::string(name) + "'";
+        continue;
+      }
+      const TaskIndex found = *index;
+      const OutputBox* box = core.box(0, found);
+      if (on && box != nullptr && !box->copyable())
+        throw std::invalid_argument("enable_shortcut: task '" + graph.name(found) +
+                                    "' returns a value of a type that cannot be copied, so a "
+                                    "shortcut cannot replay it");
+      tasks.push_back(found);
+    }
+    if (!unknown.empty())
+      throw std::invalid_argument(std::string(on ? "enable" : "disable") +
+                                  "_shortcut: unknown task(s) " + unknown);
+    for (TaskIndex t : tasks) {
+      if (!on) cache_[t].reset();
+      on_[t] = on ? 1 : 0;
+    }
+  }
+
+  /// Replay: when `task` has a cache, writes a copy of it back into `ctx`, `box` and the
+  /// DeclaredIO states and returns true; without one (the caching execution) returns false.
+  bool replay(TaskIndex task, Ctx& ctx, OutputBox* box) const {
+    const std::optional<ShortcutCache<Ctx>>& cache = cache_[task];
+    if (!cache) return false;
+    for (const auto& restore : cache->fields) restore(ctx);
+    if (box != nullptr) box->assign_from(*cache->output);
+    const std::vector<DeclaredIO>& io = io_[task];
+    for (std::size_t k = 0; k < io.size(); ++k)
+      if (io[k].restore) io[k].restore(cache->io[k]);
+    return true;
+  }
+
+  /// Caching: after `task`'s body ran, snapshots the fields `writes` declares (none: nullptr),
+  /// its output value and its DeclaredIO states.
+  void cache(TaskIndex task, const Ctx& ctx, const OutputBox* box, const Writes<Ctx>* writes) {
+    ShortcutCache<Ctx> fresh;
+    if (writes != nullptr)
+      for (const auto& snapshot : writes->fields()) fresh.fields.push_back(snapshot(ctx));
+    if (box != nullptr) fresh.output = box->clone();
+    for (const DeclaredIO& declared : io_[task])
+      fresh.io.push_back(declared.capture ? declared.capture() : std::any{});
+    cache_[task] = std::move(fresh);
+  }
+
+ private:
+  std::vector<std::vector<DeclaredIO>> io_;
+  std::vector<unsigned char> on_;  // per task: shortcut enabled
+  std::vector<std::optional<ShortcutCache<Ctx>>> cache_;
+};
+
+}  // namespace swp::detail

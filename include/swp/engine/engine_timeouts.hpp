@@ -1,0 +1,35 @@
+#pragma once
+// EngineTimeouts: the deadlines of a pipeline's waits (DESIGN.md decision 7).
+
+#include <chrono>
+
+namespace swp {
+
+/// The deadlines of a pipeline's waits (seed: 60 s retire, 30 s sequencer), set with
+/// `Pipeline::set_timeouts` between runs. Every wait of a run has one, so a hang fails loudly
+/// instead of blocking forever.
+///
+/// - `retire`: how long progress(), next() or async_progress() waits for the oldest iteration
+///   to retire, and for a context slot's device work to complete before the slot is reused.
+///   Exceeding it cancels the run (every waiter is woken with Cancelled), drains it and throws
+///   PipelineTimeout naming every unfinished (task, iteration) and what it waits for; the
+///   pipeline can be filled again. On the sim backend a run that can make no progress at all
+///   is reported as a deadlock at once, without waiting out the deadline.
+/// - `sequencer`: how long a globally ordered instance may wait for its submission turn.
+///   Exceeding it fails that instance with SequencerTimeout, so progress() throws TaskError
+///   naming the instance, with the SequencerTimeout as `nested()`.
+/// - `check_interval`: how often a blocking progress() on the host backend looks at the
+///   deadlines while it waits (it wakes at once when something completes).
+///
+/// Example:
+/// ```
+/// using namespace std::chrono_literals;
+/// pipe.set_timeouts({.retire = 5s, .sequencer = 2s});
+/// ```
+struct EngineTimeouts {
+  std::chrono::milliseconds retire{60'000};
+  std::chrono::milliseconds sequencer{30'000};
+  std::chrono::milliseconds check_interval{50};
+};
+
+}  // namespace swp

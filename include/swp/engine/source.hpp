@@ -1,0 +1,61 @@
+#pragma once
+// Sources: where a pipeline takes its batches from — a range, or a callable returning
+// std::optional<Batch>.
+
+#include <concepts>
+#include <functional>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace swp {
+
+/// The batches of a run, one call per iteration: a batch, or an empty optional at end of
+/// data. Pipelines call it on the thread that admits an iteration (the caller of progress()),
+/// one call at a time.
+template <class Batch>
+using Source = std::function<std::optional<Batch>()>;
+
+/// What `make_source<Batch>` (and so `fill_pipeline`, `run`, `run_serial`) accepts: a callable
+/// returning std::optional<Batch>, or an input range whose elements a Batch can be made from.
+template <class S, class Batch>
+concept SourceOf =
+    std::is_invocable_r_v<std::optional<Batch>, std::remove_cvref_t<S>&> ||
+    (std::ranges::input_range<S> && std::constructible_from<Batch, std::ranges::range_reference_t<S>>);
+
+/// Makes the Source of `source`. A callable is stored as it is. A range is read in order, each
+/// element copied (or converted) into a Batch: a named range (an lvalue) is iterated in place
+/// and must outlive the run; a temporary is moved into the source, which keeps it alive.
+///
+/// Completion: nothing is read here; each call of the Source reads one batch.
+/// Errors: what the callable or the range's iterator throws propagates from the call (in a
+/// pipeline: from the fill_pipeline() or progress() that admits the iteration). A source of
+/// the wrong type does not compile.
+/// Example:
+/// ```
+/// std::vector<int> batches{1, 2, 3};
+/// swp::Source<int> next = swp::make_source<int>(batches);
+/// while (auto batch = next()) use(*batch);
+/// ```
+template <class Batch, SourceOf<Batch> S>
+Source<Batch> make_source(S&& source) {
+  if constexpr (std::is_invocable_r_v<std::optional<Batch>, std::remove_cvref_t<S>&>) {
+    return Source<Batch>(std::forward<S>(source));
+  } else {
+    using Owned = std::remove_cvref_t<S>;
+    std::shared_ptr<Owned> owned;
+    if constexpr (!std::is_lvalue_reference_v<S>) owned = std::make_shared<Owned>(std::move(source));
+    auto& range = owned ? *owned : source;
+    return [owned, it = std::ranges::begin(range),
+            end = std::ranges::end(range)]() mutable -> std::optional<Batch> {
+      if (it == end) return std::nullopt;
+      std::optional<Batch> batch(*it);
+      ++it;
+      return batch;
+    };
+  }
+}
+
+}  // namespace swp

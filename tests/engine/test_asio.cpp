@@ -1,0 +1,74 @@
+#include "swp/engine/asio.hpp"
+
+#include <doctest/doctest.h>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <chrono>
+#include <future>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Ctx = swp::IterContext<int>;
+
+swp::Plan<Ctx> one_task_plan() {
+  swp::Plan<Ctx> plan;
+  plan.add("Load", [](Ctx& ctx) {
+    if (ctx.batch < 0) throw std::runtime_error("negative batch");
+  }, {.stage = 0});
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("async_progress with use_future completes with each retired iteration, then empty") {
+  swp::Runtime rt({.workers = 1});
+  swp::DataFlowPipeline<Ctx> pipe(rt, one_task_plan(), 2);
+  pipe.fill_pipeline(std::vector<int>{1, 2});
+  for (std::optional<std::int64_t> expected : {std::optional<std::int64_t>{0}, {1}, {}}) {
+    std::future<std::optional<std::int64_t>> f = swp::async_progress(pipe, boost::asio::use_future);
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    CHECK(f.get() == expected);
+  }
+  pipe.drain();
+}
+
+TEST_CASE("async_progress delivers a task's error as the handler's exception_ptr") {
+  swp::Runtime rt({.workers = 1});
+  swp::ClockPipeline<Ctx> pipe(rt, one_task_plan());
+  pipe.fill_pipeline(std::vector<int>{-1});
+  auto f = swp::async_progress(pipe, boost::asio::use_future);
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  CHECK_THROWS_AS(f.get(), swp::TaskError);
+  CHECK(pipe.run(std::vector<int>{1}).iterations == 1);  // drained: it runs again
+}
+
+TEST_CASE("the handler runs on its associated executor, never inline, and keeps it busy") {
+  swp::Runtime rt({.workers = 1});
+  swp::DataFlowPipeline<Ctx> pipe(rt, one_task_plan(), 2);
+  pipe.fill_pipeline(std::vector<int>{1});
+  boost::asio::io_context io;
+  std::thread::id ran_on;
+  std::optional<std::int64_t> got{-1};
+  swp::async_progress(pipe, boost::asio::bind_executor(io, [&](std::exception_ptr e,
+                                                               std::optional<std::int64_t> i) {
+    CHECK_FALSE(e);
+    ran_on = std::this_thread::get_id();
+    got = i;
+  }));
+  CHECK(got == -1);  // not inline
+  // run() returns only once the handler ran: the pending step counts as work on `io`.
+  io.run();
+  CHECK(got == 0);
+  CHECK(ran_on == std::this_thread::get_id());
+  pipe.drain();
+}
