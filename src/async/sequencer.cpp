@@ -1,22 +1,50 @@
 #include "swp/async/sequencer.hpp"
 
-#include <vector>
+#include <chrono>
+#include <string>
+#include <utility>
 
 namespace swp {
+
+std::string SubmissionSequencer::TurnAwaiter::who() const {
+  if (!lazy_name_) return who_;
+  return std::string(name_) + " (iter " + std::to_string(iter_) + ")";
+}
+
+// Inserts from the tail: turns are mostly awaited in increasing order. Under mutex_.
+void SubmissionSequencer::link(TurnAwaiter& w) noexcept {
+  TurnAwaiter* after = tail_;
+  while (after != nullptr && after->seq_ > w.seq_) after = after->prev_;
+  w.prev_ = after;
+  w.next_ = after != nullptr ? after->next_ : head_;
+  (w.next_ != nullptr ? w.next_->prev_ : tail_) = &w;
+  (after != nullptr ? after->next_ : head_) = &w;
+  w.parked_ = true;
+  ++parked_;
+}
+
+void SubmissionSequencer::unlink(TurnAwaiter& w) noexcept {
+  (w.prev_ != nullptr ? w.prev_->next_ : head_) = w.next_;
+  (w.next_ != nullptr ? w.next_->prev_ : tail_) = w.prev_;
+  w.prev_ = nullptr;
+  w.next_ = nullptr;
+  w.parked_ = false;
+  --parked_;
+}
 
 bool SubmissionSequencer::park(TurnAwaiter& w) {
   std::lock_guard lock(mutex_);
   if (next_ == w.seq_) return false;
-  w.since_ = scheduler_.now();
-  waiters_.emplace(w.seq_, &w);
+  // No clock read here: check_timeouts stamps the wait when it first sees it.
+  w.seen_ = false;
+  link(w);
   return true;
 }
 
 bool SubmissionSequencer::unpark(TurnAwaiter& w) {
   std::lock_guard lock(mutex_);
-  auto it = waiters_.find(w.seq_);
-  if (it == waiters_.end() || it->second != &w) return false;
-  waiters_.erase(it);
+  if (!w.parked_) return false;  // advance, a timeout or cancel took it: they resume it
+  unlink(w);
   return true;
 }
 
@@ -25,11 +53,17 @@ void SubmissionSequencer::advance() {
   {
     std::lock_guard lock(mutex_);
     ++next_;
-    if (auto it = waiters_.find(next_); it != waiters_.end()) {
-      ready = it->second;
-      waiters_.erase(it);
+    // Sorted by turn: the holder of next_ follows any waiter of a turn already passed (a
+    // protocol error that only check_timeouts resolves).
+    TurnAwaiter* w = head_;
+    while (w != nullptr && w->seq_ < next_) w = w->next_;
+    if (w != nullptr && w->seq_ == next_) {
+      unlink(*w);
+      ready = w;
     }
   }
+  // Claimed outside the lock: resuming may run the waiter inline, which takes its turn and
+  // calls advance() again.
   if (ready != nullptr) ready->claim();
 }
 
@@ -45,42 +79,64 @@ void SubmissionSequencer::reset() {
 
 std::size_t SubmissionSequencer::waiting() const {
   std::lock_guard lock(mutex_);
-  return waiters_.size();
+  return parked_;
 }
 
 std::size_t SubmissionSequencer::check_timeouts(Clock::duration timeout) {
-  std::vector<TurnAwaiter*> expired;
+  // Expired waiters move to a local list through their own links: the common call, which
+  // finds nothing expired, allocates nothing.
+  TurnAwaiter* expired = nullptr;
+  TurnAwaiter** expired_tail = &expired;  // appended in turn order
+  std::size_t count = 0;
   {
     std::lock_guard lock(mutex_);
+    if (head_ == nullptr) return 0;
     const auto now = scheduler_.now();
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (now - it->second->since_ < timeout) {
-        ++it;
-        continue;
+    for (TurnAwaiter* w = head_; w != nullptr;) {
+      TurnAwaiter* next = w->next_;
+      if (!w->seen_) {
+        // First seen now: it parked after the previous check. Timing it from here makes the
+        // deadline late by at most one check interval, never early.
+        w->seen_ = true;
+        w->since_ = now;
+      } else if (now - w->since_ >= timeout) {
+        const auto waited =
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - w->since_).count();
+        w->error_ = std::make_exception_ptr(SequencerTimeout(
+            w->who() + " waited " + std::to_string(waited) + " ms for submission turn " +
+            std::to_string(w->seq_) + ", but the sequencer is stuck at turn " +
+            std::to_string(next_) + " (the holder of that turn never submitted)"));
+        unlink(*w);
+        *expired_tail = w;
+        expired_tail = &w->next_;
+        ++count;
       }
-      auto* w = it->second;
-      const auto waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - w->since_).count();
-      w->error_ = std::make_exception_ptr(SequencerTimeout(
-          w->who_ + " waited " + std::to_string(waited) + " ms for submission turn " +
-          std::to_string(w->seq_) + ", but the sequencer is stuck at turn " +
-          std::to_string(next_) + " (the holder of that turn never submitted)"));
-      expired.push_back(w);
-      it = waiters_.erase(it);
+      w = next;
     }
   }
-  for (auto* w : expired) w->claim();
-  return expired.size();
+  while (expired != nullptr) {
+    TurnAwaiter* w = std::exchange(expired, expired->next_);  // read first: claim may free w
+    w->claim();
+  }
+  return count;
 }
 
 void SubmissionSequencer::cancel(const std::exception_ptr& error) {
-  std::map<std::uint64_t, TurnAwaiter*> all;
+  TurnAwaiter* all = nullptr;
   {
     std::lock_guard lock(mutex_);
-    all.swap(waiters_);
+    all = std::exchange(head_, nullptr);
+    tail_ = nullptr;
+    parked_ = 0;
+    for (TurnAwaiter* w = all; w != nullptr; w = w->next_) {
+      w->parked_ = false;
+      w->error_ = error;
+    }
   }
-  for (auto& [seq, w] : all) {
-    w->error_ = error;
+  while (all != nullptr) {
+    TurnAwaiter* w = std::exchange(all, all->next_);  // read first: claim may free w
+    w->prev_ = nullptr;
+    w->next_ = nullptr;
     w->claim();
   }
 }

@@ -1,10 +1,10 @@
 #include <sys/prctl.h>
 
 #include <condition_variable>
-#include <deque>
 #include <mutex>
 #include <thread>
 
+#include "item_queue.hpp"
 #include "stream_item.hpp"
 #include "swp/device/host_device.hpp"
 
@@ -118,12 +118,17 @@ class HostStream final : public Stream, private EventWaiter {
         item.event->complete(item.generation, clock_);
         break;
       case StreamItem::Kind::wait: {
-        if (item.event->add_waiter(item.generation, *this)) {
-          std::unique_lock lock(mutex_);
-          changed_.wait(lock, [&] {
-            return item.event->reached(item.generation) || stop.stop_requested();
-          });
-          if (!item.event->reached(item.generation)) item.event->remove_waiter(*this);
+        if (item.event->add_waiter(item.generation, wait_)) {
+          {
+            std::unique_lock lock(mutex_);
+            changed_.wait(lock, [&] {
+              return item.event->reached(item.generation) || stop.stop_requested();
+            });
+          }
+          // Unlinks wait_ when the stream stops first; otherwise waits until the completing
+          // thread's call of event_completed returned, so wait_ is free for the next wait and
+          // the stream may go. Unlocked: that call takes mutex_.
+          item.event->remove_waiter(wait_);
         }
         clock_ = std::max(clock_, detail::ideal_completion(*item.event, item.generation,
                                                            Clock::now()));
@@ -134,7 +139,8 @@ class HostStream final : public Stream, private EventWaiter {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<StreamItem> items_;
+  detail::ItemQueue items_;  // grows to the most items ever queued at once, then never allocates
+  EventWait wait_{*this};     // this stream's registration while it runs a wait item
   bool busy_ = false;
   Clock::time_point clock_{};       // emulated device clock: end of the last item (worker only)
   Clock::time_point idle_clock_{};  // clock_ as of the last finished item (under mutex_)

@@ -1,6 +1,6 @@
-#include <deque>
 #include <stdexcept>
 
+#include "item_queue.hpp"
 #include "stream_item.hpp"
 #include "swp/device/sim_device.hpp"
 
@@ -18,7 +18,7 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
       : Stream(std::move(name)), scheduler_(scheduler) {}
 
   ~SimStream() override {
-    if (waiting_on_ != nullptr) waiting_on_->remove_waiter(*this);
+    if (waiting_on_ != nullptr) waiting_on_->remove_waiter(wait_);
   }
 
   void enqueue_work(Clock::duration duration, std::uint64_t tag) override {
@@ -73,14 +73,15 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
     scheduled_ = false;
     if (in_work_) {  // the timer of the front work item fired
       in_work_ = false;
-      const StreamItem& item = items_.front();
+      const StreamItem item = items_.front();  // a copy: the observer may queue more
       clock_ = work_end_;
       if (observer_ != nullptr)
         observer_->device_work(*this, DeviceWork{item.tag, work_end_ - item.duration, work_end_});
       items_.pop_front();
     }
     while (!items_.empty()) {
-      const StreamItem& item = items_.front();
+      // A copy: completing an event runs waiters' callbacks, which may queue more items.
+      const StreamItem item = items_.front();
       switch (item.kind) {
         case StreamItem::Kind::work: {
           const auto start = std::max({item.enqueued, clock_, scheduler_.now()});
@@ -93,7 +94,7 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
           item.event->complete(item.generation, scheduler_.now());
           break;
         case StreamItem::Kind::wait:
-          if (item.event->add_waiter(item.generation, *this)) {
+          if (item.event->add_waiter(item.generation, wait_)) {
             waiting_on_ = item.event;
             return;
           }
@@ -104,7 +105,8 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
   }
 
   SimScheduler& scheduler_;
-  std::deque<StreamItem> items_;
+  detail::ItemQueue items_;  // grows to the most items ever queued at once, then never allocates
+  EventWait wait_{*this};    // this stream's registration while a wait item blocks it
   Clock::time_point clock_{};
   Clock::time_point work_end_{};
   Event* waiting_on_ = nullptr;

@@ -428,7 +428,7 @@ void EngineCore::proceed(Instance& in) noexcept {
 }
 
 Co<void> EngineCore::await_turn(Instance& in) {
-  co_await sequencer_.turn(in.turn, graph_.name(in.task) + " (iter " + std::to_string(in.iter) + ")");
+  co_await sequencer_.turn(in.turn, graph_.name(in.task), in.iter);  // names it only on error
 }
 
 void EngineCore::run_body(Instance& in) noexcept {

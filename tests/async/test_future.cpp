@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/alloc_counter.hpp"
 #include "support/started.hpp"
 #include "swp/async/sync_wait.hpp"
 
@@ -139,4 +140,56 @@ TEST_CASE("completion and cancellation racing resume the waiter exactly once") {
     CHECK((got == 1) == !waiter.error);
     if (waiter.error) CHECK(waiter.cancelled_reason() == "race");
   }
+}
+
+namespace {
+
+// A stream stand-in that remembers only the last wait it was told (allocates nothing).
+struct LastWaitStream {
+  const swp::DeviceEvent* event = nullptr;
+  std::uint64_t generation = 0;
+  void wait(const swp::DeviceEvent& e, std::uint64_t g) noexcept {
+    event = &e;
+    generation = g;
+  }
+};
+
+swp::Co<void> await_on(swp::Future<int> f, LastWaitStream& stream, long& sum) {
+  sum += co_await f.on(stream);
+}
+
+}  // namespace
+
+TEST_CASE("awaiting a reused promise's future allocates nothing after warm-up") {
+  // The engines' pattern: one promise per (task, slot), reset for each iteration, awaited by a
+  // consumer coroutine under the pipeline's stop signal (which never fires here).
+  swp::StopSignal stop;
+  swp::Promise<int> promise;
+  const swp::Future<int> future = promise.get_future();
+  FakeEvent event;
+  LastWaitStream stream;
+  long sum = 0;
+  auto cycle = [&](int i) {
+    swp::test::Started consumer(await_on(future, stream, sum), &stop);
+    const bool suspended = !consumer.finished;
+    promise.set_event(&event, static_cast<std::uint64_t>(i));
+    promise.set_value(i);  // resumes the consumer inline (it has no Resumer)
+    const bool ok = suspended && consumer.finished && !consumer.error &&
+                    stream.generation == static_cast<std::uint64_t>(i);
+    promise.reset();
+    return ok;
+  };
+  REQUIRE(cycle(0));  // warm-up: the coroutine frame's size class gets a recycled frame
+  constexpr int cycles = 1000;
+  std::size_t allocations = 0;
+  bool all_ok = true;
+  {
+    swp::test::AllocationCount count;
+    for (int i = 1; i <= cycles; ++i) all_ok = cycle(i) && all_ok;
+    allocations = count.stop();
+  }
+  CHECK(all_ok);
+  CHECK(allocations == 0);
+  CHECK(sum == cycles * (cycles + 1) / 2);
+  CHECK(stream.event == &event);
 }

@@ -4,12 +4,12 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <stop_token>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "swp/async/cancelled.hpp"
 #include "swp/async/future.hpp"
@@ -27,17 +27,22 @@ class SequencerTimeout : public std::runtime_error {
 /// Hands out submission turns 0, 1, 2, ... Every globally ordered task instance gets a
 /// sequence number when it is enqueued; `co_await seq.turn(n, who)` resumes once all turns
 /// before n have passed, so every rank issues its collectives in the same order however its
-/// lanes interleave. The holder of turn n calls `advance()` when its submission is done.
+/// lanes interleave. The holder of turn n calls `advance()` when its submission is done. Each
+/// turn is awaited by at most one waiter.
 ///
 /// Completion: `turn(n)` resumes (through the waiter's Resumer) when `next() == n`.
 /// Errors: `check_timeouts` fails waiters older than the timeout with SequencerTimeout naming
 /// the waiter, its turn and the turn the sequencer is stuck at; `cancel(e)` fails every waiter
 /// with `e`. Both rethrow from the `co_await`.
 /// Cancellation: a waiter whose coroutine's StopSignal fires throws `Cancelled(reason)`.
+/// Allocation: none per turn. A parked waiter is a node of an intrusive list sorted by turn
+/// that lives in the awaiting coroutine's frame, and parking reads no clock (see
+/// `check_timeouts`). Name waiters with `turn(n, name, iter)` to keep the name from being
+/// formatted (and allocated) for every turn: it is formatted only for an error.
 ///
 /// Example:
 /// ```
-/// co_await sequencer.turn(seq, "InputDistStart iter 3");
+/// co_await sequencer.turn(seq, "InputDistStart", 3);  // named "InputDistStart (iter 3)"
 /// issue_all_to_all();
 /// sequencer.advance();
 /// ```
@@ -47,8 +52,16 @@ class SubmissionSequencer {
    public:
     TurnAwaiter(SubmissionSequencer& sequencer, std::uint64_t seq, std::string who)
         : sequencer_(sequencer), seq_(seq), who_(std::move(who)) {}
+    TurnAwaiter(SubmissionSequencer& sequencer, std::uint64_t seq, std::string_view name,
+                std::int64_t iter) noexcept
+        : sequencer_(sequencer), seq_(seq), name_(name), iter_(iter), lazy_name_(true) {}
     TurnAwaiter(TurnAwaiter&& o) noexcept
-        : sequencer_(o.sequencer_), seq_(o.seq_), who_(std::move(o.who_)) {}
+        : sequencer_(o.sequencer_),
+          seq_(o.seq_),
+          who_(std::move(o.who_)),
+          name_(o.name_),
+          iter_(o.iter_),
+          lazy_name_(o.lazy_name_) {}
 
     bool await_ready() const { return sequencer_.next() == seq_; }
     template <class Promise>
@@ -66,6 +79,9 @@ class SubmissionSequencer {
       if (error_) std::rethrow_exception(error_);
     }
 
+    /// The waiter's name as errors give it.
+    [[nodiscard]] std::string who() const;
+
    private:
     friend class SubmissionSequencer;
     struct OnStop {
@@ -79,8 +95,16 @@ class SubmissionSequencer {
 
     SubmissionSequencer& sequencer_;
     std::uint64_t seq_;
-    std::string who_;
-    Clock::time_point since_{};
+    std::string who_;        // the name, when given as a string
+    std::string_view name_;  // or a name and an iteration, formatted only for an error
+    std::int64_t iter_ = 0;
+    bool lazy_name_ = false;
+    // Parking state, guarded by the sequencer's mutex.
+    TurnAwaiter* prev_ = nullptr;
+    TurnAwaiter* next_ = nullptr;
+    bool parked_ = false;
+    bool seen_ = false;        // a check_timeouts saw it parked: since_ is set
+    Clock::time_point since_;  // that check's time
     std::exception_ptr error_;
     const StopSignal* signal_ = nullptr;
     std::optional<std::stop_callback<OnStop>> on_stop_;
@@ -93,6 +117,12 @@ class SubmissionSequencer {
     return TurnAwaiter(*this, seq, std::move(who));
   }
 
+  /// The same, for the waiter named `name (iter N)`; nothing is formatted unless an error
+  /// needs the name, so this form never allocates. `name` must outlive the wait.
+  TurnAwaiter turn(std::uint64_t seq, std::string_view name, std::int64_t iter) noexcept {
+    return TurnAwaiter(*this, seq, name, iter);
+  }
+
   /// Passes the turn on and resumes the holder of the next turn, if it waits.
   void advance();
 
@@ -102,7 +132,10 @@ class SubmissionSequencer {
   /// Back to turn 0. Precondition: nobody waits.
   void reset();
 
-  /// Fails waiters that have waited longer than `timeout`; returns how many.
+  /// Fails waiters that have waited longer than `timeout`; returns how many. A wait is timed
+  /// from the first call that saw it parked (parking itself reads no clock), so a waiter fails
+  /// no earlier than `timeout` after it parked and at most one check interval later: the
+  /// engines call this every `check_interval` (50 ms by default) against a 30 s timeout.
   std::size_t check_timeouts(Clock::duration timeout);
 
   /// Fails every waiter with `error`.
@@ -114,11 +147,16 @@ class SubmissionSequencer {
  private:
   bool park(TurnAwaiter& w);
   bool unpark(TurnAwaiter& w);
+  void link(TurnAwaiter& w) noexcept;
+  void unlink(TurnAwaiter& w) noexcept;
 
   Scheduler& scheduler_;
   mutable std::mutex mutex_;
   std::uint64_t next_ = 0;
-  std::map<std::uint64_t, TurnAwaiter*> waiters_;
+  // Parked waiters sorted by turn (FIFO among equal turns, which the protocol rules out).
+  TurnAwaiter* head_ = nullptr;
+  TurnAwaiter* tail_ = nullptr;
+  std::size_t parked_ = 0;
 };
 
 }  // namespace swp

@@ -1,0 +1,49 @@
+#pragma once
+// Counting heap allocations in tests (tests/support/alloc_counter.cpp): the zero-allocation
+// guarantees of the device and async layers are asserted with it.
+//
+// In the plain build alloc_counter.cpp replaces the global operator new/delete (every form)
+// for the whole test executable; under AddressSanitizer or ThreadSanitizer, which provide
+// their own, it installs the sanitizer's allocation hook instead, so their checks stay intact
+// (that hook also sees malloc). Either way an allocation counts when it is made by a *tracked*
+// thread while an AllocationCount is armed.
+
+#include <cstddef>
+
+namespace swp::test {
+
+/// Makes the calling thread's allocations count (or, with false, no longer count) while an
+/// AllocationCount is armed. A stream's worker thread tracks itself from an observer callback.
+void track_allocations_on_this_thread(bool on = true) noexcept;
+
+/// Counts the allocations of tracked threads from its construction on; the constructing
+/// thread is tracked while it lives. One at a time.
+///
+/// Read the count only after synchronizing with the tracked threads (joining them,
+/// synchronizing a stream): that orders their counted allocations before the read.
+/// Do not use doctest assertions while armed (they may allocate): `stop()` first.
+///
+/// Example:
+/// ```
+/// swp::test::AllocationCount count;
+/// do_steady_state_work();
+/// CHECK(count.stop() == 0);
+/// ```
+class AllocationCount {
+ public:
+  AllocationCount() noexcept;
+  ~AllocationCount();
+  AllocationCount(const AllocationCount&) = delete;
+  AllocationCount& operator=(const AllocationCount&) = delete;
+
+  /// Allocations counted so far.
+  [[nodiscard]] std::size_t allocations() const noexcept;
+
+  /// Disarms and returns the allocations counted.
+  std::size_t stop() noexcept;
+
+ private:
+  bool was_tracked_;
+};
+
+}  // namespace swp::test
