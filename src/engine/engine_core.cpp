@@ -86,6 +86,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
       in->entry = e;
       in->stream = streams_[t];
       in->scope = std::make_unique<TaskScope>(*this, *in);
+      in->device_wait.emplace(device_waker_);
       sync.instances.push_back(std::move(in));
     }
   }
@@ -272,13 +273,19 @@ void EngineCore::watch_device(std::int64_t iter) {
   if (!sync.device.load(std::memory_order_relaxed)) return;
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
-    if (generation != 0) sync.instances[t]->event.add_waiter(generation, device_waker_);
+    if (generation != 0) {
+      Instance& in = *sync.instances[t];
+      in.event.add_waiter(generation, *in.device_wait);
+    }
   }
 }
 
 void EngineCore::unwatch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
-  for (TaskIndex t = 0; t < graph_.size(); ++t) sync.instances[t]->event.remove_waiter(device_waker_);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    Instance& in = *sync.instances[t];
+    in.event.remove_waiter(*in.device_wait);
+  }
 }
 
 bool EngineCore::await_slot(std::int64_t iter) {

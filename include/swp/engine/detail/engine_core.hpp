@@ -126,6 +126,9 @@ struct Instance final : Lane::Job {
   std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
   std::atomic<int> pending{0};
   Event event;
+  // Its registration with `event` while the caller waits for the iteration's device work
+  // (slot reuse, next()): one node per instance, so watching never allocates.
+  std::optional<EventWait> device_wait;
   Stream* stream = nullptr;             // where this execution queues device work
   std::unique_ptr<TaskScope> scope;     // handed to the body; lives as long as the instance
   std::exception_ptr error;             // why it failed (its own error or a dependency's)
