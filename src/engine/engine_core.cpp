@@ -441,6 +441,10 @@ Co<void> EngineCore::await_turn(Instance& in) {
 void EngineCore::run_body(Instance& in) noexcept {
   in.state.store(InstanceState::running, std::memory_order_release);
   if (observer_ != nullptr) observer_->task_started(in.task, in.iter, *lanes_[in.task]);
+  if (bodies_.trivial(in.task)) {  // nothing to run: no body call, no Co
+    finish(in, nullptr, true);
+    return;
+  }
   Co<void> body;
   try {
     body = bodies_.run_body(in.task, in.slot, *in.scope);

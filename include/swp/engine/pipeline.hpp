@@ -248,7 +248,20 @@ class Pipeline : private detail::BodyRunner {
       : bodies_(std::move(bodies)),
         shortcuts_(declared_io(plan)),
         contexts_(std::max<std::size_t>(slots, 1)),
-        core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {}
+        core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {
+    update_trivial();
+  }
+
+  // Tasks with neither body nor cost nor shortcut: the core skips them without a call.
+  void update_trivial() {
+    const PlanGraph& graph = core_.graph();
+    trivial_.assign(graph.size(), 0);
+    for (TaskIndex t = 0; t < graph.size(); ++t) {
+      const SyntheticCost& cost = graph.cost(t);
+      trivial_[t] = !bodies_[t] && !shortcuts_.enabled(t) && cost.cpu_us <= 0 &&
+                    cost.device_us <= 0 && cost.jitter_device_us <= 0;
+    }
+  }
 
   static std::vector<std::vector<DeclaredIO>> declared_io(const PipelinePlan& plan) {
     std::vector<std::vector<DeclaredIO>> io;
@@ -258,6 +271,7 @@ class Pipeline : private detail::BodyRunner {
 
   void set_shortcut(const std::vector<std::string_view>& names, bool on) {
     shortcuts_.set(core_, names, on);
+    update_trivial();
   }
 
   Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) override {

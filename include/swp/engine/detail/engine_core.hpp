@@ -158,8 +158,16 @@ class BodyRunner {
   /// Output storage for `task` (nullptr when it returns nothing).
   virtual std::unique_ptr<OutputBox> make_box(TaskIndex task) = 0;
 
+  /// Whether `task` has nothing to run at all (no body, no synthetic cost, no shortcut): the
+  /// core then finishes its instances without calling run_body. Read on lanes; the front end
+  /// changes it only while nothing is in flight.
+  [[nodiscard]] bool trivial(TaskIndex task) const noexcept {
+    return task < trivial_.size() && trivial_[task] != 0;
+  }
+
  protected:
   ~BodyRunner() = default;
+  std::vector<unsigned char> trivial_;  // per task, see trivial()
 };
 
 class EngineCore {
