@@ -1,5 +1,7 @@
 #include "swp/async/sequencer.hpp"
 
+#include "swp/async/detail/sorted_list.hpp"
+
 #include <chrono>
 #include <string>
 #include <utility>
@@ -13,12 +15,8 @@ std::string SubmissionSequencer::TurnAwaiter::who() const {
 
 // Inserts from the tail: turns are mostly awaited in increasing order. Under mutex_.
 void SubmissionSequencer::link(TurnAwaiter& w) noexcept {
-  TurnAwaiter* after = tail_;
-  while (after != nullptr && after->seq_ > w.seq_) after = after->prev_;
-  w.prev_ = after;
-  w.next_ = after != nullptr ? after->next_ : head_;
-  (w.next_ != nullptr ? w.next_->prev_ : tail_) = &w;
-  (after != nullptr ? after->next_ : head_) = &w;
+  detail::insert_sorted_from_tail(head_, tail_, w, &TurnAwaiter::seq_, &TurnAwaiter::prev_,
+                                  &TurnAwaiter::next_);
   w.parked_ = true;
   ++parked_;
 }

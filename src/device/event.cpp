@@ -1,5 +1,7 @@
 #include "swp/device/event.hpp"
 
+#include "swp/async/detail/sorted_list.hpp"
+
 #include <cassert>
 #include <utility>
 
@@ -24,12 +26,8 @@ Clock::time_point Event::completed_at(std::uint64_t generation) const noexcept {
 
 // Inserts from the tail: a new registration usually waits for the newest generation.
 void Event::link(EventWait& node) noexcept {
-  EventWait* after = tail_;
-  while (after != nullptr && after->generation_ > node.generation_) after = after->prev_;
-  node.prev_ = after;
-  node.next_ = after != nullptr ? after->next_ : head_;
-  (node.next_ != nullptr ? node.next_->prev_ : tail_) = &node;
-  (after != nullptr ? after->next_ : head_) = &node;
+  detail::insert_sorted_from_tail(head_, tail_, node, &EventWait::generation_, &EventWait::prev_,
+                                  &EventWait::next_);
   node.linked_ = true;
 }
 
