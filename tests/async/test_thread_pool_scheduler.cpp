@@ -71,7 +71,7 @@ struct Occupier final : swp::Runnable {
   std::atomic<bool> finished{false};
   void run() noexcept override {
     started.store(true);
-    eventually([&] { return release.load(); });
+    eventually([&] { return release.load(); }, 90s);
     finished.store(true);
   }
 };
