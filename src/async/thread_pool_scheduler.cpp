@@ -1,28 +1,114 @@
 #include "swp/async/thread_pool_scheduler.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <mutex>
 #include <utility>
+
+#include "swp/async/detail/work_stealing_queue.hpp"
 
 namespace swp {
 
+namespace detail {
+
+// A thread's run queue: the "next" slot and the ring behind it.
+struct alignas(64) PoolQueue {
+  detail::WorkStealingQueue<Runnable> ring;
+  // Only the owning thread stores non-null; the owner and thieves take it by exchange / CAS.
+  alignas(64) std::atomic<Runnable*> slot{nullptr};
+  std::atomic<bool> claimed{false};  // driver queues: a thread in drive_until owns this one
+};
+
+// What a thread running a ThreadPoolScheduler's work knows about itself.
+struct PoolContext {
+  ThreadPoolScheduler* scheduler = nullptr;
+  PoolQueue* queue = nullptr;        // null: a driver beyond max_drivers (posts go to the injector)
+  Runnable* running = nullptr;    // the runnable this thread is inside, if any
+  unsigned ticks = 0;             // runnables run; every 61st looks at the injector first
+  unsigned slot_watch = 0;        // polls in a row that saw another thread's slot occupied
+  std::uint32_t rng = 0x9e3779b9; // victim choice
+};
+
+}  // namespace detail
+
 namespace {
 
-// The scheduler whose Runnable this thread is running, and the Runnable to run next.
-struct ThreadSlot {
-  ThreadPoolScheduler* owner = nullptr;
-  Runnable* next = nullptr;
-};
-[[gnu::tls_model("initial-exec")]] thread_local ThreadSlot slot;
+// The context of the scheduler whose work this thread runs (innermost, when nested).
+[[gnu::tls_model("initial-exec")]] thread_local detail::PoolContext* current = nullptr;
 
-constexpr int max_chain = 64;  // after this many slot hand-offs, go through the queue again
+constexpr unsigned pauses_per_round = 8;
+// How long a polling thread sees other threads' slots occupied before it takes the work: the
+// owner usually runs it within nanoseconds, and a migration costs more than that; a few
+// microseconds mean the owner is blocked in a runnable or lost its CPU.
+constexpr std::chrono::nanoseconds slot_patience{3000};
+constexpr unsigned deadline_check_every = 64;  // runnables between clock reads while busy
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
 #endif
 }
 
+// One polling round's pause: a few hundred cycles without touching shared memory, so a
+// polling thread neither floods the cache lines its victims write nor reacts late.
+inline void pause_round() noexcept {
+  for (unsigned i = 0; i < pauses_per_round; ++i) cpu_relax();
+}
+
+// How long one pause_round() takes here, measured once (the pause instruction costs from 10 to
+// 140 cycles depending on the CPU); the best of a few tries, so a preemption does not count.
+double pause_round_ns() {
+  static const double ns = [] {
+    double best = std::numeric_limits<double>::max();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      constexpr int rounds = 64;
+      const auto start = Clock::now();
+      for (int i = 0; i < rounds; ++i) pause_round();
+      const std::chrono::duration<double, std::nano> took = Clock::now() - start;
+      best = std::min(best, took.count() / rounds);
+    }
+    return std::max(best, 1.0);
+  }();
+  return ns;
+}
+
+inline std::uint32_t next_random(std::uint32_t& state) noexcept {  // xorshift32
+  state ^= state << 13;
+  state ^= state >> 17;
+  state ^= state << 5;
+  return state;
+}
+
 }  // namespace
+
+// Gives a thread entering drive_until its context: the one it already has when it runs this
+// scheduler's work (a worker, or a nested drive_until), else a fresh one with a driver queue.
+class ThreadPoolScheduler::DriverScope {
+ public:
+  explicit DriverScope(ThreadPoolScheduler& s) : scheduler_(s), outer_(current) {
+    if (outer_ != nullptr && outer_->scheduler == &s) return;
+    own_.scheduler = &s;
+    own_.queue = s.claim_driver_queue();
+    own_.rng ^= static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&own_) >> 4);
+    current = &own_;
+  }
+  ~DriverScope() {
+    if (current != &own_) return;  // nested: the outer drive_until or worker owns the context
+    if (own_.queue != nullptr) scheduler_.release_driver_queue(*own_.queue);
+    current = outer_;
+  }
+  DriverScope(const DriverScope&) = delete;
+  DriverScope& operator=(const DriverScope&) = delete;
+
+  [[nodiscard]] Context& context() noexcept { return *current; }
+
+ private:
+  ThreadPoolScheduler& scheduler_;
+  Context* outer_;
+  Context own_;
+};
 
 unsigned ThreadPoolScheduler::default_workers() noexcept {
   const unsigned hw = std::thread::hardware_concurrency();
@@ -30,110 +116,353 @@ unsigned ThreadPoolScheduler::default_workers() noexcept {
 }
 
 ThreadPoolScheduler::ThreadPoolScheduler(unsigned workers, std::chrono::microseconds spin)
-    : spin_(spin) {
+    : worker_count_(workers),
+      spin_rounds_(spin.count() <= 0
+                       ? 0
+                       : static_cast<unsigned>(std::min(
+                             1e9, static_cast<double>(spin.count()) * 1000.0 / pause_round_ns()))),
+      slot_patience_(std::max(2U, static_cast<unsigned>(
+                                      static_cast<double>(slot_patience.count()) / pause_round_ns()))),
+      queues_(new Queue[workers + max_drivers]),
+      queues_in_use_(workers) {
   threads_.reserve(workers);
-  for (unsigned i = 0; i < workers; ++i)
-    threads_.emplace_back([this](const std::stop_token& stop) { worker_loop(stop); });
+  for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPoolScheduler::~ThreadPoolScheduler() {
-  for (auto& t : threads_) t.request_stop();
-  {
-    std::lock_guard lock(mutex_);
-  }
-  wake_.notify_all();
+  // seq_cst store, then notify_all's fence: a worker between its registration and its
+  // re-check of stop_ either sees the store or is counted and woken (EventCount's protocol).
+  stop_.store(true, std::memory_order_seq_cst);
+  idle_workers_.notify_all();
   threads_.clear();  // joins
 }
 
-void ThreadPoolScheduler::push(Runnable& r) noexcept {
-  {
-    std::lock_guard lock(mutex_);
-    queue_.push(r);
-    queued_.fetch_add(1, std::memory_order_seq_cst);
+void ThreadPoolScheduler::post(Runnable& r) noexcept {
+  Context* c = current;
+  if (c == nullptr || c->scheduler != this || c->queue == nullptr) {
+    inject(r);
+    // seq_cst fence: orders the push before wake_helper's loads (see wake_helper).
+    detail::seq_cst_fence();
+    wake_helper();
+    return;
   }
-  // seq_cst pairs with the sleeper's increment + re-check: either it sees queued_ > 0 or we
-  // see it counted in sleepers_.
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) wake_.notify_one();
+  if (&r == c->running) {
+    // A runnable re-posting itself (a lane with more steps): to the back of the queue, behind
+    // the work it woke, so it cannot keep the thread to itself.
+    push_local(*c, r);
+    detail::seq_cst_fence();  // as above
+    wake_helper();
+    return;
+  }
+  // The newest work takes the slot: it usually continues what the current runnable did.
+  // seq_cst: this exchange publishes `r` to thieves, and a thread that is about to park must
+  // see it or be seen by wake_helper's seq_cst loads (the exchange orders like a fence there).
+  if (Runnable* displaced = c->queue->slot.exchange(&r, std::memory_order_seq_cst)) {
+    push_local(*c, *displaced);
+    detail::seq_cst_fence();  // orders the ring push likewise
+  }
+  wake_helper();
 }
 
-Runnable* ThreadPoolScheduler::try_pop() noexcept {
-  if (queued_.load(std::memory_order_acquire) == 0) return nullptr;
-  std::lock_guard lock(mutex_);
-  Runnable* r = queue_.pop();
-  if (r != nullptr) queued_.fetch_sub(1, std::memory_order_relaxed);
+void ThreadPoolScheduler::push_local(Context& c, Runnable& r) noexcept {
+  if (!c.queue->ring.push(&r)) inject(r);  // ring full: overflow to the shared queue
+}
+
+void ThreadPoolScheduler::inject(Runnable& r) noexcept {
+  std::lock_guard lock(inject_lock_);
+  injected_.push(r);
+  // relaxed: written under the lock; pollers that skip the lock on 0 re-read it seq_cst after
+  // the poster's fence (see wake_helper).
+  injected_count_.store(injected_count_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+}
+
+Runnable* ThreadPoolScheduler::pop_injected() noexcept {
+  // seq_cst: a thread re-checking for work before it parks must see a fenced push.
+  if (injected_count_.load(std::memory_order_seq_cst) == 0) return nullptr;
+  std::lock_guard lock(inject_lock_);
+  Runnable* r = injected_.pop();
+  if (r != nullptr)
+    injected_count_.store(injected_count_.load(std::memory_order_relaxed) - 1,
+                          std::memory_order_relaxed);
   return r;
 }
 
-void ThreadPoolScheduler::post(Runnable& r) noexcept {
-  if (slot.owner == this) {
-    // Newest work takes the slot (it continues what this thread just did); the previous
-    // occupant goes to the shared queue where another thread can take it.
-    if (Runnable* previous = std::exchange(slot.next, &r)) push(*previous);
-    return;
-  }
-  push(r);
+void ThreadPoolScheduler::wake_helper() noexcept {
+  // The caller published work, then issued a seq_cst fence (or the slot's seq_cst exchange).
+  // A thread that stops polling decrements searching_ (seq_cst) and then looks at every queue
+  // (seq_cst loads), and a parking thread registers with its EventCount and then looks: the
+  // store-buffering pattern in both cases, so either this sees the poller / the registration
+  // or the poller / the parker sees the work. seq_cst loads: they must take part in the total
+  // order when the caller's ordering came from the exchange rather than a fence.
+  if (searching_.load(std::memory_order_seq_cst) > 0) return;  // a polling thread will see it
+  if (idle_workers_.notify_one_after_fence()) return;
+  // No worker parked (all busy): a parked driver can run it meanwhile; with zero workers the
+  // drivers are the only threads there are.
+  idle_drivers_.notify_one_after_fence();
 }
 
-void ThreadPoolScheduler::run_chain(Runnable* first) noexcept {
-  ThreadSlot saved = std::exchange(slot, ThreadSlot{this, nullptr});
-  Runnable* r = first;
-  for (int n = 0; r != nullptr; ++n) {
-    r->run();
-    r = std::exchange(slot.next, nullptr);
-    if (r != nullptr && n >= max_chain) {
-      push(*r);
-      r = nullptr;
+void ThreadPoolScheduler::stop_searching() noexcept {
+  // seq_cst: a poster that saw this thread polling skipped its wake-up; the look below must
+  // see its work (store-buffering with wake_helper's load of searching_).
+  if (searching_.fetch_sub(1, std::memory_order_seq_cst) == 1 && has_visible_work())
+    wake_helper();
+}
+
+bool ThreadPoolScheduler::has_visible_work() const noexcept {
+  // seq_cst loads throughout: see wake_helper.
+  if (injected_count_.load(std::memory_order_seq_cst) != 0) return true;
+  const unsigned n = queues_in_use_.load(std::memory_order_seq_cst);
+  for (unsigned i = 0; i < n; ++i) {
+    if (!queues_[i].ring.empty() || queues_[i].slot.load(std::memory_order_seq_cst) != nullptr)
+      return true;
+  }
+  return false;
+}
+
+Runnable* ThreadPoolScheduler::find_work(Context& c, Steal steal) noexcept {
+  Runnable* r = nullptr;
+  if (c.queue != nullptr) {
+    // relaxed: only this thread puts work in its own slot; thieves only take it.
+    if ((r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed)) != nullptr) return r;
+  }
+  // Fairness for foreign posts: a thread with endless local work still serves them.
+  if (c.ticks % 61 == 60 && (r = pop_injected()) != nullptr) return r;
+  if (c.queue != nullptr && (r = c.queue->ring.pop()) != nullptr) return r;
+  if ((r = pop_injected()) != nullptr) return r;
+  return steal_work(c, steal);
+}
+
+Runnable* ThreadPoolScheduler::steal_work(Context& c, Steal steal) noexcept {
+  // seq_cst: a driver queue claimed (seq_cst) before its owner posted must be looked at by a
+  // thread re-checking before it parks.
+  const unsigned n = queues_in_use_.load(std::memory_order_seq_cst);
+  if (n == 0) return nullptr;
+  const unsigned start = next_random(c.rng) % n;
+  Queue* occupied = nullptr;
+  for (unsigned i = 0; i < n; ++i) {
+    Queue& victim = queues_[(start + i) % n];
+    if (&victim == c.queue) continue;
+    if (Runnable* r = victim.ring.pop()) return r;
+    // seq_cst: as in has_visible_work.
+    if (occupied == nullptr && victim.slot.load(std::memory_order_seq_cst) != nullptr)
+      occupied = &victim;
+  }
+  if (occupied == nullptr || steal == Steal::rings) {
+    c.slot_watch = 0;
+    return nullptr;
+  }
+  if (steal == Steal::patient && ++c.slot_watch < slot_patience_) return nullptr;
+  c.slot_watch = 0;
+  Runnable* r = occupied->slot.load(std::memory_order_relaxed);  // re-validated by the CAS
+  // acquire: pairs with the owner's seq_cst exchange that put the runnable there, so its state
+  // is visible here.
+  if (r != nullptr &&
+      occupied->slot.compare_exchange_strong(r, nullptr, std::memory_order_acquire,
+                                             std::memory_order_relaxed))
+    return r;
+  return nullptr;
+}
+
+void ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
+  for (unsigned chain = 0; r != nullptr; ++chain) {
+    Runnable* const outer = std::exchange(c.running, r);
+    r->run();  // `r` may run elsewhere, or be gone, from here on
+    c.running = outer;
+    ++c.ticks;
+    if (c.queue == nullptr) return;
+    // relaxed: as in find_work.
+    r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
+    if (r != nullptr && chain + 1 >= max_chain) {
+      // Long enough on the slot: the successor queues behind older work. It stays visible:
+      // it was in the slot, now it is in the ring, and this thread is awake to take it.
+      push_local(c, *r);
+      return;
     }
   }
-  slot = saved;
 }
 
-void ThreadPoolScheduler::wake_drivers() noexcept {
-  // A read-modify-write, not a fence + load: it is ordered with the sleeper's increment in
-  // the single total order of seq_cst operations (and ThreadSanitizer understands it).
-  if (sleepers_.fetch_add(0, std::memory_order_seq_cst) > 0) {
-    { std::lock_guard lock(mutex_); }  // a sleeper between its check and its wait holds mutex_
-    wake_.notify_all();
+void ThreadPoolScheduler::worker_loop(unsigned index) noexcept {
+  Context c;
+  c.scheduler = this;
+  c.queue = &queues_[index];
+  c.rng += index * 0x632be5abU;
+  current = &c;
+  // relaxed: a late look at stop_ only delays the exit by one runnable; worker_idle checks it
+  // with the ordering that matters.
+  while (!stop_.load(std::memory_order_relaxed)) {
+    Runnable* r = find_work(c, Steal::rings);
+    if (r == nullptr && (r = worker_idle(c)) == nullptr) break;
+    run_chain(c, r);
+  }
+  current = nullptr;
+}
+
+Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
+  // Poll only while few others do: each poller reads every queue, and on two cores a worker
+  // polling next to a polling caller only competes with it for the same small tasks.
+  // relaxed: only a heuristic.
+  bool searching = 2 * searching_.load(std::memory_order_relaxed) < static_cast<int>(worker_count_);
+  if (searching) searching_.fetch_add(1, std::memory_order_seq_cst);
+  for (;;) {
+    if (searching) {
+      for (unsigned i = 0; i <= spin_rounds_; ++i) {
+        if (stop_.load(std::memory_order_relaxed)) {  // relaxed: re-checked before parking
+          stop_searching();
+          return nullptr;
+        }
+        if (Runnable* r = find_work(c, Steal::patient)) {
+          stop_searching();
+          return r;
+        }
+        if (i < spin_rounds_) pause_round();
+      }
+      // seq_cst: store-buffering with wake_helper's load of searching_ (the re-check below).
+      searching_.fetch_sub(1, std::memory_order_seq_cst);
+      searching = false;
+    }
+    const auto key = idle_workers_.prepare_wait();
+    // seq_cst: the destructor stores stop_ and then notifies (EventCount's protocol).
+    if (stop_.load(std::memory_order_seq_cst)) {
+      idle_workers_.cancel_wait();
+      return nullptr;
+    }
+    // About to park: take any work, another thread's slot included (its owner may be blocked
+    // in a runnable; nobody would wake this thread for it).
+    if (Runnable* r = find_work(c, Steal::all)) {
+      idle_workers_.cancel_wait();
+      // Posters that counted on this registration may have skipped their wake-ups.
+      searching_.fetch_add(1, std::memory_order_seq_cst);
+      stop_searching();
+      return r;
+    }
+    idle_workers_.commit_wait(key);
+    // Woken for work: poll (and count as polling, so further posts need not wake another).
+    searching_.fetch_add(1, std::memory_order_seq_cst);
+    searching = true;
   }
 }
 
-void ThreadPoolScheduler::worker_loop(const std::stop_token& stop) {
-  while (!stop.stop_requested()) {
-    if (Runnable* r = try_pop()) {
-      run_chain(r);
+void ThreadPoolScheduler::wake_drivers() noexcept { idle_drivers_.notify_all_after_fence(); }
+
+ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
+  for (unsigned i = worker_count_; i < worker_count_ + max_drivers; ++i) {
+    Queue& q = queues_[i];
+    // acquire: pairs with the release in release_driver_queue, so this thread's pushes come
+    // after the previous owner's (the ring has one producer at a time).
+    if (q.claimed.load(std::memory_order_relaxed) ||
+        q.claimed.exchange(true, std::memory_order_acquire))
       continue;
+    unsigned in_use = queues_in_use_.load(std::memory_order_relaxed);
+    // seq_cst: see steal_work.
+    while (in_use < i + 1 &&
+           !queues_in_use_.compare_exchange_weak(in_use, i + 1, std::memory_order_seq_cst,
+                                                 std::memory_order_relaxed)) {
     }
-    // Workers park at once: measured on 2 cores, a spinning worker stealing the tiny tasks a
-    // helping caller is about to run costs more than the wake-ups it saves. Callers in
-    // drive_until spin (below), since they wait for results that arrive microseconds later.
-    std::unique_lock lock(mutex_);
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    wake_.wait(lock, [&] { return !queue_.empty() || stop.stop_requested(); });
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return &q;
+  }
+  return nullptr;
+}
+
+void ThreadPoolScheduler::release_driver_queue(Queue& q) noexcept {
+  // What this thread's runnables left behind goes to the injection queue: nobody owns this
+  // queue once released, so nobody would pop it except by stealing.
+  bool moved = false;
+  // relaxed: this thread's own slot, as in find_work.
+  if (Runnable* r = q.slot.exchange(nullptr, std::memory_order_relaxed)) {
+    inject(*r);
+    moved = true;
+  }
+  while (Runnable* r = q.ring.pop()) {
+    inject(*r);
+    moved = true;
+  }
+  // release: the next owner's pushes come after this thread's (see claim_driver_queue).
+  q.claimed.store(false, std::memory_order_release);
+  if (moved) {
+    detail::seq_cst_fence();  // as in post()
+    wake_helper();
   }
 }
 
 bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
                                       Clock::time_point deadline) {
+  DriverScope scope(*this);
+  Context& c = scope.context();
+  const bool timed = deadline != Clock::time_point::max();
+  bool searching = false;
+  // Stops counting as polling before leaving, handing on visible work (see stop_searching).
+  auto leave = [&](bool result) {
+    if (searching) stop_searching();
+    return result;
+  };
+  unsigned runs = 0;
   for (;;) {
-    if (done()) return true;
-    if (Runnable* r = try_pop()) {
-      run_chain(r);
+    if (done()) return leave(true);
+    if (Runnable* r = find_work(c, Steal::rings)) {
+      if (searching) {
+        stop_searching();
+        searching = false;
+      }
+      run_chain(c, r);
+      // Busy all along: look at the clock now and then, or endless work would keep this
+      // thread past its deadline.
+      if (timed && ++runs % deadline_check_every == 0 && Clock::now() >= deadline)
+        return leave(done());
       continue;
     }
-    if (deadline == Clock::time_point::min()) return done();  // run what is runnable, no wait
-    const auto spin_end = std::min(deadline, Clock::now() + spin_);
+    if (deadline == Clock::time_point::min()) return leave(done());  // runnable work only
+
+    // Idle: poll for work and for `done`, then park. The one clock reading of the episode
+    // bounds the polling by the deadline.
+    unsigned rounds = spin_rounds_;
+    if (timed) {
+      const auto left = deadline - Clock::now();
+      if (left <= Clock::duration::zero()) return leave(done());
+      const double ns = std::chrono::duration<double, std::nano>(left).count();
+      rounds = static_cast<unsigned>(std::min<double>(rounds, ns / pause_round_ns()));
+    }
+    if (!searching) {
+      searching_.fetch_add(1, std::memory_order_seq_cst);
+      searching = true;
+    }
+    Runnable* found = nullptr;
     bool ready = false;
-    while (!(ready = done()) && queued_.load(std::memory_order_relaxed) == 0 &&
-           Clock::now() < spin_end)
-      cpu_relax();
-    if (ready) return true;
-    if (queued_.load(std::memory_order_relaxed) != 0) continue;
-    if (Clock::now() >= deadline) return done();
-    std::unique_lock lock(mutex_);
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    wake_.wait_until(lock, deadline, [&] { return !queue_.empty() || done(); });
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    for (unsigned i = 0; i < rounds; ++i) {
+      pause_round();
+      if ((ready = done()) || (found = find_work(c, Steal::patient)) != nullptr) break;
+    }
+    if (ready) return leave(true);
+    if (found != nullptr) {
+      stop_searching();
+      searching = false;
+      run_chain(c, found);
+      continue;
+    }
+    // seq_cst: store-buffering with wake_helper (as in worker_idle).
+    searching_.fetch_sub(1, std::memory_order_seq_cst);
+    searching = false;
+    const auto key = idle_drivers_.prepare_wait();
+    if (done()) {
+      idle_drivers_.cancel_wait();
+      return true;
+    }
+    if ((found = find_work(c, Steal::all)) != nullptr) {  // as in worker_idle
+      idle_drivers_.cancel_wait();
+      searching_.fetch_add(1, std::memory_order_seq_cst);
+      stop_searching();
+      run_chain(c, found);
+      continue;
+    }
+    if (!idle_drivers_.commit_wait_until(key, deadline)) {
+      // Timed out. A poster may have counted on this thread just before (its wake-up was
+      // consumed by leaving): hand on what is visible, as a thread that stops polling does.
+      if (has_visible_work()) wake_helper();
+      return done();
+    }
+    // Woken by notify() or for work: count as polling until this thread looked (as a worker).
+    searching_.fetch_add(1, std::memory_order_seq_cst);
+    searching = true;
   }
 }
 

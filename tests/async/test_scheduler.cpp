@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
@@ -61,4 +62,24 @@ TEST_CASE("park_unless and notify race without lost wake-ups") {
     setter.join();
     REQUIRE(pool.drive_until([&] { return waiter.woke.load(); }, swp::Clock::now() + 10s));
   }
+}
+
+TEST_CASE("notify wakes every thread parked in drive_until") {
+  swp::ThreadPoolScheduler pool(1, std::chrono::microseconds(0));  // drivers park at once
+  std::atomic<bool> flag{false};
+  std::atomic<int> woke{0};
+  std::vector<std::thread> drivers;
+  for (int i = 0; i < 3; ++i) {
+    drivers.emplace_back([&] {
+      const auto deadline = swp::Clock::now() + 30s;
+      // Woken by notify, not merely timed out with the flag set by then.
+      if (pool.drive_until([&] { return flag.load(); }, deadline) && swp::Clock::now() < deadline)
+        woke.fetch_add(1);
+    });
+  }
+  std::this_thread::sleep_for(20ms);  // most likely parked by then; either way they must wake
+  flag.store(true, std::memory_order_seq_cst);
+  pool.notify();
+  for (auto& d : drivers) d.join();
+  CHECK(woke.load() == 3);
 }

@@ -4,7 +4,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <set>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -12,23 +12,88 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Spins (yielding) until `pred` holds or `limit` passes; returns pred().
+template <class Pred>
+bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
+  const auto deadline = swp::Clock::now() + limit;
+  while (!pred()) {
+    if (swp::Clock::now() >= deadline) return pred();
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 struct CountingRunnable final : swp::Runnable {
   std::atomic<int>* count = nullptr;
-  std::thread::id ran_on;
+  std::atomic<int> runs{0};
+  std::atomic<std::thread::id> ran_on{};
   void run() noexcept override {
-    ran_on = std::this_thread::get_id();
-    count->fetch_add(1);
+    ran_on.store(std::this_thread::get_id());
+    runs.fetch_add(1);
+    if (count != nullptr) count->fetch_add(1);
   }
 };
 
-// Posts `follow` from inside its own run: the follower must run on the same thread.
-struct ChainRunnable final : swp::Runnable {
+// Appends its id to a log (single-threaded tests only) and posts `follow`, if any.
+struct LoggingRunnable final : swp::Runnable {
   swp::Scheduler* scheduler = nullptr;
+  std::vector<int>* log = nullptr;
+  int id = 0;
   swp::Runnable* follow = nullptr;
-  std::thread::id ran_on;
   void run() noexcept override {
-    ran_on = std::this_thread::get_id();
+    log->push_back(id);
     if (follow != nullptr) scheduler->post(*follow);
+  }
+};
+
+// Posts `follower`, then blocks (yielding, with a deadline) until the follower ran: only
+// another thread can run it meanwhile.
+struct Blocker final : swp::Runnable {
+  swp::Scheduler* scheduler = nullptr;
+  CountingRunnable* follower = nullptr;
+  std::chrono::milliseconds delay{0};  // before posting: lets the other threads go idle
+  std::atomic<std::thread::id> ran_on{};
+  std::atomic<bool> finished{false};
+  std::atomic<bool> waited_in_vain{false};
+  void run() noexcept override {
+    ran_on.store(std::this_thread::get_id());
+    std::this_thread::sleep_for(delay);
+    scheduler->post(*follower);
+    waited_in_vain.store(!eventually([&] { return follower->runs.load() > 0; }));
+    finished.store(true);
+  }
+};
+
+// Runs until `release` is set (with a deadline): keeps one worker busy.
+struct Occupier final : swp::Runnable {
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  std::atomic<bool> finished{false};
+  void run() noexcept override {
+    started.store(true);
+    eventually([&] { return release.load(); }, 90s);
+    finished.store(true);
+  }
+};
+
+// Re-posts itself on every run until `stop` is set, or gives up after 30 s (so a test whose
+// scheduler never lets go of it fails instead of hanging).
+struct Spinner final : swp::Runnable {
+  swp::Scheduler* scheduler = nullptr;
+  swp::Runnable* partner = nullptr;  // posted instead of itself when set (a ping-pong pair)
+  std::atomic<bool>* stop = nullptr;
+  swp::Clock::time_point give_up_at = swp::Clock::now() + 30s;
+  std::atomic<int> runs{0};
+  std::atomic<bool> stopped{false};
+  std::atomic<bool> gave_up{false};
+  void run() noexcept override {
+    runs.fetch_add(1);
+    if (swp::Clock::now() >= give_up_at) gave_up.store(true);
+    if (stop->load() || gave_up.load()) {
+      stopped.store(true);
+      return;
+    }
+    scheduler->post(partner != nullptr ? *partner : *this);
   }
 };
 
@@ -42,20 +107,57 @@ TEST_CASE("every posted runnable runs exactly once") {
     w.count = &count;
     pool.post(w);
   }
-  CHECK(pool.drive_until([&] { return count.load() == 1000; }, swp::Clock::now() + 10s));
+  REQUIRE(pool.drive_until([&] { return count.load() == 1000; }, swp::Clock::now() + 30s));
+  int wrong = 0;
+  for (auto& w : work) wrong += w.runs.load() != 1 ? 1 : 0;
+  CHECK(wrong == 0);
 }
 
-TEST_CASE("a runnable posted by a running one continues on the same thread") {
-  swp::ThreadPoolScheduler pool(1);
-  std::atomic<int> count{0};
-  CountingRunnable tail;
-  tail.count = &count;
-  ChainRunnable head;
-  head.scheduler = &pool;
-  head.follow = &tail;
-  pool.post(head);
-  REQUIRE(pool.drive_until([&] { return count.load() == 1; }, swp::Clock::now() + 10s));
-  CHECK(tail.ran_on == head.ran_on);
+TEST_CASE("a runnable posted by a running one runs next, on the same thread, before older work") {
+  swp::ThreadPoolScheduler pool(0);  // one thread: the order is deterministic
+  std::vector<int> log;
+  LoggingRunnable a, b, c;
+  for (auto* r : {&a, &b, &c}) {
+    r->scheduler = &pool;
+    r->log = &log;
+  }
+  a.id = 1;
+  b.id = 2;
+  c.id = 3;
+  a.follow = &c;
+  pool.post(a);
+  pool.post(b);
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  CHECK(log == std::vector<int>{1, 3, 2});
+}
+
+TEST_CASE("a runnable that re-posts itself queues behind the work it posted") {
+  // A lane's step posts the lanes it woke, then the lane itself when it has more steps: the
+  // woken ones go first, the lane waits its turn (it does not take the "next" slot).
+  swp::ThreadPoolScheduler pool(0);
+  std::vector<int> log;
+  LoggingRunnable woken;
+  woken.scheduler = &pool;
+  woken.log = &log;
+  woken.id = 2;
+  struct Stepper final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    std::vector<int>* log = nullptr;
+    swp::Runnable* woken = nullptr;
+    int steps = 0;
+    void run() noexcept override {
+      log->push_back(1);
+      if (++steps > 1) return;
+      scheduler->post(*woken);
+      scheduler->post(*this);
+    }
+  } stepper;
+  stepper.scheduler = &pool;
+  stepper.log = &log;
+  stepper.woken = &woken;
+  pool.post(stepper);
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  CHECK(log == std::vector<int>{1, 2, 1});
 }
 
 TEST_CASE("with no workers, the thread in drive_until runs the work") {
@@ -64,15 +166,43 @@ TEST_CASE("with no workers, the thread in drive_until runs the work") {
   CountingRunnable w;
   w.count = &count;
   pool.post(w);
-  CHECK(pool.drive_until([&] { return count.load() == 1; }, swp::Clock::now() + 1s));
-  CHECK(w.ran_on == std::this_thread::get_id());
+  CHECK(pool.drive_until([&] { return count.load() == 1; }, swp::Clock::now() + 30s));
+  CHECK(w.ran_on.load() == std::this_thread::get_id());
+}
+
+TEST_CASE("drive_until with time_point::min runs what is runnable and does not wait") {
+  swp::ThreadPoolScheduler pool(0);
+  std::vector<CountingRunnable> work(3);
+  for (auto& w : work) pool.post(w);
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  for (auto& w : work) CHECK(w.runs.load() == 1);
+  CHECK(pool.drive_until([] { return true; }, swp::Clock::time_point::min()));
 }
 
 TEST_CASE("drive_until returns false at its deadline when the condition never holds") {
-  swp::ThreadPoolScheduler pool(1);
+  unsigned workers = 0;
+  SUBCASE("no workers") {}
+  SUBCASE("one worker") { workers = 1; }
+  swp::ThreadPoolScheduler pool(workers);
   const auto start = swp::Clock::now();
   CHECK_FALSE(pool.drive_until([] { return false; }, start + 20ms));
   CHECK(swp::Clock::now() - start >= 20ms);
+  CHECK_FALSE(pool.drive_until([] { return false; }, start));  // already past
+}
+
+TEST_CASE("a thread in drive_until keeps its deadline while work never stops coming") {
+  swp::ThreadPoolScheduler pool(0);
+  std::atomic<bool> stop{false};
+  Spinner spinner;
+  spinner.scheduler = &pool;
+  spinner.stop = &stop;
+  pool.post(spinner);
+  const auto start = swp::Clock::now();
+  CHECK_FALSE(pool.drive_until([] { return false; }, start + 20ms));
+  CHECK(spinner.runs.load() > 0);
+  CHECK_FALSE(spinner.gave_up.load());  // it returned while the work still kept coming
+  stop.store(true);
+  CHECK(pool.drive_until([&] { return spinner.stopped.load(); }, swp::Clock::now() + 30s));
 }
 
 TEST_CASE("notify wakes a thread waiting in drive_until") {
@@ -83,8 +213,202 @@ TEST_CASE("notify wakes a thread waiting in drive_until") {
     flag.store(true);
     pool.notify();
   });
-  const auto start = swp::Clock::now();
-  CHECK(pool.drive_until([&] { return flag.load(); }, start + 10s));
+  const auto deadline = swp::Clock::now() + 30s;
+  CHECK(pool.drive_until([&] { return flag.load(); }, deadline));
+  CHECK(swp::Clock::now() < deadline);  // woken, not merely timed out with the flag set
   setter.join();
-  CHECK(swp::Clock::now() - start < 5s);
+}
+
+TEST_CASE("work posted from inside a runnable is taken by another thread while that one blocks") {
+  // The follower lands in the blocker's "next" slot; only a thread that steals it there can
+  // run it, and the blocker waits for exactly that.
+  unsigned workers = 1;
+  auto spin = std::chrono::microseconds(20);
+  bool caller_drives = true;
+  std::chrono::milliseconds delay{0};
+  SUBCASE("one worker and the caller, which drives") {}
+  SUBCASE("one worker and the caller, both parking at once") { spin = std::chrono::microseconds(0); }
+  SUBCASE("two workers, the other one parked by then; the caller does not drive") {
+    workers = 2;
+    caller_drives = false;
+    delay = 20ms;
+  }
+  SUBCASE("the caller, which drives, parked when the worker posts") { delay = 20ms; }
+  swp::ThreadPoolScheduler pool(workers, spin);
+  CountingRunnable follower;
+  Blocker blocker;
+  blocker.scheduler = &pool;
+  blocker.follower = &follower;
+  blocker.delay = delay;
+  pool.post(blocker);
+  const auto finished = [&] { return blocker.finished.load(); };
+  if (caller_drives) {
+    REQUIRE(pool.drive_until(finished, swp::Clock::now() + 60s));
+  } else {
+    REQUIRE(eventually(finished, 60s));
+  }
+  CHECK_FALSE(blocker.waited_in_vain.load());
+  CHECK(follower.runs.load() == 1);
+  CHECK(follower.ran_on.load() != blocker.ran_on.load());
+}
+
+TEST_CASE("a thread in drive_until runs posted work while every worker is busy") {
+  swp::ThreadPoolScheduler pool(1, std::chrono::microseconds(0));
+  Occupier occupier;
+  pool.post(occupier);
+  REQUIRE(eventually([&] { return occupier.started.load(); }));
+  CountingRunnable work;
+  SUBCASE("posted before the caller drives") {
+    pool.post(work);
+    CHECK(pool.drive_until([&] { return work.runs.load() == 1; }, swp::Clock::now() + 30s));
+  }
+  SUBCASE("posted by another thread while the caller is parked in drive_until") {
+    std::thread poster([&] {
+      std::this_thread::sleep_for(20ms);
+      pool.post(work);
+    });
+    CHECK(pool.drive_until([&] { return work.runs.load() == 1; }, swp::Clock::now() + 30s));
+    poster.join();
+  }
+  CHECK(work.ran_on.load() == std::this_thread::get_id());
+  occupier.release.store(true);
+  CHECK(eventually([&] { return occupier.finished.load(); }));
+}
+
+TEST_CASE("a runnable that keeps re-posting itself does not starve other work") {
+  unsigned workers = 0;
+  bool ping_pong = false;
+  bool posted_from_inside = false;
+  SUBCASE("one thread, the other work from outside") {}
+  SUBCASE("one thread, the other work posted by the busy runnable") { posted_from_inside = true; }
+  SUBCASE("one thread, two runnables handing the slot back and forth") { ping_pong = true; }
+  SUBCASE("a worker and the caller") { workers = 1; }
+  swp::ThreadPoolScheduler pool(workers);
+  std::atomic<bool> stop{false};
+  Spinner a, b;
+  for (auto* s : {&a, &b}) {
+    s->scheduler = &pool;
+    s->stop = &stop;
+  }
+  if (ping_pong) {
+    a.partner = &b;
+    b.partner = &a;
+  }
+  pool.post(a);
+  REQUIRE(pool.drive_until([&] { return a.runs.load() > 10; }, swp::Clock::now() + 30s));
+  CountingRunnable other;
+  struct Poster final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    swp::Runnable* what = nullptr;
+    void run() noexcept override { scheduler->post(*what); }
+  } poster;
+  poster.scheduler = &pool;
+  poster.what = &other;
+  pool.post(posted_from_inside ? static_cast<swp::Runnable&>(poster) : other);
+  CHECK(pool.drive_until([&] { return other.runs.load() == 1; }, swp::Clock::now() + 30s));
+  CHECK_FALSE(a.gave_up.load());
+  stop.store(true);
+  CHECK(pool.drive_until([&] { return a.stopped.load() || b.stopped.load(); },
+                         swp::Clock::now() + 60s));
+}
+
+TEST_CASE("runnables posted from many foreign threads at once each run exactly once") {
+  constexpr int producers = 4;
+  constexpr int each = 5000;
+  swp::ThreadPoolScheduler pool(2);
+  std::atomic<int> count{0};
+  std::vector<CountingRunnable> work(producers * each);
+  for (auto& w : work) w.count = &count;
+  std::vector<std::thread> threads;
+  for (int p = 0; p < producers; ++p) {
+    threads.emplace_back([&, p] {
+      for (int i = 0; i < each; ++i) pool.post(work[static_cast<std::size_t>(p * each + i)]);
+    });
+  }
+  // The producers' posts must wake threads by themselves: the caller does not drive at first.
+  const bool all_ran = eventually([&] { return count.load() == producers * each; }, 60s);
+  for (auto& t : threads) t.join();
+  REQUIRE(all_ran);
+  int wrong = 0;
+  for (auto& w : work) wrong += w.runs.load() != 1 ? 1 : 0;
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("more work posted from a runnable than its queue holds still runs, each once") {
+  unsigned workers = 0;
+  SUBCASE("no workers") {}
+  SUBCASE("one worker") { workers = 1; }
+  swp::ThreadPoolScheduler pool(workers);
+  std::atomic<int> count{0};
+  std::vector<CountingRunnable> work(1000);
+  for (auto& w : work) w.count = &count;
+  struct Fan final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    std::vector<CountingRunnable>* work = nullptr;
+    void run() noexcept override {
+      for (auto& w : *work) scheduler->post(w);
+    }
+  } fan;
+  fan.scheduler = &pool;
+  fan.work = &work;
+  pool.post(fan);
+  REQUIRE(pool.drive_until([&] { return count.load() == 1000; }, swp::Clock::now() + 30s));
+  int wrong = 0;
+  for (auto& w : work) wrong += w.runs.load() != 1 ? 1 : 0;
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a runnable may wait in drive_until for work it posted") {
+  unsigned workers = 0;
+  SUBCASE("no workers") {}
+  SUBCASE("one worker") { workers = 1; }
+  swp::ThreadPoolScheduler pool(workers);
+  struct Nested final : swp::Runnable {
+    swp::ThreadPoolScheduler* scheduler = nullptr;
+    CountingRunnable inner;
+    std::atomic<bool> ok{false};
+    std::atomic<bool> finished{false};
+    void run() noexcept override {
+      scheduler->post(inner);
+      ok.store(scheduler->drive_until([&] { return inner.runs.load() == 1; },
+                                      swp::Clock::now() + 30s));
+      finished.store(true);
+    }
+  } nested;
+  nested.scheduler = &pool;
+  pool.post(nested);
+  REQUIRE(pool.drive_until([&] { return nested.finished.load(); }, swp::Clock::now() + 60s));
+  CHECK(nested.ok.load());
+}
+
+TEST_CASE("more threads than max_drivers can drive at once, each helped to its result") {
+  constexpr unsigned drivers = swp::ThreadPoolScheduler::max_drivers + 4;
+  swp::ThreadPoolScheduler pool(1);
+  struct Chain final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    CountingRunnable tail;
+    void run() noexcept override { scheduler->post(tail); }
+  };
+  std::vector<std::unique_ptr<Chain>> chains;
+  for (unsigned i = 0; i < drivers; ++i) {
+    chains.push_back(std::make_unique<Chain>());
+    chains.back()->scheduler = &pool;
+  }
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < drivers; ++i) {
+    threads.emplace_back([&, i] {
+      Chain& chain = *chains[i];
+      for (int round = 0; round < 100; ++round) {
+        chain.tail.runs.store(0);
+        pool.post(chain);
+        if (!pool.drive_until([&] { return chain.tail.runs.load() == 1; },
+                              swp::Clock::now() + 30s))
+          return;
+      }
+      ok.fetch_add(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(ok.load() == static_cast<int>(drivers));
 }

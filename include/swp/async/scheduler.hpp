@@ -7,6 +7,7 @@
 #include <functional>
 #include <mutex>
 
+#include "swp/async/detail/fence.hpp"
 #include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/async/detail/spin_lock.hpp"
 
@@ -41,9 +42,17 @@ class Scheduler {
   virtual bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) = 0;
 
   /// Wakes threads inside `drive_until` so they evaluate `done()` again, and posts every
-  /// Runnable parked with `park_unless`. Cheap when none waits. Any thread.
+  /// Runnable parked with `park_unless`. Any thread. When none waits it costs one fence and
+  /// a load or two, so it can follow every task completion.
   void notify() noexcept {
-    if (parked_count_.load(std::memory_order_seq_cst) > 0) post_parked();
+    // seq_cst fence: the caller's condition change, then the loads of the waiter counts. A
+    // waiter registers (seq_cst), then re-checks its condition: the store-buffering pattern,
+    // so either the waiter sees the change or this sees the waiter. A fence rather than a
+    // read-modify-write keeps the counters' cache lines shared when nobody waits, and it also
+    // orders a condition store that was only a release.
+    detail::seq_cst_fence();
+    // relaxed: ordered by the fence above.
+    if (parked_count_.load(std::memory_order_relaxed) > 0) post_parked();
     wake_drivers();
   }
 
@@ -58,8 +67,10 @@ class Scheduler {
   bool park_unless(Runnable& r, Ready&& ready) {
     std::lock_guard lock(parked_lock_);
     // Counted before the check: a notifier that changes the condition after the check sees
-    // the count and then waits for this lock, by when `r` is queued.
+    // the count and then waits for this lock, by when `r` is queued. The fence pairs with
+    // notify()'s: it orders the count before `ready()`'s loads whatever their memory order.
     parked_count_.fetch_add(1, std::memory_order_seq_cst);
+    detail::seq_cst_fence();
     if (ready()) {
       parked_count_.fetch_sub(1, std::memory_order_relaxed);
       return false;
@@ -75,7 +86,8 @@ class Scheduler {
   [[nodiscard]] virtual bool virtual_time() const noexcept { return false; }
 
  protected:
-  /// The scheduler's part of notify(): wake the threads waiting in drive_until.
+  /// The scheduler's part of notify(): wake the threads waiting in drive_until. Called after
+  /// notify()'s seq_cst fence, so an implementation may read its waiter count relaxed.
   virtual void wake_drivers() noexcept = 0;
 
  private:

@@ -1,39 +1,83 @@
 #pragma once
-// ThreadPoolScheduler: the host scheduler, a few worker threads plus the threads that wait.
+// ThreadPoolScheduler: the host scheduler: worker threads with work-stealing run queues, plus
+// the threads that wait in drive_until, which help.
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
+#include <chrono>
+#include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "swp/async/detail/event_count.hpp"
 #include "swp/async/detail/intrusive_fifo.hpp"
+#include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/scheduler.hpp"
 
 namespace swp {
 
+namespace detail {
+struct PoolQueue;
+struct PoolContext;
+}  // namespace detail
+
 /// Runs lanes on `workers` background threads and on every thread that waits in
 /// `drive_until` (a pipeline's caller helps instead of sleeping).
 ///
-/// Two choices keep hand-offs cheap, since waking a parked thread costs ~10 µs on the machines
-/// we target while a pipeline task may take 100 ns: a Runnable posted from inside a running
-/// Runnable goes to the posting thread's "next" slot and runs right after it (a chain H2D →
-/// InputDist → Forward of one iteration stays on one warm thread), and a thread waiting in
-/// drive_until spins briefly before it parks (workers park at once: on 2 cores a spinning
-/// worker stealing the tiny tasks the helping caller is about to run cost more than it saved).
+/// Queues. Each worker, and each thread inside `drive_until` (up to `max_drivers` at once),
+/// owns a run queue: a "next" slot plus a bounded FIFO ring (detail::WorkStealingQueue).
+/// - `post` from a runnable running on such a thread puts the new work in that thread's slot,
+///   which runs right after the current runnable (a chain H2D → InputDist → Forward of one
+///   iteration stays on one warm thread); what the slot held moves to the ring's tail.
+/// - A runnable that re-posts itself (a lane with more steps) goes to the ring's tail instead,
+///   behind the work it woke: a busy lane cannot starve the others. A chain of slot hand-offs
+///   is cut after `max_chain` runs for the same reason.
+/// - `post` from any other thread (a stream's worker, a timer, the caller outside
+///   `drive_until`) goes to a shared injection queue, which every thread polls, first every
+///   61st runnable so local work cannot starve it.
+/// - An idle thread steals the oldest item of another thread's ring, and another thread's
+///   slot only when it stayed occupied for a few of its polls or when it is about to park: the
+///   owner normally runs it within nanoseconds, but if the owner's runnable blocks (or the
+///   owner lost its CPU) the work is not hidden.
+///
+/// Waiting. An idle thread polls for a bounded number of rounds (no clock reads), then parks.
+/// Workers park on one EventCount, threads in `drive_until` on another: posted work wakes a
+/// parked worker only when no thread is already polling for work (a parked driver when no
+/// worker is parked, since all are busy), and `notify()` wakes only the drivers. A post costs
+/// a fence (for a slot hand-off, the slot's exchange) and one load while some thread polls, a
+/// load or two more when none does; `notify()` with nobody parked, a fence and two loads.
+/// A thread woken for work polls again, so a burst of posts wakes one thread, not one each.
+///
+/// Destruction joins the workers after their current runnable; work still queued is dropped,
+/// not run. No thread may be inside `drive_until` then.
 class ThreadPoolScheduler final : public Scheduler {
  public:
-  /// `workers` background threads (0: only threads in drive_until run work).
-  /// `spin` is how long a thread waiting in drive_until polls before it parks.
+  /// At most this many threads at once run `drive_until` with a run queue of their own; more
+  /// still help, but the runnables they run post to the injection queue.
+  static constexpr unsigned max_drivers = 8;
+  /// Slot hand-offs a thread runs in a row before it takes queued work again.
+  static constexpr unsigned max_chain = 32;
+
+  /// `workers` background threads (0: only threads in drive_until run work). `spin` is about
+  /// how long an idle thread polls for work (a thread in drive_until also for its condition)
+  /// before it parks; it is converted once to a number of polling rounds.
   explicit ThreadPoolScheduler(unsigned workers,
-                               std::chrono::microseconds spin = std::chrono::microseconds(50));
+                               std::chrono::microseconds spin = std::chrono::microseconds(20));
   ~ThreadPoolScheduler() override;
 
   ThreadPoolScheduler(const ThreadPoolScheduler&) = delete;
   ThreadPoolScheduler& operator=(const ThreadPoolScheduler&) = delete;
 
   void post(Runnable& r) noexcept override;
+
+  /// Runs work until `done()` holds (true) or `deadline` passes (false; returns `done()`).
+  /// Slot chains run to their end before `done()` is checked again; when the thread goes
+  /// idle, it polls then parks until the deadline, reading the clock once per idle episode
+  /// (none for `time_point::max()`). While work keeps coming it checks the deadline every
+  /// 64 runnables. `time_point::min()`: run what is runnable now, then return. Work left in
+  /// this thread's run queue on return moves to the injection queue.
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
+
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
 
   [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }
@@ -42,21 +86,48 @@ class ThreadPoolScheduler final : public Scheduler {
   static unsigned default_workers() noexcept;
 
  protected:
+  /// Wakes parked drivers; relies on the fence at the start of Scheduler::notify().
   void wake_drivers() noexcept override;
 
  private:
-  void worker_loop(const std::stop_token& stop);
-  Runnable* try_pop() noexcept;
-  void push(Runnable& r) noexcept;
-  // Runs `first`, then whatever lands in this thread's next slot, bounded for fairness.
-  void run_chain(Runnable* first) noexcept;
+  using Queue = detail::PoolQueue;
+  using Context = detail::PoolContext;
+  class DriverScope;
+  enum class Steal : std::uint8_t { rings, patient, all };
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  detail::IntrusiveFifo<Runnable, &Runnable::next_runnable> queue_;  // guarded by mutex_
-  std::atomic<int> queued_{0};    // lets idle threads poll without the mutex
-  std::atomic<int> sleepers_{0};  // threads parked (or about to park) on wake_
-  std::chrono::microseconds spin_;
+  void worker_loop(unsigned index) noexcept;
+  // Work for the thread `c`: its slot, its ring, the injection queue, then other threads.
+  Runnable* find_work(Context& c, Steal steal) noexcept;
+  Runnable* steal_work(Context& c, Steal steal) noexcept;
+  // Runs `r`, then the chain of slot hand-offs it starts (at most max_chain).
+  void run_chain(Context& c, Runnable* r) noexcept;
+  // A worker with nothing to do: polls, then parks. nullptr: stop requested.
+  Runnable* worker_idle(Context& c) noexcept;
+  // After work was published (and a seq_cst fence or exchange): wakes a thread if none polls.
+  void wake_helper() noexcept;
+  // This thread stops polling for work; if it was the last, hands on what is visible.
+  void stop_searching() noexcept;
+  [[nodiscard]] bool has_visible_work() const noexcept;
+  void push_local(Context& c, Runnable& r) noexcept;
+  void inject(Runnable& r) noexcept;
+  Runnable* pop_injected() noexcept;
+  Queue* claim_driver_queue() noexcept;
+  void release_driver_queue(Queue& q) noexcept;
+
+  unsigned worker_count_;
+  unsigned spin_rounds_;    // polling rounds before parking
+  unsigned slot_patience_;  // polling rounds that see a slot occupied before stealing it
+  std::unique_ptr<Queue[]> queues_;             // workers first, then max_drivers for drivers
+  std::atomic<unsigned> queues_in_use_;         // how many of queues_ thieves look at
+
+  detail::SpinLock inject_lock_;
+  detail::IntrusiveFifo<Runnable, &Runnable::next_runnable> injected_;  // guarded by inject_lock_
+  std::atomic<std::size_t> injected_count_{0};  // lets pollers skip the lock when empty
+
+  alignas(64) std::atomic<int> searching_{0};  // threads polling for work right now
+  alignas(64) detail::EventCount idle_workers_;
+  alignas(64) detail::EventCount idle_drivers_;
+  std::atomic<bool> stop_{false};
   std::vector<std::jthread> threads_;
 };
 
