@@ -252,6 +252,28 @@ TEST_CASE("work posted from inside a runnable is taken by another thread while t
   CHECK(follower.ran_on.load() != blocker.ran_on.load());
 }
 
+TEST_CASE("work a driver leaves in its queue runs, also when that thread does not drive again") {
+  // The runnable posts its follower and makes the caller's condition true: whichever thread ran
+  // it, the follower must run without the caller driving again (a worker takes it over once
+  // the queue it sits in made no progress for a while).
+  swp::ThreadPoolScheduler pool(1);
+  CountingRunnable follower;
+  struct Poster final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    swp::Runnable* follower = nullptr;
+    std::atomic<bool> ran{false};
+    void run() noexcept override {
+      scheduler->post(*follower);
+      ran.store(true);
+    }
+  } poster;
+  poster.scheduler = &pool;
+  poster.follower = &follower;
+  pool.post(poster);
+  REQUIRE(pool.drive_until([&] { return poster.ran.load(); }, swp::Clock::now() + 30s));
+  CHECK(eventually([&] { return follower.runs.load() == 1; }));
+}
+
 TEST_CASE("a thread in drive_until runs posted work while every worker is busy") {
   swp::ThreadPoolScheduler pool(1, std::chrono::microseconds(0));
   Occupier occupier;
