@@ -253,25 +253,33 @@ TEST_CASE("work posted from inside a runnable is taken by another thread while t
 }
 
 TEST_CASE("work a driver leaves in its queue runs, also when that thread does not drive again") {
-  // The runnable posts its follower and makes the caller's condition true: whichever thread ran
-  // it, the follower must run without the caller driving again (a worker takes it over once
-  // the queue it sits in made no progress for a while).
+  // The caller runs a runnable (the only worker is busy) that re-posts itself, like a lane
+  // with another step, and makes the caller's condition true: the second step is left in the
+  // caller's queue when drive_until returns. The caller does not drive again; once free, the
+  // worker must take it over.
   swp::ThreadPoolScheduler pool(1);
-  CountingRunnable follower;
-  struct Poster final : swp::Runnable {
+  Occupier occupier;
+  pool.post(occupier);
+  REQUIRE(eventually([&] { return occupier.started.load(); }));
+  struct TwoSteps final : swp::Runnable {
     swp::Scheduler* scheduler = nullptr;
-    swp::Runnable* follower = nullptr;
-    std::atomic<bool> ran{false};
+    std::atomic<int> steps{0};
+    std::atomic<std::thread::id> second_on{};
     void run() noexcept override {
-      scheduler->post(*follower);
-      ran.store(true);
+      if (steps.load() == 0) {
+        scheduler->post(*this);
+      } else {
+        second_on.store(std::this_thread::get_id());
+      }
+      steps.fetch_add(1);
     }
-  } poster;
-  poster.scheduler = &pool;
-  poster.follower = &follower;
-  pool.post(poster);
-  REQUIRE(pool.drive_until([&] { return poster.ran.load(); }, swp::Clock::now() + 30s));
-  CHECK(eventually([&] { return follower.runs.load() == 1; }));
+  } lane;
+  lane.scheduler = &pool;
+  pool.post(lane);
+  REQUIRE(pool.drive_until([&] { return lane.steps.load() >= 1; }, swp::Clock::now() + 30s));
+  occupier.release.store(true);
+  CHECK(eventually([&] { return lane.steps.load() == 2; }));
+  CHECK(lane.second_on.load() != std::this_thread::get_id());
 }
 
 TEST_CASE("a thread in drive_until runs posted work while every worker is busy") {
