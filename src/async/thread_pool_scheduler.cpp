@@ -13,20 +13,30 @@ namespace detail {
 
 // A thread's run queue: the "next" slot and the ring behind it.
 struct alignas(64) PoolQueue {
-  detail::WorkStealingQueue<Runnable> ring;
+  WorkStealingQueue<Runnable> ring;
   // Only the owning thread stores non-null; the owner and thieves take it by exchange / CAS.
   alignas(64) std::atomic<Runnable*> slot{nullptr};
+  // Runnables the owner has run, published after each: a thief that finds it unchanged after
+  // waiting a while knows the owner is stuck (blocked in a runnable, descheduled, or gone from
+  // drive_until). On the slot's cache line, which the owner writes at each step anyway.
+  std::atomic<std::uint32_t> progress{0};
   std::atomic<bool> claimed{false};  // driver queues: a thread in drive_until owns this one
 };
 
 // What a thread running a ThreadPoolScheduler's work knows about itself.
 struct PoolContext {
   ThreadPoolScheduler* scheduler = nullptr;
-  PoolQueue* queue = nullptr;        // null: a driver beyond max_drivers (posts go to the injector)
-  Runnable* running = nullptr;    // the runnable this thread is inside, if any
-  unsigned ticks = 0;             // runnables run; every 61st looks at the injector first
-  unsigned slot_watch = 0;        // polls in a row that saw another thread's slot occupied
-  std::uint32_t rng = 0x9e3779b9; // victim choice
+  PoolQueue* queue = nullptr;      // null: a driver beyond max_drivers (posts go to the injector)
+  Runnable* running = nullptr;     // the runnable this thread is inside, if any
+  std::uint32_t ticks = 0;         // runnables run; every 61st looks at the injector first
+  // Left by each look at other threads' queues: one whose only work is what its owner runs
+  // next (its slot, or its ring's last item), and that owner's progress then.
+  PoolQueue* lone = nullptr;
+  std::uint32_t lone_progress = 0;
+  // The lone work seen before this thread's last timed park, to tell a stuck owner.
+  PoolQueue* watched = nullptr;
+  std::uint32_t watched_progress = 0;
+  std::uint32_t rng = 0x9e3779b9;  // victim choice
 };
 
 }  // namespace detail
@@ -36,11 +46,17 @@ namespace {
 // The context of the scheduler whose work this thread runs (innermost, when nested).
 [[gnu::tls_model("initial-exec")]] thread_local detail::PoolContext* current = nullptr;
 
+// The driver queue this thread released last, and whose it was: a thread that drives again
+// takes the same one back, with the work it left there.
+thread_local const ThreadPoolScheduler* last_scheduler = nullptr;
+thread_local detail::PoolQueue* last_queue = nullptr;
+
 constexpr unsigned pauses_per_round = 8;
-// How long a polling thread sees other threads' slots occupied before it takes the work: the
-// owner usually runs it within nanoseconds, and a migration costs more than that; a few
-// microseconds mean the owner is blocked in a runnable or lost its CPU.
-constexpr std::chrono::nanoseconds slot_patience{3000};
+// How long an idle thread leaves another thread the one piece of work that thread runs next:
+// the owner normally runs it within nanoseconds, and moving it costs cache misses on both
+// sides and makes the owner wait for the thief; an owner that made no progress for this long
+// is blocked in a runnable, lost its CPU, or left drive_until.
+constexpr std::chrono::microseconds lone_patience{50};
 constexpr unsigned deadline_check_every = 64;  // runnables between clock reads while busy
 
 inline void cpu_relax() noexcept {
@@ -121,8 +137,6 @@ ThreadPoolScheduler::ThreadPoolScheduler(unsigned workers, std::chrono::microsec
                        ? 0
                        : static_cast<unsigned>(std::min(
                              1e9, static_cast<double>(spin.count()) * 1000.0 / pause_round_ns()))),
-      slot_patience_(std::max(2U, static_cast<unsigned>(
-                                      static_cast<double>(slot_patience.count()) / pause_round_ns()))),
       queues_(new Queue[workers + max_drivers]),
       queues_in_use_(workers) {
   threads_.reserve(workers);
@@ -220,7 +234,7 @@ bool ThreadPoolScheduler::has_visible_work() const noexcept {
   return false;
 }
 
-Runnable* ThreadPoolScheduler::find_work(Context& c, Steal steal) noexcept {
+Runnable* ThreadPoolScheduler::find_work(Context& c) noexcept {
   Runnable* r = nullptr;
   if (c.queue != nullptr) {
     // relaxed: only this thread puts work in its own slot; thieves only take it.
@@ -230,36 +244,55 @@ Runnable* ThreadPoolScheduler::find_work(Context& c, Steal steal) noexcept {
   if (c.ticks % 61 == 60 && (r = pop_injected()) != nullptr) return r;
   if (c.queue != nullptr && (r = c.queue->ring.pop()) != nullptr) return r;
   if ((r = pop_injected()) != nullptr) return r;
-  return steal_work(c, steal);
+  return steal_surplus(c);
 }
 
-Runnable* ThreadPoolScheduler::steal_work(Context& c, Steal steal) noexcept {
+Runnable* ThreadPoolScheduler::steal_surplus(Context& c) noexcept {
+  c.lone = nullptr;
   // seq_cst: a driver queue claimed (seq_cst) before its owner posted must be looked at by a
   // thread re-checking before it parks.
   const unsigned n = queues_in_use_.load(std::memory_order_seq_cst);
   if (n == 0) return nullptr;
   const unsigned start = next_random(c.rng) % n;
-  Queue* occupied = nullptr;
   for (unsigned i = 0; i < n; ++i) {
     Queue& victim = queues_[(start + i) % n];
     if (&victim == c.queue) continue;
-    if (Runnable* r = victim.ring.pop()) return r;
+    // More than the owner runs next: parallelism, take the oldest.
+    const std::size_t queued = victim.ring.size();
+    if (queued >= 2) {
+      if (Runnable* r = victim.ring.pop()) return r;
+    }
     // seq_cst: as in has_visible_work.
-    if (occupied == nullptr && victim.slot.load(std::memory_order_seq_cst) != nullptr)
-      occupied = &victim;
+    if (c.lone == nullptr &&
+        (queued == 1 || victim.slot.load(std::memory_order_seq_cst) != nullptr)) {
+      c.lone = &victim;
+      // relaxed: a sign of life, compared after a wait; whatever is taken is taken by CAS.
+      c.lone_progress = victim.progress.load(std::memory_order_relaxed);
+    }
   }
-  if (occupied == nullptr || steal == Steal::rings) {
-    c.slot_watch = 0;
+  return nullptr;
+}
+
+Runnable* ThreadPoolScheduler::take_stuck(Context& c) noexcept {
+  if (c.lone == nullptr) {
+    c.watched = nullptr;
     return nullptr;
   }
-  if (steal == Steal::patient && ++c.slot_watch < slot_patience_) return nullptr;
-  c.slot_watch = 0;
-  Runnable* r = occupied->slot.load(std::memory_order_relaxed);  // re-validated by the CAS
+  if (c.lone != c.watched || c.lone_progress != c.watched_progress) {
+    // New, or its owner moved on since: give it the patience first.
+    c.watched = c.lone;
+    c.watched_progress = c.lone_progress;
+    return nullptr;
+  }
+  c.watched = nullptr;
+  Queue& victim = *c.lone;
+  if (Runnable* r = victim.ring.pop()) return r;
+  Runnable* r = victim.slot.load(std::memory_order_relaxed);  // re-validated by the CAS
   // acquire: pairs with the owner's seq_cst exchange that put the runnable there, so its state
   // is visible here.
   if (r != nullptr &&
-      occupied->slot.compare_exchange_strong(r, nullptr, std::memory_order_acquire,
-                                             std::memory_order_relaxed))
+      victim.slot.compare_exchange_strong(r, nullptr, std::memory_order_acquire,
+                                          std::memory_order_relaxed))
     return r;
   return nullptr;
 }
@@ -271,6 +304,8 @@ void ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
     c.running = outer;
     ++c.ticks;
     if (c.queue == nullptr) return;
+    // relaxed: only a sign of life for thieves (see PoolQueue::progress).
+    c.queue->progress.store(c.ticks, std::memory_order_relaxed);
     // relaxed: as in find_work.
     r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
     if (r != nullptr && chain + 1 >= max_chain) {
@@ -291,7 +326,7 @@ void ThreadPoolScheduler::worker_loop(unsigned index) noexcept {
   // relaxed: a late look at stop_ only delays the exit by one runnable; worker_idle checks it
   // with the ordering that matters.
   while (!stop_.load(std::memory_order_relaxed)) {
-    Runnable* r = find_work(c, Steal::rings);
+    Runnable* r = find_work(c);
     if (r == nullptr && (r = worker_idle(c)) == nullptr) break;
     run_chain(c, r);
   }
@@ -311,13 +346,13 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
           stop_searching();
           return nullptr;
         }
-        if (Runnable* r = find_work(c, Steal::patient)) {
+        if (Runnable* r = find_work(c)) {
           stop_searching();
           return r;
         }
         if (i < spin_rounds_) pause_round();
       }
-      // seq_cst: store-buffering with wake_helper's load of searching_ (the re-check below).
+      // seq_cst: store-buffering with wake_helper's load of searching_ (the look below).
       searching_.fetch_sub(1, std::memory_order_seq_cst);
       searching = false;
     }
@@ -327,16 +362,22 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       idle_workers_.cancel_wait();
       return nullptr;
     }
-    // About to park: take any work, another thread's slot included (its owner may be blocked
-    // in a runnable; nobody would wake this thread for it).
-    if (Runnable* r = find_work(c, Steal::all)) {
+    Runnable* r = find_work(c);
+    if (r == nullptr) r = take_stuck(c);
+    if (r != nullptr) {
       idle_workers_.cancel_wait();
       // Posters that counted on this registration may have skipped their wake-ups.
       searching_.fetch_add(1, std::memory_order_seq_cst);
       stop_searching();
       return r;
     }
-    idle_workers_.commit_wait(key);
+    if (c.watched != nullptr) {
+      // Another thread's next work waits for its owner: look again after the patience, so
+      // an owner blocked in a runnable cannot hide it, and without polling meanwhile.
+      if (!idle_workers_.commit_wait_until(key, Clock::now() + lone_patience)) continue;
+    } else {
+      idle_workers_.commit_wait(key);
+    }
     // Woken for work: poll (and count as polling, so further posts need not wake another).
     searching_.fetch_add(1, std::memory_order_seq_cst);
     searching = true;
@@ -346,7 +387,15 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
 void ThreadPoolScheduler::wake_drivers() noexcept { idle_drivers_.notify_all_after_fence(); }
 
 ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
-  for (unsigned i = worker_count_; i < worker_count_ + max_drivers; ++i) {
+  const unsigned first = worker_count_;
+  unsigned hint = 0;
+  // The queue this thread left last, if it is one of ours (compared by address: a queue of a
+  // scheduler that is gone is never touched).
+  if (last_scheduler == this && last_queue >= &queues_[first] &&
+      last_queue < &queues_[first] + max_drivers)
+    hint = static_cast<unsigned>(last_queue - &queues_[first]);
+  for (unsigned k = 0; k < max_drivers; ++k) {
+    const unsigned i = first + (hint + k) % max_drivers;
     Queue& q = queues_[i];
     // acquire: pairs with the release in release_driver_queue, so this thread's pushes come
     // after the previous owner's (the ring has one producer at a time).
@@ -354,7 +403,7 @@ ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
         q.claimed.exchange(true, std::memory_order_acquire))
       continue;
     unsigned in_use = queues_in_use_.load(std::memory_order_relaxed);
-    // seq_cst: see steal_work.
+    // seq_cst: see steal_surplus.
     while (in_use < i + 1 &&
            !queues_in_use_.compare_exchange_weak(in_use, i + 1, std::memory_order_seq_cst,
                                                  std::memory_order_relaxed)) {
@@ -365,21 +414,20 @@ ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
 }
 
 void ThreadPoolScheduler::release_driver_queue(Queue& q) noexcept {
-  // What this thread's runnables left behind goes to the injection queue: nobody owns this
-  // queue once released, so nobody would pop it except by stealing.
-  bool moved = false;
+  // What this thread's runnables left stays in its ring: the thread usually drives again
+  // within microseconds (a pipeline's next progress()) and takes the queue back. Meanwhile it
+  // is work like any other: surplus is stolen at once, a last item once this queue made no
+  // progress for the patience. The slot's occupant joins the ring: a slot has an owner.
   // relaxed: this thread's own slot, as in find_work.
   if (Runnable* r = q.slot.exchange(nullptr, std::memory_order_relaxed)) {
-    inject(*r);
-    moved = true;
+    if (!q.ring.push(r)) inject(*r);
   }
-  while (Runnable* r = q.ring.pop()) {
-    inject(*r);
-    moved = true;
-  }
+  const bool left_work = !q.ring.empty();
+  last_scheduler = this;
+  last_queue = &q;
   // release: the next owner's pushes come after this thread's (see claim_driver_queue).
   q.claimed.store(false, std::memory_order_release);
-  if (moved) {
+  if (left_work) {
     detail::seq_cst_fence();  // as in post()
     wake_helper();
   }
@@ -391,6 +439,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
   Context& c = scope.context();
   const bool timed = deadline != Clock::time_point::max();
   bool searching = false;
+  bool look_again = false;  // back from a patience timeout: look, but do not poll again first
   // Stops counting as polling before leaving, handing on visible work (see stop_searching).
   auto leave = [&](bool result) {
     if (searching) stop_searching();
@@ -399,11 +448,12 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
   unsigned runs = 0;
   for (;;) {
     if (done()) return leave(true);
-    if (Runnable* r = find_work(c, Steal::rings)) {
+    if (Runnable* r = find_work(c)) {
       if (searching) {
         stop_searching();
         searching = false;
       }
+      look_again = false;
       run_chain(c, r);
       // Busy all along: look at the clock now and then, or endless work would keep this
       // thread past its deadline.
@@ -415,13 +465,14 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
 
     // Idle: poll for work and for `done`, then park. The one clock reading of the episode
     // bounds the polling by the deadline.
-    unsigned rounds = spin_rounds_;
+    unsigned rounds = look_again ? 0 : spin_rounds_;
     if (timed) {
       const auto left = deadline - Clock::now();
       if (left <= Clock::duration::zero()) return leave(done());
       const double ns = std::chrono::duration<double, std::nano>(left).count();
       rounds = static_cast<unsigned>(std::min<double>(rounds, ns / pause_round_ns()));
     }
+    look_again = false;
     if (!searching) {
       searching_.fetch_add(1, std::memory_order_seq_cst);
       searching = true;
@@ -430,7 +481,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     bool ready = false;
     for (unsigned i = 0; i < rounds; ++i) {
       pause_round();
-      if ((ready = done()) || (found = find_work(c, Steal::patient)) != nullptr) break;
+      if ((ready = done()) || (found = find_work(c)) != nullptr) break;
     }
     if (ready) return leave(true);
     if (found != nullptr) {
@@ -447,14 +498,31 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
       idle_drivers_.cancel_wait();
       return true;
     }
-    if ((found = find_work(c, Steal::all)) != nullptr) {  // as in worker_idle
+    found = find_work(c);
+    if (found == nullptr) found = take_stuck(c);
+    if (found != nullptr) {  // as in worker_idle
       idle_drivers_.cancel_wait();
       searching_.fetch_add(1, std::memory_order_seq_cst);
       stop_searching();
       run_chain(c, found);
       continue;
     }
-    if (!idle_drivers_.commit_wait_until(key, deadline)) {
+    // Another thread's next work waits for its owner: look again after the patience (as in
+    // worker_idle), unless the deadline comes first.
+    auto until = deadline;
+    bool patience = false;
+    if (c.watched != nullptr) {
+      const auto at = Clock::now() + lone_patience;
+      if (at < deadline) {
+        until = at;
+        patience = true;
+      }
+    }
+    if (!idle_drivers_.commit_wait_until(key, until)) {
+      if (patience) {
+        look_again = true;
+        continue;
+      }
       // Timed out. A poster may have counted on this thread just before (its wake-up was
       // consumed by leaving): hand on what is visible, as a thread that stops polling does.
       if (has_visible_work()) wake_helper();

@@ -252,6 +252,36 @@ TEST_CASE("work posted from inside a runnable is taken by another thread while t
   CHECK(follower.ran_on.load() != blocker.ran_on.load());
 }
 
+TEST_CASE("work a driver leaves in its queue runs, also when that thread does not drive again") {
+  // The caller runs a runnable (the only worker is busy) that re-posts itself, like a lane
+  // with another step, and makes the caller's condition true: the second step is left in the
+  // caller's queue when drive_until returns. The caller does not drive again; once free, the
+  // worker must take it over.
+  swp::ThreadPoolScheduler pool(1);
+  Occupier occupier;
+  pool.post(occupier);
+  REQUIRE(eventually([&] { return occupier.started.load(); }));
+  struct TwoSteps final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    std::atomic<int> steps{0};
+    std::atomic<std::thread::id> second_on{};
+    void run() noexcept override {
+      if (steps.load() == 0) {
+        scheduler->post(*this);
+      } else {
+        second_on.store(std::this_thread::get_id());
+      }
+      steps.fetch_add(1);
+    }
+  } lane;
+  lane.scheduler = &pool;
+  pool.post(lane);
+  REQUIRE(pool.drive_until([&] { return lane.steps.load() >= 1; }, swp::Clock::now() + 30s));
+  occupier.release.store(true);
+  CHECK(eventually([&] { return lane.steps.load() == 2; }));
+  CHECK(lane.second_on.load() != std::this_thread::get_id());
+}
+
 TEST_CASE("a thread in drive_until runs posted work while every worker is busy") {
   swp::ThreadPoolScheduler pool(1, std::chrono::microseconds(0));
   Occupier occupier;

@@ -35,10 +35,12 @@ struct PoolContext;
 /// - `post` from any other thread (a stream's worker, a timer, the caller outside
 ///   `drive_until`) goes to a shared injection queue, which every thread polls, first every
 ///   61st runnable so local work cannot starve it.
-/// - An idle thread steals the oldest item of another thread's ring, and another thread's
-///   slot only when it stayed occupied for a few of its polls or when it is about to park: the
-///   owner normally runs it within nanoseconds, but if the owner's runnable blocks (or the
-///   owner lost its CPU) the work is not hidden.
+/// - An idle thread steals the oldest item of another thread's ring when that thread has more
+///   queued than the one item it runs next. That one item (its slot, or its ring's last item)
+///   it leaves to the owner, unless the owner made no progress for `lone_patience` (50 µs):
+///   then the owner's runnable blocks, or it lost its CPU, or it left `drive_until`, and the
+///   work is not hidden. A thread that parks while such work is visible parks for that long
+///   and looks again.
 ///
 /// Waiting. An idle thread polls for a bounded number of rounds (no clock reads), then parks.
 /// Workers park on one EventCount, threads in `drive_until` on another: posted work wakes a
@@ -50,6 +52,10 @@ struct PoolContext;
 ///
 /// Destruction joins the workers after their current runnable; work still queued is dropped,
 /// not run. No thread may be inside `drive_until` then.
+///
+/// A thread leaving `drive_until` keeps what its runnables left in its queue, which it takes
+/// back when it drives again (a pipeline's next `progress()`); meanwhile that work is
+/// stealable like any other.
 class ThreadPoolScheduler final : public Scheduler {
  public:
   /// At most this many threads at once run `drive_until` with a run queue of their own; more
@@ -74,8 +80,7 @@ class ThreadPoolScheduler final : public Scheduler {
   /// Slot chains run to their end before `done()` is checked again; when the thread goes
   /// idle, it polls then parks until the deadline, reading the clock once per idle episode
   /// (none for `time_point::max()`). While work keeps coming it checks the deadline every
-  /// 64 runnables. `time_point::min()`: run what is runnable now, then return. Work left in
-  /// this thread's run queue on return moves to the injection queue.
+  /// 64 runnables. `time_point::min()`: run what is runnable now, then return.
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
 
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
@@ -93,12 +98,15 @@ class ThreadPoolScheduler final : public Scheduler {
   using Queue = detail::PoolQueue;
   using Context = detail::PoolContext;
   class DriverScope;
-  enum class Steal : std::uint8_t { rings, patient, all };
 
   void worker_loop(unsigned index) noexcept;
-  // Work for the thread `c`: its slot, its ring, the injection queue, then other threads.
-  Runnable* find_work(Context& c, Steal steal) noexcept;
-  Runnable* steal_work(Context& c, Steal steal) noexcept;
+  // Work for the thread `c`: its slot, its ring, the injection queue, then other threads'
+  // surplus (notes their lone work in `c`).
+  Runnable* find_work(Context& c) noexcept;
+  Runnable* steal_surplus(Context& c) noexcept;
+  // The lone work noted by the last look, if its owner made no progress since the look
+  // before this thread's last (timed) park; else notes it for the next time.
+  Runnable* take_stuck(Context& c) noexcept;
   // Runs `r`, then the chain of slot hand-offs it starts (at most max_chain).
   void run_chain(Context& c, Runnable* r) noexcept;
   // A worker with nothing to do: polls, then parks. nullptr: stop requested.
@@ -115,8 +123,7 @@ class ThreadPoolScheduler final : public Scheduler {
   void release_driver_queue(Queue& q) noexcept;
 
   unsigned worker_count_;
-  unsigned spin_rounds_;    // polling rounds before parking
-  unsigned slot_patience_;  // polling rounds that see a slot occupied before stealing it
+  unsigned spin_rounds_;  // polling rounds before parking
   std::unique_ptr<Queue[]> queues_;             // workers first, then max_drivers for drivers
   std::atomic<unsigned> queues_in_use_;         // how many of queues_ thieves look at
 

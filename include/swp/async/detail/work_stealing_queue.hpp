@@ -67,6 +67,16 @@ class WorkStealingQueue {
     }
   }
 
+  /// How many items the ring held a moment ago. Any thread; exact only when no thread pushes
+  /// or pops (a thief uses it to leave an owner its last item).
+  [[nodiscard]] std::size_t size() const noexcept {
+    // relaxed head: a hint; the pop that may follow re-validates.
+    const std::uint64_t head = head_.load(std::memory_order_relaxed);
+    // seq_cst: as in pop(), a thread about to park must see a fenced push.
+    const std::uint64_t tail = tail_.load(std::memory_order_seq_cst);
+    return tail > head ? static_cast<std::size_t>(tail - head) : 0;
+  }
+
   /// Whether the ring looked empty. Any thread; exact only when no thread pushes or pops.
   [[nodiscard]] bool empty() const noexcept {
     // relaxed head: a stale (smaller) head can only make the ring look non-empty.
