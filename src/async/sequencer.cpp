@@ -22,10 +22,7 @@ void SubmissionSequencer::link(TurnAwaiter& w) noexcept {
 }
 
 void SubmissionSequencer::unlink(TurnAwaiter& w) noexcept {
-  (w.prev_ != nullptr ? w.prev_->next_ : head_) = w.next_;
-  (w.next_ != nullptr ? w.next_->prev_ : tail_) = w.prev_;
-  w.prev_ = nullptr;
-  w.next_ = nullptr;
+  detail::unlink_from(head_, tail_, w, &TurnAwaiter::prev_, &TurnAwaiter::next_);
   w.parked_ = false;
   --parked_;
 }

@@ -32,10 +32,7 @@ void Event::link(EventWait& node) noexcept {
 }
 
 void Event::unlink(EventWait& node) noexcept {
-  (node.prev_ != nullptr ? node.prev_->next_ : head_) = node.next_;
-  (node.next_ != nullptr ? node.next_->prev_ : tail_) = node.prev_;
-  node.prev_ = nullptr;
-  node.next_ = nullptr;
+  detail::unlink_from(head_, tail_, node, &EventWait::prev_, &EventWait::next_);
   node.linked_ = false;
 }
 

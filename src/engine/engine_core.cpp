@@ -41,10 +41,8 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
   const std::size_t n = graph_.size();
   info_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {
-    lanes_.push_back(&runtime_.lane(graph_.lane(t)));
-    streams_.push_back(&runtime_.stream(graph_.stream(t)));
-    info_[t].lane = lanes_[t];
-    info_[t].stream = streams_[t];
+    info_[t].lane = &runtime_.lane(graph_.lane(t));
+    info_[t].stream = &runtime_.stream(graph_.stream(t));
     info_[t].ordered = graph_.schedule(t).globally_ordered;
     info_[t].intra = graph_.intra_deps(t);
     info_[t].inter = graph_.inter_deps(t);
@@ -84,7 +82,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
       in->core = this;
       in->task = t;
       in->entry = e;
-      in->stream = streams_[t];
+      in->stream = info_[t].stream;
       in->scope = std::make_unique<TaskScope>(*this, *in);
       in->device_wait.emplace(device_waker_);
       sync.instances.push_back(std::move(in));
@@ -105,7 +103,8 @@ EngineCore::~EngineCore() {
   if (!broken_) wait_for([&] { return drained(); }, timeouts_.retire);
   // Streams may still hold records and waits that point at this pipeline's events: let them
   // finish before the events go.
-  std::vector<Stream*> streams = streams_;
+  std::vector<Stream*> streams;
+  for (const TaskInfo& info : info_) streams.push_back(info.stream);
   std::ranges::sort(streams);
   streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
   for (Stream* s : streams) {
@@ -203,7 +202,7 @@ void EngineCore::fill(Admit admit, Retire retire, void* owner) {
 
 void EngineCore::submit(Instance& in) noexcept {
   in.state.store(InstanceState::queued, std::memory_order_relaxed);
-  Lane& lane = *lanes_[in.task];
+  Lane& lane = *info_[in.task].lane;
   if (observer_ == nullptr) {
     lane.submit(in);
     return;
@@ -331,7 +330,7 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
   in.wait_iter.store(iter, std::memory_order_relaxed);
   in.state.store(InstanceState::dependency, std::memory_order_release);
   if (observer_ != nullptr)
-    observer_->task_waiting(in.task, in.iter, *lanes_[in.task],
+    observer_->task_waiting(in.task, in.iter, *info_[in.task].lane,
                             TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
@@ -367,9 +366,8 @@ void EngineCore::park(Instance& in) noexcept {
         return;
       }
   }
-  // Every producer finished between the decrement and the look: the wait is over already.
-  record_dep_wait(in, graph_.intra_deps(in.task).empty() ? in.task : graph_.intra_deps(in.task)[0],
-                  in.iter);
+  // Every producer finished between the decrement and the look: the last one has already
+  // queued the continuation, so there is no wait to report.
 }
 
 void EngineCore::proceed(Instance& in) noexcept {
@@ -403,12 +401,12 @@ void EngineCore::proceed(Instance& in) noexcept {
     for (TaskIndex d : info.intra)
       if (const auto generation = sync.generation[d]) {
         in.carries_device_work = true;
-        if (streams_[d] != info.stream) info.stream->wait(sync.instances[d]->event, generation);
+        if (info_[d].stream != info.stream) info.stream->wait(sync.instances[d]->event, generation);
       }
     for (TaskIndex d : inter)
       if (const auto generation = previous->generation[d]) {
         in.carries_device_work = true;
-        if (streams_[d] != info.stream) info.stream->wait(previous->instances[d]->event, generation);
+        if (info_[d].stream != info.stream) info.stream->wait(previous->instances[d]->event, generation);
       }
   } catch (...) {
     return finish(in, std::current_exception(), true);
@@ -440,7 +438,7 @@ Co<void> EngineCore::await_turn(Instance& in) {
 
 void EngineCore::run_body(Instance& in) noexcept {
   in.state.store(InstanceState::running, std::memory_order_release);
-  if (observer_ != nullptr) observer_->task_started(in.task, in.iter, *lanes_[in.task]);
+  if (observer_ != nullptr) observer_->task_started(in.task, in.iter, *info_[in.task].lane);
   if (bodies_.trivial(in.task)) {  // nothing to run: no body call, no Co
     finish(in, nullptr, true);
     return;
@@ -457,7 +455,7 @@ void EngineCore::run_body(Instance& in) noexcept {
     return;
   }
   body.start_detached(
-      lanes_[in.task],
+      info_[in.task].lane,
       [](void* context, const std::exception_ptr& error) noexcept {
         auto* running = static_cast<Instance*>(context);
         running->core->finish(*running, error, true);

@@ -28,8 +28,8 @@ void EngineCore::run_serial(std::int64_t iter) {
     Instance& in = *sync.instances[t];
     // Observed like a pipelined instance: released, started and finished, in serial order.
     if (observer_ != nullptr) {
-      observer_->task_released(t, iter, *lanes_[t]);
-      observer_->task_started(t, iter, *lanes_[t]);
+      observer_->task_released(t, iter, *info_[t].lane);
+      observer_->task_started(t, iter, *info_[t].lane);
     }
     in.state.store(InstanceState::running, std::memory_order_relaxed);
     // The outcome is written by whichever thread finishes the body (on host a body may
@@ -78,7 +78,7 @@ void EngineCore::run_serial(std::int64_t iter) {
       in.failed = true;
       in.error = outcome.error;
     }
-    if (observer_ != nullptr) observer_->task_finished(t, iter, *lanes_[t], !outcome.error);
+    if (observer_ != nullptr) observer_->task_finished(t, iter, *info_[t].lane, !outcome.error);
     if (outcome.error) throw TaskError(graph_.name(t), iter, outcome.error);
   }
 }

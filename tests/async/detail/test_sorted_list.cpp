@@ -38,3 +38,22 @@ TEST_CASE("insert_sorted_from_tail keeps keys ascending, equal keys in insertion
   CHECK(head->prev == nullptr);
   CHECK(tail->next == nullptr);
 }
+
+TEST_CASE("unlink_from removes a node from the head, the middle and the tail") {
+  std::vector<Node> nodes{{1, 0}, {2, 1}, {3, 2}, {4, 3}};
+  Node* head = nullptr;
+  Node* tail = nullptr;
+  for (Node& n : nodes)
+    swp::detail::insert_sorted_from_tail(head, tail, n, &Node::key, &Node::prev, &Node::next);
+  swp::detail::unlink_from(head, tail, nodes[1], &Node::prev, &Node::next);
+  CHECK(ids_forward(head) == std::vector<int>{0, 2, 3});
+  swp::detail::unlink_from(head, tail, nodes[0], &Node::prev, &Node::next);
+  swp::detail::unlink_from(head, tail, nodes[3], &Node::prev, &Node::next);
+  CHECK(ids_forward(head) == std::vector<int>{2});
+  CHECK(ids_backward(tail) == std::vector<int>{2});
+  CHECK(nodes[1].prev == nullptr);
+  CHECK(nodes[1].next == nullptr);
+  swp::detail::unlink_from(head, tail, nodes[2], &Node::prev, &Node::next);
+  CHECK(head == nullptr);
+  CHECK(tail == nullptr);
+}

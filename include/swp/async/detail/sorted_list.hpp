@@ -1,5 +1,5 @@
 #pragma once
-// An intrusive doubly linked list kept sorted by a key: the waiter lists of events (by
+// An intrusive doubly linked list kept sorted by a key (insert and unlink): the waiter lists of events (by
 // generation) and of the sequencer (by turn).
 
 namespace swp::detail {
@@ -17,6 +17,17 @@ void insert_sorted_from_tail(Node*& head, Node*& tail, Node& node, Key Node::*ke
   node.*next = after != nullptr ? after->*next : head;
   (node.*next != nullptr ? (node.*next)->*prev : tail) = &node;
   (after != nullptr ? after->*next : head) = &node;
+}
+
+/// Unlinks `node` from the list [head, tail] it is in and clears its links. Never allocates;
+/// callers hold the list's lock.
+template <class Node>
+void unlink_from(Node*& head, Node*& tail, Node& node, Node* Node::*prev,
+                 Node* Node::*next) noexcept {
+  (node.*prev != nullptr ? (node.*prev)->*next : head) = node.*next;
+  (node.*next != nullptr ? (node.*next)->*prev : tail) = node.*prev;
+  node.*prev = nullptr;
+  node.*next = nullptr;
 }
 
 }  // namespace swp::detail

@@ -202,8 +202,8 @@ class EngineCore {
   [[nodiscard]] ReleasePolicy policy() const noexcept { return policy_; }
   /// The order run_serial runs tasks in: topological over intra deps, ties by name.
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept { return serial_order_; }
-  [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *streams_[t]; }
-  [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *lanes_[t]; }
+  [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
+  [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
 
   void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = t; }
   /// The signal every instance's waits listen to; fired when the run fails or times out.
@@ -327,8 +327,6 @@ class EngineCore {
     bool ordered = false;
   };
 
-  std::vector<Lane*> lanes_;
-  std::vector<Stream*> streams_;
   std::vector<TaskIndex> order_;           // clock: per-period enqueue order (ready-first)
   std::vector<TaskIndex> serial_order_;    // topological order of intra deps, by name
   std::vector<TaskIndex> ordered_tasks_;   // data-flow: globally ordered tasks by rank
