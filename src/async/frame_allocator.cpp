@@ -23,6 +23,7 @@ struct FrameCache {
   std::array<std::size_t, classes> count;
   bool cleanup_registered;
   bool gone;  // the thread is exiting: frames freed now (static destructors) bypass the cache
+  std::size_t allocated;  // frames this thread allocated (frames_allocated_here)
 };
 [[gnu::tls_model("initial-exec")]] thread_local FrameCache cache{};
 
@@ -45,6 +46,7 @@ constexpr std::size_t class_of(std::size_t size) { return (size + granule - 1) /
 }  // namespace
 
 void* frame_allocate(std::size_t size) {
+  ++cache.allocated;
   if (size == 0 || size > max_pooled_frame || cache.gone) return ::operator new(size);
   const std::size_t c = class_of(size);
   if (FreeNode* node = cache.head[c]) {
@@ -76,5 +78,7 @@ void frame_deallocate(void* frame, std::size_t size) noexcept {
   cache.head[c] = node;
   ++cache.count[c];
 }
+
+std::size_t frames_allocated_here() noexcept { return cache.allocated; }
 
 }  // namespace swp::detail

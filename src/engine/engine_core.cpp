@@ -31,11 +31,11 @@ void Instance::start(Lane&) noexcept { core->start_instance(*this); }
 void Instance::resume(Lane&) noexcept { core->resume_instance(*this); }
 
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
-                       std::size_t slots, BodyRunner& bodies)
+                       std::size_t slots, FrontEnd& front)
     : runtime_(runtime),
       graph_(std::move(graph)),
       policy_(policy),
-      bodies_(bodies),
+      front_(front),
       device_waker_(runtime.scheduler()),
       sequencer_(runtime.scheduler()) {
   const std::size_t n = graph_.size();
@@ -69,7 +69,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
   slots_ = std::vector<Slot>(slots);
   for (auto& slot : slots_) {
     for (TaskIndex t = 0; t < n; ++t) {
-      slot.boxes.push_back(bodies_.make_box(t));
+      slot.boxes.push_back(front_.make_output(t));
       if (slot.boxes.back()) slot.boxed.push_back(t);
     }
   }
@@ -163,7 +163,7 @@ bool EngineCore::admit(std::int64_t iter) {
 bool EngineCore::prepare(std::int64_t iter) {
   if (iter >= end_) return false;
   const std::size_t s = slot_index(iter);
-  if (!admit_(owner_, iter, s)) {
+  if (!front_.admit(iter, s)) {
     end_ = iter;
     return false;
   }
@@ -185,13 +185,10 @@ bool EngineCore::prepare(std::int64_t iter) {
   return true;
 }
 
-void EngineCore::fill(Admit admit, Retire retire, void* owner) {
+void EngineCore::fill() {
   if (broken_) throw PipelineStateError("the pipeline is broken: an earlier timeout could not drain it");
   if (filled_) throw PipelineStateError("fill_pipeline called twice without drain()");
   reset_run_state();
-  admit_ = admit;
-  retire_ = retire;
-  owner_ = owner;
   filled_ = true;
   if (policy_ == ReleasePolicy::clock) {
     for (std::size_t p = 0; p < slots_.size(); ++p) open_period(next_period_++);
@@ -438,24 +435,25 @@ Co<void> EngineCore::await_turn(Instance& in) {
 
 void EngineCore::run_body(Instance& in) noexcept {
   in.state.store(InstanceState::running, std::memory_order_release);
-  if (observer_ != nullptr) observer_->task_started(in.task, in.iter, *info_[in.task].lane);
-  if (bodies_.trivial(in.task)) {  // nothing to run: no body call, no Co
+  const TaskInfo& info = info_[in.task];
+  if (observer_ != nullptr) observer_->task_started(in.task, in.iter, *info.lane);
+  if (info.routine == nullptr) {  // nothing to run: no call, no coroutine
     finish(in, nullptr, true);
     return;
   }
-  Co<void> body;
+  ErasedCo body;
   try {
-    body = bodies_.run_body(in.task, in.slot, *in.scope);
+    body = info.routine->run(in.slot, *in.scope, box(in.slot, in.task));
   } catch (...) {
     finish(in, std::current_exception(), true);
     return;
   }
-  if (!body.valid()) {  // ran to its end already, or nothing to do
+  if (!body.valid()) {  // completed synchronously
     finish(in, nullptr, true);
     return;
   }
   body.start_detached(
-      info_[in.task].lane,
+      info.lane,
       [](void* context, const std::exception_ptr& error) noexcept {
         auto* running = static_cast<Instance*>(context);
         running->core->finish(*running, error, true);

@@ -146,7 +146,7 @@ void EngineCore::abort_run(bool drained) {
 
 std::int64_t EngineCore::retire_oldest() {
   const std::int64_t retired_iter = oldest_;
-  retire_(owner_, retired_iter, slot_index(retired_iter));
+  front_.retire(retired_iter, slot_index(retired_iter));
   ++oldest_;
   if (policy_ == ReleasePolicy::clock) {
     open_period(next_period_++);

@@ -41,9 +41,9 @@ void EngineCore::run_serial(std::int64_t iter) {
       Scheduler* scheduler = nullptr;
     } outcome;
     outcome.scheduler = &runtime_.scheduler();
-    Co<void> body;
+    ErasedCo body;
     try {
-      body = bodies_.run_body(t, 0, *in.scope);
+      if (info_[t].routine != nullptr) body = info_[t].routine->run(0, *in.scope, box(0, t));
     } catch (...) {
       outcome.error = std::current_exception();
       outcome.finished.store(true);

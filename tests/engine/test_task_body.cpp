@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "swp/async/detail/frame_allocator.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/plan.hpp"
 
@@ -57,11 +58,58 @@ TEST_CASE("a task function takes the context, optionally the scope, and returns 
 TEST_CASE("a body makes output storage only when it returns a value") {
   const swp::TaskBody<Ctx> none([](Ctx&) {});
   const swp::TaskBody<Ctx> some([](Ctx&) { return 7; });
-  CHECK(none.run);
-  CHECK_FALSE(none.make_box);
-  REQUIRE(some.make_box);
-  const auto box = some.make_box();
-  CHECK(dynamic_cast<swp::detail::TypedBox<int>*>(box.get()) != nullptr);
+  CHECK_FALSE(none.returns_value());
+  CHECK(none.call().make_output() == nullptr);
+  REQUIRE(some.returns_value());
+  const auto box = some.call().make_output();
+  REQUIRE(box != nullptr);
+  CHECK(box->holds<int>());
+  CHECK_FALSE(box->holds<long>());  // typed: no conversion between value types
+  CHECK(swp::detail::TypedBox<int>::of(box.get()) != nullptr);
+  CHECK(swp::detail::TypedBox<long>::of(box.get()) == nullptr);
+}
+
+// Frames made on this thread while one serial iteration of a one-task plan runs `fn`.
+template <class Fn>
+std::size_t frames_of_one_iteration(Fn fn) {
+  swp::Plan<Ctx> plan;
+  plan.add("Task", std::move(fn));
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::ClockPipeline<Ctx> pipe(rt, plan);
+  pipe.run_one_serial_iter(1, 0);  // warm: lanes, streams
+  const std::size_t before = swp::detail::frames_allocated_here();
+  pipe.run_one_serial_iter(2, 1);
+  return swp::detail::frames_allocated_here() - before;
+}
+
+TEST_CASE("a body that does not suspend runs without a coroutine frame; a coroutine body with its own") {
+  CHECK(frames_of_one_iteration([](Ctx& ctx) { return ctx.batch; }) == 0);
+  CHECK(frames_of_one_iteration([](Ctx& ctx) { ctx.value = ctx.batch; }) == 0);
+  CHECK(frames_of_one_iteration([](Ctx& ctx) -> swp::Co<int> { co_return ctx.batch; }) == 1);
+  CHECK(frames_of_one_iteration([](Ctx&) -> swp::Co<void> { co_return; }) == 1);
+}
+
+TEST_CASE("the value a body produces is what the readers get, whatever its form") {
+  swp::Plan<Ctx> plan;
+  const auto plain = plan.add("Plain", [](Ctx& ctx) { return ctx.batch * 10; });
+  const auto co = plan.add("Co", [](Ctx& ctx) -> swp::Co<std::string> {
+    co_return "batch " + std::to_string(ctx.batch);
+  });
+  plan.add("Reader", [plain, co](Ctx& ctx) -> swp::Co<void> {
+    ctx.value = co_await ctx.get(plain);
+    ctx.label = co_await ctx.get(co);
+  }, {}, swp::reads(plain, co));
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::ClockPipeline<Ctx> pipe(rt, plan);
+  std::vector<std::string> labels;
+  std::vector<int> values;
+  pipe.on_retire([&](const Ctx& ctx) {
+    labels.push_back(ctx.label);
+    values.push_back(ctx.value);
+  });
+  pipe.run(std::vector<int>{1, 2, 3});
+  CHECK(values == std::vector<int>{10, 20, 30});
+  CHECK(labels == std::vector<std::string>{"batch 1", "batch 2", "batch 3"});
 }
 
 TEST_CASE("copies of a body share its callable") {

@@ -18,6 +18,15 @@ namespace swp {
 template <class T = void>
 class Co;
 
+/// What the owner of a root coroutine lends everything the coroutine awaits: the engines
+/// derive their task instance from it, so `ctx.get(...)` deep inside a task body knows which
+/// task reads. Other owners lend nothing (nullptr).
+class CoEnvironment {
+ protected:
+  CoEnvironment() = default;
+  ~CoEnvironment() = default;
+};
+
 namespace detail {
 
 /// What every Co promise shares: the awaiting parent, the exception, the Resumer (inherited by
@@ -71,10 +80,9 @@ class CoPromiseBase {
   [[nodiscard]] const StopSignal* stop_signal() const noexcept { return stop_; }
   void set_stop_signal(const StopSignal* stop) noexcept { stop_ = stop; }
 
-  /// An opaque pointer the owner of a root coroutine gives to everything it awaits (the
-  /// engines put the running task instance there, so `ctx.get(...)` knows its reader).
-  [[nodiscard]] void* environment() const noexcept { return env_; }
-  void set_environment(void* env) noexcept { env_ = env; }
+  /// What the owner of the root coroutine lent it (see CoEnvironment), inherited by children.
+  [[nodiscard]] CoEnvironment* environment() const noexcept { return env_; }
+  void set_environment(CoEnvironment* env) noexcept { env_ = env; }
 
   void set_continuation(std::coroutine_handle<> parent, const CoPromiseBase* parent_promise) noexcept {
     continuation_ = parent;
@@ -107,7 +115,7 @@ class CoPromiseBase {
   std::exception_ptr exception_;
   Resumer* resumer_ = nullptr;
   const StopSignal* stop_ = nullptr;
-  void* env_ = nullptr;
+  CoEnvironment* env_ = nullptr;
   Completion completion_ = nullptr;
   void* completion_context_ = nullptr;
   // Child/parent hand-off: whoever sets it second continues the parent. This keeps the stack
@@ -155,7 +163,7 @@ class CoPromise : public CoPromiseBase {
   template <class U>
     requires std::convertible_to<U&&, T>
   void return_value(U&& value) noexcept(std::is_nothrow_constructible_v<T, U&&>) {
-    value_.emplace(std::forward<U>(value));
+    (sink_ != nullptr ? *sink_ : value_).emplace(std::forward<U>(value));
   }
 
   T take() {
@@ -163,8 +171,12 @@ class CoPromise : public CoPromiseBase {
     return std::move(*value_);
   }
 
+  /// The value goes straight to `*sink` instead (see Co::deliver_to).
+  void set_sink(std::optional<T>* sink) noexcept { sink_ = sink; }
+
  private:
   std::optional<T> value_;
+  std::optional<T>* sink_ = nullptr;
 };
 
 template <>
@@ -241,7 +253,7 @@ class [[nodiscard]] Co {
   /// Cancellable awaits inside it (futures, sequencer turns) listen to `*stop` when given;
   /// the signal must outlive the coroutine.
   void start(Resumer* resumer, detail::CoPromiseBase::Completion completion, void* context,
-             const StopSignal* stop = nullptr, void* environment = nullptr) noexcept {
+             const StopSignal* stop = nullptr, CoEnvironment* environment = nullptr) noexcept {
     h_.promise().set_resumer(resumer);
     h_.promise().set_stop_signal(stop);
     h_.promise().set_environment(environment);
@@ -254,7 +266,7 @@ class [[nodiscard]] Co {
   /// that learns about the completion may tear down the owner of the Co.
   void start_detached(Resumer* resumer, detail::CoPromiseBase::Completion completion,
                       void* context, const StopSignal* stop = nullptr,
-                      void* environment = nullptr) noexcept {
+                      CoEnvironment* environment = nullptr) noexcept {
     handle_type h = std::exchange(h_, {});
     h.promise().set_detached();
     h.promise().set_resumer(resumer);
@@ -266,6 +278,19 @@ class [[nodiscard]] Co {
 
   /// The value of a finished root Co; rethrows its exception.
   T result() { return h_.promise().take(); }
+
+  /// Makes the body store its value in `*sink` (emplaced by `co_return`) instead of keeping
+  /// it for the awaiter: how a task's value lands in its output slot without a wrapping
+  /// coroutine. Call before the Co starts; the sink must outlive it; awaiting it or reading
+  /// `result()` afterwards is an error (start it as a root, see detail::ErasedCo).
+  void deliver_to(std::optional<T>* sink) noexcept
+    requires(!std::is_void_v<T>)
+  {
+    h_.promise().set_sink(sink);
+  }
+
+  /// Gives up the frame (this Co becomes empty): for detail::ErasedCo.
+  [[nodiscard]] handle_type release() noexcept { return std::exchange(h_, {}); }
 
  private:
   void reset() noexcept {

@@ -36,6 +36,7 @@ class GetAwaiter {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> h) {
     const CoPromiseBase* promise = co_promise_of(h);
+    // Only the engines lend an environment to task coroutines: their instance.
     auto* in = static_cast<Instance*>(promise != nullptr ? promise->environment() : nullptr);
     if (in == nullptr)
       throw PipelineStateError("ctx.get('" + producer_.name + "') called outside a pipeline task");
@@ -58,7 +59,7 @@ class GetAwaiter {
 
   const T& await_resume() const {
     if (producer_instance_->failed) std::rethrow_exception(producer_instance_->error);
-    auto* box = dynamic_cast<TypedBox<T>*>(box_);
+    const auto* box = TypedBox<T>::of(box_);
     if (box == nullptr || !box->value)
       throw PipelineStateError("ctx.get('" + producer_.name + "'): the task produced no value " +
                                "of the requested type");

@@ -21,7 +21,10 @@
 #include "swp/core/schedule_table.hpp"
 #include "swp/core/stage_analysis.hpp"
 #include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/front_end.hpp"
+#include "swp/engine/detail/shortcut_routine.hpp"
 #include "swp/engine/detail/shortcut_state.hpp"
+#include "swp/engine/detail/synthetic_routine.hpp"
 #include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/iterations.hpp"
@@ -54,7 +57,7 @@ concept PipelineContext = std::default_initializable<Ctx> && std::movable<Ctx> &
 /// The engines run a `swp::Plan<Ctx>` (typed bodies) or a plain PipelinePlan, whose tasks,
 /// having no body, run their synthetic costs; so do the tasks of a Plan<Ctx> left unbound.
 template <detail::PipelineContext Ctx>
-class Pipeline : private detail::BodyRunner {
+class Pipeline : private detail::FrontEnd {
  public:
   using Batch = typename Ctx::batch_type;
   using Source = swp::Source<Batch>;
@@ -70,7 +73,7 @@ class Pipeline : private detail::BodyRunner {
   template <SourceOf<Batch> S>
   void fill_pipeline(S&& source) {
     source_ = make_source<Batch>(std::forward<S>(source));
-    core_.fill(&Pipeline::admit_thunk, &Pipeline::retire_thunk, this);
+    core_.fill();
   }
 
   /// Retires the oldest in-flight iteration and lets the next ones in; see the class comment.
@@ -249,17 +252,32 @@ class Pipeline : private detail::BodyRunner {
         shortcuts_(declared_io(plan)),
         contexts_(std::max<std::size_t>(slots, 1)),
         core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {
-    update_trivial();
+    const PlanGraph& graph = core_.graph();
+    routines_.resize(graph.size());
+    shortcut_routines_.resize(graph.size());
+    for (TaskIndex t = 0; t < graph.size(); ++t) {
+      if (bodies_[t]) {
+        routines_[t] = bodies_[t]->call().routine(contexts_);
+      } else if (detail::SyntheticRoutine::needed(graph.cost(t))) {
+        routines_[t] = std::make_unique<detail::SyntheticRoutine>(graph.cost(t));
+      }
+    }
+    update_routines();
   }
 
-  // Tasks with neither body nor cost nor shortcut: the core skips them without a call.
-  void update_trivial() {
-    const PlanGraph& graph = core_.graph();
-    trivial_.assign(graph.size(), 0);
-    for (TaskIndex t = 0; t < graph.size(); ++t) {
-      const SyntheticCost& cost = graph.cost(t);
-      trivial_[t] = !bodies_[t] && !shortcuts_.enabled(t) && cost.cpu_us <= 0 &&
-                    cost.device_us <= 0 && cost.jitter_device_us <= 0;
+  // What the core runs for each task: its routine, or its shortcut while it is shortcut.
+  // Tasks with neither body nor cost nor shortcut have none (the core skips them).
+  void update_routines() {
+    for (TaskIndex t = 0; t < routines_.size(); ++t) {
+      if (!shortcuts_.enabled(t)) {
+        core_.set_routine(t, routines_[t].get());
+        continue;
+      }
+      if (!shortcut_routines_[t])
+        shortcut_routines_[t] = std::make_unique<detail::ShortcutRoutine<Ctx>>(
+            shortcuts_, t, routines_[t].get(), bodies_[t] ? &bodies_[t]->writes : nullptr,
+            contexts_);
+      core_.set_routine(t, shortcut_routines_[t].get());
     }
   }
 
@@ -271,64 +289,26 @@ class Pipeline : private detail::BodyRunner {
 
   void set_shortcut(const std::vector<std::string_view>& names, bool on) {
     shortcuts_.set(core_, names, on);
-    update_trivial();
+    update_routines();
   }
 
-  Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) override {
-    if (shortcuts_.enabled(task)) [[unlikely]]
-      return shortcut_body(task, slot, scope);
-    return plain_body(task, slot, scope);
-  }
-
-  // A shortcut task: the first execution runs the body and caches what it left, later ones
-  // replay the cache (detail::ShortcutState says why no lock is needed).
-  Co<void> shortcut_body(TaskIndex task, std::size_t slot, TaskScope& scope) {
-    Ctx& ctx = contexts_[slot];
-    detail::OutputBox* box = core_.box(slot, task);
-    if (shortcuts_.replay(task, ctx, box)) co_return;
-    Co<void> body = plain_body(task, slot, scope);
-    if (body.valid()) co_await std::move(body);
-    shortcuts_.cache(task, ctx, box, bodies_[task] ? &bodies_[task]->writes : nullptr);
-  }
-
-  Co<void> plain_body(TaskIndex task, std::size_t slot, TaskScope& scope) {
-    const auto& body = bodies_[task];
-    if (body) return body->run(contexts_[slot], scope, core_.box(slot, task));
-    const SyntheticCost& cost = core_.graph().cost(task);
-    if (cost.cpu_us <= 0 && cost.device_us_at(scope.iter()) <= 0) return {};  // nothing to do
-    return synthetic(task, scope);
-  }
-
-  std::unique_ptr<detail::OutputBox> make_box(TaskIndex task) override {
-    const auto& body = bodies_[task];
-    return body && body->make_box ? body->make_box() : nullptr;
-  }
-
-  // A task without a body spends its plan's synthetic costs.
-  Co<void> synthetic(TaskIndex task, TaskScope& scope) {
-    const SyntheticCost& cost = core_.graph().cost(task);
-    using us = std::chrono::duration<double, std::micro>;
-    if (cost.cpu_us > 0)
-      co_await scope.cpu_work(std::chrono::duration_cast<Clock::duration>(us(cost.cpu_us)));
-    const double device_us = cost.device_us_at(scope.iter());
-    if (device_us > 0)
-      scope.device_work(std::chrono::duration_cast<Clock::duration>(us(device_us)));
-  }
-
-  static bool admit_thunk(void* owner, std::int64_t iter, std::size_t slot) {
-    auto* self = static_cast<Pipeline*>(owner);
-    auto batch = self->source_();
+  // FrontEnd: the core admits batches into the contexts and hands retired ones to the user.
+  bool admit(std::int64_t iter, std::size_t slot) override {
+    auto batch = source_();
     if (!batch) return false;
-    Ctx& ctx = self->contexts_[slot];
+    Ctx& ctx = contexts_[slot];
     ctx = Ctx{};
     ctx.batch = std::move(*batch);
     ctx.iter_idx = iter;
     return true;
   }
 
-  static void retire_thunk(void* owner, std::int64_t, std::size_t slot) {
-    auto* self = static_cast<Pipeline*>(owner);
-    if (self->on_retire_) self->on_retire_(self->contexts_[slot]);
+  void retire(std::int64_t, std::size_t slot) override {
+    if (on_retire_) on_retire_(contexts_[slot]);
+  }
+
+  std::unique_ptr<detail::OutputBox> make_output(TaskIndex task) override {
+    return bodies_[task] ? bodies_[task]->call().make_output() : nullptr;
   }
 
   void synchronize_streams() {
@@ -338,6 +318,9 @@ class Pipeline : private detail::BodyRunner {
   std::vector<std::optional<TaskBody<Ctx>>> bodies_;
   detail::ShortcutState<Ctx> shortcuts_;
   std::vector<Ctx> contexts_;
+  // Per task: its routine (nullptr: nothing to run), and its shortcut once it was shortcut.
+  std::vector<std::unique_ptr<detail::TaskRoutine>> routines_;
+  std::vector<std::unique_ptr<detail::ShortcutRoutine<Ctx>>> shortcut_routines_;
   Source source_;
   std::function<void(const Ctx&)> on_retire_;
   detail::EngineCore core_;  // last: destroyed (drained) first, while bodies and contexts live

@@ -2,13 +2,15 @@
 // TaskBody: a task's body bound for one context type, and what can be bound (TaskFunction).
 
 #include <concepts>
-#include <functional>
 #include <memory>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "swp/async/co.hpp"
-#include "swp/engine/detail/engine_core.hpp"
+#include "swp/async/detail/erased_co.hpp"
+#include "swp/engine/detail/output_box.hpp"
+#include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/shortcut.hpp"
 #include "swp/engine/task_scope.hpp"
 
@@ -45,22 +47,70 @@ using body_result_t = std::conditional_t<std::is_invocable_v<Fn&, Ctx&, TaskScop
 template <class Ctx, class Fn>
 using body_value_t = typename CoValue<body_result_t<Ctx, Fn>>::type;
 
+/// A body's callable bound for contexts `Ctx`, shared by every copy of the TaskBody (and so by
+/// every pipeline made from one plan): it makes each pipeline's routine for the task and the
+/// storage of its value.
+template <class Ctx>
+class BodyCall {
+ public:
+  virtual ~BodyCall() = default;
+  /// The task's routine in a pipeline whose context slots are `contexts` (which outlive it).
+  [[nodiscard]] virtual std::unique_ptr<TaskRoutine> routine(std::vector<Ctx>& contexts) const = 0;
+  /// Storage for the value in one context slot; nullptr when the body returns nothing.
+  [[nodiscard]] virtual std::unique_ptr<OutputBox> make_output() const = 0;
+};
+
+/// The routine of a body `Fn`: calls it directly on the slot's context, so a body that does
+/// not suspend runs without any coroutine frame; a coroutine body's own Co is what the core
+/// starts, its value routed straight into the output slot.
 template <class Ctx, class Fn>
-Co<void> invoke_body(std::shared_ptr<Fn> fn, Ctx& ctx, TaskScope& scope, OutputBox* box) {
-  using R = body_result_t<Ctx, Fn>;
-  using V = body_value_t<Ctx, Fn>;
-  if constexpr (CoValue<R>::is_co) {
-    if constexpr (std::is_void_v<V>) {
-      co_await call_body(*fn, ctx, scope);
+class BodyRoutine final : public TaskRoutine {
+ public:
+  BodyRoutine(std::shared_ptr<Fn> fn, std::vector<Ctx>& contexts)
+      : fn_(std::move(fn)), contexts_(contexts) {}
+
+  ErasedCo run(std::size_t slot, TaskScope& scope, OutputBox* output) override {
+    using R = body_result_t<Ctx, Fn>;
+    using V = body_value_t<Ctx, Fn>;
+    Ctx& ctx = contexts_[slot];
+    if constexpr (CoValue<R>::is_co) {
+      R co = call_body(*fn_, ctx, scope);
+      if constexpr (!std::is_void_v<V>) co.deliver_to(&static_cast<TypedBox<V>*>(output)->value);
+      return ErasedCo(std::move(co));
+    } else if constexpr (std::is_void_v<V>) {
+      call_body(*fn_, ctx, scope);
+      return {};
     } else {
-      static_cast<TypedBox<V>*>(box)->value.emplace(co_await call_body(*fn, ctx, scope));
+      static_cast<TypedBox<V>*>(output)->value.emplace(call_body(*fn_, ctx, scope));
+      return {};
     }
-  } else if constexpr (std::is_void_v<V>) {
-    call_body(*fn, ctx, scope);
-  } else {
-    static_cast<TypedBox<V>*>(box)->value.emplace(call_body(*fn, ctx, scope));
   }
-}
+
+ private:
+  std::shared_ptr<Fn> fn_;
+  std::vector<Ctx>& contexts_;
+};
+
+template <class Ctx, class Fn>
+class BoundBody final : public BodyCall<Ctx> {
+ public:
+  explicit BoundBody(std::shared_ptr<Fn> fn) : fn_(std::move(fn)) {}
+
+  [[nodiscard]] std::unique_ptr<TaskRoutine> routine(std::vector<Ctx>& contexts) const override {
+    return std::make_unique<BodyRoutine<Ctx, Fn>>(fn_, contexts);
+  }
+  [[nodiscard]] std::unique_ptr<OutputBox> make_output() const override {
+    using V = body_value_t<Ctx, Fn>;
+    if constexpr (std::is_void_v<V>) {
+      return nullptr;
+    } else {
+      return std::make_unique<TypedBox<V>>();
+    }
+  }
+
+ private:
+  std::shared_ptr<Fn> fn_;
+};
 
 }  // namespace detail
 
@@ -77,11 +127,13 @@ using task_value_t = detail::body_value_t<Ctx, std::remove_cvref_t<Fn>>;
 
 /// A task body bound for contexts of type `Ctx`, as a `swp::Plan<Ctx>` stores it per task and a
 /// pipeline runs it: the callable (shared by every copy of the body, so state it keeps is kept
-/// once), the storage of its output value, and the context fields it declares it writes.
+/// once) and the context fields it declares it writes.
 ///
-/// Completion: `run` returns a lazy Co that runs the callable when awaited and completes when
-/// the callable (or the Co it returned) completed; a value it produces is stored in the box.
-/// Errors: what the callable throws propagates from the Co (a pipeline reports it as TaskError).
+/// Completion: a pipeline calls the callable directly on the instance's context, on its lane:
+/// a plain body completes when it returns (no coroutine frame is made for it); a coroutine body
+/// runs as its own Co and completes when that does. A value it produces is stored in the
+/// task's output slot, where `ctx.get` reads it.
+/// Errors: what the callable throws propagates (a pipeline reports it as TaskError).
 /// Cancellation: the callable's awaits (`ctx.get`, futures) are woken with Cancelled when the
 /// run fails.
 ///
@@ -91,7 +143,8 @@ using task_value_t = detail::body_value_t<Ctx, std::remove_cvref_t<Fn>>;
 /// swp::TaskBody<Ctx> declared(forward, swp::writes(&Fields::logits));           // shortcut replays logits
 /// ```
 template <class Ctx>
-struct TaskBody {
+class TaskBody {
+ public:
   /// Binds `fn` (see TaskFunction).
   template <class Fn>
     requires TaskFunction<std::remove_cvref_t<Fn>, Ctx>
@@ -101,16 +154,9 @@ struct TaskBody {
   /// task replays them.
   template <class Fn, class Fields>
     requires TaskFunction<std::remove_cvref_t<Fn>, Ctx> && std::derived_from<Ctx, Fields>
-  TaskBody(Fn&& fn, const Writes<Fields>& declared) {
-    using F = std::remove_cvref_t<Fn>;
-    using V = detail::body_value_t<Ctx, F>;
-    auto shared = std::make_shared<F>(std::forward<Fn>(fn));
-    run = [shared](Ctx& ctx, TaskScope& scope, detail::OutputBox* box) {
-      return detail::invoke_body<Ctx, F>(shared, ctx, scope, box);
-    };
-    if constexpr (!std::is_void_v<V>) {
-      make_box = [] { return std::make_unique<detail::TypedBox<V>>(); };
-    }
+  TaskBody(Fn&& fn, const Writes<Fields>& declared)
+      : call_(std::make_shared<const detail::BoundBody<Ctx, std::remove_cvref_t<Fn>>>(
+            std::make_shared<std::remove_cvref_t<Fn>>(std::forward<Fn>(fn)))) {
     if constexpr (std::is_same_v<Fields, Ctx>) {
       writes = declared;
     } else {
@@ -118,13 +164,17 @@ struct TaskBody {
     }
   }
 
-  /// The body on `ctx`: stores its value in `box` (a TypedBox of the value type made by
-  /// `make_box`; unused when the body returns nothing).
-  std::function<Co<void>(Ctx&, TaskScope&, detail::OutputBox*)> run;
-  /// Output storage; empty when the body returns nothing.
-  std::function<std::unique_ptr<detail::OutputBox>()> make_box;
+  /// Whether the body produces a value (its task's handle is then an Output<T>, T not void).
+  [[nodiscard]] bool returns_value() const { return call_->make_output() != nullptr; }
+
+  /// The typed callable (for pipelines).
+  [[nodiscard]] const detail::BodyCall<Ctx>& call() const noexcept { return *call_; }
+
   /// The context fields the body declares it writes (shortcut replay).
   Writes<Ctx> writes;
+
+ private:
+  std::shared_ptr<const detail::BodyCall<Ctx>> call_;
 };
 
 }  // namespace swp

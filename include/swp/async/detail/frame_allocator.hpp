@@ -14,6 +14,10 @@ void* frame_allocate(std::size_t size);
 /// frame then joins this thread's free list, which is safe because lists hold plain memory.
 void frame_deallocate(void* frame, std::size_t size) noexcept;
 
+/// How many frames the calling thread allocated so far (recycled or not): what shows that an
+/// operation made no coroutine frame.
+[[nodiscard]] std::size_t frames_allocated_here() noexcept;
+
 inline constexpr std::size_t max_pooled_frame = 2048;
 
 }  // namespace swp::detail

@@ -27,6 +27,9 @@
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/stream.hpp"
+#include "swp/engine/detail/front_end.hpp"
+#include "swp/engine/detail/output_box.hpp"
+#include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/runtime.hpp"
@@ -37,45 +40,6 @@ namespace swp {
 class TaskScope;
 
 namespace detail {
-
-/// Type-erased storage of one instance's output value.
-class OutputBox {
- public:
-  virtual ~OutputBox() = default;
-  virtual void reset() noexcept = 0;
-  /// Whether the value can be copied (what a shortcut needs to replay it).
-  [[nodiscard]] virtual bool copyable() const noexcept = 0;
-  /// A copy of this box; throws std::logic_error when the value type is not copyable.
-  [[nodiscard]] virtual std::unique_ptr<OutputBox> clone() const = 0;
-  /// Copies `other`'s value (a box of the same type) into this one.
-  virtual void assign_from(const OutputBox& other) = 0;
-};
-
-template <class T>
-class TypedBox final : public OutputBox {
- public:
-  std::optional<T> value;
-  void reset() noexcept override { value.reset(); }
-  [[nodiscard]] bool copyable() const noexcept override { return std::is_copy_constructible_v<T>; }
-  [[nodiscard]] std::unique_ptr<OutputBox> clone() const override {
-    if constexpr (std::is_copy_constructible_v<T>) {
-      auto copy = std::make_unique<TypedBox>();
-      copy->value = value;
-      return copy;
-    } else {
-      throw std::logic_error("a task output of a non-copyable type cannot be cached");
-    }
-  }
-  void assign_from(const OutputBox& other) override {
-    if constexpr (std::is_copy_constructible_v<T>) {
-      const auto& typed = static_cast<const TypedBox&>(other);
-      value.reset();
-      if (typed.value) value.emplace(*typed.value);
-    } else {
-      throw std::logic_error("a task output of a non-copyable type cannot be replayed");
-    }
-  }
-};
 
 enum class ReleasePolicy { data_flow, clock };
 
@@ -117,7 +81,7 @@ class SchedulerWaker final : public EventWaiter {
 /// Why re-arming at consumption is safe: a decrement for iteration i + E comes from an
 /// instance of iteration i + E or i + E - 1 = i + slots, which runs only after iteration
 /// i + slots was admitted, so after iteration i retired and this instance finished.
-struct Instance final : Lane::Job {
+struct Instance final : Lane::Job, CoEnvironment {
   EngineCore* core = nullptr;
   TaskIndex task = 0;
   std::size_t entry = 0;  // sync entry: iteration % (slots + 1)
@@ -148,43 +112,22 @@ struct Instance final : Lane::Job {
   void resume(Lane& lane) noexcept override;
 };
 
-/// Hooks the typed front end provides: running a task's body for a slot's context.
-class BodyRunner {
- public:
-  /// The body of `task` on slot `slot`'s context; may be a synthetic body, or an invalid
-  /// (empty) Co when there is nothing left to run (the body ran to its end synchronously,
-  /// or there was nothing to do). May throw: the body's error.
-  virtual Co<void> run_body(TaskIndex task, std::size_t slot, TaskScope& scope) = 0;
-  /// Output storage for `task` (nullptr when it returns nothing).
-  virtual std::unique_ptr<OutputBox> make_box(TaskIndex task) = 0;
-
-  /// Whether `task` has nothing to run at all (no body, no synthetic cost, no shortcut): the
-  /// core then finishes its instances without calling run_body. Read on lanes; the front end
-  /// changes it only while nothing is in flight.
-  [[nodiscard]] bool trivial(TaskIndex task) const noexcept {
-    return task < trivial_.size() && trivial_[task] != 0;
-  }
-
- protected:
-  ~BodyRunner() = default;
-  std::vector<unsigned char> trivial_;  // per task, see trivial()
-};
-
 class EngineCore {
  public:
+  /// The core of a pipeline over `graph` with `slots` context slots, for the typed
+  /// `front` (which must outlive it). Tasks have no routine until set_routine.
   EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy, std::size_t slots,
-             BodyRunner& bodies);
+             FrontEnd& front);
   ~EngineCore();
   EngineCore(const EngineCore&) = delete;
   EngineCore& operator=(const EngineCore&) = delete;
 
-  /// Supplies the next batch: admits iteration `iter` into its slot and returns true, or
-  /// returns false at end of data. Called on the caller's thread only.
-  using Admit = bool (*)(void* owner, std::int64_t iter, std::size_t slot);
-  /// Told about each retired iteration before its context slot can be reused.
-  using Retire = void (*)(void* owner, std::int64_t iter, std::size_t slot);
+  /// What runs for `task` (nullptr: nothing, its instances finish without a call). Set only
+  /// while nothing is in flight; read on lanes.
+  void set_routine(TaskIndex task, TaskRoutine* routine) noexcept { info_[task].routine = routine; }
 
-  void fill(Admit admit, Retire retire, void* owner);
+  /// Starts a run: admits the first iterations through the front end.
+  void fill();
   std::optional<std::int64_t> progress();
   /// progress() whose waits suspend the awaiting coroutine instead of blocking a thread (host
   /// schedulers; on sim it is progress(), which drives virtual time). Same results and errors.
@@ -309,7 +252,7 @@ class EngineCore {
   Runtime& runtime_;
   PlanGraph graph_;
   ReleasePolicy policy_;
-  BodyRunner& bodies_;
+  FrontEnd& front_;
   SchedulerWaker device_waker_;
   EngineTimeouts timeouts_;
   TaskObserver* observer_ = nullptr;
@@ -321,6 +264,7 @@ class EngineCore {
     std::span<const TaskIndex> intra_succ, inter_succ;  // dependents
     Lane* lane = nullptr;
     Stream* stream = nullptr;
+    TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
     int degree_first = 0;  // join counter of iteration 0 (see in_degree)
     int degree = 0;        // join counter of every later iteration
     int ordered_rank = -1;  // data-flow: rank among globally ordered tasks, or -1
@@ -338,9 +282,6 @@ class EngineCore {
   StopSignal stop_;
 
   // Run state (caller thread, except where noted).
-  Admit admit_ = nullptr;
-  Retire retire_ = nullptr;
-  void* owner_ = nullptr;
   bool filled_ = false;
   bool broken_ = false;
   std::int64_t next_admit_ = 0;      // next iteration to fetch

@@ -1,0 +1,49 @@
+#pragma once
+// ShortcutRoutine: the routine of a shortcut task — replays its cache, or runs the task's own
+// routine once and caches what it left (see Pipeline::enable_shortcut).
+
+#include <utility>
+#include <vector>
+
+#include "swp/async/co.hpp"
+#include "swp/engine/detail/shortcut_state.hpp"
+#include "swp/engine/detail/task_routine.hpp"
+#include "swp/engine/shortcut.hpp"
+
+namespace swp::detail {
+
+/// Wraps a task's routine (`inner`; nullptr when it has nothing to run) while the task is
+/// shortcut. The caching execution keeps a coroutine frame only when the inner routine
+/// suspends; a replay is a copy, without any.
+template <class Ctx>
+class ShortcutRoutine final : public TaskRoutine {
+ public:
+  ShortcutRoutine(ShortcutState<Ctx>& state, TaskIndex task, TaskRoutine* inner,
+                  const Writes<Ctx>* writes, std::vector<Ctx>& contexts)
+      : state_(state), task_(task), inner_(inner), writes_(writes), contexts_(contexts) {}
+
+  ErasedCo run(std::size_t slot, TaskScope& scope, OutputBox* output) override {
+    Ctx& ctx = contexts_[slot];
+    if (state_.replay(task_, ctx, output)) return {};
+    ErasedCo body = inner_ != nullptr ? inner_->run(slot, scope, output) : ErasedCo{};
+    if (!body.valid()) {
+      state_.cache(task_, ctx, output, writes_);
+      return {};
+    }
+    return ErasedCo(cache_after(std::move(body), ctx, output));
+  }
+
+ private:
+  Co<void> cache_after(ErasedCo body, Ctx& ctx, OutputBox* output) {
+    co_await body;
+    state_.cache(task_, ctx, output, writes_);
+  }
+
+  ShortcutState<Ctx>& state_;
+  TaskIndex task_;
+  TaskRoutine* inner_;
+  const Writes<Ctx>* writes_;
+  std::vector<Ctx>& contexts_;
+};
+
+}  // namespace swp::detail

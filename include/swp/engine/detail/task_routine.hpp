@@ -1,0 +1,36 @@
+#pragma once
+// TaskRoutine: what the engine core runs for one task — typed by the pipeline for its context
+// type and the task's body, called by the core without knowing either.
+
+#include <cstddef>
+
+#include "swp/async/detail/erased_co.hpp"
+#include "swp/engine/detail/output_box.hpp"
+
+namespace swp {
+
+class TaskScope;
+
+namespace detail {
+
+/// One task's routine in one pipeline: its body bound to the pipeline's context slots (or its
+/// synthetic costs, or a shortcut around either). The core calls it once per instance, on the
+/// instance's lane, through this one virtual call; a task with nothing to run has no routine.
+///
+/// Completion: `run` returns an empty ErasedCo when the work completed synchronously — a body
+/// that never suspends costs no coroutine frame — or the body's own coroutine, not started,
+/// for the core to start on the lane (its value, if any, already routed to `output`).
+/// Errors: what the body throws before its first suspension propagates from `run`; later ones
+/// come out of the coroutine. Cancellation: the core starts the coroutine with the run's stop
+/// signal.
+class TaskRoutine {
+ public:
+  virtual ~TaskRoutine() = default;
+
+  /// Runs the task on context slot `slot` for the instance `scope` describes; a value goes
+  /// to `output` (a TypedBox of the task's value type; nullptr when it returns nothing).
+  virtual ErasedCo run(std::size_t slot, TaskScope& scope, OutputBox* output) = 0;
+};
+
+}  // namespace detail
+}  // namespace swp
