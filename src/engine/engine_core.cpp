@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "swp/core/enqueue_order.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/task_scope.hpp"
 
@@ -30,11 +29,10 @@ Instance::~Instance() = default;
 void Instance::start(Lane&) noexcept { core->start_instance(*this); }
 void Instance::resume(Lane&) noexcept { core->resume_instance(*this); }
 
-EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
+EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release,
                        std::size_t slots, FrontEnd& front)
     : runtime_(runtime),
       graph_(std::move(graph)),
-      policy_(policy),
       front_(front),
       device_waker_(runtime.scheduler()),
       sequencer_(runtime.scheduler()) {
@@ -47,13 +45,9 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
     info_[t].intra = graph_.intra_deps(t);
     info_[t].inter = graph_.inter_deps(t);
   }
-  order_ = enqueue_order(graph_, OrderPolicy::ready_first);
   serial_order_ = graph_.topological_order();
-  for (TaskIndex t : serial_order_) {
-    if (!info_[t].ordered) continue;
-    info_[t].ordered_rank = static_cast<int>(ordered_tasks_.size());
-    ordered_tasks_.push_back(t);
-  }
+  // Before the counters are armed: the policy says what they count besides dependencies.
+  release_ = release(*this);
   intra_succ_.resize(n);
   inter_succ_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {
@@ -121,11 +115,7 @@ int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
   const TaskInfo& info = info_[t];
   int n = static_cast<int>(info.intra.size());
   if (iter > 0) n += static_cast<int>(info.inter.size());
-  if (policy_ == ReleasePolicy::clock) return n + 1;  // + the start token
-  ++n;                                                 // + the admission
-  // + the release of the ordered instance before it, except for the very first one.
-  if (info.ordered && (iter > 0 || info.ordered_rank > 0)) ++n;
-  return n;
+  return n + release_->extra_degree(t, iter);
 }
 
 void EngineCore::arm_counters() {
@@ -138,14 +128,12 @@ void EngineCore::arm_counters() {
 void EngineCore::reset_run_state() {
   for (auto& sync : sync_) {
     sync.remaining.store(0);
-    sync.released = 0;
     std::fill(sync.generation.begin(), sync.generation.end(), 0);
   }
   arm_counters();
   next_admit_ = 0;
   end_ = INT64_MAX;
   oldest_ = 0;
-  next_period_ = 0;
   next_turn_.store(0);
   any_failed_.store(false);
   failure_.reset();
@@ -177,7 +165,6 @@ bool EngineCore::prepare(std::int64_t iter) {
     in->slot = s;
     in->state.store(InstanceState::idle, std::memory_order_relaxed);
   }
-  sync.released = 0;
   sync.device.store(false, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.
@@ -190,11 +177,7 @@ void EngineCore::fill() {
   if (filled_) throw PipelineStateError("fill_pipeline called twice without drain()");
   reset_run_state();
   filled_ = true;
-  if (policy_ == ReleasePolicy::clock) {
-    for (std::size_t p = 0; p < slots_.size(); ++p) open_period(next_period_++);
-  } else {
-    advance();
-  }
+  release_->fill();
 }
 
 void EngineCore::submit(Instance& in) noexcept {
@@ -214,44 +197,7 @@ void EngineCore::satisfy(Instance& in) noexcept {
   // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
   // and event generation, the admission's fields); the last one acquires them all.
   if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  if (policy_ == ReleasePolicy::data_flow) {
-    release(in);
-  } else {
-    // The instance holds its lane, parked on this dependency: it goes on on its lane.
-    in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
-    info_[in.task].lane->continue_job(in);
-  }
-}
-
-void EngineCore::release(Instance& in) noexcept {
-  // Data-flow: everything it waits for happened. Re-armed for iteration iter + E (see
-  // Instance): nothing decrements that before this instance finished.
-  in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
-  // Ordered instances are released one after the other (each waits for the one before to
-  // finish), so turns go out in (iteration, rank) order and the turn is free when it starts.
-  if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
-  submit(in);
-}
-
-void EngineCore::open_period(std::int64_t period) {
-  // Tasks of iterations already in flight go first, in the period's enqueue order; the new
-  // iteration needs its slot, which may still wait for its previous occupant's device work.
-  // Deferring stage-0 tasks keeps the order topological: nothing else in this period depends
-  // on the new iteration.
-  auto release_clock = [&](TaskIndex t, std::int64_t iter) {
-    Instance& in = *sync_of(iter).instances[t];
-    if (info_[t].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
-    ++sync_of(iter).released;
-    submit(in);
-  };
-  for (TaskIndex t : order_) {
-    const std::int64_t iter = period - graph_.stage(t);
-    if (iter >= oldest_ && iter < period && iter < next_admit_) release_clock(t, iter);
-  }
-  if (period >= end_ || period != next_admit_) return;
-  if (!await_slot(period) || !admit(period)) return;
-  for (TaskIndex t : order_)
-    if (graph_.stage(t) == 0) release_clock(t, period);
+  release_->ready(in);
 }
 
 bool EngineCore::device_done(std::int64_t iter) const {
@@ -308,20 +254,6 @@ PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
                          " ms, so iteration " + std::to_string(iter) + " cannot have its slot");
 }
 
-void EngineCore::advance() {
-  const auto slots = static_cast<std::int64_t>(slots_.size());
-  for (;;) {
-    const std::int64_t iter = next_admit_;
-    if (failed_.load(std::memory_order_acquire) || iter - oldest_ >= slots || iter >= end_) break;
-    if (!await_slot(iter)) return;
-    // The user's source runs before the admission tokens: the entry being prepared is
-    // invisible to the lanes until then.
-    if (!prepare(iter)) break;
-    next_admit_ = iter + 1;
-    for (auto& in : sync_of(iter).instances) satisfy(*in);
-  }
-}
-
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
   in.wait_task.store(dep, std::memory_order_relaxed);
   in.wait_iter.store(iter, std::memory_order_relaxed);
@@ -332,40 +264,10 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
 }
 
 void EngineCore::start_instance(Instance& in) noexcept {
-  if (policy_ == ReleasePolicy::clock) {
-    // The start token: the dependencies may still be running (periods release an instance
-    // with its producers; its lane keeps the period's order meanwhile).
-    if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) {
-      park(in);
-      return;
-    }
-    in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
-  }
-  proceed(in);
+  if (release_->start(in)) proceed(in);
 }
 
 void EngineCore::resume_instance(Instance& in) noexcept { proceed(in); }
-
-void EngineCore::park(Instance& in) noexcept {
-  // Names a producer that had not finished when the instance parked (diagnosis, traces).
-  // Whoever finishes last continues the instance through its lane, after this step.
-  const Sync& sync = sync_[in.entry];
-  for (TaskIndex d : graph_.intra_deps(in.task))
-    if (sync.instances[d]->state.load(std::memory_order_acquire) != InstanceState::finished) {
-      record_dep_wait(in, d, in.iter);
-      return;
-    }
-  if (in.iter > 0) {
-    const Sync& prev = sync_of(in.iter - 1);
-    for (TaskIndex d : graph_.inter_deps(in.task))
-      if (prev.instances[d]->state.load(std::memory_order_acquire) != InstanceState::finished) {
-        record_dep_wait(in, d, in.iter - 1);
-        return;
-      }
-  }
-  // Every producer finished between the decrement and the look: the last one has already
-  // queued the continuation, so there is no wait to report.
-}
 
 void EngineCore::proceed(Instance& in) noexcept {
   const TaskIndex t = in.task;
@@ -488,15 +390,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
     Sync& next = sync_of(iter + 1);
     for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s]);
   }
-  if (info.ordered && policy_ == ReleasePolicy::data_flow) {
-    // The (iteration, rank) chain of globally ordered instances is an edge like a
-    // dependency: the next one is released once this one submitted. Released any earlier, it
-    // could take a lane that an instance with an earlier turn is queued on, and wait there for
-    // that turn forever.
-    const auto rank = static_cast<std::size_t>(info.ordered_rank);
-    satisfy(rank + 1 < ordered_tasks_.size() ? *sync.instances[ordered_tasks_[rank + 1]]
-                                             : *sync_of(iter + 1).instances[ordered_tasks_.front()]);
-  }
+  if (info.ordered) release_->ordered_finished(in);
   // After this decrement the caller may retire the iteration and even destroy the pipeline:
   // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives
   // it). Waiters are told when an iteration completes, and after a failure (the drain waits

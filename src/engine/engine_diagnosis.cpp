@@ -7,13 +7,13 @@
 
 namespace swp::detail {
 
+InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcept {
+  if (iter < oldest_) return InstanceState::finished;  // retired
+  return sync_of(iter).instances[t]->state.load(std::memory_order_acquire);
+}
+
 std::string EngineCore::diagnose() const {
   std::ostringstream out;
-  auto state_of = [&](TaskIndex t, std::int64_t iter) {
-    if (iter < oldest_) return InstanceState::finished;  // retired
-    return sync_[static_cast<std::size_t>(iter) % sync_.size()].instances[t]->state.load(
-        std::memory_order_acquire);
-  };
   for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
     const Sync& sync = sync_[static_cast<std::size_t>(iter) % sync_.size()];
     for (TaskIndex t = 0; t < graph_.size(); ++t) {
@@ -25,31 +25,16 @@ std::string EngineCore::diagnose() const {
       switch (state) {
         case InstanceState::idle: {
           out << "not released yet";
-          const char* sep = ": waits for ";
-          for (TaskIndex d : graph_.intra_deps(t))
-            if (state_of(d, iter) != InstanceState::finished) {
-              out << sep << graph_.name(d) << " (iter " << iter << ")";
-              sep = ", ";
-            }
+          bool waits = false;  // a producer was named: ", " before the next one
+          auto name_wait = [&](TaskIndex d, std::int64_t of) {
+            if (state_at(d, of) == InstanceState::finished) return;
+            out << (waits ? ", " : ": waits for ") << graph_.name(d) << " (iter " << of << ")";
+            waits = true;
+          };
+          for (TaskIndex d : graph_.intra_deps(t)) name_wait(d, iter);
           if (iter > 0)
-            for (TaskIndex d : graph_.inter_deps(t))
-              if (state_of(d, iter - 1) != InstanceState::finished) {
-                out << sep << graph_.name(d) << " (iter " << iter - 1 << ")";
-                sep = ", ";
-              }
-          // Data-flow: an ordered instance also waits for the ordered one before it.
-          if (policy_ == ReleasePolicy::data_flow && info_[t].ordered) {
-            const auto rank = static_cast<std::size_t>(info_[t].ordered_rank);
-            const TaskIndex before = rank > 0 ? ordered_tasks_[rank - 1] : ordered_tasks_.back();
-            const std::int64_t before_iter = rank > 0 ? iter : iter - 1;
-            if (before_iter >= 0 && state_of(before, before_iter) != InstanceState::finished) {
-              out << sep << graph_.name(before) << " (iter " << before_iter
-                  << ", globally ordered before it)";
-              sep = ", ";
-            }
-          }
-          if (policy_ == ReleasePolicy::clock && *sep == ':')
-            out << " (its period " << iter + graph_.stage(t) << " has not opened)";
+            for (TaskIndex d : graph_.inter_deps(t)) name_wait(d, iter - 1);
+          release_->explain_unreleased(out, t, iter, waits);
           break;
         }
         case InstanceState::queued:

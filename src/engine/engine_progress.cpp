@@ -89,20 +89,7 @@ bool EngineCore::retire_ready() const noexcept {
   return oldest_ + static_cast<std::int64_t>(slots_.size()) >= end_ || device_done(oldest_);
 }
 
-bool EngineCore::drained() const noexcept {
-  // Every released instance of the admitted iterations finished. Data-flow releases every
-  // instance of an admitted iteration sooner or later (after a failure too: a failed or
-  // cancelled instance still counts down its successors, which then finish without running
-  // their bodies), so its count must reach zero; the clock releases by period.
-  const int n = static_cast<int>(graph_.size());
-  for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
-    const Sync& sync = sync_of(iter);
-    const int remaining = sync.remaining.load(std::memory_order_seq_cst);
-    if (policy_ == ReleasePolicy::data_flow ? remaining != 0 : n - remaining != sync.released)
-      return false;
-  }
-  return true;
-}
+bool EngineCore::drained() const noexcept { return release_->drained(); }
 
 bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
   Scheduler& scheduler = runtime_.scheduler();
@@ -148,11 +135,7 @@ std::int64_t EngineCore::retire_oldest() {
   const std::int64_t retired_iter = oldest_;
   front_.retire(retired_iter, slot_index(retired_iter));
   ++oldest_;
-  if (policy_ == ReleasePolicy::clock) {
-    open_period(next_period_++);
-  } else {
-    advance();
-  }
+  release_->retired();
   return retired_iter;
 }
 

@@ -235,23 +235,23 @@ class Pipeline : private detail::FrontEnd {
 
  protected:
   // A Plan<Ctx>'s bodies; throws std::invalid_argument when they do not fit its tasks.
-  Pipeline(Runtime& runtime, const Plan<Ctx>& plan, detail::ReleasePolicy policy,
+  Pipeline(Runtime& runtime, const Plan<Ctx>& plan, detail::ReleasePolicy::Make release,
            std::size_t slots)
-      : Pipeline(runtime, plan.untyped(), plan.bound_bodies(), policy, slots) {}
+      : Pipeline(runtime, plan.untyped(), plan.bound_bodies(), release, slots) {}
   // No bodies: synthetic costs.
-  Pipeline(Runtime& runtime, const PipelinePlan& plan, detail::ReleasePolicy policy,
+  Pipeline(Runtime& runtime, const PipelinePlan& plan, detail::ReleasePolicy::Make release,
            std::size_t slots)
       : Pipeline(runtime, plan, std::vector<std::optional<TaskBody<Ctx>>>(plan.tasks.size()),
-                 policy, slots) {}
+                 release, slots) {}
 
  private:
   Pipeline(Runtime& runtime, const PipelinePlan& plan,
-           std::vector<std::optional<TaskBody<Ctx>>> bodies, detail::ReleasePolicy policy,
+           std::vector<std::optional<TaskBody<Ctx>>> bodies, detail::ReleasePolicy::Make release,
            std::size_t slots)
       : bodies_(std::move(bodies)),
         shortcuts_(declared_io(plan)),
         contexts_(std::max<std::size_t>(slots, 1)),
-        core_(runtime, validate(plan), policy, std::max<std::size_t>(slots, 1), *this) {
+        core_(runtime, validate(plan), release, std::max<std::size_t>(slots, 1), *this) {
     const PlanGraph& graph = core_.graph();
     routines_.resize(graph.size());
     shortcut_routines_.resize(graph.size());

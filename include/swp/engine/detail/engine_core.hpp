@@ -29,6 +29,7 @@
 #include "swp/device/stream.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/output_box.hpp"
+#include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/errors.hpp"
@@ -40,8 +41,6 @@ namespace swp {
 class TaskScope;
 
 namespace detail {
-
-enum class ReleasePolicy { data_flow, clock };
 
 /// What a task instance is doing, for the hang diagnosis.
 enum class InstanceState : std::uint8_t {
@@ -116,7 +115,7 @@ class EngineCore {
  public:
   /// The core of a pipeline over `graph` with `slots` context slots, for the typed
   /// `front` (which must outlive it). Tasks have no routine until set_routine.
-  EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy, std::size_t slots,
+  EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release, std::size_t slots,
              FrontEnd& front);
   ~EngineCore();
   EngineCore(const EngineCore&) = delete;
@@ -142,7 +141,6 @@ class EngineCore {
   [[nodiscard]] const PlanGraph& graph() const noexcept { return graph_; }
   [[nodiscard]] Runtime& runtime() noexcept { return runtime_; }
   [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
-  [[nodiscard]] ReleasePolicy policy() const noexcept { return policy_; }
   /// The order run_serial runs tasks in: topological over intra deps, ties by name.
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept { return serial_order_; }
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
@@ -167,6 +165,9 @@ class EngineCore {
   void resume_instance(Instance& in) noexcept;
 
  private:
+  friend class DataFlowRelease;
+  friend class ClockRelease;
+
   // Synchronization state of one iteration: instances, events. There is one more of these
   // than context slots, so that the state of iteration i - 1 stays intact until iteration i
   // retired: inter-iteration dependencies read it without racing slot reuse.
@@ -177,7 +178,6 @@ class EngineCore {
     // Some instance recorded an event (device_done has something to look at). Set before
     // the instance's `remaining` decrement, read after the iteration retired.
     std::atomic<bool> device{false};
-    int released = 0;                       // clock: instances released (caller thread)
   };
 
   // A context slot's output boxes (the context itself lives in the typed front end).
@@ -209,19 +209,23 @@ class EngineCore {
   // publishes it (admit = prepare + next_admit_ = iter + 1).
   bool prepare(std::int64_t iter);
   bool admit(std::int64_t iter);
-  // One thing `in` waited for happened; takes the counter to zero -> release or run.
+  // One thing `in` waited for happened; the last one tells the release policy.
   void satisfy(Instance& in) noexcept;
-  void release(Instance& in) noexcept;
+  // Re-arms the counter of a consumed instance for iteration iter + E (see Instance).
+  void rearm(Instance& in) noexcept { in.pending.store(steady_degree(in.task), std::memory_order_relaxed); }
+  // Hands a globally ordered instance its sequencer turn as it is released.
+  void assign_turn(Instance& in) noexcept {
+    if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
+  }
   void submit(Instance& in) noexcept;
-  // Clock: the instance holds its lane and waits for a dependency.
-  void park(Instance& in) noexcept;
+  // The instance holds its lane and waits for producer `dep` of iteration `iter`.
+  void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
+  [[nodiscard]] InstanceState state_at(TaskIndex t, std::int64_t iter) const noexcept;
   // Dependencies done: stream waits (phase 2), the turn, then the body.
   void proceed(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
   void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
   Co<void> await_turn(Instance& in);
-  // Clock policy.
-  void open_period(std::int64_t period);
   // Device back-pressure: whether iteration iter's device work is complete, and waiting (with
   // the retire deadline) until iteration iter's context slot is free.
   [[nodiscard]] bool device_done(std::int64_t iter) const;
@@ -230,8 +234,6 @@ class EngineCore {
   void unwatch_device(std::int64_t iter);
   bool await_slot(std::int64_t iter);
   [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
-  // Data-flow policy: admit what can go (waits for slots).
-  void advance();
   // Errors, deadlines, drain.
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, bool timeout);
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
@@ -247,11 +249,9 @@ class EngineCore {
   std::int64_t retire_oldest();
   [[noreturn]] void abort_run(bool drained);
   class AsyncWait;
-  void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
 
   Runtime& runtime_;
   PlanGraph graph_;
-  ReleasePolicy policy_;
   FrontEnd& front_;
   SchedulerWaker device_waker_;
   EngineTimeouts timeouts_;
@@ -267,13 +267,10 @@ class EngineCore {
     TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
     int degree_first = 0;  // join counter of iteration 0 (see in_degree)
     int degree = 0;        // join counter of every later iteration
-    int ordered_rank = -1;  // data-flow: rank among globally ordered tasks, or -1
     bool ordered = false;
   };
 
-  std::vector<TaskIndex> order_;           // clock: per-period enqueue order (ready-first)
   std::vector<TaskIndex> serial_order_;    // topological order of intra deps, by name
-  std::vector<TaskIndex> ordered_tasks_;   // data-flow: globally ordered tasks by rank
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
   std::vector<TaskInfo> info_;
   std::vector<Slot> slots_;
@@ -287,7 +284,8 @@ class EngineCore {
   std::int64_t next_admit_ = 0;      // next iteration to fetch
   std::int64_t end_ = INT64_MAX;     // first iteration with no batch
   std::int64_t oldest_ = 0;          // oldest unretired iteration
-  std::int64_t next_period_ = 0;     // clock
+  // When instances go to their lanes (made before the counters are armed).
+  std::unique_ptr<ReleasePolicy> release_;
   // Next sequencer turn to hand out at release. Clock: the caller's; data-flow: ordered
   // releases form one chain (each happens after the one before), so a plain counter would do;
   // it is atomic so that the lanes' hand-offs need no reasoning about it.

@@ -1,0 +1,44 @@
+#pragma once
+// ClockRelease: the clock engine's release policy — each retirement opens a period, which
+// releases (task, period − stage) for every task, in the plan's ready-first order.
+
+#include <cstdint>
+#include <vector>
+
+#include "swp/engine/detail/release_policy.hpp"
+
+namespace swp::detail {
+
+/// Lanes receive instances in period order; an instance whose producers still run when its
+/// lane starts it parks there (holding the lane, as the seed's thread group would). Its counter
+/// counts its dependencies plus a start token the instance gives when its lane starts it;
+/// whoever takes it to zero continues it on its lane. Tasks of iterations in flight go first
+/// in a period; the new iteration's stage-0 tasks follow once its slot is free.
+class ClockRelease final : public ReleasePolicy {
+ public:
+  explicit ClockRelease(EngineCore& core);
+  static std::unique_ptr<ReleasePolicy> make(EngineCore& core);
+
+  [[nodiscard]] int extra_degree(TaskIndex task, std::int64_t iter) const noexcept override;
+  void fill() override;
+  void retired() override;
+  [[nodiscard]] bool drained() const noexcept override;
+  void ready(Instance& in) noexcept override;
+  [[nodiscard]] bool start(Instance& in) noexcept override;
+  void ordered_finished(Instance& in) noexcept override;
+  void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
+                          bool& waits) const override;
+
+ private:
+  void open_period(std::int64_t period);
+  void release(TaskIndex task, std::int64_t iter);
+  // Names a producer of `in` that had not finished when it parked (diagnosis, traces).
+  void park(Instance& in) noexcept;
+
+  EngineCore& core_;
+  std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)
+  std::vector<int> released_;     // per sync entry: instances released of its iteration
+  std::int64_t next_period_ = 0;
+};
+
+}  // namespace swp::detail

@@ -1,0 +1,44 @@
+#pragma once
+// DataFlowRelease: the data-flow engine's release policy — an instance goes to its lane as soon
+// as everything it depends on finished and its iteration holds a slot.
+
+#include <vector>
+
+#include "swp/engine/detail/release_policy.hpp"
+
+namespace swp::detail {
+
+/// The counter of (task, i) counts its intra dependencies, its inter dependencies (of i − 1),
+/// the admission of iteration i, and for a globally ordered task the ordered instance before
+/// it in (iteration, rank) order — a chain of edges on *finish*, so turns are handed out in
+/// that order and an ordered instance never holds a lane waiting for its turn. Whoever takes
+/// the counter to zero releases the instance to its lane. Iterations are admitted whenever a
+/// slot is free (back-pressure: at most `slots` in flight).
+class DataFlowRelease final : public ReleasePolicy {
+ public:
+  explicit DataFlowRelease(EngineCore& core);
+  static std::unique_ptr<ReleasePolicy> make(EngineCore& core);
+
+  [[nodiscard]] int extra_degree(TaskIndex task, std::int64_t iter) const noexcept override;
+  void fill() override;
+  void retired() override;
+  [[nodiscard]] bool drained() const noexcept override;
+  void ready(Instance& in) noexcept override;
+  [[nodiscard]] bool start(Instance& in) noexcept override;
+  void ordered_finished(Instance& in) noexcept override;
+  void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
+                          bool& waits) const override;
+
+ private:
+  // Admits what can go: while a slot is free and the source has batches.
+  void advance();
+  // The ordered instance released after (task, iter) finished: (next task, iter) or
+  // (first task, iter + 1); and the one before.
+  [[nodiscard]] Instance& next_ordered(const Instance& in) const noexcept;
+
+  EngineCore& core_;
+  std::vector<TaskIndex> ordered_;  // globally ordered tasks in intra-topological order
+  std::vector<int> rank_;           // per task: its position in ordered_, or -1
+};
+
+}  // namespace swp::detail

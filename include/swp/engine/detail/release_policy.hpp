@@ -1,0 +1,47 @@
+#pragma once
+// ReleasePolicy: when the engine core releases a task instance to its lane — the one thing the
+// data-flow and the clock engines do differently (DESIGN.md decision 1). The policies are
+// DataFlowRelease and ClockRelease; each owns the state only it needs.
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+
+#include "swp/core/plan_graph.hpp"
+
+namespace swp::detail {
+
+class EngineCore;
+struct Instance;
+
+/// What the core asks its release policy. The core calls the hot hooks (`ready`, `start`,
+/// `ordered_finished`) once per instance on whichever thread gets there, the rest on the thread
+/// that drives the pipeline.
+class ReleasePolicy {
+ public:
+  /// Makes the policy of `core` (called once the core knows its tasks, lanes and streams).
+  using Make = std::unique_ptr<ReleasePolicy> (*)(EngineCore& core);
+
+  virtual ~ReleasePolicy() = default;
+
+  /// What the join counter of `task` counts in iteration `iter` besides its dependencies.
+  [[nodiscard]] virtual int extra_degree(TaskIndex task, std::int64_t iter) const noexcept = 0;
+  /// A new run starts: forget the last one and let the first iterations in.
+  virtual void fill() = 0;
+  /// The oldest iteration retired: let the next one in.
+  virtual void retired() = 0;
+  /// Every instance released so far of the iterations in flight finished.
+  [[nodiscard]] virtual bool drained() const noexcept = 0;
+  /// The join counter of `in` reached zero: everything it waits for happened.
+  virtual void ready(Instance& in) noexcept = 0;
+  /// Its lane starts `in`; true when it may proceed now (its dependencies are done).
+  [[nodiscard]] virtual bool start(Instance& in) noexcept = 0;
+  /// The globally ordered instance `in` finished.
+  virtual void ordered_finished(Instance& in) noexcept = 0;
+  /// For the hang report: what else an instance not released yet waits for (appended to
+  /// `out`; `waits` tells whether a dependency was named already and is set when this names one).
+  virtual void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
+                                  bool& waits) const = 0;
+};
+
+}  // namespace swp::detail

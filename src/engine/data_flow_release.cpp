@@ -1,0 +1,97 @@
+// DataFlowRelease: instances go to their lanes as soon as their counters reach zero.
+
+#include "swp/engine/detail/data_flow_release.hpp"
+
+#include <ostream>
+
+#include "swp/engine/detail/engine_core.hpp"
+
+namespace swp::detail {
+
+DataFlowRelease::DataFlowRelease(EngineCore& core)
+    : core_(core), rank_(core.graph().size(), -1) {
+  for (TaskIndex t : core.serial_order()) {
+    if (!core.info_[t].ordered) continue;
+    rank_[t] = static_cast<int>(ordered_.size());
+    ordered_.push_back(t);
+  }
+}
+
+std::unique_ptr<ReleasePolicy> DataFlowRelease::make(EngineCore& core) {
+  return std::make_unique<DataFlowRelease>(core);
+}
+
+int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexcept {
+  // The admission of its iteration; for an ordered task also the ordered instance before it,
+  // except for the very first one.
+  return 1 + (rank_[task] >= 0 && (iter > 0 || rank_[task] > 0) ? 1 : 0);
+}
+
+void DataFlowRelease::fill() { advance(); }
+
+void DataFlowRelease::retired() { advance(); }
+
+void DataFlowRelease::advance() {
+  EngineCore& c = core_;
+  const auto slots = static_cast<std::int64_t>(c.slots_.size());
+  for (;;) {
+    const std::int64_t iter = c.next_admit_;
+    if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)
+      break;
+    if (!c.await_slot(iter)) return;
+    // The user's source runs before the admission tokens: the entry being prepared is
+    // invisible to the lanes until then.
+    if (!c.prepare(iter)) break;
+    c.next_admit_ = iter + 1;
+    for (auto& in : c.sync_of(iter).instances) c.satisfy(*in);
+  }
+}
+
+bool DataFlowRelease::drained() const noexcept {
+  // Every instance of an admitted iteration is released sooner or later (after a failure too:
+  // a failed or cancelled instance still counts down its successors, which then finish without
+  // running their bodies), so each count must reach zero.
+  for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
+    if (core_.sync_of(iter).remaining.load(std::memory_order_seq_cst) != 0) return false;
+  return true;
+}
+
+void DataFlowRelease::ready(Instance& in) noexcept {
+  // Everything it waits for happened; nothing decrements the entry's next iteration before
+  // this instance finished (see Instance), so it is re-armed now. Ordered instances are
+  // released one after the other (each after the one before finished), so turns go out in
+  // (iteration, rank) order and the turn is free when it starts.
+  core_.rearm(in);
+  core_.assign_turn(in);
+  core_.submit(in);
+}
+
+bool DataFlowRelease::start(Instance&) noexcept { return true; }
+
+Instance& DataFlowRelease::next_ordered(const Instance& in) const noexcept {
+  const auto rank = static_cast<std::size_t>(rank_[in.task]);
+  if (rank + 1 < ordered_.size()) return core_.sibling(in, ordered_[rank + 1]);
+  return *core_.sync_of(in.iter + 1).instances[ordered_.front()];
+}
+
+void DataFlowRelease::ordered_finished(Instance& in) noexcept {
+  // The (iteration, rank) chain is an edge like a dependency, on finish: released any earlier,
+  // the next ordered instance could take a lane that an instance with an earlier turn is
+  // queued on, and wait there for that turn forever.
+  core_.satisfy(next_ordered(in));
+}
+
+void DataFlowRelease::explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
+                                         bool& waits) const {
+  // An ordered instance also waits for the ordered one before it.
+  if (rank_[task] < 0) return;
+  const auto rank = static_cast<std::size_t>(rank_[task]);
+  const TaskIndex before = rank > 0 ? ordered_[rank - 1] : ordered_.back();
+  const std::int64_t before_iter = rank > 0 ? iter : iter - 1;
+  if (before_iter < 0 || core_.state_at(before, before_iter) == InstanceState::finished) return;
+  out << (waits ? ", " : ": waits for ") << core_.graph().name(before) << " (iter "
+      << before_iter << ", globally ordered before it)";
+  waits = true;
+}
+
+}  // namespace swp::detail
