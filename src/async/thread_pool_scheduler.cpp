@@ -47,9 +47,10 @@ namespace {
 [[gnu::tls_model("initial-exec")]] thread_local detail::PoolContext* current = nullptr;
 
 // The driver queue this thread released last, and whose it was: a thread that drives again
-// takes the same one back, with the work it left there.
-thread_local const ThreadPoolScheduler* last_scheduler = nullptr;
-thread_local detail::PoolQueue* last_queue = nullptr;
+// takes the same one back, with the work it left there. (initial-exec: read on every
+// drive_until, they must not cost a __tls_get_addr call from the shared library.)
+[[gnu::tls_model("initial-exec")]] thread_local const ThreadPoolScheduler* last_scheduler = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local detail::PoolQueue* last_queue = nullptr;
 
 constexpr unsigned pauses_per_round = 8;
 // How long an idle thread leaves another thread the one piece of work that thread runs next:

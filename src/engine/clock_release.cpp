@@ -72,15 +72,12 @@ void ClockRelease::ready(Instance& in) noexcept {
   core_.info_[in.task].lane->continue_job(in);
 }
 
-bool ClockRelease::start(Instance& in) noexcept {
+void ClockRelease::start(Instance& in) noexcept {
   // The start token: the dependencies may still be running (periods release an instance with
   // its producers; its lane keeps the period's order meanwhile).
-  if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) {
-    park(in);
-    return false;
-  }
+  if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return park(in);
   core_.rearm(in);
-  return true;
+  core_.proceed(in);
 }
 
 void ClockRelease::park(Instance& in) noexcept {

@@ -66,7 +66,7 @@ void DataFlowRelease::ready(Instance& in) noexcept {
   core_.submit(in);
 }
 
-bool DataFlowRelease::start(Instance&) noexcept { return true; }
+void DataFlowRelease::start(Instance& in) noexcept { core_.proceed(in); }
 
 Instance& DataFlowRelease::next_ordered(const Instance& in) const noexcept {
   const auto rank = static_cast<std::size_t>(rank_[in.task]);

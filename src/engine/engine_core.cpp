@@ -263,11 +263,6 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
                             TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
-void EngineCore::start_instance(Instance& in) noexcept {
-  if (release_->start(in)) proceed(in);
-}
-
-void EngineCore::resume_instance(Instance& in) noexcept { proceed(in); }
 
 void EngineCore::proceed(Instance& in) noexcept {
   const TaskIndex t = in.task;

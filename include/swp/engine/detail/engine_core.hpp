@@ -161,8 +161,8 @@ class EngineCore {
   }
 
   // The steps of an instance (Instance::start and resume call them, on its lane).
-  void start_instance(Instance& in) noexcept;
-  void resume_instance(Instance& in) noexcept;
+  void start_instance(Instance& in) noexcept { release_->start(in); }
+  void resume_instance(Instance& in) noexcept { proceed(in); }
 
  private:
   friend class DataFlowRelease;

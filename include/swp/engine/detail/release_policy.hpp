@@ -34,8 +34,9 @@ class ReleasePolicy {
   [[nodiscard]] virtual bool drained() const noexcept = 0;
   /// The join counter of `in` reached zero: everything it waits for happened.
   virtual void ready(Instance& in) noexcept = 0;
-  /// Its lane starts `in`; true when it may proceed now (its dependencies are done).
-  [[nodiscard]] virtual bool start(Instance& in) noexcept = 0;
+  /// Its lane starts `in`: it proceeds now (EngineCore::proceed) or, when its dependencies
+  /// are not done yet, holds the lane until the last of them continues it.
+  virtual void start(Instance& in) noexcept = 0;
   /// The globally ordered instance `in` finished.
   virtual void ordered_finished(Instance& in) noexcept = 0;
   /// For the hang report: what else an instance not released yet waits for (appended to
