@@ -28,9 +28,12 @@ struct CountingRunnable final : swp::Runnable {
   std::atomic<int> runs{0};
   std::atomic<std::thread::id> ran_on{};
   void run() noexcept override {
+    // Read before `runs` tells a waiter it ran: that waiter may destroy this runnable at once.
+    // `count` (when set) outlives it, and counts only after `runs`, for waiters on the total.
+    std::atomic<int>* const total = count;
     ran_on.store(std::this_thread::get_id());
     runs.fetch_add(1);
-    if (count != nullptr) count->fetch_add(1);
+    if (total != nullptr) total->fetch_add(1);
   }
 };
 

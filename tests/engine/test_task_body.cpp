@@ -29,6 +29,20 @@ struct Counted {
   ~Counted() { --alive; }
 };
 
+// The fields of every retired context of `pipe`, in retirement order.
+struct Retired {
+  std::vector<std::string> labels;
+  std::vector<int> values;
+  explicit Retired(swp::Pipeline<Ctx>& pipe) {
+    pipe.on_retire([this](const Ctx& ctx) {
+      labels.push_back(ctx.label);
+      values.push_back(ctx.value);
+    });
+  }
+  Retired(const Retired&) = delete;
+  Retired& operator=(const Retired&) = delete;
+};
+
 }  // namespace
 
 TEST_CASE("a task function takes the context, optionally the scope, and returns anything") {
@@ -101,15 +115,10 @@ TEST_CASE("the value a body produces is what the readers get, whatever its form"
   }, {}, swp::reads(plain, co));
   swp::Runtime rt({.backend = swp::Backend::sim});
   swp::ClockPipeline<Ctx> pipe(rt, plan);
-  std::vector<std::string> labels;
-  std::vector<int> values;
-  pipe.on_retire([&](const Ctx& ctx) {
-    labels.push_back(ctx.label);
-    values.push_back(ctx.value);
-  });
+  const Retired retired(pipe);
   pipe.run(std::vector<int>{1, 2, 3});
-  CHECK(values == std::vector<int>{10, 20, 30});
-  CHECK(labels == std::vector<std::string>{"batch 1", "batch 2", "batch 3"});
+  CHECK(retired.values == std::vector<int>{10, 20, 30});
+  CHECK(retired.labels == std::vector<std::string>{"batch 1", "batch 2", "batch 3"});
 }
 
 TEST_CASE("copies of a body share its callable") {
@@ -137,14 +146,9 @@ TEST_CASE("a body declares the fields it writes, which a shortcut replays") {
   plan.bind("Label", body);
   swp::Runtime rt({.backend = swp::Backend::sim});
   swp::ClockPipeline<Ctx> pipe(rt, plan);
-  std::vector<std::string> labels;
-  std::vector<int> values;
-  pipe.on_retire([&](const Ctx& ctx) {
-    labels.push_back(ctx.label);
-    values.push_back(ctx.value);
-  });
+  const Retired retired(pipe);
   pipe.enable_shortcut("Label");
   pipe.run_serial(std::vector<int>{1, 2});
-  CHECK(labels == std::vector<std::string>{"batch 1", "batch 1"});  // declared: replayed
-  CHECK(values == std::vector<int>{1, 0});                          // undeclared: not
+  CHECK(retired.labels == std::vector<std::string>{"batch 1", "batch 1"});  // declared: replayed
+  CHECK(retired.values == std::vector<int>{1, 0});                          // undeclared: not
 }
