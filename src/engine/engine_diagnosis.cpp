@@ -15,7 +15,7 @@ InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcep
 std::string EngineCore::diagnose() const {
   std::ostringstream out;
   for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
-    const Sync& sync = sync_[static_cast<std::size_t>(iter) % sync_.size()];
+    const Sync& sync = sync_of(iter);
     for (TaskIndex t = 0; t < graph_.size(); ++t) {
       const Instance& in = *sync.instances[t];
       const auto state = in.state.load(std::memory_order_acquire);

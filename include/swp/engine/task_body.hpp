@@ -58,6 +58,8 @@ class BodyCall {
   [[nodiscard]] virtual std::unique_ptr<TaskRoutine> routine(std::vector<Ctx>& contexts) const = 0;
   /// Storage for the value in one context slot; nullptr when the body returns nothing.
   [[nodiscard]] virtual std::unique_ptr<OutputBox> make_output() const = 0;
+  /// Whether the body produces a value.
+  [[nodiscard]] virtual bool returns_value() const noexcept = 0;
 };
 
 /// The routine of a body `Fn`: calls it directly on the slot's context, so a body that does
@@ -93,6 +95,8 @@ class BodyRoutine final : public TaskRoutine {
 
 template <class Ctx, class Fn>
 class BoundBody final : public BodyCall<Ctx> {
+  using Value = body_value_t<Ctx, Fn>;
+
  public:
   explicit BoundBody(std::shared_ptr<Fn> fn) : fn_(std::move(fn)) {}
 
@@ -100,13 +104,13 @@ class BoundBody final : public BodyCall<Ctx> {
     return std::make_unique<BodyRoutine<Ctx, Fn>>(fn_, contexts);
   }
   [[nodiscard]] std::unique_ptr<OutputBox> make_output() const override {
-    using V = body_value_t<Ctx, Fn>;
-    if constexpr (std::is_void_v<V>) {
+    if constexpr (std::is_void_v<Value>) {
       return nullptr;
     } else {
-      return std::make_unique<TypedBox<V>>();
+      return std::make_unique<TypedBox<Value>>();
     }
   }
+  [[nodiscard]] bool returns_value() const noexcept override { return !std::is_void_v<Value>; }
 
  private:
   std::shared_ptr<Fn> fn_;
@@ -165,7 +169,7 @@ class TaskBody {
   }
 
   /// Whether the body produces a value (its task's handle is then an Output<T>, T not void).
-  [[nodiscard]] bool returns_value() const { return call_->make_output() != nullptr; }
+  [[nodiscard]] bool returns_value() const noexcept { return call_->returns_value(); }
 
   /// The typed callable (for pipelines).
   [[nodiscard]] const detail::BodyCall<Ctx>& call() const noexcept { return *call_; }
