@@ -5,6 +5,10 @@
 
 #include <boost/context/fiber.hpp>
 #include <cerrno>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
 #include <mutex>
 #include <new>
 #include <string>
@@ -22,6 +26,40 @@ static_assert(sizeof(ctx::fiber) == sizeof(void*) && alignof(ctx::fiber) <= alig
 namespace {
 
 thread_local FiberRun* current = nullptr;
+
+// Thrown from park() into a parked fiber whose FiberRun is destroyed; caught at the bottom of
+// the fiber's stack. Not a std::exception, so a body catching those lets it pass.
+struct FiberUnwind {};
+
+// AddressSanitizer must know which stack a thread runs on: an exception thrown on a stack it
+// does not know leaves the unwound frames' redzones poisoned (it cannot clean a stack of
+// unknown extent), and later frames at those addresses then fail as false overflows. Debian's
+// Boost.Context does not annotate its switches, so the bridge does, around each of its own.
+// Before a switch: `fake` saves this side's fake stack (nullptr: this side ends for good).
+void switching_to(void** fake, const void* bottom, std::size_t size) noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake, bottom, size);
+#else
+  (void)fake, (void)bottom, (void)size;
+#endif
+}
+// After a switch, on the new stack: the stack we came from, if the caller wants it.
+void switched(void* fake, const void** from, std::size_t* from_size) noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake, from, from_size);
+#else
+  (void)fake, (void)from, (void)from_size;
+#endif
+}
+// A stack going back to the pool forgets the poison of frames that never returned (those
+// below a switch out of a finished fiber).
+void forget_frames(const ctx::stack_context& stack) noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(stack.sp) - stack.size, stack.size);
+#else
+  (void)stack;
+#endif
+}
 
 std::size_t page_size() noexcept {
   static const auto size = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -93,6 +131,7 @@ class PooledStack {
   }
 
   void deallocate(ctx::stack_context& stack) noexcept {
+    forget_frames(stack);
     auto& p = pool();
     {
       std::lock_guard lock(p.mutex);
@@ -124,42 +163,67 @@ std::size_t usable_fiber_stack(std::size_t requested) {
 }
 
 FiberRun::FiberRun(Body body, void* arg, std::size_t stack_size) : body_(body), arg_(arg) {
-  // The fiber first (it may throw: bad size, no memory), then the empty caller handle the
-  // fiber fills in when it starts.
-  new (fiber_) ctx::fiber(std::allocator_arg, PooledStack(usable_fiber_stack(stack_size)),
-                          [this](ctx::fiber&& caller) {
+  PooledStack allocator(usable_fiber_stack(stack_size));
+  const ctx::stack_context stack = allocator.allocate();
+  fiber_stack_ = static_cast<char*>(stack.sp) - stack.size;
+  fiber_stack_size_ = stack.size;
+  // Constructing the fiber throws nothing more: the stack is already there (preallocated).
+  new (fiber_) ctx::fiber(std::allocator_arg, ctx::preallocated(stack.sp, stack.size, stack),
+                          std::move(allocator), [this](ctx::fiber&& caller) {
                             handle(caller_) = std::move(caller);
-                            body_(arg_);  // catches everything but a forced unwind
-                            finished_ = true;
+                            run_on_fiber();
                             return std::move(handle(caller_));
                           });
   new (caller_) ctx::fiber();
 }
 
+void FiberRun::run_on_fiber() {
+  switched(nullptr, &driver_stack_, &driver_stack_size_);
+  try {
+    if (!unwinding_) body_(arg_);  // catches everything but FiberUnwind
+  } catch (const FiberUnwind&) {
+  }
+  finished_ = true;
+  switching_to(nullptr, driver_stack_, driver_stack_size_);  // this stack's last switch
+}
+
 FiberRun::~FiberRun() {
-  // Destroying a parked fiber resumes it with a forced unwind, which returns here once its
-  // stack is unwound; it runs as the current fiber, like any resume.
-  FiberRun* outer = std::exchange(current, this);
-  handle(fiber_).~fiber();
-  current = outer;
+  // A parked (or never started) fiber is resumed once more to unwind: park() throws
+  // FiberUnwind, its frames unwind to run_on_fiber, and the fiber ends.
+  if (!finished_) {
+    unwinding_ = true;
+    resume();
+  }
+  handle(fiber_).~fiber();  // both empty by now
   handle(caller_).~fiber();
 }
 
 bool FiberRun::resume() {
   FiberRun* outer = std::exchange(current, this);
+  void* fake = nullptr;
+  switching_to(&fake, fiber_stack_, fiber_stack_size_);
   handle(fiber_) = std::move(handle(fiber_)).resume();
+  switched(fake, nullptr, nullptr);
   current = outer;
   return finished_;
 }
 
-void FiberRun::park() { handle(caller_) = std::move(handle(caller_)).resume(); }
+void FiberRun::park() {
+  if (unwinding_) throw FiberUnwind{};  // a body swallowed the unwind and waits again
+  void* fake = nullptr;
+  switching_to(&fake, driver_stack_, driver_stack_size_);
+  handle(caller_) = std::move(handle(caller_)).resume();
+  // Resumed, perhaps by a driver on another thread: its stack is the one to return to.
+  switched(fake, &driver_stack_, &driver_stack_size_);
+  if (unwinding_) throw FiberUnwind{};
+}
 
 FiberRun* current_fiber() noexcept { return current; }
 
 void rethrow_if_fiber_unwind() {
   try {
     throw;
-  } catch (const ctx::detail::forced_unwind&) {
+  } catch (const FiberUnwind&) {
     throw;
   } catch (...) {
   }

@@ -236,6 +236,29 @@ TEST_CASE("destroying a parked fiber unwinds its frames and keeps no state") {
   CHECK(swp::sync_wait(swp::on_fiber([] { return plain_sum(4); })) == 10);
 }
 
+TEST_CASE("a body that swallows the unwinding of its fiber cannot wait again") {
+  swp::Promise<int> never;
+  int refused = 0;
+  bool finished_body = false;
+  {
+    swp::test::Started run(swp::on_fiber([&] {
+      try {
+        swp::blocking_await(never.get_future());
+      } catch (...) {  // swallows the unwinding
+      }
+      try {
+        swp::blocking_await(never.get_future());
+      } catch (...) {
+        ++refused;  // thrown at once: the fiber does not park again
+      }
+      finished_body = true;
+    }));
+    CHECK_FALSE(run.finished);
+  }
+  CHECK(refused == 1);
+  CHECK(finished_body);
+}
+
 TEST_CASE("a fiber stack below the minimum is refused with the size named") {
   const std::string message =
       "swp: fiber stack size 1000 bytes is below the minimum of 16384 (swp::min_fiber_stack)";

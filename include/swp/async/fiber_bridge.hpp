@@ -36,7 +36,8 @@ class FiberRun {
   /// min_fiber_stack, std::system_error when no stack can be mapped.
   FiberRun(Body body, void* arg, std::size_t stack_size);
   /// A fiber still parked is unwound: its frames' destructors run (an exception no body can
-  /// catch as std::exception travels up its stack) and its stack returns to the pool.
+  /// catch as std::exception travels up its stack from `park()`) and its stack returns to the
+  /// pool. A fiber never resumed ends without running `body`.
   ~FiberRun();
   FiberRun(const FiberRun&) = delete;
   FiberRun& operator=(const FiberRun&) = delete;
@@ -51,14 +52,23 @@ class FiberRun {
   Co<void> pending;  ///< what the parked fiber waits for; the driver awaits it
 
  private:
+  void run_on_fiber();
+
   Body body_;
   void* arg_;
   bool finished_ = false;
+  bool unwinding_ = false;  // set by the destructor: park() throws instead of returning
   // The two boost::context::fiber handles (one pointer each, checked in fiber_bridge.cpp),
   // kept as bytes so this header needs no Boost.Context header: the fiber as the driver sees
   // it, and the driver as the fiber sees it.
   alignas(void*) unsigned char fiber_[sizeof(void*)];
   alignas(void*) unsigned char caller_[sizeof(void*)];
+  // Where the fiber's and the driver's stacks lie, for AddressSanitizer's stack-switch
+  // annotations (used by sanitizer builds of libswp; the layout is the same in every build).
+  const void* fiber_stack_ = nullptr;
+  std::size_t fiber_stack_size_ = 0;
+  const void* driver_stack_ = nullptr;
+  std::size_t driver_stack_size_ = 0;
 };
 
 /// `requested` rounded up to whole pages; throws std::invalid_argument naming the size when
@@ -156,8 +166,9 @@ decltype(auto) blocking_await(A&& awaitable) {
 /// and environment, so `ctx.get(h)` works as in a coroutine body. Blocking on anything else (a
 /// mutex held elsewhere, a std::future) still blocks the thread.
 /// Cancellation: that of the awaitables `fn` waits for. Destroying the Co while the fiber is
-/// parked unwinds the fiber's frames (a `catch (...)` in `fn` that does not rethrow would stop
-/// that unwinding: catch what you handle).
+/// parked unwinds the fiber's frames: the parked `blocking_await` throws an exception that is
+/// no std::exception (a `catch (...)` in `fn` that swallows it lets `fn` go on, without
+/// waiting: every later `blocking_await` throws it again).
 ///
 /// Example:
 /// ```
