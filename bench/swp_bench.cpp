@@ -7,13 +7,17 @@
 //                                    empty tasks and tasks with device work; allocations
 //   swp-bench overlap  [--iters N]   3-stage overlap scenario on host and sim, both engines
 //   swp-bench jitter   [--iters N]   the same with a jittering loader: data-flow vs clock
+//   swp-bench soak     [--iters N] [--warmup N]
+//                                    RSS growth over a long run: both engines and `swp run`
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 
 #include "dispatch.hpp"
 #include "scenarios.hpp"
+#include "soak.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"swp-bench: swp benchmarks (metric lines)"};
@@ -41,12 +45,22 @@ int main(int argc, char** argv) {
   overlap->add_option("--iters", scenario_iters, "iterations")->check(CLI::Range(20, 1'000'000));
   auto* jitter = app.add_subcommand("jitter", "3-stage overlap with a jittering loader");
   jitter->add_option("--iters", scenario_iters, "iterations")->check(CLI::Range(20, 1'000'000));
+  swp_bench::SoakOptions soak_options;
+  auto* soak = app.add_subcommand(
+      "soak", "RSS growth after warm-up over a long run: both engines and the swp run path");
+  soak->add_option("--iters", soak_options.iters, "iterations per run")
+      ->check(CLI::Range(std::int64_t{2}, std::int64_t{100'000'000}))
+      ->capture_default_str();
+  soak->add_option("--warmup", soak_options.warmup,
+                   "iterations before the first RSS reading (default: a tenth of --iters)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (dispatch->parsed()) swp_bench::run_dispatch(d);
     if (overlap->parsed()) swp_bench::run_scenario("overlap", false, scenario_iters);
     if (jitter->parsed()) swp_bench::run_scenario("jitter", true, scenario_iters);
+    if (soak->parsed()) swp_bench::run_soak(soak_options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

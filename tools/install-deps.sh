@@ -5,8 +5,8 @@ set -euo pipefail
 
 packages=(
   g++ meson ninja-build pkg-config
-  libboost1.81-dev libboost-json1.81-dev libboost-fiber1.81-dev libboost-context1.81-dev
-  libcli11-dev doctest-dev librange-v3-dev
+  libboost1.81-dev libboost-json1.81-dev libboost-context1.81-dev
+  libcli11-dev doctest-dev
   libtbb-dev
 )
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, step 2: build and run the whole test suite — under AddressSanitizer +
-# UndefinedBehaviorSanitizer, under ThreadSanitizer, then the plain build, whose doctest
-# summary closes the output. Any failure fails the script.
+# UndefinedBehaviorSanitizer, under ThreadSanitizer, then the plain build; then install the
+# plain build into a temporary root and build and run a program against it (pkg-config and
+# meson), and end with the plain build's doctest summary. Any failure fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
@@ -25,5 +26,7 @@ TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ./build-tsan/tests/swp-tests --no-intro --minimal
 
 setup build
+echo "== consumer of the installed library"
+bash tools/consumer-build.sh build
 echo "== tests"
 ./build/tests/swp-tests

@@ -11,37 +11,82 @@
 #include <type_traits>
 #include <utility>
 
-#include <boost/context/fiber.hpp>
-
 #include "swp/async/co.hpp"
 
 namespace swp {
 
+/// Default usable stack of a fiber: enough for ordinary library calls, not for deep recursion
+/// or big local buffers (pass a larger size to on_fiber / blocking for those).
+inline constexpr std::size_t default_fiber_stack = 256 * 1024;
+
+/// The smallest stack on_fiber / blocking accept.
+inline constexpr std::size_t min_fiber_stack = 16 * 1024;
+
 namespace detail {
 
-// What one fiber-run callable shares with the coroutine that drives it.
-struct FiberRun {
-  boost::context::fiber caller;  // where the fiber switches to when it parks or ends
-  Co<void> pending;              // what the parked fiber waits for
-  bool finished = false;
-};
-
-// The fiber running on this thread (set around every resume). Out of line: code on a fiber
-// may continue on another thread, and an inlined thread-local address could be stale there.
-FiberRun* current_fiber() noexcept;
-FiberRun* exchange_current_fiber(FiberRun* run) noexcept;
-
-// Stacks for fibers, recycled: a blocking body runs once per iteration, and mapping a fresh
-// stack every time would cost more than most bodies.
-class FiberStacks {
+/// One fiber: a guarded stack and the context switches into and out of it. Every call into
+/// Boost.Context is out of line, in libswp: inline code that switched stacks itself would make
+/// each program using swp::blocking link Boost.Context directly (its pkg-config line would not).
+class FiberRun {
  public:
-  explicit FiberStacks(std::size_t size) : size_(size) {}
-  boost::context::stack_context allocate();
-  void deallocate(boost::context::stack_context& stack) noexcept;
+  using Body = void (*)(void* arg);
+
+  /// A fiber that will run `body(arg)` on a stack of `stack_size` usable bytes (see on_fiber);
+  /// nothing runs before the first resume(). Throws std::invalid_argument for a stack below
+  /// min_fiber_stack, std::system_error when no stack can be mapped.
+  FiberRun(Body body, void* arg, std::size_t stack_size);
+  /// A fiber still parked is unwound: its frames' destructors run (an exception no body can
+  /// catch as std::exception travels up its stack from `park()`) and its stack returns to the
+  /// pool. A fiber never resumed ends without running `body`.
+  ~FiberRun();
+  FiberRun(const FiberRun&) = delete;
+  FiberRun& operator=(const FiberRun&) = delete;
+
+  /// From the driving coroutine: runs the fiber on this thread until it parks or `body`
+  /// returns; true when it returned. `body` must catch its own exceptions.
+  bool resume();
+  /// From inside the fiber: switches back to the driver; returns when the driver resumes the
+  /// fiber again, possibly on another thread.
+  void park();
+
+  Co<void> pending;  ///< what the parked fiber waits for; the driver awaits it
 
  private:
-  std::size_t size_;
+  void run_on_fiber();
+
+  Body body_;
+  void* arg_;
+  bool finished_ = false;
+  bool unwinding_ = false;  // set by the destructor: park() throws instead of returning
+  // The two boost::context::fiber handles (one pointer each, checked in fiber_bridge.cpp),
+  // kept as bytes so this header needs no Boost.Context header: the fiber as the driver sees
+  // it, and the driver as the fiber sees it.
+  alignas(void*) unsigned char fiber_[sizeof(void*)];
+  alignas(void*) unsigned char caller_[sizeof(void*)];
+  // Where the fiber's and the driver's stacks lie, for AddressSanitizer's stack-switch
+  // annotations (used by sanitizer builds of libswp; the layout is the same in every build).
+  const void* fiber_stack_ = nullptr;
+  std::size_t fiber_stack_size_ = 0;
+  const void* driver_stack_ = nullptr;
+  std::size_t driver_stack_size_ = 0;
 };
+
+/// `requested` rounded up to whole pages; throws std::invalid_argument naming the size when
+/// it is below min_fiber_stack.
+std::size_t usable_fiber_stack(std::size_t requested);
+
+/// The fiber running on this thread (set around every resume). Out of line: code on a fiber
+/// may continue on another thread, and an inlined thread-local address could be stale there.
+FiberRun* current_fiber() noexcept;
+
+/// Called in a `catch (...)` on a fiber: rethrows the exception being handled when it is the
+/// unwinding of a destroyed fiber (which must reach the bottom of the fiber's stack).
+void rethrow_if_fiber_unwind();
+
+template <class B>
+void invoke_body(void* body) {
+  (*static_cast<B*>(body))();
+}
 
 template <class A>
 decltype(auto) awaiter_of(A&& a) {
@@ -73,8 +118,6 @@ Co<void> await_into(A awaitable, Slot& slot, std::exception_ptr& error) {
 
 }  // namespace detail
 
-/// Default stack of a fiber: enough for ordinary library calls, not for deep recursion.
-inline constexpr std::size_t default_fiber_stack = 256 * 1024;
 
 /// Waits for `awaitable` (a Future, `ctx.get(handle)`, a Co...) from plain code running on a
 /// fiber (inside `on_fiber` or a `blocking` body): the fiber parks, the thread is free to run
@@ -97,7 +140,7 @@ decltype(auto) blocking_await(A&& awaitable) {
   Slot slot{};
   std::exception_ptr error;
   run->pending = detail::await_into(std::forward<A>(awaitable), slot, error);
-  run->caller = std::move(run->caller).resume();  // park; back here when it completed
+  run->park();  // back here when it completed
   if (error) std::rethrow_exception(error);
   if constexpr (std::is_reference_v<T>) {
     return static_cast<T>(*slot);
@@ -107,58 +150,62 @@ decltype(auto) blocking_await(A&& awaitable) {
 }
 
 /// Runs the plain callable `fn()` on a fiber of its own and completes with its result (a
-/// value, not a reference): a Co<R> that a coroutine awaits, or a pipeline runs as a task body. `fn` may block on swp
-/// awaitables with `blocking_await`, which parks the fiber instead of the thread, so a
-/// lane's thread keeps running other lanes meanwhile (a lane itself stays serial: its next
-/// task waits for this one, as for any suspended coroutine task).
+/// value, not a reference): a Co<R> that a coroutine awaits, or a pipeline runs as a task
+/// body. `fn` may block on swp awaitables with `blocking_await`, which parks the fiber instead
+/// of the thread, so a lane's thread keeps running other lanes meanwhile (a lane itself stays
+/// serial: its next task waits for this one, as for any suspended coroutine task).
 ///
-/// Completion: when `fn` returns; exceptions leaving `fn` are rethrown from the co_await.
-/// The awaits inherit the awaiting coroutine's lane, stop signal and environment, so
-/// `ctx.get(h)` works as in a coroutine body. Blocking on anything else (a mutex held
-/// elsewhere, a std::future) still blocks the thread.
+/// Stack: `stack_size` usable bytes (rounded up to whole pages; at least min_fiber_stack),
+/// with an inaccessible guard page below, so a body that overflows it (deep recursion, a big
+/// local buffer) dies with SIGSEGV at once instead of silently overwriting other memory.
+/// Stacks are mapped on first use and recycled per size.
+///
+/// Completion: when `fn` returns; exceptions leaving `fn` are rethrown from the co_await, as
+/// are std::invalid_argument for a `stack_size` below min_fiber_stack and std::system_error
+/// when no stack can be mapped. The awaits inherit the awaiting coroutine's lane, stop signal
+/// and environment, so `ctx.get(h)` works as in a coroutine body. Blocking on anything else (a
+/// mutex held elsewhere, a std::future) still blocks the thread.
+/// Cancellation: that of the awaitables `fn` waits for. Destroying the Co while the fiber is
+/// parked unwinds the fiber's frames: the parked `blocking_await` throws an exception that is
+/// no std::exception (a `catch (...)` in `fn` that swallows it lets `fn` go on, without
+/// waiting: every later `blocking_await` throws it again).
 ///
 /// Example:
 /// ```
 /// swp::Co<int> total = swp::on_fiber([&] { return swp::blocking_await(f) + 1; });
+/// swp::Co<void> deep = swp::on_fiber([] { recurse(10000); }, 8 << 20);  // an 8 MiB stack
 /// ```
 template <class F>
 auto on_fiber(F fn, std::size_t stack_size = default_fiber_stack) -> Co<std::invoke_result_t<F&>> {
   using R = std::invoke_result_t<F&>;
   static_assert(!std::is_reference_v<R>,
                 "swp::on_fiber: the callable returns a reference; return a value or a pointer");
-  detail::FiberRun run;
   std::exception_ptr error;
   std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value;
-  boost::context::fiber fiber(
-      std::allocator_arg, detail::FiberStacks(stack_size),
-      [&](boost::context::fiber&& caller) {
-        run.caller = std::move(caller);
-        try {
-          if constexpr (std::is_void_v<R>) {
-            fn();
-          } else {
-            value.emplace(fn());
-          }
-        } catch (...) {
-          error = std::current_exception();
-        }
-        run.finished = true;
-        return std::move(run.caller);
-      });
-  for (;;) {
-    detail::FiberRun* outer = detail::exchange_current_fiber(&run);
-    fiber = std::move(fiber).resume();
-    detail::exchange_current_fiber(outer);
-    if (run.finished) break;
+  auto body = [&] {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        fn();
+      } else {
+        value.emplace(fn());
+      }
+    } catch (...) {
+      detail::rethrow_if_fiber_unwind();
+      error = std::current_exception();
+    }
+  };
+  detail::FiberRun run(&detail::invoke_body<decltype(body)>, &body, stack_size);
+  while (!run.resume())
     co_await std::move(run.pending);  // never throws: await_into keeps the error for the fiber
-  }
   if (error) std::rethrow_exception(error);
   if constexpr (!std::is_void_v<R>) co_return std::move(*value);
 }
 
 /// Adapts a plain, blocking callable into a task body: `swp::blocking(fn)` is invocable with
 /// the same arguments as `fn` (e.g. `(Ctx&)` or `(Ctx&, TaskScope&)`) and returns a Co that
-/// runs `fn` with `on_fiber`. Inside, `blocking_await(ctx.get(h))` reads a dependency.
+/// runs `fn` with `on_fiber` on a guarded stack of `stack_size` usable bytes (default
+/// default_fiber_stack; completion, errors and cancellation as on_fiber). Inside,
+/// `blocking_await(ctx.get(h))` reads a dependency.
 ///
 /// Example:
 /// ```
@@ -166,12 +213,14 @@ auto on_fiber(F fn, std::size_t stack_size = default_fiber_stack) -> Co<std::inv
 ///   const Bytes& raw = swp::blocking_await(ctx.get(load));  // parks the fiber, not the lane
 ///   return decode(raw);                                        // the task's output
 /// }));
+/// plan.add("Parse", swp::blocking(parse_recursively, 4 << 20));  // a 4 MiB stack
 /// ```
 template <class F>
 class Blocking {
  public:
+  /// Throws std::invalid_argument for a `stack_size` below min_fiber_stack.
   explicit Blocking(F fn, std::size_t stack_size = default_fiber_stack)
-      : fn_(std::move(fn)), stack_size_(stack_size) {}
+      : fn_(std::move(fn)), stack_size_(detail::usable_fiber_stack(stack_size)) {}
 
   template <class... Args>
     requires std::invocable<F&, Args&...>
