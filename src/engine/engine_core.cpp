@@ -99,8 +99,12 @@ EngineCore::~EngineCore() {
     }
   }
   // An iteration retires when its instances' counts dropped; their lanes may still be on the
-  // way out of finish(). Wait until the last of them let go of this core.
-  if (!broken_) wait_for([&] { return drained(); }, timeouts_.retire);
+  // way out of finish(). Wait until the last of them let go of this core. After a run that
+  // could not drain (broken), bodies that ignored cancellation still run, and will write
+  // into this core and the front end's contexts when they return: they must not be freed
+  // under them. Waiting has a deadline (drain) like every wait; past it the process ends
+  // loudly.
+  if (!wait_drained()) die_undrained();
   // Streams may still hold records and waits that point at this pipeline's events: let them
   // finish before the events go.
   std::vector<Stream*> streams;
@@ -186,7 +190,15 @@ bool EngineCore::prepare(std::int64_t iter) {
 }
 
 void EngineCore::fill(Admit admit, Retire retire, void* owner) {
-  if (broken_) throw PipelineStateError("the pipeline is broken: an earlier timeout could not drain it");
+  if (broken_) {
+    // The bodies that kept the last run from draining ignored cancellation: once they all
+    // returned, the pipeline is whole again.
+    if (!wait_drained())
+      throw PipelineStateError(
+          "the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
+          "run:" + diagnose());
+    broken_ = false;
+  }
   if (filled_) throw PipelineStateError("fill_pipeline called twice without drain()");
   reset_run_state();
   admit_ = admit;

@@ -1,6 +1,8 @@
 // EngineCore::diagnose: what every unfinished instance of the in-flight iterations waits for,
-// the body of PipelineTimeout messages.
+// the body of PipelineTimeout messages; the fatal error of a teardown under running bodies.
 
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "swp/engine/detail/engine_core.hpp"
@@ -72,6 +74,18 @@ std::string EngineCore::diagnose() const {
     }
   }
   return out.str();
+}
+
+void EngineCore::die_undrained() const noexcept {
+  const std::string report =
+      "swp: fatal: a pipeline is destroyed while its task bodies still run: they ignored "
+      "cancellation and did not return within " +
+      std::to_string(timeouts_.drain.count()) +
+      " ms (the drain deadline), and freeing the pipeline would let them write into freed "
+      "memory when they do. Still unfinished:" +
+      diagnose();
+  std::fprintf(stderr, "%s\n", report.c_str());
+  std::abort();
 }
 
 }  // namespace swp::detail

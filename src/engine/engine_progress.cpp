@@ -15,7 +15,8 @@ class EngineCore::AsyncWait final : private Runnable {
  public:
   using Ready = bool (EngineCore::*)() const noexcept;
 
-  AsyncWait(EngineCore& core, Ready ready) : core_(core), ready_(ready) {}
+  AsyncWait(EngineCore& core, Ready ready, std::chrono::milliseconds limit)
+      : core_(core), ready_(ready), limit_(limit) {}
   AsyncWait(const AsyncWait&) = delete;
   AsyncWait& operator=(const AsyncWait&) = delete;
 
@@ -26,13 +27,13 @@ class EngineCore::AsyncWait final : private Runnable {
     handle_ = h;
     resumer_ = resumer_of(h);
     const auto now = Clock::now();
-    deadline_ = now + core_.timeouts_.retire;
+    deadline_ = now + limit_;
     const auto tick = core_.timeouts_.check_interval;
     timer_ = core_.runtime_.timers().schedule(now + tick, [this] { on_tick(); }, tick);
     return park();
   }
 
-  /// True when the condition holds, false when the retire deadline passed first.
+  /// True when the condition holds, false when the deadline passed first.
   bool await_resume() {
     if (timer_ != 0) core_.runtime_.timers().cancel(timer_);
     unwatch_device();
@@ -70,6 +71,7 @@ class EngineCore::AsyncWait final : private Runnable {
 
   EngineCore& core_;
   Ready ready_;
+  std::chrono::milliseconds limit_;
   std::coroutine_handle<> handle_;
   Resumer* resumer_ = nullptr;
   Clock::time_point deadline_;
@@ -102,6 +104,10 @@ bool EngineCore::drained() const noexcept {
       return false;
   }
   return true;
+}
+
+bool EngineCore::wait_drained() {
+  return wait_for([&] { return drained(); }, timeouts_.drain);
 }
 
 bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
@@ -164,7 +170,7 @@ std::optional<std::int64_t> EngineCore::progress() {
   const bool retired =
       wait_for([&] { return retirable() || stop_.stop_requested(); }, timeouts_.retire);
   if (!retired && !stop_.stop_requested()) time_out_retire(start);
-  if (stop_.stop_requested()) abort_run(wait_for([&] { return drained(); }, timeouts_.retire));
+  if (stop_.stop_requested()) abort_run(wait_drained());
   return retire_oldest();
 }
 
@@ -173,7 +179,8 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
   // Virtual time advances only while someone drives the sim scheduler: progress() does.
   if (runtime_.scheduler().virtual_time()) co_return progress();
   if (at_end()) co_return std::nullopt;
-  if (!co_await AsyncWait(*this, &EngineCore::retire_ready) && !stop_.stop_requested()) {
+  if (!co_await AsyncWait(*this, &EngineCore::retire_ready, timeouts_.retire) &&
+      !stop_.stop_requested()) {
     if (!retirable()) {
       time_out_retire(Clock::time_point{});
     } else {
@@ -181,7 +188,7 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
       fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), true);
     }
   }
-  if (stop_.stop_requested()) abort_run(co_await AsyncWait(*this, &EngineCore::drained));
+  if (stop_.stop_requested()) abort_run(co_await AsyncWait(*this, &EngineCore::drained, timeouts_.drain));
   co_return retire_oldest();
 }
 

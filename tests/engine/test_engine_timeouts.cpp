@@ -22,6 +22,7 @@ TEST_CASE("the default deadlines are the seed's: 60 s retire, 30 s sequencer") {
   CHECK(timeouts.retire == 60s);
   CHECK(timeouts.sequencer == 30s);
   CHECK(timeouts.check_interval == 50ms);
+  CHECK(timeouts.drain == 60s);
   const swp::EngineTimeouts custom{.retire = 5s};
   CHECK(custom.retire == 5s);
   CHECK(custom.sequencer == 30s);

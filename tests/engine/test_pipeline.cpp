@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <map>
@@ -13,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/cli.hpp"
 #include "support/engines.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
@@ -676,4 +680,99 @@ TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by anothe
   REQUIRE_MESSAGE(done->load(), "run_one_serial_iter did not return");
   runner.join();
   CHECK(ran.load() == 1);
+}
+
+namespace {
+
+// A plan whose only task, on lane "slow", spins in iteration 0 without ever looking at
+// cancellation until `release` is set (or, so that no bug hangs the suite, for 20 s): it
+// outlives every deadline of the run. The lane needs a thread of its own (dedicated): a
+// caller helping in progress() that ran the body itself could not look at its deadlines.
+swp::Plan<Ctx> stubborn_plan(std::atomic<bool>& release, std::atomic<bool>& returned) {
+  swp::Plan<Ctx> plan;
+  plan.add("Stubborn", [&release, &returned](Ctx& ctx) {
+    if (ctx.iter_idx != 0) return;
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (!release.load() && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(1ms);
+    returned.store(true);
+  }, {.thread_group = "slow"});
+  return plan;
+}
+
+// Fills `pipe` and lets the stubborn body break it: progress() times out and cannot drain.
+void break_pipeline(swp::Pipeline<Ctx>& pipe) {
+  pipe.set_timeouts({.retire = 100ms, .check_interval = 5ms, .drain = 100ms});
+  pipe.fill_pipeline(std::vector<std::uint64_t>{0, 1});
+  CHECK_THROWS_WITH_AS(pipe.progress(), doctest::Contains("could not drain"),
+                       swp::PipelineTimeout);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("destroying a broken pipeline waits for the body that ignored cancellation",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The body still runs on its lane's thread when the pipeline is destroyed; freeing the core
+  // then let the body's return step write into freed instances (use-after-free under ASan).
+  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"slow"}});
+  std::atomic<bool> release{false}, returned{false};
+  auto plan = stubborn_plan(release, returned);
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  break_pipeline(*pipe);
+  CHECK_THROWS_AS(pipe->fill_pipeline(std::vector<std::uint64_t>{0}), swp::PipelineStateError);
+  // The teardown deadline is the drain deadline: generous, since the releaser may be slow.
+  pipe->set_timeouts({.drain = 30s});
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    release.store(true);
+  });
+  pipe.reset();
+  CHECK(returned.load());  // the destructor returned only after the body did
+  releaser.join();
+}
+
+TEST_CASE_TEMPLATE("a broken pipeline refills once the body that ignored cancellation returned",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"slow"}});
+  std::atomic<bool> release{false}, returned{false};
+  auto plan = stubborn_plan(release, returned);
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  break_pipeline(*pipe);
+  release.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!returned.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(returned.load());
+  pipe->set_timeouts({.retire = 30s, .drain = 30s});
+  std::vector<std::int64_t> retired;
+  // Its last step may still be on the way out of the engine: fill waits for it.
+  pipe->fill_pipeline(std::vector<std::uint64_t>{5, 6, 7});
+  while (auto i = pipe->progress()) retired.push_back(*i);
+  CHECK(retired == std::vector<std::int64_t>{0, 1, 2});
+}
+
+// Runs in a child process only (see the next case): the pipeline is destroyed while its body
+// never returns, which must end the process with a fatal error naming the body.
+TEST_CASE("child: destroying a pipeline whose body never returns is fatal" * doctest::skip()) {
+  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"slow"}});
+  std::atomic<bool> release{false}, returned{false};
+  auto plan = stubborn_plan(release, returned);
+  auto pipe = std::make_unique<swp::DataFlowPipeline<Ctx>>(rt, plan, 2);
+  break_pipeline(*pipe);
+  pipe.reset();  // aborts after the drain deadline (100 ms)
+  FAIL("the destructor returned while the body still ran");
+}
+
+TEST_CASE("destroying a pipeline whose body never returns is a fatal error naming the body") {
+  const swp::test::TempFile err("", ".err");
+  const std::string command = "timeout 120 " + swp::test::quoted(std::filesystem::read_symlink("/proc/self/exe").string()) +
+                              " --no-skip --test-case='child: destroying a pipeline whose "
+                              "body never returns is fatal' >/dev/null 2>" +
+                              swp::test::quoted(err.str());
+  const int status = std::system(command.c_str());
+  CHECK(status != 0);
+  const std::string what = swp::test::read_text(err.path());
+  CHECK(what.find("swp: fatal: a pipeline is destroyed while its task bodies still run") !=
+        std::string::npos);
+  CHECK(what.find("Stubborn (iter 0) on lane 'slow'") != std::string::npos);
 }

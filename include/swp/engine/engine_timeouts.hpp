@@ -20,6 +20,16 @@ namespace swp {
 ///   naming the instance, with the SequencerTimeout as `nested()`.
 /// - `check_interval`: how often a blocking progress() on the host backend looks at the
 ///   deadlines while it waits (it wakes at once when something completes).
+/// - `drain`: how long a failed run (a task's error, a callback's, a deadline) waits for what
+///   it released to finish before its error is thrown. Cancelled waits end at once; a body
+///   that ignores cancellation is waited for. Past the deadline progress() throws
+///   PipelineTimeout ("could not drain", naming what still runs) and the pipeline is broken:
+///   fill_pipeline() waits up to `drain` again for those bodies to return (then the pipeline
+///   is whole again) or throws PipelineStateError naming them; the pipeline's destructor
+///   waits up to `drain` too, then ends the process with a fatal error naming them
+///   (std::abort), since freeing the pipeline under a running body would corrupt memory.
+///   Kept apart from `retire`, so that a tiny retire deadline does not make a busy machine's
+///   slow drain look like a stuck body.
 ///
 /// Example:
 /// ```
@@ -30,6 +40,7 @@ struct EngineTimeouts {
   std::chrono::milliseconds retire{60'000};
   std::chrono::milliseconds sequencer{30'000};
   std::chrono::milliseconds check_interval{50};
+  std::chrono::milliseconds drain{60'000};
 };
 
 }  // namespace swp

@@ -292,6 +292,8 @@ class EngineCore {
   // Errors, deadlines, drain.
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, bool timeout);
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
+  // Waits (with the drain deadline) until everything released finished; false past it.
+  bool wait_drained();
   std::string diagnose() const;
   // progress() in parts, shared with next(). The oldest iteration can retire (or the run
   // failed); then, for next(), also the slot it frees holds no device work (so the admission
@@ -303,6 +305,8 @@ class EngineCore {
   void time_out_retire(Clock::time_point start);
   std::int64_t retire_oldest();
   [[noreturn]] void abort_run(bool drained);
+  // Teardown while released instances still run (see ~EngineCore): reports them, aborts.
+  [[noreturn]] void die_undrained() const noexcept;
   class AsyncWait;
   void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
 
