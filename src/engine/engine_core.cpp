@@ -10,20 +10,6 @@
 
 namespace swp::detail {
 
-namespace {
-
-bool is_cancelled(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const Cancelled&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
-}  // namespace
-
 Instance::Instance() = default;
 Instance::~Instance() = default;
 
@@ -167,7 +153,16 @@ bool EngineCore::admit(std::int64_t iter) {
 bool EngineCore::prepare(std::int64_t iter) {
   if (iter >= end_) return false;
   const std::size_t s = slot_index(iter);
-  if (!admit_(owner_, iter, s)) {
+  bool admitted = false;
+  try {
+    admitted = admit_(owner_, iter, s);
+  } catch (...) {
+    // The run fails (and surfaces it from the call that is in progress, or the next one);
+    // iteration iter was not admitted, so nothing of it runs or retires.
+    fail_callback(CallbackError::Callback::source, iter);
+    return false;
+  }
+  if (!admitted) {
     end_ = iter;
     return false;
   }
@@ -206,10 +201,14 @@ void EngineCore::fill(Admit admit, Retire retire, void* owner) {
   owner_ = owner;
   filled_ = true;
   if (policy_ == ReleasePolicy::clock) {
-    for (std::size_t p = 0; p < slots_.size(); ++p) open_period(next_period_++);
+    for (std::size_t p = 0; p < slots_.size() && !stop_.stop_requested(); ++p)
+      open_period(next_period_++);
   } else {
     advance();
   }
+  // The source failed for one of the first batches: the run ends here. (A task's error
+  // surfaces from progress(), as ever.)
+  if (failed_with(FailureKind::callback)) abort_run(wait_drained());
 }
 
 void EngineCore::submit(Instance& in) noexcept {
@@ -312,7 +311,7 @@ bool EngineCore::await_slot(std::int64_t iter) {
   watch_device(previous);
   const bool done = wait_for([&] { return device_done(previous); }, timeouts_.retire);
   unwatch_device(previous);
-  if (!done) fail("", iter, std::make_exception_ptr(slot_timeout(iter)), true);
+  if (!done) fail("", iter, std::make_exception_ptr(slot_timeout(iter)), FailureKind::timeout);
   return done;
 }
 
@@ -488,7 +487,9 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   if (info.ordered && in.state.load(std::memory_order_relaxed) == InstanceState::running)
     sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
   if (error) {
-    if (own && !is_cancelled(error)) fail(graph_.name(t), iter, error, false);
+    // Its own error, a swp::Cancelled of its own included. A Cancelled caused by the run's
+    // stop comes after the failure that fired the stop, and the first root cause wins.
+    if (own) fail(graph_.name(t), iter, error, FailureKind::task);
     in.failed = true;
     in.error = error;
     any_failed_.store(true, std::memory_order_release);
@@ -522,19 +523,39 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
 }
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,
-                      bool timeout) {
+                      FailureKind kind) {
   std::string reason;
   {
     std::lock_guard lock(failure_lock_);
     if (failure_) return;  // the first root cause wins
-    failure_ = Failure{task, iter, error, timeout};
+    failure_ = Failure{task, iter, error, kind};
     failed_.store(true, std::memory_order_release);
-    reason = timeout ? "pipeline timed out" : "task '" + task + "' failed in iteration " +
-                                                  std::to_string(iter);
+    if (kind == FailureKind::task) {
+      reason = "task '" + task + "' failed in iteration " + std::to_string(iter);
+    } else if (kind == FailureKind::timeout) {
+      reason = "pipeline timed out";
+    }
+  }
+  if (kind == FailureKind::callback) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const CallbackError& e) {
+      reason = e.what();
+    }
   }
   // Wake every cancellable wait (turns, bodies' awaits): the run drains instead of hanging.
   stop_.request_stop(reason);
   runtime_.scheduler().notify();
+}
+
+bool EngineCore::failed_with(FailureKind kind) const {
+  std::lock_guard lock(failure_lock_);
+  return failure_ && failure_->kind == kind;
+}
+
+void EngineCore::fail_callback(CallbackError::Callback which, std::int64_t iter) {
+  fail("", iter, std::make_exception_ptr(CallbackError(which, iter, std::current_exception())),
+       FailureKind::callback);
 }
 
 }  // namespace swp::detail

@@ -133,7 +133,8 @@ void EngineCore::time_out_retire(Clock::time_point start) {
       (stuck ? " can never retire (nothing left to run: deadlock); unfinished:"
              : " did not retire within " + std::to_string(timeouts_.retire.count()) +
                    " ms; unfinished:");
-  fail("", oldest_, std::make_exception_ptr(PipelineTimeout(what + diagnose())), true);
+  fail("", oldest_, std::make_exception_ptr(PipelineTimeout(what + diagnose())),
+       FailureKind::timeout);
 }
 
 void EngineCore::abort_run(bool drained) {
@@ -146,13 +147,18 @@ void EngineCore::abort_run(bool drained) {
     throw PipelineTimeout("pipeline could not drain after a failure; still unfinished:" +
                           diagnose());
   }
-  if (failure.timeout) std::rethrow_exception(failure.error);
+  if (failure.kind != FailureKind::task) std::rethrow_exception(failure.error);
   throw TaskError(failure.task, failure.iter, failure.error);
 }
 
 std::int64_t EngineCore::retire_oldest() {
   const std::int64_t retired_iter = oldest_;
-  retire_(owner_, retired_iter, slot_index(retired_iter));
+  try {
+    retire_(owner_, retired_iter, slot_index(retired_iter));
+  } catch (...) {
+    fail_callback(CallbackError::Callback::on_retire, retired_iter);
+    return -1;
+  }
   ++oldest_;
   if (policy_ == ReleasePolicy::clock) {
     open_period(next_period_++);
@@ -170,8 +176,11 @@ std::optional<std::int64_t> EngineCore::progress() {
   const bool retired =
       wait_for([&] { return retirable() || stop_.stop_requested(); }, timeouts_.retire);
   if (!retired && !stop_.stop_requested()) time_out_retire(start);
-  if (stop_.stop_requested()) abort_run(wait_drained());
-  return retire_oldest();
+  // A failure admitting the next iteration (the source, a slot deadline) surfaces from the
+  // next call: this one returns what it retired.
+  if (!stop_.stop_requested())
+    if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0) return retired_iter;
+  abort_run(wait_drained());
 }
 
 Co<std::optional<std::int64_t>> EngineCore::next() {
@@ -185,11 +194,12 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
       time_out_retire(Clock::time_point{});
     } else {
       const std::int64_t admitted = oldest_ + static_cast<std::int64_t>(slots_.size());
-      fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), true);
+      fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), FailureKind::timeout);
     }
   }
-  if (stop_.stop_requested()) abort_run(co_await AsyncWait(*this, &EngineCore::drained, timeouts_.drain));
-  co_return retire_oldest();
+  if (!stop_.stop_requested())
+    if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0) co_return retired_iter;
+  abort_run(co_await AsyncWait(*this, &EngineCore::drained, timeouts_.drain));
 }
 
 void EngineCore::drain() {

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -10,6 +11,7 @@
 #include "support/engines.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
+#include "swp/async/cancelled.hpp"
 #include "swp/engine/pipeline.hpp"
 
 namespace {
@@ -50,6 +52,21 @@ TEST_CASE("TaskError names the task and the iteration and keeps the cause") {
   CHECK(e.task() == "Forward");
   CHECK(e.iter() == 7);
   CHECK_THROWS_WITH_AS(std::rethrow_exception(e.nested()), "nan loss", std::runtime_error);
+}
+
+TEST_CASE("CallbackError names the callback and the iteration and keeps the cause") {
+  using Callback = swp::CallbackError::Callback;
+  const swp::CallbackError source(Callback::source, 4,
+                                  std::make_exception_ptr(std::runtime_error("corrupt record")));
+  CHECK(std::string(source.what()) == "the batch source failed in iteration 4: corrupt record");
+  CHECK(source.callback() == Callback::source);
+  CHECK(source.iter() == 4);
+  CHECK_THROWS_WITH_AS(std::rethrow_exception(source.nested()), "corrupt record",
+                       std::runtime_error);
+  const swp::CallbackError retire(Callback::on_retire, 3,
+                                  std::make_exception_ptr(std::runtime_error("disk full")));
+  CHECK(std::string(retire.what()) == "on_retire failed in iteration 3: disk full");
+  CHECK(retire.callback() == Callback::on_retire);
 }
 
 TEST_CASE_TEMPLATE("an exception at a random (task, iteration) surfaces, drains and allows a refill",
@@ -126,5 +143,179 @@ TEST_CASE_TEMPLATE("a stuck task times out with every waiter named, then the pip
     pipe->fill_pipeline(std::vector<int>{0});
     while (pipe->progress()) ++retired;
     CHECK(retired == 1);
+  }
+}
+
+namespace {
+
+// Load (stage 0) -> Square (stage 1) on two lanes; on_retire records what retired.
+struct Squared {
+  int value = 0;
+};
+using SquareCtx = swp::IterContext<int, Squared>;
+
+// Load throws swp::Cancelled for batch `cancel_at` (its own cancellation, say of a request
+// it made), not the pipeline's.
+swp::Plan<SquareCtx> square_plan(int cancel_at = -1) {
+  swp::Plan<SquareCtx> plan;
+  auto load = plan.add("Load", [cancel_at](SquareCtx& ctx) -> swp::Co<int> {
+    if (ctx.batch == cancel_at) throw swp::Cancelled("request aborted");
+    co_return ctx.batch;
+  }, {.stage = 0, .thread_group = "io"});
+  plan.add("Square", [load](SquareCtx& ctx) -> swp::Co<void> {
+    const int& x = co_await ctx.get(load);
+    ctx.value = x * x;
+  }, {.stage = 1, .thread_group = "compute"}, swp::reads(load));
+  return plan;
+}
+
+// What on_retire saw: (iteration, batch, square).
+struct Retired {
+  std::int64_t iter;
+  int batch, value;
+  bool operator==(const Retired&) const = default;
+};
+
+// Runs to the end or to the first error (returned); `retired` gets what progress() returned.
+template <class Pipe>
+std::exception_ptr run_until_error(Pipe& pipe, std::vector<std::int64_t>& retired) {
+  try {
+    while (auto i = pipe.progress()) retired.push_back(*i);
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+// The message of a CallbackError (empty for any other error).
+std::string callback_error(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const swp::CallbackError& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "";
+}
+
+// The message of a TaskError (empty for any other error).
+std::string task_error(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const swp::TaskError& e) {
+    return e.what();
+  } catch (...) {
+  }
+  return "";
+}
+
+// After a failed run: nothing is left to retire (no phantom iteration), and a refill runs
+// every iteration in order with correct results.
+template <class Pipe>
+void check_refill(Pipe& pipe, std::vector<Retired>& seen) {
+  CHECK_THROWS_AS(pipe.progress(), swp::PipelineStateError);
+  seen.clear();
+  std::vector<std::int64_t> retired;
+  pipe.fill_pipeline(std::vector<int>{10, 11, 12, 13, 14});
+  CHECK_FALSE(run_until_error(pipe, retired));
+  CHECK(retired == std::vector<std::int64_t>{0, 1, 2, 3, 4});
+  CHECK(seen == std::vector<Retired>{{0, 10, 100}, {1, 11, 121}, {2, 12, 144}, {3, 13, 169},
+                                     {4, 14, 196}});
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a throwing source fails the run once naming the iteration, then it refills",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The clock engine once lost the period when the source threw: a caller that kept calling
+  // progress() got "phantom" iterations that were never admitted, forever.
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 2});
+    auto pipe = Engine::template make<SquareCtx>(rt, square_plan(), 2);
+    pipe->set_timeouts({.retire = 20s});
+    std::vector<Retired> seen;
+    pipe->on_retire([&](const SquareCtx& c) { seen.push_back({c.iter_idx, c.batch, c.value}); });
+    int calls = 0;
+    pipe->fill_pipeline([&]() -> std::optional<int> {
+      if (calls == 4) throw std::runtime_error("corrupt record");
+      return calls++;
+    });
+    std::vector<std::int64_t> retired;
+    const auto error = run_until_error(*pipe, retired);
+    REQUIRE(error);
+    CHECK(callback_error(error) == "the batch source failed in iteration 4: corrupt record");
+    // Every iteration progress() returned retired once, in order, with its own batch; the
+    // iteration in flight beside the failed admission was cancelled, not retired.
+    REQUIRE(retired.size() <= 4);
+    std::vector<Retired> expected;
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(retired.size()); ++i) {
+      CHECK(retired[static_cast<std::size_t>(i)] == i);
+      expected.push_back({i, static_cast<int>(i), static_cast<int>(i * i)});
+    }
+    CHECK(seen == expected);
+    check_refill(*pipe, seen);
+  }
+}
+
+TEST_CASE_TEMPLATE("a source throwing for the first batch fails fill_pipeline, then it refills",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 2});
+    auto pipe = Engine::template make<SquareCtx>(rt, square_plan(), 2);
+    std::vector<Retired> seen;
+    pipe->on_retire([&](const SquareCtx& c) { seen.push_back({c.iter_idx, c.batch, c.value}); });
+    CHECK_THROWS_WITH_AS(
+        pipe->fill_pipeline([]() -> std::optional<int> { throw std::runtime_error("no data"); }),
+        "the batch source failed in iteration 0: no data", swp::CallbackError);
+    CHECK(seen.empty());
+    check_refill(*pipe, seen);
+  }
+}
+
+TEST_CASE_TEMPLATE("an on_retire callback that throws fails the run once, then it refills",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 2});
+    auto pipe = Engine::template make<SquareCtx>(rt, square_plan(), 2);
+    pipe->set_timeouts({.retire = 20s});
+    std::vector<Retired> seen;
+    pipe->on_retire([&](const SquareCtx& c) {
+      if (c.batch == 3) throw std::runtime_error("disk full");
+      seen.push_back({c.iter_idx, c.batch, c.value});
+    });
+    std::vector<std::int64_t> retired;
+    pipe->fill_pipeline(std::vector<int>{0, 1, 2, 3, 4, 5, 6});
+    const auto error = run_until_error(*pipe, retired);
+    REQUIRE(error);
+    CHECK(callback_error(error) == "on_retire failed in iteration 3: disk full");
+    CHECK(retired == std::vector<std::int64_t>{0, 1, 2});
+    CHECK(seen == std::vector<Retired>{{0, 0, 0}, {1, 1, 1}, {2, 2, 4}});
+    check_refill(*pipe, seen);
+  }
+}
+
+TEST_CASE_TEMPLATE("a body's own Cancelled fails the run like any error, then it refills", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // Only a Cancelled caused by the pipeline's own stop is a consequence of another failure. A
+  // body cancelled for its own reasons was once swallowed: its iteration retired as if it had
+  // run, and its dependents were skipped without a word.
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 2});
+    auto pipe = Engine::template make<SquareCtx>(rt, square_plan(2), 2);
+    pipe->set_timeouts({.retire = 20s});
+    std::vector<Retired> seen;
+    pipe->on_retire([&](const SquareCtx& c) { seen.push_back({c.iter_idx, c.batch, c.value}); });
+    std::vector<std::int64_t> retired;
+    pipe->fill_pipeline(std::vector<int>{0, 1, 2, 3, 4, 5});
+    const auto error = run_until_error(*pipe, retired);
+    REQUIRE(error);
+    CHECK(task_error(error) == "task 'Load' failed in iteration 2: request aborted");
+    CHECK(retired.size() <= 2);
+    CHECK(seen.size() == retired.size());
+    check_refill(*pipe, seen);
   }
 }

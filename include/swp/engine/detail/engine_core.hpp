@@ -243,11 +243,14 @@ class EngineCore {
     std::vector<TaskIndex> boxed;  // tasks that have a box
   };
 
+  // What failed a run: a task (error: its cause, wrapped in a TaskError when thrown), or a
+  // deadline or a callback (error: the PipelineTimeout or CallbackError to throw as it is).
+  enum class FailureKind : std::uint8_t { task, timeout, callback };
   struct Failure {
     std::string task;
     std::int64_t iter = -1;
     std::exception_ptr error;
-    bool timeout = false;
+    FailureKind kind = FailureKind::task;
   };
 
   [[nodiscard]] std::size_t slot_index(std::int64_t iter) const {
@@ -290,7 +293,10 @@ class EngineCore {
   // Data-flow policy: admit what can go (waits for slots).
   void advance();
   // Errors, deadlines, drain.
-  void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, bool timeout);
+  void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
+  // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
+  void fail_callback(CallbackError::Callback which, std::int64_t iter);
+  [[nodiscard]] bool failed_with(FailureKind kind) const;
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
   // Waits (with the drain deadline) until everything released finished; false past it.
   bool wait_drained();
@@ -303,6 +309,8 @@ class EngineCore {
   [[nodiscard]] bool retire_ready() const noexcept;
   [[nodiscard]] bool drained() const noexcept;
   void time_out_retire(Clock::time_point start);
+  // Retires the oldest iteration (on_retire) and lets the next ones in; returns it, or -1
+  // when on_retire threw (the run failed and nothing retired).
   std::int64_t retire_oldest();
   [[noreturn]] void abort_run(bool drained);
   // Teardown while released instances still run (see ~EngineCore): reports them, aborts.
@@ -355,8 +363,8 @@ class EngineCore {
   // releases form one chain (each happens after the one before), so a plain counter would do;
   // it is atomic so that the lanes' hand-offs need no reasoning about it.
   std::atomic<std::uint64_t> next_turn_{0};
-  // Some instance failed in this run (also a cancelled one without a stop): instances then
-  // look at their dependencies' outcomes before running.
+  // Some instance failed in this run: instances then look at their dependencies' outcomes
+  // before running.
   std::atomic<bool> any_failed_{false};
 
   // The failure record: the first root cause wins.
