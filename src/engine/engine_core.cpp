@@ -317,9 +317,13 @@ bool EngineCore::await_slot(std::int64_t iter) {
 
 PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
   const std::int64_t previous = iter - static_cast<std::int64_t>(slots_.size());
-  return PipelineTimeout("device work of iteration " + std::to_string(previous) +
-                         " did not complete within " + std::to_string(timeouts_.retire.count()) +
-                         " ms, so iteration " + std::to_string(iter) + " cannot have its slot");
+  const std::string unfinished = diagnose();
+  return hang_error("device work of iteration " + std::to_string(previous) +
+                    " did not complete within " + std::to_string(timeouts_.retire.count()) +
+                    " ms, so iteration " + std::to_string(iter) +
+                    " cannot have its slot; device work not complete:" +
+                    pending_device_work(previous) +
+                    (unfinished.empty() ? "" : "\nunfinished:" + unfinished));
 }
 
 void EngineCore::advance() {

@@ -133,8 +133,7 @@ void EngineCore::time_out_retire(Clock::time_point start) {
       (stuck ? " can never retire (nothing left to run: deadlock); unfinished:"
              : " did not retire within " + std::to_string(timeouts_.retire.count()) +
                    " ms; unfinished:");
-  fail("", oldest_, std::make_exception_ptr(PipelineTimeout(what + diagnose())),
-       FailureKind::timeout);
+  fail("", oldest_, std::make_exception_ptr(hang_error(what + diagnose())), FailureKind::timeout);
 }
 
 void EngineCore::abort_run(bool drained) {
@@ -144,8 +143,7 @@ void EngineCore::abort_run(bool drained) {
   filled_ = false;
   if (!drained) {
     broken_ = true;
-    throw PipelineTimeout("pipeline could not drain after a failure; still unfinished:" +
-                          diagnose());
+    throw hang_error("pipeline could not drain after a failure; still unfinished:" + diagnose());
   }
   if (failure.kind != FailureKind::task) std::rethrow_exception(failure.error);
   throw TaskError(failure.task, failure.iter, failure.error);

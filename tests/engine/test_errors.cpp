@@ -131,9 +131,12 @@ TEST_CASE_TEMPLATE("a stuck task times out with every waiter named, then the pip
     } catch (const swp::PipelineTimeout& e) {
       const std::string what = e.what();
       CHECK(what.find("iteration 1") != std::string::npos);
-      CHECK(what.find("Load (iter 1) on lane 'io': is running its body") != std::string::npos);
+      // Load(1) awaits a future: suspended, not running (the report once said "running").
+      CHECK(what.find("Load (iter 1) on lane 'io', stream 'default': its body is suspended in "
+                      "an await") != std::string::npos);
       // The clock engine released Forward(1), which waits; the data-flow engine holds it back.
-      CHECK(what.find("Forward (iter 1) on lane 'compute': ") != std::string::npos);
+      CHECK(what.find("Forward (iter 1) on lane 'compute', stream 'default': ") !=
+            std::string::npos);
       CHECK(what.find("waits for Load (iter 1)") != std::string::npos);
       if (backend == swp::Backend::sim) CHECK(what.find("deadlock") != std::string::npos);
     }

@@ -530,7 +530,9 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     const std::string hung = drive();
     CHECK(swp::Clock::now() - start < 10s);
     CHECK(hung.find("iteration 1 did not retire within 300 ms") != std::string::npos);
-    CHECK(hung.find("Load (iter 1) on lane 'io': is running its body") != std::string::npos);
+    // Load(1) awaits a future: suspended, not running (the report once said "running").
+    CHECK(hung.find("Load (iter 1) on lane 'io', stream 'default': its body is suspended in an "
+                    "await") != std::string::npos);
     never.set_value();
 
     // Through Asio the error is the handler's exception_ptr; the handler runs on the

@@ -227,7 +227,7 @@ class Pipeline : private detail::BodyRunner {
   }
   [[nodiscard]] Runtime& runtime() noexcept { return core_.runtime(); }
 
-  void set_timeouts(EngineTimeouts timeouts) noexcept { core_.set_timeouts(timeouts); }
+  void set_timeouts(EngineTimeouts timeouts) noexcept { core_.set_timeouts(std::move(timeouts)); }
   void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
 
  protected:

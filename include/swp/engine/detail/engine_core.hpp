@@ -205,7 +205,7 @@ class EngineCore {
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
 
-  void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = t; }
+  void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = std::move(t); }
   /// The signal every instance's waits listen to; fired when the run fails or times out.
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
   void set_observer(TaskObserver* observer) noexcept { observer_ = observer; }
@@ -300,7 +300,12 @@ class EngineCore {
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
   // Waits (with the drain deadline) until everything released finished; false past it.
   bool wait_drained();
+  // The hang report (engine_diagnosis.cpp): every unfinished instance of the in-flight
+  // iterations and what it waits for; the device work of iteration iter not complete yet;
+  // the PipelineTimeout carrying a report (also written to the report file, if any).
   std::string diagnose() const;
+  std::string pending_device_work(std::int64_t iter) const;
+  [[nodiscard]] PipelineTimeout hang_error(const std::string& report) const;
   // progress() in parts, shared with next(). The oldest iteration can retire (or the run
   // failed); then, for next(), also the slot it frees holds no device work (so the admission
   // that follows does not block), and after a failure everything released finished.
