@@ -77,20 +77,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy policy,
 }
 
 EngineCore::~EngineCore() {
-  if (filled_ && !broken_) {
-    try {
-      drain();
-    } catch (...) {
-      // Destruction cannot report; the error was the caller's to collect via progress().
-    }
-  }
-  // An iteration retires when its instances' counts dropped; their lanes may still be on the
-  // way out of finish(). Wait until the last of them let go of this core. After a run that
-  // could not drain (broken), bodies that ignored cancellation still run, and will write
-  // into this core and the front end's contexts when they return: they must not be freed
-  // under them. Waiting has a deadline (drain) like every wait; past it the process ends
-  // loudly.
-  if (!wait_drained()) die_undrained();
+  shut_down();
   // Streams may still hold records and waits that point at this pipeline's events: let them
   // finish before the events go.
   std::vector<Stream*> streams;
@@ -105,6 +92,23 @@ EngineCore::~EngineCore() {
       // on a wait; nothing better can be done from a destructor.
     }
   }
+}
+
+void EngineCore::shut_down() noexcept {
+  if (filled_ && !broken_) {
+    try {
+      drain();
+    } catch (...) {
+      // Destruction cannot report; the error was the caller's to collect via progress().
+    }
+  }
+  // An iteration retires when its instances' counts dropped; their lanes may still be on the
+  // way out of finish(). Wait until the last of them let go of this core. After a run that
+  // could not drain (broken), bodies that ignored cancellation still run, and will write
+  // into this core and the front end's contexts when they return: they must not be freed
+  // under them. Waiting has a deadline (drain) like every wait; past it the process ends
+  // loudly.
+  if (!wait_drained()) die_undrained();
 }
 
 int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {

@@ -712,6 +712,48 @@ void break_pipeline(swp::Pipeline<Ctx>& pipe) {
 
 }  // namespace
 
+TEST_CASE_TEMPLATE("destroying a filled pipeline drains what is in flight first", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // Step (iteration 1) runs on its lane's thread when the pipeline is destroyed; the drain
+  // must end it before the base class's destructor runs (TSan once saw the lane's virtual
+  // call into the pipeline race with that destructor).
+  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"step"}});
+  std::atomic<int> started{0}, ended{0};
+  std::atomic<bool> step_running{false}, release{false};
+  swp::Plan<Ctx> plan;
+  auto load = plan.add("Load", [](Ctx&) {}, {.stage = 0, .thread_group = "io"});
+  auto step = plan.add("Step", [&](Ctx& ctx) {
+    ++started;
+    if (ctx.iter_idx == 1) {
+      step_running.store(true);
+      const auto give_up = std::chrono::steady_clock::now() + 20s;
+      while (!release.load() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(1ms);
+    }
+    ++ended;
+  }, {.stage = 1, .thread_group = "step"});
+  plan.intra_iter_deps = {{step, load}};
+  auto pipe = Engine::template make<Ctx>(rt, plan, 3);
+  pipe->set_timeouts({.retire = 30s, .drain = 30s});
+  std::vector<std::int64_t> seen;
+  pipe->on_retire([&](const Ctx& ctx) { seen.push_back(static_cast<std::int64_t>(ctx.iter_idx)); });
+  pipe->fill_pipeline(std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  REQUIRE(pipe->progress() == 0);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!step_running.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(step_running.load());
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    release.store(true);
+  });
+  pipe.reset();
+  releaser.join();
+  CHECK(started.load() == ended.load());
+  REQUIRE(seen.size() >= 2);  // iteration 0, and what was in flight
+  for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == static_cast<std::int64_t>(i));
+}
+
 TEST_CASE_TEMPLATE("destroying a broken pipeline waits for the body that ignored cancellation",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   // The body still runs on its lane's thread when the pipeline is destroyed; freeing the core

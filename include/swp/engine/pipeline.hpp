@@ -231,6 +231,10 @@ class Pipeline : private detail::BodyRunner {
   void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
 
  protected:
+  // Ends what is in flight (see the class comment). Derived destructors call it first: until
+  // it returns, lanes may still call run_body through this object's vtable.
+  void shut_down() noexcept { core_.shut_down(); }
+
   // A Plan<Ctx>'s bodies; throws std::invalid_argument when they do not fit its tasks.
   Pipeline(Runtime& runtime, const Plan<Ctx>& plan, detail::ReleasePolicy policy,
            std::size_t slots)

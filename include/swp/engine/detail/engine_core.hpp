@@ -191,6 +191,12 @@ class EngineCore {
   Co<std::optional<std::int64_t>> next();
   void drain();
   [[nodiscard]] bool filled() const noexcept { return filled_; }
+  /// Ends everything in flight before the pipeline goes: drains a filled run and waits for
+  /// every released instance to finish (up to the drain deadline, then a fatal error, see
+  /// die_undrained). The destructor does it too; the front end calls it first thing in its
+  /// most-derived destructor, while the bodies the lanes still call into are whole (its
+  /// vtable included). Idempotent.
+  void shut_down() noexcept;
 
   /// Runs iteration `iter`, whose context the caller put in slot 0, serially on the calling
   /// thread: tasks in topological order, device work on the "default" stream.
