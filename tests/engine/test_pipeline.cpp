@@ -18,6 +18,7 @@
 
 #include "support/cli.hpp"
 #include "support/engines.hpp"
+#include "support/bound_plans.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
 #include "swp/async/asio_scheduler.hpp"
@@ -34,64 +35,8 @@ using namespace std::chrono_literals;
 using Ctx = swp::IterContext<std::uint64_t>;
 using swp::TaskIndex;
 
-std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
-  a ^= b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2);
-  return a * 0xff51afd7ed558ccdULL;
-}
-
-// Per-(task, iteration) results, shared by all instances of a run.
-struct Results {
-  std::mutex mutex;
-  std::map<std::pair<TaskIndex, std::int64_t>, std::uint64_t> value;
-  std::map<std::pair<TaskIndex, std::int64_t>, int> runs;
-  void put(TaskIndex t, std::int64_t i, std::uint64_t v) {
-    std::lock_guard lock(mutex);
-    value[{t, i}] = v;
-    ++runs[{t, i}];
-  }
-  std::uint64_t get(TaskIndex t, std::int64_t i) {
-    std::lock_guard lock(mutex);
-    auto it = value.find({t, i});
-    REQUIRE_MESSAGE(it != value.end(), "read of (", t, ", ", i, ") before it was produced");
-    return it->second;
-  }
-};
-
-// Binds every task of a synthetic plan to a body computing a value from its batch, its intra
-// dependencies' outputs (through ctx.get) and its inter dependencies' previous values, and
-// spending the plan's synthetic costs. `fail_at` makes one (task, iteration) throw.
-swp::Plan<Ctx> bind(const swp::PipelinePlan& source, Results& results,
-                    std::pair<TaskIndex, std::int64_t> fail_at = {~TaskIndex{0}, -1}) {
-  const auto graph = swp::validate(source);
-  swp::Plan<Ctx> plan;
-  for (TaskIndex t = 0; t < graph.size(); ++t) {
-    std::vector<swp::Output<std::uint64_t>> intra;
-    for (TaskIndex d : graph.intra_deps(t)) intra.push_back({swp::TaskHandle{d, graph.name(d)}});
-    std::vector<TaskIndex> inter(graph.inter_deps(t).begin(), graph.inter_deps(t).end());
-    const auto cost = graph.cost(t);
-    plan.add(
-        graph.name(t),
-        [t, intra, inter, cost, &results, fail_at](
-            Ctx& ctx, swp::TaskScope& scope) -> swp::Co<std::uint64_t> {
-          std::uint64_t v = mix(t, ctx.batch);
-          for (const auto& h : intra) v = mix(v, co_await ctx.get(h));
-          if (ctx.iter_idx > 0)
-            for (TaskIndex d : inter) v = mix(v, results.get(d, ctx.iter_idx - 1));
-          if (cost.cpu_us > 0)
-            co_await scope.cpu_work(std::chrono::microseconds(static_cast<int>(cost.cpu_us)));
-          if (cost.device_us > 0)
-            scope.device_work(std::chrono::microseconds(static_cast<int>(cost.device_us)));
-          if (std::pair{t, ctx.iter_idx} == fail_at) throw std::runtime_error("injected");
-          results.put(t, ctx.iter_idx, v);
-          co_return v;
-        },
-        graph.schedule(t), cost);
-  }
-  plan.intra_iter_deps = source.intra_iter_deps;
-  plan.inter_iter_deps = source.inter_iter_deps;
-  plan.stream_aliases = source.stream_aliases;
-  return plan;
-}
+using swp::test::bind;
+using swp::test::Results;
 
 // Every dependency, transitively, ordered on the CPU (finish before start) and on the device
 // (end before start, for tasks that did device work).
