@@ -15,6 +15,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Starts a job's coroutine on `lane`, which the job finishes when the coroutine ends.
+void start_job(swp::Co<void>& co, swp::Lane& lane) {
+  co.start(
+      &lane,
+      [](void* context, const std::exception_ptr&) noexcept {
+        static_cast<swp::Lane*>(context)->finish_job();
+      },
+      &lane);
+}
+
 // A job that runs a coroutine on its lane: it logs "start i", awaits `gate`, logs "end i".
 struct GatedJob final : swp::Lane::Job {
   int id = 0;
@@ -42,12 +52,7 @@ struct GatedJob final : swp::Lane::Job {
 
   void start(swp::Lane& lane) noexcept override {
     co = body();
-    co.start(
-        &lane,
-        [](void* context, const std::exception_ptr&) noexcept {
-          static_cast<swp::Lane*>(context)->finish_job();
-        },
-        &lane);
+    start_job(co, lane);
   }
 };
 
@@ -130,12 +135,7 @@ struct ProbeJob final : swp::Lane::Job {
 
   void start(swp::Lane& on) noexcept override {
     co = body();
-    co.start(
-        &on,
-        [](void* context, const std::exception_ptr&) noexcept {
-          static_cast<swp::Lane*>(context)->finish_job();
-        },
-        &on);
+    start_job(co, on);
   }
 };
 

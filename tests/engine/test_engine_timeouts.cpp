@@ -21,6 +21,16 @@ namespace {
 using namespace std::chrono_literals;
 using Ctx = swp::IterContext<int>;
 
+// First (lane a) awaits `never`, holding its submission turn; Second (lane b) is globally
+// ordered after it.
+swp::Plan<Ctx> ordered_pair(swp::Promise<>& never) {
+  swp::Plan<Ctx> plan;
+  plan.add("First", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); },
+           {.stage = 0, .thread_group = "a", .globally_ordered = true});
+  plan.add("Second", [](Ctx&) {}, {.stage = 0, .thread_group = "b", .globally_ordered = true});
+  return plan;
+}
+
 }  // namespace
 
 TEST_CASE("the default deadlines are the seed's: 60 s retire, 30 s sequencer") {
@@ -61,10 +71,7 @@ TEST_CASE("the sequencer deadline fails the instance waiting for its turn, namin
   // instance only once the one before it finished: there the retire deadline reports it.)
   swp::Runtime rt({.workers = 2});
   swp::Promise<> never;  // First holds turn 0 until cancelled
-  swp::Plan<Ctx> plan;
-  plan.add("First", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); },
-           {.stage = 0, .thread_group = "a", .globally_ordered = true});
-  plan.add("Second", [](Ctx&) {}, {.stage = 0, .thread_group = "b", .globally_ordered = true});
+  const auto plan = ordered_pair(never);
   swp::ClockPipeline<Ctx> pipe(rt, plan);
   pipe.set_timeouts({.retire = 20s, .sequencer = 100ms, .check_interval = 10ms});
   pipe.fill_pipeline(std::vector<int>{0});
@@ -83,10 +90,7 @@ TEST_CASE("the sequencer deadline fails the instance waiting for its turn, namin
 TEST_CASE("data-flow: a hang behind a globally ordered task names the ordered task it waits for") {
   swp::Runtime rt({.workers = 1});
   swp::Promise<> never;  // First never finishes; Second is ordered after it
-  swp::Plan<Ctx> plan;
-  plan.add("First", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); },
-           {.stage = 0, .thread_group = "a", .globally_ordered = true});
-  plan.add("Second", [](Ctx&) {}, {.stage = 0, .thread_group = "b", .globally_ordered = true});
+  const auto plan = ordered_pair(never);
   swp::DataFlowPipeline<Ctx> pipe(rt, plan, 1);
   pipe.set_timeouts({.retire = 200ms, .check_interval = 10ms});
   pipe.fill_pipeline(std::vector<int>{0});
@@ -144,10 +148,7 @@ TEST_CASE_TEMPLATE("the hang report names each waiter's lane and stream and what
 TEST_CASE("the hang report names the instance holding the sequencer turn a waiter needs") {
   swp::Runtime rt({.workers = 2});
   swp::Promise<> never;  // First holds turn 0 until cancelled
-  swp::Plan<Ctx> plan;
-  plan.add("First", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); },
-           {.stage = 0, .thread_group = "a", .globally_ordered = true});
-  plan.add("Second", [](Ctx&) {}, {.stage = 0, .thread_group = "b", .globally_ordered = true});
+  const auto plan = ordered_pair(never);
   swp::ClockPipeline<Ctx> pipe(rt, plan);
   pipe.set_timeouts({.retire = 200ms, .sequencer = 30s, .check_interval = 10ms});
   pipe.fill_pipeline(std::vector<int>{0});

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -190,22 +191,12 @@ std::exception_ptr run_until_error(Pipe& pipe, std::vector<std::int64_t>& retire
   return nullptr;
 }
 
-// The message of a CallbackError (empty for any other error).
-std::string callback_error(const std::exception_ptr& error) {
+// The message of an error of type E (empty for any other error).
+template <class E>
+std::string message_of(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const swp::CallbackError& e) {
-    return e.what();
-  } catch (...) {
-  }
-  return "";
-}
-
-// The message of a TaskError (empty for any other error).
-std::string task_error(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const swp::TaskError& e) {
+  } catch (const E& e) {
     return e.what();
   } catch (...) {
   }
@@ -226,6 +217,22 @@ void check_refill(Pipe& pipe, std::vector<Retired>& seen) {
                                      {4, 14, 196}});
 }
 
+// The square plan on `backend` (Load cancels itself for batch `cancel_at`), max_depth 2,
+// with what on_retire saw in `seen`.
+template <class Engine>
+struct SquareRun {
+  swp::Runtime rt;
+  std::unique_ptr<swp::Pipeline<SquareCtx>> pipe;
+  std::vector<Retired> seen;
+
+  explicit SquareRun(swp::Backend backend, int cancel_at = -1)
+      : rt({.backend = backend, .workers = 2}),
+        pipe(Engine::template make<SquareCtx>(rt, square_plan(cancel_at), 2)) {
+    pipe->set_timeouts({.retire = 20s});
+    pipe->on_retire([this](const SquareCtx& c) { seen.push_back({c.iter_idx, c.batch, c.value}); });
+  }
+};
+
 }  // namespace
 
 TEST_CASE_TEMPLATE("a throwing source fails the run once naming the iteration, then it refills",
@@ -234,20 +241,17 @@ TEST_CASE_TEMPLATE("a throwing source fails the run once naming the iteration, t
   // progress() got "phantom" iterations that were never admitted, forever.
   for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
     CAPTURE(swp::backend_name(backend));
-    swp::Runtime rt({.backend = backend, .workers = 2});
-    auto pipe = Engine::template make<SquareCtx>(rt, square_plan(), 2);
-    pipe->set_timeouts({.retire = 20s});
-    std::vector<Retired> seen;
-    pipe->on_retire([&](const SquareCtx& c) { seen.push_back({c.iter_idx, c.batch, c.value}); });
+    SquareRun<Engine> run(backend);
     int calls = 0;
-    pipe->fill_pipeline([&]() -> std::optional<int> {
+    run.pipe->fill_pipeline([&]() -> std::optional<int> {
       if (calls == 4) throw std::runtime_error("corrupt record");
       return calls++;
     });
     std::vector<std::int64_t> retired;
-    const auto error = run_until_error(*pipe, retired);
+    const auto error = run_until_error(*run.pipe, retired);
     REQUIRE(error);
-    CHECK(callback_error(error) == "the batch source failed in iteration 4: corrupt record");
+    CHECK(message_of<swp::CallbackError>(error) ==
+          "the batch source failed in iteration 4: corrupt record");
     // Every iteration progress() returned retired once, in order, with its own batch; the
     // iteration in flight beside the failed admission was cancelled, not retired.
     REQUIRE(retired.size() <= 4);
@@ -256,8 +260,8 @@ TEST_CASE_TEMPLATE("a throwing source fails the run once naming the iteration, t
       CHECK(retired[static_cast<std::size_t>(i)] == i);
       expected.push_back({i, static_cast<int>(i), static_cast<int>(i * i)});
     }
-    CHECK(seen == expected);
-    check_refill(*pipe, seen);
+    CHECK(run.seen == expected);
+    check_refill(*run.pipe, run.seen);
   }
 }
 
@@ -265,15 +269,12 @@ TEST_CASE_TEMPLATE("a source throwing for the first batch fails fill_pipeline, t
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
     CAPTURE(swp::backend_name(backend));
-    swp::Runtime rt({.backend = backend, .workers = 2});
-    auto pipe = Engine::template make<SquareCtx>(rt, square_plan(), 2);
-    std::vector<Retired> seen;
-    pipe->on_retire([&](const SquareCtx& c) { seen.push_back({c.iter_idx, c.batch, c.value}); });
+    SquareRun<Engine> run(backend);
     CHECK_THROWS_WITH_AS(
-        pipe->fill_pipeline([]() -> std::optional<int> { throw std::runtime_error("no data"); }),
+        run.pipe->fill_pipeline([]() -> std::optional<int> { throw std::runtime_error("no data"); }),
         "the batch source failed in iteration 0: no data", swp::CallbackError);
-    CHECK(seen.empty());
-    check_refill(*pipe, seen);
+    CHECK(run.seen.empty());
+    check_refill(*run.pipe, run.seen);
   }
 }
 
@@ -281,22 +282,20 @@ TEST_CASE_TEMPLATE("an on_retire callback that throws fails the run once, then i
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
     CAPTURE(swp::backend_name(backend));
-    swp::Runtime rt({.backend = backend, .workers = 2});
-    auto pipe = Engine::template make<SquareCtx>(rt, square_plan(), 2);
-    pipe->set_timeouts({.retire = 20s});
-    std::vector<Retired> seen;
-    pipe->on_retire([&](const SquareCtx& c) {
+    SquareRun<Engine> run(backend);
+    auto& seen = run.seen;
+    run.pipe->on_retire([&seen](const SquareCtx& c) {
       if (c.batch == 3) throw std::runtime_error("disk full");
       seen.push_back({c.iter_idx, c.batch, c.value});
     });
     std::vector<std::int64_t> retired;
-    pipe->fill_pipeline(std::vector<int>{0, 1, 2, 3, 4, 5, 6});
-    const auto error = run_until_error(*pipe, retired);
+    run.pipe->fill_pipeline(std::vector<int>{0, 1, 2, 3, 4, 5, 6});
+    const auto error = run_until_error(*run.pipe, retired);
     REQUIRE(error);
-    CHECK(callback_error(error) == "on_retire failed in iteration 3: disk full");
+    CHECK(message_of<swp::CallbackError>(error) == "on_retire failed in iteration 3: disk full");
     CHECK(retired == std::vector<std::int64_t>{0, 1, 2});
     CHECK(seen == std::vector<Retired>{{0, 0, 0}, {1, 1, 1}, {2, 2, 4}});
-    check_refill(*pipe, seen);
+    check_refill(*run.pipe, seen);
   }
 }
 
@@ -307,18 +306,14 @@ TEST_CASE_TEMPLATE("a body's own Cancelled fails the run like any error, then it
   // run, and its dependents were skipped without a word.
   for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
     CAPTURE(swp::backend_name(backend));
-    swp::Runtime rt({.backend = backend, .workers = 2});
-    auto pipe = Engine::template make<SquareCtx>(rt, square_plan(2), 2);
-    pipe->set_timeouts({.retire = 20s});
-    std::vector<Retired> seen;
-    pipe->on_retire([&](const SquareCtx& c) { seen.push_back({c.iter_idx, c.batch, c.value}); });
+    SquareRun<Engine> run(backend, 2);
     std::vector<std::int64_t> retired;
-    pipe->fill_pipeline(std::vector<int>{0, 1, 2, 3, 4, 5});
-    const auto error = run_until_error(*pipe, retired);
+    run.pipe->fill_pipeline(std::vector<int>{0, 1, 2, 3, 4, 5});
+    const auto error = run_until_error(*run.pipe, retired);
     REQUIRE(error);
-    CHECK(task_error(error) == "task 'Load' failed in iteration 2: request aborted");
+    CHECK(message_of<swp::TaskError>(error) == "task 'Load' failed in iteration 2: request aborted");
     CHECK(retired.size() <= 2);
-    CHECK(seen.size() == retired.size());
-    check_refill(*pipe, seen);
+    CHECK(run.seen.size() == retired.size());
+    check_refill(*run.pipe, run.seen);
   }
 }

@@ -631,6 +631,14 @@ TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by anothe
 
 namespace {
 
+// Sleeps until `flag` is set or `limit` passed (so that no bug hangs the suite); the flag.
+bool wait_for_flag(const std::atomic<bool>& flag, std::chrono::seconds limit = 20s) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!flag.load() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(1ms);
+  return flag.load();
+}
+
 // A plan whose only task, on lane "slow", spins in iteration 0 without ever looking at
 // cancellation until `release` is set (or, so that no bug hangs the suite, for 20 s): it
 // outlives every deadline of the run. The lane needs a thread of its own (dedicated): a
@@ -639,9 +647,7 @@ swp::Plan<Ctx> stubborn_plan(std::atomic<bool>& release, std::atomic<bool>& retu
   swp::Plan<Ctx> plan;
   plan.add("Stubborn", [&release, &returned](Ctx& ctx) {
     if (ctx.iter_idx != 0) return;
-    const auto give_up = std::chrono::steady_clock::now() + 20s;
-    while (!release.load() && std::chrono::steady_clock::now() < give_up)
-      std::this_thread::sleep_for(1ms);
+    wait_for_flag(release);
     returned.store(true);
   }, {.thread_group = "slow"});
   return plan;
@@ -654,6 +660,16 @@ void break_pipeline(swp::Pipeline<Ctx>& pipe) {
   CHECK_THROWS_WITH_AS(pipe.progress(), doctest::Contains("could not drain"),
                        swp::PipelineTimeout);
 }
+
+// A pipeline broken by the stubborn body (which still runs until `release` is set).
+template <class Engine>
+struct BrokenPipeline {
+  swp::Runtime rt{swp::RuntimeOptions{.workers = 2, .dedicated_lanes = {"slow"}}};
+  std::atomic<bool> release{false}, returned{false};
+  std::unique_ptr<swp::Pipeline<Ctx>> pipe =
+      Engine::template make<Ctx>(rt, stubborn_plan(release, returned), 2);
+  BrokenPipeline() { break_pipeline(*pipe); }
+};
 
 }  // namespace
 
@@ -671,9 +687,7 @@ TEST_CASE_TEMPLATE("destroying a filled pipeline drains what is in flight first"
     ++started;
     if (ctx.iter_idx == 1) {
       step_running.store(true);
-      const auto give_up = std::chrono::steady_clock::now() + 20s;
-      while (!release.load() && std::chrono::steady_clock::now() < give_up)
-        std::this_thread::sleep_for(1ms);
+      wait_for_flag(release);
     }
     ++ended;
   }, {.stage = 1, .thread_group = "step"});
@@ -684,10 +698,7 @@ TEST_CASE_TEMPLATE("destroying a filled pipeline drains what is in flight first"
   pipe->on_retire([&](const Ctx& ctx) { seen.push_back(static_cast<std::int64_t>(ctx.iter_idx)); });
   pipe->fill_pipeline(std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7});
   REQUIRE(pipe->progress() == 0);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!step_running.load() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  REQUIRE(step_running.load());
+  REQUIRE(wait_for_flag(step_running));
   std::thread releaser([&] {
     std::this_thread::sleep_for(20ms);
     release.store(true);
@@ -703,35 +714,26 @@ TEST_CASE_TEMPLATE("destroying a broken pipeline waits for the body that ignored
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   // The body still runs on its lane's thread when the pipeline is destroyed; freeing the core
   // then let the body's return step write into freed instances (use-after-free under ASan).
-  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"slow"}});
-  std::atomic<bool> release{false}, returned{false};
-  auto plan = stubborn_plan(release, returned);
-  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
-  break_pipeline(*pipe);
+  BrokenPipeline<Engine> broken;
+  auto& pipe = broken.pipe;
   CHECK_THROWS_AS(pipe->fill_pipeline(std::vector<std::uint64_t>{0}), swp::PipelineStateError);
   // The teardown deadline is the drain deadline: generous, since the releaser may be slow.
   pipe->set_timeouts({.drain = 30s});
   std::thread releaser([&] {
     std::this_thread::sleep_for(20ms);
-    release.store(true);
+    broken.release.store(true);
   });
   pipe.reset();
-  CHECK(returned.load());  // the destructor returned only after the body did
+  CHECK(broken.returned.load());  // the destructor returned only after the body did
   releaser.join();
 }
 
 TEST_CASE_TEMPLATE("a broken pipeline refills once the body that ignored cancellation returned",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
-  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"slow"}});
-  std::atomic<bool> release{false}, returned{false};
-  auto plan = stubborn_plan(release, returned);
-  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
-  break_pipeline(*pipe);
-  release.store(true);
-  const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!returned.load() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  REQUIRE(returned.load());
+  BrokenPipeline<Engine> broken;
+  auto& pipe = broken.pipe;
+  broken.release.store(true);
+  REQUIRE(wait_for_flag(broken.returned));
   pipe->set_timeouts({.retire = 30s, .drain = 30s});
   std::vector<std::int64_t> retired;
   // Its last step may still be on the way out of the engine: fill waits for it.
@@ -743,12 +745,8 @@ TEST_CASE_TEMPLATE("a broken pipeline refills once the body that ignored cancell
 // Runs in a child process only (see the next case): the pipeline is destroyed while its body
 // never returns, which must end the process with a fatal error naming the body.
 TEST_CASE("child: destroying a pipeline whose body never returns is fatal" * doctest::skip()) {
-  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"slow"}});
-  std::atomic<bool> release{false}, returned{false};
-  auto plan = stubborn_plan(release, returned);
-  auto pipe = std::make_unique<swp::DataFlowPipeline<Ctx>>(rt, plan, 2);
-  break_pipeline(*pipe);
-  pipe.reset();  // aborts after the drain deadline (100 ms)
+  BrokenPipeline<swp::test::UseDataFlow> broken;
+  broken.pipe.reset();  // aborts after the drain deadline (100 ms)
   FAIL("the destructor returned while the body still ran");
 }
 
