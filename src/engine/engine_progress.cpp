@@ -168,7 +168,9 @@ std::int64_t EngineCore::retire_oldest() {
 
 std::optional<std::int64_t> EngineCore::progress() {
   if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
-  if (at_end()) return std::nullopt;
+  // A failure met while admitting (the source, a slot deadline) is still to surface, also when
+  // nothing is left in flight (drain() relies on it).
+  if (at_end() && !stop_.stop_requested()) return std::nullopt;
   Scheduler& scheduler = runtime_.scheduler();
   const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
   const bool retired =
@@ -185,7 +187,7 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
   if (!filled_) throw PipelineStateError("next() called before fill_pipeline()");
   // Virtual time advances only while someone drives the sim scheduler: progress() does.
   if (runtime_.scheduler().virtual_time()) co_return progress();
-  if (at_end()) co_return std::nullopt;
+  if (at_end() && !stop_.stop_requested()) co_return std::nullopt;
   if (!co_await AsyncWait(*this, &EngineCore::retire_ready, timeouts_.retire) &&
       !stop_.stop_requested()) {
     if (!retirable()) {

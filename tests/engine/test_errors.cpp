@@ -317,3 +317,23 @@ TEST_CASE_TEMPLATE("a body's own Cancelled fails the run like any error, then it
     check_refill(*run.pipe, run.seen);
   }
 }
+
+TEST_CASE_TEMPLATE("a source error met while admitting surfaces from drain() as well", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // One slot: the progress() that retires iteration 1 admits 2, whose batch fails; nothing is
+  // in flight then, and drain() once returned as if the run had ended well.
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Plan<Ctx> plan;
+  plan.add("Only", [](Ctx&) {});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 1);
+  int calls = 0;
+  pipe->fill_pipeline([&]() -> std::optional<int> {
+    if (calls == 2) throw std::runtime_error("corrupt record");
+    return calls++;
+  });
+  CHECK(pipe->progress() == 0);
+  CHECK(pipe->progress() == 1);
+  CHECK_THROWS_WITH_AS(pipe->drain(), "the batch source failed in iteration 2: corrupt record",
+                       swp::CallbackError);
+  CHECK(pipe->run(std::vector<int>{7, 8}).iterations == 2);
+}
