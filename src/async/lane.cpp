@@ -50,6 +50,13 @@ bool Lane::idle() const noexcept {
   return !in_job_ && jobs_.empty() && resumes_.empty() && continued_.empty();
 }
 
+Lane::Activity Lane::activity() const noexcept {
+  std::lock_guard guard(lock_);
+  if (!in_job_) return Activity::idle;
+  if (stepping_) return Activity::running;
+  return resumes_.empty() && continued_.empty() ? Activity::suspended : Activity::resumable;
+}
+
 void Lane::run() noexcept {
   std::coroutine_handle<> continuation;
   Job* job = nullptr;
@@ -65,6 +72,7 @@ void Lane::run() noexcept {
       job = jobs_.pop();
       in_job_ = true;
     }
+    stepping_ = true;
   }
   // One step per run(): between steps the scheduler may hand this thread's next slot to other
   // lanes, so a lane with a long queue cannot starve the lanes its jobs just woke.
@@ -84,6 +92,7 @@ void Lane::run() noexcept {
     }
     again = has_step();
     scheduled_ = again;
+    stepping_ = false;
   }
   if (again) scheduler_.post(*this);
 }

@@ -24,7 +24,9 @@ int ClockRelease::extra_degree(TaskIndex, std::int64_t) const noexcept {
 void ClockRelease::fill() {
   next_period_ = 0;
   released_.assign(core_.sync_.size(), 0);  // the core makes its entries after its policy
-  for (std::size_t p = 0; p < core_.slots_.size(); ++p) open_period(next_period_++);
+  // A source that fails for one of the first batches stops the run: no period opens after it.
+  for (std::size_t p = 0; p < core_.slots_.size() && !core_.stop_.stop_requested(); ++p)
+    open_period(next_period_++);
 }
 
 void ClockRelease::retired() { open_period(next_period_++); }

@@ -9,20 +9,6 @@
 
 namespace swp::detail {
 
-namespace {
-
-bool is_cancelled(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const Cancelled&) {
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
-}  // namespace
-
 Instance::Instance() = default;
 Instance::~Instance() = default;
 
@@ -85,16 +71,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
 }
 
 EngineCore::~EngineCore() {
-  if (filled_ && !broken_) {
-    try {
-      drain();
-    } catch (...) {
-      // Destruction cannot report; the error was the caller's to collect via progress().
-    }
-  }
-  // An iteration retires when its instances' counts dropped; their lanes may still be on the
-  // way out of finish(). Wait until the last of them let go of this core.
-  if (!broken_) wait_for([&] { return drained(); }, timeouts_.retire);
+  shut_down();
   // Streams may still hold records and waits that point at this pipeline's events: let them
   // finish before the events go.
   std::vector<Stream*> streams;
@@ -109,6 +86,23 @@ EngineCore::~EngineCore() {
       // on a wait; nothing better can be done from a destructor.
     }
   }
+}
+
+void EngineCore::shut_down() noexcept {
+  if (filled_ && !broken_) {
+    try {
+      drain();
+    } catch (...) {
+      // Destruction cannot report; the error was the caller's to collect via progress().
+    }
+  }
+  // An iteration retires when its instances' counts dropped; their lanes may still be on the
+  // way out of finish(). Wait until the last of them let go of this core. After a run that
+  // could not drain (broken), bodies that ignored cancellation still run, and will write
+  // into this core and the front end's contexts when they return: they must not be freed
+  // under them. Waiting has a deadline (drain) like every wait; past it the process ends
+  // loudly.
+  if (!wait_drained()) die_undrained();
 }
 
 int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
@@ -151,7 +145,16 @@ bool EngineCore::admit(std::int64_t iter) {
 bool EngineCore::prepare(std::int64_t iter) {
   if (iter >= end_) return false;
   const std::size_t s = slot_index(iter);
-  if (!front_.admit(iter, s)) {
+  bool admitted = false;
+  try {
+    admitted = front_.admit(iter, s);
+  } catch (...) {
+    // The run fails (and surfaces it from the call that is in progress, or the next one);
+    // iteration iter was not admitted, so nothing of it runs or retires.
+    fail_callback(CallbackError::Callback::source, iter);
+    return false;
+  }
+  if (!admitted) {
     end_ = iter;
     return false;
   }
@@ -173,11 +176,22 @@ bool EngineCore::prepare(std::int64_t iter) {
 }
 
 void EngineCore::fill() {
-  if (broken_) throw PipelineStateError("the pipeline is broken: an earlier timeout could not drain it");
+  if (broken_) {
+    // The bodies that kept the last run from draining ignored cancellation: once they all
+    // returned, the pipeline is whole again.
+    if (!wait_drained())
+      throw PipelineStateError(
+          "the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
+          "run:" + diagnose());
+    broken_ = false;
+  }
   if (filled_) throw PipelineStateError("fill_pipeline called twice without drain()");
   reset_run_state();
   filled_ = true;
   release_->fill();
+  // The source failed for one of the first batches: the run ends here. (A task's error
+  // surfaces from progress(), as ever.)
+  if (failed_with(FailureKind::callback)) abort_run(wait_drained());
 }
 
 void EngineCore::submit(Instance& in) noexcept {
@@ -243,15 +257,19 @@ bool EngineCore::await_slot(std::int64_t iter) {
   watch_device(previous);
   const bool done = wait_for([&] { return device_done(previous); }, timeouts_.retire);
   unwatch_device(previous);
-  if (!done) fail("", iter, std::make_exception_ptr(slot_timeout(iter)), true);
+  if (!done) fail("", iter, std::make_exception_ptr(slot_timeout(iter)), FailureKind::timeout);
   return done;
 }
 
 PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
   const std::int64_t previous = iter - static_cast<std::int64_t>(slots_.size());
-  return PipelineTimeout("device work of iteration " + std::to_string(previous) +
-                         " did not complete within " + std::to_string(timeouts_.retire.count()) +
-                         " ms, so iteration " + std::to_string(iter) + " cannot have its slot");
+  const std::string unfinished = diagnose();
+  return hang_error("device work of iteration " + std::to_string(previous) +
+                    " did not complete within " + std::to_string(timeouts_.retire.count()) +
+                    " ms, so iteration " + std::to_string(iter) +
+                    " cannot have its slot; device work not complete:" +
+                    pending_device_work(previous) +
+                    (unfinished.empty() ? "" : "\nunfinished:" + unfinished));
 }
 
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
@@ -371,7 +389,9 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   if (info.ordered && in.state.load(std::memory_order_relaxed) == InstanceState::running)
     sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
   if (error) {
-    if (own && !is_cancelled(error)) fail(graph_.name(t), iter, error, false);
+    // Its own error, a swp::Cancelled of its own included. A Cancelled caused by the run's
+    // stop comes after the failure that fired the stop, and the first root cause wins.
+    if (own) fail(graph_.name(t), iter, error, FailureKind::task);
     in.failed = true;
     in.error = error;
     any_failed_.store(true, std::memory_order_release);
@@ -397,19 +417,39 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
 }
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,
-                      bool timeout) {
+                      FailureKind kind) {
   std::string reason;
   {
     std::lock_guard lock(failure_lock_);
     if (failure_) return;  // the first root cause wins
-    failure_ = Failure{task, iter, error, timeout};
+    failure_ = Failure{task, iter, error, kind};
     failed_.store(true, std::memory_order_release);
-    reason = timeout ? "pipeline timed out" : "task '" + task + "' failed in iteration " +
-                                                  std::to_string(iter);
+    if (kind == FailureKind::task) {
+      reason = "task '" + task + "' failed in iteration " + std::to_string(iter);
+    } else if (kind == FailureKind::timeout) {
+      reason = "pipeline timed out";
+    }
+  }
+  if (kind == FailureKind::callback) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const CallbackError& e) {
+      reason = e.what();
+    }
   }
   // Wake every cancellable wait (turns, bodies' awaits): the run drains instead of hanging.
   stop_.request_stop(reason);
   runtime_.scheduler().notify();
+}
+
+bool EngineCore::failed_with(FailureKind kind) const {
+  std::lock_guard lock(failure_lock_);
+  return failure_ && failure_->kind == kind;
+}
+
+void EngineCore::fail_callback(CallbackError::Callback which, std::int64_t iter) {
+  fail("", iter, std::make_exception_ptr(CallbackError(which, iter, std::current_exception())),
+       FailureKind::callback);
 }
 
 }  // namespace swp::detail

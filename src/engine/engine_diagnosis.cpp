@@ -1,11 +1,39 @@
-// EngineCore::diagnose: what every unfinished instance of the in-flight iterations waits for,
-// the body of PipelineTimeout messages.
+// EngineCore's hang report: what every unfinished instance of the in-flight iterations waits
+// for (the body of PipelineTimeout messages), the device work a context slot waits for, the
+// optional report file, and the fatal error of a teardown under running bodies.
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 #include "swp/engine/detail/engine_core.hpp"
 
 namespace swp::detail {
+
+namespace {
+
+// Where hang reports are appended: the pipeline's setting, else $SWP_HANG_REPORT, else none.
+std::string report_path(const EngineTimeouts& timeouts) {
+  if (!timeouts.hang_report.empty()) return timeouts.hang_report;
+  const char* env = std::getenv("SWP_HANG_REPORT");
+  return env != nullptr ? env : "";
+}
+
+// Appends `report` to the report file; returns a note for the message when that failed.
+std::string write_report(const EngineTimeouts& timeouts, const std::string& report) {
+  const std::string path = report_path(timeouts);
+  if (path.empty()) return "";
+  std::ofstream out(path, std::ios::app);
+  out << "swp hang report (process " << ::getpid() << "):\n" << report << "\n\n";
+  out.flush();
+  if (out) return "";
+  return "\n(the hang report could not be written to '" + path + "')";
+}
+
+}  // namespace
 
 InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcept {
   if (iter < oldest_) return InstanceState::finished;  // retired
@@ -14,14 +42,39 @@ InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcep
 
 std::string EngineCore::diagnose() const {
   std::ostringstream out;
+  auto instance = [&](TaskIndex t, std::int64_t iter) -> const Instance& {
+    return *sync_of(iter).instances[t];
+  };
+  // The in-flight instance that holds `lane` (waits there or runs its body), if one of ours.
+  auto holder_of_lane = [&](const Lane* lane) -> const Instance* {
+    for (std::int64_t iter = oldest_; iter < next_admit_; ++iter)
+      for (TaskIndex t = 0; t < graph_.size(); ++t) {
+        const auto state = state_at(t, iter);
+        if (info_[t].lane == lane && (state == InstanceState::dependency ||
+                                      state == InstanceState::turn || state == InstanceState::running))
+          return &instance(t, iter);
+      }
+    return nullptr;
+  };
+  // The in-flight ordered instance holding sequencer turn `turn` (its state was published
+  // after its turn was set: only those that reached their lane are looked at).
+  auto holder_of_turn = [&](std::uint64_t turn) -> const Instance* {
+    for (std::int64_t iter = oldest_; iter < next_admit_; ++iter)
+      for (TaskIndex t = 0; t < graph_.size(); ++t) {
+        const auto state = state_at(t, iter);
+        if (info_[t].ordered && state != InstanceState::idle && state != InstanceState::queued &&
+            state != InstanceState::finished && instance(t, iter).turn == turn)
+          return &instance(t, iter);
+      }
+    return nullptr;
+  };
   for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
-    const Sync& sync = sync_of(iter);
     for (TaskIndex t = 0; t < graph_.size(); ++t) {
-      const Instance& in = *sync.instances[t];
+      const Instance& in = instance(t, iter);
       const auto state = in.state.load(std::memory_order_acquire);
       if (state == InstanceState::finished) continue;
       out << "\n  " << graph_.name(t) << " (iter " << iter << ") on lane '" << graph_.lane(t)
-          << "': ";
+          << "', stream '" << graph_.stream(t) << "': ";
       switch (state) {
         case InstanceState::idle: {
           out << "not released yet";
@@ -37,19 +90,45 @@ std::string EngineCore::diagnose() const {
           release_->explain_unreleased(out, t, iter, waits);
           break;
         }
-        case InstanceState::queued:
-          out << "queued behind the lane's current task";
+        case InstanceState::queued: {
+          if (const Instance* holder = holder_of_lane(info_[t].lane)) {
+            out << "queued on its lane behind " << graph_.name(holder->task) << " (iter "
+                << holder->iter << ")";
+          } else {
+            out << "queued behind the lane's current job";
+          }
           break;
+        }
         case InstanceState::dependency:
-          out << "waits for " << graph_.name(in.wait_task.load()) << " (iter "
+          out << "holds its lane and waits for " << graph_.name(in.wait_task.load()) << " (iter "
               << in.wait_iter.load() << ")";
           break;
-        case InstanceState::turn:
-          out << "waits for submission turn " << in.turn << " (sequencer at turn "
-              << sequencer_.next() << ")";
+        case InstanceState::turn: {
+          const std::uint64_t next = sequencer_.next();
+          out << "waits for submission turn " << in.turn << " (sequencer at turn " << next;
+          if (const Instance* holder = holder_of_turn(next))
+            out << ", held by " << graph_.name(holder->task) << " (iter " << holder->iter << ")";
+          out << ")";
           break;
+        }
         case InstanceState::running:
-          out << "is running its body";
+          // The instance holds its lane, so the lane's current job is this one.
+          switch (info_[t].lane->activity()) {
+            case Lane::Activity::running:
+              out << "is running its body";
+              break;
+            case Lane::Activity::resumable:
+              out << "its body is suspended and about to resume (its continuation is queued "
+                     "on the lane)";
+              break;
+            case Lane::Activity::suspended:
+              out << "its body is suspended in an await (a future, an event, CPU or device "
+                     "time) that has not completed";
+              break;
+            case Lane::Activity::idle:
+              out << "is finishing";
+              break;
+          }
           break;
         case InstanceState::finished:
           break;
@@ -57,6 +136,34 @@ std::string EngineCore::diagnose() const {
     }
   }
   return out.str();
+}
+
+std::string EngineCore::pending_device_work(std::int64_t iter) const {
+  std::ostringstream out;
+  const Sync& sync = sync_of(iter);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    const auto generation = sync.generation[t];
+    if (generation != 0 && !sync.instances[t]->event.reached(generation))
+      out << "\n  " << graph_.name(t) << " (iter " << iter << ") on stream '" << graph_.stream(t)
+          << "': its device work has not completed";
+  }
+  return out.str();
+}
+
+PipelineTimeout EngineCore::hang_error(const std::string& report) const {
+  return PipelineTimeout(report + write_report(timeouts_, report));
+}
+
+void EngineCore::die_undrained() const noexcept {
+  const std::string report =
+      "swp: fatal: a pipeline is destroyed while its task bodies still run: they ignored "
+      "cancellation and did not return within " +
+      std::to_string(timeouts_.drain.count()) +
+      " ms (the drain deadline), and freeing the pipeline would let them write into freed "
+      "memory when they do. Still unfinished:" +
+      diagnose();
+  std::fprintf(stderr, "%s%s\n", report.c_str(), write_report(timeouts_, report).c_str());
+  std::abort();
 }
 
 }  // namespace swp::detail

@@ -15,7 +15,8 @@ class EngineCore::AsyncWait final : private Runnable {
  public:
   using Ready = bool (EngineCore::*)() const noexcept;
 
-  AsyncWait(EngineCore& core, Ready ready) : core_(core), ready_(ready) {}
+  AsyncWait(EngineCore& core, Ready ready, std::chrono::milliseconds limit)
+      : core_(core), ready_(ready), limit_(limit) {}
   AsyncWait(const AsyncWait&) = delete;
   AsyncWait& operator=(const AsyncWait&) = delete;
 
@@ -26,13 +27,13 @@ class EngineCore::AsyncWait final : private Runnable {
     handle_ = h;
     resumer_ = resumer_of(h);
     const auto now = Clock::now();
-    deadline_ = now + core_.timeouts_.retire;
+    deadline_ = now + limit_;
     const auto tick = core_.timeouts_.check_interval;
     timer_ = core_.runtime_.timers().schedule(now + tick, [this] { on_tick(); }, tick);
     return park();
   }
 
-  /// True when the condition holds, false when the retire deadline passed first.
+  /// True when the condition holds, false when the deadline passed first.
   bool await_resume() {
     if (timer_ != 0) core_.runtime_.timers().cancel(timer_);
     unwatch_device();
@@ -70,6 +71,7 @@ class EngineCore::AsyncWait final : private Runnable {
 
   EngineCore& core_;
   Ready ready_;
+  std::chrono::milliseconds limit_;
   std::coroutine_handle<> handle_;
   Resumer* resumer_ = nullptr;
   Clock::time_point deadline_;
@@ -90,6 +92,10 @@ bool EngineCore::retire_ready() const noexcept {
 }
 
 bool EngineCore::drained() const noexcept { return release_->drained(); }
+
+bool EngineCore::wait_drained() {
+  return wait_for([&] { return drained(); }, timeouts_.drain);
+}
 
 bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
   Scheduler& scheduler = runtime_.scheduler();
@@ -114,7 +120,7 @@ void EngineCore::time_out_retire(Clock::time_point start) {
       (stuck ? " can never retire (nothing left to run: deadlock); unfinished:"
              : " did not retire within " + std::to_string(timeouts_.retire.count()) +
                    " ms; unfinished:");
-  fail("", oldest_, std::make_exception_ptr(PipelineTimeout(what + diagnose())), true);
+  fail("", oldest_, std::make_exception_ptr(hang_error(what + diagnose())), FailureKind::timeout);
 }
 
 void EngineCore::abort_run(bool drained) {
@@ -124,16 +130,20 @@ void EngineCore::abort_run(bool drained) {
   filled_ = false;
   if (!drained) {
     broken_ = true;
-    throw PipelineTimeout("pipeline could not drain after a failure; still unfinished:" +
-                          diagnose());
+    throw hang_error("pipeline could not drain after a failure; still unfinished:" + diagnose());
   }
-  if (failure.timeout) std::rethrow_exception(failure.error);
+  if (failure.kind != FailureKind::task) std::rethrow_exception(failure.error);
   throw TaskError(failure.task, failure.iter, failure.error);
 }
 
 std::int64_t EngineCore::retire_oldest() {
   const std::int64_t retired_iter = oldest_;
-  front_.retire(retired_iter, slot_index(retired_iter));
+  try {
+    front_.retire(retired_iter, slot_index(retired_iter));
+  } catch (...) {
+    fail_callback(CallbackError::Callback::on_retire, retired_iter);
+    return -1;
+  }
   ++oldest_;
   release_->retired();
   return retired_iter;
@@ -141,31 +151,38 @@ std::int64_t EngineCore::retire_oldest() {
 
 std::optional<std::int64_t> EngineCore::progress() {
   if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
-  if (at_end()) return std::nullopt;
+  // A failure met while admitting (the source, a slot deadline) is still to surface, also when
+  // nothing is left in flight (drain() relies on it).
+  if (at_end() && !stop_.stop_requested()) return std::nullopt;
   Scheduler& scheduler = runtime_.scheduler();
   const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
   const bool retired =
       wait_for([&] { return retirable() || stop_.stop_requested(); }, timeouts_.retire);
   if (!retired && !stop_.stop_requested()) time_out_retire(start);
-  if (stop_.stop_requested()) abort_run(wait_for([&] { return drained(); }, timeouts_.retire));
-  return retire_oldest();
+  // A failure admitting the next iteration (the source, a slot deadline) surfaces from the
+  // next call: this one returns what it retired.
+  if (!stop_.stop_requested())
+    if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0) return retired_iter;
+  abort_run(wait_drained());
 }
 
 Co<std::optional<std::int64_t>> EngineCore::next() {
   if (!filled_) throw PipelineStateError("next() called before fill_pipeline()");
   // Virtual time advances only while someone drives the sim scheduler: progress() does.
   if (runtime_.scheduler().virtual_time()) co_return progress();
-  if (at_end()) co_return std::nullopt;
-  if (!co_await AsyncWait(*this, &EngineCore::retire_ready) && !stop_.stop_requested()) {
+  if (at_end() && !stop_.stop_requested()) co_return std::nullopt;
+  if (!co_await AsyncWait(*this, &EngineCore::retire_ready, timeouts_.retire) &&
+      !stop_.stop_requested()) {
     if (!retirable()) {
       time_out_retire(Clock::time_point{});
     } else {
       const std::int64_t admitted = oldest_ + static_cast<std::int64_t>(slots_.size());
-      fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), true);
+      fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), FailureKind::timeout);
     }
   }
-  if (stop_.stop_requested()) abort_run(co_await AsyncWait(*this, &EngineCore::drained));
-  co_return retire_oldest();
+  if (!stop_.stop_requested())
+    if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0) co_return retired_iter;
+  abort_run(co_await AsyncWait(*this, &EngineCore::drained, timeouts_.drain));
 }
 
 void EngineCore::drain() {

@@ -15,6 +15,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// Starts a job's coroutine on `lane`, which the job finishes when the coroutine ends.
+void start_job(swp::Co<void>& co, swp::Lane& lane) {
+  co.start(
+      &lane,
+      [](void* context, const std::exception_ptr&) noexcept {
+        static_cast<swp::Lane*>(context)->finish_job();
+      },
+      &lane);
+}
+
 // A job that runs a coroutine on its lane: it logs "start i", awaits `gate`, logs "end i".
 struct GatedJob final : swp::Lane::Job {
   int id = 0;
@@ -42,12 +52,7 @@ struct GatedJob final : swp::Lane::Job {
 
   void start(swp::Lane& lane) noexcept override {
     co = body();
-    co.start(
-        &lane,
-        [](void* context, const std::exception_ptr&) noexcept {
-          static_cast<swp::Lane*>(context)->finish_job();
-        },
-        &lane);
+    start_job(co, lane);
   }
 };
 
@@ -111,4 +116,47 @@ TEST_CASE("lanes on one scheduler run side by side and each keeps its own order"
   gate_a.set_value();
   CHECK(sim.drive_until([&] { return a.idle(); }, sim.now() + 1s));
   CHECK(log == std::vector<int>{1, 2, -2, -1});
+}
+
+namespace {
+
+// A job whose coroutine notes the lane's activity while it runs, before and after a gate.
+struct ProbeJob final : swp::Lane::Job {
+  swp::Lane* lane = nullptr;
+  swp::Future<> gate;
+  std::vector<swp::Lane::Activity> seen;
+  swp::Co<void> co;
+
+  swp::Co<void> body() {
+    seen.push_back(lane->activity());
+    co_await gate;
+    seen.push_back(lane->activity());
+  }
+
+  void start(swp::Lane& on) noexcept override {
+    co = body();
+    start_job(co, on);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a lane tells whether its job runs, is suspended, or is about to resume") {
+  using Activity = swp::Lane::Activity;
+  swp::SimScheduler sim;
+  swp::Lane lane(sim, "probe");
+  swp::Promise<> gate;
+  ProbeJob job;
+  job.lane = &lane;
+  job.gate = gate.get_future();
+  CHECK(lane.activity() == Activity::idle);
+  lane.submit(job);
+  CHECK(lane.activity() == Activity::idle);  // queued, not started
+  CHECK_FALSE(sim.drive_until([] { return false; }, sim.now() + 1s));
+  CHECK(lane.activity() == Activity::suspended);  // awaits the gate; nothing resumed it
+  gate.set_value();
+  CHECK(lane.activity() == Activity::resumable);  // its continuation waits for the lane
+  CHECK(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
+  CHECK(lane.activity() == Activity::idle);
+  CHECK(job.seen == std::vector<Activity>{Activity::running, Activity::running});
 }

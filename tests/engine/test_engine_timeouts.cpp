@@ -2,9 +2,15 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <vector>
 
+#include "support/engines.hpp"
+#include "support/plans.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/sequencer.hpp"
 #include "swp/engine/clock_pipeline.hpp"
@@ -15,6 +21,16 @@ namespace {
 using namespace std::chrono_literals;
 using Ctx = swp::IterContext<int>;
 
+// First (lane a) awaits `never`, holding its submission turn; Second (lane b) is globally
+// ordered after it.
+swp::Plan<Ctx> ordered_pair(swp::Promise<>& never) {
+  swp::Plan<Ctx> plan;
+  plan.add("First", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); },
+           {.stage = 0, .thread_group = "a", .globally_ordered = true});
+  plan.add("Second", [](Ctx&) {}, {.stage = 0, .thread_group = "b", .globally_ordered = true});
+  return plan;
+}
+
 }  // namespace
 
 TEST_CASE("the default deadlines are the seed's: 60 s retire, 30 s sequencer") {
@@ -22,6 +38,8 @@ TEST_CASE("the default deadlines are the seed's: 60 s retire, 30 s sequencer") {
   CHECK(timeouts.retire == 60s);
   CHECK(timeouts.sequencer == 30s);
   CHECK(timeouts.check_interval == 50ms);
+  CHECK(timeouts.drain == 60s);
+  CHECK(timeouts.hang_report.empty());
   const swp::EngineTimeouts custom{.retire = 5s};
   CHECK(custom.retire == 5s);
   CHECK(custom.sequencer == 30s);
@@ -53,10 +71,7 @@ TEST_CASE("the sequencer deadline fails the instance waiting for its turn, namin
   // instance only once the one before it finished: there the retire deadline reports it.)
   swp::Runtime rt({.workers = 2});
   swp::Promise<> never;  // First holds turn 0 until cancelled
-  swp::Plan<Ctx> plan;
-  plan.add("First", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); },
-           {.stage = 0, .thread_group = "a", .globally_ordered = true});
-  plan.add("Second", [](Ctx&) {}, {.stage = 0, .thread_group = "b", .globally_ordered = true});
+  const auto plan = ordered_pair(never);
   swp::ClockPipeline<Ctx> pipe(rt, plan);
   pipe.set_timeouts({.retire = 20s, .sequencer = 100ms, .check_interval = 10ms});
   pipe.fill_pipeline(std::vector<int>{0});
@@ -75,16 +90,137 @@ TEST_CASE("the sequencer deadline fails the instance waiting for its turn, namin
 TEST_CASE("data-flow: a hang behind a globally ordered task names the ordered task it waits for") {
   swp::Runtime rt({.workers = 1});
   swp::Promise<> never;  // First never finishes; Second is ordered after it
-  swp::Plan<Ctx> plan;
-  plan.add("First", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); },
-           {.stage = 0, .thread_group = "a", .globally_ordered = true});
-  plan.add("Second", [](Ctx&) {}, {.stage = 0, .thread_group = "b", .globally_ordered = true});
+  const auto plan = ordered_pair(never);
   swp::DataFlowPipeline<Ctx> pipe(rt, plan, 1);
   pipe.set_timeouts({.retire = 200ms, .check_interval = 10ms});
   pipe.fill_pipeline(std::vector<int>{0});
   CHECK_THROWS_WITH_AS(
       pipe.progress(),
-      doctest::Contains("Second (iter 0) on lane 'b': not released yet: waits for First (iter 0, globally ordered before it)"),
+      doctest::Contains("Second (iter 0) on lane 'b', stream 'default': not released yet: waits for First (iter 0, globally ordered before it)"),
       swp::PipelineTimeout);
   never.set_value();
+}
+
+namespace {
+
+std::string timeout_message(swp::Pipeline<Ctx>& pipe) {
+  try {
+    while (pipe.progress()) {
+    }
+  } catch (const swp::PipelineTimeout& e) {
+    return e.what();
+  }
+  FAIL("no timeout");
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("the hang report names each waiter's lane and stream and what holds it",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.workers = 2});
+  swp::Promise<> never;  // what Load waits for in iteration 1; completed after the timeout
+  swp::Plan<Ctx> plan;
+  auto load = plan.add("Load", [&never](Ctx& ctx) -> swp::Co<void> {
+    if (ctx.iter_idx == 1) co_await never.get_future();
+  }, {.stage = 0, .stream = "memcpy", .thread_group = "io"});
+  plan.add("Post", [](Ctx&) {}, {.stage = 1, .stream = "memcpy", .thread_group = "io"});
+  auto fwd = plan.add("Forward", [](Ctx&) {}, {.stage = 1, .stream = "gpu", .thread_group = "compute"});
+  plan.intra_iter_deps = {{fwd, load}};
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  pipe->set_timeouts({.retire = 200ms, .check_interval = 10ms});
+  pipe->fill_pipeline(std::vector<int>{0, 1, 2, 3});
+  const std::string what = timeout_message(*pipe);
+  CHECK(what.find("iteration 1 did not retire within 200 ms; unfinished:") != std::string::npos);
+  CHECK(what.find("\n  Load (iter 1) on lane 'io', stream 'memcpy': its body is suspended in an "
+                  "await") != std::string::npos);
+  CHECK(what.find("\n  Post (iter 1) on lane 'io', stream 'memcpy': queued on its lane behind "
+                  "Load (iter 1)") != std::string::npos);
+  // The clock engine released Forward(1), which holds its lane; data-flow holds it back.
+  const std::string forward = std::is_same_v<Engine, swp::test::UseClock>
+                                  ? "holds its lane and waits for Load (iter 1)"
+                                  : "not released yet: waits for Load (iter 1)";
+  CHECK(what.find("\n  Forward (iter 1) on lane 'compute', stream 'gpu': " + forward) !=
+        std::string::npos);
+  never.set_value();
+}
+
+TEST_CASE("the hang report names the instance holding the sequencer turn a waiter needs") {
+  swp::Runtime rt({.workers = 2});
+  swp::Promise<> never;  // First holds turn 0 until cancelled
+  const auto plan = ordered_pair(never);
+  swp::ClockPipeline<Ctx> pipe(rt, plan);
+  pipe.set_timeouts({.retire = 200ms, .sequencer = 30s, .check_interval = 10ms});
+  pipe.fill_pipeline(std::vector<int>{0});
+  CHECK(timeout_message(pipe).find("\n  Second (iter 0) on lane 'b', stream 'default': waits for "
+                                   "submission turn 1 (sequencer at turn 0, held by First (iter "
+                                   "0))") != std::string::npos);
+  never.set_value();
+}
+
+TEST_CASE_TEMPLATE("a slot deadline names the device work the slot waits for", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // Virtual time: iteration 0's device work ends at 1000 s, far past the 60 s deadline.
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Plan<Ctx> plan;
+  plan.add("Heavy", [](Ctx&, swp::TaskScope& scope) { scope.device_work(1000s); },
+           {.stage = 0, .stream = "gpu"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 1);
+  pipe->fill_pipeline(std::vector<int>{0, 1});
+  const std::string what = timeout_message(*pipe);
+  CHECK(what.find("device work of iteration 0 did not complete within 60000 ms, so iteration 1 "
+                  "cannot have its slot; device work not complete:\n  Heavy (iter 0) on stream "
+                  "'gpu': its device work has not completed") != std::string::npos);
+}
+
+TEST_CASE("the hang report is also written to the file EngineTimeouts::hang_report names") {
+  // Spin's lane has a thread of its own, so that the caller does not run it while it helps.
+  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"cpu"}});
+  const swp::test::TempFile report("", ".txt");
+  std::filesystem::remove(report.path());
+  // Spin runs its body (no await) until the report exists: the report catches it running.
+  swp::Plan<Ctx> plan;
+  plan.add("Spin", [&report](Ctx&) {
+    const auto give_up = std::chrono::steady_clock::now() + 20s;
+    while (!std::filesystem::exists(report.path()) && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(1ms);
+  }, {.stage = 0, .thread_group = "cpu"});
+  swp::DataFlowPipeline<Ctx> pipe(rt, plan, 1);
+  pipe.set_timeouts({.retire = 200ms, .check_interval = 10ms, .hang_report = report.str()});
+  pipe.fill_pipeline(std::vector<int>{0});
+  const std::string what = timeout_message(pipe);
+  const std::string text = swp::test::read_text(report.path());
+  const std::string line = "\n  Spin (iter 0) on lane 'cpu', stream 'default': is running its body";
+  CHECK(text.find("swp hang report (process ") == 0);
+  CHECK(text.find("iteration 0 did not retire within 200 ms; unfinished:" + line) !=
+        std::string::npos);
+  CHECK(what.find(line) != std::string::npos);
+}
+
+TEST_CASE("the hang report goes to $SWP_HANG_REPORT, and a report that cannot be written says so") {
+  swp::Promise<> never;
+  swp::Plan<Ctx> plan;
+  plan.add("Stuck", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); });
+  const swp::test::TempFile report("", ".txt");
+  SUBCASE("environment") {
+    ::setenv("SWP_HANG_REPORT", report.str().c_str(), 1);
+    {
+      swp::Runtime rt({.backend = swp::Backend::sim});
+      swp::DataFlowPipeline<Ctx> pipe(rt, plan, 1);
+      pipe.fill_pipeline(std::vector<int>{0});
+      const std::string what = timeout_message(pipe);
+      CHECK(what.find("Stuck (iter 0)") != std::string::npos);
+      CHECK(swp::test::read_text(report.path()).find(what) != std::string::npos);
+    }
+    ::unsetenv("SWP_HANG_REPORT");
+  }
+  SUBCASE("unwritable") {
+    swp::Runtime rt({.backend = swp::Backend::sim});
+    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 1);
+    const std::string bad = (report.path() / "no-such-dir" / "report.txt").string();
+    pipe.set_timeouts({.hang_report = bad});
+    pipe.fill_pipeline(std::vector<int>{0});
+    CHECK(timeout_message(pipe).find("(the hang report could not be written to '" + bad + "')") !=
+          std::string::npos);
+  }
 }

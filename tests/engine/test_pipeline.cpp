@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <map>
@@ -13,7 +16,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "support/cli.hpp"
 #include "support/engines.hpp"
+#include "support/bound_plans.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
 #include "swp/async/asio_scheduler.hpp"
@@ -30,64 +35,8 @@ using namespace std::chrono_literals;
 using Ctx = swp::IterContext<std::uint64_t>;
 using swp::TaskIndex;
 
-std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
-  a ^= b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2);
-  return a * 0xff51afd7ed558ccdULL;
-}
-
-// Per-(task, iteration) results, shared by all instances of a run.
-struct Results {
-  std::mutex mutex;
-  std::map<std::pair<TaskIndex, std::int64_t>, std::uint64_t> value;
-  std::map<std::pair<TaskIndex, std::int64_t>, int> runs;
-  void put(TaskIndex t, std::int64_t i, std::uint64_t v) {
-    std::lock_guard lock(mutex);
-    value[{t, i}] = v;
-    ++runs[{t, i}];
-  }
-  std::uint64_t get(TaskIndex t, std::int64_t i) {
-    std::lock_guard lock(mutex);
-    auto it = value.find({t, i});
-    REQUIRE_MESSAGE(it != value.end(), "read of (", t, ", ", i, ") before it was produced");
-    return it->second;
-  }
-};
-
-// Binds every task of a synthetic plan to a body computing a value from its batch, its intra
-// dependencies' outputs (through ctx.get) and its inter dependencies' previous values, and
-// spending the plan's synthetic costs. `fail_at` makes one (task, iteration) throw.
-swp::Plan<Ctx> bind(const swp::PipelinePlan& source, Results& results,
-                    std::pair<TaskIndex, std::int64_t> fail_at = {~TaskIndex{0}, -1}) {
-  const auto graph = swp::validate(source);
-  swp::Plan<Ctx> plan;
-  for (TaskIndex t = 0; t < graph.size(); ++t) {
-    std::vector<swp::Output<std::uint64_t>> intra;
-    for (TaskIndex d : graph.intra_deps(t)) intra.push_back({swp::TaskHandle{d, graph.name(d)}});
-    std::vector<TaskIndex> inter(graph.inter_deps(t).begin(), graph.inter_deps(t).end());
-    const auto cost = graph.cost(t);
-    plan.add(
-        graph.name(t),
-        [t, intra, inter, cost, &results, fail_at](
-            Ctx& ctx, swp::TaskScope& scope) -> swp::Co<std::uint64_t> {
-          std::uint64_t v = mix(t, ctx.batch);
-          for (const auto& h : intra) v = mix(v, co_await ctx.get(h));
-          if (ctx.iter_idx > 0)
-            for (TaskIndex d : inter) v = mix(v, results.get(d, ctx.iter_idx - 1));
-          if (cost.cpu_us > 0)
-            co_await scope.cpu_work(std::chrono::microseconds(static_cast<int>(cost.cpu_us)));
-          if (cost.device_us > 0)
-            scope.device_work(std::chrono::microseconds(static_cast<int>(cost.device_us)));
-          if (std::pair{t, ctx.iter_idx} == fail_at) throw std::runtime_error("injected");
-          results.put(t, ctx.iter_idx, v);
-          co_return v;
-        },
-        graph.schedule(t), cost);
-  }
-  plan.intra_iter_deps = source.intra_iter_deps;
-  plan.inter_iter_deps = source.inter_iter_deps;
-  plan.stream_aliases = source.stream_aliases;
-  return plan;
-}
+using swp::test::bind;
+using swp::test::Results;
 
 // Every dependency, transitively, ordered on the CPU (finish before start) and on the device
 // (end before start, for tasks that did device work).
@@ -526,7 +475,9 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     const std::string hung = drive();
     CHECK(swp::Clock::now() - start < 10s);
     CHECK(hung.find("iteration 1 did not retire within 300 ms") != std::string::npos);
-    CHECK(hung.find("Load (iter 1) on lane 'io': is running its body") != std::string::npos);
+    // Load(1) awaits a future: suspended, not running (the report once said "running").
+    CHECK(hung.find("Load (iter 1) on lane 'io', stream 'default': its body is suspended in an "
+                    "await") != std::string::npos);
     never.set_value();
 
     // Through Asio the error is the handler's exception_ptr; the handler runs on the
@@ -676,4 +627,139 @@ TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by anothe
   REQUIRE_MESSAGE(done->load(), "run_one_serial_iter did not return");
   runner.join();
   CHECK(ran.load() == 1);
+}
+
+namespace {
+
+// Sleeps until `flag` is set or `limit` passed (so that no bug hangs the suite); the flag.
+bool wait_for_flag(const std::atomic<bool>& flag, std::chrono::seconds limit = 20s) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!flag.load() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(1ms);
+  return flag.load();
+}
+
+// A plan whose only task, on lane "slow", spins in iteration 0 without ever looking at
+// cancellation until `release` is set (or, so that no bug hangs the suite, for 20 s): it
+// outlives every deadline of the run. The lane needs a thread of its own (dedicated): a
+// caller helping in progress() that ran the body itself could not look at its deadlines.
+swp::Plan<Ctx> stubborn_plan(std::atomic<bool>& release, std::atomic<bool>& returned) {
+  swp::Plan<Ctx> plan;
+  plan.add("Stubborn", [&release, &returned](Ctx& ctx) {
+    if (ctx.iter_idx != 0) return;
+    wait_for_flag(release);
+    returned.store(true);
+  }, {.thread_group = "slow"});
+  return plan;
+}
+
+// Fills `pipe` and lets the stubborn body break it: progress() times out and cannot drain.
+void break_pipeline(swp::Pipeline<Ctx>& pipe) {
+  pipe.set_timeouts({.retire = 100ms, .check_interval = 5ms, .drain = 100ms});
+  pipe.fill_pipeline(std::vector<std::uint64_t>{0, 1});
+  CHECK_THROWS_WITH_AS(pipe.progress(), doctest::Contains("could not drain"),
+                       swp::PipelineTimeout);
+}
+
+// A pipeline broken by the stubborn body (which still runs until `release` is set).
+template <class Engine>
+struct BrokenPipeline {
+  swp::Runtime rt{swp::RuntimeOptions{.workers = 2, .dedicated_lanes = {"slow"}}};
+  std::atomic<bool> release{false}, returned{false};
+  std::unique_ptr<swp::Pipeline<Ctx>> pipe =
+      Engine::template make<Ctx>(rt, stubborn_plan(release, returned), 2);
+  BrokenPipeline() { break_pipeline(*pipe); }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("destroying a filled pipeline drains what is in flight first", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // Step (iteration 1) runs on its lane's thread when the pipeline is destroyed; the drain
+  // must end it before the base class's destructor runs (TSan once saw the lane's virtual
+  // call into the pipeline race with that destructor).
+  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"step"}});
+  std::atomic<int> started{0}, ended{0};
+  std::atomic<bool> step_running{false}, release{false};
+  swp::Plan<Ctx> plan;
+  auto load = plan.add("Load", [](Ctx&) {}, {.stage = 0, .thread_group = "io"});
+  auto step = plan.add("Step", [&](Ctx& ctx) {
+    ++started;
+    if (ctx.iter_idx == 1) {
+      step_running.store(true);
+      wait_for_flag(release);
+    }
+    ++ended;
+  }, {.stage = 1, .thread_group = "step"});
+  plan.intra_iter_deps = {{step, load}};
+  auto pipe = Engine::template make<Ctx>(rt, plan, 3);
+  pipe->set_timeouts({.retire = 30s, .drain = 30s});
+  std::vector<std::int64_t> seen;
+  pipe->on_retire([&](const Ctx& ctx) { seen.push_back(static_cast<std::int64_t>(ctx.iter_idx)); });
+  pipe->fill_pipeline(std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  REQUIRE(pipe->progress() == 0);
+  REQUIRE(wait_for_flag(step_running));
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    release.store(true);
+  });
+  pipe.reset();
+  releaser.join();
+  CHECK(started.load() == ended.load());
+  REQUIRE(seen.size() >= 2);  // iteration 0, and what was in flight
+  for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == static_cast<std::int64_t>(i));
+}
+
+TEST_CASE_TEMPLATE("destroying a broken pipeline waits for the body that ignored cancellation",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The body still runs on its lane's thread when the pipeline is destroyed; freeing the core
+  // then let the body's return step write into freed instances (use-after-free under ASan).
+  BrokenPipeline<Engine> broken;
+  auto& pipe = broken.pipe;
+  CHECK_THROWS_AS(pipe->fill_pipeline(std::vector<std::uint64_t>{0}), swp::PipelineStateError);
+  // The teardown deadline is the drain deadline: generous, since the releaser may be slow.
+  pipe->set_timeouts({.drain = 30s});
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    broken.release.store(true);
+  });
+  pipe.reset();
+  CHECK(broken.returned.load());  // the destructor returned only after the body did
+  releaser.join();
+}
+
+TEST_CASE_TEMPLATE("a broken pipeline refills once the body that ignored cancellation returned",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  BrokenPipeline<Engine> broken;
+  auto& pipe = broken.pipe;
+  broken.release.store(true);
+  REQUIRE(wait_for_flag(broken.returned));
+  pipe->set_timeouts({.retire = 30s, .drain = 30s});
+  std::vector<std::int64_t> retired;
+  // Its last step may still be on the way out of the engine: fill waits for it.
+  pipe->fill_pipeline(std::vector<std::uint64_t>{5, 6, 7});
+  while (auto i = pipe->progress()) retired.push_back(*i);
+  CHECK(retired == std::vector<std::int64_t>{0, 1, 2});
+}
+
+// Runs in a child process only (see the next case): the pipeline is destroyed while its body
+// never returns, which must end the process with a fatal error naming the body.
+TEST_CASE("child: destroying a pipeline whose body never returns is fatal" * doctest::skip()) {
+  BrokenPipeline<swp::test::UseDataFlow> broken;
+  broken.pipe.reset();  // aborts after the drain deadline (100 ms)
+  FAIL("the destructor returned while the body still ran");
+}
+
+TEST_CASE("destroying a pipeline whose body never returns is a fatal error naming the body") {
+  const swp::test::TempFile err("", ".err");
+  const std::string command = "timeout 120 " + swp::test::quoted(std::filesystem::read_symlink("/proc/self/exe").string()) +
+                              " --no-skip --test-case='child: destroying a pipeline whose "
+                              "body never returns is fatal' >/dev/null 2>" +
+                              swp::test::quoted(err.str());
+  const int status = std::system(command.c_str());
+  CHECK(status != 0);
+  const std::string what = swp::test::read_text(err.path());
+  CHECK(what.find("swp: fatal: a pipeline is destroyed while its task bodies still run") !=
+        std::string::npos);
+  CHECK(what.find("Stubborn (iter 0) on lane 'slow'") != std::string::npos);
 }

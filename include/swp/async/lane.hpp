@@ -71,6 +71,16 @@ class Lane final : public Runnable, public Resumer {
   /// True while no job is queued, running or suspended.
   [[nodiscard]] bool idle() const noexcept;
 
+  /// What the lane's current job is doing, as far as the lane can tell (for hang reports).
+  enum class Activity : unsigned char {
+    idle,       ///< no job started and unfinished
+    running,    ///< a step of the job (its start or a continuation) runs on a thread now
+    resumable,  ///< the job is suspended, and a continuation of it is queued on the lane
+    suspended,  ///< the job is suspended and nothing has resumed it yet
+  };
+  /// A snapshot of the current job's activity. Any thread.
+  [[nodiscard]] Activity activity() const noexcept;
+
   /// Runs one step (a continuation or the start of the next job): the Scheduler's entry point.
   void run() noexcept override;
 
@@ -89,6 +99,7 @@ class Lane final : public Runnable, public Resumer {
   bool in_job_ = false;     // a job started and has not finished
   bool job_finished_ = false;  // finish_job() was called in the running step (its thread only)
   bool scheduled_ = false;  // posted to the scheduler or running a step
+  bool stepping_ = false;   // a step runs now (set and cleared under the step's own locks)
 };
 
 }  // namespace swp

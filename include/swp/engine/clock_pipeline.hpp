@@ -38,6 +38,9 @@ class ClockPipeline final : public Pipeline<Ctx> {
   template <class Other>
   ClockPipeline(Runtime&, const Plan<Other>&) = delete;
 
+  /// Drains a filled pipeline and waits for running bodies first (see Pipeline).
+  ~ClockPipeline() override { this->shut_down(); }
+
   [[nodiscard]] int depth() const noexcept { return static_cast<int>(this->slots()); }
 
  private:

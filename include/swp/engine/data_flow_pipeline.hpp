@@ -43,6 +43,9 @@ class DataFlowPipeline final : public Pipeline<Ctx> {
   template <class Other>
   DataFlowPipeline(Runtime&, const Plan<Other>&, int) = delete;
 
+  /// Drains a filled pipeline and waits for running bodies first (see Pipeline).
+  ~DataFlowPipeline() override { this->shut_down(); }
+
   [[nodiscard]] int max_depth() const noexcept { return static_cast<int>(this->slots()); }
 
  private:

@@ -2,6 +2,7 @@
 // EngineTimeouts: the deadlines of a pipeline's waits (DESIGN.md decision 7).
 
 #include <chrono>
+#include <string>
 
 namespace swp {
 
@@ -20,6 +21,30 @@ namespace swp {
 ///   naming the instance, with the SequencerTimeout as `nested()`.
 /// - `check_interval`: how often a blocking progress() on the host backend looks at the
 ///   deadlines while it waits (it wakes at once when something completes).
+/// - `drain`: how long a failed run (a task's error, a callback's, a deadline) waits for what
+///   it released to finish before its error is thrown. Cancelled waits end at once; a body
+///   that ignores cancellation is waited for. Past the deadline progress() throws
+///   PipelineTimeout ("could not drain", naming what still runs) and the pipeline is broken:
+///   fill_pipeline() waits up to `drain` again for those bodies to return (then the pipeline
+///   is whole again) or throws PipelineStateError naming them; the pipeline's destructor
+///   waits up to `drain` too, then ends the process with a fatal error naming them
+///   (std::abort), since freeing the pipeline under a running body would corrupt memory.
+///   Kept apart from `retire`, so that a tiny retire deadline does not make a busy machine's
+///   slow drain look like a stuck body.
+/// - `hang_report`: a file each hang report is also appended to (see the field).
+///
+/// A hang report is the message of a PipelineTimeout: every unfinished (task, iteration) of
+/// the in-flight iterations, one a line, with its lane and stream and what it does — not
+/// released yet (waiting for the named dependencies, or for its period), queued on its lane
+/// behind a named instance, holding its lane while it waits for a named dependency, waiting
+/// for a sequencer turn (and which instance holds the current one), running its body, or
+/// suspended in an await inside its body —, and for a slot deadline the device work (task,
+/// iteration, stream) the slot waits for:
+/// ```
+/// iteration 1 did not retire within 200 ms; unfinished:
+///   Load (iter 1) on lane 'io', stream 'memcpy': its body is suspended in an await (...)
+///   Post (iter 1) on lane 'io', stream 'memcpy': queued on its lane behind Load (iter 1)
+/// ```
 ///
 /// Example:
 /// ```
@@ -30,6 +55,11 @@ struct EngineTimeouts {
   std::chrono::milliseconds retire{60'000};
   std::chrono::milliseconds sequencer{30'000};
   std::chrono::milliseconds check_interval{50};
+  std::chrono::milliseconds drain{60'000};
+  /// A file every hang report of the pipeline is appended to, besides the exception's message
+  /// (e.g. for a process whose stderr is lost). Empty: the file the environment variable
+  /// SWP_HANG_REPORT names, if set. A report that cannot be written says so in the message.
+  std::string hang_report = {};
 };
 
 }  // namespace swp

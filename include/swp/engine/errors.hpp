@@ -23,6 +23,29 @@ class TaskError : public std::runtime_error {
   std::exception_ptr cause_;
 };
 
+/// A callback of the run threw: the batch source (asked for an iteration's batch) or
+/// `on_retire` (told of a retiring iteration). Like a task's error it ends the run: every
+/// cancellable wait in flight is woken with Cancelled, everything in flight drains, and this
+/// is thrown once, after the drain. A source's error surfaces from fill_pipeline() when the
+/// first batches fail, else from the next progress() (next(), async_progress(), drain(),
+/// run()): the progress() that admitted the failing batch still returns the iteration it
+/// retired, so every iteration it returned was retired exactly once. An `on_retire` error
+/// surfaces from the progress() retiring that iteration, which returns nothing. `nested()`
+/// is the callback's own exception. The pipeline can be filled again.
+class CallbackError : public std::runtime_error {
+ public:
+  enum class Callback { source, on_retire };
+  CallbackError(Callback callback, std::int64_t iter, std::exception_ptr cause);
+  [[nodiscard]] Callback callback() const noexcept { return callback_; }
+  [[nodiscard]] std::int64_t iter() const noexcept { return iter_; }
+  [[nodiscard]] const std::exception_ptr& nested() const noexcept { return cause_; }
+
+ private:
+  Callback callback_;
+  std::int64_t iter_;
+  std::exception_ptr cause_;
+};
+
 /// An iteration did not retire within the retire timeout (or, on the sim backend, could never
 /// retire). The message names every unfinished (task, iteration) and what it waits for.
 class PipelineTimeout : public std::runtime_error {

@@ -50,10 +50,14 @@ concept PipelineContext = std::default_initializable<Ctx> && std::movable<Ctx> &
 ///
 /// Completion: `progress()` blocks the calling thread (which helps run tasks meanwhile) until
 /// the oldest in-flight iteration retired — all its tasks submitted — and returns its index,
-/// or an empty optional at end of data. Errors: a task's exception surfaces from `progress()`
-/// as TaskError (task name, iteration, nested exception) after everything in flight drained;
-/// a hang surfaces as PipelineTimeout naming every unfinished (task, iteration) and what it
-/// waits for. Either way the pipeline can be filled again.
+/// or an empty optional at end of data. Errors end the run once, after everything in flight
+/// drained: a task's exception surfaces from `progress()` as TaskError (task name, iteration,
+/// nested exception); the source's or on_retire's as CallbackError (errors.hpp says from
+/// which call); a hang as PipelineTimeout naming every unfinished (task, iteration), its lane
+/// and stream and what it waits for. Either way the pipeline can be filled again.
+/// Destruction drains a filled pipeline; a body that ignored cancellation is waited for up to
+/// EngineTimeouts::drain, then the process ends with a fatal error naming it (freeing the
+/// pipeline under a running body would corrupt memory; see docs/engine.md).
 /// The engines run a `swp::Plan<Ctx>` (typed bodies) or a plain PipelinePlan, whose tasks,
 /// having no body, run their synthetic costs; so do the tasks of a Plan<Ctx> left unbound.
 template <detail::PipelineContext Ctx>
@@ -69,7 +73,8 @@ class Pipeline : private detail::FrontEnd {
   /// Starts a run over `source`: an input range of Batch (a named range is iterated in place
   /// and must outlive the run; a temporary is moved in) or a callable returning
   /// std::optional<Batch> (empty: end of data); see swp::make_source.
-  /// Throws PipelineStateError when already filled.
+  /// Throws PipelineStateError when already filled (or broken, see the class comment), and
+  /// CallbackError when the source fails for one of the first batches.
   template <SourceOf<Batch> S>
   void fill_pipeline(S&& source) {
     source_ = make_source<Batch>(std::forward<S>(source));
@@ -154,7 +159,8 @@ class Pipeline : private detail::FrontEnd {
   }
 
   /// Called on the caller's thread with the context of every iteration as it retires (in
-  /// progress(), before its slot is reused): where results such as a loss are read.
+  /// progress(), before its slot is reused): where results such as a loss are read. An
+  /// exception from it fails the run (CallbackError from that progress()).
   void on_retire(std::function<void(const Ctx&)> callback) { on_retire_ = std::move(callback); }
 
   /// Shortcuts the named tasks (seed enable_shortcut): the next execution of each one caches
@@ -230,10 +236,14 @@ class Pipeline : private detail::FrontEnd {
   }
   [[nodiscard]] Runtime& runtime() noexcept { return core_.runtime(); }
 
-  void set_timeouts(EngineTimeouts timeouts) noexcept { core_.set_timeouts(timeouts); }
+  void set_timeouts(EngineTimeouts timeouts) noexcept { core_.set_timeouts(std::move(timeouts)); }
   void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
 
  protected:
+  // Ends what is in flight (see the class comment). Derived destructors call it first: until
+  // it returns, lanes may still call run_body through this object's vtable.
+  void shut_down() noexcept { core_.shut_down(); }
+
   // A Plan<Ctx>'s bodies; throws std::invalid_argument when they do not fit its tasks.
   Pipeline(Runtime& runtime, const Plan<Ctx>& plan, detail::ReleasePolicy::Make release,
            std::size_t slots)

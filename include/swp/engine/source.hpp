@@ -30,9 +30,9 @@ concept SourceOf =
 /// and must outlive the run; a temporary is moved into the source, which keeps it alive.
 ///
 /// Completion: nothing is read here; each call of the Source reads one batch.
-/// Errors: what the callable or the range's iterator throws propagates from the call (in a
-/// pipeline: from the fill_pipeline() or progress() that admits the iteration). A source of
-/// the wrong type does not compile.
+/// Errors: what the callable or the range's iterator throws propagates from the call; in a
+/// pipeline it fails the run, as CallbackError (see errors.hpp for the call it surfaces
+/// from). A source of the wrong type does not compile.
 /// Example:
 /// ```
 /// std::vector<int> batches{1, 2, 3};

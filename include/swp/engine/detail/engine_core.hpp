@@ -133,6 +133,12 @@ class EngineCore {
   Co<std::optional<std::int64_t>> next();
   void drain();
   [[nodiscard]] bool filled() const noexcept { return filled_; }
+  /// Ends everything in flight before the pipeline goes: drains a filled run and waits for
+  /// every released instance to finish (up to the drain deadline, then a fatal error, see
+  /// die_undrained). The destructor does it too; the front end calls it first thing in its
+  /// most-derived destructor, while the bodies the lanes still call into are whole (its
+  /// vtable included). Idempotent.
+  void shut_down() noexcept;
 
   /// Runs iteration `iter`, whose context the caller put in slot 0, serially on the calling
   /// thread: tasks in topological order, device work on the "default" stream.
@@ -146,7 +152,7 @@ class EngineCore {
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
 
-  void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = t; }
+  void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = std::move(t); }
   /// The signal every instance's waits listen to; fired when the run fails or times out.
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
   void set_observer(TaskObserver* observer) noexcept { observer_ = observer; }
@@ -186,11 +192,14 @@ class EngineCore {
     std::vector<TaskIndex> boxed;  // tasks that have a box
   };
 
+  // What failed a run: a task (error: its cause, wrapped in a TaskError when thrown), or a
+  // deadline or a callback (error: the PipelineTimeout or CallbackError to throw as it is).
+  enum class FailureKind : std::uint8_t { task, timeout, callback };
   struct Failure {
     std::string task;
     std::int64_t iter = -1;
     std::exception_ptr error;
-    bool timeout = false;
+    FailureKind kind = FailureKind::task;
   };
 
   [[nodiscard]] std::size_t slot_index(std::int64_t iter) const {
@@ -235,9 +244,19 @@ class EngineCore {
   bool await_slot(std::int64_t iter);
   [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
   // Errors, deadlines, drain.
-  void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, bool timeout);
+  void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
+  // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
+  void fail_callback(CallbackError::Callback which, std::int64_t iter);
+  [[nodiscard]] bool failed_with(FailureKind kind) const;
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
+  // Waits (with the drain deadline) until everything released finished; false past it.
+  bool wait_drained();
+  // The hang report (engine_diagnosis.cpp): every unfinished instance of the in-flight
+  // iterations and what it waits for; the device work of iteration iter not complete yet;
+  // the PipelineTimeout carrying a report (also written to the report file, if any).
   std::string diagnose() const;
+  std::string pending_device_work(std::int64_t iter) const;
+  [[nodiscard]] PipelineTimeout hang_error(const std::string& report) const;
   // progress() in parts, shared with next(). The oldest iteration can retire (or the run
   // failed); then, for next(), also the slot it frees holds no device work (so the admission
   // that follows does not block), and after a failure everything released finished.
@@ -246,8 +265,12 @@ class EngineCore {
   [[nodiscard]] bool retire_ready() const noexcept;
   [[nodiscard]] bool drained() const noexcept;
   void time_out_retire(Clock::time_point start);
+  // Retires the oldest iteration (on_retire) and lets the next ones in; returns it, or -1
+  // when on_retire threw (the run failed and nothing retired).
   std::int64_t retire_oldest();
   [[noreturn]] void abort_run(bool drained);
+  // Teardown while released instances still run (see ~EngineCore): reports them, aborts.
+  [[noreturn]] void die_undrained() const noexcept;
   class AsyncWait;
 
   Runtime& runtime_;
@@ -290,8 +313,8 @@ class EngineCore {
   // releases form one chain (each happens after the one before), so a plain counter would do;
   // it is atomic so that the lanes' hand-offs need no reasoning about it.
   std::atomic<std::uint64_t> next_turn_{0};
-  // Some instance failed in this run (also a cancelled one without a stop): instances then
-  // look at their dependencies' outcomes before running.
+  // Some instance failed in this run: instances then look at their dependencies' outcomes
+  // before running.
   std::atomic<bool> any_failed_{false};
 
   // The failure record: the first root cause wins.
