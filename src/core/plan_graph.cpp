@@ -187,9 +187,12 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   // Only a graph the topological sort could not finish has cycles to name.
   if (!g.acyclic()) {
     for (const auto& cycle : detail::find_cycles(g.intra_)) {
-      auto names = cycle | std::views::transform([&](TaskIndex t) { return g.name(t); });
+      // A loop, not a views::transform: clang 14 (the fuzz build) cannot compile libstdc++
+      // 12's views.
+      std::vector<std::string> names;
+      for (TaskIndex t : cycle) names.push_back(g.name(t));
       violations.push_back(
-          {PlanRule::intra_cycle, {names.begin(), names.end()},
+          {PlanRule::intra_cycle, std::move(names),
            detail::concat("intra-iteration cycle: ", describe_cycle(g, cycle), " (each task depends on the next within one iteration, so none can start)")});
     }
   }

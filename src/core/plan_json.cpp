@@ -197,29 +197,19 @@ class PreciseHandler {
   bool on_document_end(json::error_code&) { return true; }
   bool on_object_begin(json::error_code&) { return true; }
   bool on_object_end(std::size_t n, json::error_code&) {
-    stack.push_object(n);
-    return true;
+    return done(&json::value_stack::push_object, n);
   }
   bool on_array_begin(json::error_code&) { return true; }
   bool on_array_end(std::size_t n, json::error_code&) {
-    stack.push_array(n);
-    return true;
+    return done(&json::value_stack::push_array, n);
   }
-  bool on_key_part(json::string_view s, std::size_t, json::error_code&) {
-    stack.push_chars(s);
-    return true;
-  }
+  bool on_key_part(json::string_view s, std::size_t, json::error_code&) { return chars(s); }
   bool on_key(json::string_view s, std::size_t, json::error_code&) {
-    stack.push_key(s);
-    return true;
+    return done(&json::value_stack::push_key, s);
   }
-  bool on_string_part(json::string_view s, std::size_t, json::error_code&) {
-    stack.push_chars(s);
-    return true;
-  }
+  bool on_string_part(json::string_view s, std::size_t, json::error_code&) { return chars(s); }
   bool on_string(json::string_view s, std::size_t, json::error_code&) {
-    stack.push_string(s);
-    return true;
+    return done(&json::value_stack::push_string, s);
   }
   bool on_number_part(json::string_view s, json::error_code&) {
     number_.append(s.data(), s.size());
@@ -227,13 +217,11 @@ class PreciseHandler {
   }
   bool on_int64(std::int64_t i, json::string_view, json::error_code&) {
     number_.clear();
-    stack.push_int64(i);
-    return true;
+    return done(&json::value_stack::push_int64, i);
   }
   bool on_uint64(std::uint64_t u, json::string_view, json::error_code&) {
     number_.clear();
-    stack.push_uint64(u);
-    return true;
+    return done(&json::value_stack::push_uint64, u);
   }
   bool on_double(double d, json::string_view s, json::error_code&) {
     number_.append(s.data(), s.size());
@@ -244,13 +232,9 @@ class PreciseHandler {
         error == std::errc() && stop == end)
       d = precise;
     number_.clear();
-    stack.push_double(d);
-    return true;
+    return done(&json::value_stack::push_double, d);
   }
-  bool on_bool(bool b, json::error_code&) {
-    stack.push_bool(b);
-    return true;
-  }
+  bool on_bool(bool b, json::error_code&) { return done(&json::value_stack::push_bool, b); }
   bool on_null(json::error_code&) {
     stack.push_null();
     return true;
@@ -259,6 +243,13 @@ class PreciseHandler {
   bool on_comment(json::string_view, json::error_code&) { return true; }
 
  private:
+  template <class Push, class Arg>
+  bool done(Push push, Arg arg) {
+    (stack.*push)(arg);
+    return true;
+  }
+  bool chars(json::string_view s) { return done(&json::value_stack::push_chars, s); }
+
   std::string number_;  // the text of the number being read
 };
 

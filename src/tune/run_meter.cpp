@@ -52,8 +52,10 @@ RunMeter::RunMeter(const PlanGraph& graph, std::int64_t iters, int slots, Runtim
       runtime_(runtime),
       track_lanes_(track_lanes),
       next_(next) {
-  streams_ = number(graph, [&](TaskIndex t) { return graph.stream(t); }, stream_of_);
-  lanes_ = number(graph, [&](TaskIndex t) { return graph.lane(t); }, lane_of_);
+  streams_ = number(
+      graph, [&](TaskIndex t) { return graph.stream(t); }, stream_of_);
+  lanes_ = number(
+      graph, [&](TaskIndex t) { return graph.lane(t); }, lane_of_);
   stream_spans_.resize(streams_);
   lane_spans_.resize(lanes_);
 }
@@ -110,8 +112,8 @@ BusiestResource RunMeter::busiest() const {
     const SyntheticCost& cost = graph_.cost(t);
     const std::int64_t jitters =
         cost.jitter_every > 0 ? jittering(measured_.first, measured_.last, cost.jitter_every) : 0;
-    device[stream_of_[t]] += spent(cost.device_us) * (n - jitters) +
-                             spent(cost.jitter_device_us) * jitters;
+    device[stream_of_[t]] +=
+        spent(cost.device_us) * (n - jitters) + spent(cost.jitter_device_us) * jitters;
     cpu[lane_of_[t]] += spent(cost.cpu_us) * n;
   }
   BusiestResource busiest;

@@ -96,7 +96,7 @@ class RunMeter final : public TaskObserver, public DeviceObserver {
   std::size_t streams_ = 0, lanes_ = 0;
 
   mutable std::mutex mutex_;
-  Clock::time_point before_ = Clock::time_point::min();  // iterations < first all completed
+  Clock::time_point before_ = Clock::time_point::min();   // iterations < first all completed
   Clock::time_point through_ = Clock::time_point::min();  // iterations <= last all completed
   std::vector<Span> stream_spans_, lane_spans_;
 };

@@ -15,14 +15,9 @@ using swp::test::quoted;
 using swp::test::run_swp;
 using swp::test::TempFile;
 
-namespace {
+using swp::test::lines_of;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+namespace {
 
 // Exactly one `error: ` line, which names `offender`; any other stderr line is a warning.
 void check_one_error(const swp::test::Result& r, const std::string& offender) {
@@ -39,9 +34,7 @@ void check_one_error(const swp::test::Result& r, const std::string& offender) {
   CHECK(errors == 1);
 }
 
-std::string plan_path() {
-  return (swp::test::data_dir() / "plans" / "three_stage.json").string();
-}
+std::string plan_path() { return (swp::test::data_dir() / "plans" / "three_stage.json").string(); }
 
 }  // namespace
 
@@ -98,22 +91,25 @@ TEST_CASE("an invalid plan exits 1 with one error line naming the file and the o
   }
   SUBCASE("a broken rule") {
     const TempFile plan(R"({"tasks": [{"name": "A", "stage": 0}, {"name": "B", "stage": 2}],
-                            "inter_iter_deps": [["A", "B"]]})", ".json");
+                            "inter_iter_deps": [["A", "B"]]})",
+                        ".json");
     const auto r = run_swp("run " + quoted(plan.str()) + " --backend sim");
     CHECK(r.status == 1);
     check_one_error(r, plan.str());
   }
   SUBCASE("a plan read from standard input is named <stdin>") {
-    const auto r = run_swp("validate -", "printf '{\"tasks\": [{\"name\": \"A\"}], "
-                                         "\"intra_iter_deps\": [[\"Nobody\", \"A\"]]}' |");
+    const auto r = run_swp("validate -",
+                           "printf '{\"tasks\": [{\"name\": \"A\"}], "
+                           "\"intra_iter_deps\": [[\"Nobody\", \"A\"]]}' |");
     CHECK(r.status == 1);
     check_one_error(r, "<stdin>");
   }
 }
 
 TEST_CASE("help and version exit 0 on standard output with nothing on stderr") {
-  for (const std::string args : {"--help", "-h", "validate --help", "run --help", "tune --help",
-                                 "preset --help", "profile --help", "schedule --help", "--version"}) {
+  for (const std::string args :
+       {"--help", "-h", "validate --help", "run --help", "tune --help", "preset --help",
+        "profile --help", "schedule --help", "--version"}) {
     CAPTURE(args);
     const auto r = run_swp(args);
     CHECK(r.status == 0);

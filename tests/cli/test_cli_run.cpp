@@ -17,18 +17,6 @@ using swp::test::TempFile;
 
 namespace {
 
-// Every `metric NAME VALUE UNIT` line of `out` ("nan" reads as NaN).
-std::map<std::string, double> metrics(const std::string& out) {
-  std::map<std::string, double> values;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::string word, name, value;
-    if (words >> word >> name >> value && word == "metric") values[name] = std::stod(value);
-  }
-  return values;
-}
-
 // Two streams, a jittering second stage: completions are uneven and the jitter period does
 // not divide short runs.
 const char* const jittery = R"({"tasks": [
@@ -53,10 +41,10 @@ TEST_CASE("on sim, swp run never reports an efficiency above 1 or a negative tim
         CAPTURE(json);
         CAPTURE(engine);
         CAPTURE(iters);
-        const auto r = run_swp("run " + quoted(plan.str()) + " --backend sim --engine " +
-                               engine + " --iters " + std::to_string(iters));
+        const auto r = run_swp("run " + quoted(plan.str()) + " --backend sim --engine " + engine +
+                               " --iters " + std::to_string(iters));
         REQUIRE(r.status == 0);
-        const auto m = metrics(r.out);
+        const auto m = swp::test::metric_values(r.out);
         REQUIRE(m.contains("steady_state"));
         REQUIRE(m.contains("us_per_iter"));
         REQUIRE(m.contains("efficiency"));
@@ -85,7 +73,7 @@ TEST_CASE("a run too short for a steady state says so instead of printing a numb
     CHECK(r.out.find("metric steady_state 0 bool\n") != std::string::npos);
     CHECK(r.err.starts_with("warning: "));
     CHECK(r.err.find("--iters") != std::string::npos);
-    const auto m = metrics(r.out);
+    const auto m = swp::test::metric_values(r.out);
     CHECK(m.at("iterations") == 4);
     CHECK(m.at("bound_us_per_iter") == doctest::Approx(1000));
   }
@@ -93,7 +81,7 @@ TEST_CASE("a run too short for a steady state says so instead of printing a numb
     const auto r = run_swp("run " + plan + " --engine clock --backend sim --iters 40");
     REQUIRE(r.status == 0);
     CHECK(r.err.empty());
-    const auto m = metrics(r.out);
+    const auto m = swp::test::metric_values(r.out);
     CHECK(m.at("steady_state") == 1);
     CHECK(m.at("us_per_iter") == doctest::Approx(1000));
     CHECK(m.at("efficiency") == doctest::Approx(1));

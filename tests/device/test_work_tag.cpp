@@ -1,9 +1,9 @@
-#include "swp/device/work_tag.hpp"
-
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <limits>
+
+#include "swp/device/work_tag.hpp"
 
 static_assert(swp::WorkTag{} == swp::WorkTag{.task = 0, .iter = 0});
 

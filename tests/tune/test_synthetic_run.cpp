@@ -1,5 +1,3 @@
-#include "swp/tune/synthetic_run.hpp"
-
 #include <doctest/doctest.h>
 
 #include <random>
@@ -9,6 +7,7 @@
 #include "support/alloc_counter.hpp"
 #include "support/plans.hpp"
 #include "swp/core/plan_json.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 TEST_SUITE_BEGIN("tune");
 
@@ -29,7 +28,8 @@ swp::PipelinePlan random_plan(std::mt19937& rng) {
       cost.jitter_device_us = pick(0, 8000) / 4.0;
     }
     plan.add("T" + std::to_string(t),
-             {.stage = pick(0, 3), .stream = "s" + std::to_string(pick(0, 2)),
+             {.stage = pick(0, 3),
+              .stream = "s" + std::to_string(pick(0, 2)),
               .thread_group = "l" + std::to_string(pick(0, 2))},
              cost);
   }
@@ -58,8 +58,8 @@ TEST_CASE("on sim the measured time per iteration is never below the bound, nor 
       CAPTURE(swp::plan_to_json(plan));
       CAPTURE(swp::engine_name(engine));
       CAPTURE(iters);
-      swp::SyntheticRunOptions options{.engine = engine, .iters = iters,
-                                       .runtime = {.backend = swp::Backend::sim}};
+      swp::SyntheticRunOptions options{
+          .engine = engine, .iters = iters, .runtime = {.backend = swp::Backend::sim}};
       const auto result = swp::run_synthetic(plan, options);
       CHECK_FALSE(result.us_per_iter < 0);
       CHECK_FALSE(result.efficiency > 1);
@@ -71,18 +71,20 @@ TEST_CASE("on sim the measured time per iteration is never below the bound, nor 
   }
 }
 
-TEST_CASE("the steady state is measured from 2 x slots + 2 iterations on, fill and drain left out") {
+TEST_CASE(
+    "the steady state is measured from 2 x slots + 2 iterations on, fill and drain left out") {
   // Three 1000 us stages on three streams: the bound is 1000 us; the clock engine has 3 slots.
   const auto plan = swp::parse_plan(R"({"tasks": [
       {"name": "A", "stage": 0, "stream": "a", "device_us": 1000},
       {"name": "B", "stage": 1, "stream": "b", "device_us": 1000},
       {"name": "C", "stage": 2, "stream": "c", "device_us": 1000}],
-      "intra_iter_deps": [["B", "A"], ["C", "B"]]})").plan;
+      "intra_iter_deps": [["B", "A"], ["C", "B"]]})")
+                        .plan;
   CHECK(swp::min_steady_iters(3) == 8);
   for (const auto engine : {swp::EngineKind::clock, swp::EngineKind::data_flow}) {
     CAPTURE(swp::engine_name(engine));
-    swp::SyntheticRunOptions options{.engine = engine, .iters = 7,
-                                     .runtime = {.backend = swp::Backend::sim}};
+    swp::SyntheticRunOptions options{
+        .engine = engine, .iters = 7, .runtime = {.backend = swp::Backend::sim}};
     const auto short_run = swp::run_synthetic(plan, options);
     CHECK(short_run.slots == 3);
     CHECK_FALSE(short_run.steady_state);
@@ -105,12 +107,14 @@ TEST_CASE("the bound counts the jitter that falls in the measured iterations") {
                         .plan;
   for (const int iters : {8, 9, 10, 11, 12, 40, 41}) {
     CAPTURE(iters);
-    const auto result = swp::run_synthetic(plan, {.iters = iters, .runtime = {.backend = swp::Backend::sim}});
+    const auto result =
+        swp::run_synthetic(plan, {.iters = iters, .runtime = {.backend = swp::Backend::sim}});
     REQUIRE(result.steady_state);  // one slot: 4 iterations suffice
     const std::int64_t first = result.slots + 1, last = iters - result.slots - 1;
     double work = 0;
     for (std::int64_t i = first; i <= last; ++i) work += i % 4 == 3 ? 4000 : 100;
-    CHECK(result.bound_us_per_iter == doctest::Approx(work / static_cast<double>(last - first + 1)));
+    CHECK(result.bound_us_per_iter ==
+          doctest::Approx(work / static_cast<double>(last - first + 1)));
     CHECK(result.efficiency <= 1);
   }
 }
@@ -136,7 +140,8 @@ TEST_CASE("run_synthetic rejects a cost or a run length the clock cannot represe
   }
   SUBCASE("a run whose virtual time would overflow the clock is refused before it starts") {
     const auto plan = swp::parse_plan(R"({"tasks": [{"name": "A", "cpu_us": 1e9},
-                                                    {"name": "B", "device_us": 1e9}]})").plan;
+                                                    {"name": "B", "device_us": 1e9}]})")
+                          .plan;
     options.iters = 100'000'000;
     CHECK_THROWS_AS((void)swp::run_synthetic(plan, options), std::invalid_argument);
   }
@@ -147,7 +152,8 @@ TEST_CASE("a run's memory does not grow with its number of iterations") {
   const auto plan = swp::parse_plan(R"({"tasks": [{"name": "A", "cpu_us": 1, "device_us": 2},
                                                   {"name": "B", "stage": 1, "stream": "b",
                                                    "device_us": 3}],
-                                        "intra_iter_deps": [["B", "A"]]})").plan;
+                                        "intra_iter_deps": [["B", "A"]]})")
+                        .plan;
   auto largest = [&](int iters) {
     swp::SyntheticRunOptions options{.iters = iters, .runtime = {.backend = swp::Backend::sim}};
     swp::test::AllocationCount count;
