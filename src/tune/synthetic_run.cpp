@@ -104,15 +104,20 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
   } else if (options.observer != nullptr) {
     pipe->set_observer(options.observer);
   }
+  // The streams belong to the runtime, which outlives the meter: they must not call it once
+  // the run is over, whether it succeeded or failed.
+  auto detach = [&] {
+    for (const auto& s : streams) runtime.stream(s).set_observer(nullptr);
+    if (options.observer != nullptr) options.observer->run_finished();
+  };
   SyntheticRunResult result;
   try {
     result.stats = pipe->run(source);
   } catch (...) {
-    if (options.observer != nullptr) options.observer->run_finished();
+    detach();
     throw;
   }
-  for (const auto& s : streams) runtime.stream(s).set_observer(nullptr);
-  if (options.observer != nullptr) options.observer->run_finished();
+  detach();
 
   const auto measured = meter.result(result.stats);
   result.slots = slots;
