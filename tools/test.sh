@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Quick start, step 2: build and run the whole test suite — under AddressSanitizer +
-# UndefinedBehaviorSanitizer, under ThreadSanitizer, then the plain build; then install the
-# plain build into a temporary root and build and run a program against it (pkg-config and
-# meson), and end with the plain build's doctest summary. Any failure fails the script.
+# UndefinedBehaviorSanitizer, under ThreadSanitizer, a short run of the fuzz targets
+# (tools/fuzz.sh, SWP_FUZZ_SECONDS per target, 15 by default), then the plain build; then
+# install the plain build into a temporary root and build and run a program against it
+# (pkg-config and meson), and end with the plain build's doctest summary. Any failure fails
+# the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
@@ -24,6 +26,9 @@ setup build-tsan -Db_sanitize=thread -Dbuildtype=debugoptimized -Dbench=disabled
 echo "== tests under ThreadSanitizer"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ./build-tsan/tests/swp-tests --no-intro --minimal
+
+echo "== fuzzing, ${SWP_FUZZ_SECONDS:-15} s per target"
+bash tools/fuzz.sh "${SWP_FUZZ_SECONDS:-15}"
 
 setup build
 echo "== consumer of the installed library"

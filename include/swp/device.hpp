@@ -5,3 +5,4 @@
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
 #include "swp/device/stream.hpp"
+#include "swp/device/work_tag.hpp"

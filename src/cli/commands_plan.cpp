@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "swp/core/enqueue_order.hpp"
 #include "swp/core/schedule_table.hpp"
@@ -87,7 +88,7 @@ void add_plan_commands(CLI::App& app, Action& action) {
         const auto names = split_names(*skip);
         for (const auto& name : names) {
           if (!plan->inspection.graph.find(name)) {
-            std::cerr << "error: --shortcut: no task is called '" << name << "'\n";
+            print_error("--shortcut: no task is called '" + name + "' in " + *path);
             return Exit::bad_usage;
           }
         }

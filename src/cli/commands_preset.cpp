@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "diagnostics.hpp"
+#include "options.hpp"
 #include "plan_input.hpp"
 #include "swp/core/plan_json.hpp"
 #include "swp/presets/preset_registry.hpp"
@@ -48,7 +50,7 @@ int list_presets() {
 
 int print_preset(const PresetFlags& flags) {
   if (flags.name.empty()) {
-    std::cerr << "error: name a preset (swp preset --list names them)\n";
+    print_error("swp preset: name a preset (swp preset --list names them)");
     return Exit::bad_usage;
   }
   presets::Preset preset;
@@ -60,7 +62,7 @@ int print_preset(const PresetFlags& flags) {
                      .loader_lane = flags.loader_lane,
                      .stages = parse_stages(flags.stages)});
   } catch (const std::invalid_argument& e) {  // unknown name or bad option value
-    std::cerr << "error: " << e.what() << '\n';
+    print_error(e.what());
     return Exit::bad_usage;
   }
   const presets::PresetPhase* phase = &preset.phases.back();
@@ -69,8 +71,8 @@ int print_preset(const PresetFlags& flags) {
     if (phase == nullptr) {
       std::string labels;
       for (const auto& p : preset.phases) labels += (labels.empty() ? "" : ", ") + p.label;
-      std::cerr << "error: --phase: preset '" << preset.name << "' has no phase '" << flags.phase
-                << "'; its phases are " << labels << '\n';
+      print_error("--phase: preset '" + preset.name + "' has no phase '" + flags.phase +
+                  "'; its phases are " + labels);
       return Exit::bad_usage;
     }
   }
@@ -98,11 +100,11 @@ void add_preset_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--start-batch", flags->start_batch,
                   "semi_sync: batches of the synchronous warm-up phase")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--compile-on-iter", flags->compile_on_iter,
                   "pt2: the iteration (1-based) at which the compile step runs")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--loader-lane", flags->loader_lane,
                   "eval_sparse_dist: the background H2D lane")

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/tune/synthetic_run.hpp"
@@ -37,11 +38,11 @@ int profile(const ProfileFlags& flags) {
   ProfileResult result;
   try {
     result = profile_synthetic(plan->plan, options);
-  } catch (const std::invalid_argument& e) {  // --skip naming no task of the plan
-    std::cerr << "error: " << e.what() << '\n';
+  } catch (const std::invalid_argument& e) {  // --skip naming no task; too long a profile
+    print_error(e.what());
     return Exit::bad_usage;
   } catch (const TaskError& e) {
-    std::cerr << "error: " << e.what() << '\n';
+    print_error(e.what());
     return Exit::invalid_plan;
   }
   std::cout << result.format_report() << '\n';

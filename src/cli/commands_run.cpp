@@ -1,8 +1,12 @@
+#include <chrono>
 #include <cstdio>
-#include <iostream>
+#include <limits>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "commands.hpp"
+#include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "trace_output.hpp"
 #include "swp/engine/errors.hpp"
@@ -28,14 +32,34 @@ void metric(const char* name, double value, const char* unit) {
   std::printf("metric %s %.6g %s\n", name, value, unit);
 }
 
+// The contract's metric lines. A run too short for a steady state says so: `nan` for the
+// steady-state numbers (what a parser reads as "not a number"), `steady_state 0` and a
+// warning naming the --iters that would measure it.
+void print_metrics(const SyntheticRunResult& result, const RunFlags& flags) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  metric("us_per_iter", result.steady_state ? result.us_per_iter : nan, "us");
+  metric("bound_us_per_iter", result.bound_us_per_iter, "us");
+  metric("efficiency", result.steady_state ? result.efficiency : nan, "ratio");
+  metric("steady_state", result.steady_state ? 1 : 0, "bool");
+  metric("iterations", static_cast<double>(result.stats.iterations), "count");
+  metric("elapsed_us", std::chrono::duration<double, std::micro>(result.stats.elapsed).count(),
+         "us");
+  if (!result.steady_state)
+    print_warning("steady state not measured: " + std::to_string(flags.iters) +
+                  " iterations with up to " + std::to_string(result.slots) +
+                  " in flight are all fill and drain; --iters " +
+                  std::to_string(min_steady_iters(result.slots)) +
+                  " or more measures us_per_iter and efficiency");
+}
+
 int run(const RunFlags& flags, bool max_depth_given) {
   EngineKind engine{};
   Backend backend{};
   parse_engine(flags.engine, engine);  // CLI11 restricted both to known names
   parse_backend(flags.backend, backend);
   if (engine == EngineKind::clock && max_depth_given) {
-    std::cerr << "error: --max-depth applies to the data-flow engine only; the clock engine's "
-                 "depth is max(stage) + 1 of the plan\n";
+    print_error("--max-depth applies to the data-flow engine only; the clock engine's depth is "
+                "max(stage) + 1 of the plan");
     return Exit::bad_usage;
   }
   auto plan = load_checked(flags.path, Strictness::valid);
@@ -44,10 +68,10 @@ int run(const RunFlags& flags, bool max_depth_given) {
   if (!outputs.open(flags.trace_path, flags.svg_path)) return Exit::bad_usage;
   TraceRecorder recorder;
   // What the run did is written even when it failed: that is when a timeline helps most.
-  auto write_trace = [&] {
+  auto write_trace = [&](bool failed_run) {
     const std::string title = flags.path + ": " + flags.engine + " engine, " + flags.backend +
                               " backend, " + std::to_string(flags.iters) + " iterations";
-    return !outputs.wanted() || outputs.write(recorder.trace(), title);
+    return !outputs.wanted() || outputs.write(recorder.trace(), title, failed_run);
   };
   SyntheticRunOptions options;
   options.engine = engine;
@@ -58,19 +82,17 @@ int run(const RunFlags& flags, bool max_depth_given) {
   if (outputs.wanted()) options.observer = &recorder;
   try {
     const auto result = run_synthetic(plan->plan, options);
-    metric("us_per_iter", result.us_per_iter, "us");
-    metric("bound_us_per_iter", result.bound_us_per_iter, "us");
-    metric("efficiency", result.efficiency, "ratio");
-    metric("iterations", static_cast<double>(result.stats.iterations), "count");
-    metric("elapsed_us", std::chrono::duration<double, std::micro>(result.stats.elapsed).count(),
-           "us");
-    return write_trace() ? Exit::ok : Exit::bad_usage;
+    print_metrics(result, flags);
+    return write_trace(false) ? Exit::ok : Exit::bad_usage;
+  } catch (const std::invalid_argument& e) {  // a run longer than its clock can count
+    print_error("--iters " + std::to_string(flags.iters) + ": " + e.what());
+    return Exit::bad_usage;
   } catch (const TaskError& e) {
-    std::cerr << "error: " << e.what() << '\n';
+    print_error(e.what());
   } catch (const PipelineTimeout& e) {
-    std::cerr << "error: " << e.what() << '\n';
+    print_error(e.what());
   }
-  write_trace();
+  write_trace(true);
   return Exit::invalid_plan;
 }
 

@@ -1,7 +1,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -10,6 +9,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "profile_metrics.hpp"
 #include "swp/core/plan_json.hpp"
@@ -35,13 +35,12 @@ std::optional<ProfileResult> read_costs(const std::string& path) {
     errno = 0;
     std::ifstream in(path);
     if (!in) {
-      std::cerr << "error: cannot read --costs '" << path
-                << "': " << (errno != 0 ? std::strerror(errno) : "open failed") << '\n';
+      print_io_error("read --costs", path, "open failed");
       return std::nullopt;
     }
     return read_profile_metrics(in, path);
   } catch (const std::runtime_error& e) {
-    std::cerr << "error: --costs " << e.what() << '\n';
+    print_error(std::string("--costs ") + e.what());
     return std::nullopt;
   }
 }
@@ -52,7 +51,7 @@ void metric(std::FILE* to, const char* name, double value, const char* unit) {
 
 int tune(const TuneFlags& flags) {
   if (flags.path == "-" && flags.costs_path == "-") {
-    std::cerr << "error: the plan and --costs cannot both be read from standard input\n";
+    print_error("the plan and --costs cannot both be read from standard input");
     return Exit::bad_usage;
   }
   auto plan = load_checked(flags.path, Strictness::valid);
@@ -69,8 +68,7 @@ int tune(const TuneFlags& flags) {
     errno = 0;
     out_file.open(flags.out_path, std::ios::out | std::ios::trunc);
     if (!out_file) {
-      std::cerr << "error: cannot write '" << flags.out_path
-                << "': " << (errno != 0 ? std::strerror(errno) : "open failed") << '\n';
+      print_io_error("write", flags.out_path, "open failed");
       return Exit::bad_usage;
     }
   }
@@ -79,15 +77,13 @@ int tune(const TuneFlags& flags) {
   try {
     result = tune_plan(plan->plan, options);
   } catch (const std::invalid_argument& e) {  // --costs measuring tasks the plan lacks
-    std::cerr << "error: ";
-    if (!flags.costs_path.empty()) std::cerr << "--costs '" << flags.costs_path << "': ";
-    std::cerr << e.what() << '\n';
+    print_error((flags.costs_path.empty() ? "" : "--costs '" + flags.costs_path + "': ") + e.what());
     return Exit::bad_usage;
   } catch (const TaskError& e) {
-    std::cerr << "error: " << e.what() << '\n';
+    print_error(e.what());
     return Exit::invalid_plan;
   } catch (const PipelineTimeout& e) {
-    std::cerr << "error: " << e.what() << '\n';
+    print_error(e.what());
     return Exit::invalid_plan;
   }
   const double search_ms =
@@ -98,7 +94,7 @@ int tune(const TuneFlags& flags) {
     out_file << plan_to_json(result.best);
     out_file.close();
     if (!out_file) {
-      std::cerr << "error: cannot write '" << flags.out_path << "': writing failed\n";
+      print_error("cannot write '" + flags.out_path + "': writing failed");
       return Exit::bad_usage;
     }
     metrics = stdout;

@@ -1,8 +1,8 @@
 #include "plan_input.hpp"
 
 #include <filesystem>
-#include <iostream>
 
+#include "diagnostics.hpp"
 #include "swp/core/plan_json.hpp"
 
 namespace swp::cli {
@@ -23,22 +23,24 @@ void add_plan_argument(CLI::App& command, std::string& path) {
 std::optional<CheckedPlan> load_checked(const std::string& path, Strictness strictness) {
   try {
     auto parsed = load_plan(path);
-    for (const auto& w : parsed.warnings) std::cerr << "warning: " << w << '\n';
+    for (const auto& w : parsed.warnings) print_warning(w);
     auto inspection = inspect(parsed.plan);
     const bool fatal = strictness == Strictness::valid ? !inspection.valid()
                                                        : inspection.structurally_broken();
+    // Rule messages name tasks; the file is named after them, so that the messages still
+    // begin with the rule ("error: corollary 1: ...").
+    const std::string where = " (in " + std::string(path == "-" ? "<stdin>" : path) + ")";
     for (const auto& v : inspection.violations) {
       const bool is_error = strictness == Strictness::valid || is_structural(v.rule);
-      std::cerr << (is_error ? "error: " : "warning: ") << v.message << '\n';
+      (is_error ? print_error : print_warning)(v.message + where);
     }
     if (fatal) return std::nullopt;
     if (!inspection.valid())
-      std::cerr << "warning: " << path
-                << ": the plan breaks the rules above; `swp validate` rejects it and an engine "
-                   "would refuse to run it\n";
+      print_warning(path + ": the plan breaks the rules above; `swp validate` rejects it and an "
+                           "engine would refuse to run it");
     return CheckedPlan{std::move(parsed.plan), std::move(inspection)};
   } catch (const PlanFormatError& e) {
-    std::cerr << "error: " << e.what() << '\n';
+    print_error(e.what());
     return std::nullopt;
   }
 }

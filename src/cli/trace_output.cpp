@@ -1,10 +1,9 @@
 #include "trace_output.hpp"
 
 #include <cerrno>
-#include <cstring>
 #include <exception>
-#include <iostream>
 
+#include "diagnostics.hpp"
 #include "swp/trace/chrome_trace.hpp"
 #include "swp/trace/svg_timeline.hpp"
 
@@ -17,21 +16,23 @@ bool open_one(std::ofstream& file, const std::string& path) {
   errno = 0;
   file.open(path, std::ios::out | std::ios::trunc);
   if (file) return true;
-  std::cerr << "error: cannot write '" << path
-            << "': " << (errno != 0 ? std::strerror(errno) : "open failed") << '\n';
+  print_io_error("write", path, "open failed");
   return false;
 }
 
 template <class Write>
-bool write_one(std::ofstream& file, const std::string& path, Write write) {
+bool write_one(std::ofstream& file, const std::string& path, bool failed_run, Write write) {
   if (path.empty()) return true;
+  // After a failed run its error was the one error line: a file that cannot be written is
+  // then only a warning.
+  const auto report = failed_run ? print_warning : print_error;
   try {
     write(file);
     file.close();
     if (file) return true;
-    std::cerr << "error: cannot write '" << path << "': writing failed\n";
+    report("cannot write '" + path + "': writing failed");
   } catch (const std::exception& e) {
-    std::cerr << "error: cannot write '" << path << "': " << e.what() << '\n';
+    report("cannot write '" + path + "': " + e.what());
   }
   return false;
 }
@@ -44,13 +45,13 @@ bool TraceOutputs::open(const std::string& json_path, const std::string& svg_pat
   return open_one(json_, json_path_) && open_one(svg_, svg_path_);
 }
 
-bool TraceOutputs::write(const Trace& trace, const std::string& title) {
-  const bool json_ok =
-      write_one(json_, json_path_, [&](std::ostream& out) { write_chrome_trace(trace, out); });
-  const bool svg_ok = write_one(svg_, svg_path_, [&](std::ostream& out) {
-    write_svg(trace, out, SvgOptions{.title = title});
-  });
-  return json_ok && svg_ok;
+bool TraceOutputs::write(const Trace& trace, const std::string& title, bool failed_run) {
+  // One error at most: the SVG is not attempted once the JSON could not be written.
+  return write_one(json_, json_path_, failed_run,
+                   [&](std::ostream& out) { write_chrome_trace(trace, out); }) &&
+         write_one(svg_, svg_path_, failed_run, [&](std::ostream& out) {
+           write_svg(trace, out, SvgOptions{.title = title});
+         });
 }
 
 }  // namespace swp::cli

@@ -11,18 +11,21 @@ std::string_view rule_name(PlanRule rule) {
     case PlanRule::duplicate_name: return "duplicate name";
     case PlanRule::unknown_task: return "unknown task";
     case PlanRule::negative_stage: return "negative stage";
+    case PlanRule::stage_limit: return "stage limit";
     case PlanRule::intra_cycle: return "intra-iteration cycle";
     case PlanRule::corollary_1: return "corollary 1";
     case PlanRule::corollary_3: return "corollary 3";
     case PlanRule::depth_mismatch: return "depth mismatch";
     case PlanRule::stream_alias: return "stream alias";
+    case PlanRule::cost_limit: return "cost limit";
   }
   return "unknown rule";
 }
 
 bool is_structural(PlanRule rule) {
   return rule != PlanRule::corollary_1 && rule != PlanRule::corollary_3 &&
-         rule != PlanRule::depth_mismatch && rule != PlanRule::stream_alias;
+         rule != PlanRule::depth_mismatch && rule != PlanRule::stream_alias &&
+         rule != PlanRule::cost_limit;
 }
 
 namespace {

@@ -79,13 +79,25 @@ void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& 
   }
 }
 
+// Rule cost_limit: every synthetic cost of `task` within [0, max_cost_us], naming the field.
+void check_costs(const PlannedTask& task, std::vector<PlanViolation>& violations) {
+  const SyntheticCost& c = task.cost;
+  const std::pair<const char*, double> fields[] = {
+      {"cpu_us", c.cpu_us}, {"device_us", c.device_us}, {"jitter_device_us", c.jitter_device_us}};
+  for (const auto& [field, us] : fields) {
+    if (us >= 0 && us <= max_cost_us) continue;
+    violations.push_back({PlanRule::cost_limit, {task.task.name},
+                          detail::concat("cost limit: task ", quoted(task.task.name), " has ", field, " ", us, "; synthetic costs are between 0 and ", max_cost_us, " us (1000 s)")});
+  }
+}
+
 PlanViolation stage_violation(const PlanGraph& g, PlanRule rule, TaskIndex t, TaskIndex d) {
   if (rule == PlanRule::corollary_1) {
     return {PlanRule::corollary_1, {g.name(t), g.name(d)},
             detail::concat("corollary 1: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends within the iteration on ", quoted(g.name(d)), " (stage ", g.stage(d), "); an intra-iteration dependency needs dep.stage <= task.stage, otherwise ", quoted(g.name(t)), " waits for a later period and deadlocks (move ", quoted(g.name(d)), " to an earlier stage or declare the dependency in inter_iter_deps)")};
   }
   return {PlanRule::corollary_3, {g.name(t), g.name(d)},
-          detail::concat("corollary 3: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends on ", quoted(g.name(d)), " (stage ", g.stage(d), ") of the previous iteration; an inter-iteration dependency needs dep.stage - task.stage <= 1 (here ", g.stage(d) - g.stage(t), "), otherwise the dependency runs in a future period: structural deadlock")};
+          detail::concat("corollary 3: ", quoted(g.name(t)), " (stage ", g.stage(t), ") depends on ", quoted(g.name(d)), " (stage ", g.stage(d), ") of the previous iteration; an inter-iteration dependency needs dep.stage - task.stage <= 1 (here ", std::int64_t{g.stage(d)} - g.stage(t), "), otherwise the dependency runs in a future period: structural deadlock")};
 }
 
 // The intra dependencies' topological order, smallest name first (see
@@ -128,6 +140,8 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
 
   if (n == 0) violations.push_back({PlanRule::no_tasks, {}, "no tasks: the plan declares no task"});
 
+  bool stages_in_range = true;
+
   for (TaskIndex t = 0; t < n; ++t) {
     const auto& name = g.name(t);
     if (name.empty()) {
@@ -143,7 +157,12 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
     if (g.stage(t) < 0) {
       violations.push_back({PlanRule::negative_stage, {name},
                             detail::concat("negative stage: task ", quoted(name), " has stage ", g.stage(t), "; stages start at 0")});
+    } else if (g.stage(t) > max_stage) {
+      stages_in_range = false;
+      violations.push_back({PlanRule::stage_limit, {name},
+                            detail::concat("stage limit: task ", quoted(name), " has stage ", g.stage(t), "; stages are at most ", max_stage, " (a depth of ", max_stage + 1, ")")});
     }
+    check_costs(g.tasks_[t], violations);
   }
 
   const Resolver resolve_ref{plan, g.by_name_, violations};
@@ -158,17 +177,22 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   resolve_list(plan.intra_iter_deps, "intra_iter_deps", g.intra_);
   resolve_list(plan.inter_iter_deps, "inter_iter_deps", g.inter_);
 
-  int max_stage = 0;
-  for (TaskIndex t = 0; t < n; ++t) max_stage = std::max(max_stage, g.stage(t));
-  g.depth_ = max_stage + 1;
+  // Stages beyond the limit do not count: the depth of a broken plan stays representable.
+  int deepest_stage = 0;
+  for (TaskIndex t = 0; t < n; ++t)
+    if (g.stage(t) <= max_stage) deepest_stage = std::max(deepest_stage, g.stage(t));
+  g.depth_ = deepest_stage + 1;
 
   g.topological_ = intra_order(g);
   // Only a graph the topological sort could not finish has cycles to name.
   if (!g.acyclic()) {
     for (const auto& cycle : detail::find_cycles(g.intra_)) {
-      auto names = cycle | std::views::transform([&](TaskIndex t) { return g.name(t); });
+      // A loop, not a views::transform: clang 14 (the fuzz build) cannot compile libstdc++
+      // 12's views.
+      std::vector<std::string> names;
+      for (TaskIndex t : cycle) names.push_back(g.name(t));
       violations.push_back(
-          {PlanRule::intra_cycle, {names.begin(), names.end()},
+          {PlanRule::intra_cycle, std::move(names),
            detail::concat("intra-iteration cycle: ", describe_cycle(g, cycle), " (each task depends on the next within one iteration, so none can start)")});
     }
   }
@@ -179,15 +203,15 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
                       return true;
                     });
 
-  if (plan.pipeline_depth && n > 0 && *plan.pipeline_depth != g.depth_) {
+  if (plan.pipeline_depth && n > 0 && stages_in_range && *plan.pipeline_depth != g.depth_) {
     std::vector<std::string> deepest;
     for (TaskIndex t = 0; t < n; ++t)
-      if (g.stage(t) == max_stage) deepest.push_back(g.name(t));
+      if (g.stage(t) == deepest_stage) deepest.push_back(g.name(t));
     std::string listed;
     for (const auto& name : deepest) listed += (listed.empty() ? "" : ", ") + quoted(name);
     violations.push_back(
         {PlanRule::depth_mismatch, deepest,
-         detail::concat("depth mismatch: pipeline_depth is ", *plan.pipeline_depth, " but max(stage) + 1 is ", g.depth_, " (deepest stage ", max_stage, ": ", listed, ")")});
+         detail::concat("depth mismatch: pipeline_depth is ", *plan.pipeline_depth, " but max(stage) + 1 is ", g.depth_, " (deepest stage ", deepest_stage, ": ", listed, ")")});
   }
   check_stream_aliases(plan, violations);
   return g;

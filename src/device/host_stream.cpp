@@ -28,7 +28,7 @@ class HostStream final : public Stream, private EventWaiter {
     changed_.notify_all();
   }
 
-  void enqueue_work(Clock::duration duration, std::uint64_t tag) override {
+  void enqueue_work(Clock::duration duration, WorkTag tag) override {
     push(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, Clock::now()});
   }
 
@@ -45,7 +45,7 @@ class HostStream final : public Stream, private EventWaiter {
         event.complete(generation, when);
         return generation;
       }
-      items_.push_back(StreamItem{StreamItem::Kind::record, {}, 0, &event, generation, now});
+      items_.push_back(StreamItem{StreamItem::Kind::record, {}, {}, &event, generation, now});
     }
     changed_.notify_all();
     return generation;
@@ -56,7 +56,7 @@ class HostStream final : public Stream, private EventWaiter {
     if (event.recorded_on() == this) return;
     if (generation == 0) generation = event.armed_generation();
     if (generation == 0 || event.reached(generation)) return;  // nothing left to wait for
-    push(StreamItem{StreamItem::Kind::wait, {}, 0, const_cast<Event*>(&event), generation,
+    push(StreamItem{StreamItem::Kind::wait, {}, {}, const_cast<Event*>(&event), generation,
                     Clock::now()});
   }
 

@@ -21,7 +21,7 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
     if (waiting_on_ != nullptr) waiting_on_->remove_waiter(wait_);
   }
 
-  void enqueue_work(Clock::duration duration, std::uint64_t tag) override {
+  void enqueue_work(Clock::duration duration, WorkTag tag) override {
     push(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, scheduler_.now()});
   }
 
@@ -31,7 +31,7 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
       event.complete(generation, scheduler_.now());
       return generation;
     }
-    push(StreamItem{StreamItem::Kind::record, {}, 0, &event, generation, scheduler_.now()});
+    push(StreamItem{StreamItem::Kind::record, {}, {}, &event, generation, scheduler_.now()});
     return generation;
   }
 
@@ -40,7 +40,7 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
     if (event.recorded_on() == this) return;
     if (generation == 0) generation = event.armed_generation();
     if (generation == 0 || event.reached(generation)) return;
-    push(StreamItem{StreamItem::Kind::wait, {}, 0, const_cast<Event*>(&event), generation,
+    push(StreamItem{StreamItem::Kind::wait, {}, {}, const_cast<Event*>(&event), generation,
                     scheduler_.now()});
   }
 

@@ -5,13 +5,14 @@
 #include <stdexcept>
 
 #include "swp/device/event.hpp"
+#include "swp/device/work_tag.hpp"
 
 namespace swp::detail {
 
 struct StreamItem {
   enum class Kind { work, record, wait } kind;
   Clock::duration duration{};
-  std::uint64_t tag = 0;
+  WorkTag tag{};
   Event* event = nullptr;  // record: the event; wait: the awaited one
   std::uint64_t generation = 0;
   Clock::time_point enqueued{};

@@ -98,8 +98,8 @@ void TraceRecorder::device_work(const Stream& stream, const DeviceWork& work) no
   try {
     events_.push_back(Event{.kind = Event::Kind::device,
                             .track = stream_track(stream),
-                            .task = TaskScope::tag_task(work.tag),
-                            .iter = TaskScope::tag_iter(work.tag),
+                            .task = static_cast<TaskIndex>(work.tag.task),
+                            .iter = work.tag.iter,
                             .at = work.start,
                             .end = work.end});
   } catch (...) {

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <stdexcept>
+#include <sstream>
+#include <string>
 #include <vector>
+
+#include "run_meter.hpp"
 
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
@@ -28,6 +31,8 @@ bool parse_engine(std::string_view name, EngineKind& kind) {
   return true;
 }
 
+std::int64_t min_steady_iters(int slots) noexcept { return 2 * std::int64_t{slots} + 2; }
+
 double bound_us_per_iter(const PlanGraph& graph) {
   std::map<std::string, double> device, cpu;
   for (TaskIndex t = 0; t < graph.size(); ++t) {
@@ -45,36 +50,21 @@ namespace {
 
 using Ctx = IterContext<std::int64_t>;
 
-// Iteration completion times: the latest device end of each iteration, and its retirement.
-// A stream has one observer: device work is passed on to the run's observer, if any.
-class Completion final : public DeviceObserver {
- public:
-  Completion(std::int64_t iterations, DeviceObserver* next)
-      : device_end_(static_cast<std::size_t>(iterations)),
-        retired_(static_cast<std::size_t>(iterations)),
-        next_(next) {}
-
-  void device_work(const Stream& s, const DeviceWork& w) noexcept override {
-    if (next_ != nullptr) next_->device_work(s, w);
-    const auto iter = static_cast<std::size_t>(w.tag >> 16);
-    std::lock_guard lock(mutex_);
-    if (iter < device_end_.size()) device_end_[iter] = std::max(device_end_[iter], w.end);
+// Refuses runs whose time could overflow the clock (int64 nanoseconds: 292 years): `runs`
+// iterations, each at most every task's CPU and longest device cost one after another.
+void check_horizon(const PlanGraph& graph, double runs) {
+  double per_iter = 0;
+  for (TaskIndex t = 0; t < graph.size(); ++t) {
+    const auto& c = graph.cost(t);
+    per_iter += c.cpu_us + std::max(c.device_us, c.jitter_device_us);
   }
-  // Called on the caller's thread only.
-  void retired(std::int64_t iter, Clock::time_point at) {
-    retired_[static_cast<std::size_t>(iter)] = at;
-  }
-  Clock::time_point completion(std::int64_t iter) const {
-    std::lock_guard lock(mutex_);
-    const auto i = static_cast<std::size_t>(iter);
-    return std::max(retired_[i], device_end_[i]);
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<Clock::time_point> device_end_, retired_;
-  DeviceObserver* next_;
-};
+  if (per_iter * runs <= max_run_us) return;
+  std::ostringstream message;
+  message << runs << " iterations of up to " << per_iter << " us of work each could take "
+          << per_iter * runs << " us, beyond the " << max_run_us
+          << " us (about 31 years) a run's clock can count";
+  throw std::invalid_argument(message.str());
+}
 
 }  // namespace
 
@@ -85,11 +75,16 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
                         ? graph.depth()
                         : (options.max_depth > 0 ? options.max_depth : graph.depth());
 
+  check_horizon(graph, options.iters);
+
   Runtime runtime(options.runtime);
-  Completion completion(options.iters, options.observer);
+  // On sim, lanes are measured too (a task observer costs nothing there; on host it would
+  // serialize releases).
+  const bool sim = options.runtime.backend == Backend::sim;
+  detail::RunMeter meter(graph, options.iters, slots, runtime, sim, options.observer);
   std::set<std::string> streams;
   for (TaskIndex t = 0; t < graph.size(); ++t) streams.insert(graph.stream(t));
-  for (const auto& s : streams) runtime.stream(s).set_observer(&completion);
+  for (const auto& s : streams) runtime.stream(s).set_observer(&meter);
 
   std::unique_ptr<Pipeline<Ctx>> pipe;
   if (options.engine == EngineKind::clock) {
@@ -102,42 +97,44 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
     if (next >= options.iters) return std::nullopt;
     return next++;
   };
-  pipe->on_retire([&](const Ctx& ctx) { completion.retired(ctx.iter_idx, runtime.now()); });
-  if (options.observer != nullptr) {
-    options.observer->run_starting(runtime, graph);
+  pipe->on_retire([&](const Ctx& ctx) { meter.retired(ctx.iter_idx, runtime.now()); });
+  if (options.observer != nullptr) options.observer->run_starting(runtime, graph);
+  if (sim) {
+    pipe->set_observer(&meter);  // passes everything on to options.observer
+  } else if (options.observer != nullptr) {
     pipe->set_observer(options.observer);
   }
+  // The streams belong to the runtime, which outlives the meter: they must not call it once
+  // the run is over, whether it succeeded or failed.
+  auto detach = [&] {
+    for (const auto& s : streams) runtime.stream(s).set_observer(nullptr);
+    if (options.observer != nullptr) options.observer->run_finished();
+  };
   SyntheticRunResult result;
   try {
     result.stats = pipe->run(source);
   } catch (...) {
-    if (options.observer != nullptr) options.observer->run_finished();
+    detach();
     throw;
   }
-  for (const auto& s : streams) runtime.stream(s).set_observer(nullptr);
-  if (options.observer != nullptr) options.observer->run_finished();
+  detach();
 
-  // Steady state: skip the fill (the first `slots` iterations) and the drain (the last ones).
-  const std::int64_t n = options.iters;
-  std::int64_t first = std::min<std::int64_t>(slots, n / 4);
-  std::int64_t last = n - 1 - std::min<std::int64_t>(slots, n / 4);
-  if (last <= first) {
-    first = 0;
-    last = n - 1;
-  }
-  if (last > first) {
-    const auto span = completion.completion(last) - completion.completion(first);
-    result.us_per_iter = std::chrono::duration<double, std::micro>(span).count() /
-                         static_cast<double>(last - first);
-  } else {
-    result.us_per_iter = result.stats.us_per_iter();
-  }
-  result.bound_us_per_iter = bound_us_per_iter(graph);
-  result.efficiency = result.us_per_iter > 0 ? result.bound_us_per_iter / result.us_per_iter : 0;
+  const auto measured = meter.result(result.stats);
+  result.slots = slots;
+  result.steady_state = measured.steady_state;
+  result.us_per_iter = measured.us_per_iter;
+  result.bound_us_per_iter = measured.bound_us_per_iter;
+  result.efficiency = measured.efficiency;
   return result;
 }
 
 ProfileResult profile_synthetic(const PipelinePlan& plan, const SyntheticProfileOptions& options) {
+  const PlanGraph graph = validate(plan);
+  // A baseline round and one round per task, each of the warm-up and the timed iterations.
+  const ProfileOptions& p = options.profile;
+  const double per_round = static_cast<double>(p.warmup) +
+                           static_cast<double>(p.measure) * static_cast<double>(p.rounds);
+  check_horizon(graph, per_round * static_cast<double>(graph.size() + 1));
   Runtime runtime(options.runtime);
   ClockPipeline<Ctx> pipe(runtime, plan);  // serial runs: the engine plays no role
   return TaskProfiler(pipe).profile(0, options.profile);

@@ -17,6 +17,8 @@ using swp::test::Result;
 using swp::test::run_swp;
 using swp::test::TempFile;
 
+using swp::test::lines_of;
+
 namespace {
 
 bool contains(const std::string& text, const std::string& part) {
@@ -24,13 +26,6 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 std::string seed(const std::string& name) { return swp::test::seed_plan_path(name).string(); }
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // Every stderr line is a prefixed diagnostic.
 void check_diagnostics(const std::string& err) {

@@ -17,19 +17,6 @@ TEST_SUITE_BEGIN("cli tune");
 
 namespace {
 
-// The `metric NAME VALUE UNIT` lines of `text`, by name.
-std::map<std::string, double> metrics(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream words(line);
-    std::string tag, name;
-    double value = 0;
-    if (words >> tag >> name >> value && tag == "metric") out[name] = value;
-  }
-  return out;
-}
-
 std::string swp_cli() { return quoted(SWP_CLI_PATH); }
 
 // seed 000's SparseDist with recsys costs (or none), every task moved to stage 0.
@@ -53,7 +40,7 @@ TEST_CASE("swp tune prints a plan that swp validate and swp run read back, metri
                          swp_cli() + " preset fused_sparse_dist --recsys-costs |");
   CHECK(r.status == 0);
   CHECK(r.out.starts_with("{"));
-  const auto m = metrics(r.err);
+  const auto m = swp::test::metric_values(r.err);
   for (const char* name : {"us_per_iter", "baseline_us_per_iter", "speedup", "candidates", "depth",
                            "baseline_depth", "max_depth", "exhaustive", "search_ms"})
     CHECK_MESSAGE(m.contains(name), name);
@@ -69,7 +56,7 @@ TEST_CASE("swp tune prints a plan that swp validate and swp run read back, metri
   const auto run =
       run_swp("run " + quoted(tuned.str()) + " --engine clock --backend sim --iters 64");
   CHECK(run.status == 0);
-  CHECK(metrics(run.out).at("us_per_iter") == doctest::Approx(m.at("us_per_iter")));
+  CHECK(swp::test::metric_values(run.out).at("us_per_iter") == doctest::Approx(m.at("us_per_iter")));
 }
 
 TEST_CASE("swp tune --out writes the plan to the file and the metric lines to stdout") {
@@ -79,7 +66,7 @@ TEST_CASE("swp tune --out writes the plan to the file and the metric lines to st
       run_swp("tune " + quoted(plan.str()) + " --max-depth 3 --out " + quoted(out.str()) + kQuick);
   CHECK(r.status == 0);
   CHECK(r.err.empty());
-  const auto m = metrics(r.out);
+  const auto m = swp::test::metric_values(r.out);
   CHECK(m.at("us_per_iter") < m.at("baseline_us_per_iter"));  // the poor plan gets faster
   CHECK(m.at("speedup") > 1.2);
   CHECK(m.at("depth") <= 3);
@@ -99,12 +86,12 @@ TEST_CASE("swp tune --costs simulates what swp profile measured") {
 
   const auto blind = run_swp("tune " + quoted(plan.str()) + " --max-depth 3" + kQuick);
   REQUIRE_MESSAGE(blind.status == 0, blind.err);
-  CHECK(metrics(blind.err).at("speedup") == 0);  // 0 us either way: nothing to go by
+  CHECK(swp::test::metric_values(blind.err).at("speedup") == 0);  // 0 us either way: nothing to go by
 
   const auto informed = run_swp("tune " + quoted(plan.str()) + " --max-depth 3 --costs " +
                                 quoted(costs.str()) + kQuick);
   REQUIRE_MESSAGE(informed.status == 0, informed.err);
-  const auto m = metrics(informed.err);
+  const auto m = swp::test::metric_values(informed.err);
   CHECK(m.at("speedup") > 1.2);
   CHECK(m.at("depth") >= 2);
   CHECK(informed.out.find("_us") == std::string::npos);  // the plan keeps its own (no) costs

@@ -12,7 +12,7 @@ const swp::PlanRule all_rules[] = {
     swp::PlanRule::no_tasks,       swp::PlanRule::empty_name,  swp::PlanRule::duplicate_name,
     swp::PlanRule::unknown_task,   swp::PlanRule::negative_stage, swp::PlanRule::intra_cycle,
     swp::PlanRule::corollary_1,    swp::PlanRule::corollary_3, swp::PlanRule::depth_mismatch,
-    swp::PlanRule::stream_alias,
+    swp::PlanRule::stream_alias,   swp::PlanRule::stage_limit, swp::PlanRule::cost_limit,
 };
 
 }  // namespace
@@ -29,19 +29,22 @@ TEST_CASE("every rule has the short name messages print") {
   CHECK(swp::rule_name(PlanRule::corollary_3) == "corollary 3");
   CHECK(swp::rule_name(PlanRule::depth_mismatch) == "depth mismatch");
   CHECK(swp::rule_name(PlanRule::stream_alias) == "stream alias");
+  CHECK(swp::rule_name(PlanRule::stage_limit) == "stage limit");
+  CHECK(swp::rule_name(PlanRule::cost_limit) == "cost limit");
 
   std::set<std::string_view> distinct;
   for (auto rule : all_rules) distinct.insert(swp::rule_name(rule));
   CHECK(distinct.size() == std::size(all_rules));
 }
 
-TEST_CASE("only corollary, depth and stream alias violations are not structural") {
+TEST_CASE("only corollary, depth, stream alias and cost violations are not structural") {
   for (auto rule : all_rules) {
     CAPTURE(swp::rule_name(rule));
     const bool unsafe_only = rule == swp::PlanRule::corollary_1 ||
                              rule == swp::PlanRule::corollary_3 ||
                              rule == swp::PlanRule::depth_mismatch ||
-                             rule == swp::PlanRule::stream_alias;
+                             rule == swp::PlanRule::stream_alias ||
+                             rule == swp::PlanRule::cost_limit;
     CHECK(swp::is_structural(rule) == !unsafe_only);
   }
 }

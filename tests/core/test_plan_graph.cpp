@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -251,6 +252,65 @@ TEST_CASE("rule negative_stage: stages start at 0") {
   CHECK(v.tasks == std::vector<std::string>{"Early"});
   CHECK(contains(v.message, "'Early'"));
   CHECK(contains(v.message, "stage -1"));
+}
+
+TEST_CASE("rule stage_limit: stages are at most max_stage, and the depth stays representable") {
+  static_assert(swp::max_stage == 4095);
+  SUBCASE("max_stage itself is a valid stage") {
+    CHECK(swp::validate(make_plan({{"A", swp::max_stage}, {"B", 0}})).depth() == 4096);
+  }
+  for (const int stage : {swp::max_stage + 1, 1'000'000, 1'000'000'000, 2'147'483'647}) {
+    CAPTURE(stage);
+    const auto plan = make_plan({{"Deep", stage}, {"B", 0}});
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::stage_limit);
+    CHECK(v.tasks == std::vector<std::string>{"Deep"});
+    CHECK(contains(v.message, "'Deep'"));
+    CHECK(contains(v.message, "stage " + std::to_string(stage)));
+    CHECK(contains(v.message, "4095"));
+    const auto inspection = swp::inspect(plan);
+    CHECK(inspection.structurally_broken());  // the analysis commands refuse it too
+    CHECK(inspection.graph.depth() == 1);     // max_stage + 1 would overflow an int
+  }
+  SUBCASE("a declared depth is not compared with a stage beyond the limit") {
+    auto plan = make_plan({{"A", 2'147'483'647}});
+    plan.pipeline_depth = 7;
+    CHECK(only_violation(plan).rule == PlanRule::stage_limit);
+  }
+  SUBCASE("extreme stages in corollary 3 do not overflow its message") {
+    const auto error = rejection(make_plan({{"Low", -2'147'483'647 - 1}, {"High", 2'147'483'647}},
+                                           {}, {{"Low", "High"}}));
+    CHECK(error.breaks(PlanRule::corollary_3));
+    CHECK(contains(error.what(), "(here 4294967295)"));
+  }
+}
+
+TEST_CASE("rule cost_limit: synthetic costs lie within [0, max_cost_us], naming task and field") {
+  static_assert(swp::max_cost_us == 1e9);
+  auto with_cost = [](swp::SyntheticCost cost) {
+    auto plan = make_plan({{"A"}, {"Costly"}});
+    plan.tasks[1].cost = cost;
+    return plan;
+  };
+  CHECK_NOTHROW((void)swp::validate(with_cost({.cpu_us = 1e9, .device_us = 1e9, .jitter_every = 2,
+                                               .jitter_device_us = 1e9})));
+  struct Case {
+    swp::SyntheticCost cost;
+    std::string field;
+  };
+  for (const auto& c : {Case{{.cpu_us = 1e16}, "cpu_us"}, Case{{.device_us = 1e12}, "device_us"},
+                        Case{{.jitter_every = 3, .jitter_device_us = 2e9}, "jitter_device_us"},
+                        Case{{.cpu_us = -1}, "cpu_us"},
+                        Case{{.device_us = std::numeric_limits<double>::quiet_NaN()}, "device_us"}}) {
+    CAPTURE(c.field);
+    const auto plan = with_cost(c.cost);
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::cost_limit);
+    CHECK(v.tasks == std::vector<std::string>{"Costly"});
+    CHECK(contains(v.message, "'Costly'"));
+    CHECK(contains(v.message, c.field));
+    CHECK_FALSE(swp::inspect(plan).structurally_broken());  // only unsafe to run
+  }
 }
 
 TEST_CASE("rule intra_cycle: the message prints the cycle task by task") {

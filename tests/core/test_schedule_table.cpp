@@ -12,14 +12,9 @@
 
 using swp::test::make_plan;
 
-namespace {
+using swp::test::lines_of;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+namespace {
 
 // Number of `P<k>` columns in a table's header line.
 int period_columns(const std::string& table) {

@@ -30,7 +30,7 @@ struct Recorder final : swp::DeviceObserver {
   }
   const swp::DeviceWork& find(std::uint64_t tag) {
     for (auto& e : entries)
-      if (e.work.tag == tag) return e.work;
+      if (e.work.tag.task == tag) return e.work;
     FAIL("no work with tag ", tag);
     return entries.front().work;
   }
@@ -83,11 +83,14 @@ TEST_CASE_TEMPLATE("a stream runs its work in order, back to back", B, HostBacke
   Recorder rec;
   auto s = backend.device.make_stream("compute");
   s->set_observer(&rec);
-  for (std::uint64_t tag = 1; tag <= 5; ++tag) s->enqueue_work(200us, tag);
+  // Both fields pass through whole, far beyond 16 bits each.
+  for (std::uint64_t tag = 1; tag <= 5; ++tag)
+    s->enqueue_work(200us, {.task = (1ull << 40) + tag, .iter = (1ll << 50) + static_cast<std::int64_t>(tag)});
   backend.settle(*s);
   REQUIRE(rec.entries.size() == 5);
   for (std::size_t i = 0; i < 5; ++i) {
-    CHECK(rec.entries[i].work.tag == i + 1);
+    CHECK(rec.entries[i].work.tag ==
+          swp::WorkTag{.task = (1ull << 40) + i + 1, .iter = (1ll << 50) + static_cast<std::int64_t>(i) + 1});
     CHECK(rec.entries[i].work.end - rec.entries[i].work.start == 200us);
     if (i > 0) CHECK(rec.entries[i].work.start == rec.entries[i - 1].work.end);
   }
@@ -102,10 +105,10 @@ TEST_CASE_TEMPLATE("a stream waiting for another stream's event starts after it"
   producer->set_observer(&rec);
   consumer->set_observer(&rec);
   swp::Event copied;
-  producer->enqueue_work(1000us, 1);
+  producer->enqueue_work(1000us, {.task = 1});
   producer->record(copied);
   consumer->wait(copied);
-  consumer->enqueue_work(100us, 2);
+  consumer->enqueue_work(100us, {.task = 2});
   backend.settle(*consumer);
   backend.settle(*producer);
   CHECK(rec.find(2).start >= rec.find(1).end);
@@ -121,11 +124,11 @@ TEST_CASE_TEMPLATE("re-recording an event does not confuse a wait for the earlie
   a->set_observer(&rec);
   b->set_observer(&rec);
   swp::Event e;
-  a->enqueue_work(100us, 1);
+  a->enqueue_work(100us, {.task = 1});
   a->record(e);
   b->wait(e);  // waits for generation 1
-  b->enqueue_work(50us, 2);
-  a->enqueue_work(2000us, 3);
+  b->enqueue_work(50us, {.task = 2});
+  a->enqueue_work(2000us, {.task = 3});
   a->record(e);  // generation 2: b must not wait for this one
   backend.settle(*b);
   backend.settle(*a);
@@ -163,10 +166,10 @@ TEST_CASE_TEMPLATE("streams queue work, records and waits without allocating aft
     a->wait(gate, g);
     b->wait(gate, g);
     for (int i = 0; i < cycles; ++i) {
-      a->enqueue_work(std::chrono::microseconds(1), 1);
+      a->enqueue_work(std::chrono::microseconds(1), {.task = 1});
       a->record(ping);
       b->wait(ping);
-      b->enqueue_work(std::chrono::microseconds(1), 2);
+      b->enqueue_work(std::chrono::microseconds(1), {.task = 2});
       b->record(pong);
       a->wait(pong);
     }

@@ -29,18 +29,22 @@ namespace {
 // untracked threads from racing.
 std::atomic<bool> armed{false};
 std::atomic<std::size_t> counted{0};
+std::atomic<std::size_t> largest{0};  // the size of the largest counted allocation
 // Constant-initialized and trivial: reading it costs no TLS initialization, so it is safe in
 // operator new on any thread at any time (also before main and at thread exit).
 constinit thread_local bool tracked = false;
 
-inline void count_allocation() noexcept {
-  if (tracked && armed.load(std::memory_order_relaxed))
-    counted.fetch_add(1, std::memory_order_relaxed);
+inline void count_allocation(std::size_t size) noexcept {
+  if (!tracked || !armed.load(std::memory_order_relaxed)) return;
+  counted.fetch_add(1, std::memory_order_relaxed);
+  std::size_t seen = largest.load(std::memory_order_relaxed);
+  while (size > seen && !largest.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
+  }
 }
 
 #ifdef SWP_TEST_SANITIZER_HOOK
 
-void on_malloc(const volatile void*, std::size_t) { count_allocation(); }
+void on_malloc(const volatile void*, std::size_t size) { count_allocation(size); }
 void on_free(const volatile void*) {}
 [[maybe_unused]] const int hook_installed =
     __sanitizer_install_malloc_and_free_hooks(&on_malloc, &on_free);
@@ -48,7 +52,7 @@ void on_free(const volatile void*) {}
 #else
 
 void* allocate(std::size_t size) {
-  count_allocation();
+  count_allocation(size);
   if (size == 0) size = 1;
   for (;;) {
     if (void* p = std::malloc(size)) return p;
@@ -59,7 +63,7 @@ void* allocate(std::size_t size) {
 }
 
 void* allocate(std::size_t size, std::align_val_t alignment) {
-  count_allocation();
+  count_allocation(size);
   if (size == 0) size = 1;
   auto align = static_cast<std::size_t>(alignment);
   if (align < sizeof(void*)) align = sizeof(void*);
@@ -91,6 +95,7 @@ AllocationCount::AllocationCount() noexcept : was_tracked_(tracked) {
   assert(!armed.load(std::memory_order_relaxed) && "one AllocationCount at a time");
   tracked = true;
   counted.store(0, std::memory_order_relaxed);
+  largest.store(0, std::memory_order_relaxed);
   armed.store(true, std::memory_order_relaxed);
 }
 
@@ -101,6 +106,10 @@ AllocationCount::~AllocationCount() {
 
 std::size_t AllocationCount::allocations() const noexcept {
   return counted.load(std::memory_order_relaxed);
+}
+
+std::size_t AllocationCount::largest_allocation() const noexcept {
+  return largest.load(std::memory_order_relaxed);
 }
 
 std::size_t AllocationCount::stop() noexcept {

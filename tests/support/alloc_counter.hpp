@@ -39,6 +39,10 @@ class AllocationCount {
   /// Allocations counted so far.
   [[nodiscard]] std::size_t allocations() const noexcept;
 
+  /// The size in bytes of the largest allocation counted so far (0 when none was): what
+  /// shows memory that grows with a run's length.
+  [[nodiscard]] std::size_t largest_allocation() const noexcept;
+
   /// Disarms and returns the allocations counted.
   std::size_t stop() noexcept;
 

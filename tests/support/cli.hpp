@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <map>
+#include <sstream>
 #include <string>
 
 #include "support/plans.hpp"
@@ -40,6 +42,19 @@ inline Result run_swp(const std::string& args, const std::string& before = "") {
   result.status = WEXITSTATUS(raw);
   result.err = swp::test::read_text(err_file.path());
   return result;
+}
+
+
+/// The `metric NAME VALUE UNIT` lines of `text`, by name (`nan` reads as NaN).
+inline std::map<std::string, double> metric_values(const std::string& text) {
+  std::map<std::string, double> values;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string tag, name, value;
+    if (words >> tag >> name >> value && tag == "metric") values[name] = std::stod(value);
+  }
+  return values;
 }
 
 }  // namespace swp::test

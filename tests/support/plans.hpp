@@ -97,6 +97,14 @@ inline PipelinePlan pqra_plan(bool with_r_dep = true) {
 /// Root of the test data (tests/data in the source tree).
 inline std::filesystem::path data_dir() { return SWP_TEST_DATA; }
 
+/// The lines of `text`, without their line breaks.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 /// The whole content of a file; throws when it cannot be read.
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -49,7 +49,7 @@ class RunTrace final : public TaskObserver, public DeviceObserver {
   }
   void device_work(const Stream& s, const DeviceWork& w) noexcept override {
     std::lock_guard lock(mutex_);
-    const Key key{static_cast<TaskIndex>(w.tag & 0xffff), static_cast<std::int64_t>(w.tag >> 16)};
+    const Key key{static_cast<TaskIndex>(w.tag.task), w.tag.iter};
     device_[key] = Device{s.name(), w.start, w.end};
   }
 

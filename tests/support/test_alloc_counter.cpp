@@ -45,6 +45,23 @@ bool await_stage(const std::atomic<int>& stage, int s) {
 
 }  // namespace
 
+TEST_CASE("an allocation count remembers the size of the largest allocation") {
+  swp::test::AllocationCount count;
+  CHECK(count.largest_allocation() == 0);
+  auto* small = new char[100];
+  escape(small);
+  auto* large = new char[5000];
+  escape(large);
+  auto* medium = new char[700];
+  escape(medium);
+  const std::size_t largest = count.largest_allocation();
+  count.stop();
+  delete[] small;
+  delete[] large;
+  delete[] medium;
+  CHECK(largest == 5000);
+}
+
 TEST_CASE("an allocation count sees the allocations of tracked threads while it is armed") {
   std::atomic<int> stage{0};
   // Started before the count: creating a thread allocates on the creating thread.

@@ -272,4 +272,30 @@ TEST_CASE("a recorded serial run shows every task in serial order, its device wo
   }
 }
 
+TEST_CASE("device work of task indices past 65535 is attributed to its own task and iteration") {
+  // A wide plan: 70000 cost-free tasks and, last, two with device work. A tag that packed
+  // `iter << 16 | task` read task 70000 of iteration i as task 4464 of iteration i + 1.
+  constexpr std::size_t wide = 70'000;
+  swp::PipelinePlan plan;
+  for (std::size_t t = 0; t < wide; ++t) plan.add("t" + std::to_string(t));
+  plan.add("Last", {.stream = "s"}, {.device_us = 10});
+  plan.add("Late", {.stage = 1, .stream = "s"}, {.device_us = 20});
+  swp::TraceRecorder recorder;
+  swp::SyntheticRunOptions options;
+  options.iters = 3;
+  options.runtime.backend = swp::Backend::sim;
+  options.observer = &recorder;
+  swp::run_synthetic(plan, options);
+  const auto trace = recorder.trace();
+  std::map<Key, swp::Clock::duration> device;
+  for (const auto& s : trace.slices)
+    if (s.kind == TraceSlice::Kind::device) device[{s.task, s.iter}] += s.end - s.start;
+  std::map<Key, swp::Clock::duration> expected;
+  for (std::int64_t i = 0; i < 3; ++i) {
+    expected[{wide, i}] = 10us;
+    expected[{wide + 1, i}] = 20us;
+  }
+  CHECK(device == expected);
+}
+
 TEST_SUITE_END();

@@ -15,19 +15,21 @@ enum class PlanRule {
   duplicate_name,    ///< two tasks share a name
   unknown_task,      ///< a dependency names a task that is not in the plan
   negative_stage,    ///< stage < 0
+  stage_limit,       ///< stage > max_stage (so depth > max_stage + 1)
   intra_cycle,       ///< intra-iteration dependencies form a cycle
   corollary_1,       ///< intra dep: dep.stage ≤ task.stage
   corollary_3,       ///< inter dep: dep.stage − task.stage ≤ 1
   depth_mismatch,    ///< declared pipeline_depth ≠ max(stage) + 1
   stream_alias,      ///< a stream alias that is empty, aliases "default", itself or another
                      ///< alias, or that no task uses
+  cost_limit,        ///< a synthetic cost outside [0, max_cost_us] (or not a number)
 };
 
 /// Short name of a rule as printed in messages ("corollary 1", "duplicate name", ...).
 std::string_view rule_name(PlanRule rule);
 
-/// Structural rules make a plan meaningless to order or print (names, references, cycles);
-/// the others (corollaries, depth, stream aliases) only make it unsafe to run.
+/// Structural rules make a plan meaningless to order or print (names, references, stages,
+/// cycles); the others (corollaries, depth, stream aliases, costs) only make it unsafe to run.
 bool is_structural(PlanRule rule);
 
 /// One broken rule: which rule, the tasks involved and a sentence that names them.

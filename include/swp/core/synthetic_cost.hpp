@@ -3,6 +3,11 @@
 
 namespace swp {
 
+/// The largest synthetic cost, in microseconds (1000 s), and the smallest is 0 (validation
+/// rule `cost_limit`): far beyond any task's real cost and the engines' deadlines, and small
+/// enough that the clock arithmetic of a run (int64 nanoseconds) cannot overflow.
+inline constexpr double max_cost_us = 1e9;
+
 /// Synthetic cost of one task instance, used only when a plan is executed without user code
 /// (`swp run`, benchmarks, the tuner). All durations are microseconds.
 ///

@@ -5,10 +5,16 @@
 
 namespace swp {
 
+/// The largest stage a plan may give a task (validation rule `stage_limit`): depth, the
+/// clock engine's slots and the iterations an analysis walks grow with the stage, so a plan
+/// is at most 4096 stages deep — as many slots as `swp run --max-depth` allows.
+inline constexpr int max_stage = 4095;
+
 /// Per-task scheduling configuration. Every field has a default; the simplest plan sets only
 /// `stage`.
 ///
-/// - `stage` k means: in period p the task processes iteration p − k (clock-driven engine).
+/// - `stage` k means: in period p the task processes iteration p − k (clock-driven engine);
+///   0 <= k <= max_stage.
 /// - `stream` names the device stream the task's device work is queued on ("default" is the
 ///   default stream). The device layer maps names to real streams; the plan's
 ///   `stream_aliases` may make this name stand for another stream (schedules show the name).

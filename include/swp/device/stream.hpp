@@ -11,6 +11,7 @@
 #include "swp/async/device_event.hpp"
 #include "swp/async/scheduler.hpp"
 #include "swp/device/event.hpp"
+#include "swp/device/work_tag.hpp"
 
 namespace swp {
 
@@ -20,7 +21,7 @@ class Stream;
 /// Times are the emulated device clock: start = max(enqueue time, previous end, awaited
 /// events), end = start + duration.
 struct DeviceWork {
-  std::uint64_t tag;  ///< what the enqueuer said the work was (the engine encodes task, iter)
+  WorkTag tag;  ///< what the enqueuer said the work was: the task instance that queued it
   Clock::time_point start;
   Clock::time_point end;
 };
@@ -41,7 +42,7 @@ class DeviceObserver {
 /// Example:
 /// ```
 /// stream.wait(h2d_event);                  // stream-ordered: later work waits for H2D
-/// stream.enqueue_work(300us, tag);
+/// stream.enqueue_work(300us, WorkTag{.task = 2, .iter = 41});
 /// stream.record(forward_event);            // completes when the work above is done
 /// ```
 class Stream {
@@ -53,8 +54,8 @@ class Stream {
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
-  /// Queues synthetic device work lasting `duration`.
-  virtual void enqueue_work(Clock::duration duration, std::uint64_t tag = 0) = 0;
+  /// Queues synthetic device work lasting `duration`; observers see it with `tag`.
+  virtual void enqueue_work(Clock::duration duration, WorkTag tag = {}) = 0;
 
   /// Arms a new generation of `event`, queues its completion behind the work queued so far and
   /// returns the generation. On an idle stream the event completes at once.

@@ -241,7 +241,8 @@ class Pipeline : private detail::FrontEnd {
 
  protected:
   // Ends what is in flight (see the class comment). Derived destructors call it first: until
-  // it returns, lanes may still call run_body through this object's vtable.
+  // it returns, lanes may still run this object's task routines and write its contexts, and
+  // the drain calls retire through its FrontEnd vtable.
   void shut_down() noexcept { core_.shut_down(); }
 
   // A Plan<Ctx>'s bodies; throws std::invalid_argument when they do not fit its tasks.

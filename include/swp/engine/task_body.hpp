@@ -39,9 +39,10 @@ decltype(auto) call_body(Fn& fn, Ctx& ctx, TaskScope& scope) {
 }
 
 template <class Ctx, class Fn>
-using body_result_t = std::conditional_t<std::is_invocable_v<Fn&, Ctx&, TaskScope&>,
-                                         std::invoke_result<Fn&, Ctx&, TaskScope&>,
-                                         std::invoke_result<Fn&, Ctx&>>::type;
+using body_result_t =
+    typename std::conditional_t<std::is_invocable_v<Fn&, Ctx&, TaskScope&>,
+                                std::invoke_result<Fn&, Ctx&, TaskScope&>,
+                                std::invoke_result<Fn&, Ctx&>>::type;
 
 /// The value type a body produces (void for none).
 template <class Ctx, class Fn>

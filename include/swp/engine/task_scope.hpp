@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "swp/device/work_tag.hpp"
 #include "swp/engine/detail/engine_core.hpp"
 
 namespace swp {
@@ -48,16 +49,9 @@ class TaskScope {
 
   [[nodiscard]] Runtime& runtime() const noexcept { return core_.runtime(); }
 
-  /// The tag device work of (task, iter) carries in traces: iter << 16 | task.
-  static constexpr std::uint64_t work_tag(TaskIndex task, std::int64_t iter) noexcept {
-    return (static_cast<std::uint64_t>(iter) << 16) | static_cast<std::uint64_t>(task);
-  }
-  /// The task and the iteration a work tag names (inverse of work_tag).
-  static constexpr TaskIndex tag_task(std::uint64_t tag) noexcept {
-    return static_cast<TaskIndex>(tag & 0xffff);
-  }
-  static constexpr std::int64_t tag_iter(std::uint64_t tag) noexcept {
-    return static_cast<std::int64_t>(tag >> 16);
+  /// The tag the device work of (task, iter) carries to stream observers (traces, `swp run`).
+  static constexpr WorkTag work_tag(TaskIndex task, std::int64_t iter) noexcept {
+    return WorkTag{.task = static_cast<std::uint64_t>(task), .iter = iter};
   }
 
  private:

@@ -20,8 +20,8 @@ namespace swp {
 /// nothing at all when no recorder is attached (the engine tests a null pointer).
 /// Thread-safe: the host backend calls it from lanes and stream workers at once.
 /// The recorder must outlive the runs it is attached to; a new run (run_starting) discards
-/// the previous one. Device work carries no task when it was not queued by an engine task
-/// (its tag is decoded with TaskScope::tag_task and tag_iter all the same).
+/// the previous one. Device work is attributed to the task and iteration of its WorkTag; work
+/// that was not queued by an engine task is shown under whatever tag its enqueuer gave it.
 ///
 /// Example:
 /// ```

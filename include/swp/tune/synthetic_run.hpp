@@ -28,14 +28,32 @@ struct SyntheticRunOptions {
   RunObserver* observer = nullptr;
 };
 
+/// The longest a synthetic run may last, in microseconds of its clock (about 31 years; the
+/// clock counts int64 nanoseconds, 292 years). run_synthetic and profile_synthetic refuse a
+/// run whose iterations, each taking every task's costs one after another, could exceed it.
+inline constexpr double max_run_us = 1e15;
+
 /// What a synthetic run measured.
 ///
-/// `us_per_iter` is the steady-state time per iteration: the spacing of iteration completion
-/// times (the end of an iteration's last device work, or its CPU retirement when it has none)
-/// between the end of the fill and the start of the drain. `bound_us_per_iter` is the
-/// steady-state bound from the costs: the busiest stream's device time or the busiest lane's
-/// CPU time per iteration, jitter averaged in. `efficiency` = bound / measured.
+/// The steady state is measured over the iterations between the fill (the first `slots`
+/// iterations, `slots` the iterations in flight: the clock engine's depth or the data-flow
+/// engine's slots) and the drain (the last `slots`); it takes at least min_steady_iters(slots)
+/// iterations (`steady_state`).
+///
+/// - `us_per_iter`: the time per iteration of those iterations: the spacing of their
+///   completion times (an iteration completes at the later of its retirement and the end of
+///   its last device work), and never less than the span in which the busiest stream (or, on
+///   sim, lane) did their work — that resource did all of it within the span, while the
+///   spacing alone can undercount at the window's edges. Without a steady state: the whole
+///   run's elapsed time per iteration, fill and drain included.
+/// - `bound_us_per_iter`: the busiest stream's device time or the busiest lane's CPU time per
+///   iteration over the same iterations (jitter as it falls in them).
+/// - `efficiency` = bound / measured: at most 1 on sim, exactly; 0 when nothing took time.
+///
+/// Memory: the measurement keeps running extremes per stream and lane, nothing per iteration.
 struct SyntheticRunResult {
+  bool steady_state = false;  ///< enough iterations for the measurement above
+  int slots = 0;              ///< the most iterations in flight (the fill and the drain)
   double us_per_iter = 0;
   double bound_us_per_iter = 0;
   double efficiency = 0;
@@ -43,11 +61,16 @@ struct SyntheticRunResult {
   RunStats stats;
 };
 
+/// The fewest iterations whose steady state can be measured with up to `slots` in flight:
+/// 2 × slots + 2 (the fill, the drain, and a completion spacing between them).
+[[nodiscard]] std::int64_t min_steady_iters(int slots) noexcept;
+
 /// The steady-state bound of a plan's synthetic costs, microseconds per iteration.
 double bound_us_per_iter(const PlanGraph& graph);
 
 /// Runs `plan` (tasks without bodies: synthetic costs) and measures it.
-/// Throws PlanError for an invalid plan, std::invalid_argument for bad options.
+/// Throws PlanError for an invalid plan, std::invalid_argument for bad options and for a run
+/// longer than `max_run_us`, and what the pipeline's run throws (TaskError, PipelineTimeout).
 SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOptions& options);
 
 struct SyntheticProfileOptions {

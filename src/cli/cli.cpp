@@ -1,0 +1,93 @@
+#include "cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cctype>
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "commands.hpp"
+#include "diagnostics.hpp"
+#include "plan_input.hpp"
+#include "swp/config.hpp"
+
+namespace swp::cli {
+
+namespace {
+
+std::string subcommand_names(CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+// The subcommand named by the first argument that is not an option, if it names none: CLI11
+// would only say "A subcommand is required", even for `swp frobnicate --help`.
+std::string unknown_subcommand(CLI::App& app, int argc, const char* const* argv) {
+  if (argc < 2) return {};
+  const std::string_view first = argv[1];
+  if (first.empty() || first.front() == '-') return {};
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    if (sub->check_name(std::string(first))) return {};
+  return std::string(first);
+}
+
+// CLI11's own parse errors, in the contract's one-line form, naming the subcommand and where
+// its help is. Help and version requests are not errors: they print to stdout and succeed.
+int usage_error(CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+    app.exit(e);  // help or version, on stdout
+    return Exit::ok;
+  }
+  std::string message = e.what();
+  std::string command = "swp";
+  for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+  if (command == "swp" && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    const auto unexpected = app.remaining();
+    message = unexpected.empty() ? "no subcommand given"
+                                 : "unexpected argument '" + unexpected.front() + "'";
+    message += "; name one of " + subcommand_names(app);
+  } else if (message.size() > 1 && std::islower(static_cast<unsigned char>(message[1])) != 0) {
+    // CLI11 writes sentences ("The following argument was not expected: x"); ours continue one
+    // (but "PLAN is required" keeps its name).
+    message.front() = static_cast<char>(std::tolower(static_cast<unsigned char>(message.front())));
+  }
+  print_error(command + ": " + message + " (see " + command + " --help)");
+  return Exit::bad_usage;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv) {
+  CLI::App app{"swp: software pipelining plans, schedules and runs", "swp"};
+  app.set_version_flag("--version", SWP_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  Action action;
+  add_plan_commands(app, action);
+  add_run_command(app, action);
+  add_preset_command(app, action);
+  add_tune_command(app, action);
+  add_profile_command(app, action);
+
+  if (const auto unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
+    print_error("unknown subcommand '" + unknown + "'; the subcommands are " +
+                subcommand_names(app) + " (see swp --help)");
+    return Exit::bad_usage;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(app, e);
+  }
+  try {
+    return action();
+  } catch (const std::exception& e) {
+    print_error(e.what());
+    return Exit::invalid_plan;
+  }
+}
+
+}  // namespace swp::cli

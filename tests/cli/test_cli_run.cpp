@@ -1,0 +1,89 @@
+// `swp run`'s metric lines on short and odd runs: honest numbers, or a statement that the
+// steady state was not measured.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "support/cli.hpp"
+#include "support/plans.hpp"
+
+using swp::test::quoted;
+using swp::test::run_swp;
+using swp::test::TempFile;
+
+namespace {
+
+// Two streams, a jittering second stage: completions are uneven and the jitter period does
+// not divide short runs.
+const char* const jittery = R"({"tasks": [
+  {"name": "A", "stage": 0, "stream": "a", "cpu_us": 1, "device_us": 100},
+  {"name": "B", "stage": 1, "stream": "b", "cpu_us": 1, "device_us": 300,
+   "jitter_every": 7, "jitter_device_us": 3000}],
+  "intra_iter_deps": [["B", "A"]]})";
+
+// Two independent tasks on two lanes and two streams: iterations complete out of order.
+const char* const independent = R"({"tasks": [
+  {"name": "A", "stage": 0, "stream": "a", "thread_group": "x", "cpu_us": 5, "device_us": 40},
+  {"name": "B", "stage": 1, "stream": "b", "thread_group": "y", "cpu_us": 70,
+   "jitter_every": 3, "jitter_device_us": 500}]})";
+
+}  // namespace
+
+TEST_CASE("on sim, swp run never reports an efficiency above 1 or a negative time") {
+  for (const char* json : {jittery, independent}) {
+    const TempFile plan(json, ".json");
+    for (const char* engine : {"clock", "dataflow"}) {
+      for (int iters : {1, 2, 3, 5, 8, 10, 13, 50, 97}) {
+        CAPTURE(json);
+        CAPTURE(engine);
+        CAPTURE(iters);
+        const auto r = run_swp("run " + quoted(plan.str()) + " --backend sim --engine " + engine +
+                               " --iters " + std::to_string(iters));
+        REQUIRE(r.status == 0);
+        const auto m = swp::test::metric_values(r.out);
+        REQUIRE(m.contains("steady_state"));
+        REQUIRE(m.contains("us_per_iter"));
+        REQUIRE(m.contains("efficiency"));
+        REQUIRE(m.contains("bound_us_per_iter"));
+        if (m.at("steady_state") == 1) {
+          CHECK(m.at("efficiency") <= 1);
+          CHECK(m.at("efficiency") > 0);
+          CHECK(m.at("us_per_iter") >= m.at("bound_us_per_iter") * (1 - 1e-5));
+        } else {
+          CHECK(std::isnan(m.at("us_per_iter")));
+          CHECK(std::isnan(m.at("efficiency")));
+        }
+        CHECK(m.at("elapsed_us") > 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a run too short for a steady state says so instead of printing a number") {
+  const auto plan = quoted((swp::test::data_dir() / "plans" / "three_stage.json").string());
+  SUBCASE("too few iterations") {
+    const auto r = run_swp("run " + plan + " --engine clock --backend sim --iters 4");
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("metric us_per_iter nan us\n") != std::string::npos);
+    CHECK(r.out.find("metric efficiency nan ratio\n") != std::string::npos);
+    CHECK(r.out.find("metric steady_state 0 bool\n") != std::string::npos);
+    CHECK(r.err.starts_with("warning: "));
+    CHECK(r.err.find("--iters") != std::string::npos);
+    const auto m = swp::test::metric_values(r.out);
+    CHECK(m.at("iterations") == 4);
+    CHECK(m.at("bound_us_per_iter") == doctest::Approx(1000));
+  }
+  SUBCASE("enough iterations") {
+    const auto r = run_swp("run " + plan + " --engine clock --backend sim --iters 40");
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    const auto m = swp::test::metric_values(r.out);
+    CHECK(m.at("steady_state") == 1);
+    CHECK(m.at("us_per_iter") == doctest::Approx(1000));
+    CHECK(m.at("efficiency") == doctest::Approx(1));
+  }
+}
