@@ -83,11 +83,6 @@ FiberRun* current_fiber() noexcept;
 /// unwinding of a destroyed fiber (which must reach the bottom of the fiber's stack).
 void rethrow_if_fiber_unwind();
 
-template <class B>
-void invoke_body(void* body) {
-  (*static_cast<B*>(body))();
-}
-
 template <class A>
 decltype(auto) awaiter_of(A&& a) {
   if constexpr (requires { std::forward<A>(a).operator co_await(); }) {
@@ -113,6 +108,71 @@ Co<void> await_into(A awaitable, Slot& slot, std::exception_ptr& error) {
     }
   } catch (...) {
     error = std::current_exception();
+  }
+}
+
+// One on_fiber call: the callable and its outcome. They live outside the coroutine frame
+// (run_on_fiber's frame holds only this base): GCC's -Wsubobject-linkage flags a coroutine
+// frame declared in a header that holds a type with no linkage, which every lambda of an
+// anonymous namespace is, and users' -Werror builds would fail on it.
+template <class R>
+class FiberOutcome {
+ public:
+  virtual ~FiberOutcome() = default;
+  /// On the fiber: runs the callable, keeping its value or exception (all but the fiber's
+  /// own unwinding, which leaves run()).
+  virtual void run() = 0;
+  /// After run(): the value, or the exception rethrown.
+  R take() {
+    if (error_) std::rethrow_exception(error_);
+    if constexpr (!std::is_void_v<R>) return std::move(*value_);
+  }
+
+ protected:
+  // The fiber's own unwinding (a destroyed, parked fiber) must reach the bottom of its stack.
+  template <class Fn>
+  void capture(Fn& fn) {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        fn();
+      } else {
+        value_.emplace(fn());
+      }
+    } catch (...) {
+      rethrow_if_fiber_unwind();
+      error_ = std::current_exception();
+    }
+  }
+
+ private:
+  std::exception_ptr error_;
+  std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value_;
+};
+
+template <class F, class R>
+class FiberCall final : public FiberOutcome<R> {
+ public:
+  explicit FiberCall(F fn) : fn_(std::move(fn)) {}
+  void run() override { this->capture(fn_); }
+
+ private:
+  F fn_;
+};
+
+template <class R>
+void run_outcome(void* call) {
+  static_cast<FiberOutcome<R>*>(call)->run();
+}
+
+template <class R>
+Co<R> run_on_fiber(std::unique_ptr<FiberOutcome<R>> call, std::size_t stack_size) {
+  FiberRun run(&run_outcome<R>, call.get(), stack_size);
+  while (!run.resume())
+    co_await std::move(run.pending);  // never throws: await_into keeps the error for the fiber
+  if constexpr (std::is_void_v<R>) {
+    call->take();
+  } else {
+    co_return call->take();
   }
 }
 
@@ -180,25 +240,8 @@ auto on_fiber(F fn, std::size_t stack_size = default_fiber_stack) -> Co<std::inv
   using R = std::invoke_result_t<F&>;
   static_assert(!std::is_reference_v<R>,
                 "swp::on_fiber: the callable returns a reference; return a value or a pointer");
-  std::exception_ptr error;
-  std::optional<std::conditional_t<std::is_void_v<R>, int, R>> value;
-  auto body = [&] {
-    try {
-      if constexpr (std::is_void_v<R>) {
-        fn();
-      } else {
-        value.emplace(fn());
-      }
-    } catch (...) {
-      detail::rethrow_if_fiber_unwind();
-      error = std::current_exception();
-    }
-  };
-  detail::FiberRun run(&detail::invoke_body<decltype(body)>, &body, stack_size);
-  while (!run.resume())
-    co_await std::move(run.pending);  // never throws: await_into keeps the error for the fiber
-  if (error) std::rethrow_exception(error);
-  if constexpr (!std::is_void_v<R>) co_return std::move(*value);
+  return detail::run_on_fiber<R>(std::make_unique<detail::FiberCall<F, R>>(std::move(fn)),
+                                 stack_size);
 }
 
 /// Adapts a plain, blocking callable into a task body: `swp::blocking(fn)` is invocable with
