@@ -92,6 +92,37 @@ TEST_CASE("a lane runs jobs one at a time in submission order, across suspension
   CHECK(max_active.load() == 1);
 }
 
+TEST_CASE("a job submitted to an idle lane starts first; jobs submitted before it started follow") {
+  // The idle lane takes its first job without its queue: the ones submitted meanwhile must
+  // still queue behind it, and the lane must count as busy from the submission on.
+  swp::SimScheduler sim;
+  swp::Lane lane(sim, "handoff");
+  std::mutex log_mutex;
+  std::vector<int> log;
+  std::atomic<int> active{0}, max_active{0};
+  std::vector<GatedJob> job(4);
+  for (int i = 0; i < 4; ++i) {
+    job[i].id = i + 1;
+    job[i].log_mutex = &log_mutex;
+    job[i].log = &log;
+    job[i].active = &active;
+    job[i].max_active = &max_active;
+  }
+  lane.submit(job[0]);
+  CHECK_FALSE(lane.idle());
+  CHECK(lane.activity() == swp::Lane::Activity::idle);  // handed over, not started
+  lane.submit(job[1]);
+  lane.submit(job[2]);
+  REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
+  CHECK(log == std::vector<int>{1, -1, 2, -2, 3, -3});
+  // Idle again: the next job is handed over the same way.
+  lane.submit(job[3]);
+  CHECK_FALSE(lane.idle());
+  REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
+  CHECK(log == std::vector<int>{1, -1, 2, -2, 3, -3, 4, -4});
+  CHECK(max_active.load() == 1);
+}
+
 TEST_CASE("lanes on one scheduler run side by side and each keeps its own order") {
   swp::SimScheduler sim;
   swp::Lane a(sim, "a"), b(sim, "b");

@@ -1,6 +1,7 @@
 #pragma once
 // Lane: the seed's thread group — a FIFO serial executor for task instances.
 
+#include <atomic>
 #include <coroutine>
 #include <string>
 #include <vector>
@@ -100,6 +101,11 @@ class Lane final : public Runnable, public Resumer {
   bool job_finished_ = false;  // finish_job() was called in the running step (its thread only)
   bool scheduled_ = false;  // posted to the scheduler or running a step
   bool stepping_ = false;   // a step runs now (set and cleared under the step's own locks)
+  // A job submitted to an idle lane: the lane's next step, handed to it without the queue.
+  // Written under the lock by the submitter that schedules the lane; read and cleared by that
+  // step without it (release / acquire: plain moves on x86). activity() reads it too, under
+  // the lock, while the step may clear it.
+  std::atomic<Job*> direct_{nullptr};
 };
 
 }  // namespace swp
