@@ -45,6 +45,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].inter_succ = inter_succ_[t];
     info_[t].degree_first = in_degree(t, 0);
     info_[t].degree = in_degree(t, 1);
+    info_[t].counts_one = info_[t].degree_first == 1 && info_[t].degree == 1;
   }
   slots_ = std::vector<Slot>(slots);
   for (auto& slot : slots_) {
@@ -208,10 +209,7 @@ void EngineCore::submit(Instance& in) noexcept {
 }
 
 void EngineCore::satisfy(Instance& in) noexcept {
-  // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
-  // and event generation, the admission's fields); the last one acquires them all.
-  if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  release_->ready(in);
+  if (count_down(in)) release_->ready(in);
 }
 
 bool EngineCore::device_done(std::int64_t iter) const {

@@ -9,8 +9,9 @@
 namespace swp::detail {
 
 /// The counter of (task, i) counts its intra dependencies, its inter dependencies (of i − 1),
-/// the admission of iteration i, and for a globally ordered task the ordered instance before
-/// it in (iteration, rank) order — a chain of edges on *finish*, so turns are handed out in
+/// the admission of iteration i where something could count it down before that admission (a
+/// task with inter dependencies, or a globally ordered one), and for a globally ordered task
+/// the ordered instance before it in (iteration, rank) order — a chain of edges on *finish*, so turns are handed out in
 /// that order and an ordered instance never holds a lane waiting for its turn. Whoever takes
 /// the counter to zero releases the instance to its lane. Iterations are admitted whenever a
 /// slot is free (back-pressure: at most `slots` in flight).
@@ -39,6 +40,9 @@ class DataFlowRelease final : public ReleasePolicy {
   EngineCore& core_;
   std::vector<TaskIndex> ordered_;  // globally ordered tasks in intra-topological order
   std::vector<int> rank_;           // per task: its position in ordered_, or -1
+  // Per task, how its admission goes (see Admission in data_flow_release.cpp).
+  enum class Admission : unsigned char { token, release, none };
+  std::vector<Admission> admission_;
 };
 
 }  // namespace swp::detail

@@ -70,7 +70,9 @@ class SchedulerWaker final : public EventWaiter {
 ///
 /// The join counter `pending` counts what the instance still waits for. Data-flow: its intra
 /// dependencies, its inter dependencies (of iteration i - 1, none for i = 0), the admission of
-/// its iteration, and for a globally ordered task the ordered task before it (one chain over
+/// its iteration where something could count the counter down before it (inter dependencies,
+/// the ordered chain; an instance with no dependencies is released by the admission itself),
+/// and for a globally ordered task the ordered task before it (one chain over
 /// (iteration, rank) finishing one after the other, so turns go out in the same order on
 /// every rank and an ordered instance never holds a lane waiting for its turn).
 /// Whoever takes it to zero releases the instance to its lane. Clock: its dependencies plus
@@ -221,6 +223,14 @@ class EngineCore {
   // One thing `in` waited for happened; the last one tells the release policy.
   void satisfy(Instance& in) noexcept;
   // Re-arms the counter of a consumed instance for iteration iter + E (see Instance).
+  // One of the events `in`'s join counter counts happened: true when it was the last.
+  bool count_down(Instance& in) noexcept {
+    // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
+    // and event generation, the admission's fields); the last one acquires them all. A
+    // counter of one event has no other decrement to order with, and the release of the
+    // instance (a lane's queue) publishes the rest.
+    return info_[in.task].counts_one || in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  }
   void rearm(Instance& in) noexcept { in.pending.store(steady_degree(in.task), std::memory_order_relaxed); }
   // Hands a globally ordered instance its sequencer turn as it is released.
   void assign_turn(Instance& in) noexcept {
@@ -290,6 +300,9 @@ class EngineCore {
     TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
     int degree_first = 0;  // join counter of iteration 0 (see in_degree)
     int degree = 0;        // join counter of every later iteration
+    // The counter counts one event in every iteration: whoever brings it is the only one to
+    // touch it, so it takes no atomic decrement (see count_down).
+    bool counts_one = false;
     bool ordered = false;
   };
 
