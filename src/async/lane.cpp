@@ -9,7 +9,7 @@ Lane::Lane(Scheduler& scheduler, std::string name)
   resumes_.reserve(4);
 }
 
-void Lane::submit(Job& job) noexcept {
+void Lane::submit(Job& job, bool next) noexcept {
   {
     std::lock_guard guard(lock_);
     if (scheduled_ || in_job_) {
@@ -24,7 +24,11 @@ void Lane::submit(Job& job) noexcept {
     stepping_ = true;
     scheduled_ = true;
   }
-  scheduler_.post(*this);
+  if (next) {
+    scheduler_.post_next(*this);
+  } else {
+    scheduler_.post(*this);
+  }
 }
 
 void Lane::resume(std::coroutine_handle<> h) noexcept {

@@ -68,7 +68,7 @@ bool ClockRelease::drained() const noexcept {
   return true;
 }
 
-void ClockRelease::ready(Instance& in) noexcept {
+void ClockRelease::ready(Instance& in, bool) noexcept {
   // The instance holds its lane, parked on this dependency: it goes on on its lane.
   core_.rearm(in);
   core_.info_[in.task].lane->continue_job(in);

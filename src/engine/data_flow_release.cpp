@@ -25,8 +25,12 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
     const auto& info = core.info_[t];
     if (!info.inter.empty() || rank_[t] >= 0) {
       admission_[t] = Admission::token;
+      admitted_.push_back(t);
+    } else if (info.intra.empty()) {
+      admission_[t] = Admission::release;
+      admitted_.push_back(t);
     } else {
-      admission_[t] = info.intra.empty() ? Admission::release : Admission::none;
+      admission_[t] = Admission::none;
     }
   }
 }
@@ -58,16 +62,12 @@ void DataFlowRelease::advance() {
     // invisible to the lanes until then.
     if (!c.prepare(iter)) break;
     c.next_admit_ = iter + 1;
-    for (auto& in : c.sync_of(iter).instances) {
-      switch (admission_[in->task]) {
-        case Admission::token:
-          c.satisfy(*in);
-          break;
-        case Admission::release:
-          ready(*in);
-          break;
-        case Admission::none:
-          break;
+    const auto& instances = c.sync_of(iter).instances;
+    for (TaskIndex t : admitted_) {
+      if (admission_[t] == Admission::token) {
+        c.satisfy(*instances[t]);
+      } else {
+        ready(*instances[t], false);
       }
     }
   }
@@ -82,14 +82,14 @@ bool DataFlowRelease::drained() const noexcept {
   return true;
 }
 
-void DataFlowRelease::ready(Instance& in) noexcept {
+void DataFlowRelease::ready(Instance& in, bool step_ending) noexcept {
   // Everything it waits for happened; nothing decrements the entry's next iteration before
   // this instance finished (see Instance), so it is re-armed now. Ordered instances are
   // released one after the other (each after the one before finished), so turns go out in
   // (iteration, rank) order and the turn is free when it starts.
   core_.rearm(in);
   core_.assign_turn(in);
-  core_.submit(in);
+  core_.submit(in, step_ending);
 }
 
 void DataFlowRelease::start(Instance& in) noexcept { core_.proceed(in); }

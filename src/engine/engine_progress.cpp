@@ -156,8 +156,7 @@ std::optional<std::int64_t> EngineCore::progress() {
   if (at_end() && !stop_.stop_requested()) return std::nullopt;
   Scheduler& scheduler = runtime_.scheduler();
   const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
-  const bool retired =
-      wait_for([&] { return retirable() || stop_.stop_requested(); }, timeouts_.retire);
+  const bool retired = wait_for(oldest_done_, timeouts_.retire);
   if (!retired && !stop_.stop_requested()) time_out_retire(start);
   // A failure admitting the next iteration (the source, a slot deadline) surfaces from the
   // next call: this one returns what it retired.

@@ -24,8 +24,9 @@ class DataFlowRelease final : public ReleasePolicy {
   void fill() override;
   void retired() override;
   [[nodiscard]] bool drained() const noexcept override;
-  void ready(Instance& in) noexcept override;
+  void ready(Instance& in, bool step_ending) noexcept override;
   void start(Instance& in) noexcept override;
+  [[nodiscard]] bool start_proceeds() const noexcept override { return true; }
   void ordered_finished(Instance& in) noexcept override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                           bool& waits) const override;
@@ -43,6 +44,7 @@ class DataFlowRelease final : public ReleasePolicy {
   // Per task, how its admission goes (see Admission in data_flow_release.cpp).
   enum class Admission : unsigned char { token, release, none };
   std::vector<Admission> admission_;
+  std::vector<TaskIndex> admitted_;  // the tasks whose admission is not `none`, in task order
 };
 
 }  // namespace swp::detail
