@@ -433,12 +433,10 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   // it). Waiters are told when an iteration completes, and after a failure (the drain waits
   // for every released instance) on every finish.
   Scheduler& scheduler = runtime_.scheduler();
-  // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()); and
-  // a drain that saw the stop requested and then this iteration's count unchanged is woken:
-  // trouble_ is set (seq_cst) before the stop, and read (seq_cst) after the decrement.
-  if (sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1 ||
-      trouble_.load(std::memory_order_seq_cst))
-    scheduler.notify();
+  // Read before the decrement: after it, `this` may be gone.
+  const bool stopping = trouble_.load(std::memory_order_acquire);
+  // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()).
+  if (sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1 || stopping) scheduler.notify();
 }
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,
