@@ -9,14 +9,26 @@ Lane::Lane(Scheduler& scheduler, std::string name)
   resumes_.reserve(4);
 }
 
-void Lane::submit(Job& job) noexcept {
-  bool post = false;
+void Lane::submit(Job& job, bool next) noexcept {
   {
     std::lock_guard guard(lock_);
-    jobs_.push(job);
-    if (!scheduled_ && !in_job_) post = scheduled_ = true;
+    if (scheduled_ || in_job_) {
+      jobs_.push(job);
+      return;
+    }
+    // Idle: this job is the lane's next step, and nothing can come before it (a continuation
+    // needs a started job; later jobs queue behind it, seeing the lane scheduled). The step
+    // takes it without the lock: its state is set here, as the step's prologue would.
+    direct_.store(&job, std::memory_order_release);
+    in_job_ = true;
+    stepping_ = true;
+    scheduled_ = true;
   }
-  if (post) scheduler_.post(*this);
+  if (next) {
+    scheduler_.post_next(*this);
+  } else {
+    scheduler_.post(*this);
+  }
 }
 
 void Lane::resume(std::coroutine_handle<> h) noexcept {
@@ -52,16 +64,21 @@ bool Lane::idle() const noexcept {
 
 Lane::Activity Lane::activity() const noexcept {
   std::lock_guard guard(lock_);
-  if (!in_job_) return Activity::idle;
+  // A job handed to the lane directly counts as started once its step took it.
+  if (!in_job_ || direct_.load(std::memory_order_relaxed) != nullptr) return Activity::idle;
   if (stepping_) return Activity::running;
   return resumes_.empty() && continued_.empty() ? Activity::suspended : Activity::resumable;
 }
 
 void Lane::run() noexcept {
   std::coroutine_handle<> continuation;
-  Job* job = nullptr;
+  // acquire: pairs with the submitter's release store, so the job and the lane's state the
+  // submitter set are visible here without the lock (plain moves on x86).
+  Job* job = direct_.load(std::memory_order_acquire);
   Job* continued = nullptr;
-  {
+  if (job != nullptr) {
+    direct_.store(nullptr, std::memory_order_relaxed);  // no RMW: only this step clears it
+  } else {
     std::lock_guard guard(lock_);
     if (!resumes_.empty()) {
       continuation = resumes_.front();

@@ -28,6 +28,7 @@ struct PoolContext {
   ThreadPoolScheduler* scheduler = nullptr;
   PoolQueue* queue = nullptr;      // null: a driver beyond max_drivers (posts go to the injector)
   Runnable* running = nullptr;     // the runnable this thread is inside, if any
+  Runnable* bypass = nullptr;      // runs right after `running` (post_next), seen by no other
   std::uint32_t ticks = 0;         // runnables run; every 61st looks at the injector first
   // Left by each look at other threads' queues: one whose only work is what its owner runs
   // next (its slot, or its ring's last item), and that owner's progress then.
@@ -179,6 +180,17 @@ void ThreadPoolScheduler::post(Runnable& r) noexcept {
   wake_helper();
 }
 
+void ThreadPoolScheduler::post_next(Runnable& r) noexcept {
+  Context* c = current;
+  if (c != nullptr && c->scheduler == this && c->queue != nullptr && c->running != nullptr &&
+      c->bypass == nullptr && &r != c->running) {
+    // Hidden from thieves only until `running` returns, which its caller promised is now.
+    c->bypass = &r;
+    return;
+  }
+  post(r);
+}
+
 void ThreadPoolScheduler::push_local(Context& c, Runnable& r) noexcept {
   if (!c.queue->ring.push(&r)) inject(r);  // ring full: overflow to the shared queue
 }
@@ -307,8 +319,9 @@ void ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
     if (c.queue == nullptr) return;
     // relaxed: only a sign of life for thieves (see PoolQueue::progress).
     c.queue->progress.store(c.ticks, std::memory_order_relaxed);
-    // relaxed: as in find_work.
-    r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
+    // The bypass first (it continues what `r` did), then the slot. relaxed: as in find_work.
+    r = std::exchange(c.bypass, nullptr);
+    if (r == nullptr) r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
     if (r != nullptr && chain + 1 >= max_chain) {
       // Long enough on the slot: the successor queues behind older work. It stays visible:
       // it was in the slot, now it is in the ring, and this thread is awake to take it.

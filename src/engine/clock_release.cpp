@@ -68,7 +68,7 @@ bool ClockRelease::drained() const noexcept {
   return true;
 }
 
-void ClockRelease::ready(Instance& in) noexcept {
+void ClockRelease::ready(Instance& in, bool) noexcept {
   // The instance holds its lane, parked on this dependency: it goes on on its lane.
   core_.rearm(in);
   core_.info_[in.task].lane->continue_job(in);
@@ -77,7 +77,7 @@ void ClockRelease::ready(Instance& in) noexcept {
 void ClockRelease::start(Instance& in) noexcept {
   // The start token: the dependencies may still be running (periods release an instance with
   // its producers; its lane keeps the period's order meanwhile).
-  if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return park(in);
+  if (!core_.count_down(in)) return park(in);
   core_.rearm(in);
   core_.proceed(in);
 }

@@ -15,6 +15,24 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
     rank_[t] = static_cast<int>(ordered_.size());
     ordered_.push_back(t);
   }
+  // The admission is a count of the join counter only where the instance could be counted
+  // down before its iteration is admitted: by the previous iteration (inter dependencies) or
+  // by the ordered chain. Any other instance hears only from producers of its own iteration,
+  // which run after the admission, so its counter needs no token (one atomic read-modify-write
+  // per instance less); one that has no producers at all is released by the admission itself.
+  admission_.resize(core.graph().size());
+  for (TaskIndex t = 0; t < core.graph().size(); ++t) {
+    const auto& info = core.info_[t];
+    if (!info.inter.empty() || rank_[t] >= 0) {
+      admission_[t] = Admission::token;
+      admitted_.push_back(t);
+    } else if (info.intra.empty()) {
+      admission_[t] = Admission::release;
+      admitted_.push_back(t);
+    } else {
+      admission_[t] = Admission::none;
+    }
+  }
 }
 
 std::unique_ptr<ReleasePolicy> DataFlowRelease::make(EngineCore& core) {
@@ -22,9 +40,10 @@ std::unique_ptr<ReleasePolicy> DataFlowRelease::make(EngineCore& core) {
 }
 
 int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexcept {
-  // The admission of its iteration; for an ordered task also the ordered instance before it,
-  // except for the very first one.
-  return 1 + (rank_[task] >= 0 && (iter > 0 || rank_[task] > 0) ? 1 : 0);
+  // The admission of its iteration where it needs one (see the constructor); for an ordered
+  // task also the ordered instance before it, except for the very first one.
+  return (admission_[task] == Admission::token ? 1 : 0) +
+         (rank_[task] >= 0 && (iter > 0 || rank_[task] > 0) ? 1 : 0);
 }
 
 void DataFlowRelease::fill() { advance(); }
@@ -43,7 +62,14 @@ void DataFlowRelease::advance() {
     // invisible to the lanes until then.
     if (!c.prepare(iter)) break;
     c.next_admit_ = iter + 1;
-    for (auto& in : c.sync_of(iter).instances) c.satisfy(*in);
+    const auto& instances = c.sync_of(iter).instances;
+    for (TaskIndex t : admitted_) {
+      if (admission_[t] == Admission::token) {
+        c.satisfy(*instances[t]);
+      } else {
+        ready(*instances[t], false);
+      }
+    }
   }
 }
 
@@ -56,14 +82,14 @@ bool DataFlowRelease::drained() const noexcept {
   return true;
 }
 
-void DataFlowRelease::ready(Instance& in) noexcept {
+void DataFlowRelease::ready(Instance& in, bool step_ending) noexcept {
   // Everything it waits for happened; nothing decrements the entry's next iteration before
   // this instance finished (see Instance), so it is re-armed now. Ordered instances are
   // released one after the other (each after the one before finished), so turns go out in
   // (iteration, rank) order and the turn is free when it starts.
   core_.rearm(in);
   core_.assign_turn(in);
-  core_.submit(in);
+  core_.submit(in, step_ending);
 }
 
 void DataFlowRelease::start(Instance& in) noexcept { core_.proceed(in); }

@@ -9,6 +9,12 @@
 
 namespace swp::detail {
 
+namespace {
+// The outcome of an instance that did not fail, as a named object: a `nullptr` argument would
+// make a temporary that outlives the call, so finish() could not be a tail call.
+const std::exception_ptr no_error;
+}  // namespace
+
 Instance::Instance() = default;
 Instance::~Instance() = default;
 
@@ -34,6 +40,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   serial_order_ = graph_.topological_order();
   // Before the counters are armed: the policy says what they count besides dependencies.
   release_ = release(*this);
+  start_proceeds_ = release_->start_proceeds();
   intra_succ_.resize(n);
   inter_succ_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {
@@ -45,6 +52,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].inter_succ = inter_succ_[t];
     info_[t].degree_first = in_degree(t, 0);
     info_[t].degree = in_degree(t, 1);
+    info_[t].counts_one = info_[t].degree_first == 1 && info_[t].degree == 1;
   }
   slots_ = std::vector<Slot>(slots);
   for (auto& slot : slots_) {
@@ -62,6 +70,8 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       in->core = this;
       in->task = t;
       in->entry = e;
+      in->sync = &sync;
+      in->previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
       in->stream = info_[t].stream;
       in->scope = std::make_unique<TaskScope>(*this, *in);
       in->device_wait.emplace(device_waker_);
@@ -129,7 +139,7 @@ void EngineCore::reset_run_state() {
   end_ = INT64_MAX;
   oldest_ = 0;
   next_turn_.store(0);
-  any_failed_.store(false);
+  trouble_.store(false);
   failure_.reset();
   failed_.store(false);
   sequencer_.reset();
@@ -194,11 +204,15 @@ void EngineCore::fill() {
   if (failed_with(FailureKind::callback)) abort_run(wait_drained());
 }
 
-void EngineCore::submit(Instance& in) noexcept {
+void EngineCore::submit(Instance& in, bool step_ending) noexcept {
   in.state.store(InstanceState::queued, std::memory_order_relaxed);
   Lane& lane = *info_[in.task].lane;
   if (observer_ == nullptr) {
-    lane.submit(in);
+    if (step_ending) {
+      lane.submit_next(in);
+    } else {
+      lane.submit(in);
+    }
     return;
   }
   // Several threads release onto one lane (data-flow): the observer sees the lane's order.
@@ -207,11 +221,8 @@ void EngineCore::submit(Instance& in) noexcept {
   lane.submit(in);
 }
 
-void EngineCore::satisfy(Instance& in) noexcept {
-  // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
-  // and event generation, the admission's fields); the last one acquires them all.
-  if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  release_->ready(in);
+void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
+  if (count_down(in)) release_->ready(in, step_ending);
 }
 
 bool EngineCore::device_done(std::int64_t iter) const {
@@ -290,17 +301,18 @@ void EngineCore::proceed(Instance& in) noexcept {
   in.stream = info.stream;
   in.stream_used = false;
   in.carries_device_work = false;
-  in.failed = false;
-  in.error = nullptr;
-  Sync& sync = sync_[in.entry];
-  sync.generation[t] = 0;
-  if (stop_.stop_requested()) {
-    finish(in, std::make_exception_ptr(Cancelled(stop_.reason())), false);
-    return;
+  if (in.failed) {
+    in.failed = false;
+    in.error = nullptr;
   }
-  const auto inter = iter > 0 ? info.inter : std::span<const TaskIndex>{};
-  const Sync* previous = iter > 0 ? &sync_of(iter - 1) : nullptr;
-  if (any_failed_.load(std::memory_order_acquire)) {
+  const Sync& sync = *in.sync;
+  const Sync* previous = iter > 0 ? in.previous : nullptr;
+  const auto inter = previous != nullptr ? info.inter : std::span<const TaskIndex>{};
+  if (trouble_.load(std::memory_order_acquire)) [[unlikely]] {
+    if (stop_.stop_requested()) {
+      finish(in, std::make_exception_ptr(Cancelled(stop_.reason())), false);
+      return;
+    }
     // A dependency's error is this instance's, without running its body.
     for (TaskIndex d : info.intra)
       if (sync.instances[d]->failed) return finish(in, sync.instances[d]->error, false);
@@ -308,18 +320,23 @@ void EngineCore::proceed(Instance& in) noexcept {
       if (previous->instances[d]->failed) return finish(in, previous->instances[d]->error, false);
   }
   // Phase 2: this stream waits for each producer's event when the streams differ (phase 1,
-  // the producer was submitted, is what the counter said).
+  // the producer was submitted, is what the counter said). Only where some producer of the
+  // iteration (or of the one before) recorded an event at all.
   try {
-    for (TaskIndex d : info.intra)
-      if (const auto generation = sync.generation[d]) {
-        in.carries_device_work = true;
-        if (info_[d].stream != info.stream) info.stream->wait(sync.instances[d]->event, generation);
-      }
-    for (TaskIndex d : inter)
-      if (const auto generation = previous->generation[d]) {
-        in.carries_device_work = true;
-        if (info_[d].stream != info.stream) info.stream->wait(previous->instances[d]->event, generation);
-      }
+    if (sync.device.load(std::memory_order_relaxed)) {
+      for (TaskIndex d : info.intra)
+        if (const auto generation = sync.generation[d]) {
+          in.carries_device_work = true;
+          if (info_[d].stream != info.stream) info.stream->wait(sync.instances[d]->event, generation);
+        }
+    }
+    if (previous != nullptr && previous->device.load(std::memory_order_relaxed)) {
+      for (TaskIndex d : inter)
+        if (const auto generation = previous->generation[d]) {
+          in.carries_device_work = true;
+          if (info_[d].stream != info.stream) info.stream->wait(previous->instances[d]->event, generation);
+        }
+    }
   } catch (...) {
     return finish(in, std::current_exception(), true);
   }
@@ -352,21 +369,20 @@ void EngineCore::run_body(Instance& in) noexcept {
   in.state.store(InstanceState::running, std::memory_order_release);
   const TaskInfo& info = info_[in.task];
   if (observer_ != nullptr) observer_->task_started(in.task, in.iter, *info.lane);
-  if (info.routine == nullptr) {  // nothing to run: no call, no coroutine
-    finish(in, nullptr, true);
-    return;
-  }
+  // Nothing to run (no call, no coroutine), or a body that completed synchronously: it
+  // finishes here, as a tail call (nothing of this frame lives on after it).
+  if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
+}
+
+bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   ErasedCo body;
   try {
     body = info.routine->run(in.slot, *in.scope, box(in.slot, in.task));
   } catch (...) {
     finish(in, std::current_exception(), true);
-    return;
+    return false;
   }
-  if (!body.valid()) {  // completed synchronously
-    finish(in, nullptr, true);
-    return;
-  }
+  if (!body.valid()) return true;  // completed synchronously
   body.start_detached(
       info.lane,
       [](void* context, const std::exception_ptr& error) noexcept {
@@ -374,17 +390,21 @@ void EngineCore::run_body(Instance& in) noexcept {
         running->core->finish(*running, error, true);
       },
       &in, &stop_, &in);
+  return false;
 }
 
 void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own) noexcept {
   const TaskIndex t = in.task;
   const std::int64_t iter = in.iter;
-  Sync& sync = sync_[in.entry];
-  // Submission is over (or failed): publish the device point consumers must wait for.
+  Sync& sync = *in.sync;
+  // Submission is over (or failed): publish the device point consumers must wait for (or
+  // that there is none: the entry's generation is from an earlier iteration otherwise).
   const TaskInfo& info = info_[t];
   if (in.stream_used || in.carries_device_work) {
     sync.generation[t] = in.stream->record(in.event);
     sync.device.store(true, std::memory_order_relaxed);
+  } else {
+    sync.generation[t] = 0;
   }
   if (info.ordered && in.state.load(std::memory_order_relaxed) == InstanceState::running)
     sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
@@ -394,16 +414,18 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
     if (own) fail(graph_.name(t), iter, error, FailureKind::task);
     in.failed = true;
     in.error = error;
-    any_failed_.store(true, std::memory_order_release);
+    trouble_.store(true, std::memory_order_release);
   }
   // Observed before the successors learn: whoever they wake starts after this.
   if (observer_ != nullptr) observer_->task_finished(t, iter, *info.lane, !in.failed);
   in.state.store(InstanceState::finished, std::memory_order_release);
   info.lane->finish_job();
-  for (TaskIndex s : info.intra_succ) satisfy(*sync.instances[s]);
+  // finish() ends its lane step (its callers return right after; nothing below blocks): the
+  // first successor released may run next on this thread.
+  for (TaskIndex s : info.intra_succ) satisfy(*sync.instances[s], true);
   if (!info.inter_succ.empty()) {
     Sync& next = sync_of(iter + 1);
-    for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s]);
+    for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
   }
   if (info.ordered) release_->ordered_finished(in);
   // After this decrement the caller may retire the iteration and even destroy the pipeline:
@@ -411,7 +433,8 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   // it). Waiters are told when an iteration completes, and after a failure (the drain waits
   // for every released instance) on every finish.
   Scheduler& scheduler = runtime_.scheduler();
-  const bool stopping = stop_.stop_requested();
+  // Read before the decrement: after it, `this` may be gone.
+  const bool stopping = trouble_.load(std::memory_order_acquire);
   // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()).
   if (sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1 || stopping) scheduler.notify();
 }
@@ -438,6 +461,7 @@ void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception
     }
   }
   // Wake every cancellable wait (turns, bodies' awaits): the run drains instead of hanging.
+  trouble_.store(true, std::memory_order_seq_cst);
   stop_.request_stop(reason);
   runtime_.scheduler().notify();
 }

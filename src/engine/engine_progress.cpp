@@ -154,11 +154,13 @@ std::optional<std::int64_t> EngineCore::progress() {
   // A failure met while admitting (the source, a slot deadline) is still to surface, also when
   // nothing is left in flight (drain() relies on it).
   if (at_end() && !stop_.stop_requested()) return std::nullopt;
-  Scheduler& scheduler = runtime_.scheduler();
-  const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
-  const bool retired =
-      wait_for([&] { return retirable() || stop_.stop_requested(); }, timeouts_.retire);
-  if (!retired && !stop_.stop_requested()) time_out_retire(start);
+  // Already retirable (other threads ran it meanwhile): no wait, no scheduler call.
+  if (!retirable() && !stop_.stop_requested()) {
+    Scheduler& scheduler = runtime_.scheduler();
+    const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
+    const bool retired = wait_for(oldest_done_, timeouts_.retire);
+    if (!retired && !stop_.stop_requested()) time_out_retire(start);
+  }
   // A failure admitting the next iteration (the source, a slot deadline) surfaces from the
   // next call: this one returns what it retired.
   if (!stop_.stop_requested())

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -92,6 +93,37 @@ TEST_CASE("a lane runs jobs one at a time in submission order, across suspension
   CHECK(max_active.load() == 1);
 }
 
+TEST_CASE("a job submitted to an idle lane starts first; jobs submitted before it started follow") {
+  // The idle lane takes its first job without its queue: the ones submitted meanwhile must
+  // still queue behind it, and the lane must count as busy from the submission on.
+  swp::SimScheduler sim;
+  swp::Lane lane(sim, "handoff");
+  std::mutex log_mutex;
+  std::vector<int> log;
+  std::atomic<int> active{0}, max_active{0};
+  std::vector<GatedJob> job(4);
+  for (int i = 0; i < 4; ++i) {
+    job[i].id = i + 1;
+    job[i].log_mutex = &log_mutex;
+    job[i].log = &log;
+    job[i].active = &active;
+    job[i].max_active = &max_active;
+  }
+  lane.submit(job[0]);
+  CHECK_FALSE(lane.idle());
+  CHECK(lane.activity() == swp::Lane::Activity::idle);  // handed over, not started
+  lane.submit(job[1]);
+  lane.submit(job[2]);
+  REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
+  CHECK(log == std::vector<int>{1, -1, 2, -2, 3, -3});
+  // Idle again: the next job is handed over the same way.
+  lane.submit(job[3]);
+  CHECK_FALSE(lane.idle());
+  REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
+  CHECK(log == std::vector<int>{1, -1, 2, -2, 3, -3, 4, -4});
+  CHECK(max_active.load() == 1);
+}
+
 TEST_CASE("lanes on one scheduler run side by side and each keeps its own order") {
   swp::SimScheduler sim;
   swp::Lane a(sim, "a"), b(sim, "b");
@@ -159,4 +191,86 @@ TEST_CASE("a lane tells whether its job runs, is suspended, or is about to resum
   CHECK(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
   CHECK(lane.activity() == Activity::idle);
   CHECK(job.seen == std::vector<Activity>{Activity::running, Activity::running});
+}
+
+namespace {
+
+// A job that logs its id and finishes at once.
+struct LoggedJob final : swp::Lane::Job {
+  int id = 0;
+  std::vector<int>* log = nullptr;
+  void start(swp::Lane& lane) noexcept override {
+    log->push_back(id);
+    lane.finish_job();
+  }
+};
+
+// Logs 1, ends its job, submits `x_job` to lane `x`, then `b_job` to lane `b` with submit_next
+// (the last thing its step does).
+struct ReleasingJob final : swp::Lane::Job {
+  std::vector<int>* log = nullptr;
+  swp::Lane* x = nullptr;
+  swp::Lane* b = nullptr;
+  swp::Lane::Job* x_job = nullptr;
+  swp::Lane::Job* b_job = nullptr;
+  void start(swp::Lane& lane) noexcept override {
+    log->push_back(1);
+    lane.finish_job();
+    x->submit(*x_job);
+    b->submit_next(*b_job);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a job submitted with submit_next at the end of a step runs right after it") {
+  // One thread, so the order is deterministic. Job 1 (lane a) submits job 4 to lane x, then
+  // job 2 to lane b with submit_next. Job 2 runs first (the bypass), then job 4 (the thread's
+  // next slot), then job 3, submitted before either.
+  swp::ThreadPoolScheduler pool(0);
+  swp::Lane a(pool, "a"), b(pool, "b"), c(pool, "c"), x(pool, "x");
+  std::vector<int> log;
+  LoggedJob job2, job3, job4;
+  job2.id = 2;
+  job3.id = 3;
+  job4.id = 4;
+  for (LoggedJob* j : {&job2, &job3, &job4}) j->log = &log;
+  ReleasingJob job1;
+  job1.log = &log;
+  job1.x = &x;
+  job1.b = &b;
+  job1.x_job = &job4;
+  job1.b_job = &job2;
+  a.submit(job1);
+  c.submit(job3);
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  CHECK(log == std::vector<int>{1, 2, 4, 3});
+  for (swp::Lane* lane : {&a, &b, &c, &x}) CHECK(lane->idle());
+}
+
+TEST_CASE("submit_next to a busy lane queues the job behind the lane's own") {
+  swp::ThreadPoolScheduler pool(0);
+  swp::Lane a(pool, "a"), b(pool, "b");
+  std::vector<int> log;
+  LoggedJob job2, job3, job4;
+  job2.id = 2;
+  job3.id = 3;
+  job4.id = 4;
+  for (LoggedJob* j : {&job2, &job3, &job4}) j->log = &log;
+  b.submit(job3);  // lane b is scheduled: job 2 must queue behind job 3
+  ReleasingJob job1;
+  job1.log = &log;
+  job1.x = &a;
+  job1.b = &b;
+  job1.x_job = &job4;
+  job1.b_job = &job2;
+  a.submit(job1);
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  // Lane b ran 3 then 2 (its order); job 4 queued on lane a behind job 1.
+  const auto pos = [&](int id) { return std::find(log.begin(), log.end(), id) - log.begin(); };
+  CHECK(log.size() == 4);
+  CHECK(pos(3) < pos(2));
+  CHECK(pos(1) < pos(4));
+  CHECK(a.idle());
+  CHECK(b.idle());
 }

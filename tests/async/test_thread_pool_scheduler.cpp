@@ -43,11 +43,26 @@ struct LoggingRunnable final : swp::Runnable {
   std::vector<int>* log = nullptr;
   int id = 0;
   swp::Runnable* follow = nullptr;
+  std::vector<swp::Runnable*> follow_next;  // post_next'ed after `follow`, in order
   void run() noexcept override {
     log->push_back(id);
     if (follow != nullptr) scheduler->post(*follow);
+    for (swp::Runnable* r : follow_next) scheduler->post_next(*r);
   }
 };
+
+// Logging runnables with ids 1..n on `pool`.
+std::vector<std::unique_ptr<LoggingRunnable>> logging(swp::Scheduler& pool, std::vector<int>& log,
+                                                      int n) {
+  std::vector<std::unique_ptr<LoggingRunnable>> rs;
+  for (int i = 1; i <= n; ++i) {
+    rs.push_back(std::make_unique<LoggingRunnable>());
+    rs.back()->scheduler = &pool;
+    rs.back()->log = &log;
+    rs.back()->id = i;
+  }
+  return rs;
+}
 
 // Posts `follower`, then blocks (yielding, with a deadline) until the follower ran: only
 // another thread can run it meanwhile.
@@ -132,6 +147,40 @@ TEST_CASE("a runnable posted by a running one runs next, on the same thread, bef
   pool.post(b);
   CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
   CHECK(log == std::vector<int>{1, 3, 2});
+}
+
+TEST_CASE("post_next from a running runnable runs right after it, before its slot and older work") {
+  swp::ThreadPoolScheduler pool(0);  // one thread: the order is deterministic
+  std::vector<int> log;
+  auto r = logging(pool, log, 4);
+  r[0]->follow = r[1].get();             // to the slot
+  r[0]->follow_next = {r[2].get()};      // the bypass
+  pool.post(*r[0]);
+  pool.post(*r[3]);  // older work than what r[0] posts
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  CHECK(log == std::vector<int>{1, 3, 2, 4});
+}
+
+TEST_CASE("a second post_next from one runnable is posted like post") {
+  swp::ThreadPoolScheduler pool(0);
+  std::vector<int> log;
+  auto r = logging(pool, log, 4);
+  r[0]->follow_next = {r[1].get(), r[2].get()};  // r[1] bypasses; r[2] takes the slot
+  pool.post(*r[0]);
+  pool.post(*r[3]);
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  CHECK(log == std::vector<int>{1, 2, 3, 4});
+}
+
+TEST_CASE("post_next outside a runnable posts") {
+  // From the test thread (no runnable running): nothing may be left in a bypass nobody runs.
+  swp::ThreadPoolScheduler pool(1);
+  std::atomic<int> count{0};
+  CountingRunnable w;
+  w.count = &count;
+  pool.post_next(w);
+  REQUIRE(pool.drive_until([&] { return count.load() == 1; }, swp::Clock::now() + 30s));
+  CHECK(w.runs.load() == 1);
 }
 
 TEST_CASE("a runnable that re-posts itself queues behind the work it posted") {

@@ -1,6 +1,7 @@
 #pragma once
 // Lane: the seed's thread group — a FIFO serial executor for task instances.
 
+#include <atomic>
 #include <coroutine>
 #include <string>
 #include <vector>
@@ -52,7 +53,13 @@ class Lane final : public Runnable, public Resumer {
   Lane& operator=(const Lane&) = delete;
 
   /// Queues `job` behind every job submitted before it. Any thread.
-  void submit(Job& job) noexcept;
+  void submit(Job& job) noexcept { submit(job, false); }
+
+  /// submit(job) at the very end of a runnable's work (a step of another lane finishing its
+  /// job): when this lane is idle, its step may run right after on the same thread, through
+  /// the scheduler's bypass (Scheduler::post_next). Nothing may block between this call and
+  /// the end of the calling runnable.
+  void submit_next(Job& job) noexcept { submit(job, true); }
 
   /// Continues the current job's coroutine `h` on this lane. Any thread.
   void resume(std::coroutine_handle<> h) noexcept override;
@@ -85,6 +92,7 @@ class Lane final : public Runnable, public Resumer {
   void run() noexcept override;
 
  private:
+  void submit(Job& job, bool next) noexcept;
   // Whether a step is pending; call with lock_ held.
   [[nodiscard]] bool has_step() const noexcept {
     return !resumes_.empty() || !continued_.empty() || (!in_job_ && !jobs_.empty());
@@ -100,6 +108,11 @@ class Lane final : public Runnable, public Resumer {
   bool job_finished_ = false;  // finish_job() was called in the running step (its thread only)
   bool scheduled_ = false;  // posted to the scheduler or running a step
   bool stepping_ = false;   // a step runs now (set and cleared under the step's own locks)
+  // A job submitted to an idle lane: the lane's next step, handed to it without the queue.
+  // Written under the lock by the submitter that schedules the lane; read and cleared by that
+  // step without it (release / acquire: plain moves on x86). activity() reads it too, under
+  // the lock, while the step may clear it.
+  std::atomic<Job*> direct_{nullptr};
 };
 
 }  // namespace swp

@@ -36,6 +36,12 @@ class Scheduler {
   /// Runs `r` soon. Any thread. A runnable is posted again only after it started running.
   virtual void post(Runnable& r) noexcept = 0;
 
+  /// post(r) from a runnable that is about to return: the scheduler may run `r` right after
+  /// it on the same thread, without making it visible to other threads meanwhile (a bypass:
+  /// no queue, no wake-up). Call it only at the very end of a runnable's work: nothing may
+  /// block between this call and the return, or `r` waits for it. The default posts.
+  virtual void post_next(Runnable& r) noexcept { post(r); }
+
   /// Helps run work on the calling thread until `done()` holds or `deadline` passes; returns
   /// `done()`. `done` is evaluated on the calling thread; whoever makes it true must do so with
   /// a seq_cst (or stronger-ordered) store and then call `notify()`. A SimScheduler returns false at once when nothing can make progress anymore.

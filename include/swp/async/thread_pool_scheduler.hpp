@@ -29,6 +29,10 @@ struct PoolContext;
 /// - `post` from a runnable running on such a thread puts the new work in that thread's slot,
 ///   which runs right after the current runnable (a chain H2D → InputDist → Forward of one
 ///   iteration stays on one warm thread); what the slot held moves to the ring's tail.
+/// - `post_next` from such a runnable (a lane step ending with the release of the next task in
+///   the chain) is a bypass: the new work runs right after the current runnable, before the
+///   slot, without a queue or a wake-up. The caller promises to return at once, so the work is
+///   hidden from other threads only for that long.
 /// - A runnable that re-posts itself (a lane with more steps) goes to the ring's tail instead,
 ///   behind the work it woke: a busy lane cannot starve the others. A chain of slot hand-offs
 ///   is cut after `max_chain` runs for the same reason.
@@ -75,6 +79,9 @@ class ThreadPoolScheduler final : public Scheduler {
   ThreadPoolScheduler& operator=(const ThreadPoolScheduler&) = delete;
 
   void post(Runnable& r) noexcept override;
+  /// From a runnable running on this scheduler's thread: `r` runs right after it there (one
+  /// bypass per runnable; further ones are posted). Elsewhere: post(r).
+  void post_next(Runnable& r) noexcept override;
 
   /// Runs work until `done()` holds (true) or `deadline` passes (false; returns `done()`).
   /// Slot chains run to their end before `done()` is checked again; when the thread goes

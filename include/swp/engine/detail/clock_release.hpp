@@ -23,7 +23,7 @@ class ClockRelease final : public ReleasePolicy {
   void fill() override;
   void retired() override;
   [[nodiscard]] bool drained() const noexcept override;
-  void ready(Instance& in) noexcept override;
+  void ready(Instance& in, bool step_ending) noexcept override;
   void start(Instance& in) noexcept override;
   void ordered_finished(Instance& in) noexcept override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,

@@ -9,8 +9,9 @@
 namespace swp::detail {
 
 /// The counter of (task, i) counts its intra dependencies, its inter dependencies (of i − 1),
-/// the admission of iteration i, and for a globally ordered task the ordered instance before
-/// it in (iteration, rank) order — a chain of edges on *finish*, so turns are handed out in
+/// the admission of iteration i where something could count it down before that admission (a
+/// task with inter dependencies, or a globally ordered one), and for a globally ordered task
+/// the ordered instance before it in (iteration, rank) order — a chain of edges on *finish*, so turns are handed out in
 /// that order and an ordered instance never holds a lane waiting for its turn. Whoever takes
 /// the counter to zero releases the instance to its lane. Iterations are admitted whenever a
 /// slot is free (back-pressure: at most `slots` in flight).
@@ -23,8 +24,9 @@ class DataFlowRelease final : public ReleasePolicy {
   void fill() override;
   void retired() override;
   [[nodiscard]] bool drained() const noexcept override;
-  void ready(Instance& in) noexcept override;
+  void ready(Instance& in, bool step_ending) noexcept override;
   void start(Instance& in) noexcept override;
+  [[nodiscard]] bool start_proceeds() const noexcept override { return true; }
   void ordered_finished(Instance& in) noexcept override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                           bool& waits) const override;
@@ -39,6 +41,10 @@ class DataFlowRelease final : public ReleasePolicy {
   EngineCore& core_;
   std::vector<TaskIndex> ordered_;  // globally ordered tasks in intra-topological order
   std::vector<int> rank_;           // per task: its position in ordered_, or -1
+  // Per task, how its admission goes (see Admission in data_flow_release.cpp).
+  enum class Admission : unsigned char { token, release, none };
+  std::vector<Admission> admission_;
+  std::vector<TaskIndex> admitted_;  // the tasks whose admission is not `none`, in task order
 };
 
 }  // namespace swp::detail

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -53,6 +54,19 @@ enum class InstanceState : std::uint8_t {
 };
 
 class EngineCore;
+struct Instance;
+
+/// Synchronization state of one iteration: instances, events. The core has one more of these
+/// than context slots, so that the state of iteration i - 1 stays intact until iteration i
+/// retired: inter-iteration dependencies read it without racing slot reuse.
+struct IterationSync {
+  std::vector<std::unique_ptr<Instance>> instances;
+  std::vector<std::uint64_t> generation;  // event generation each task recorded (0: none)
+  std::atomic<int> remaining{0};          // instances not finished yet
+  // Some instance recorded an event (device_done has something to look at; consumers look
+  // at generations). Set before the instance counts down its consumers and its `remaining`.
+  std::atomic<bool> device{false};
+};
 
 /// Wakes the thread waiting in a scheduler's drive_until when an event it needs completes.
 class SchedulerWaker final : public EventWaiter {
@@ -70,7 +84,9 @@ class SchedulerWaker final : public EventWaiter {
 ///
 /// The join counter `pending` counts what the instance still waits for. Data-flow: its intra
 /// dependencies, its inter dependencies (of iteration i - 1, none for i = 0), the admission of
-/// its iteration, and for a globally ordered task the ordered task before it (one chain over
+/// its iteration where something could count the counter down before it (inter dependencies,
+/// the ordered chain; an instance with no dependencies is released by the admission itself),
+/// and for a globally ordered task the ordered task before it (one chain over
 /// (iteration, rank) finishing one after the other, so turns go out in the same order on
 /// every rank and an ordered instance never holds a lane waiting for its turn).
 /// Whoever takes it to zero releases the instance to its lane. Clock: its dependencies plus
@@ -84,6 +100,8 @@ struct Instance final : Lane::Job, CoEnvironment {
   EngineCore* core = nullptr;
   TaskIndex task = 0;
   std::size_t entry = 0;  // sync entry: iteration % (slots + 1)
+  IterationSync* sync = nullptr;      // its entry's state
+  IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   std::size_t slot = 0;   // context slot: iteration % slots
   std::int64_t iter = -1;
   std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
@@ -163,28 +181,24 @@ class EngineCore {
   }
   /// The instance of `task` in the same iteration as `in`.
   [[nodiscard]] Instance& sibling(const Instance& in, TaskIndex task) const {
-    return *sync_[in.entry].instances[task];
+    return *in.sync->instances[task];
   }
 
   // The steps of an instance (Instance::start and resume call them, on its lane).
-  void start_instance(Instance& in) noexcept { release_->start(in); }
+  void start_instance(Instance& in) noexcept {
+    if (start_proceeds_) {
+      proceed(in);
+    } else {
+      release_->start(in);
+    }
+  }
   void resume_instance(Instance& in) noexcept { proceed(in); }
 
  private:
   friend class DataFlowRelease;
   friend class ClockRelease;
 
-  // Synchronization state of one iteration: instances, events. There is one more of these
-  // than context slots, so that the state of iteration i - 1 stays intact until iteration i
-  // retired: inter-iteration dependencies read it without racing slot reuse.
-  struct Sync {
-    std::vector<std::unique_ptr<Instance>> instances;
-    std::vector<std::uint64_t> generation;  // event generation each task recorded (0: none)
-    std::atomic<int> remaining{0};          // instances not finished yet
-    // Some instance recorded an event (device_done has something to look at). Set before
-    // the instance's `remaining` decrement, read after the iteration retired.
-    std::atomic<bool> device{false};
-  };
+  using Sync = IterationSync;
 
   // A context slot's output boxes (the context itself lives in the typed front end).
   struct Slot {
@@ -219,20 +233,33 @@ class EngineCore {
   bool prepare(std::int64_t iter);
   bool admit(std::int64_t iter);
   // One thing `in` waited for happened; the last one tells the release policy.
-  void satisfy(Instance& in) noexcept;
+  // `step_ending`: called at the end of a lane step (see ReleasePolicy::ready).
+  void satisfy(Instance& in, bool step_ending = false) noexcept;
   // Re-arms the counter of a consumed instance for iteration iter + E (see Instance).
+  // One of the events `in`'s join counter counts happened: true when it was the last.
+  bool count_down(Instance& in) noexcept {
+    // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
+    // and event generation, the admission's fields); the last one acquires them all. A
+    // counter of one event has no other decrement to order with, and the release of the
+    // instance (a lane's queue) publishes the rest.
+    return info_[in.task].counts_one || in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  }
   void rearm(Instance& in) noexcept { in.pending.store(steady_degree(in.task), std::memory_order_relaxed); }
   // Hands a globally ordered instance its sequencer turn as it is released.
   void assign_turn(Instance& in) noexcept {
     if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
   }
-  void submit(Instance& in) noexcept;
+  void submit(Instance& in, bool step_ending = false) noexcept;
   // The instance holds its lane and waits for producer `dep` of iteration `iter`.
   void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
   [[nodiscard]] InstanceState state_at(TaskIndex t, std::int64_t iter) const noexcept;
   // Dependencies done: stream waits (phase 2), the turn, then the body.
   void proceed(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
+  // Runs the task's routine: true when it completed synchronously and without an error (the
+  // caller finishes the instance); false when it finished it or started its coroutine.
+  struct TaskInfo;
+  bool run_routine(Instance& in, const TaskInfo& info) noexcept;
   void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
   Co<void> await_turn(Instance& in);
   // Device back-pressure: whether iteration iter's device work is complete, and waiting (with
@@ -290,6 +317,9 @@ class EngineCore {
     TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
     int degree_first = 0;  // join counter of iteration 0 (see in_degree)
     int degree = 0;        // join counter of every later iteration
+    // The counter counts one event in every iteration: whoever brings it is the only one to
+    // touch it, so it takes no atomic decrement (see count_down).
+    bool counts_one = false;
     bool ordered = false;
   };
 
@@ -300,6 +330,9 @@ class EngineCore {
   std::vector<Sync> sync_;
   SubmissionSequencer sequencer_;
   StopSignal stop_;
+  // progress()'s condition: the oldest iteration can retire, or the run stops. Made once (a
+  // std::function per call would cost its construction on every retirement).
+  std::function<bool()> oldest_done_ = [this] { return retirable() || stop_.stop_requested(); };
 
   // Run state (caller thread, except where noted).
   bool filled_ = false;
@@ -313,9 +346,12 @@ class EngineCore {
   // releases form one chain (each happens after the one before), so a plain counter would do;
   // it is atomic so that the lanes' hand-offs need no reasoning about it.
   std::atomic<std::uint64_t> next_turn_{0};
-  // Some instance failed in this run: instances then look at their dependencies' outcomes
-  // before running.
-  std::atomic<bool> any_failed_{false};
+  // Some instance failed in this run, or the run is stopping: the one flag the hot path reads
+  // (proceed, finish) before it looks at the stop signal and at its dependencies' outcomes.
+  // Set before the stop is requested and before a failed instance counts down its consumers.
+  std::atomic<bool> trouble_{false};
+  // The release policy's start is proceed (data-flow): no virtual call to get there.
+  bool start_proceeds_ = false;
 
   // The failure record: the first root cause wins.
   mutable SpinLock failure_lock_;

@@ -32,11 +32,15 @@ class ReleasePolicy {
   virtual void retired() = 0;
   /// Every instance released so far of the iterations in flight finished.
   [[nodiscard]] virtual bool drained() const noexcept = 0;
-  /// The join counter of `in` reached zero: everything it waits for happened.
-  virtual void ready(Instance& in) noexcept = 0;
+  /// The join counter of `in` reached zero: everything it waits for happened. `step_ending`:
+  /// on a lane step that ends right after (a producer's finish), so the instance's lane may
+  /// run next on this thread (Lane::submit_next).
+  virtual void ready(Instance& in, bool step_ending) noexcept = 0;
   /// Its lane starts `in`: it proceeds now (EngineCore::proceed) or, when its dependencies
   /// are not done yet, holds the lane until the last of them continues it.
   virtual void start(Instance& in) noexcept = 0;
+  /// Whether `start` is just EngineCore::proceed (the core then calls that directly).
+  [[nodiscard]] virtual bool start_proceeds() const noexcept { return false; }
   /// The globally ordered instance `in` finished.
   virtual void ordered_finished(Instance& in) noexcept = 0;
   /// For the hang report: what else an instance not released yet waits for (appended to
