@@ -86,14 +86,13 @@ void ClockRelease::park(Instance& in) noexcept {
   // Whoever finishes last continues the instance through its lane, after this step.
   const PlanGraph& graph = core_.graph();
   const auto finished = [&](TaskIndex d, std::int64_t iter) {
-    return core_.sync_of(iter).instances[d]->state.load(std::memory_order_acquire) ==
-           InstanceState::finished;
+    return core_.sync_of(iter).instances[d]->state_in(iter) == InstanceState::finished;
   };
   for (TaskIndex d : graph.intra_deps(in.task))
-    if (!finished(d, in.iter)) return core_.record_dep_wait(in, d, in.iter);
-  if (in.iter > 0)
+    if (!finished(d, in.iter())) return core_.record_dep_wait(in, d, in.iter());
+  if (in.iter() > 0)
     for (TaskIndex d : graph.inter_deps(in.task))
-      if (!finished(d, in.iter - 1)) return core_.record_dep_wait(in, d, in.iter - 1);
+      if (!finished(d, in.iter() - 1)) return core_.record_dep_wait(in, d, in.iter() - 1);
   // Every producer finished between the decrement and the look: the last one has already
   // queued the continuation, so there is no wait to report.
 }

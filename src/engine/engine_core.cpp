@@ -131,6 +131,9 @@ void EngineCore::arm_counters() {
 
 void EngineCore::reset_run_state() {
   for (auto& sync : sync_) {
+    // A new run numbers its iterations from 0 again: no state stamped by the last one may
+    // count in it.
+    for (auto& in : sync.instances) in->clear_state();
     sync.remaining.store(0);
     std::fill(sync.generation.begin(), sync.generation.end(), 0);
   }
@@ -171,13 +174,11 @@ bool EngineCore::prepare(std::int64_t iter) {
   Slot& slot = slots_[s];
   for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
   Sync& sync = sync_of(iter);
-  // The rest of an instance's per-iteration state is reset by the instance as it starts
-  // (proceed): nobody reads it before.
-  for (auto& in : sync.instances) {
-    in->iter = iter;
-    in->slot = s;
-    in->state.store(InstanceState::idle, std::memory_order_relaxed);
-  }
+  // Its instances are idle in the new iteration by their state's stamp; the rest of an
+  // instance's per-iteration state is reset by the instance as it starts (proceed): nobody
+  // reads it before. The admission touches no instance.
+  sync.iter = iter;
+  sync.slot = s;
   sync.device.store(false, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.
@@ -205,7 +206,7 @@ void EngineCore::fill() {
 }
 
 void EngineCore::submit(Instance& in, bool step_ending) noexcept {
-  in.state.store(InstanceState::queued, std::memory_order_relaxed);
+  in.set_state(InstanceState::queued);
   Lane& lane = *info_[in.task].lane;
   if (observer_ == nullptr) {
     if (step_ending) {
@@ -217,7 +218,7 @@ void EngineCore::submit(Instance& in, bool step_ending) noexcept {
   }
   // Several threads release onto one lane (data-flow): the observer sees the lane's order.
   std::lock_guard lock(observer_mutex_);
-  observer_->task_released(in.task, in.iter, lane);
+  observer_->task_released(in.task, in.iter(), lane);
   lane.submit(in);
 }
 
@@ -286,9 +287,9 @@ PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
   in.wait_task.store(dep, std::memory_order_relaxed);
   in.wait_iter.store(iter, std::memory_order_relaxed);
-  in.state.store(InstanceState::dependency, std::memory_order_release);
+  in.set_state(InstanceState::dependency);
   if (observer_ != nullptr)
-    observer_->task_waiting(in.task, in.iter, *info_[in.task].lane,
+    observer_->task_waiting(in.task, in.iter(), *info_[in.task].lane,
                             TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
@@ -296,7 +297,7 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
 void EngineCore::proceed(Instance& in) noexcept {
   const TaskIndex t = in.task;
   const TaskInfo& info = info_[t];
-  const std::int64_t iter = in.iter;
+  const std::int64_t iter = in.iter();
   // This execution's state; consumers read it only after this instance finished.
   in.stream = info.stream;
   in.stream_used = false;
@@ -342,7 +343,7 @@ void EngineCore::proceed(Instance& in) noexcept {
   }
   if (info.ordered && sequencer_.next() != in.turn) {
     // Not its turn yet: the only step that needs a frame. It holds the lane meanwhile.
-    in.state.store(InstanceState::turn, std::memory_order_release);
+    in.set_state(InstanceState::turn);
     if (observer_ != nullptr)
       observer_->task_waiting(t, iter, *info.lane, TaskWait{TaskWait::Kind::turn, t, iter});
     await_turn(in).start_detached(
@@ -362,13 +363,13 @@ void EngineCore::proceed(Instance& in) noexcept {
 }
 
 Co<void> EngineCore::await_turn(Instance& in) {
-  co_await sequencer_.turn(in.turn, graph_.name(in.task), in.iter);  // names it only on error
+  co_await sequencer_.turn(in.turn, graph_.name(in.task), in.iter());  // names it only on error
 }
 
 void EngineCore::run_body(Instance& in) noexcept {
-  in.state.store(InstanceState::running, std::memory_order_release);
+  in.set_state(InstanceState::running);
   const TaskInfo& info = info_[in.task];
-  if (observer_ != nullptr) observer_->task_started(in.task, in.iter, *info.lane);
+  if (observer_ != nullptr) observer_->task_started(in.task, in.iter(), *info.lane);
   // Nothing to run (no call, no coroutine), or a body that completed synchronously: it
   // finishes here, as a tail call (nothing of this frame lives on after it).
   if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
@@ -377,7 +378,7 @@ void EngineCore::run_body(Instance& in) noexcept {
 bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   ErasedCo body;
   try {
-    body = info.routine->run(in.slot, *in.scope, box(in.slot, in.task));
+    body = info.routine->run(in.slot(), *in.scope, box(in.slot(), in.task));
   } catch (...) {
     finish(in, std::current_exception(), true);
     return false;
@@ -395,7 +396,7 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
 
 void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own) noexcept {
   const TaskIndex t = in.task;
-  const std::int64_t iter = in.iter;
+  const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
   // Submission is over (or failed): publish the device point consumers must wait for (or
   // that there is none: the entry's generation is from an earlier iteration otherwise).
@@ -406,7 +407,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   } else {
     sync.generation[t] = 0;
   }
-  if (info.ordered && in.state.load(std::memory_order_relaxed) == InstanceState::running)
+  if (info.ordered && in.state_in(iter) == InstanceState::running)
     sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
   if (error) {
     // Its own error, a swp::Cancelled of its own included. A Cancelled caused by the run's
@@ -418,7 +419,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   }
   // Observed before the successors learn: whoever they wake starts after this.
   if (observer_ != nullptr) observer_->task_finished(t, iter, *info.lane, !in.failed);
-  in.state.store(InstanceState::finished, std::memory_order_release);
+  in.set_state(InstanceState::finished);
   info.lane->finish_job();
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
   // first successor released may run next on this thread.

@@ -37,7 +37,7 @@ std::string write_report(const EngineTimeouts& timeouts, const std::string& repo
 
 InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcept {
   if (iter < oldest_) return InstanceState::finished;  // retired
-  return sync_of(iter).instances[t]->state.load(std::memory_order_acquire);
+  return sync_of(iter).instances[t]->state_in(iter);
 }
 
 std::string EngineCore::diagnose() const {
@@ -71,7 +71,7 @@ std::string EngineCore::diagnose() const {
   for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
     for (TaskIndex t = 0; t < graph_.size(); ++t) {
       const Instance& in = instance(t, iter);
-      const auto state = in.state.load(std::memory_order_acquire);
+      const auto state = in.state_in(iter);
       if (state == InstanceState::finished) continue;
       out << "\n  " << graph_.name(t) << " (iter " << iter << ") on lane '" << graph_.lane(t)
           << "', stream '" << graph_.stream(t) << "': ";
@@ -93,7 +93,7 @@ std::string EngineCore::diagnose() const {
         case InstanceState::queued: {
           if (const Instance* holder = holder_of_lane(info_[t].lane)) {
             out << "queued on its lane behind " << graph_.name(holder->task) << " (iter "
-                << holder->iter << ")";
+                << holder->iter() << ")";
           } else {
             out << "queued behind the lane's current job";
           }
@@ -107,7 +107,7 @@ std::string EngineCore::diagnose() const {
           const std::uint64_t next = sequencer_.next();
           out << "waits for submission turn " << in.turn << " (sequencer at turn " << next;
           if (const Instance* holder = holder_of_turn(next))
-            out << ", held by " << graph_.name(holder->task) << " (iter " << holder->iter << ")";
+            out << ", held by " << graph_.name(holder->task) << " (iter " << holder->iter() << ")";
           out << ")";
           break;
         }

@@ -14,15 +14,15 @@ void EngineCore::run_serial(std::int64_t iter) {
   Stream& stream = runtime_.stream("default");
   Sync& sync = sync_[0];
   for (TaskIndex t : slots_[0].boxed) slots_[0].boxes[t]->reset();
+  sync.iter = iter;
+  sync.slot = 0;
   for (auto& in : sync.instances) {
-    in->iter = iter;
-    in->slot = 0;
     in->stream = &stream;
     in->stream_used = false;
     in->carries_device_work = false;
     in->failed = false;
     in->error = nullptr;
-    in->state.store(InstanceState::idle, std::memory_order_relaxed);
+    in->set_state(InstanceState::idle);
   }
   for (TaskIndex t : serial_order_) {
     Instance& in = *sync.instances[t];
@@ -31,7 +31,7 @@ void EngineCore::run_serial(std::int64_t iter) {
       observer_->task_released(t, iter, *info_[t].lane);
       observer_->task_started(t, iter, *info_[t].lane);
     }
-    in.state.store(InstanceState::running, std::memory_order_relaxed);
+    in.set_state(InstanceState::running);
     // The outcome is written by whichever thread finishes the body (on host a body may
     // resume on the thread that completed what it awaited): atomically, and followed by a
     // notify, so the waiting caller neither races nor sleeps through it.
@@ -73,7 +73,7 @@ void EngineCore::run_serial(std::int64_t iter) {
                             graph_.name(t) +
                             "' can never finish (it waits for something no task "
                             "will provide)");
-    in.state.store(InstanceState::finished, std::memory_order_relaxed);
+    in.set_state(InstanceState::finished);
     if (outcome.error) {
       in.failed = true;
       in.error = outcome.error;

@@ -53,7 +53,7 @@ class GetAwaiter {
     // The task's routine awaited every declared dependency (both phases) before its body
     // started, so the producer has completed: read it without suspending.
     producer_instance_ = &in->core->sibling(*in, producer_.index);
-    box_ = in->core->box(in->slot, producer_.index);
+    box_ = in->core->box(in->slot(), producer_.index);
     return false;
   }
 

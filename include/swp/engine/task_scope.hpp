@@ -28,7 +28,7 @@ class TaskScope {
 
   [[nodiscard]] const std::string& name() const { return core_.graph().name(instance_.task); }
   [[nodiscard]] TaskIndex task() const noexcept { return instance_.task; }
-  [[nodiscard]] std::int64_t iter() const noexcept { return instance_.iter; }
+  [[nodiscard]] std::int64_t iter() const noexcept { return instance_.iter(); }
 
   /// The task's stream. Using it marks the instance as having queued device work, so its
   /// consumers on other streams wait for an event recorded after it.
@@ -39,7 +39,7 @@ class TaskScope {
 
   /// Queues synthetic device work of `duration` on the task's stream.
   void device_work(Clock::duration duration) {
-    stream().enqueue_work(duration, work_tag(instance_.task, instance_.iter));
+    stream().enqueue_work(duration, work_tag(instance_.task, instance_.iter()));
   }
 
   /// CPU time spent in the task (spin on host, virtual time on sim).

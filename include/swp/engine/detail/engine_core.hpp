@@ -59,10 +59,19 @@ struct Instance;
 /// Synchronization state of one iteration: instances, events. The core has one more of these
 /// than context slots, so that the state of iteration i - 1 stays intact until iteration i
 /// retired: inter-iteration dependencies read it without racing slot reuse.
-struct IterationSync {
+/// Each entry has cache lines of its own (the entries sit side by side in a vector), and its
+/// `remaining`, which every finishing instance decrements and the waiting caller polls, one
+/// apart from what the instances read on every step.
+struct alignas(64) IterationSync {
+  // The iteration the entry holds and its context slot: written when it is admitted, before
+  // anything of it is released (so its instances read them without synchronizing), and kept
+  // here rather than in every instance, so an admission writes one cache line, not one per
+  // task (with several threads, lines the lanes own).
+  std::int64_t iter = -1;
+  std::size_t slot = 0;
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<std::uint64_t> generation;  // event generation each task recorded (0: none)
-  std::atomic<int> remaining{0};          // instances not finished yet
+  alignas(64) std::atomic<int> remaining{0};  // instances not finished yet
   // Some instance recorded an event (device_done has something to look at; consumers look
   // at generations). Set before the instance counts down its consumers and its `remaining`.
   std::atomic<bool> device{false};
@@ -102,8 +111,6 @@ struct Instance final : Lane::Job, CoEnvironment {
   std::size_t entry = 0;  // sync entry: iteration % (slots + 1)
   IterationSync* sync = nullptr;      // its entry's state
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
-  std::size_t slot = 0;   // context slot: iteration % slots
-  std::int64_t iter = -1;
   std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
   std::atomic<int> pending{0};
   Event event;
@@ -116,9 +123,25 @@ struct Instance final : Lane::Job, CoEnvironment {
   bool stream_used = false;             // the body used its stream
   bool carries_device_work = false;     // a dependency handed it device work
   bool failed = false;
-  std::atomic<InstanceState> state{InstanceState::idle};
   std::atomic<TaskIndex> wait_task{0};
   std::atomic<std::int64_t> wait_iter{0};
+
+  /// The iteration it runs in, and that iteration's context slot.
+  [[nodiscard]] std::int64_t iter() const noexcept { return sync->iter; }
+  [[nodiscard]] std::size_t slot() const noexcept { return sync->slot; }
+
+  /// Its state in iteration `of`: a state is stamped with the iteration it was set in, so an
+  /// instance is idle in a new iteration without a reset at admission.
+  [[nodiscard]] InstanceState state_in(std::int64_t of) const noexcept {
+    const std::uint64_t word = state_word.load(std::memory_order_acquire);
+    return word >> 3 == stamp(of) ? static_cast<InstanceState>(word & 7) : InstanceState::idle;
+  }
+  /// Sets its state in its current iteration (release: the hang report reads it elsewhere).
+  void set_state(InstanceState s) noexcept {
+    state_word.store(stamp(iter()) << 3 | static_cast<std::uint64_t>(s), std::memory_order_release);
+  }
+  /// Forgets every state (a new run numbers its iterations from 0 again).
+  void clear_state() noexcept { state_word.store(0, std::memory_order_relaxed); }
 
   Instance();
   ~Instance();
@@ -127,6 +150,12 @@ struct Instance final : Lane::Job, CoEnvironment {
 
   void start(Lane& lane) noexcept override;
   void resume(Lane& lane) noexcept override;
+
+ private:
+  static std::uint64_t stamp(std::int64_t iter) noexcept {
+    return static_cast<std::uint64_t>(iter) + 1;  // 0: no state in this run
+  }
+  std::atomic<std::uint64_t> state_word{0};  // stamp(iteration) << 3 | InstanceState
 };
 
 class EngineCore {
