@@ -57,25 +57,39 @@ struct GatedJob final : swp::Lane::Job {
   }
 };
 
+// What GatedJobs share: the log and the count of jobs active at once.
+struct GatedLog {
+  std::mutex mutex;
+  std::vector<int> log;
+  std::atomic<int> active{0}, max_active{0};
+
+  // `n` jobs with ids 1..n that log here (no gates yet).
+  std::vector<GatedJob> jobs(int n) {
+    std::vector<GatedJob> job(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      job[i].id = i + 1;
+      job[i].log_mutex = &mutex;
+      job[i].log = &log;
+      job[i].active = &active;
+      job[i].max_active = &max_active;
+    }
+    return job;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a lane runs jobs one at a time in submission order, across suspensions") {
   swp::ThreadPoolScheduler pool(2);
   swp::Lane lane(pool, "compute");
-  std::mutex log_mutex;
-  std::vector<int> log;
-  std::atomic<int> active{0}, max_active{0};
+  GatedLog shared;
+  const std::vector<int>& log = shared.log;
 
   constexpr int jobs = 50;
   std::vector<swp::Promise<>> gates(jobs);
-  std::vector<GatedJob> job(jobs);
+  std::vector<GatedJob> job = shared.jobs(jobs);
   for (int i = 0; i < jobs; ++i) {
-    job[i].id = i + 1;
     job[i].gate = gates[i].get_future();
-    job[i].log_mutex = &log_mutex;
-    job[i].log = &log;
-    job[i].active = &active;
-    job[i].max_active = &max_active;
     lane.submit(job[i]);
   }
   // Open the gates in reverse: a lane that ran the next job while one waits would now finish
@@ -90,7 +104,7 @@ TEST_CASE("a lane runs jobs one at a time in submission order, across suspension
     expected.push_back(-i);
   }
   CHECK(log == expected);
-  CHECK(max_active.load() == 1);
+  CHECK(shared.max_active.load() == 1);
 }
 
 TEST_CASE("a job submitted to an idle lane starts first; jobs submitted before it started follow") {
@@ -98,17 +112,9 @@ TEST_CASE("a job submitted to an idle lane starts first; jobs submitted before i
   // still queue behind it, and the lane must count as busy from the submission on.
   swp::SimScheduler sim;
   swp::Lane lane(sim, "handoff");
-  std::mutex log_mutex;
-  std::vector<int> log;
-  std::atomic<int> active{0}, max_active{0};
-  std::vector<GatedJob> job(4);
-  for (int i = 0; i < 4; ++i) {
-    job[i].id = i + 1;
-    job[i].log_mutex = &log_mutex;
-    job[i].log = &log;
-    job[i].active = &active;
-    job[i].max_active = &max_active;
-  }
+  GatedLog shared;
+  const std::vector<int>& log = shared.log;
+  std::vector<GatedJob> job = shared.jobs(4);
   lane.submit(job[0]);
   CHECK_FALSE(lane.idle());
   CHECK(lane.activity() == swp::Lane::Activity::idle);  // handed over, not started
@@ -121,24 +127,16 @@ TEST_CASE("a job submitted to an idle lane starts first; jobs submitted before i
   CHECK_FALSE(lane.idle());
   REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
   CHECK(log == std::vector<int>{1, -1, 2, -2, 3, -3, 4, -4});
-  CHECK(max_active.load() == 1);
+  CHECK(shared.max_active.load() == 1);
 }
 
 TEST_CASE("lanes on one scheduler run side by side and each keeps its own order") {
   swp::SimScheduler sim;
   swp::Lane a(sim, "a"), b(sim, "b");
-  std::mutex log_mutex;
-  std::vector<int> log;
-  std::atomic<int> active{0}, max_active{0};
+  GatedLog shared;
+  const std::vector<int>& log = shared.log;
   swp::Promise<> gate_a;
-  std::vector<GatedJob> job(2);
-  for (int i = 0; i < 2; ++i) {
-    job[i].id = i + 1;
-    job[i].log_mutex = &log_mutex;
-    job[i].log = &log;
-    job[i].active = &active;
-    job[i].max_active = &max_active;
-  }
+  std::vector<GatedJob> job = shared.jobs(2);
   job[0].gate = gate_a.get_future();
   a.submit(job[0]);
   b.submit(job[1]);
@@ -221,6 +219,28 @@ struct ReleasingJob final : swp::Lane::Job {
   }
 };
 
+// Job 1 (a ReleasingJob: job 4 to lane `x`, then job 2 to lane `b` with submit_next) and
+// logged jobs 2, 3 and 4, all logging to `log`.
+struct ReleasingChain {
+  std::vector<int> log;
+  LoggedJob job2, job3, job4;
+  ReleasingJob job1;
+  ReleasingChain(swp::Lane& x, swp::Lane& b) {
+    int id = 2;
+    for (LoggedJob* j : {&job2, &job3, &job4}) {
+      j->id = id++;
+      j->log = &log;
+    }
+    job1.log = &log;
+    job1.x = &x;
+    job1.b = &b;
+    job1.x_job = &job4;
+    job1.b_job = &job2;
+  }
+  ReleasingChain(const ReleasingChain&) = delete;
+  ReleasingChain& operator=(const ReleasingChain&) = delete;
+};
+
 }  // namespace
 
 TEST_CASE("a job submitted with submit_next at the end of a step runs right after it") {
@@ -229,20 +249,10 @@ TEST_CASE("a job submitted with submit_next at the end of a step runs right afte
   // next slot), then job 3, submitted before either.
   swp::ThreadPoolScheduler pool(0);
   swp::Lane a(pool, "a"), b(pool, "b"), c(pool, "c"), x(pool, "x");
-  std::vector<int> log;
-  LoggedJob job2, job3, job4;
-  job2.id = 2;
-  job3.id = 3;
-  job4.id = 4;
-  for (LoggedJob* j : {&job2, &job3, &job4}) j->log = &log;
-  ReleasingJob job1;
-  job1.log = &log;
-  job1.x = &x;
-  job1.b = &b;
-  job1.x_job = &job4;
-  job1.b_job = &job2;
-  a.submit(job1);
-  c.submit(job3);
+  ReleasingChain chain(x, b);
+  const std::vector<int>& log = chain.log;
+  a.submit(chain.job1);
+  c.submit(chain.job3);
   CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
   CHECK(log == std::vector<int>{1, 2, 4, 3});
   for (swp::Lane* lane : {&a, &b, &c, &x}) CHECK(lane->idle());
@@ -251,20 +261,10 @@ TEST_CASE("a job submitted with submit_next at the end of a step runs right afte
 TEST_CASE("submit_next to a busy lane queues the job behind the lane's own") {
   swp::ThreadPoolScheduler pool(0);
   swp::Lane a(pool, "a"), b(pool, "b");
-  std::vector<int> log;
-  LoggedJob job2, job3, job4;
-  job2.id = 2;
-  job3.id = 3;
-  job4.id = 4;
-  for (LoggedJob* j : {&job2, &job3, &job4}) j->log = &log;
-  b.submit(job3);  // lane b is scheduled: job 2 must queue behind job 3
-  ReleasingJob job1;
-  job1.log = &log;
-  job1.x = &a;
-  job1.b = &b;
-  job1.x_job = &job4;
-  job1.b_job = &job2;
-  a.submit(job1);
+  ReleasingChain chain(a, b);  // job 4 goes to lane a, behind job 1
+  const std::vector<int>& log = chain.log;
+  b.submit(chain.job3);  // lane b is scheduled: job 2 must queue behind job 3
+  a.submit(chain.job1);
   CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
   // Lane b ran 3 then 2 (its order); job 4 queued on lane a behind job 1.
   const auto pos = [&](int id) { return std::find(log.begin(), log.end(), id) - log.begin(); };
