@@ -54,34 +54,43 @@ std::vector<int> component_of(const std::vector<std::vector<std::size_t>>& deps)
 }
 
 // Shortest cycle through `start` that stays inside its component (breadth-first search).
+// `parent` is scratch of size n holding n everywhere, and is left so: the search visits (and
+// resets) only its component's nodes, so that the searches of all components together stay
+// linear in the graph, however many cyclic components there are.
 std::vector<std::size_t> cycle_through(std::size_t start,
                                        const std::vector<std::vector<std::size_t>>& deps,
-                                       const std::vector<int>& comp) {
+                                       const std::vector<int>& comp,
+                                       std::vector<std::size_t>& parent) {
   const std::size_t n = deps.size();
-  std::vector<std::size_t> parent(n, n);
+  std::vector<std::size_t> visited;
+  std::vector<std::size_t> cycle;
   std::vector<std::size_t> frontier{start};
-  while (!frontier.empty()) {
+  std::vector<std::size_t> sorted;
+  while (!frontier.empty() && cycle.empty()) {
     std::vector<std::size_t> next;
     for (std::size_t v : frontier) {
-      auto sorted = deps[v];
+      sorted = deps[v];
       std::ranges::sort(sorted);
       for (std::size_t w : sorted) {
         if (comp[w] != comp[start]) continue;
         if (w == start) {
-          std::vector<std::size_t> cycle{v};
+          cycle.push_back(v);
           while (cycle.back() != start) cycle.push_back(parent[cycle.back()]);
           std::ranges::reverse(cycle);
-          return cycle;
+          break;
         }
         if (parent[w] == n) {
           parent[w] = v;
+          visited.push_back(w);
           next.push_back(w);
         }
       }
+      if (!cycle.empty()) break;
     }
     frontier = std::move(next);
   }
-  return {};
+  for (std::size_t w : visited) parent[w] = n;
+  return cycle;
 }
 
 }  // namespace
@@ -91,13 +100,16 @@ std::vector<std::vector<std::size_t>> find_cycles(const std::vector<std::vector<
   std::vector<std::size_t> size(deps.size(), 0);
   for (int c : comp) ++size[static_cast<std::size_t>(c)];
   std::vector<bool> reported(deps.size(), false);
+  std::vector<std::size_t> parent(deps.size(), deps.size());
   std::vector<std::vector<std::size_t>> cycles;
   for (std::size_t v = 0; v < deps.size(); ++v) {
     const auto c = static_cast<std::size_t>(comp[v]);
+    if (reported[c]) continue;
     const bool self_loop = std::ranges::find(deps[v], v) != deps[v].end();
-    if (reported[c] || (size[c] < 2 && !self_loop)) continue;
+    if (size[c] < 2 && !self_loop) continue;
     reported[c] = true;
-    cycles.push_back(cycle_through(v, deps, comp));
+    // A task that depends on itself is its own shortest cycle.
+    cycles.push_back(self_loop ? std::vector<std::size_t>{v} : cycle_through(v, deps, comp, parent));
   }
   return cycles;
 }

@@ -18,6 +18,7 @@ std::string_view rule_name(PlanRule rule) {
     case PlanRule::depth_mismatch: return "depth mismatch";
     case PlanRule::stream_alias: return "stream alias";
     case PlanRule::cost_limit: return "cost limit";
+    case PlanRule::control_character: return "control character";
   }
   return "unknown rule";
 }

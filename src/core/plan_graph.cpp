@@ -6,6 +6,7 @@
 
 #include "concat.hpp"
 #include "find_cycles.hpp"
+#include "printable.hpp"
 #include "swp/core/stage_rules.hpp"
 #include "swp/core/topological_order.hpp"
 
@@ -13,7 +14,8 @@ namespace swp {
 
 namespace {
 
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
+// Quoted, and safe to print (a name with a control character is reported, not echoed raw).
+std::string quoted(const std::string& name) { return "'" + detail::printable(name) + "'"; }
 
 struct Resolver {
   const PipelinePlan& plan;
@@ -116,6 +118,21 @@ std::vector<TaskIndex> intra_order(const PlanGraph& g) {
                            [&](TaskIndex t) { return std::string_view(g.name(t)); });
 }
 
+// A name with a control character would reach terminals and line-based outputs as it is:
+// the task's own, its stream's and its lane's.
+void check_names(const PlannedTask& task, TaskIndex t, std::vector<PlanViolation>& violations) {
+  const auto check = [&](const std::string& name, const char* what) {
+    if (!detail::has_control_character(name)) return;
+    violations.push_back(
+        {PlanRule::control_character, {task.task.name},
+         detail::concat("control character: task #", t, "'s ", what, " ", quoted(name),
+                        " holds a control character (shown escaped); names may not hold any")});
+  };
+  check(task.task.name, "name");
+  check(task.schedule.stream, "stream");
+  check(task.schedule.thread_group, "thread group");
+}
+
 std::string describe_cycle(const PlanGraph& g, const std::vector<TaskIndex>& cycle) {
   std::string text;
   for (TaskIndex t : cycle) text += g.name(t) + " -> ";
@@ -149,6 +166,7 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
                             detail::concat("empty name: task #", t, " has an empty name")});
       continue;
     }
+    check_names(g.tasks_[t], t, violations);
     auto [it, inserted] = g.by_name_.emplace(name, t);
     if (!inserted) {
       violations.push_back({PlanRule::duplicate_name, {name},

@@ -2,17 +2,22 @@
 
 #include <boost/json.hpp>
 #include <boost/json/basic_parser_impl.hpp>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "concat.hpp"
+#include "printable.hpp"
 
 namespace json = boost::json;
 
@@ -92,6 +97,16 @@ class Reader {
     return static_cast<int>(x);
   }
 
+  // A task, stream or lane name: non-empty, and without control characters, which would
+  // reach terminals and line-based outputs (`swp order`) raw. Shown escaped (as JSON).
+  std::string name(const json::value& v, const std::string& field) const {
+    auto text = non_empty_string(v, field);
+    if (detail::has_control_character(text))
+      fail(field, "a name may not hold control characters (NUL, newline, ESC, ...), got \"" +
+                      detail::printable(text) + "\" (shown escaped)");
+    return text;
+  }
+
   double non_negative(const json::value& v, const std::string& field) const {
     if (!v.is_number()) expected(field, "a number of microseconds", v);
     const double x = v.to_number<double>();
@@ -111,7 +126,7 @@ class Reader {
       if (known.contains(key)) continue;
       std::string allowed;
       for (auto k : known) allowed += (allowed.empty() ? "" : ", ") + std::string(k);
-      warnings_.push_back(source_ + ": " + (field.empty() ? "" : field + ".") + std::string(key) +
+      warnings_.push_back(source_ + ": " + (field.empty() ? "" : field + ".") + detail::printable(key) +
                           ": unknown key ignored (known keys: " + allowed + ")");
     }
   }
@@ -131,12 +146,12 @@ PlannedTask read_task(const Reader& r, const json::value& v, const std::string& 
   PlannedTask task;
   const auto* name = obj.if_contains("name");
   if (name == nullptr) r.fail(field, "missing required key \"name\"");
-  task.task.name = r.non_empty_string(*name, field + ".name");
+  task.task.name = r.name(*name, field + ".name");
   const std::string at = field + " (" + task.task.name + ")";
   if (const auto* x = obj.if_contains("stage")) task.schedule.stage = r.int32(*x, at + ".stage");
-  if (const auto* x = obj.if_contains("stream")) task.schedule.stream = r.non_empty_string(*x, at + ".stream");
+  if (const auto* x = obj.if_contains("stream")) task.schedule.stream = r.name(*x, at + ".stream");
   if (const auto* x = obj.if_contains("thread_group"))
-    task.schedule.thread_group = r.non_empty_string(*x, at + ".thread_group");
+    task.schedule.thread_group = r.name(*x, at + ".thread_group");
   if (const auto* x = obj.if_contains("globally_ordered"))
     task.schedule.globally_ordered = r.boolean(*x, at + ".globally_ordered");
   if (const auto* x = obj.if_contains("cpu_us")) task.cost.cpu_us = r.non_negative(*x, at + ".cpu_us");
@@ -161,8 +176,7 @@ std::vector<Dependency> read_deps(const Reader& r, const json::object& root, con
     if (pair.size() != 2)
       r.fail(field, detail::concat("expected a pair [task, depends_on], got ", pair.size(),
                                    " element(s)"));
-    deps.push_back({r.non_empty_string(pair[0], field + "[0]"),
-                    r.non_empty_string(pair[1], field + "[1]")});
+    deps.push_back({r.name(pair[0], field + "[0]"), r.name(pair[1], field + "[1]")});
   }
   return deps;
 }
@@ -173,9 +187,13 @@ std::map<std::string, std::string> read_stream_aliases(const Reader& r, const js
   const auto* v = root.if_contains("stream_aliases");
   if (v == nullptr) return aliases;
   for (const auto& [alias, target] : r.object(*v, "stream_aliases")) {
-    const std::string field = "stream_aliases." + std::string(alias);
     if (alias.empty()) r.fail("stream_aliases", "an alias name is empty");
-    aliases.emplace(std::string(alias), r.non_empty_string(target, field));
+    if (detail::has_control_character(alias))
+      r.fail("stream_aliases",
+             "an alias name may not hold control characters (NUL, newline, ESC, ...), got \"" +
+                 detail::printable(alias) + "\" (shown escaped)");
+    const std::string field = "stream_aliases." + std::string(alias);
+    aliases.emplace(std::string(alias), r.name(target, field));
   }
   return aliases;
 }
@@ -193,18 +211,37 @@ class PreciseHandler {
 
   json::value_stack stack;
 
+  // A key that the object being read already has (Boost.JSON would keep the last value
+  // silently): the parse stops at it with an error, and this names it.
+  std::optional<std::string> duplicate_key;
+
   bool on_document_begin(json::error_code&) { return true; }
   bool on_document_end(json::error_code&) { return true; }
-  bool on_object_begin(json::error_code&) { return true; }
+  bool on_object_begin(json::error_code&) {
+    keys_.emplace_back();
+    return true;
+  }
   bool on_object_end(std::size_t n, json::error_code&) {
+    keys_.pop_back();
     return done(&json::value_stack::push_object, n);
   }
   bool on_array_begin(json::error_code&) { return true; }
   bool on_array_end(std::size_t n, json::error_code&) {
     return done(&json::value_stack::push_array, n);
   }
-  bool on_key_part(json::string_view s, std::size_t, json::error_code&) { return chars(s); }
-  bool on_key(json::string_view s, std::size_t, json::error_code&) {
+  bool on_key_part(json::string_view s, std::size_t, json::error_code&) {
+    key_.append(s.data(), s.size());
+    return chars(s);
+  }
+  bool on_key(json::string_view s, std::size_t, json::error_code& ec) {
+    key_.append(s.data(), s.size());
+    if (!keys_.back().insert(key_).second) {
+      duplicate_key = std::move(key_);
+      key_.clear();
+      ec = json::error::syntax;  // stops the parse here; parse_plan reports duplicate_key
+      return false;
+    }
+    key_.clear();
     return done(&json::value_stack::push_key, s);
   }
   bool on_string_part(json::string_view s, std::size_t, json::error_code&) { return chars(s); }
@@ -251,16 +288,22 @@ class PreciseHandler {
   bool chars(json::string_view s) { return done(&json::value_stack::push_chars, s); }
 
   std::string number_;  // the text of the number being read
+  std::string key_;     // the key being read
+  std::vector<std::set<std::string>> keys_;  // the keys of each object being read, innermost last
 };
 
 // `text` as one JSON value, or the error and how far the parser got (as json::stream_parser's
 // write and finish report it).
-json::value parse_json(std::string_view text, json::error_code& ec, std::size_t& used) {
+json::value parse_json(std::string_view text, json::error_code& ec, std::size_t& used,
+                       std::optional<std::string>& duplicate_key) {
   json::basic_parser<PreciseHandler> parser(json::parse_options{});
   parser.handler().stack.reset();
   used = parser.write_some(true, text.data(), text.size(), ec);
   if (!ec && used < text.size()) ec = json::error::extra_data;
-  if (ec) return {};
+  if (ec) {
+    duplicate_key = std::move(parser.handler().duplicate_key);
+    return {};
+  }
   parser.write_some(false, nullptr, 0, ec);
   if (ec) {
     used = text.size();  // the text ended inside a value
@@ -303,9 +346,22 @@ PlanFormatError::PlanFormatError(std::string source, std::string field,
 ParsedPlan parse_plan(std::string_view text, const std::string& source) {
   json::error_code ec;
   std::size_t used = 0;
-  const json::value root_value = parse_json(text, ec, used);
+  std::optional<std::string> duplicate_key;
+  const json::value root_value = parse_json(text, ec, used, duplicate_key);
   if (ec) {
-    const auto [line, column] = line_and_column(text, used);
+    std::size_t at = used;
+    if (duplicate_key) {
+      // Point at the key itself, not where the parser stopped after it (when the key is written
+      // without escapes, as keys are).
+      const std::string written = "\"" + *duplicate_key + "\"";
+      if (const auto start = text.rfind(written, used); start != std::string_view::npos) at = start;
+    }
+    const auto [line, column] = line_and_column(text, at);
+    if (duplicate_key)
+      throw PlanFormatError(source, "",
+                            "duplicate key " + quote(*duplicate_key) +
+                                " (an object may hold each key once; which value was meant?)",
+                            line, column);
     throw PlanFormatError(source, "", "malformed JSON: " + ec.message(), line, column);
   }
 
@@ -329,16 +385,42 @@ ParsedPlan parse_plan(std::string_view text, const std::string& source) {
   return parsed;
 }
 
-ParsedPlan load_plan(const std::string& path) {
-  if (path == "-") {
-    std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-    return parse_plan(text, "<stdin>");
+namespace {
+
+// All of `in`, up to max_plan_bytes: a stream that goes on (/dev/zero) ends in an error, not
+// in memory exhaustion.
+std::string read_bounded(std::istream& in, const std::string& source) {
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_plan_bytes)
+      throw PlanFormatError(source, "",
+                            "more than " + std::to_string(max_plan_bytes >> 20) +
+                                " MiB: larger than any plan swp reads (is this a plan file?)");
   }
+  if (in.bad()) throw PlanReadError(source, "", "cannot read plan file: read error");
+  return text;
+}
+
+}  // namespace
+
+ParsedPlan load_plan(const std::string& path) {
+  if (path == "-") return parse_plan(read_bounded(std::cin, "<stdin>"), "<stdin>");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw PlanReadError(path, "", "is a directory, not a plan file");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw PlanFormatError(path, "", "cannot open plan file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_plan(text.str(), path);
+  if (!in) {
+    const int reason = errno;
+    if (!std::filesystem::exists(path, ec))
+      throw PlanReadError(path, "", "cannot open plan file: not found");
+    throw PlanReadError(path, "",
+                        std::string("cannot open plan file: ") +
+                            (reason != 0 ? std::strerror(reason) : "open failed"));
+  }
+  return parse_plan(read_bounded(in, path), path);
 }
 
 std::string plan_to_json(const PipelinePlan& plan) {

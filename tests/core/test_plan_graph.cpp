@@ -196,6 +196,30 @@ TEST_CASE("rule empty_name: every task needs a name") {
   CHECK(contains(v.message, "empty name"));
 }
 
+TEST_CASE("rule control_character: names hold no control characters, and are shown escaped") {
+  // They reached terminals raw and broke `swp order`'s one name per line.
+  SUBCASE("a task name") {
+    const auto v = only_violation(make_plan({{"A"}, {std::string("B\n\x1b[31m") + '\0'}}));
+    CHECK(v.rule == PlanRule::control_character);
+    CHECK(contains(v.message, "task #1's name 'B\\n\\x1b[31m\\x00'"));
+  }
+  SUBCASE("a stream and a lane name") {
+    const auto error = rejection(make_plan({{"A", 0, "s\t", "lane\x7f"}}));
+    REQUIRE(error.violations().size() == 2);
+    CHECK(contains(error.what(), "stream 's\\t'"));
+    CHECK(contains(error.what(), "thread group 'lane\\x7f'"));
+  }
+  SUBCASE("no message of any rule echoes one raw") {
+    const auto error = rejection(make_plan({{"A\n"}}, {{"A\n", "Nobody\r"}}));
+    const std::string what = error.what();
+    CHECK(contains(what, "'Nobody\\r'"));
+    for (const auto& v : error.violations())
+      CHECK(std::none_of(v.message.begin(), v.message.end(), [](char c) {
+        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+      }));
+  }
+}
+
 TEST_CASE("rule duplicate_name: names are unique") {
   const auto v = only_violation(make_plan({{"Forward"}, {"B"}, {"Forward", 1}}));
   CHECK(v.rule == PlanRule::duplicate_name);
@@ -340,6 +364,29 @@ TEST_CASE("rule intra_cycle: the message prints the cycle task by task") {
     REQUIRE(error.violations().size() == 2);
     CHECK(contains(error.what(), "A -> B -> A"));
     CHECK(contains(error.what(), "C -> D -> C"));
+  }
+  SUBCASE("one violation per cyclic component, each its shortest cycle, in task order") {
+    // A self-loop inside a larger component is that component's shortest cycle; the searches
+    // of many components share their scratch (reports on 10^5 self-loops were quadratic).
+    const auto error = rejection(make_plan(
+        {{"A"}, {"B"}, {"C"}, {"D"}, {"E"}, {"F"}},
+        {{"A", "B"}, {"B", "C"}, {"C", "A"}, {"B", "B"}, {"D", "D"}, {"E", "F"}, {"F", "E"}}));
+    REQUIRE(error.violations().size() == 3);
+    CHECK(error.violations()[0].tasks == std::vector<std::string>{"A", "B", "C"});
+    CHECK(contains(error.violations()[0].message, "A -> B -> C -> A"));
+    CHECK(error.violations()[1].tasks == std::vector<std::string>{"D"});
+    CHECK(contains(error.violations()[2].message, "E -> F -> E"));
+  }
+  SUBCASE("many self-loops: one violation each") {
+    constexpr int n = 20'000;
+    swp::PipelinePlan plan;
+    for (int i = 0; i < n; ++i) {
+      const auto t = plan.add({"t" + std::to_string(i)});
+      plan.intra_iter_deps.push_back({t, t});
+    }
+    const auto error = rejection(plan);
+    REQUIRE(error.violations().size() == n);
+    CHECK(error.violations().back().tasks == std::vector<std::string>{"t19999"});
   }
   SUBCASE("a duplicated edge is no cycle") {
     CHECK_NOTHROW((void)swp::validate(make_plan({{"A"}, {"B"}}, {{"B", "A"}, {"B", "A"}})));

@@ -2,9 +2,18 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/plans.hpp"
@@ -97,7 +106,8 @@ TEST_CASE("plan_to_json round-trips a plan field by field") {
   swp::PipelinePlan plan;
   SUBCASE("the SparseDist plan") { plan = swp::test::sparse_dist_plan(); }
   SUBCASE("costs, lanes, an inferred depth and awkward names") {
-    auto a = plan.add({"say \"hi\"\\ \t\n"}, {.stage = 0, .stream = "s\"1"},
+    // Quotes, backslashes, non-ASCII; control characters are rejected (see below).
+    auto a = plan.add({"say \"hi\"\\ /"}, {.stage = 0, .stream = "s\"1"},
                       {.cpu_us = 0.1, .device_us = 1e-7, .jitter_every = 3,
                        .jitter_device_us = 123456.789});
     auto b = plan.add({"Vorwärts → 前向 🚀"}, {.stage = 2, .thread_group = "lane/ü",
@@ -318,5 +328,90 @@ TEST_CASE("load_plan reads a file and names it in errors") {
       CHECK(contains(e.what(), path));
       CHECK(contains(e.what(), "cannot open"));
     }
+  }
+}
+
+TEST_CASE("load_plan reads FIFOs, and tells a directory and an endless input apart") {
+  SUBCASE("a directory is named as one") {
+    try {
+      (void)swp::load_plan("/");
+      FAIL("load_plan read a directory");
+    } catch (const swp::PlanReadError& e) {
+      CHECK(contains(e.what(), "is a directory"));
+    }
+  }
+  SUBCASE("a FIFO (a process substitution) is read like a file") {
+    const TempFile plan(one_task(R"(, "stage": 0)"));
+    const std::string fifo = plan.str() + ".fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    // The writer opens its end once the reader has (non-blocking opens fail until then), so
+    // that a reader that never comes cannot hang the test: the writer gives up after a while.
+    std::thread writer([&] {
+      const std::string text = one_task(R"(, "stage": 1)");
+      for (int attempt = 0; attempt < 30'000; ++attempt) {
+        const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+        if (fd >= 0) {
+          (void)!::write(fd, text.data(), text.size());
+          ::close(fd);
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+    const auto parsed = swp::load_plan(fifo);
+    writer.join();
+    std::filesystem::remove(fifo);
+    REQUIRE(parsed.plan.tasks.size() == 1);
+    CHECK(parsed.plan.tasks[0].schedule.stage == 1);
+  }
+  SUBCASE("an input larger than any plan ends in an error, not in memory exhaustion") {
+    // /dev/zero never ends: reading it whole never finished.
+    try {
+      (void)swp::load_plan("/dev/zero");
+      FAIL("load_plan read /dev/zero");
+    } catch (const swp::PlanFormatError& e) {
+      CHECK(contains(e.what(), "larger than any plan"));
+    }
+  }
+}
+
+TEST_CASE("a key given twice in one object is an error at the key, not the last value") {
+  // Boost.JSON keeps the last value silently: {"cpu_us": -1, "cpu_us": 1} passed.
+  const auto e = format_error("{\"tasks\": [{\"name\": \"A\",\n  \"cpu_us\": -1, \"cpu_us\": 1}]}");
+  CHECK(e.line() == 2);
+  CHECK(e.column() == 17);  // the second "cpu_us"
+  CHECK(contains(e.what(), "duplicate key \"cpu_us\""));
+  SUBCASE("at any depth, top level included") {
+    const auto top = format_error(R"({"tasks": [{"name": "A"}], "tasks": []})");
+    CHECK(contains(top.what(), "duplicate key \"tasks\""));
+  }
+  SUBCASE("the same key in different objects is fine") {
+    const auto parsed = swp::parse_plan(
+        R"({"tasks": [{"name": "A", "stage": 0}, {"name": "B", "stage": 0}]})");
+    CHECK(parsed.plan.tasks.size() == 2);
+  }
+}
+
+TEST_CASE("a name with a control character is rejected naming the field, shown escaped") {
+  struct Case {
+    std::string json, field;
+  };
+  const std::vector<Case> cases{
+      {R"({"tasks": [{"name": "a\nb"}]})", "tasks[0].name"},
+      {R"({"tasks": [{"name": "a\u0000"}]})", "tasks[0].name"},
+      {R"({"tasks": [{"name": "A", "stream": "\u001b[31mred"}]})", "tasks[0] (A).stream"},
+      {R"({"tasks": [{"name": "A", "thread_group": "l\r"}]})", "tasks[0] (A).thread_group"},
+      {R"({"tasks": [{"name": "A"}], "intra_iter_deps": [["A", "\u007f"]]})",
+       "intra_iter_deps[0][1]"},
+      {R"({"tasks": [{"name": "A"}], "stream_aliases": {"x\ty": "default"}})", "stream_aliases"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.json);
+    const auto e = format_error(c.json);
+    CHECK(e.field() == c.field);
+    CHECK(contains(e.what(), "control characters"));
+    const std::string what = e.what();
+    CHECK(std::none_of(what.begin(), what.end(),
+                       [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }));
   }
 }

@@ -23,6 +23,8 @@ enum class PlanRule {
   stream_alias,      ///< a stream alias that is empty, aliases "default", itself or another
                      ///< alias, or that no task uses
   cost_limit,        ///< a synthetic cost outside [0, max_cost_us] (or not a number)
+  control_character, ///< a task, stream or lane name holds a control character (NUL, newline,
+                     ///< ESC, ...), which would reach terminals and line-based outputs raw
 };
 
 /// Short name of a rule as printed in messages ("corollary 1", "duplicate name", ...).

@@ -1,6 +1,7 @@
 #pragma once
 // Plan files: the JSON schema of DESIGN.md, read with errors that name file, field and line.
 
+#include <cstddef>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,17 @@ class PlanFormatError : public std::runtime_error {
   int line_, column_;
 };
 
+/// A plan file that cannot be opened or read at all (missing, unreadable, a directory): an
+/// input the caller named wrongly rather than a plan that is wrong. `swp` exits 2 for it.
+class PlanReadError : public PlanFormatError {
+ public:
+  using PlanFormatError::PlanFormatError;
+};
+
+/// The largest plan `load_plan` reads (256 MiB; a 100k-task plan takes about 15 MiB): more is
+/// not a plan, and `swp validate - < /dev/zero` must end.
+inline constexpr std::size_t max_plan_bytes = std::size_t{256} << 20;
+
 /// A parsed plan and the warnings met on the way (unknown keys, which are ignored).
 struct ParsedPlan {
   PipelinePlan plan;
@@ -44,8 +56,9 @@ struct ParsedPlan {
 /// "stream_aliases": {alias: target}}`; only `tasks` and each task's `name` are required.
 ParsedPlan parse_plan(std::string_view json, const std::string& source = "<string>");
 
-/// Reads and parses a plan file; `-` reads standard input.
-/// Throws PlanFormatError, also when the file cannot be opened.
+/// Reads and parses a plan file (a regular file, a FIFO, a process substitution); `-` reads
+/// standard input. Throws PlanReadError when the file cannot be opened or read,
+/// PlanFormatError when it is no plan, including one larger than max_plan_bytes.
 ParsedPlan load_plan(const std::string& path);
 
 /// Serializes a plan to the same schema, one task per line. Defaults (stream/thread_group
