@@ -84,6 +84,8 @@ int run_cli(int argc, const char* const* argv) {
   }
   try {
     return action();
+  } catch (const CommandFailed& failed) {
+    return failed.exit;
   } catch (const std::exception& e) {
     print_error(e.what());
     return Exit::invalid_plan;

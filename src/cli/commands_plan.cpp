@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "options.hpp"
 #include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "swp/core/enqueue_order.hpp"
@@ -79,7 +80,7 @@ void add_plan_commands(CLI::App& app, Action& action) {
     add_plan_argument(*cmd, *path);
     cmd->add_option("--periods", *periods, "number of periods (columns) to print")
         ->required()
-        ->check(CLI::Range(1, 100000));
+        ->check(in_range(1, 100000));
     cmd->add_option("--shortcut", *skip, "tasks shown as shortcut ([skip]); comma-separated");
     cmd->callback([&action, path, periods, skip] {
       action = [path, periods, skip] {

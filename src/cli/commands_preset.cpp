@@ -3,12 +3,16 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "commands.hpp"
 #include "diagnostics.hpp"
 #include "options.hpp"
 #include "plan_input.hpp"
+#include "swp/core/plan_error.hpp"
 #include "swp/core/plan_json.hpp"
 #include "swp/presets/preset_registry.hpp"
 #include "swp/presets/recsys_costs.hpp"
@@ -29,14 +33,20 @@ struct PresetFlags {
   std::int64_t compile_on_iter = 3;
 };
 
-// --stages "data_copy:memcpy,gpu_postproc": NAME[:STREAM], comma-separated.
+// --stages "data_copy:memcpy,gpu_postproc": NAME[:STREAM], comma-separated, each name once.
+// Throws std::invalid_argument naming the flag and the name given twice.
 std::vector<presets::StageSpec> parse_stages(const std::string& list) {
   std::vector<presets::StageSpec> stages;
+  std::set<std::string> names;
   std::stringstream in(list);
   for (std::string item; std::getline(in, item, ',');) {
     if (item.empty()) continue;
     const auto colon = item.find(':');
-    stages.push_back({item.substr(0, colon), colon == std::string::npos ? "" : item.substr(colon + 1)});
+    std::string name = item.substr(0, colon);
+    if (!names.insert(name).second)
+      throw std::invalid_argument("--stages: stage '" + name +
+                                  "' is given twice (each stage is a task, named once)");
+    stages.push_back({std::move(name), colon == std::string::npos ? "" : item.substr(colon + 1)});
   }
   return stages;
 }
@@ -63,6 +73,9 @@ int print_preset(const PresetFlags& flags) {
                      .stages = parse_stages(flags.stages)});
   } catch (const std::invalid_argument& e) {  // unknown name or bad option value
     print_error(e.what());
+    return Exit::bad_usage;
+  } catch (const PlanError& e) {  // option values that make no valid plan (names, streams)
+    print_error("swp preset: the options make an " + std::string(e.what()));
     return Exit::bad_usage;
   }
   const presets::PresetPhase* phase = &preset.phases.back();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "options.hpp"
 #include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "swp/engine/errors.hpp"
@@ -65,17 +66,17 @@ void add_profile_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"host", "sim"}))
       ->capture_default_str();
   cmd->add_option("--warmup", flags->options.warmup, "unmeasured serial iterations first")
-      ->check(CLI::Range(0, 1'000'000))
+      ->check(in_range(0, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--measure", flags->options.measure, "serial iterations per timed round")
-      ->check(CLI::Range(1, 1'000'000))
+      ->check(in_range(1, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--rounds", flags->options.rounds, "timed rounds (the median counts)")
-      ->check(CLI::Range(1, 10'000))
+      ->check(in_range(1, 10'000))
       ->capture_default_str();
   cmd->add_option("--skip", flags->skip, "tasks not to profile (comma separated)")->delimiter(',');
   cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
-      ->check(CLI::Range(0, 256))
+      ->check(in_range(0, 256))
       ->capture_default_str();
   cmd->callback([&action, flags] { action = [flags] { return profile(*flags); }; });
 }

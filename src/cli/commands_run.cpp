@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "options.hpp"
 #include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "trace_output.hpp"
@@ -108,15 +109,15 @@ void add_run_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   auto* depth = cmd->add_option("--max-depth", flags->max_depth,
                                 "data-flow slots (iterations in flight); default: the plan's depth")
-                    ->check(CLI::Range(1, 4096));
+                    ->check(in_range(1, 4096));
   cmd->add_option("--iters", flags->iters, "iterations to run")
-      ->check(CLI::Range(1, 100'000'000))
+      ->check(in_range(1, 100'000'000))
       ->capture_default_str();
   cmd->add_option("--backend", flags->backend, "device backend")
       ->check(CLI::IsMember({"host", "sim"}))
       ->capture_default_str();
   cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
-      ->check(CLI::Range(0, 256))
+      ->check(in_range(0, 256))
       ->capture_default_str();
   cmd->add_option("--trace", flags->trace_path,
                   "write the run's timeline as Chrome-trace JSON (ui.perfetto.dev) to this file");

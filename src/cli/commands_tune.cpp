@@ -9,6 +9,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "options.hpp"
 #include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "profile_metrics.hpp"
@@ -57,6 +58,11 @@ int tune(const TuneFlags& flags) {
   auto plan = load_checked(flags.path, Strictness::valid);
   if (!plan) return Exit::invalid_plan;
   TuneOptions options = flags.options;
+  if (options.max_depth == 0 && plan->inspection.graph.depth() > max_tune_depth)
+    print_warning(flags.path + ": the plan's depth " +
+                  std::to_string(plan->inspection.graph.depth()) + " is above the tuner's limit of " +
+                  std::to_string(max_tune_depth) + ": searching under a cap of " +
+                  std::to_string(max_tune_depth) + " (see --max-depth)");
   if (!flags.costs_path.empty()) {
     options.measured = read_costs(flags.costs_path);
     if (!options.measured) return Exit::bad_usage;
@@ -124,19 +130,19 @@ void add_tune_command(CLI::App& app, Action& action) {
   add_plan_argument(*cmd, flags->path);
   cmd->add_option("--max-depth", flags->options.max_depth,
                   "memory cap: stages 0..D-1, at most D iterations in flight; default: the "
-                  "plan's depth")
-      ->check(CLI::Range(1, 64));
+                  "plan's depth, at most 64")
+      ->check(in_range(1, max_tune_depth));
   cmd->add_option("--iters", flags->options.iters,
                   "iterations of the final measurement of the best candidates and the input")
-      ->check(CLI::Range(1, 1'000'000))
+      ->check(in_range(1, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--search-iters", flags->options.search_iters,
                   "iterations per candidate during the search")
-      ->check(CLI::Range(1, 1'000'000))
+      ->check(in_range(1, 1'000'000))
       ->capture_default_str();
   cmd->add_option("--max-candidates", flags->options.max_candidates,
                   "exhaustive up to this many stage assignments, local search beyond")
-      ->check(CLI::Range(1, 10'000'000))
+      ->check(in_range(1, 10'000'000))
       ->capture_default_str();
   auto* costs = cmd->add_option(
       "--costs", flags->costs_path,

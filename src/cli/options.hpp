@@ -11,4 +11,9 @@ namespace swp::cli {
 /// largest double, 300 digits, as the bound).
 CLI::Validator at_least(std::int64_t min);
 
+/// Accepts a decimal integer in `min`..`max`; otherwise `--flag: expected an integer in
+/// MIN..MAX, got 'VALUE'`, adding "not a number" when it is none (CLI::Range said "not in
+/// range" of `--workers Forward`).
+CLI::Validator in_range(std::int64_t min, std::int64_t max);
+
 }  // namespace swp::cli

@@ -13,8 +13,11 @@ void add_plan_argument(CLI::App& command, std::string& path) {
       ->check(CLI::Validator(
           [](const std::string& p) -> std::string {
             if (p == "-") return {};
+            // Anything readable that is not a directory: a FIFO or a process substitution
+            // (`swp validate <(cat plan.json)`) is a plan file too.
             std::error_code ec;
-            if (!std::filesystem::is_regular_file(p, ec)) return "plan file not found: " + p;
+            if (std::filesystem::is_directory(p, ec)) return "is a directory, not a plan file: " + p;
+            if (!std::filesystem::exists(p, ec)) return "plan file not found: " + p;
             return {};
           },
           "FILE|-"));
@@ -39,6 +42,10 @@ std::optional<CheckedPlan> load_checked(const std::string& path, Strictness stri
       print_warning(path + ": the plan breaks the rules above; `swp validate` rejects it and an "
                            "engine would refuse to run it");
     return CheckedPlan{std::move(parsed.plan), std::move(inspection)};
+  } catch (const PlanReadError& e) {
+    // Opened after the argument check: it went away, or it cannot be read (permissions).
+    print_error(e.what());
+    throw CommandFailed{Exit::bad_usage};
   } catch (const PlanFormatError& e) {
     print_error(e.what());
     return std::nullopt;

@@ -31,9 +31,14 @@ struct CheckedPlan {
   Inspection inspection;
 };
 
+/// Thrown once the error was printed: the command exits with `exit` (run_cli catches it).
+struct CommandFailed {
+  Exit exit;
+};
+
 /// Loads, parses and checks the plan at `path`, printing warnings and errors to stderr as
 /// `warning: ...` / `error: ...`. Returns nothing when the command must exit with
-/// `invalid_plan`.
+/// `invalid_plan`; throws CommandFailed{bad_usage} when the file cannot be read.
 std::optional<CheckedPlan> load_checked(const std::string& path, Strictness strictness);
 
 }  // namespace swp::cli

@@ -258,13 +258,16 @@ PipelinePlan with_stages(const PipelinePlan& plan, const StageAssignment& stages
 }
 
 TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options) {
-  if (options.max_depth < 0) throw std::invalid_argument("max_depth must be at least 1");
+  if (options.max_depth < 0 || options.max_depth > max_tune_depth)
+    throw std::invalid_argument("max_depth must be in 1.." + std::to_string(max_tune_depth) +
+                                " (or 0: the plan's depth), got " +
+                                std::to_string(options.max_depth));
   if (options.iters < 1 || options.search_iters < 1)
     throw std::invalid_argument("iters and search_iters must be at least 1");
   if (options.max_candidates == 0 || options.finalists == 0)
     throw std::invalid_argument("max_candidates and finalists must be at least 1");
   const PlanGraph graph = validate(plan);
-  const int cap = options.max_depth > 0 ? options.max_depth : graph.depth();
+  const int cap = options.max_depth > 0 ? options.max_depth : std::min(graph.depth(), max_tune_depth);
   const StageAssignment input = stages_of(plan);
   const StageRules rules(graph);
   // Simulated with the measured costs when given; the stages are the same either way.

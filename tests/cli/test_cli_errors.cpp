@@ -4,6 +4,10 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -68,6 +72,13 @@ TEST_CASE("every usage error exits 2 with one error line naming the offending ar
       {"tune " + plan + " --costless-on cpu", "--costless-on"},
       {"profile " + plan + " --skip Nobody", "Nobody"},
       {"--bogus", "--bogus"},
+      // A directory is no plan file, and says so (it was "plan file not found").
+      {"validate /", "is a directory"},
+      // Not a number is not "not in range".
+      {"run " + plan + " --workers Forward", "'Forward', not a number"},
+      {"run " + plan + " --workers 999", "0..256"},
+      // A stage named twice makes no plan: a usage error of the flag (it exited 1).
+      {"preset staged --stages a,a", "--stages: stage 'a' is given twice"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.args);
@@ -162,4 +173,62 @@ TEST_CASE("the largest stage within the limit is accepted") {
   const auto r = run_swp("validate " + quoted(plan.str()));
   CHECK(r.status == 0);
   CHECK(r.out == "ok: 2 tasks, depth 4096\n");
+}
+
+TEST_CASE("a plan file that exists but cannot be read exits 2 naming it") {
+  const TempFile plan(R"({"tasks": [{"name": "A"}]})", ".json");
+  // Root reads any file whatever its mode: run as nobody, where there is one.
+  if (::geteuid() != 0) {
+    std::filesystem::permissions(plan.path(), std::filesystem::perms::none);
+    const auto r = run_swp("validate " + quoted(plan.str()));
+    CHECK(r.status == 2);
+    check_one_error(r, plan.str());
+    std::filesystem::permissions(plan.path(), std::filesystem::perms::owner_read |
+                                                  std::filesystem::perms::owner_write);
+    return;
+  }
+  const std::string as_nobody = "runuser -u nobody -- ";
+  if (std::system("command -v runuser >/dev/null 2>&1") != 0 ||
+      std::system((as_nobody + "test -x " + quoted(SWP_CLI_PATH) + " 2>/dev/null").c_str()) != 0) {
+    MESSAGE("skipped: no unprivileged user that can run " SWP_CLI_PATH);
+    return;
+  }
+  std::filesystem::permissions(plan.path(), std::filesystem::perms::owner_read |
+                                                std::filesystem::perms::owner_write);
+  const auto r = run_swp("validate " + quoted(plan.str()), as_nobody);
+  CHECK(r.status == 2);
+  check_one_error(r, "cannot open plan file");
+}
+
+TEST_CASE("a plan from a FIFO (a process substitution) is read, an endless input is refused") {
+  SUBCASE("bash's <(...)") {
+    // It was refused as "plan file not found: /dev/fd/63".
+    const std::string command =
+        "bash -c " + quoted(quoted(SWP_CLI_PATH) + " validate <(cat " + quoted(plan_path()) +
+                            ") >/dev/null 2>&1");
+    const int raw = std::system(command.c_str());
+    REQUIRE(WIFEXITED(raw));
+    CHECK(WEXITSTATUS(raw) == 0);
+  }
+  SUBCASE("/dev/zero on standard input ends with an error") {
+    const auto r = run_swp("validate -", "</dev/zero");
+    CHECK(r.status == 1);
+    check_one_error(r, "larger than any plan");
+  }
+}
+
+TEST_CASE("a key given twice and a name with a control character exit 1 naming where") {
+  SUBCASE("a duplicate key, with its line and column") {
+    const TempFile plan("{\"tasks\": [{\"name\": \"A\", \"cpu_us\": -1, \"cpu_us\": 1}]}", ".json");
+    const auto r = run_swp("validate " + quoted(plan.str()));
+    CHECK(r.status == 1);
+    check_one_error(r, plan.str() + ":1:40: duplicate key \"cpu_us\"");
+  }
+  SUBCASE("a newline in a name, which would break swp order's one name per line") {
+    const TempFile plan(R"({"tasks": [{"name": "A\nB"}]})", ".json");
+    const auto r = run_swp("order " + quoted(plan.str()));
+    CHECK(r.status == 1);
+    check_one_error(r, "tasks[0].name");
+    CHECK(r.out.empty());
+  }
 }

@@ -158,6 +158,21 @@ TEST_CASE("swp tune errors: invalid plans exit 1 naming tasks, bad flags and pat
     CHECK(r.status == 2);
     CHECK(r.err.find("--max-depth") != std::string::npos);
   }
+  SUBCASE("a depth cap above 64") {
+    const auto r = run_swp("tune - --max-depth 65", swp_cli() + " preset base |");
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--max-depth") != std::string::npos);
+  }
+  SUBCASE("a plan deeper than 64 is tuned under 64, with a warning saying so") {
+    const TempFile plan(R"({"tasks": [{"name": "A", "stage": 0, "cpu_us": 1},
+                                      {"name": "B", "stage": 69, "cpu_us": 1}]})");
+    const auto r = run_swp("tune " + quoted(plan.str()) +
+                           " --max-candidates 20 --iters 20 --search-iters 10");
+    CHECK(r.status == 0);
+    CHECK(r.err.find("warning: ") != std::string::npos);
+    CHECK(r.err.find("above the tuner's limit of 64") != std::string::npos);
+    CHECK(swp::test::metric_values(r.err).at("max_depth") == 64);
+  }
   SUBCASE("an --out path that cannot be written, before searching") {
     const std::string missing = "/nonexistent-swp-dir/tuned.json";
     const auto r = run_swp("tune - --out " + quoted(missing), swp_cli() + " preset base |");

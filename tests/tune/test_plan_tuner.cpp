@@ -182,6 +182,17 @@ TEST_CASE("tune_plan keeps the tuned plan within the depth cap") {
     CHECK(result.baseline_depth == 4);
     CHECK(validates(result.best));
   }
+  SUBCASE("the default cap, the input's depth, is at most max_tune_depth") {
+    // A depth of 70 made the default cap 70, past the 1..64 that --max-depth allows.
+    swp::PipelinePlan deep;
+    deep.add({"A"}, {.stage = 0}, {.cpu_us = 1});
+    deep.add({"B"}, {.stage = 69}, {.cpu_us = 1});
+    const auto result = swp::tune_plan(deep, quick(0, 20));
+    CHECK(result.max_depth == swp::max_tune_depth);
+    CHECK(result.baseline_depth == 70);
+    CHECK(result.depth <= swp::max_tune_depth);
+    CHECK(validates(result.best));
+  }
   SUBCASE("local search beyond max_candidates stays in the cap and never loses to the input") {
     const auto result = swp::tune_plan(plan, quick(4, 12));
     CHECK_FALSE(result.exhaustive);
@@ -241,6 +252,7 @@ TEST_CASE("tune_plan rejects invalid plans and options") {
   SUBCASE("bad options") {
     const auto plan = flat_sparse_dist();
     CHECK_THROWS_AS(swp::tune_plan(plan, quick(-1)), std::invalid_argument);
+    CHECK_THROWS_AS(swp::tune_plan(plan, quick(swp::max_tune_depth + 1)), std::invalid_argument);
     auto o = kQuick;
     o.iters = 0;
     CHECK_THROWS_AS(swp::tune_plan(plan, o), std::invalid_argument);

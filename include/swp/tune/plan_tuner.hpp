@@ -51,9 +51,14 @@ Plan<Ctx> with_stages(Plan<Ctx> plan, const PipelinePlan& tuned) {
   return plan;
 }
 
+/// The largest depth cap the tuner searches under: the space of stage assignments grows as
+/// depth^tasks, and 64 iterations in flight is already more memory than a training step has.
+inline constexpr int max_tune_depth = 64;
+
 struct TuneOptions {
-  /// Memory cap: stages 0..max_depth−1, so at most max_depth iterations (slots) in flight.
-  /// 0: the input plan's depth, so the tuned plan never holds more batches than the input.
+  /// Memory cap: stages 0..max_depth−1, so at most max_depth iterations (slots) in flight;
+  /// 1..max_tune_depth. 0: the input plan's depth, so the tuned plan never holds more batches
+  /// than the input; at most max_tune_depth (a deeper input is then not a candidate itself).
   int max_depth = 0;
   /// Iterations of the final measurement of the finalists and the input (as `swp run`).
   int iters = 200;
@@ -105,8 +110,8 @@ struct TuneResult {
 /// then the fewest tasks moved. When the input fits the cap it is a candidate, so the result
 /// is never slower than the input.
 ///
-/// Throws PlanError for an invalid plan, std::invalid_argument for bad options (max_depth < 0,
-/// iters or search_iters < 1, max_candidates or finalists 0, a profile naming tasks the plan
+/// Throws PlanError for an invalid plan, std::invalid_argument for bad options (max_depth < 0
+/// or > max_tune_depth, iters or search_iters < 1, max_candidates or finalists 0, a profile naming tasks the plan
 /// does not have).
 /// Example: `auto r = swp::tune_plan(plan, {.max_depth = 3}); std::cout << r.us_per_iter;`
 TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options = {});
