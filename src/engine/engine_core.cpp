@@ -276,9 +276,13 @@ bool EngineCore::await_slot(std::int64_t iter) {
 PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
   const std::int64_t previous = iter - static_cast<std::int64_t>(slots_.size());
   const std::string unfinished = diagnose();
-  return hang_error("device work of iteration " + std::to_string(previous) +
-                    " did not complete within " + std::to_string(timeouts_.retire.count()) +
-                    " ms, so iteration " + std::to_string(iter) +
+  // On virtual time the wait ends unfinished only when nothing is left to run (wait_for).
+  const std::string why =
+      runtime_.scheduler().virtual_time()
+          ? " can never complete (nothing left to run: deadlock)"
+          : " did not complete within " + std::to_string(timeouts_.retire.count()) + " ms";
+  return hang_error("device work of iteration " + std::to_string(previous) + why +
+                    ", so iteration " + std::to_string(iter) +
                     " cannot have its slot; device work not complete:" +
                     pending_device_work(previous) +
                     (unfinished.empty() ? "" : "\nunfinished:" + unfinished));

@@ -101,8 +101,10 @@ bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::millis
   Scheduler& scheduler = runtime_.scheduler();
   // Run what is runnable first: usually that is all it takes, and it needs no clock reading.
   if (scheduler.drive_until(done, Clock::time_point::min())) return true;
+  // Virtual time: the deadlines do not apply to the model (a task may model minutes), and a
+  // run that cannot go on is known at once: drive_until returns when nothing is left to run.
+  if (scheduler.virtual_time()) return scheduler.drive_until(done, Clock::time_point::max());
   const auto deadline = scheduler.now() + limit;
-  if (scheduler.virtual_time()) return scheduler.drive_until(done, deadline);
   while (!done()) {
     const auto now = scheduler.now();
     if (now >= deadline) return false;
@@ -112,15 +114,28 @@ bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::millis
   return true;
 }
 
-void EngineCore::time_out_retire(Clock::time_point start) {
-  Scheduler& scheduler = runtime_.scheduler();
-  const bool stuck = scheduler.virtual_time() && scheduler.now() - start < timeouts_.retire;
+void EngineCore::time_out_retire() {
+  // On virtual time a wait ends unfinished only when nothing is left to run (see wait_for).
+  const bool stuck = runtime_.scheduler().virtual_time();
   const std::string what =
       "iteration " + std::to_string(oldest_) +
       (stuck ? " can never retire (nothing left to run: deadlock); unfinished:"
              : " did not retire within " + std::to_string(timeouts_.retire.count()) +
                    " ms; unfinished:");
   fail("", oldest_, std::make_exception_ptr(hang_error(what + diagnose())), FailureKind::timeout);
+}
+
+std::string EngineCore::describe(const Failure& failure) {
+  std::string what = "an unknown exception";
+  try {
+    std::rethrow_exception(failure.error);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  if (failure.kind != FailureKind::task) return what;
+  return "task '" + failure.task + "' failed in iteration " + std::to_string(failure.iter) +
+         ": " + what;
 }
 
 void EngineCore::abort_run(bool drained) {
@@ -130,7 +145,9 @@ void EngineCore::abort_run(bool drained) {
   filled_ = false;
   if (!drained) {
     broken_ = true;
-    throw hang_error("pipeline could not drain after a failure; still unfinished:" + diagnose());
+    // The failure that started the drain is the cause: it stays in the message.
+    throw hang_error("pipeline could not drain after a failure (" + describe(failure) +
+                     "); still unfinished:" + diagnose());
   }
   if (failure.kind != FailureKind::task) std::rethrow_exception(failure.error);
   throw TaskError(failure.task, failure.iter, failure.error);
@@ -156,10 +173,8 @@ std::optional<std::int64_t> EngineCore::progress() {
   if (at_end() && !stop_.stop_requested()) return std::nullopt;
   // Already retirable (other threads ran it meanwhile): no wait, no scheduler call.
   if (!retirable() && !stop_.stop_requested()) {
-    Scheduler& scheduler = runtime_.scheduler();
-    const auto start = scheduler.virtual_time() ? scheduler.now() : Clock::time_point{};
     const bool retired = wait_for(oldest_done_, timeouts_.retire);
-    if (!retired && !stop_.stop_requested()) time_out_retire(start);
+    if (!retired && !stop_.stop_requested()) time_out_retire();
   }
   // A failure admitting the next iteration (the source, a slot deadline) surfaces from the
   // next call: this one returns what it retired.
@@ -176,7 +191,7 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
   if (!co_await AsyncWait(*this, &EngineCore::retire_ready, timeouts_.retire) &&
       !stop_.stop_requested()) {
     if (!retirable()) {
-      time_out_retire(Clock::time_point{});
+      time_out_retire();
     } else {
       const std::int64_t admitted = oldest_ + static_cast<std::int64_t>(slots_.size());
       fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), FailureKind::timeout);

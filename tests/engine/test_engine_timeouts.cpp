@@ -160,17 +160,37 @@ TEST_CASE("the hang report names the instance holding the sequencer turn a waite
 
 TEST_CASE_TEMPLATE("a slot deadline names the device work the slot waits for", Engine,
                    swp::test::UseClock, swp::test::UseDataFlow) {
-  // Virtual time: iteration 0's device work ends at 1000 s, far past the 60 s deadline.
+  // Host time: iteration 0's device work takes 1 s, far past a 20 ms deadline.
+  swp::Runtime rt({.backend = swp::Backend::host});
+  swp::Plan<Ctx> plan;
+  plan.add("Heavy", [](Ctx&, swp::TaskScope& scope) { scope.device_work(1s); },
+           {.stage = 0, .stream = "gpu"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 1);
+  pipe->set_timeouts({.retire = 20ms, .check_interval = 5ms});
+  pipe->fill_pipeline(std::vector<int>{0, 1});
+  const std::string what = timeout_message(*pipe);
+  CHECK(what.find("device work of iteration 0 did not complete within 20 ms, so iteration 1 "
+                  "cannot have its slot; device work not complete:\n  Heavy (iter 0) on stream "
+                  "'gpu': its device work has not completed") != std::string::npos);
+}
+
+TEST_CASE_TEMPLATE("on sim the deadlines do not apply to modelled time: a long model runs", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // 1000 s of device work per iteration and 200 s of CPU time, against 60 s deadlines: a valid
+  // model, which failed ("did not retire within 60000 ms") and, past about 120 s, lost the
+  // cause of its failure in "could not drain".
   swp::Runtime rt({.backend = swp::Backend::sim});
   swp::Plan<Ctx> plan;
   plan.add("Heavy", [](Ctx&, swp::TaskScope& scope) { scope.device_work(1000s); },
            {.stage = 0, .stream = "gpu"});
-  auto pipe = Engine::template make<Ctx>(rt, plan, 1);
-  pipe->fill_pipeline(std::vector<int>{0, 1});
-  const std::string what = timeout_message(*pipe);
-  CHECK(what.find("device work of iteration 0 did not complete within 60000 ms, so iteration 1 "
-                  "cannot have its slot; device work not complete:\n  Heavy (iter 0) on stream "
-                  "'gpu': its device work has not completed") != std::string::npos);
+  plan.add("Slow", [](Ctx&, swp::TaskScope& scope) -> swp::Co<void> {
+    co_await scope.cpu_work(200s);
+  }, {.stage = 1});
+  plan.intra_iter_deps.push_back({"Slow", "Heavy"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  const auto stats = pipe->run(std::vector<int>{0, 1, 2});
+  CHECK(stats.iterations == 3);
+  CHECK(stats.elapsed >= 3000s);  // the device work of three iterations, one after another
 }
 
 TEST_CASE("the hang report is also written to the file EngineTimeouts::hang_report names") {

@@ -320,11 +320,13 @@ class EngineCore {
   [[nodiscard]] bool retirable() const noexcept;
   [[nodiscard]] bool retire_ready() const noexcept;
   [[nodiscard]] bool drained() const noexcept;
-  void time_out_retire(Clock::time_point start);
+  void time_out_retire();
   // Retires the oldest iteration (on_retire) and lets the next ones in; returns it, or -1
   // when on_retire threw (the run failed and nothing retired).
   std::int64_t retire_oldest();
   [[noreturn]] void abort_run(bool drained);
+  // What failed the run, for a message: the task and iteration, and the error's what().
+  static std::string describe(const Failure& failure);
   // Teardown while released instances still run (see ~EngineCore): reports them, aborts.
   [[noreturn]] void die_undrained() const noexcept;
   class AsyncWait;
