@@ -3,9 +3,17 @@
 #include <array>
 #include <new>
 
+// 0: every frame from operator new and back (meson's pooled_frames option, off under
+// sanitizers), so that AddressSanitizer reports a use of a frame after its coroutine ended.
+#ifndef SWP_POOLED_FRAMES
+#define SWP_POOLED_FRAMES 1
+#endif
+
 namespace swp::detail {
 
 namespace {
+
+constexpr bool pooled = SWP_POOLED_FRAMES != 0;
 
 constexpr std::size_t granule = 64;
 constexpr std::size_t classes = max_pooled_frame / granule;
@@ -47,7 +55,7 @@ constexpr std::size_t class_of(std::size_t size) { return (size + granule - 1) /
 
 void* frame_allocate(std::size_t size) {
   ++cache.allocated;
-  if (size == 0 || size > max_pooled_frame || cache.gone) return ::operator new(size);
+  if (!pooled || size == 0 || size > max_pooled_frame || cache.gone) return ::operator new(size);
   const std::size_t c = class_of(size);
   if (FreeNode* node = cache.head[c]) {
     cache.head[c] = node->next;
@@ -58,7 +66,7 @@ void* frame_allocate(std::size_t size) {
 }
 
 void frame_deallocate(void* frame, std::size_t size) noexcept {
-  if (size == 0 || size > max_pooled_frame || cache.gone) {
+  if (!pooled || size == 0 || size > max_pooled_frame || cache.gone) {
     ::operator delete(frame);
     return;
   }
@@ -80,5 +88,7 @@ void frame_deallocate(void* frame, std::size_t size) noexcept {
 }
 
 std::size_t frames_allocated_here() noexcept { return cache.allocated; }
+
+bool frames_pooled() noexcept { return pooled; }
 
 }  // namespace swp::detail

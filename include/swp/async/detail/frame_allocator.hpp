@@ -18,6 +18,11 @@ void frame_deallocate(void* frame, std::size_t size) noexcept;
 /// operation made no coroutine frame.
 [[nodiscard]] std::size_t frames_allocated_here() noexcept;
 
+/// Whether frames are recycled at all: false in builds configured with pooled_frames off (the
+/// default under sanitizers), where every frame goes back to operator delete, so that
+/// AddressSanitizer reports a use of a frame after its coroutine ended.
+[[nodiscard]] bool frames_pooled() noexcept;
+
 inline constexpr std::size_t max_pooled_frame = 2048;
 
 }  // namespace swp::detail
