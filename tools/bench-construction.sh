@@ -5,7 +5,7 @@
 #
 #   tools/bench-construction.sh [SWP]      SWP: the swp binary (default build/src/cli/swp)
 #   SIZES="1000 10000" tools/bench-construction.sh     plan sizes (default 1000 10000 100000)
-#   SHAPES="chain" tools/bench-construction.sh         shapes (default independent chain dag)
+#   SHAPES="chain" tools/bench-construction.sh         shapes (default independent chain dag selfloops)
 #   COMMANDS="validate run-dataflow-sim" ...            commands (default all below)
 #   TIMEOUT=60 tools/bench-construction.sh             seconds per command before giving up
 #   KEEP=DIR tools/bench-construction.sh               keep the generated plans in DIR
@@ -16,6 +16,8 @@
 #   chain        task k depends on task k-1 within the iteration (stages non-decreasing)
 #   dag          about 3 intra deps per task on earlier tasks at a stage <= its own, and one
 #                inter dep per 4 tasks within corollary 3
+#   selfloops    every task depends on itself: an invalid plan with one cycle per task, for
+#                `validate` only (exit 1 expected), which must report them in linear time
 # Commands: validate, order (ready-first), order-sd (stage-descending), schedule (--periods 4),
 # analyze, and run-<engine>-<backend> (`swp run --iters 3`) for dataflow/clock on sim/host.
 #
@@ -42,7 +44,7 @@ fi
 mkdir -p "$work"
 
 SWP="$swp" WORK="$work" SIZES="${SIZES:-1000 10000 100000}" \
-  SHAPES="${SHAPES:-independent chain dag}" TIMEOUT="${TIMEOUT:-120}" \
+  SHAPES="${SHAPES:-independent chain dag selfloops}" TIMEOUT="${TIMEOUT:-120}" \
   COMMANDS="${COMMANDS:-validate order order-sd schedule analyze run-dataflow-sim run-dataflow-host run-clock-sim run-clock-host}" \
   python3 - <<'PY'
 import json, os, random, resource, subprocess, sys, time
@@ -80,8 +82,10 @@ def make_plan(shape, n, seed=1):
             t, d = rng.randrange(n), rng.randrange(n)
             if stages[d] - stages[t] <= 1:
                 inter.append([names[t], names[d]])
+    elif shape == "selfloops":
+        intra = [[names[k], names[k]] for k in range(n)]
     elif shape != "independent":
-        sys.exit("error: unknown shape '%s' (independent, chain, dag)" % shape)
+        sys.exit("error: unknown shape '%s' (independent, chain, dag, selfloops)" % shape)
     return {"tasks": tasks, "intra_iter_deps": intra, "inter_iter_deps": inter}
 
 def argv(command, path):
@@ -105,6 +109,8 @@ for shape in shapes:
         with open(path, "w") as f:
             json.dump(make_plan(shape, n), f)
         for command in commands:
+            if shape == "selfloops" and command != "validate":
+                continue  # an invalid plan: only its report is measured
             name = "construct_%s_%s_%s_s" % (shape, label(n), command.replace("-", "_"))
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
@@ -118,7 +124,7 @@ for shape in shapes:
             elapsed = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-            if r.returncode != 0:
+            if r.returncode != (1 if shape == "selfloops" else 0):
                 sys.exit("error: %s on %s: exit %d: %s" % (command, path, r.returncode,
                                                            r.stderr.decode().strip()))
             print("metric %s %.3f s" % (name, elapsed), flush=True)
