@@ -14,8 +14,10 @@ namespace swp {
 ///   to retire, and for a context slot's device work to complete before the slot is reused.
 ///   Exceeding it cancels the run (every waiter is woken with Cancelled), drains it and throws
 ///   PipelineTimeout naming every unfinished (task, iteration) and what it waits for; the
-///   pipeline can be filled again. On the sim backend a run that can make no progress at all
-///   is reported as a deadlock at once, without waiting out the deadline.
+///   pipeline can be filled again. On the sim backend (virtual time) the deadlines do not
+///   apply to the model — a task may model minutes of work —, and a run that can make no
+///   progress at all is reported as a deadlock at once ("can never retire (nothing left to
+///   run: deadlock)"); this holds for every deadline below.
 /// - `sequencer`: how long a globally ordered instance may wait for its submission turn.
 ///   Exceeding it fails that instance with SequencerTimeout, so progress() throws TaskError
 ///   naming the instance, with the SequencerTimeout as `nested()`.
@@ -24,7 +26,8 @@ namespace swp {
 /// - `drain`: how long a failed run (a task's error, a callback's, a deadline) waits for what
 ///   it released to finish before its error is thrown. Cancelled waits end at once; a body
 ///   that ignores cancellation is waited for. Past the deadline progress() throws
-///   PipelineTimeout ("could not drain", naming what still runs) and the pipeline is broken:
+///   PipelineTimeout ("could not drain", naming the failure that started the drain and what
+///   still runs) and the pipeline is broken:
 ///   fill_pipeline() waits up to `drain` again for those bodies to return (then the pipeline
 ///   is whole again) or throws PipelineStateError naming them; the pipeline's destructor
 ///   waits up to `drain` too, then ends the process with a fatal error naming them
