@@ -1,5 +1,6 @@
 #include "swp/core/enqueue_order.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <span>
@@ -39,7 +40,8 @@ PeriodLocalGraph period_local_graph(const PlanGraph& graph) {
     for (TaskIndex d : graph.intra_deps(t))
       if (graph.stage(d) == graph.stage(t)) add_edge(d, t);
     for (TaskIndex d : graph.inter_deps(t))
-      if (graph.stage(d) == graph.stage(t) + 1) add_edge(d, t);
+      // 64 bits: a graph from inspect() may hold any int stage (validation bounds them).
+      if (std::int64_t{graph.stage(d)} == std::int64_t{graph.stage(t)} + 1) add_edge(d, t);
   }
   return local;
 }

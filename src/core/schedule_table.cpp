@@ -1,6 +1,7 @@
 #include "swp/core/schedule_table.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
@@ -74,7 +75,8 @@ std::string format_schedule(const PlanGraph& graph, int periods,
                        "  " + left(graph.lane(t), w_lane) + "  " + left(graph.stream_label(t), w_stream) +
                        "  |";
     for (int p = 0; p < periods; ++p) {
-      const int iter = p - graph.stage(t);
+      // 64 bits: a graph from inspect() may hold any int stage (validation bounds them).
+      const std::int64_t iter = std::int64_t{p} - graph.stage(t);
       if (iter < 0) {
         line += " " + centre("--", w_cell);
       } else if (skipped) {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "support/plans.hpp"
 #include "swp/core/plan_json.hpp"
+#include "swp/core/schedule_table.hpp"
 
 using swp::OrderPolicy;
 using swp::test::make_plan;
@@ -419,4 +421,22 @@ TEST_CASE("on hundreds of random valid plans both orders match independent refer
   // ... and tells the pseudocode apart from a FIFO ready list and from stage-descending.
   CHECK(fifo_differs > 20);
   CHECK(policies_differ > 100);
+}
+
+TEST_CASE("orders and schedules of an inspected graph with extreme stages do not overflow") {
+  // inspect() keeps a plan whose stages break the limit (validation refuses it), and its graph
+  // still reaches the period-local order and the schedule: stage + 1 and period - stage
+  // overflowed int for INT_MAX / INT_MIN (UBSan, `tools/test.sh`'s ASan+UBSan job).
+  swp::PipelinePlan plan;
+  plan.add({"Top"}, {.stage = std::numeric_limits<int>::max()});
+  plan.add({"Bottom"}, {.stage = std::numeric_limits<int>::min()});
+  plan.add({"Zero"}, {.stage = 0});
+  plan.inter_iter_deps.push_back({"Top", "Bottom"});
+  plan.inter_iter_deps.push_back({"Bottom", "Top"});
+  const auto inspection = swp::inspect(plan);
+  REQUIRE(inspection.structurally_broken());
+  for (auto policy : {swp::OrderPolicy::ready_first, swp::OrderPolicy::stage_descending})
+    CHECK(swp::enqueue_order(inspection.graph, policy).size() == 3);
+  const std::string table = swp::format_schedule(inspection.graph, 2);
+  CHECK(table.find("Zero") != std::string::npos);
 }
