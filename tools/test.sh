@@ -26,7 +26,7 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 
 setup build-tsan -Db_sanitize=thread -Dbuildtype=debugoptimized -Dbench=disabled
 echo "== tests under ThreadSanitizer"
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(pwd)/tools/tsan.supp" \
   ./build-tsan/tests/swp-tests --no-intro --minimal
 
 echo "== fuzzing, ${SWP_FUZZ_SECONDS:-15} s per target"
