@@ -1,8 +1,11 @@
 #include <sys/prctl.h>
 
 #include <condition_variable>
+#include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "item_queue.hpp"
 #include "stream_item.hpp"
@@ -30,6 +33,11 @@ class HostStream final : public Stream, private EventWaiter {
 
   void enqueue_work(Clock::duration duration, WorkTag tag) override {
     push(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, Clock::now()});
+  }
+
+  void enqueue(std::function<void()> work, Clock::duration modelled, WorkTag tag) override {
+    push(StreamItem{StreamItem::Kind::call, modelled, tag, nullptr, 0, Clock::now(),
+                    std::move(work)});
   }
 
   std::uint64_t record(Event& event) override {
@@ -63,13 +71,14 @@ class HostStream final : public Stream, private EventWaiter {
   void synchronize() override {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return items_.empty() && !busy_; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
  private:
   void push(StreamItem item) {
     {
       std::lock_guard lock(mutex_);
-      items_.push_back(item);
+      items_.push_back(std::move(item));
     }
     changed_.notify_all();
   }
@@ -89,7 +98,7 @@ class HostStream final : public Stream, private EventWaiter {
         std::unique_lock lock(mutex_);
         changed_.wait(lock, [&] { return !items_.empty() || stop.stop_requested(); });
         if (items_.empty()) return;  // stop requested and nothing left
-        item = items_.front();
+        item = std::move(items_.front());  // a call's callable too, without a copy
         busy_ = true;
       }
       run(item, stop);
@@ -109,6 +118,20 @@ class HostStream final : public Stream, private EventWaiter {
         const auto start = std::max(item.enqueued, clock_);
         const auto end = start + item.duration;
         std::this_thread::sleep_until(end);
+        clock_ = end;
+        if (observer_ != nullptr) observer_->device_work(*this, DeviceWork{item.tag, start, end});
+        break;
+      }
+      case StreamItem::Kind::call: {
+        // Real work: it takes as long as it runs, from when the stream reaches it.
+        const auto start = std::max(clock_, Clock::now());
+        try {
+          item.call();
+        } catch (...) {
+          std::lock_guard lock(mutex_);
+          if (!error_) error_ = std::current_exception();  // synchronize() rethrows it
+        }
+        const auto end = std::max(start, Clock::now());
         clock_ = end;
         if (observer_ != nullptr) observer_->device_work(*this, DeviceWork{item.tag, start, end});
         break;
@@ -142,6 +165,7 @@ class HostStream final : public Stream, private EventWaiter {
   detail::ItemQueue items_;  // grows to the most items ever queued at once, then never allocates
   EventWait wait_{*this};     // this stream's registration while it runs a wait item
   bool busy_ = false;
+  std::exception_ptr error_;        // the first exception a call threw (under mutex_)
   Clock::time_point clock_{};       // emulated device clock: end of the last item (worker only)
   Clock::time_point idle_clock_{};  // clock_ as of the last finished item (under mutex_)
   std::jthread worker_;        // last member: started after, and joined before, the rest

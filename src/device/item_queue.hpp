@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cstddef>
 #include <memory>
+#include <utility>
 
 #include "stream_item.hpp"
 
@@ -23,6 +24,10 @@ class ItemQueue {
     assert(size_ > 0);
     return items_[head_];
   }
+  [[nodiscard]] StreamItem& front() noexcept {
+    assert(size_ > 0);
+    return items_[head_];
+  }
 
   void pop_front() noexcept {
     assert(size_ > 0);
@@ -32,9 +37,9 @@ class ItemQueue {
 
   /// Appends `item`. Throws std::bad_alloc if the ring must grow and cannot; the queue is
   /// unchanged then.
-  void push_back(const StreamItem& item) {
+  void push_back(StreamItem item) {
     if (size_ == capacity_) grow();
-    items_[(head_ + size_) & (capacity_ - 1)] = item;
+    items_[(head_ + size_) & (capacity_ - 1)] = std::move(item);
     ++size_;
   }
 
@@ -44,7 +49,8 @@ class ItemQueue {
   void grow() {
     const std::size_t capacity = capacity_ == 0 ? initial_capacity : capacity_ * 2;
     auto items = std::make_unique<StreamItem[]>(capacity);
-    for (std::size_t i = 0; i < size_; ++i) items[i] = items_[(head_ + i) & (capacity_ - 1)];
+    for (std::size_t i = 0; i < size_; ++i)
+      items[i] = std::move(items_[(head_ + i) & (capacity_ - 1)]);
     items_ = std::move(items);
     capacity_ = capacity;
     head_ = 0;

@@ -1,4 +1,7 @@
+#include <exception>
+#include <functional>
 #include <stdexcept>
+#include <utility>
 
 #include "item_queue.hpp"
 #include "stream_item.hpp"
@@ -23,6 +26,11 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
 
   void enqueue_work(Clock::duration duration, WorkTag tag) override {
     push(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, scheduler_.now()});
+  }
+
+  void enqueue(std::function<void()> work, Clock::duration modelled, WorkTag tag) override {
+    push(StreamItem{StreamItem::Kind::call, modelled, tag, nullptr, 0, scheduler_.now(),
+                    std::move(work)});
   }
 
   std::uint64_t record(Event& event) override {
@@ -50,11 +58,12 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
     if (!empty)
       throw std::runtime_error("sim stream '" + name() +
                                "' can never drain: it waits for an event nothing will record");
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
  private:
-  void push(const StreamItem& item) {
-    items_.push_back(item);
+  void push(StreamItem item) {
+    items_.push_back(std::move(item));
     wake();
   }
 
@@ -80,9 +89,23 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
       items_.pop_front();
     }
     while (!items_.empty()) {
-      // A copy: completing an event runs waiters' callbacks, which may queue more items.
-      const StreamItem item = items_.front();
+      // A copy: completing an event runs waiters' callbacks, which may queue more items. (A
+      // call's callable is moved out: it runs once, and its modelled time follows as work.)
+      StreamItem& front = items_.front();
+      const StreamItem item{front.kind, front.duration, front.tag, front.event, front.generation,
+                            front.enqueued, std::move(front.call)};
       switch (item.kind) {
+        case StreamItem::Kind::call:
+          // Counted as working meanwhile: what the call queues on this stream waits behind it
+          // instead of waking the stream.
+          in_work_ = true;
+          try {
+            item.call();
+          } catch (...) {
+            if (!error_) error_ = std::current_exception();  // synchronize() rethrows it
+          }
+          in_work_ = false;
+          [[fallthrough]];  // then its modelled device time, like work
         case StreamItem::Kind::work: {
           const auto start = std::max({item.enqueued, clock_, scheduler_.now()});
           work_end_ = start + item.duration;
@@ -110,6 +133,7 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
   Clock::time_point clock_{};
   Clock::time_point work_end_{};
   Event* waiting_on_ = nullptr;
+  std::exception_ptr error_;  // the first exception a call threw
   bool scheduled_ = false;
   bool in_work_ = false;
 };

@@ -2,6 +2,7 @@
 // The items a host or sim stream queues (private to src/device).
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 
 #include "swp/device/event.hpp"
@@ -10,12 +11,13 @@
 namespace swp::detail {
 
 struct StreamItem {
-  enum class Kind { work, record, wait } kind;
-  Clock::duration duration{};
+  enum class Kind { work, record, wait, call } kind;
+  Clock::duration duration{};  // work: its length; call: its modelled device time (sim)
   WorkTag tag{};
   Event* event = nullptr;  // record: the event; wait: the awaited one
   std::uint64_t generation = 0;
   Clock::time_point enqueued{};
+  std::function<void()> call{};  // call: what to run (empty for the other kinds: no allocation)
 };
 
 /// The swp Event behind a DeviceEvent, or std::invalid_argument naming the stream.

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -189,4 +191,84 @@ TEST_CASE_TEMPLATE("streams queue work, records and waits without allocating aft
   REQUIRE(settled);
   CHECK(observer.items == 4 * cycles);
   CHECK(allocations == 0);
+}
+
+TEST_CASE_TEMPLATE("a callable runs in stream order, between work items, and events follow it", B,
+                   HostBackend, SimBackend) {
+  B backend;
+  Recorder rec;
+  auto s = backend.device.make_stream("compute");
+  s->set_observer(&rec);
+  std::vector<int> ran;  // written by the stream's thread only, read after synchronize
+  swp::Event after_call;
+  s->enqueue_work(300us, {.task = 1});
+  s->enqueue([&ran] { ran.push_back(2); }, 100us, {.task = 2});
+  const auto generation = s->record(after_call);
+  s->enqueue([&ran] { ran.push_back(3); }, {}, {.task = 3});
+  s->enqueue_work(200us, {.task = 4});
+  backend.settle(*s);
+  CHECK(ran == std::vector<int>{2, 3});
+  CHECK(after_call.reached(generation));
+  REQUIRE(rec.entries.size() == 4);
+  // In order, each starting when the one before ended.
+  for (std::size_t i = 0; i < 4; ++i) CHECK(rec.entries[i].work.tag.task == i + 1);
+  CHECK(rec.find(2).start >= rec.find(1).end);
+  CHECK(rec.find(4).start >= rec.find(3).end);
+  CHECK(after_call.completed_at(generation) >= rec.find(2).end);
+}
+
+TEST_CASE("on sim a callable takes its modelled time and runs at the stream's virtual time") {
+  SimBackend backend;
+  Recorder rec;
+  auto s = backend.device.make_stream("compute");
+  s->set_observer(&rec);
+  swp::Clock::time_point called_at{};
+  const auto t0 = backend.now();
+  s->enqueue_work(1ms, {.task = 1});
+  s->enqueue([&] { called_at = backend.now(); }, 5ms, {.task = 2});
+  backend.settle(*s);
+  CHECK(called_at == t0 + 1ms);
+  CHECK(rec.find(2).start == t0 + 1ms);
+  CHECK(rec.find(2).end == t0 + 6ms);
+  CHECK(backend.now() == t0 + 6ms);
+}
+
+TEST_CASE("on host a callable runs on the stream's thread, not the caller's") {
+  HostBackend backend;
+  auto s = backend.device.make_stream("compute");
+  std::thread::id ran_on;
+  s->enqueue([&ran_on] { ran_on = std::this_thread::get_id(); });
+  backend.settle(*s);
+  CHECK(ran_on != std::thread::id{});
+  CHECK(ran_on != std::this_thread::get_id());
+}
+
+TEST_CASE_TEMPLATE("a callable's exception surfaces once from synchronize; the stream goes on", B,
+                   HostBackend, SimBackend) {
+  B backend;
+  auto s = backend.device.make_stream("compute");
+  swp::Event after;
+  bool later_ran = false;
+  s->enqueue([] { throw std::runtime_error("kernel failed"); });
+  s->enqueue([] { throw std::runtime_error("second failure"); });
+  s->enqueue([&later_ran] { later_ran = true; });
+  const auto generation = s->record(after);
+  CHECK_THROWS_WITH_AS(s->synchronize(), "kernel failed", std::runtime_error);
+  CHECK(later_ran);
+  CHECK(after.reached(generation));  // nothing waiting behind the failure hangs
+  CHECK_NOTHROW(s->synchronize());   // reported once
+}
+
+TEST_CASE("a callable queued from a callable on its own stream runs after it") {
+  SimBackend backend;
+  auto s = backend.device.make_stream("compute");
+  std::vector<int> ran;
+  s->enqueue([&] {
+    ran.push_back(1);
+    s->enqueue([&ran] { ran.push_back(2); }, 1ms);
+  }, 2ms);
+  const auto t0 = backend.now();
+  backend.settle(*s);
+  CHECK(ran == std::vector<int>{1, 2});
+  CHECK(backend.now() == t0 + 3ms);
 }

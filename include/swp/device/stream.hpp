@@ -3,6 +3,7 @@
 // its stand-in).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +58,17 @@ class Stream {
   /// Queues synthetic device work lasting `duration`; observers see it with `tag`.
   virtual void enqueue_work(Clock::duration duration, WorkTag tag = {}) = 0;
 
+  /// Queues `work` (a callable) to run in stream order, behind everything queued before it:
+  /// on the host backend on the stream's own thread, taking as long as it runs; on sim when
+  /// the stream reaches it in virtual time, followed by `modelled` of device time (the call
+  /// itself takes none). Observers see it with `tag`, like enqueue_work.
+  /// Completion: events recorded after it complete once it returned. Errors: an exception it
+  /// throws is kept, the stream goes on with its later items (so nothing waiting on them
+  /// hangs), and the next synchronize() rethrows the first one kept.
+  /// Example: `stream.enqueue([&] { decode(batch); }, 200us);`
+  virtual void enqueue(std::function<void()> work, Clock::duration modelled = {},
+                       WorkTag tag = {}) = 0;
+
   /// Arms a new generation of `event`, queues its completion behind the work queued so far and
   /// returns the generation. On an idle stream the event completes at once.
   virtual std::uint64_t record(Event& event) = 0;
@@ -70,6 +82,7 @@ class Stream {
 
 
   /// Blocks (host) or drives virtual time (sim) until everything queued so far is done.
+  /// Rethrows the first exception a callable queued with enqueue() threw since the last call.
   virtual void synchronize() = 0;
 
   /// Attaches an observer (nullptr detaches). Set before work is queued.

@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 
 #include "swp/device/work_tag.hpp"
 #include "swp/engine/detail/engine_core.hpp"
@@ -40,6 +42,14 @@ class TaskScope {
   /// Queues synthetic device work of `duration` on the task's stream.
   void device_work(Clock::duration duration) {
     stream().enqueue_work(duration, work_tag(instance_.task, instance_.iter()));
+  }
+
+  /// Queues `work` on the task's stream (see Stream::enqueue: the stream's thread on host,
+  /// `modelled` device time on sim), tagged with this instance. Consumers on other streams
+  /// wait for it, as for device_work. An exception it throws surfaces from the stream's next
+  /// synchronize() (the pipeline's synchronize(), or the end of run()).
+  void enqueue(std::function<void()> work, Clock::duration modelled = {}) {
+    stream().enqueue(std::move(work), modelled, work_tag(instance_.task, instance_.iter()));
   }
 
   /// CPU time spent in the task (spin on host, virtual time on sim).

@@ -1,0 +1,51 @@
+#include "swp/engine/task_scope.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <vector>
+
+#include "support/engines.hpp"
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Ctx = swp::IterContext<int>;
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a callable a task queues on its stream is ordered before its consumers' work",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    constexpr int iterations = 12;
+    // Written and read on the streams' threads only, one element per iteration; read here after
+    // run(), which synchronizes the streams.
+    std::vector<int> produced(iterations, 0), consumed(iterations, -1);
+    swp::Runtime rt({.backend = backend, .workers = 2});
+    swp::Plan<Ctx> plan;
+    plan.add("Produce", [&produced](Ctx& ctx, swp::TaskScope& scope) {
+      const auto i = static_cast<std::size_t>(ctx.iter_idx);
+      const int batch = ctx.batch;
+      scope.enqueue([&produced, i, batch] { produced[i] = 2 * batch; }, 5ms);
+    }, {.stage = 0, .stream = "gpu"});
+    // On another stream: its stream waits for Produce's event (phase 2), so the callable reads
+    // what Produce's callable wrote, although Produce's body returned long before.
+    plan.add("Consume", [&produced, &consumed](Ctx& ctx, swp::TaskScope& scope) {
+      const auto i = static_cast<std::size_t>(ctx.iter_idx);
+      scope.enqueue([&produced, &consumed, i] { consumed[i] = produced[i] + 1; }, 1ms);
+    }, {.stage = 1, .stream = "copy"});
+    plan.intra_iter_deps.push_back({"Consume", "Produce"});
+    auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+    std::vector<int> batches;
+    for (int i = 0; i < iterations; ++i) batches.push_back(100 + i);
+    CHECK(pipe->run(batches).iterations == iterations);
+    for (int i = 0; i < iterations; ++i) {
+      CAPTURE(i);
+      CHECK(consumed[static_cast<std::size_t>(i)] == 2 * (100 + i) + 1);
+    }
+  }
+}
