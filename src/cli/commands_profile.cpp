@@ -63,7 +63,7 @@ void add_profile_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<ProfileFlags>();
   add_plan_argument(*cmd, flags->path);
   cmd->add_option("--backend", flags->backend, "device backend (sim: exact virtual time)")
-      ->check(CLI::IsMember({"host", "sim"}))
+      ->check(backend_name())
       ->capture_default_str();
   cmd->add_option("--warmup", flags->options.warmup, "unmeasured serial iterations first")
       ->check(in_range(0, 1'000'000))

@@ -114,7 +114,7 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(in_range(1, 100'000'000))
       ->capture_default_str();
   cmd->add_option("--backend", flags->backend, "device backend")
-      ->check(CLI::IsMember({"host", "sim"}))
+      ->check(backend_name())
       ->capture_default_str();
   cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
       ->check(in_range(0, 256))

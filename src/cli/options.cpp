@@ -3,6 +3,8 @@
 #include <charconv>
 #include <string>
 
+#include "swp/config.hpp"
+
 namespace swp::cli {
 
 CLI::Validator at_least(std::int64_t min) {
@@ -30,6 +32,18 @@ CLI::Validator in_range(std::int64_t min, std::int64_t max) {
         return "expected an integer in " + range + ", got '" + value + "'";
       },
       "INT in " + std::to_string(min) + ".." + std::to_string(max));
+}
+
+CLI::Validator backend_name() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (value == "host" || value == "sim") return {};
+        const std::string here = "; backends in this build: host, sim";
+        if (value == "cuda" && SWP_HAVE_CUDA == 0)
+          return "the cuda backend is not compiled into this build" + here;
+        return "unknown backend '" + value + "'" + here;
+      },
+      "host|sim");
 }
 
 }  // namespace swp::cli

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/cli.hpp"
+#include "swp/config.hpp"
 #include "support/plans.hpp"
 
 using swp::test::quoted;
@@ -77,6 +78,9 @@ TEST_CASE("every usage error exits 2 with one error line naming the offending ar
       // Not a number is not "not in range".
       {"run " + plan + " --workers Forward", "'Forward', not a number"},
       {"run " + plan + " --workers 999", "0..256"},
+      // A known backend that this build lacks says so; an unknown one is named.
+      {"run " + plan + " --backend tpu", "unknown backend 'tpu'"},
+      {"profile " + plan + " --backend tpu", "unknown backend 'tpu'"},
       // A stage named twice makes no plan: a usage error of the flag (it exited 1).
       {"preset staged --stages a,a", "--stages: stage 'a' is given twice"},
   };
@@ -231,4 +235,14 @@ TEST_CASE("a key given twice and a name with a control character exit 1 naming w
     check_one_error(r, "tasks[0].name");
     CHECK(r.out.empty());
   }
+}
+
+TEST_CASE("a backend this build does not have is named as not compiled in") {
+#if SWP_HAVE_CUDA
+  MESSAGE("skipped: this build has the cuda backend");
+#else
+  const auto r = run_swp("run " + quoted(plan_path()) + " --backend cuda");
+  CHECK(r.status == 2);
+  check_one_error(r, "the cuda backend is not compiled into this build");
+#endif
 }
