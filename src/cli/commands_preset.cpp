@@ -75,7 +75,7 @@ int print_preset(const PresetFlags& flags) {
     print_error(e.what());
     return Exit::bad_usage;
   } catch (const PlanError& e) {  // option values that make no valid plan (names, streams)
-    print_error("swp preset: the options make an " + std::string(e.what()));
+    print_error("swp preset: " + std::string(e.what()));
     return Exit::bad_usage;
   }
   const presets::PresetPhase* phase = &preset.phases.back();

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "options.hpp"
 #include "diagnostics.hpp"
+#include "options.hpp"
 #include "plan_input.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/tune/synthetic_run.hpp"
@@ -63,7 +63,7 @@ void add_profile_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<ProfileFlags>();
   add_plan_argument(*cmd, flags->path);
   cmd->add_option("--backend", flags->backend, "device backend (sim: exact virtual time)")
-      ->check(backend_name())
+      ->check(device_backend())
       ->capture_default_str();
   cmd->add_option("--warmup", flags->options.warmup, "unmeasured serial iterations first")
       ->check(in_range(0, 1'000'000))

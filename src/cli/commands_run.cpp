@@ -6,8 +6,8 @@
 #include <string>
 
 #include "commands.hpp"
-#include "options.hpp"
 #include "diagnostics.hpp"
+#include "options.hpp"
 #include "plan_input.hpp"
 #include "trace_output.hpp"
 #include "swp/engine/errors.hpp"
@@ -114,7 +114,7 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(in_range(1, 100'000'000))
       ->capture_default_str();
   cmd->add_option("--backend", flags->backend, "device backend")
-      ->check(backend_name())
+      ->check(device_backend())
       ->capture_default_str();
   cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
       ->check(in_range(0, 256))

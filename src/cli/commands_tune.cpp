@@ -9,8 +9,8 @@
 #include <string>
 
 #include "commands.hpp"
-#include "options.hpp"
 #include "diagnostics.hpp"
+#include "options.hpp"
 #include "plan_input.hpp"
 #include "profile_metrics.hpp"
 #include "swp/core/plan_json.hpp"

@@ -1,43 +1,56 @@
 #include "options.hpp"
 
 #include <charconv>
+#include <optional>
 #include <string>
 
 #include "swp/config.hpp"
+#include "swp/engine/runtime.hpp"
 
 namespace swp::cli {
+
+namespace {
+
+// `value` as a whole decimal integer; nullopt, with `number` telling whether it was a number
+// at all (false) or one out of int64's range (true).
+std::optional<std::int64_t> whole_integer(const std::string& value, bool& number) {
+  std::int64_t x = 0;
+  const char* end = value.data() + value.size();
+  const auto [stop, error] = std::from_chars(value.data(), end, x);
+  number = error != std::errc::invalid_argument && stop == end;
+  if (error != std::errc() || stop != end) return std::nullopt;
+  return x;
+}
+
+}  // namespace
 
 CLI::Validator at_least(std::int64_t min) {
   return CLI::Validator(
       [min](std::string& value) -> std::string {
-        std::int64_t x = 0;
-        const char* end = value.data() + value.size();
-        const auto [stop, error] = std::from_chars(value.data(), end, x);
-        if (error == std::errc() && stop == end && x >= min) return {};
+        bool number = false;
+        if (const auto x = whole_integer(value, number); x && *x >= min) return {};
         return "expected an integer >= " + std::to_string(min) + ", got '" + value + "'";
       },
       "INT>=" + std::to_string(min));
 }
 
 CLI::Validator in_range(std::int64_t min, std::int64_t max) {
+  const std::string range = std::to_string(min) + ".." + std::to_string(max);
   return CLI::Validator(
-      [min, max](std::string& value) -> std::string {
-        std::int64_t x = 0;
-        const char* end = value.data() + value.size();
-        const auto [stop, error] = std::from_chars(value.data(), end, x);
-        const std::string range = std::to_string(min) + ".." + std::to_string(max);
-        if (error == std::errc::invalid_argument || (error == std::errc() && stop != end))
-          return "expected an integer in " + range + ", got '" + value + "', not a number";
-        if (error == std::errc() && x >= min && x <= max) return {};
-        return "expected an integer in " + range + ", got '" + value + "'";
+      [min, max, range](std::string& value) -> std::string {
+        bool number = false;
+        if (const auto x = whole_integer(value, number); x && *x >= min && *x <= max) return {};
+        return "expected an integer in " + range + ", got '" + value + "'" +
+               (number ? "" : ", not a number");
       },
-      "INT in " + std::to_string(min) + ".." + std::to_string(max));
+      "INT in " + range);
 }
 
-CLI::Validator backend_name() {
+CLI::Validator device_backend() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
-        if (value == "host" || value == "sim") return {};
+        Backend backend{};
+        if (parse_backend(value, backend)) return {};
         const std::string here = "; backends in this build: host, sim";
         if (value == "cuda" && SWP_HAVE_CUDA == 0)
           return "the cuda backend is not compiled into this build" + here;

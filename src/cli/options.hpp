@@ -18,6 +18,6 @@ CLI::Validator in_range(std::int64_t min, std::int64_t max);
 
 /// Accepts the name of a device backend compiled into this build (`host`, `sim`); says when a
 /// known backend (`cuda`) is not compiled in, rather than that it is unknown.
-CLI::Validator backend_name();
+CLI::Validator device_backend();
 
 }  // namespace swp::cli

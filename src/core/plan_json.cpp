@@ -97,14 +97,17 @@ class Reader {
     return static_cast<int>(x);
   }
 
-  // A task, stream or lane name: non-empty, and without control characters, which would
-  // reach terminals and line-based outputs (`swp order`) raw. Shown escaped (as JSON).
+  // A task, stream, lane or alias name: non-empty, and without control characters, which
+  // would reach terminals and line-based outputs (`swp order`) raw. Shown escaped.
   std::string name(const json::value& v, const std::string& field) const {
     auto text = non_empty_string(v, field);
+    check_name(text, field);
+    return text;
+  }
+  void check_name(std::string_view text, const std::string& field) const {
     if (detail::has_control_character(text))
       fail(field, "a name may not hold control characters (NUL, newline, ESC, ...), got \"" +
                       detail::printable(text) + "\" (shown escaped)");
-    return text;
   }
 
   double non_negative(const json::value& v, const std::string& field) const {
@@ -188,10 +191,7 @@ std::map<std::string, std::string> read_stream_aliases(const Reader& r, const js
   if (v == nullptr) return aliases;
   for (const auto& [alias, target] : r.object(*v, "stream_aliases")) {
     if (alias.empty()) r.fail("stream_aliases", "an alias name is empty");
-    if (detail::has_control_character(alias))
-      r.fail("stream_aliases",
-             "an alias name may not hold control characters (NUL, newline, ESC, ...), got \"" +
-                 detail::printable(alias) + "\" (shown escaped)");
+    r.check_name(alias, "stream_aliases");
     const std::string field = "stream_aliases." + std::string(alias);
     aliases.emplace(std::string(alias), r.name(target, field));
   }

@@ -91,9 +91,7 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
     while (!items_.empty()) {
       // A copy: completing an event runs waiters' callbacks, which may queue more items. (A
       // call's callable is moved out: it runs once, and its modelled time follows as work.)
-      StreamItem& front = items_.front();
-      const StreamItem item{front.kind, front.duration, front.tag, front.event, front.generation,
-                            front.enqueued, std::move(front.call)};
+      const StreamItem item = std::move(items_.front());
       switch (item.kind) {
         case StreamItem::Kind::call:
           // Counted as working meanwhile: what the call queues on this stream waits behind it
