@@ -16,11 +16,12 @@ struct alignas(64) PoolQueue {
   WorkStealingQueue<Runnable> ring;
   // Only the owning thread stores non-null; the owner and thieves take it by exchange / CAS.
   alignas(64) std::atomic<Runnable*> slot{nullptr};
+  std::atomic<bool> claimed{false};  // driver queues: a thread in drive_until owns this one
   // Runnables the owner has run, published after each: a thief that finds it unchanged after
   // waiting a while knows the owner is stuck (blocked in a runnable, descheduled, or gone from
-  // drive_until). On the slot's cache line, which the owner writes at each step anyway.
-  std::atomic<std::uint32_t> progress{0};
-  std::atomic<bool> claimed{false};  // driver queues: a thread in drive_until owns this one
+  // drive_until). On a line of its own: the owner writes it at every step, while polling
+  // threads read the slot's line on every look (and this one only when they saw lone work).
+  alignas(64) std::atomic<std::uint32_t> progress{0};
 };
 
 // What a thread running a ThreadPoolScheduler's work knows about itself.
@@ -249,8 +250,9 @@ bool ThreadPoolScheduler::has_visible_work() const noexcept {
 
 Runnable* ThreadPoolScheduler::find_work(Context& c) noexcept {
   Runnable* r = nullptr;
-  if (c.queue != nullptr) {
-    // relaxed: only this thread puts work in its own slot; thieves only take it.
+  if (c.queue != nullptr && c.queue->slot.load(std::memory_order_relaxed) != nullptr) {
+    // relaxed: only this thread puts work in its own slot; thieves only take it (so it may
+    // be gone by the exchange, never put back). Looked at first: see run_chain.
     if ((r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed)) != nullptr) return r;
   }
   // Fairness for foreign posts: a thread with endless local work still serves them.
@@ -320,8 +322,11 @@ void ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
     // relaxed: only a sign of life for thieves (see PoolQueue::progress).
     c.queue->progress.store(c.ticks, std::memory_order_relaxed);
     // The bypass first (it continues what `r` did), then the slot. relaxed: as in find_work.
+    // The slot is looked at before it is taken: an exchange on an empty slot would still
+    // write its line, which polling threads read.
     r = std::exchange(c.bypass, nullptr);
-    if (r == nullptr) r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
+    if (r == nullptr && c.queue->slot.load(std::memory_order_relaxed) != nullptr)
+      r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
     if (r != nullptr && chain + 1 >= max_chain) {
       // Long enough on the slot: the successor queues behind older work. It stays visible:
       // it was in the slot, now it is in the ring, and this thread is awake to take it.

@@ -62,7 +62,10 @@ bool ClockRelease::drained() const noexcept {
   const int n = static_cast<int>(core_.graph().size());
   for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter) {
     const auto entry = static_cast<std::size_t>(iter) % released_.size();
-    if (n - core_.sync_of(iter).remaining.load(std::memory_order_seq_cst) != released_[entry])
+    // A whole iteration is drained once its last finisher let go (`completed`).
+    if (released_[entry] == n ? !core_.complete(iter)
+                              : n - core_.sync_of(iter).remaining.load(std::memory_order_seq_cst) !=
+                                    released_[entry])
       return false;
   }
   return true;

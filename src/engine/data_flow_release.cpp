@@ -78,7 +78,7 @@ bool DataFlowRelease::drained() const noexcept {
   // a failed or cancelled instance still counts down its successors, which then finish without
   // running their bodies), so each count must reach zero.
   for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
-    if (core_.sync_of(iter).remaining.load(std::memory_order_seq_cst) != 0) return false;
+    if (!core_.complete(iter)) return false;
   return true;
 }
 

@@ -135,6 +135,7 @@ void EngineCore::reset_run_state() {
     // count in it.
     for (auto& in : sync.instances) in->clear_state();
     sync.remaining.store(0);
+    sync.completed.store(-1);
     std::fill(sync.generation.begin(), sync.generation.end(), 0);
   }
   arm_counters();
@@ -433,7 +434,8 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
     for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
   }
   if (info.ordered) release_->ordered_finished(in);
-  // After this decrement the caller may retire the iteration and even destroy the pipeline:
+  // After the last decrement's `completed`, or after any decrement of a stopping run (whose
+  // drain counts them), the caller may retire the iteration and even destroy the pipeline:
   // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives
   // it). Waiters are told when an iteration completes, and after a failure (the drain waits
   // for every released instance) on every finish.
@@ -441,7 +443,12 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   // Read before the decrement: after it, `this` may be gone.
   const bool stopping = trouble_.load(std::memory_order_acquire);
   // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()).
-  if (sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1 || stopping) scheduler.notify();
+  if (sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+    sync.completed.store(iter, std::memory_order_seq_cst);
+    scheduler.notify();
+  } else if (stopping) {
+    scheduler.notify();
+  }
 }
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,

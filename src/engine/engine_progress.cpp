@@ -81,7 +81,7 @@ class EngineCore::AsyncWait final : private Runnable {
 };
 
 bool EngineCore::retirable() const noexcept {
-  return sync_of(oldest_).remaining.load(std::memory_order_seq_cst) == 0;
+  return complete(oldest_);
 }
 
 bool EngineCore::retire_ready() const noexcept {

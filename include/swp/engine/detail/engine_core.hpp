@@ -72,6 +72,11 @@ struct alignas(64) IterationSync {
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<std::uint64_t> generation;  // event generation each task recorded (0: none)
   alignas(64) std::atomic<int> remaining{0};  // instances not finished yet
+  // The iteration whose instances all finished, stored by its last finisher after its
+  // decrement (its last touch of the core). Apart from `remaining`: the caller polls this
+  // line, which is written once per iteration, while the finishing threads decrement
+  // `remaining` once per task without the polling caller taking their line away each time.
+  alignas(64) std::atomic<std::int64_t> completed{-1};
   // Some instance recorded an event (device_done has something to look at; consumers look
   // at generations). Set before the instance counts down its consumers and its `remaining`.
   std::atomic<bool> device{false};
@@ -318,6 +323,10 @@ class EngineCore {
   // that follows does not block), and after a failure everything released finished.
   [[nodiscard]] bool at_end() const noexcept { return oldest_ >= next_admit_ && oldest_ >= end_; }
   [[nodiscard]] bool retirable() const noexcept;
+  // Every instance of iteration iter finished and none touches the core any more.
+  [[nodiscard]] bool complete(std::int64_t iter) const noexcept {
+    return sync_of(iter).completed.load(std::memory_order_seq_cst) == iter;
+  }
   [[nodiscard]] bool retire_ready() const noexcept;
   [[nodiscard]] bool drained() const noexcept;
   void time_out_retire();
