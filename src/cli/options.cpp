@@ -47,16 +47,19 @@ CLI::Validator in_range(std::int64_t min, std::int64_t max) {
 }
 
 CLI::Validator device_backend() {
+  std::string names;
+  for (std::string_view b : compiled_backends()) names += (names.empty() ? "" : "|") + std::string(b);
   return CLI::Validator(
       [](std::string& value) -> std::string {
         Backend backend{};
         if (parse_backend(value, backend)) return {};
-        const std::string here = "; backends in this build: host, sim";
-        if (value == "cuda" && SWP_HAVE_CUDA == 0)
-          return "the cuda backend is not compiled into this build" + here;
+        std::string here = "; backends in this build: ";
+        for (std::string_view b : compiled_backends())
+          here += (here.back() == ' ' ? "" : ", ") + std::string(b);
+        if (value == "cuda") return "the cuda backend is not compiled into this build" + here;
         return "unknown backend '" + value + "'" + here;
       },
-      "host|sim");
+      names);
 }
 
 }  // namespace swp::cli

@@ -59,8 +59,7 @@ class HostStream final : public Stream, private EventWaiter {
     return generation;
   }
 
-  void wait(const DeviceEvent& device_event, std::uint64_t generation) override {
-    const Event& event = detail::as_event(device_event, name());
+  void wait(const Event& event, std::uint64_t generation) override {
     if (event.recorded_on() == this) return;
     if (generation == 0) generation = event.armed_generation();
     if (generation == 0 || event.reached(generation)) return;  // nothing left to wait for

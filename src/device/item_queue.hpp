@@ -35,6 +35,13 @@ class ItemQueue {
     --size_;
   }
 
+  /// Takes back the item pushed last (a push whose follow-up failed).
+  void pop_back() noexcept {
+    assert(size_ > 0);
+    items_[(head_ + size_ - 1) & (capacity_ - 1)] = StreamItem{};
+    --size_;
+  }
+
   /// Appends `item`. Throws std::bad_alloc if the ring must grow and cannot; the queue is
   /// unchanged then.
   void push_back(StreamItem item) {

@@ -20,15 +20,6 @@ struct StreamItem {
   std::function<void()> call{};  // call: what to run (empty for the other kinds: no allocation)
 };
 
-/// The swp Event behind a DeviceEvent, or std::invalid_argument naming the stream.
-inline const Event& as_event(const DeviceEvent& e, const std::string& stream) {
-  const auto* event = dynamic_cast<const Event*>(&e);
-  if (event == nullptr)
-    throw std::invalid_argument("stream '" + stream +
-                                "' cannot wait for an event of another device backend");
-  return *event;
-}
-
 /// Emulated completion time of `generation` of `e`, or `fallback` if the event has moved on
 /// too far for it to be remembered.
 inline Clock::time_point ideal_completion(const Event& e, std::uint64_t generation,

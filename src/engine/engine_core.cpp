@@ -73,6 +73,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       in->sync = &sync;
       in->previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
       in->stream = info_[t].stream;
+      in->event = runtime_.device().make_event();
       in->scope = std::make_unique<TaskScope>(*this, *in);
       in->device_wait.emplace(device_waker_);
       sync.instances.push_back(std::move(in));
@@ -232,7 +233,7 @@ bool EngineCore::device_done(std::int64_t iter) const {
   if (!sync.device.load(std::memory_order_relaxed)) return true;
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
-    if (generation != 0 && !sync.instances[t]->event.reached(generation)) return false;
+    if (generation != 0 && !sync.instances[t]->event->reached(generation)) return false;
   }
   return true;
 }
@@ -244,7 +245,7 @@ void EngineCore::watch_device(std::int64_t iter) {
     const auto generation = sync.generation[t];
     if (generation != 0) {
       Instance& in = *sync.instances[t];
-      in.event.add_waiter(generation, *in.device_wait);
+      in.event->add_waiter(generation, *in.device_wait);
     }
   }
 }
@@ -253,7 +254,7 @@ void EngineCore::unwatch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     Instance& in = *sync.instances[t];
-    in.event.remove_waiter(*in.device_wait);
+    in.event->remove_waiter(*in.device_wait);
   }
 }
 
@@ -333,14 +334,14 @@ void EngineCore::proceed(Instance& in) noexcept {
       for (TaskIndex d : info.intra)
         if (const auto generation = sync.generation[d]) {
           in.carries_device_work = true;
-          if (info_[d].stream != info.stream) info.stream->wait(sync.instances[d]->event, generation);
+          if (info_[d].stream != info.stream) info.stream->wait(*sync.instances[d]->event, generation);
         }
     }
     if (previous != nullptr && previous->device.load(std::memory_order_relaxed)) {
       for (TaskIndex d : inter)
         if (const auto generation = previous->generation[d]) {
           in.carries_device_work = true;
-          if (info_[d].stream != info.stream) info.stream->wait(previous->instances[d]->event, generation);
+          if (info_[d].stream != info.stream) info.stream->wait(*previous->instances[d]->event, generation);
         }
     }
   } catch (...) {
@@ -407,7 +408,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   // that there is none: the entry's generation is from an earlier iteration otherwise).
   const TaskInfo& info = info_[t];
   if (in.stream_used || in.carries_device_work) {
-    sync.generation[t] = in.stream->record(in.event);
+    sync.generation[t] = in.stream->record(*in.event);
     sync.device.store(true, std::memory_order_relaxed);
   } else {
     sync.generation[t] = 0;

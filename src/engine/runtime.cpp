@@ -1,54 +1,80 @@
 #include "swp/engine/runtime.hpp"
 
-#include "swp/device/host_device.hpp"
-#include "swp/device/sim_device.hpp"
+#include "swp/device/backends.hpp"
 
 #include <stdexcept>
 
 namespace swp {
 
 std::string_view backend_name(Backend backend) {
-  return backend == Backend::host ? "host" : "sim";
+  switch (backend) {
+    case Backend::host:
+      return "host";
+    case Backend::sim:
+      return "sim";
+    case Backend::cuda:
+      return "cuda";
+  }
+  return "?";
 }
 
 bool parse_backend(std::string_view name, Backend& backend) {
-  if (name == "host") {
-    backend = Backend::host;
-  } else if (name == "sim") {
-    backend = Backend::sim;
-  } else {
-    return false;
+  if (!backend_compiled(name)) return false;
+  for (Backend b : {Backend::host, Backend::sim, Backend::cuda}) {
+    if (backend_name(b) == name) {
+      backend = b;
+      return true;
+    }
   }
-  return true;
+  return false;
 }
 
-Runtime::Runtime(RuntimeOptions options) : options_(std::move(options)) {
-  if (options_.backend == Backend::sim) {
-    auto sim = std::make_unique<SimScheduler>();
-    sim_ = sim.get();
-    device_ = std::make_unique<SimDevice>(*sim);
-    scheduler_ = std::move(sim);
+namespace {
+// The Backend a device says it is; a device swp does not name runs in real time, as host.
+Backend backend_of(const Device& device) {
+  for (Backend b : {Backend::sim, Backend::cuda})
+    if (backend_name(b) == device.backend()) return b;
+  return Backend::host;
+}
+
+std::unique_ptr<Device> non_null(std::unique_ptr<Device> device) {
+  if (!device) throw std::invalid_argument("Runtime: the device is null");
+  return device;
+}
+}  // namespace
+
+Runtime::Runtime(RuntimeOptions options)
+    : Runtime(make_device(backend_name(options.backend)), options) {}
+
+Runtime::Runtime(std::unique_ptr<Device> device, RuntimeOptions options)
+    : options_(std::move(options)), device_(non_null(std::move(device))) {
+  options_.backend = backend_of(*device_);
+  if ((sim_ = device_->virtual_time()) != nullptr) {
+    scheduler_ = sim_;
   } else {
-    scheduler_ = std::make_unique<ThreadPoolScheduler>(options_.workers);
-    device_ = std::make_unique<HostDevice>();
+    own_scheduler_ = std::make_unique<ThreadPoolScheduler>(options_.workers);
+    scheduler_ = own_scheduler_.get();
   }
 }
 
 Runtime::Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options)
-    : options_(std::move(options)), scheduler_(std::move(scheduler)) {
-  if (!scheduler_) throw std::invalid_argument("Runtime: the scheduler is null");
-  if (options_.backend != Backend::host || scheduler_->virtual_time())
+    : options_(std::move(options)), own_scheduler_(std::move(scheduler)) {
+  if (!own_scheduler_) throw std::invalid_argument("Runtime: the scheduler is null");
+  if (options_.backend == Backend::sim || own_scheduler_->virtual_time())
     throw std::invalid_argument(
-        "Runtime: a caller's scheduler runs the host backend only (sim brings its own clock)");
-  device_ = std::make_unique<HostDevice>();
+        "Runtime: a caller's scheduler runs a real-time backend only (sim brings its own "
+        "clock)");
+  scheduler_ = own_scheduler_.get();
+  device_ = make_device(backend_name(options_.backend));
 }
 
 Runtime::~Runtime() {
   // Streams first (host streams join their workers); then every thread that may still be
-  // finishing a lane step is joined, and only then the lanes go.
+  // finishing a lane step is joined, and only then the lanes go. The device (and a sim
+  // device's scheduler) goes last.
   streams_.clear();
   dedicated_.clear();
-  scheduler_.reset();
+  own_scheduler_.reset();
   lanes_.clear();
 }
 
@@ -56,7 +82,7 @@ Lane& Runtime::lane(const std::string& name) {
   std::lock_guard lock(mutex_);
   auto& lane = lanes_[name];
   if (!lane) {
-    Scheduler* scheduler = scheduler_.get();
+    Scheduler* scheduler = scheduler_;
     if (sim_ == nullptr && options_.dedicated_lanes.contains(name)) {
       auto& own = dedicated_[name];
       own = std::make_unique<ThreadPoolScheduler>(1);

@@ -12,18 +12,17 @@
 #include "swp/async/detail/frame_allocator.hpp"
 #include "support/started.hpp"
 #include "swp/async/sync_wait.hpp"
+#include "swp/device/event.hpp"
 
 namespace {
 
-// A stand-in device: an event that is "recorded" and a stream that logs what it was told.
-struct FakeEvent final : swp::DeviceEvent {
-  [[nodiscard]] bool query() const noexcept override { return true; }
-};
+// A stand-in stream that logs which events it was told to wait for (the future only carries
+// the producer's event: the events here are never recorded).
 
 struct LoggingStream {
-  std::vector<const swp::DeviceEvent*> waited;
+  std::vector<const swp::Event*> waited;
   std::vector<std::uint64_t> generations;
-  void wait(const swp::DeviceEvent& e, std::uint64_t generation) {
+  void wait(const swp::Event& e, std::uint64_t generation) {
     waited.push_back(&e);
     generations.push_back(generation);
   }
@@ -68,7 +67,7 @@ TEST_CASE("a producer's error is rethrown to every consumer") {
 }
 
 TEST_CASE("on(stream) makes the consumer's stream wait for the producer's device event") {
-  FakeEvent event;
+  swp::Event event;
   LoggingStream stream;
   auto [promise, future] = swp::make_promise<int>();
   promise.set_event(&event, 3);
@@ -147,9 +146,9 @@ namespace {
 
 // A stream stand-in that remembers only the last wait it was told (allocates nothing).
 struct LastWaitStream {
-  const swp::DeviceEvent* event = nullptr;
+  const swp::Event* event = nullptr;
   std::uint64_t generation = 0;
-  void wait(const swp::DeviceEvent& e, std::uint64_t g) noexcept {
+  void wait(const swp::Event& e, std::uint64_t g) noexcept {
     event = &e;
     generation = g;
   }
@@ -167,7 +166,7 @@ TEST_CASE("awaiting a reused promise's future allocates nothing after warm-up") 
   swp::StopSignal stop;
   swp::Promise<int> promise;
   const swp::Future<int> future = promise.get_future();
-  FakeEvent event;
+  swp::Event event;
   LastWaitStream stream;
   long sum = 0;
   auto cycle = [&](int i) {

@@ -15,6 +15,9 @@
 #include "support/cli.hpp"
 #include "swp/config.hpp"
 #include "support/plans.hpp"
+#if SWP_HAVE_CUDA
+#include "swp/device/cuda/cuda_device.hpp"
+#endif
 
 using swp::test::quoted;
 using swp::test::run_swp;
@@ -244,5 +247,19 @@ TEST_CASE("a backend this build does not have is named as not compiled in") {
   const auto r = run_swp("run " + quoted(plan_path()) + " --backend cuda");
   CHECK(r.status == 2);
   check_one_error(r, "the cuda backend is not compiled into this build");
+#endif
+}
+
+TEST_CASE("--backend cuda on a machine without a usable GPU fails naming the CUDA call") {
+#if SWP_HAVE_CUDA
+  if (swp::CudaDevice::count() > 0) {
+    MESSAGE("skipped: this machine has a GPU");
+    return;
+  }
+  const auto r = run_swp("run " + quoted(plan_path()) + " --backend cuda --iters 4");
+  CHECK(r.status == 1);
+  check_one_error(r, "cudaGetDeviceCount failed for the cuda backend");
+#else
+  MESSAGE("skipped: this build has no cuda backend");
 #endif
 }

@@ -1,22 +1,14 @@
 #pragma once
-// DeviceEvent: the device-side half of a dependency, as the async layer sees it.
+// The device event as the async layer carries it: a declaration only.
 
 namespace swp {
 
-/// A point in a device stream's work (a recorded CUDA event, a host-stream marker, a simulated
-/// one). The async layer only carries it from producer to consumer inside a Future; the device
-/// layer implements it and knows how to make another stream wait for it.
-class DeviceEvent {
- public:
-  DeviceEvent() = default;
-  DeviceEvent(const DeviceEvent&) = delete;
-  DeviceEvent& operator=(const DeviceEvent&) = delete;
-
-  /// True once the device has passed the recorded point.
-  [[nodiscard]] virtual bool query() const noexcept = 0;
-
- protected:
-  ~DeviceEvent() = default;
-};
+/// A recorded point in a device stream's work (swp/device/event.hpp defines it: one concrete
+/// type for every backend, with the backend's native handle inside where it has one). The async
+/// layer only carries a producer's event from producer to consumer inside a Future and hands it
+/// to the consumer's stream (`stream.wait(event, generation)`); it never looks inside, so this
+/// layer needs no more than the name, and a stream's wait takes the event's own type (nothing
+/// to downcast).
+class Event;
 
 }  // namespace swp

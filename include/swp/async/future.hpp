@@ -115,12 +115,12 @@ class FutureStateBase {
   }
 
   void set_error(std::exception_ptr e) noexcept { error_ = std::move(e); }
-  void set_event(const DeviceEvent* e, std::uint64_t generation) noexcept {
+  void set_event(const Event* e, std::uint64_t generation) noexcept {
     event_ = e;
     generation_ = generation;
   }
   [[nodiscard]] const std::exception_ptr& error() const noexcept { return error_; }
-  [[nodiscard]] const DeviceEvent* event() const noexcept { return event_; }
+  [[nodiscard]] const Event* event() const noexcept { return event_; }
   [[nodiscard]] std::uint64_t event_generation() const noexcept { return generation_; }
 
   void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
@@ -132,7 +132,7 @@ class FutureStateBase {
   std::atomic<bool> ready_{false};
   FutureWaiter* head_ = nullptr;
   std::exception_ptr error_;
-  const DeviceEvent* event_ = nullptr;
+  const Event* event_ = nullptr;
   std::uint64_t generation_ = 0;
   std::atomic<int> refs_{0};
 };
@@ -188,10 +188,10 @@ class StateRef {
 
 }  // namespace detail
 
-/// Something that can be made to wait, in stream order, for a generation of a DeviceEvent (a
+/// Something that can be made to wait, in stream order, for a generation of a device Event (a
 /// device Stream). Generation 0 means "the event's latest record".
 template <class S>
-concept StreamWaiter = requires(S& s, const DeviceEvent& e, std::uint64_t generation) {
+concept StreamWaiter = requires(S& s, const Event& e, std::uint64_t generation) {
   s.wait(e, generation);
 };
 
@@ -222,7 +222,7 @@ class Future {
   [[nodiscard]] bool ready() const noexcept { return state_->ready(); }
   /// The producer's device event, once ready (nullptr when it recorded none), and the
   /// generation of it that the producer recorded (0: unspecified, the latest).
-  [[nodiscard]] const DeviceEvent* event() const noexcept { return state_->event(); }
+  [[nodiscard]] const Event* event() const noexcept { return state_->event(); }
   [[nodiscard]] std::uint64_t event_generation() const noexcept {
     return state_->event_generation();
   }
@@ -247,7 +247,7 @@ class Future {
 
  private:
   struct NoStream {
-    void wait(const DeviceEvent&, std::uint64_t) {}
+    void wait(const Event&, std::uint64_t) {}
   };
 
   template <class S>
@@ -302,7 +302,7 @@ class Promise {
 
   [[nodiscard]] Future<T> get_future() const { return Future<T>(state_); }
 
-  void set_event(const DeviceEvent* event, std::uint64_t generation = 0) noexcept {
+  void set_event(const Event* event, std::uint64_t generation = 0) noexcept {
     state_->set_event(event, generation);
   }
 

@@ -4,11 +4,13 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/device_event.hpp"
+#include "swp/device/native_event.hpp"
 #include "swp/async/scheduler.hpp"
 
 namespace swp {
@@ -59,12 +61,16 @@ class EventWait {
 /// once. So it must not be called while holding a lock the callback takes.
 /// Lifetime: the event must outlive its registrations (the engines keep events in their
 /// instances and synchronize streams before they go).
-class Event final : public DeviceEvent {
+class Event final {
  public:
   Event() = default;
   ~Event();
 
-  [[nodiscard]] bool query() const noexcept override {
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  /// True once the device has passed the latest recorded point.
+  [[nodiscard]] bool query() const noexcept {
     return completed_.load(std::memory_order_acquire) >= armed_.load(std::memory_order_acquire);
   }
 
@@ -109,6 +115,14 @@ class Event final : public DeviceEvent {
     return stream_.load(std::memory_order_relaxed);
   }
 
+  /// The backend's own handle behind this event (a cudaEvent_t), or nullptr (host, sim, or
+  /// not recorded by such a backend yet).
+  [[nodiscard]] NativeEvent* native() const noexcept { return native_.get(); }
+  /// Gives the event its native handle: done by Device::make_event, or by the first record on
+  /// a stream of a backend with native events, before the event is shared with other threads
+  /// (its record publishes it). An event has at most one, for good.
+  void attach_native(std::unique_ptr<NativeEvent> native) noexcept { native_ = std::move(native); }
+
   /// Completes `generation` at emulated time `when` and tells its waiters (those of every
   /// generation up to it). Called by streams. Never allocates. One thread notifies at a time:
   /// a completion that arrives while another thread is still calling waiters leaves its
@@ -126,6 +140,7 @@ class Event final : public DeviceEvent {
   void wait_out_callback(Lock& lock, InFlight in_flight) noexcept;
 
   std::atomic<const void*> stream_{nullptr};
+  std::unique_ptr<NativeEvent> native_;
   std::atomic<std::uint64_t> armed_{0};
   std::atomic<std::uint64_t> completed_{0};
   std::array<std::atomic<Clock::rep>, remembered> when_{};

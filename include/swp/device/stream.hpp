@@ -9,13 +9,13 @@
 #include <string_view>
 #include <utility>
 
-#include "swp/async/device_event.hpp"
 #include "swp/async/scheduler.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/work_tag.hpp"
 
 namespace swp {
 
+class SimScheduler;
 class Stream;
 
 /// One finished piece of device work, as a stream observed it (for traces and tests).
@@ -74,11 +74,12 @@ class Stream {
   virtual std::uint64_t record(Event& event) = 0;
 
   /// Makes work queued after this call wait for `generation` of `event` (0: its latest armed
-  /// generation). `event` must be an swp Event (throws std::invalid_argument otherwise).
-  /// Waiting on an event recorded on this same stream, or on one already reached, queues
-  /// nothing. The event must outlive the wait (the engines keep events in their slots).
-  virtual void wait(const DeviceEvent& event, std::uint64_t generation) = 0;
-  void wait(const DeviceEvent& event) { wait(event, 0); }
+  /// generation). Waiting on an event recorded on this same stream, or on one already reached,
+  /// queues nothing. The event must outlive the wait (the engines keep events in their slots).
+  /// Errors: a backend with native events (cuda) throws std::invalid_argument, naming this
+  /// stream, for an event another device's stream recorded and that is not reached yet.
+  virtual void wait(const Event& event, std::uint64_t generation) = 0;
+  void wait(const Event& event) { wait(event, 0); }
 
 
   /// Blocks (host) or drives virtual time (sim) until everything queued so far is done.
@@ -95,14 +96,30 @@ class Stream {
   std::string name_;
 };
 
-/// Makes streams of one backend.
+/// One backend's device: makes the streams and the events its work is ordered with.
+///
+/// Events: one type for every backend (swp::Event, the CPU's view: generations, waiters);
+/// make_event gives it the backend's native handle where the backend has one (cuda: a
+/// cudaEvent_t with timing disabled), so that recording and cross-stream waits stay on the
+/// device. A plain `swp::Event` works with every backend too (cuda attaches its handle at the
+/// first record, which then allocates once).
+/// Example: `auto dev = swp::make_device("host"); auto s = dev->make_stream("h2d");`
 class Device {
  public:
+  Device() = default;
   virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
   /// A new stream called `name`.
   virtual std::unique_ptr<Stream> make_stream(std::string name) = 0;
+  /// A new event for this device's streams (errors: the backend's, e.g. CudaError).
+  virtual std::unique_ptr<Event> make_event() { return std::make_unique<Event>(); }
   /// "host", "sim" or "cuda".
   [[nodiscard]] virtual std::string_view backend() const noexcept = 0;
+  /// The virtual-time scheduler this device's streams run on (sim), or nullptr: the device
+  /// runs in real time, on whatever scheduler the runtime brings.
+  [[nodiscard]] virtual SimScheduler* virtual_time() noexcept { return nullptr; }
 };
 
 }  // namespace swp

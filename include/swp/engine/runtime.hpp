@@ -16,6 +16,7 @@
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/async/timer_queue.hpp"
+#include "swp/device/backends.hpp"
 #include "swp/device/stream.hpp"
 
 namespace swp {
@@ -24,13 +25,17 @@ namespace swp {
 enum class Backend {
   host,  ///< real threads, host streams emulating device time with worker threads
   sim,   ///< one thread, virtual time, simulated streams: deterministic
+  cuda,  ///< real threads, CUDA streams and events (where compiled in: SWP_HAVE_CUDA)
 };
 
-/// "host" / "sim"; parse_backend returns false for anything else.
+/// "host" / "sim" / "cuda". parse_backend returns false for anything else, and for a backend
+/// this build does not have (swp::backend_compiled).
 std::string_view backend_name(Backend backend);
 bool parse_backend(std::string_view name, Backend& backend);
 
 struct RuntimeOptions {
+  /// The device backend a Runtime(RuntimeOptions) makes (swp::make_device); a Runtime given a
+  /// device takes the backend from it.
   Backend backend = Backend::host;
   /// Background worker threads of the host scheduler (the thread waiting in a pipeline's
   /// progress() helps too). Ignored by sim.
@@ -40,14 +45,16 @@ struct RuntimeOptions {
   std::set<std::string> dedicated_lanes = {};
 };
 
-/// Owns where pipelines run: a scheduler (thread pool or virtual time), a device backend,
-/// and the lanes and streams named by plans, created on first use and shared by every
-/// pipeline on this runtime.
+/// Owns where pipelines run: a scheduler (thread pool or virtual time), a device, and the
+/// lanes and streams named by plans, created on first use and shared by every pipeline on
+/// this runtime. The device makes the streams and the engines' events; a device with virtual
+/// time (sim) brings the scheduler too.
 ///
 /// Example:
 /// ```
 /// swp::Runtime rt({.backend = swp::Backend::sim});
 /// swp::ClockPipeline<Ctx> pipe(rt, plan);
+/// swp::Runtime on_device(swp::make_device("host"), {.workers = 2});  // a device by name
 /// ```
 /// Embedded in an Asio service (lanes run as handlers on the caller's io_context):
 /// ```
@@ -55,11 +62,19 @@ struct RuntimeOptions {
 /// ```
 class Runtime {
  public:
+  /// A runtime on make_device(backend_name(options.backend)); throws what make_device throws
+  /// (std::invalid_argument for a backend this build lacks).
   explicit Runtime(RuntimeOptions options = {});
+  /// A runtime on `device`: its streams are the device's, its scheduler the device's virtual
+  /// time (sim) or a pool of `options.workers` threads; `options.backend` is ignored (a device
+  /// of a backend swp does not name runs as host does: real time). Throws
+  /// std::invalid_argument for a null device.
+  explicit Runtime(std::unique_ptr<Device> device, RuntimeOptions options = {});
   /// A host runtime whose lanes run on `scheduler` (e.g. an AsioScheduler over the caller's
   /// executor) instead of a pool of its own; `options.workers` is then unused.
-  /// Throws std::invalid_argument for a null scheduler or for options.backend == sim (the sim
-  /// backend needs its own virtual-time scheduler).
+  /// The device is make_device(backend_name(options.backend)). Throws std::invalid_argument
+  /// for a null scheduler or for options.backend == sim (the sim backend needs its own
+  /// virtual-time scheduler).
   explicit Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options = {});
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -84,9 +99,10 @@ class Runtime {
 
  private:
   RuntimeOptions options_;
-  std::unique_ptr<Scheduler> scheduler_;
-  SimScheduler* sim_ = nullptr;  // scheduler_ when backend is sim
   std::unique_ptr<Device> device_;
+  std::unique_ptr<Scheduler> own_scheduler_;  // none when the device brings virtual time
+  Scheduler* scheduler_ = nullptr;
+  SimScheduler* sim_ = nullptr;  // scheduler_ when the device runs on virtual time
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<ThreadPoolScheduler>> dedicated_;
   std::map<std::string, std::unique_ptr<Lane>> lanes_;

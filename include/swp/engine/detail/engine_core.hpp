@@ -118,7 +118,8 @@ struct Instance final : Lane::Job, CoEnvironment {
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
   std::atomic<int> pending{0};
-  Event event;
+  // Made by the runtime's device (with its native handle where the backend has one).
+  std::unique_ptr<Event> event;
   // Its registration with `event` while the caller waits for the iteration's device work
   // (slot reuse, next()): one node per instance, so watching never allocates.
   std::optional<EventWait> device_wait;

@@ -1,0 +1,65 @@
+#pragma once
+// CudaDevice: the cuda backend's device (where SWP_HAVE_CUDA): CUDA streams and events.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "swp/device/cuda/cuda_error.hpp"
+#include "swp/device/cuda/cuda_stream.hpp"
+#include "swp/device/stream.hpp"
+
+namespace swp {
+
+/// One CUDA device (a GPU), making CUDA streams and events. No CUDA header is needed to use
+/// it: native handles are the opaque `CUstream_st*` / `CUevent_st*` that cudaStream_t and
+/// cudaEvent_t are.
+///
+/// Completion: GPU completion reaches the CPU through host functions enqueued on the streams
+/// (cudaLaunchHostFunc), which only complete swp::Events (their waiters post to schedulers):
+/// user code never runs on CUDA's callback thread, and no CPU thread blocks on the GPU except
+/// in Stream::synchronize. Cross-stream waits stay on the GPU (cudaStreamWaitEvent).
+/// Errors: CudaError for every failed CUDA call, naming the call and the stream.
+/// Example:
+/// ```
+/// if (swp::CudaDevice::count() > 0) {
+///   swp::Runtime rt(swp::make_device("cuda"));   // or std::make_unique<swp::CudaDevice>(0)
+///   swp::DataFlowPipeline<Ctx> pipe(rt, plan, 4);
+/// }
+/// ```
+class CudaDevice final : public Device {
+ public:
+  /// CUDA device `ordinal`, or the calling thread's current device for -1. Throws CudaError
+  /// when there is no such device (no GPU, no driver).
+  explicit CudaDevice(int ordinal = -1);
+  ~CudaDevice() override = default;
+
+  /// A stream of default priority.
+  std::unique_ptr<Stream> make_stream(std::string name) override;
+  /// A stream of `priority` (clamped to priority_range(); lower numbers run first).
+  std::unique_ptr<CudaStream> make_stream(std::string name, int priority);
+  /// An event with its CUDA events (timing disabled) made now, not at its first record.
+  std::unique_ptr<Event> make_event() override;
+  [[nodiscard]] std::string_view backend() const noexcept override { return "cuda"; }
+
+  [[nodiscard]] int ordinal() const noexcept { return ordinal_; }
+  /// The device's stream priorities as (least, greatest): numerically greatest first.
+  [[nodiscard]] std::pair<int, int> priority_range() const noexcept { return priorities_; }
+
+  /// How many CUDA devices this process can use; 0 without a GPU or a driver (never throws).
+  static int count() noexcept;
+
+  /// Makes this device the calling thread's current CUDA device (kernels launch there).
+  void make_current() const;
+
+ private:
+  int ordinal_ = 0;
+  std::pair<int, int> priorities_{0, 0};
+};
+
+/// The CUDA stream behind `stream` when it is one (a task body's `scope.stream()` on the cuda
+/// backend), else nullptr: where a body launches its own kernels (`native_handle()`).
+[[nodiscard]] CudaStream* as_cuda(Stream& stream) noexcept;
+
+}  // namespace swp

@@ -1,0 +1,82 @@
+#pragma once
+// CudaStream: a Stream on a CUDA stream (the cuda backend, where SWP_HAVE_CUDA).
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "swp/device/stream.hpp"
+
+struct CUstream_st;  // what cudaStream_t points to
+struct CUevent_st;   // what cudaEvent_t points to
+
+namespace swp {
+
+class CudaDevice;
+
+namespace detail {
+struct StreamItem;
+}
+
+/// A CUDA stream with priority. Everything enqueued runs on the GPU in stream order:
+/// - `enqueue_work(d)`: a one-thread kernel that spins on the GPU's global timer for `d`
+///   (synthetic device time, as host streams sleep and sim streams model it);
+/// - `enqueue(fn, modelled)`: `fn` as a host function in stream order (cudaLaunchHostFunc),
+///   on CUDA's callback thread: it must not call CUDA (CUDA's rule) and should be short;
+///   `modelled` is unused (sim only);
+/// - `record(e)`: cudaEventRecord of one of `e`'s CUDA events, and a host function that
+///   completes the generation on the CPU side (Event::reached, waiters) once the GPU got there;
+/// - `wait(e, g)`: cudaStreamWaitEvent on the CUDA event of generation g: the GPU waits, the
+///   CPU does not. A generation is waited for through its own CUDA event as long as `e` was
+///   recorded fewer than 4 times since (the engines wait right after the record).
+///
+/// Errors: CudaError from the call that failed; an exception `fn` threw is kept and the first
+/// one rethrown by synchronize(), as on host streams. `wait` throws std::invalid_argument,
+/// naming this stream, for an event of another device that is not reached yet.
+/// Destruction synchronizes the stream (work still queued finishes) and destroys it.
+/// Example (a task body launching its own kernel):
+/// ```
+/// if (swp::CudaStream* s = swp::as_cuda(scope.stream()))
+///   my_kernel<<<grid, block, 0, s->native_handle()>>>(args);
+/// ```
+class CudaStream final : public Stream {
+ public:
+  CudaStream(const CudaDevice& device, std::string name, int priority);
+  ~CudaStream() override;
+
+  void enqueue_work(Clock::duration duration, WorkTag tag = {}) override;
+  void enqueue(std::function<void()> work, Clock::duration modelled = {},
+               WorkTag tag = {}) override;
+  std::uint64_t record(Event& event) override;
+  using Stream::wait;
+  void wait(const Event& event, std::uint64_t generation) override;
+  void synchronize() override;
+
+  /// The cudaStream_t, for the caller's own kernels and library calls (cuBLAS, NCCL).
+  [[nodiscard]] CUstream_st* native_handle() const noexcept { return stream_; }
+  [[nodiscard]] int priority() const noexcept { return priority_; }
+  [[nodiscard]] const CudaDevice& device() const noexcept { return device_; }
+
+  /// Called on CUDA's callback thread by the host functions this stream enqueued, in order.
+  void run_pending() noexcept;
+
+ private:
+  struct Pending;  // what the host functions do, in enqueue order (the .cpp's)
+
+  // Queues `item` for a host function and enqueues that host function; nothing stays queued
+  // when the launch fails (items and host functions stay one to one).
+  void enqueue_host_function(detail::StreamItem&& item);
+
+  const CudaDevice& device_;
+  CUstream_st* stream_ = nullptr;
+  int priority_ = 0;
+  std::mutex mutex_;  // pending_, error_, last_end_
+  std::unique_ptr<Pending> pending_;
+  std::exception_ptr error_;
+  Clock::time_point last_end_{};  // when the last observed work ended (for observers)
+};
+
+}  // namespace swp

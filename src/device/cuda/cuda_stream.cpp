@@ -1,0 +1,180 @@
+#include "swp/device/cuda/cuda_stream.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "../item_queue.hpp"
+#include "cuda_check.hpp"
+#include "cuda_native_event.hpp"
+#include "spin_kernel.hpp"
+#include "swp/device/cuda/cuda_device.hpp"
+
+namespace swp {
+
+using detail::StreamItem;
+
+// What the stream's host functions do, one item each, in the order they were enqueued (host
+// functions of one stream run in stream order): complete a recorded generation, run a
+// callable, tell observers about finished work.
+struct CudaStream::Pending {
+  detail::ItemQueue items;
+};
+
+namespace {
+
+void CUDART_CB run_host_function(void* stream) {
+  static_cast<CudaStream*>(stream)->run_pending();
+}
+
+// The CUDA events of `event` for `device`, made at its first record when the event came
+// without them (a plain swp::Event). An event of another device is refused: its CUDA events
+// belong to another context.
+detail::CudaNativeEvent& native_of(Event& event, const CudaDevice& device,
+                                   const std::string& stream) {
+  if (event.native() == nullptr) event.attach_native(std::make_unique<detail::CudaNativeEvent>(device));
+  if (&event.native()->owner() != &device)
+    throw std::invalid_argument("cuda stream '" + stream +
+                                "' cannot record an event made by another device");
+  return static_cast<detail::CudaNativeEvent&>(*event.native());
+}
+
+}  // namespace
+
+CudaStream::CudaStream(const CudaDevice& device, std::string name, int priority)
+    : Stream(std::move(name)), device_(device), priority_(priority),
+      pending_(std::make_unique<Pending>()) {
+  device_.make_current();
+  cudaStream_t stream = nullptr;
+  detail::cuda_check(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority),
+                     "cudaStreamCreateWithPriority", "stream '" + this->name() + "'");
+  stream_ = stream;
+}
+
+CudaStream::~CudaStream() {
+  // Everything queued finishes first: host functions still to run point at this stream.
+  (void)cudaStreamSynchronize(stream_);
+  (void)cudaStreamDestroy(stream_);
+}
+
+void CudaStream::run_pending() noexcept {
+  StreamItem item;
+  {
+    std::lock_guard lock(mutex_);
+    item = std::move(pending_->items.front());
+    pending_->items.pop_front();
+  }
+  const auto now = Clock::now();
+  switch (item.kind) {
+    case StreamItem::Kind::record:
+      // Waiters only signal (EventWaiter's contract): no user code, no CUDA call here.
+      item.event->complete(item.generation, now);
+      return;
+    case StreamItem::Kind::call: {
+      const auto start = now;
+      try {
+        item.call();
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+      if (observer_ != nullptr) observer_->device_work(*this, DeviceWork{item.tag, start, Clock::now()});
+      return;
+    }
+    case StreamItem::Kind::work: {
+      // The kernel ended just before this host function ran; it started when the stream got to
+      // it: after the work before it and after it was enqueued (an estimate: waits on other
+      // streams are not seen from here).
+      Clock::time_point start;
+      {
+        std::lock_guard lock(mutex_);
+        start = std::max(std::max(item.enqueued, last_end_), now - item.duration);
+        last_end_ = now;
+      }
+      if (observer_ != nullptr) observer_->device_work(*this, DeviceWork{item.tag, start, now});
+      return;
+    }
+    case StreamItem::Kind::wait:
+      return;  // never queued here: waits are the GPU's (cudaStreamWaitEvent)
+  }
+}
+
+void CudaStream::enqueue_host_function(StreamItem&& item) {
+  {
+    std::lock_guard lock(mutex_);
+    pending_->items.push_back(std::move(item));
+  }
+  const cudaError_t status = cudaLaunchHostFunc(stream_, run_host_function, this);
+  if (status != cudaSuccess) {
+    {
+      std::lock_guard lock(mutex_);
+      pending_->items.pop_back();
+    }
+    detail::cuda_check(status, "cudaLaunchHostFunc", "stream '" + name() + "'");
+  }
+}
+
+void CudaStream::enqueue_work(Clock::duration duration, WorkTag tag) {
+  if (duration <= Clock::duration::zero()) return;
+  device_.make_current();
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
+  detail::cuda_check(static_cast<cudaError_t>(
+                         detail::launch_spin(stream_, static_cast<std::uint64_t>(ns))),
+                     "cudaLaunchKernel", "the spin kernel on stream '" + name() + "'");
+  if (observer_ != nullptr)
+    enqueue_host_function(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, Clock::now()});
+}
+
+void CudaStream::enqueue(std::function<void()> work, Clock::duration, WorkTag tag) {
+  StreamItem item{StreamItem::Kind::call, {}, tag, nullptr, 0, Clock::now()};
+  item.call = std::move(work);
+  enqueue_host_function(std::move(item));
+}
+
+std::uint64_t CudaStream::record(Event& event) {
+  detail::CudaNativeEvent& native = native_of(event, device_, name());
+  const std::uint64_t generation = event.arm(this);
+  try {
+    detail::cuda_check(cudaEventRecord(native.of(generation), stream_), "cudaEventRecord",
+                       "stream '" + name() + "'");
+    enqueue_host_function(
+        StreamItem{StreamItem::Kind::record, {}, {}, &event, generation, Clock::now()});
+  } catch (...) {
+    // Armed but never to be completed by the GPU: complete it here, so no CPU waiter hangs
+    // on a generation that failed to record (the error reaches the caller).
+    event.complete(generation, Clock::now());
+    throw;
+  }
+  return generation;
+}
+
+void CudaStream::wait(const Event& event, std::uint64_t generation) {
+  if (event.recorded_on() == this) return;  // stream order already
+  if (generation == 0) generation = event.armed_generation();
+  if (generation == 0 || event.reached(generation)) return;
+  const NativeEvent* native = event.native();
+  if (native == nullptr || &native->owner() != &device_)
+    throw std::invalid_argument("cuda stream '" + name() + "' cannot wait for generation " +
+                                std::to_string(generation) +
+                                " of an event that a stream of another device recorded");
+  if (event.armed_generation() - generation >= detail::CudaNativeEvent::ring)
+    throw std::logic_error("cuda stream '" + name() + "' waits for generation " +
+                           std::to_string(generation) + " of an event recorded " +
+                           std::to_string(event.armed_generation() - generation) +
+                           " times since: wait before it is recorded " +
+                           std::to_string(detail::CudaNativeEvent::ring) + " times more");
+  const auto& cuda = static_cast<const detail::CudaNativeEvent&>(*native);
+  detail::cuda_check(cudaStreamWaitEvent(stream_, cuda.of(generation), 0), "cudaStreamWaitEvent",
+                     "stream '" + name() + "'");
+}
+
+void CudaStream::synchronize() {
+  detail::cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize",
+                     "stream '" + name() + "'");
+  std::lock_guard lock(mutex_);
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+}  // namespace swp

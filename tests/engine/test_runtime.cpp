@@ -1,0 +1,140 @@
+#include "swp/engine/runtime.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "swp/config.hpp"
+#include "swp/device/host_device.hpp"
+#include "swp/device/sim_device.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Ctx = swp::IterContext<int>;
+
+// A device of the user's own: host streams, counting what the runtime asks it for.
+class CountingDevice final : public swp::Device {
+ public:
+  std::unique_ptr<swp::Stream> make_stream(std::string name) override {
+    ++streams;
+    return host_.make_stream(std::move(name));
+  }
+  std::unique_ptr<swp::Event> make_event() override {
+    ++events;
+    return host_.make_event();
+  }
+  [[nodiscard]] std::string_view backend() const noexcept override { return "counting"; }
+
+  int streams = 0;
+  int events = 0;
+
+ private:
+  swp::HostDevice host_;
+};
+
+// Two tasks on two streams: the consumer's stream waits for the producer's event each
+// iteration; the values show the order held.
+swp::Plan<Ctx> two_stream_plan(std::vector<int>& produced, std::vector<int>& consumed) {
+  swp::Plan<Ctx> plan;
+  plan.add("Produce", [&produced](Ctx& ctx, swp::TaskScope& scope) {
+    const auto i = static_cast<std::size_t>(ctx.iter_idx);
+    const int batch = ctx.batch;
+    scope.enqueue([&produced, i, batch] { produced[i] = batch; }, 2ms);
+  }, {.stage = 0, .stream = "a"});
+  plan.add("Consume", [&produced, &consumed](Ctx& ctx, swp::TaskScope& scope) {
+    const auto i = static_cast<std::size_t>(ctx.iter_idx);
+    scope.enqueue([&produced, &consumed, i] { consumed[i] = produced[i] + 1; }, 1ms);
+  }, {.stage = 1, .stream = "b"});
+  plan.intra_iter_deps.push_back({"Consume", "Produce"});
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("a runtime given a device takes its streams and the engines' events from it") {
+  auto owned = std::make_unique<CountingDevice>();
+  CountingDevice& device = *owned;
+  swp::Runtime rt(std::move(owned), {.workers = 1});
+  CHECK(&rt.device() == &device);
+  CHECK(rt.backend() == swp::Backend::host);  // a device swp does not name runs in real time
+  CHECK_FALSE(rt.scheduler().virtual_time());
+
+  constexpr int iterations = 8;
+  std::vector<int> produced(iterations, 0), consumed(iterations, -1);
+  const auto plan = two_stream_plan(produced, consumed);
+  {
+    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+    // One event per (task, sync entry), made once with the pipeline, none per iteration.
+    const int events_made = device.events;
+    CHECK(events_made > 0);
+    std::vector<int> batches;
+    for (int i = 0; i < iterations; ++i) batches.push_back(10 * i);
+    CHECK(pipe.run(batches).iterations == iterations);
+    CHECK(device.events == events_made);
+  }
+  CHECK(device.streams == 2);
+  for (int i = 0; i < iterations; ++i) {
+    CAPTURE(i);
+    CHECK(consumed[static_cast<std::size_t>(i)] == 10 * i + 1);
+  }
+}
+
+TEST_CASE("a runtime given a sim device runs on the device's virtual time") {
+  auto owned = std::make_unique<swp::SimDevice>();
+  swp::SimScheduler* clock = owned->virtual_time();
+  swp::Runtime rt(std::move(owned));
+  CHECK(rt.backend() == swp::Backend::sim);
+  CHECK(&rt.scheduler() == clock);
+  CHECK(rt.scheduler().virtual_time());
+
+  constexpr int iterations = 4;
+  std::vector<int> produced(iterations, 0), consumed(iterations, -1);
+  const auto plan = two_stream_plan(produced, consumed);
+  swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+  const auto start = rt.now();
+  CHECK(pipe.run(std::vector<int>{1, 2, 3, 4}).iterations == iterations);
+  // Modelled device time, on the virtual clock: at least one 2 ms + 1 ms chain.
+  CHECK(rt.now() - start >= 3ms);
+  CHECK(consumed == std::vector<int>{2, 3, 4, 5});
+}
+
+TEST_CASE("a runtime made from options makes its device by backend name") {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 1});
+    CHECK(rt.backend() == backend);
+    CHECK(rt.device().backend() == swp::backend_name(backend));
+  }
+#if !SWP_HAVE_CUDA
+  CHECK_THROWS_WITH_AS(swp::Runtime({.backend = swp::Backend::cuda}),
+                       doctest::Contains("not compiled into this build"), std::invalid_argument);
+#endif
+}
+
+TEST_CASE("a runtime refuses a null device and a caller's scheduler with virtual time") {
+  CHECK_THROWS_WITH_AS(swp::Runtime(std::unique_ptr<swp::Device>{}),
+                       doctest::Contains("the device is null"), std::invalid_argument);
+  CHECK_THROWS_AS(swp::Runtime(std::make_unique<swp::SimScheduler>()), std::invalid_argument);
+  CHECK_THROWS_AS(swp::Runtime(std::make_unique<swp::ThreadPoolScheduler>(1),
+                               {.backend = swp::Backend::sim}),
+                  std::invalid_argument);
+}
+
+TEST_CASE("backend names round-trip for the backends this build has") {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim, swp::Backend::cuda}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Backend parsed{};
+    const bool compiled = swp::backend_compiled(swp::backend_name(backend));
+    CHECK(swp::parse_backend(swp::backend_name(backend), parsed) == compiled);
+    if (compiled) CHECK(parsed == backend);
+  }
+  swp::Backend parsed{};
+  CHECK_FALSE(swp::parse_backend("gpu", parsed));
+}

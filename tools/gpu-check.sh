@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The GPU paths in one call, split where the machines differ: a GPU machine has CUDA but no
+# Boost and no package registry, so the build happens here and travels.
+#
+#   tools/gpu-check.sh pack   here (Boost, meson): builds build-gpu with the cuda backend
+#                             required (release), and puts what runs there into
+#                             build-gpu-carry/: the test binary, libswp and the shared libraries
+#                             the GPU machine lacks (Boost's)
+#   tools/gpu-check.sh run    on the GPU machine, from the repository root: prints the GPU, runs
+#                             the cuda tests (none may skip) and the engine, device and async
+#                             tests (the CLI's need this machine's build paths); exit status 1
+#                             when anything failed
+#
+# With the device tool: `tools/gpu-check.sh pack` here, then run `bash tools/gpu-check.sh run`
+# with carry ["build-gpu-carry"] (it must stay under the tool's 64 MiB: pack prints its size).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:?usage: tools/gpu-check.sh pack|run}
+dir=build-gpu
+carry=build-gpu-carry
+
+case "$mode" in
+pack)
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" --buildtype=release -Dcuda=enabled -Dbench=disabled >/dev/null
+  fi
+  ninja -C "$dir" >/dev/null
+  grep -q 'define SWP_HAVE_CUDA 1' "$dir/include/swp/config.hpp" ||
+    { echo "gpu-check: $dir was built without the cuda backend" >&2; exit 1; }
+  rm -rf "$carry"
+  mkdir -p "$carry/lib"
+  cp "$dir/tests/swp-tests" "$carry/"
+  cp -P "$dir"/src/libswp.so* "$carry/lib/"
+  # What the binaries link from outside the CUDA prefix and the base system: Boost.
+  ldd "$dir/tests/swp-tests" "$dir"/src/libswp.so.*.*.* | awk '/=> \// { print $3 }' |
+    grep -E 'libboost_' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+  du -sh "$carry" | sed 's/^/gpu-check: carry /'
+  ;;
+run)
+  export LD_LIBRARY_PATH="$PWD/$carry/lib:${LD_LIBRARY_PATH:-}"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
+    { echo "gpu-check: no GPU here (nvidia-smi failed)" >&2; exit 1; }
+  status=0
+  # The cuda tests first, alone: not one may skip on a GPU machine.
+  log=$(mktemp)
+  "$carry/swp-tests" --test-case='cuda*' 2>&1 | tee "$log" || status=1
+  if grep -q '^\[skip\] cuda' "$log"; then
+    echo "gpu-check: cuda tests skipped on a GPU machine" >&2
+    status=1
+  fi
+  # Then the library's other tests, on this machine's many cores (the CLI's and the examples'
+  # run binaries at this machine's build paths).
+  "$carry/swp-tests" --test-case-exclude='cuda*' --source-file-exclude='*/cli/*,*/examples/*,*test_config*' ||
+    status=1
+  exit "$status"
+  ;;
+*)
+  echo "usage: tools/gpu-check.sh pack|run" >&2
+  exit 2
+  ;;
+esac
