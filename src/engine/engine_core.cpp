@@ -372,10 +372,19 @@ Co<void> EngineCore::await_turn(Instance& in) {
   co_await sequencer_.turn(in.turn, graph_.name(in.task), in.iter());  // names it only on error
 }
 
+void EngineCore::start_range(Instance& in, bool serial) const noexcept {
+  const TaskRoutine* routine = info_[in.task].routine;
+  char name[128];
+  nvtx_range_name(name, sizeof name, graph_.name(in.task), in.iter(), serial,
+                  routine != nullptr && routine->shortcut());
+  in.nvtx_range = detail::nvtx_range_start(name);
+}
+
 void EngineCore::run_body(Instance& in) noexcept {
   in.set_state(InstanceState::running);
   const TaskInfo& info = info_[in.task];
   if (observer_ != nullptr) observer_->task_started(in.task, in.iter(), *info.lane);
+  if (nvtx_) [[unlikely]] start_range(in, false);
   // Nothing to run (no call, no coroutine), or a body that completed synchronously: it
   // finishes here, as a tail call (nothing of this frame lives on after it).
   if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
@@ -424,6 +433,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
     trouble_.store(true, std::memory_order_release);
   }
   // Observed before the successors learn: whoever they wake starts after this.
+  end_range(in);
   if (observer_ != nullptr) observer_->task_finished(t, iter, *info.lane, !in.failed);
   in.set_state(InstanceState::finished);
   info.lane->finish_job();

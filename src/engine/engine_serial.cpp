@@ -32,6 +32,7 @@ void EngineCore::run_serial(std::int64_t iter) {
       observer_->task_started(t, iter, *info_[t].lane);
     }
     in.set_state(InstanceState::running);
+    if (nvtx_) start_range(in, true);
     // The outcome is written by whichever thread finishes the body (on host a body may
     // resume on the thread that completed what it awaited): atomically, and followed by a
     // notify, so the waiting caller neither races nor sleeps through it.
@@ -74,6 +75,7 @@ void EngineCore::run_serial(std::int64_t iter) {
                             "' can never finish (it waits for something no task "
                             "will provide)");
     in.set_state(InstanceState::finished);
+    end_range(in);
     if (outcome.error) {
       in.failed = true;
       in.error = outcome.error;

@@ -239,6 +239,17 @@ class Pipeline : private detail::FrontEnd {
   void set_timeouts(EngineTimeouts timeouts) noexcept { core_.set_timeouts(std::move(timeouts)); }
   void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
 
+  /// Emits an NVTX range for every task instance from now on (off: none), named as in seed 003:
+  /// `SWP/{Task}/iter{N}` when pipelined, `SWP_serial/{Task}/iter{N}` in run_one_serial_iter,
+  /// `[skip]` appended for a shortcut task. A range spans the instance's body, from its start
+  /// on its lane to its finish (its device work submitted), across suspensions. Returns
+  /// whether ranges will be emitted: false where NVTX is not compiled in (swp::nvtx_compiled).
+  /// Cost: off, one predictable branch per instance; on, the name written into a stack buffer
+  /// and nvtxRangeStartA / nvtxRangeEnd (which return at once without a tool attached). Set
+  /// it between runs.
+  /// Example: `pipe.enable_nvtx(); pipe.run(batches);  // then: nsys profile ...`
+  bool enable_nvtx(bool on = true) noexcept { return core_.set_nvtx(on); }
+
  protected:
   // Ends what is in flight (see the class comment). Derived destructors call it first: until
   // it returns, lanes may still run this object's task routines and write its contexts, and

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "swp/async/cancelled.hpp"
@@ -27,6 +28,7 @@
 #include "swp/async/sequencer.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/event.hpp"
+#include "swp/device/nvtx_ranges.hpp"
 #include "swp/device/stream.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/output_box.hpp"
@@ -126,6 +128,7 @@ struct Instance final : Lane::Job, CoEnvironment {
   Stream* stream = nullptr;             // where this execution queues device work
   std::unique_ptr<TaskScope> scope;     // handed to the body; lives as long as the instance
   std::exception_ptr error;             // why it failed (its own error or a dependency's)
+  std::uint64_t nvtx_range = 0;         // its NVTX range while it runs (0: none)
   bool stream_used = false;             // the body used its stream
   bool carries_device_work = false;     // a dependency handed it device work
   bool failed = false;
@@ -209,6 +212,11 @@ class EngineCore {
   /// The signal every instance's waits listen to; fired when the run fails or times out.
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
   void set_observer(TaskObserver* observer) noexcept { observer_ = observer; }
+  /// NVTX ranges for instances (where compiled in): returns whether they are on.
+  bool set_nvtx(bool on) noexcept {
+    nvtx_ = on && nvtx_compiled();
+    return nvtx_;
+  }
 
   /// The output box of `task` for the iteration in context slot `slot`.
   [[nodiscard]] OutputBox* box(std::size_t slot, TaskIndex task) const {
@@ -291,6 +299,11 @@ class EngineCore {
   // Dependencies done: stream waits (phase 2), the turn, then the body.
   void proceed(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
+  // The NVTX range of `in` starting (ranges on) and ending (if it has one).
+  void start_range(Instance& in, bool serial) const noexcept;
+  static void end_range(Instance& in) noexcept {
+    if (in.nvtx_range != 0) detail::nvtx_range_end(std::exchange(in.nvtx_range, 0));
+  }
   // Runs the task's routine: true when it completed synchronously and without an error (the
   // caller finishes the instance); false when it finished it or started its coroutine.
   struct TaskInfo;
@@ -393,6 +406,7 @@ class EngineCore {
   std::atomic<bool> trouble_{false};
   // The release policy's start is proceed (data-flow): no virtual call to get there.
   bool start_proceeds_ = false;
+  bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
 
   // The failure record: the first root cause wins.
   mutable SpinLock failure_lock_;

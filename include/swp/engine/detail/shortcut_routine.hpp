@@ -33,6 +33,8 @@ class ShortcutRoutine final : public TaskRoutine {
     return ErasedCo(cache_after(std::move(body), ctx, output));
   }
 
+  [[nodiscard]] bool shortcut() const noexcept override { return true; }
+
  private:
   Co<void> cache_after(ErasedCo body, Ctx& ctx, OutputBox* output) {
     co_await body;

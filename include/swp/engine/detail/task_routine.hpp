@@ -30,6 +30,9 @@ class TaskRoutine {
   /// Runs the task on context slot `slot` for the instance `scope` describes; a value goes
   /// to `output` (a TypedBox of the task's value type; nullptr when it returns nothing).
   virtual ErasedCo run(std::size_t slot, TaskScope& scope, OutputBox* output) = 0;
+
+  /// Whether this is a shortcut around the task (its NVTX range says `[skip]`).
+  [[nodiscard]] virtual bool shortcut() const noexcept { return false; }
 };
 
 }  // namespace detail
