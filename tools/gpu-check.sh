@@ -8,8 +8,9 @@
 #                             the GPU machine lacks (Boost's)
 #   tools/gpu-check.sh run    on the GPU machine, from the repository root: prints the GPU, runs
 #                             the cuda tests (none may skip) and the engine, device and async
-#                             tests (the CLI's need this machine's build paths); exit status 1
-#                             when anything failed
+#                             tests (the CLI's need this machine's build paths), then the GPU
+#                             training-step example's metrics; exit status 1 when anything
+#                             failed
 #
 # With the device tool: `tools/gpu-check.sh pack` here, then run `bash tools/gpu-check.sh run`
 # with carry ["build-gpu-carry"] (it must stay under the tool's 64 MiB: pack prints its size).
@@ -23,17 +24,17 @@ carry=build-gpu-carry
 case "$mode" in
 pack)
   if [ ! -f "$dir/build.ninja" ]; then
-    meson setup "$dir" --buildtype=release -Dcuda=enabled -Dbench=disabled >/dev/null
+    meson setup "$dir" --buildtype=release -Dcuda=enabled -Dnvtx=enabled -Dbench=disabled >/dev/null
   fi
   ninja -C "$dir" >/dev/null
   grep -q 'define SWP_HAVE_CUDA 1' "$dir/include/swp/config.hpp" ||
     { echo "gpu-check: $dir was built without the cuda backend" >&2; exit 1; }
   rm -rf "$carry"
   mkdir -p "$carry/lib"
-  cp "$dir/tests/swp-tests" "$carry/"
+  cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$carry/"
   cp -P "$dir"/src/libswp.so* "$carry/lib/"
   # What the binaries link from outside the CUDA prefix and the base system: Boost.
-  ldd "$dir/tests/swp-tests" "$dir"/src/libswp.so.*.*.* | awk '/=> \// { print $3 }' |
+  ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir"/src/libswp.so.*.*.* | awk '/=> \// { print $3 }' |
     grep -E 'libboost_' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
   du -sh "$carry" | sed 's/^/gpu-check: carry /'
   ;;
@@ -53,6 +54,8 @@ run)
   # run binaries at this machine's build paths).
   "$carry/swp-tests" --test-case-exclude='cuda*' --source-file-exclude='*/cli/*,*/examples/*,*test_config*' ||
     status=1
+  # The training step, pipelined by both engines against the serial loop (metric lines).
+  "$carry/gpu_train_step" --iters 300 || status=1
   exit "$status"
   ;;
 *)

@@ -1,0 +1,280 @@
+// A training step on the GPU, written as a SparseDist plan (seed 000) and run by both engines
+// on the cuda backend against the serial baseline:
+//
+//   H2D        stage 0, stream "h2d":        ids, dense targets from pinned buffers
+//   InputDist  stage 1, stream "input_dist": a stand-in kernel for the all-to-all of ids
+//   Forward    stage 2, stream "compute":    embedding gather, MLP (cuBLAS), ReLU, MSE loss
+//   Backward   stage 2, stream "compute":    gradients (cuBLAS), SGD update of the MLP
+//
+// Forward of iteration i reads the weights Backward of i - 1 wrote: an inter-iteration
+// dependency, so every engine trains the same model as the serial loop.
+// Prints metric lines: serial and pipelined µs per iteration, the bound (the busiest stream's
+// per-iteration device time, measured task by task with CUDA timing events), the efficiency
+// (bound / pipelined) and the CPU time bodies spend submitting, per task.
+// Usage: gpu_train_step [--iters N]   (exits 0 with a message where there is no GPU)
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "swp/device/cuda/cuda_device.hpp"
+#include "swp/device/cuda/pinned_buffer.hpp"
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+#include "train_kernels.hpp"
+
+namespace {
+
+using Ctx = swp::IterContext<int>;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr int batch = 8192, dim = 128, hidden = 1024, rows = 1 << 20;
+constexpr int slots = 3;        // iterations in flight: the clock engine's depth (stages 0..2)
+constexpr int staged = 8;       // distinct batches prepared in pinned memory
+constexpr int dist_rounds = 2000;  // the input-dist stand-in's work per id
+constexpr float lr = 1e-3f;
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+void check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(status));
+}
+
+template <class T>
+T* device_array(std::size_t n) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, n * sizeof(T)), "cudaMalloc");
+  return static_cast<T*>(p);
+}
+
+cudaStream_t native(swp::TaskScope& scope) {
+  swp::CudaStream* s = swp::as_cuda(scope.stream());
+  if (s == nullptr) throw std::logic_error("gpu_train_step runs on the cuda backend only");
+  return s->native_handle();
+}
+
+// The model and the per-slot activations, all on the GPU.
+struct Model {
+  float* table = device_array<float>(static_cast<std::size_t>(rows) * dim);
+  float* w1 = device_array<float>(dim * hidden);
+  float* w2 = device_array<float>(hidden);
+  float* dw1 = device_array<float>(dim * hidden);
+  float* dw2 = device_array<float>(hidden);
+  struct Slot {
+    int* ids_raw = device_array<int>(batch);
+    int* ids = device_array<int>(batch);
+    float* target = device_array<float>(batch);
+    float* x = device_array<float>(batch * dim);
+    float* h = device_array<float>(static_cast<std::size_t>(batch) * hidden);
+    float* y = device_array<float>(batch);
+    float* dy = device_array<float>(batch);
+    float* dh = device_array<float>(static_cast<std::size_t>(batch) * hidden);
+    float* loss = device_array<float>(1);
+  };
+  std::array<Slot, slots> slot;
+  cublasHandle_t blas{};
+
+  Model() {
+    check(cublasCreate(&blas), "cublasCreate");
+    // Deterministic small weights (the values matter little; the work does).
+    std::vector<float> host(static_cast<std::size_t>(dim) * hidden);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = 0.01f * static_cast<float>((i * 7919) % 13) - 0.06f;
+    check(cudaMemcpy(w1, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), "w1");
+    check(cudaMemcpy(w2, host.data(), hidden * sizeof(float), cudaMemcpyHostToDevice), "w2");
+    check(cudaMemset(table, 0, sizeof(float) * rows * dim), "table");
+  }
+};
+
+// The batches, prepared once in page-locked memory (H2D copies them asynchronously).
+struct Staging {
+  std::array<swp::PinnedBuffer, staged> ids, target;
+  Staging() {
+    for (int k = 0; k < staged; ++k) {
+      ids[k] = swp::PinnedBuffer(batch * sizeof(int));
+      target[k] = swp::PinnedBuffer(batch * sizeof(float));
+      auto id = ids[k].as<int>();
+      auto t = target[k].as<float>();
+      for (int i = 0; i < batch; ++i) {
+        id[i] = (i * 104729 + k * 7) % rows;
+        t[i] = static_cast<float>((i + k) % 5) * 0.1f;
+      }
+    }
+  }
+};
+
+// CPU time the bodies spend (submitting their GPU work), over all tasks.
+struct Submission {
+  std::atomic<long long> ns{0};
+  std::atomic<long long> tasks{0};
+  template <class F>
+  void time(F&& f) {
+    const auto start = SteadyClock::now();
+    f();
+    ns += std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
+    ++tasks;
+  }
+};
+
+// Device time per task, from timing events around its work (one pair per task).
+struct TaskTimer {
+  static constexpr int tasks = 4;
+  std::array<cudaEvent_t, tasks> start{}, end{};
+  bool on = false;
+  TaskTimer() {
+    for (int t = 0; t < tasks; ++t) {
+      check(cudaEventCreate(&start[t]), "cudaEventCreate");
+      check(cudaEventCreate(&end[t]), "cudaEventCreate");
+    }
+  }
+  void begin(int t, cudaStream_t s) { if (on) check(cudaEventRecord(start[t], s), "record"); }
+  void finish(int t, cudaStream_t s) { if (on) check(cudaEventRecord(end[t], s), "record"); }
+  float ms(int t) const {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start[t], end[t]), "cudaEventElapsedTime");
+    return ms;
+  }
+};
+
+swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer& timer) {
+  swp::Plan<Ctx> plan;
+  plan.add("H2D", [&](Ctx& ctx, swp::TaskScope& scope) {
+    sub.time([&] {
+      const cudaStream_t s = native(scope);
+      auto& slot = m.slot[ctx.iter_idx % slots];
+      const int k = ctx.batch % staged;
+      timer.begin(0, s);
+      check(cudaMemcpyAsync(slot.ids_raw, staging.ids[k].data(), batch * sizeof(int), cudaMemcpyHostToDevice, s), "H2D ids");
+      check(cudaMemcpyAsync(slot.target, staging.target[k].data(), batch * sizeof(float), cudaMemcpyHostToDevice, s), "H2D target");
+      timer.finish(0, s);
+    });
+  }, {.stage = 0, .stream = "h2d", .thread_group = "h2d"});
+  plan.add("InputDist", [&](Ctx& ctx, swp::TaskScope& scope) {
+    sub.time([&] {
+      const cudaStream_t s = native(scope);
+      auto& slot = m.slot[ctx.iter_idx % slots];
+      timer.begin(1, s);
+      train::input_dist(slot.ids_raw, slot.ids, batch, rows, dist_rounds, s);
+      timer.finish(1, s);
+    });
+  }, {.stage = 1, .stream = "input_dist", .thread_group = "dist"});
+  plan.add("Forward", [&](Ctx& ctx, swp::TaskScope& scope) {
+    sub.time([&] {
+      const cudaStream_t s = native(scope);
+      auto& slot = m.slot[ctx.iter_idx % slots];
+      const float one = 1.f, zero = 0.f;
+      timer.begin(2, s);
+      check(cublasSetStream(m.blas, s), "cublasSetStream");
+      train::gather(m.table, slot.ids, slot.x, batch, dim, s);
+      // Row-major H = X W1, Y = H W2, as column-major products of the transposes.
+      check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, batch, dim, &one, m.w1, hidden, slot.x, dim, &zero, slot.h, hidden), "H = X W1");
+      train::relu(slot.h, batch * hidden, s);
+      check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, 1, batch, hidden, &one, m.w2, 1, slot.h, hidden, &zero, slot.y, 1), "Y = H W2");
+      check(cudaMemsetAsync(slot.loss, 0, sizeof(float), s), "loss = 0");
+      train::mse(slot.y, slot.target, slot.dy, slot.loss, batch, s);
+      timer.finish(2, s);
+    });
+  }, {.stage = 2, .stream = "compute", .thread_group = "compute"});
+  plan.add("Backward", [&](Ctx& ctx, swp::TaskScope& scope) {
+    sub.time([&] {
+      const cudaStream_t s = native(scope);
+      auto& slot = m.slot[ctx.iter_idx % slots];
+      const float one = 1.f, zero = 0.f, step = -lr;
+      timer.begin(3, s);
+      check(cublasSetStream(m.blas, s), "cublasSetStream");
+      check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, 1, hidden, batch, &one, slot.dy, 1, slot.h, hidden, &zero, m.dw2, 1), "dW2 = H^T dY");
+      check(cublasSgemm(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, hidden, batch, 1, &one, m.w2, 1, slot.dy, 1, &zero, slot.dh, hidden), "dH = dY W2^T");
+      train::relu_backward(slot.h, slot.dh, batch * hidden, s);
+      check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, dim, batch, &one, slot.dh, hidden, slot.x, dim, &zero, m.dw1, hidden), "dW1 = X^T dH");
+      check(cublasSaxpy(m.blas, dim * hidden, &step, m.dw1, 1, m.w1, 1), "W1 -= lr dW1");
+      check(cublasSaxpy(m.blas, hidden, &step, m.dw2, 1, m.w2, 1), "W2 -= lr dW2");
+      timer.finish(3, s);
+    });
+  }, {.stage = 2, .stream = "compute", .thread_group = "compute"});
+  plan.intra_iter_deps = {{"InputDist", "H2D"}, {"Forward", "InputDist"}, {"Backward", "Forward"}};
+  plan.inter_iter_deps = {{"Forward", "Backward"}};
+  return plan;
+}
+
+template <class Pipe>
+double us_per_iter(Pipe& pipe, int iters, bool serial) {
+  std::vector<int> batches(static_cast<std::size_t>(iters));
+  for (int i = 0; i < iters; ++i) batches[static_cast<std::size_t>(i)] = i;
+  const auto stats = serial ? pipe.run_serial(batches) : pipe.run(batches);
+  return std::chrono::duration<double, std::micro>(stats.elapsed).count() / iters;
+}
+
+void metric(const char* name, double value, const char* unit) {
+  std::printf("metric %s %.3f %s\n", name, value, unit);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iters = 200;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
+  if (swp::CudaDevice::count() == 0) {
+    std::printf("gpu_train_step: no CUDA device on this machine; nothing to run\n");
+    return 0;
+  }
+  Model model;
+  Staging staging;
+  Submission submission;
+  TaskTimer timer;
+  swp::Runtime rt(swp::make_device("cuda"), {.workers = 3});
+  const swp::Plan<Ctx> plan = make_plan(model, staging, submission, timer);
+  swp::DataFlowPipeline<Ctx> dataflow(rt, plan, slots);
+  swp::ClockPipeline<Ctx> clock(rt, plan);
+
+  // Per-task device times: serial iterations, one at a time, timed with CUDA events.
+  timer.on = true;
+  std::array<double, TaskTimer::tasks> task_us{};
+  constexpr int calibration = 20;
+  for (int i = 0; i < calibration + 3; ++i) {
+    dataflow.run_one_serial_iter(i, i);
+    dataflow.synchronize();
+    if (i < 3) continue;  // warm-up (cuBLAS picks its kernels)
+    for (int t = 0; t < TaskTimer::tasks; ++t) task_us[static_cast<std::size_t>(t)] += 1000.0 * timer.ms(t) / calibration;
+  }
+  timer.on = false;
+  // The busiest stream: compute runs Forward and Backward, the others one task each.
+  const double bound = std::max({task_us[0], task_us[1], task_us[2] + task_us[3]});
+
+  us_per_iter(dataflow, 20, false);  // warm-up of the pipelined path
+  const double serial = us_per_iter(dataflow, iters, true);
+  submission.ns = 0;
+  submission.tasks = 0;
+  const double df = us_per_iter(dataflow, iters, false);
+  const double submit_us = submission.ns.load() / 1000.0 / static_cast<double>(submission.tasks.load());
+  const double ck = us_per_iter(clock, iters, false);
+
+  float loss = 0;
+  check(cudaMemcpy(&loss, model.slot[(iters - 1) % slots].loss, sizeof loss, cudaMemcpyDeviceToHost), "loss");
+  if (!std::isfinite(loss)) throw std::runtime_error("the loss is not finite");
+
+  std::printf("gpu_train_step: %s, batch %d, dim %d, hidden %d, %d iterations\n",
+              rt.device().backend().data(), batch, dim, hidden, iters);
+  for (int t = 0; t < TaskTimer::tasks; ++t)
+    std::printf("  task %d device time %.1f us\n", t, task_us[static_cast<std::size_t>(t)]);
+  metric("gpu_serial_us_per_iter", serial, "us");
+  metric("gpu_dataflow_us_per_iter", df, "us");
+  metric("gpu_clock_us_per_iter", ck, "us");
+  metric("gpu_bound_us_per_iter", bound, "us");
+  metric("gpu_dataflow_efficiency", bound / df, "ratio");
+  metric("gpu_clock_efficiency", bound / ck, "ratio");
+  metric("gpu_cpu_submit_us_per_task", submit_us, "us");
+  metric("gpu_final_loss", loss, "value");
+  return 0;
+}
