@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "swp/device/cuda/cuda_device.hpp"
+#include "swp/device/cuda/cuda_graph.hpp"
 #include "swp/device/cuda/pinned_buffer.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
@@ -147,7 +148,24 @@ struct TaskTimer {
   }
 };
 
-swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer& timer) {
+// Forward and Backward replayed from CUDA graphs, one per context slot and task (their pointers
+// are the slot's), when `on`; eager launches otherwise.
+struct Graphs {
+  bool on = false;
+  std::array<swp::CudaGraph, slots> forward, backward;
+  template <class F>
+  void run(std::array<swp::CudaGraph, slots>& graphs, int slot, swp::TaskScope& scope, F launch) {
+    swp::CudaStream& stream = *swp::as_cuda(scope.stream());
+    if (on) {
+      graphs[static_cast<std::size_t>(slot)].run(stream, launch);
+    } else {
+      launch(stream.native_handle());
+    }
+  }
+};
+
+swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer& timer,
+                         Graphs& graphs) {
   swp::Plan<Ctx> plan;
   plan.add("H2D", [&](Ctx& ctx, swp::TaskScope& scope) {
     sub.time([&] {
@@ -171,35 +189,41 @@ swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer&
   }, {.stage = 1, .stream = "input_dist", .thread_group = "dist"});
   plan.add("Forward", [&](Ctx& ctx, swp::TaskScope& scope) {
     sub.time([&] {
-      const cudaStream_t s = native(scope);
-      auto& slot = m.slot[ctx.iter_idx % slots];
-      const float one = 1.f, zero = 0.f;
-      timer.begin(2, s);
-      check(cublasSetStream(m.blas, s), "cublasSetStream");
-      train::gather(m.table, slot.ids, slot.x, batch, dim, s);
-      // Row-major H = X W1, Y = H W2, as column-major products of the transposes.
-      check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, batch, dim, &one, m.w1, hidden, slot.x, dim, &zero, slot.h, hidden), "H = X W1");
-      train::relu(slot.h, batch * hidden, s);
-      check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, 1, batch, hidden, &one, m.w2, 1, slot.h, hidden, &zero, slot.y, 1), "Y = H W2");
-      check(cudaMemsetAsync(slot.loss, 0, sizeof(float), s), "loss = 0");
-      train::mse(slot.y, slot.target, slot.dy, slot.loss, batch, s);
-      timer.finish(2, s);
+      const cudaStream_t stream = native(scope);
+      const int k = static_cast<int>(ctx.iter_idx % slots);
+      auto& slot = m.slot[static_cast<std::size_t>(k)];
+      timer.begin(2, stream);
+      graphs.run(graphs.forward, k, scope, [&](cudaStream_t s) {
+        const float one = 1.f, zero = 0.f;
+        check(cublasSetStream(m.blas, s), "cublasSetStream");
+        train::gather(m.table, slot.ids, slot.x, batch, dim, s);
+        // Row-major H = X W1, Y = H W2, as column-major products of the transposes.
+        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, batch, dim, &one, m.w1, hidden, slot.x, dim, &zero, slot.h, hidden), "H = X W1");
+        train::relu(slot.h, batch * hidden, s);
+        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, 1, batch, hidden, &one, m.w2, 1, slot.h, hidden, &zero, slot.y, 1), "Y = H W2");
+        check(cudaMemsetAsync(slot.loss, 0, sizeof(float), s), "loss = 0");
+        train::mse(slot.y, slot.target, slot.dy, slot.loss, batch, s);
+      });
+      timer.finish(2, stream);
     });
   }, {.stage = 2, .stream = "compute", .thread_group = "compute"});
   plan.add("Backward", [&](Ctx& ctx, swp::TaskScope& scope) {
     sub.time([&] {
-      const cudaStream_t s = native(scope);
-      auto& slot = m.slot[ctx.iter_idx % slots];
-      const float one = 1.f, zero = 0.f, step = -lr;
-      timer.begin(3, s);
-      check(cublasSetStream(m.blas, s), "cublasSetStream");
-      check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, 1, hidden, batch, &one, slot.dy, 1, slot.h, hidden, &zero, m.dw2, 1), "dW2 = H^T dY");
-      check(cublasSgemm(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, hidden, batch, 1, &one, m.w2, 1, slot.dy, 1, &zero, slot.dh, hidden), "dH = dY W2^T");
-      train::relu_backward(slot.h, slot.dh, batch * hidden, s);
-      check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, dim, batch, &one, slot.dh, hidden, slot.x, dim, &zero, m.dw1, hidden), "dW1 = X^T dH");
-      check(cublasSaxpy(m.blas, dim * hidden, &step, m.dw1, 1, m.w1, 1), "W1 -= lr dW1");
-      check(cublasSaxpy(m.blas, hidden, &step, m.dw2, 1, m.w2, 1), "W2 -= lr dW2");
-      timer.finish(3, s);
+      const cudaStream_t stream = native(scope);
+      const int k = static_cast<int>(ctx.iter_idx % slots);
+      auto& slot = m.slot[static_cast<std::size_t>(k)];
+      timer.begin(3, stream);
+      graphs.run(graphs.backward, k, scope, [&](cudaStream_t s) {
+        const float one = 1.f, zero = 0.f, step = -lr;
+        check(cublasSetStream(m.blas, s), "cublasSetStream");
+        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, 1, hidden, batch, &one, slot.dy, 1, slot.h, hidden, &zero, m.dw2, 1), "dW2 = H^T dY");
+        check(cublasSgemm(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, hidden, batch, 1, &one, m.w2, 1, slot.dy, 1, &zero, slot.dh, hidden), "dH = dY W2^T");
+        train::relu_backward(slot.h, slot.dh, batch * hidden, s);
+        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, dim, batch, &one, slot.dh, hidden, slot.x, dim, &zero, m.dw1, hidden), "dW1 = X^T dH");
+        check(cublasSaxpy(m.blas, dim * hidden, &step, m.dw1, 1, m.w1, 1), "W1 -= lr dW1");
+        check(cublasSaxpy(m.blas, hidden, &step, m.dw2, 1, m.w2, 1), "W2 -= lr dW2");
+      });
+      timer.finish(3, stream);
     });
   }, {.stage = 2, .stream = "compute", .thread_group = "compute"});
   plan.intra_iter_deps = {{"InputDist", "H2D"}, {"Forward", "InputDist"}, {"Backward", "Forward"}};
@@ -233,8 +257,9 @@ int main(int argc, char** argv) {
   Staging staging;
   Submission submission;
   TaskTimer timer;
+  Graphs graphs;
   swp::Runtime rt(swp::make_device("cuda"), {.workers = 3});
-  const swp::Plan<Ctx> plan = make_plan(model, staging, submission, timer);
+  const swp::Plan<Ctx> plan = make_plan(model, staging, submission, timer, graphs);
   swp::DataFlowPipeline<Ctx> dataflow(rt, plan, slots);
   swp::ClockPipeline<Ctx> clock(rt, plan);
 
@@ -259,6 +284,16 @@ int main(int argc, char** argv) {
   const double df = us_per_iter(dataflow, iters, false);
   const double submit_us = submission.ns.load() / 1000.0 / static_cast<double>(submission.tasks.load());
   const double ck = us_per_iter(clock, iters, false);
+  // The same with Forward and Backward replayed from CUDA graphs (captured after 2 eager runs
+  // per slot, in the warm-up).
+  graphs.on = true;
+  us_per_iter(dataflow, 20, false);
+  submission.ns = 0;
+  submission.tasks = 0;
+  const double graph_df = us_per_iter(dataflow, iters, false);
+  const double graph_submit_us =
+      submission.ns.load() / 1000.0 / static_cast<double>(submission.tasks.load());
+  graphs.on = false;
 
   float loss = 0;
   check(cudaMemcpy(&loss, model.slot[(iters - 1) % slots].loss, sizeof loss, cudaMemcpyDeviceToHost), "loss");
@@ -275,6 +310,9 @@ int main(int argc, char** argv) {
   metric("gpu_dataflow_efficiency", bound / df, "ratio");
   metric("gpu_clock_efficiency", bound / ck, "ratio");
   metric("gpu_cpu_submit_us_per_task", submit_us, "us");
+  metric("gpu_graph_dataflow_us_per_iter", graph_df, "us");
+  metric("gpu_graph_dataflow_efficiency", bound / graph_df, "ratio");
+  metric("gpu_graph_cpu_submit_us_per_task", graph_submit_us, "us");
   metric("gpu_final_loss", loss, "value");
   return 0;
 }

@@ -3,6 +3,7 @@
 
 #include "swp/device/cuda/cuda_device.hpp"
 
+#include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "swp/device/backends.hpp"
+#include "swp/device/cuda/cuda_graph.hpp"
 #include "swp/device/cuda/pinned_buffer.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
@@ -156,4 +158,38 @@ TEST_CASE("cuda: reading an undeclared producer is an error on the cuda backend 
     CHECK(e.task() == "Peek");
     CHECK_THROWS_AS(std::rethrow_exception(e.nested()), swp::UndeclaredDependency);
   }
+}
+
+TEST_CASE("cuda: a graph runs eagerly for its warm-up, is captured once, then replayed") {
+  if (!have_gpu("graph")) return;
+  swp::CudaDevice device(0);
+  auto stream = device.make_stream("graph", 0);
+  int* source = nullptr;
+  int* copy = nullptr;
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&source), sizeof(int)) == cudaSuccess);
+  REQUIRE(cudaMalloc(reinterpret_cast<void**>(&copy), sizeof(int)) == cudaSuccess);
+  swp::CudaGraph graph(2);
+  int launches = 0;
+  // The captured work copies `source` to `copy`: the same pointers every run, new contents.
+  auto launch = [&](CUstream_st* s) {
+    ++launches;
+    REQUIRE(cudaMemcpyAsync(copy, source, sizeof(int), cudaMemcpyDeviceToDevice, s) == cudaSuccess);
+  };
+  for (int run = 0; run < 6; ++run) {
+    CAPTURE(run);
+    REQUIRE(cudaMemcpyAsync(source, &run, sizeof(int), cudaMemcpyHostToDevice,
+                            stream->native_handle()) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(stream->native_handle()) == cudaSuccess);
+    graph.run(*stream, launch);
+    int seen = -1;
+    REQUIRE(cudaMemcpyAsync(&seen, copy, sizeof(int), cudaMemcpyDeviceToHost,
+                            stream->native_handle()) == cudaSuccess);
+    stream->synchronize();
+    CHECK(seen == run);
+    CHECK(graph.captured() == (run >= 2));
+  }
+  CHECK(launches == 3);  // 2 eager runs, 1 capture; the rest replayed
+  CHECK(graph.replays() == 4);
+  cudaFree(source);
+  cudaFree(copy);
 }
