@@ -199,7 +199,11 @@ void EngineCore::fill() {
     broken_ = false;
   }
   if (filled_) throw PipelineStateError("fill_pipeline called twice without drain()");
-  reset_run_state();
+  {
+    std::lock_guard lock(live_mutex_);
+    reset_run_state();
+    live_.store(true, std::memory_order_release);
+  }
   filled_ = true;
   release_->fill();
   // The source failed for one of the first batches: the run ends here. (A task's error
@@ -476,10 +480,10 @@ void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception
       reason = "pipeline timed out";
     }
   }
-  if (kind == FailureKind::callback) {
+  if (kind == FailureKind::callback || kind == FailureKind::cancelled) {
     try {
       std::rethrow_exception(error);
-    } catch (const CallbackError& e) {
+    } catch (const std::exception& e) {  // a CallbackError, or cancel()'s Cancelled
       reason = e.what();
     }
   }

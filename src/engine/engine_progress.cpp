@@ -138,11 +138,27 @@ std::string EngineCore::describe(const Failure& failure) {
          ": " + what;
 }
 
+bool EngineCore::cancel(const std::string& reason) {
+  std::lock_guard lock(live_mutex_);
+  if (!live_.load(std::memory_order_acquire) || failed_.load(std::memory_order_acquire))
+    return false;
+  const std::string what = "pipeline cancelled: " + reason;
+  fail("", -1, std::make_exception_ptr(Cancelled(what)), FailureKind::cancelled);
+  return true;
+}
+
+Co<std::optional<std::int64_t>> EngineCore::next(std::stop_token token) {
+  // Registered for the wait only; it runs at once if the token stopped already.
+  std::stop_callback on_stop(token, [this] { cancel("stop requested"); });
+  co_return co_await next();
+}
+
 void EngineCore::abort_run(bool drained) {
   // Everything released must have finished before state can be reset: cancellable waits were
   // woken by fail(); bodies run to their end.
   Failure failure = *failure_;
   filled_ = false;
+  live_.store(false, std::memory_order_release);
   if (!drained) {
     broken_ = true;
     // The failure that started the drain is the cause: it stays in the message.
@@ -209,6 +225,7 @@ void EngineCore::drain() {
   while (progress()) {
   }
   filled_ = false;
+  live_.store(false, std::memory_order_release);
 }
 
 }  // namespace swp::detail

@@ -2,9 +2,12 @@
 
 #include <doctest/doctest.h>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <optional>
@@ -71,4 +74,35 @@ TEST_CASE("the handler runs on its associated executor, never inline, and keeps 
   CHECK(got == 0);
   CHECK(ran_on == std::this_thread::get_id());
   pipe.drain();
+}
+
+TEST_CASE("async_progress honours its handler's cancellation slot: the run ends, the step fails") {
+  for (auto type : {boost::asio::cancellation_type::terminal,
+                    boost::asio::cancellation_type::partial,
+                    boost::asio::cancellation_type::total}) {
+    CAPTURE(static_cast<int>(type));
+    swp::Runtime rt({.workers = 2});
+    // A task that, in the first run, awaits a future nobody completes (a cancellable wait).
+    std::atomic<bool> block{true};
+    std::atomic<int> blocked{0};
+    swp::Promise<int> never;
+    const swp::Future<int> never_done = never.get_future();
+    swp::Plan<Ctx> plan;
+    plan.add("Wait", [&](Ctx&) -> swp::Co<void> {
+      if (!block.load()) co_return;
+      ++blocked;
+      (void)co_await never_done;
+    }, {.stage = 0});
+    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+    pipe.fill_pipeline(std::vector<int>{1, 2, 3});
+    boost::asio::cancellation_signal signal;
+    auto step = swp::async_progress(
+        pipe, boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::use_future));
+    while (blocked.load() == 0) std::this_thread::yield();
+    signal.emit(type);
+    CHECK_THROWS_WITH_AS(static_cast<void>(step.get()),
+                         "pipeline cancelled: async_progress cancelled", swp::Cancelled);
+    block = false;
+    CHECK(pipe.run(std::vector<int>{4, 5}).iterations == 2);  // refillable
+  }
 }

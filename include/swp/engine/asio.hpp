@@ -10,7 +10,9 @@
 #include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -39,6 +41,16 @@ Co<void> async_progress_op(Pipeline<Ctx>& pipe, Handler handler) {
       boost::asio::prefer(fallback, boost::asio::execution::outstanding_work.tracked);
   auto executor = boost::asio::get_associated_executor(handler, fallback);
   auto work = boost::asio::make_work_guard(executor);
+  // Per-operation cancellation: terminal, partial and total all end the run (the step cannot
+  // end early in any other way), which completes this step with swp::Cancelled.
+  auto slot = boost::asio::get_associated_cancellation_slot(handler);
+  if (slot.is_connected()) {
+    slot.assign([&pipe](boost::asio::cancellation_type type) {
+      if ((type & (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
+                   boost::asio::cancellation_type::total)) != boost::asio::cancellation_type::none)
+        pipe.cancel("async_progress cancelled");
+    });
+  }
   std::exception_ptr error;
   std::optional<std::int64_t> iter;
   try {
@@ -46,6 +58,7 @@ Co<void> async_progress_op(Pipeline<Ctx>& pipe, Handler handler) {
   } catch (...) {
     error = std::current_exception();
   }
+  if (slot.is_connected()) slot.clear();
   boost::asio::post(executor, [handler = std::move(handler), error, iter]() mutable {
     std::move(handler)(error, iter);
   });
@@ -69,8 +82,13 @@ Co<void> async_progress_op(Pipeline<Ctx>& pipe, Handler handler) {
 /// runtime's workers, or the io_context's threads).
 /// Errors: as progress(), delivered as the exception_ptr (TaskError, PipelineTimeout,
 /// PipelineStateError); the pipeline can be filled again afterwards.
-/// Cancellation: the operation has no cancellation slot of its own; a failing or timed-out
-/// run completes it with the error.
+/// Cancellation: the handler's associated cancellation slot (`asio::bind_cancellation_slot`,
+/// the `||` of awaitable operators...) is honoured for terminal, partial
+/// and total cancellation: each ends the whole run, as `pipe.cancel("async_progress
+/// cancelled")`, and the step completes with swp::Cancelled once the run drained (bodies that
+/// do not await run to their end first). The slot is cleared before the handler is posted;
+/// emit from the thread (or strand) that started the operation. A failing or timed-out run
+/// completes it with that error.
 /// One progress()/next()/async_progress() at a time; keep the pipeline alive until the
 /// handler ran.
 ///

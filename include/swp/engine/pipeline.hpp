@@ -103,6 +103,25 @@ class Pipeline : private detail::FrontEnd {
   /// ```
   Co<std::optional<std::int64_t>> next() { return core_.next(); }
 
+  /// next() whose wait cancels the run (as `cancel("stop requested")`) when `token` is stopped
+  /// meanwhile, or was stopped already: it then throws swp::Cancelled once the run drained.
+  /// The token cancels the whole run, not only this wait (DESIGN decision 7).
+  /// Example: `auto iter = co_await pipe.next(stop_source.get_token());`
+  Co<std::optional<std::int64_t>> next(std::stop_token token) { return core_.next(std::move(token)); }
+
+  /// Cancels the run in flight, from any thread (a signal handler's thread, an Asio handler, a
+  /// task body): the run's stop signal fires, so every cancellable wait of every in-flight
+  /// instance (dependencies, futures, turns, `co_await` on swp awaitables) wakes with
+  /// swp::Cancelled; instances not started yet finish without running; bodies that do not
+  /// await run to their end. Once everything released finished, the progress()/next()/
+  /// async_progress() in progress — or the next one — throws
+  /// `swp::Cancelled("pipeline cancelled: " + reason)`; iterations in flight do not retire (no
+  /// on_retire). The pipeline can then be filled again.
+  /// Returns true when it cancelled a run in flight; false when none was, or the run had
+  /// already failed (that failure is what surfaces).
+  /// Example: `std::signal(...)` -> `pipe.cancel("SIGTERM");` then `progress()` throws.
+  bool cancel(const std::string& reason) { return core_.cancel(reason); }
+
   /// Retires everything in flight without taking new batches; the pipeline can be filled
   /// again afterwards (with another source).
   void drain() { core_.drain(); }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -196,6 +197,15 @@ class EngineCore {
   /// vtable included). Idempotent.
   void shut_down() noexcept;
 
+  /// Ends the run in flight with Cancelled("pipeline cancelled: " + reason), from any thread:
+  /// the run's stop signal wakes every cancellable wait, the run drains, and the progress()
+  /// or next() in progress (or the next one) throws it. True when a run was in flight and
+  /// had not failed yet; false otherwise (nothing changes then).
+  bool cancel(const std::string& reason);
+  /// next() that cancels the run (as cancel("stop requested")) when `token` is stopped while
+  /// it waits, or was stopped already.
+  Co<std::optional<std::int64_t>> next(std::stop_token token);
+
   /// Runs iteration `iter`, whose context the caller put in slot 0, serially on the calling
   /// thread: tasks in topological order, device work on the "default" stream.
   void run_serial(std::int64_t iter);
@@ -251,7 +261,7 @@ class EngineCore {
 
   // What failed a run: a task (error: its cause, wrapped in a TaskError when thrown), or a
   // deadline or a callback (error: the PipelineTimeout or CallbackError to throw as it is).
-  enum class FailureKind : std::uint8_t { task, timeout, callback };
+  enum class FailureKind : std::uint8_t { task, timeout, callback, cancelled };
   struct Failure {
     std::string task;
     std::int64_t iter = -1;
@@ -391,6 +401,12 @@ class EngineCore {
   // Run state (caller thread, except where noted).
   bool filled_ = false;
   bool broken_ = false;
+  // A run is in flight (fill to its end or failure): what cancel() may end, from any thread.
+  // cancel() holds live_mutex_ from its look at live_ through its fail(), and fill holds it
+  // while it resets the run state and sets live_: a cancel racing with a refill ends the old
+  // run or the new one, never half of the reset.
+  std::atomic<bool> live_{false};
+  std::mutex live_mutex_;
   std::int64_t next_admit_ = 0;      // next iteration to fetch
   std::int64_t end_ = INT64_MAX;     // first iteration with no batch
   std::int64_t oldest_ = 0;          // oldest unretired iteration
