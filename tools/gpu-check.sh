@@ -32,14 +32,18 @@ pack)
   rm -rf "$carry"
   mkdir -p "$carry/lib"
   cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$carry/"
-  cp -P "$dir"/src/libswp.so* "$carry/lib/"
+  # libswp under the name the binaries ask for (its SONAME), as a plain file: links may not
+  # travel to the other machine.
+  soname=$(objdump -p "$dir/src/libswp.so" | awk '/SONAME/ { print $2 }')
+  cp -L "$dir/src/libswp.so" "$carry/lib/$soname"
   # What the binaries link from outside the CUDA prefix and the base system: Boost.
-  ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir"/src/libswp.so.*.*.* | awk '/=> \// { print $3 }' |
+  ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/src/libswp.so" | awk '/=> \// { print $3 }' |
     grep -E 'libboost_' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
   du -sh "$carry" | sed 's/^/gpu-check: carry /'
   ;;
 run)
   export LD_LIBRARY_PATH="$PWD/$carry/lib:${LD_LIBRARY_PATH:-}"
+  export SWP_TEST_DATA_DIR="$PWD/tests/data"  # the tree is elsewhere there than here
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
     { echo "gpu-check: no GPU here (nvidia-smi failed)" >&2; exit 1; }
   status=0

@@ -2,6 +2,7 @@
 // Shared test helpers: plans from a compact description, the seeds' plans, names of an order,
 // and the test data directory.
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -95,7 +96,12 @@ inline PipelinePlan pqra_plan(bool with_r_dep = true) {
 }
 
 /// Root of the test data (tests/data in the source tree).
-inline std::filesystem::path data_dir() { return SWP_TEST_DATA; }
+// The test data: where the build saw it, unless SWP_TEST_DATA_DIR names another place (the
+// suite run on another machine from a copy of the tree, tools/gpu-check.sh).
+inline std::filesystem::path data_dir() {
+  if (const char* moved = std::getenv("SWP_TEST_DATA_DIR")) return moved;
+  return SWP_TEST_DATA;
+}
 
 /// The lines of `text`, without their line breaks.
 inline std::vector<std::string> lines_of(const std::string& text) {
