@@ -41,16 +41,18 @@ using Ctx = swp::IterContext<int>;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr int batch = 8192, dim = 128, hidden = 1024, rows = 1 << 20;
-constexpr int slots = 3;        // iterations in flight: the clock engine's depth (stages 0..2)
-constexpr int staged = 8;       // distinct batches prepared in pinned memory
+constexpr int slots = 3;           // iterations in flight: the clock engine's depth (stages 0..2)
+constexpr int staged = 8;          // distinct batches prepared in pinned memory
 constexpr int dist_rounds = 2000;  // the input-dist stand-in's work per id
 constexpr float lr = 1e-3f;
 
 void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 void check(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(status));
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(status));
 }
 
 template <class T>
@@ -91,7 +93,8 @@ struct Model {
     check(cublasCreate(&blas), "cublasCreate");
     // Deterministic small weights (the values matter little; the work does).
     std::vector<float> host(static_cast<std::size_t>(dim) * hidden);
-    for (std::size_t i = 0; i < host.size(); ++i) host[i] = 0.01f * static_cast<float>((i * 7919) % 13) - 0.06f;
+    for (std::size_t i = 0; i < host.size(); ++i)
+      host[i] = 0.01f * static_cast<float>((i * 7919) % 13) - 0.06f;
     check(cudaMemcpy(w1, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), "w1");
     check(cudaMemcpy(w2, host.data(), hidden * sizeof(float), cudaMemcpyHostToDevice), "w2");
     check(cudaMemset(table, 0, sizeof(float) * rows * dim), "table");
@@ -139,8 +142,12 @@ struct TaskTimer {
       check(cudaEventCreate(&end[t]), "cudaEventCreate");
     }
   }
-  void begin(int t, cudaStream_t s) { if (on) check(cudaEventRecord(start[t], s), "record"); }
-  void finish(int t, cudaStream_t s) { if (on) check(cudaEventRecord(end[t], s), "record"); }
+  void begin(int t, cudaStream_t s) {
+    if (on) check(cudaEventRecord(start[t], s), "record");
+  }
+  void finish(int t, cudaStream_t s) {
+    if (on) check(cudaEventRecord(end[t], s), "record");
+  }
   float ms(int t) const {
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start[t], end[t]), "cudaEventElapsedTime");
@@ -167,65 +174,87 @@ struct Graphs {
 swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer& timer,
                          Graphs& graphs) {
   swp::Plan<Ctx> plan;
-  plan.add("H2D", [&](Ctx& ctx, swp::TaskScope& scope) {
-    sub.time([&] {
-      const cudaStream_t s = native(scope);
-      auto& slot = m.slot[ctx.iter_idx % slots];
-      const int k = ctx.batch % staged;
-      timer.begin(0, s);
-      check(cudaMemcpyAsync(slot.ids_raw, staging.ids[k].data(), batch * sizeof(int), cudaMemcpyHostToDevice, s), "H2D ids");
-      check(cudaMemcpyAsync(slot.target, staging.target[k].data(), batch * sizeof(float), cudaMemcpyHostToDevice, s), "H2D target");
-      timer.finish(0, s);
-    });
-  }, {.stage = 0, .stream = "h2d", .thread_group = "h2d"});
-  plan.add("InputDist", [&](Ctx& ctx, swp::TaskScope& scope) {
-    sub.time([&] {
-      const cudaStream_t s = native(scope);
-      auto& slot = m.slot[ctx.iter_idx % slots];
-      timer.begin(1, s);
-      train::input_dist(slot.ids_raw, slot.ids, batch, rows, dist_rounds, s);
-      timer.finish(1, s);
-    });
-  }, {.stage = 1, .stream = "input_dist", .thread_group = "dist"});
-  plan.add("Forward", [&](Ctx& ctx, swp::TaskScope& scope) {
-    sub.time([&] {
-      const cudaStream_t stream = native(scope);
-      const int k = static_cast<int>(ctx.iter_idx % slots);
-      auto& slot = m.slot[static_cast<std::size_t>(k)];
-      timer.begin(2, stream);
-      graphs.run(graphs.forward, k, scope, [&](cudaStream_t s) {
-        const float one = 1.f, zero = 0.f;
-        check(cublasSetStream(m.blas, s), "cublasSetStream");
-        train::gather(m.table, slot.ids, slot.x, batch, dim, s);
-        // Row-major H = X W1, Y = H W2, as column-major products of the transposes.
-        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, batch, dim, &one, m.w1, hidden, slot.x, dim, &zero, slot.h, hidden), "H = X W1");
-        train::relu(slot.h, batch * hidden, s);
-        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, 1, batch, hidden, &one, m.w2, 1, slot.h, hidden, &zero, slot.y, 1), "Y = H W2");
-        check(cudaMemsetAsync(slot.loss, 0, sizeof(float), s), "loss = 0");
-        train::mse(slot.y, slot.target, slot.dy, slot.loss, batch, s);
-      });
-      timer.finish(2, stream);
-    });
-  }, {.stage = 2, .stream = "compute", .thread_group = "compute"});
-  plan.add("Backward", [&](Ctx& ctx, swp::TaskScope& scope) {
-    sub.time([&] {
-      const cudaStream_t stream = native(scope);
-      const int k = static_cast<int>(ctx.iter_idx % slots);
-      auto& slot = m.slot[static_cast<std::size_t>(k)];
-      timer.begin(3, stream);
-      graphs.run(graphs.backward, k, scope, [&](cudaStream_t s) {
-        const float one = 1.f, zero = 0.f, step = -lr;
-        check(cublasSetStream(m.blas, s), "cublasSetStream");
-        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, 1, hidden, batch, &one, slot.dy, 1, slot.h, hidden, &zero, m.dw2, 1), "dW2 = H^T dY");
-        check(cublasSgemm(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, hidden, batch, 1, &one, m.w2, 1, slot.dy, 1, &zero, slot.dh, hidden), "dH = dY W2^T");
-        train::relu_backward(slot.h, slot.dh, batch * hidden, s);
-        check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, dim, batch, &one, slot.dh, hidden, slot.x, dim, &zero, m.dw1, hidden), "dW1 = X^T dH");
-        check(cublasSaxpy(m.blas, dim * hidden, &step, m.dw1, 1, m.w1, 1), "W1 -= lr dW1");
-        check(cublasSaxpy(m.blas, hidden, &step, m.dw2, 1, m.w2, 1), "W2 -= lr dW2");
-      });
-      timer.finish(3, stream);
-    });
-  }, {.stage = 2, .stream = "compute", .thread_group = "compute"});
+  plan.add("H2D",
+           [&](Ctx& ctx, swp::TaskScope& scope) {
+             sub.time([&] {
+               const cudaStream_t s = native(scope);
+               auto& slot = m.slot[ctx.iter_idx % slots];
+               const int k = ctx.batch % staged;
+               timer.begin(0, s);
+               check(cudaMemcpyAsync(slot.ids_raw, staging.ids[k].data(), batch * sizeof(int),
+                                     cudaMemcpyHostToDevice, s),
+                     "H2D ids");
+               check(cudaMemcpyAsync(slot.target, staging.target[k].data(), batch * sizeof(float),
+                                     cudaMemcpyHostToDevice, s),
+                     "H2D target");
+               timer.finish(0, s);
+             });
+           },
+           {.stage = 0, .stream = "h2d", .thread_group = "h2d"});
+  plan.add("InputDist",
+           [&](Ctx& ctx, swp::TaskScope& scope) {
+             sub.time([&] {
+               const cudaStream_t s = native(scope);
+               auto& slot = m.slot[ctx.iter_idx % slots];
+               timer.begin(1, s);
+               train::input_dist(slot.ids_raw, slot.ids, batch, rows, dist_rounds, s);
+               timer.finish(1, s);
+             });
+           },
+           {.stage = 1, .stream = "input_dist", .thread_group = "dist"});
+  plan.add("Forward",
+           [&](Ctx& ctx, swp::TaskScope& scope) {
+             sub.time([&] {
+               const cudaStream_t stream = native(scope);
+               const int k = static_cast<int>(ctx.iter_idx % slots);
+               auto& slot = m.slot[static_cast<std::size_t>(k)];
+               timer.begin(2, stream);
+               graphs.run(graphs.forward, k, scope, [&](cudaStream_t s) {
+                 const float one = 1.f, zero = 0.f;
+                 check(cublasSetStream(m.blas, s), "cublasSetStream");
+                 train::gather(m.table, slot.ids, slot.x, batch, dim, s);
+                 // Row-major H = X W1, Y = H W2, as column-major products of the transposes.
+                 check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, hidden, batch, dim, &one, m.w1,
+                                   hidden, slot.x, dim, &zero, slot.h, hidden),
+                       "H = X W1");
+                 train::relu(slot.h, batch * hidden, s);
+                 check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_N, 1, batch, hidden, &one, m.w2,
+                                   1, slot.h, hidden, &zero, slot.y, 1),
+                       "Y = H W2");
+                 check(cudaMemsetAsync(slot.loss, 0, sizeof(float), s), "loss = 0");
+                 train::mse(slot.y, slot.target, slot.dy, slot.loss, batch, s);
+               });
+               timer.finish(2, stream);
+             });
+           },
+           {.stage = 2, .stream = "compute", .thread_group = "compute"});
+  plan.add("Backward",
+           [&](Ctx& ctx, swp::TaskScope& scope) {
+             sub.time([&] {
+               const cudaStream_t stream = native(scope);
+               const int k = static_cast<int>(ctx.iter_idx % slots);
+               auto& slot = m.slot[static_cast<std::size_t>(k)];
+               timer.begin(3, stream);
+               graphs.run(graphs.backward, k, scope, [&](cudaStream_t s) {
+                 const float one = 1.f, zero = 0.f, step = -lr;
+                 check(cublasSetStream(m.blas, s), "cublasSetStream");
+                 check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, 1, hidden, batch, &one,
+                                   slot.dy, 1, slot.h, hidden, &zero, m.dw2, 1),
+                       "dW2 = H^T dY");
+                 check(cublasSgemm(m.blas, CUBLAS_OP_T, CUBLAS_OP_N, hidden, batch, 1, &one, m.w2,
+                                   1, slot.dy, 1, &zero, slot.dh, hidden),
+                       "dH = dY W2^T");
+                 train::relu_backward(slot.h, slot.dh, batch * hidden, s);
+                 check(cublasSgemm(m.blas, CUBLAS_OP_N, CUBLAS_OP_T, hidden, dim, batch, &one,
+                                   slot.dh, hidden, slot.x, dim, &zero, m.dw1, hidden),
+                       "dW1 = X^T dH");
+                 check(cublasSaxpy(m.blas, dim * hidden, &step, m.dw1, 1, m.w1, 1), "W1 -= lr dW1");
+                 check(cublasSaxpy(m.blas, hidden, &step, m.dw2, 1, m.w2, 1), "W2 -= lr dW2");
+               });
+               timer.finish(3, stream);
+             });
+           },
+           {.stage = 2, .stream = "compute", .thread_group = "compute"});
   plan.intra_iter_deps = {{"InputDist", "H2D"}, {"Forward", "InputDist"}, {"Backward", "Forward"}};
   plan.inter_iter_deps = {{"Forward", "Backward"}};
   return plan;
@@ -271,7 +300,8 @@ int main(int argc, char** argv) {
     dataflow.run_one_serial_iter(i, i);
     dataflow.synchronize();
     if (i < 3) continue;  // warm-up (cuBLAS picks its kernels)
-    for (int t = 0; t < TaskTimer::tasks; ++t) task_us[static_cast<std::size_t>(t)] += 1000.0 * timer.ms(t) / calibration;
+    for (int t = 0; t < TaskTimer::tasks; ++t)
+      task_us[static_cast<std::size_t>(t)] += 1000.0 * timer.ms(t) / calibration;
   }
   timer.on = false;
   // The busiest stream: compute runs Forward and Backward, the others one task each.
@@ -282,7 +312,8 @@ int main(int argc, char** argv) {
   submission.ns = 0;
   submission.tasks = 0;
   const double df = us_per_iter(dataflow, iters, false);
-  const double submit_us = submission.ns.load() / 1000.0 / static_cast<double>(submission.tasks.load());
+  const double submit_us =
+      submission.ns.load() / 1000.0 / static_cast<double>(submission.tasks.load());
   const double ck = us_per_iter(clock, iters, false);
   // The same with Forward and Backward replayed from CUDA graphs (captured after 2 eager runs
   // per slot, in the warm-up).
@@ -296,7 +327,9 @@ int main(int argc, char** argv) {
   graphs.on = false;
 
   float loss = 0;
-  check(cudaMemcpy(&loss, model.slot[(iters - 1) % slots].loss, sizeof loss, cudaMemcpyDeviceToHost), "loss");
+  check(
+      cudaMemcpy(&loss, model.slot[(iters - 1) % slots].loss, sizeof loss, cudaMemcpyDeviceToHost),
+      "loss");
   if (!std::isfinite(loss)) throw std::runtime_error("the loss is not finite");
 
   std::printf("gpu_train_step: %s, batch %d, dim %d, hidden %d, %d iterations\n",

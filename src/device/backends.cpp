@@ -29,10 +29,13 @@ std::unique_ptr<Device> make_device(std::string_view name) {
   if (name == "cuda") return std::make_unique<CudaDevice>();
 #endif
   std::string have;
-  for (std::string_view b : compiled_backends()) have += (have.empty() ? "" : ", ") + std::string(b);
+  for (std::string_view b : compiled_backends())
+    have += (have.empty() ? "" : ", ") + std::string(b);
   if (name == "cuda")
-    throw std::invalid_argument("the cuda device backend is not compiled into this build "
-                                "(backends in this build: " + have + ")");
+    throw std::invalid_argument(
+        "the cuda device backend is not compiled into this build "
+        "(backends in this build: " +
+        have + ")");
   throw std::invalid_argument("unknown device backend '" + std::string(name) +
                               "' (backends in this build: " + have + ")");
 }

@@ -1,5 +1,3 @@
-#include "swp/device/backends.hpp"
-
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -7,6 +5,7 @@
 #include <string>
 
 #include "swp/config.hpp"
+#include "swp/device/backends.hpp"
 #include "swp/device/event.hpp"
 
 TEST_CASE("a device is made by backend name, and each one makes streams and events") {

@@ -1,5 +1,3 @@
-#include "swp/device/nvtx_ranges.hpp"
-
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -7,6 +5,7 @@
 #include <vector>
 
 #include "swp/config.hpp"
+#include "swp/device/nvtx_ranges.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
 namespace {
@@ -46,9 +45,9 @@ TEST_CASE("a pipeline emits NVTX ranges only where they are compiled in, and run
   swp::Plan<Ctx> plan;
   std::vector<int> seen;
   auto load = plan.add("Load", [](Ctx& ctx) -> swp::Co<int> { co_return ctx.batch * 2; });
-  plan.add("Use", [load, &seen](Ctx& ctx) -> swp::Co<void> {
-    seen.push_back(co_await ctx.get(load));
-  }, {.stage = 1}, swp::reads(load));
+  plan.add(
+      "Use", [load, &seen](Ctx& ctx) -> swp::Co<void> { seen.push_back(co_await ctx.get(load)); },
+      {.stage = 1}, swp::reads(load));
   swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
   CHECK(pipe.enable_nvtx() == swp::nvtx_compiled());
   CHECK(swp::nvtx_compiled() == static_cast<bool>(SWP_HAVE_NVTX));

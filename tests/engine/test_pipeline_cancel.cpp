@@ -33,13 +33,16 @@ struct Blocking {
   swp::Plan<Ctx> plan() {
     swp::Plan<Ctx> plan;
     auto load = plan.add("Load", [](Ctx& ctx) { return ctx.batch; }, {.stage = 0});
-    plan.add("Wait", [this, load](Ctx& ctx) -> swp::Co<void> {
-      (void)co_await ctx.get(load);
-      if (!block.load()) co_return;
-      if (cancel_inside) pipe->cancel("from a task");
-      ++blocked;
-      (void)co_await never_done;
-    }, {.stage = 1}, swp::reads(load));
+    plan.add(
+        "Wait",
+        [this, load](Ctx& ctx) -> swp::Co<void> {
+          (void)co_await ctx.get(load);
+          if (!block.load()) co_return;
+          if (cancel_inside) pipe->cancel("from a task");
+          ++blocked;
+          (void)co_await never_done;
+        },
+        {.stage = 1}, swp::reads(load));
     return plan;
   }
 
@@ -104,8 +107,8 @@ TEST_CASE_TEMPLATE("a task may cancel its own run (sim: one thread, virtual time
   check_refillable(*pipe, b);
 }
 
-TEST_CASE_TEMPLATE("next(stop_token) cancels the run when the token stops while it waits",
-                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+TEST_CASE_TEMPLATE("next(stop_token) cancels the run when the token stops while it waits", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
   swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
   Blocking b;
   const auto plan = b.plan();

@@ -1,5 +1,3 @@
-#include "swp/engine/runtime.hpp"
-
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -13,6 +11,7 @@
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/engine/runtime.hpp"
 
 namespace {
 
@@ -43,15 +42,19 @@ class CountingDevice final : public swp::Device {
 // iteration; the values show the order held.
 swp::Plan<Ctx> two_stream_plan(std::vector<int>& produced, std::vector<int>& consumed) {
   swp::Plan<Ctx> plan;
-  plan.add("Produce", [&produced](Ctx& ctx, swp::TaskScope& scope) {
-    const auto i = static_cast<std::size_t>(ctx.iter_idx);
-    const int batch = ctx.batch;
-    scope.enqueue([&produced, i, batch] { produced[i] = batch; }, 2ms);
-  }, {.stage = 0, .stream = "a"});
-  plan.add("Consume", [&produced, &consumed](Ctx& ctx, swp::TaskScope& scope) {
-    const auto i = static_cast<std::size_t>(ctx.iter_idx);
-    scope.enqueue([&produced, &consumed, i] { consumed[i] = produced[i] + 1; }, 1ms);
-  }, {.stage = 1, .stream = "b"});
+  plan.add("Produce",
+           [&produced](Ctx& ctx, swp::TaskScope& scope) {
+             const auto i = static_cast<std::size_t>(ctx.iter_idx);
+             const int batch = ctx.batch;
+             scope.enqueue([&produced, i, batch] { produced[i] = batch; }, 2ms);
+           },
+           {.stage = 0, .stream = "a"});
+  plan.add("Consume",
+           [&produced, &consumed](Ctx& ctx, swp::TaskScope& scope) {
+             const auto i = static_cast<std::size_t>(ctx.iter_idx);
+             scope.enqueue([&produced, &consumed, i] { consumed[i] = produced[i] + 1; }, 1ms);
+           },
+           {.stage = 1, .stream = "b"});
   plan.intra_iter_deps.push_back({"Consume", "Produce"});
   return plan;
 }
@@ -122,9 +125,9 @@ TEST_CASE("a runtime refuses a null device and a caller's scheduler with virtual
   CHECK_THROWS_WITH_AS(swp::Runtime(std::unique_ptr<swp::Device>{}),
                        doctest::Contains("the device is null"), std::invalid_argument);
   CHECK_THROWS_AS(swp::Runtime(std::make_unique<swp::SimScheduler>()), std::invalid_argument);
-  CHECK_THROWS_AS(swp::Runtime(std::make_unique<swp::ThreadPoolScheduler>(1),
-                               {.backend = swp::Backend::sim}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      swp::Runtime(std::make_unique<swp::ThreadPoolScheduler>(1), {.backend = swp::Backend::sim}),
+      std::invalid_argument);
 }
 
 TEST_CASE("backend names round-trip for the backends this build has") {

@@ -16,7 +16,8 @@ namespace swp {
 /// task; written into `out` (`size` bytes, NUL-terminated, cut short if it does not fit: task
 /// names are long in nobody's profile) without allocating. Returns the length written.
 ///
-/// Example: `char b[96]; swp::nvtx_range_name(b, sizeof b, "Load", 12, false, false);` -> "SWP/Load/iter12"
+/// Example: `char b[96]; swp::nvtx_range_name(b, sizeof b, "Load", 12, false, false);` ->
+/// "SWP/Load/iter12"
 std::size_t nvtx_range_name(char* out, std::size_t size, std::string_view task, std::int64_t iter,
                             bool serial, bool skip) noexcept;
 

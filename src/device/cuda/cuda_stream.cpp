@@ -25,16 +25,15 @@ struct CudaStream::Pending {
 
 namespace {
 
-void CUDART_CB run_host_function(void* stream) {
-  static_cast<CudaStream*>(stream)->run_pending();
-}
+void CUDART_CB run_host_function(void* stream) { static_cast<CudaStream*>(stream)->run_pending(); }
 
 // The CUDA events of `event` for `device`, made at its first record when the event came
 // without them (a plain swp::Event). An event of another device is refused: its CUDA events
 // belong to another context.
 detail::CudaNativeEvent& native_of(Event& event, const CudaDevice& device,
                                    const std::string& stream) {
-  if (event.native() == nullptr) event.attach_native(std::make_unique<detail::CudaNativeEvent>(device));
+  if (event.native() == nullptr)
+    event.attach_native(std::make_unique<detail::CudaNativeEvent>(device));
   if (&event.native()->owner() != &device)
     throw std::invalid_argument("cuda stream '" + stream +
                                 "' cannot record an event made by another device");
@@ -44,7 +43,9 @@ detail::CudaNativeEvent& native_of(Event& event, const CudaDevice& device,
 }  // namespace
 
 CudaStream::CudaStream(const CudaDevice& device, std::string name, int priority)
-    : Stream(std::move(name)), device_(device), priority_(priority),
+    : Stream(std::move(name)),
+      device_(device),
+      priority_(priority),
       pending_(std::make_unique<Pending>()) {
   device_.make_current();
   cudaStream_t stream = nullptr;
@@ -80,7 +81,8 @@ void CudaStream::run_pending() noexcept {
         std::lock_guard lock(mutex_);
         if (!error_) error_ = std::current_exception();
       }
-      if (observer_ != nullptr) observer_->device_work(*this, DeviceWork{item.tag, start, Clock::now()});
+      if (observer_ != nullptr)
+        observer_->device_work(*this, DeviceWork{item.tag, start, Clock::now()});
       return;
     }
     case StreamItem::Kind::work: {
@@ -120,11 +122,12 @@ void CudaStream::enqueue_work(Clock::duration duration, WorkTag tag) {
   if (duration <= Clock::duration::zero()) return;
   device_.make_current();
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
-  detail::cuda_check(static_cast<cudaError_t>(
-                         detail::launch_spin(stream_, static_cast<std::uint64_t>(ns))),
-                     "cudaLaunchKernel", "the spin kernel on stream '" + name() + "'");
+  detail::cuda_check(
+      static_cast<cudaError_t>(detail::launch_spin(stream_, static_cast<std::uint64_t>(ns))),
+      "cudaLaunchKernel", "the spin kernel on stream '" + name() + "'");
   if (observer_ != nullptr)
-    enqueue_host_function(StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, Clock::now()});
+    enqueue_host_function(
+        StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, Clock::now()});
 }
 
 void CudaStream::enqueue(std::function<void()> work, Clock::duration, WorkTag tag) {

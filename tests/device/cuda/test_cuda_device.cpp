@@ -1,8 +1,6 @@
 // The cuda backend on a real GPU. Compiled where SWP_HAVE_CUDA; each test says why it skips
 // where the machine has no usable GPU (CI), on stderr, and passes without checking anything.
 
-#include "swp/device/cuda/cuda_device.hpp"
-
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "swp/device/backends.hpp"
+#include "swp/device/cuda/cuda_device.hpp"
 #include "swp/device/cuda/cuda_graph.hpp"
 #include "swp/device/cuda/pinned_buffer.hpp"
 #include "swp/engine/clock_pipeline.hpp"
@@ -117,16 +116,20 @@ TEST_CASE_TEMPLATE("cuda: both engines run a two-stream plan on the cuda backend
   constexpr int iterations = 32;
   std::vector<int> produced(iterations, 0), consumed(iterations, -1);
   swp::Plan<Ctx> plan;
-  plan.add("Produce", [&produced](Ctx& ctx, swp::TaskScope& scope) {
-    const auto i = static_cast<std::size_t>(ctx.iter_idx);
-    const int batch = ctx.batch;
-    scope.stream().enqueue_work(100us);
-    scope.enqueue([&produced, i, batch] { produced[i] = 2 * batch; });
-  }, {.stage = 0, .stream = "gpu"});
-  plan.add("Consume", [&produced, &consumed](Ctx& ctx, swp::TaskScope& scope) {
-    const auto i = static_cast<std::size_t>(ctx.iter_idx);
-    scope.enqueue([&produced, &consumed, i] { consumed[i] = produced[i] + 1; });
-  }, {.stage = 1, .stream = "copy"});
+  plan.add("Produce",
+           [&produced](Ctx& ctx, swp::TaskScope& scope) {
+             const auto i = static_cast<std::size_t>(ctx.iter_idx);
+             const int batch = ctx.batch;
+             scope.stream().enqueue_work(100us);
+             scope.enqueue([&produced, i, batch] { produced[i] = 2 * batch; });
+           },
+           {.stage = 0, .stream = "gpu"});
+  plan.add("Consume",
+           [&produced, &consumed](Ctx& ctx, swp::TaskScope& scope) {
+             const auto i = static_cast<std::size_t>(ctx.iter_idx);
+             scope.enqueue([&produced, &consumed, i] { consumed[i] = produced[i] + 1; });
+           },
+           {.stage = 1, .stream = "copy"});
   plan.intra_iter_deps.push_back({"Consume", "Produce"});
   std::unique_ptr<Pipe> pipe;
   if constexpr (std::is_same_v<Pipe, swp::ClockPipeline<Ctx>>) {
