@@ -2,6 +2,7 @@
 
 #include "swp/engine/detail/clock_release.hpp"
 
+#include <algorithm>
 #include <ostream>
 
 #include "swp/core/enqueue_order.hpp"
@@ -11,7 +12,10 @@ namespace swp::detail {
 
 ClockRelease::ClockRelease(EngineCore& core)
     : core_(core),
-      order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {}
+      order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {
+  for (TaskIndex t = 0; t < core.graph().size(); ++t)
+    max_stage_ = std::max(max_stage_, core.graph().stage(t));
+}
 
 std::unique_ptr<ReleasePolicy> ClockRelease::make(EngineCore& core) {
   return std::make_unique<ClockRelease>(core);
@@ -21,15 +25,28 @@ int ClockRelease::extra_degree(TaskIndex, std::int64_t) const noexcept {
   return 1;  // the start token
 }
 
-void ClockRelease::fill() {
+void ClockRelease::reset() {
+  // The core makes its entries and slots after its policy: sized here.
+  const std::size_t slots = core_.slots_.size();
   next_period_ = 0;
-  released_.assign(core_.sync_.size(), 0);  // the core makes its entries after its policy
-  // A source that fails for one of the first batches stops the run: no period opens after it.
-  for (std::size_t p = 0; p < core_.slots_.size() && !core_.stop_.stop_requested(); ++p)
-    open_period(next_period_++);
+  last_admit_period_ = -1;
+  // Lookups reach back S periods (the gate) and max_stage periods (releases): no aliasing.
+  period_iter_.assign(slots + static_cast<std::size_t>(max_stage_) + 1, -1);
+  released_.assign(core_.sync_.size(), 0);
+  admit_period_.assign(core_.sync_.size(), -1);
 }
 
-void ClockRelease::retired() { open_period(next_period_++); }
+bool ClockRelease::can_open(std::int64_t period) const noexcept {
+  const std::int64_t gate = period - static_cast<std::int64_t>(core_.slots_.size());
+  if (gate < 0) return true;
+  const std::int64_t iter = period_iter_[static_cast<std::size_t>(gate) % period_iter_.size()];
+  return iter < core_.oldest_;  // -1 (a bubble) included
+}
+
+bool ClockRelease::needed(std::int64_t period) const noexcept {
+  // Iterations retire in order: when any is in flight, the last admitted one is.
+  return core_.next_admit_ > core_.oldest_ && last_admit_period_ + max_stage_ >= period;
+}
 
 void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   Instance& in = *core_.sync_of(iter).instances[task];
@@ -38,22 +55,42 @@ void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   core_.submit(in);
 }
 
-void ClockRelease::open_period(std::int64_t period) {
+void ClockRelease::advance() {
   // Tasks of iterations already in flight go first, in the period's enqueue order; the new
   // iteration needs its slot, which may still wait for its previous occupant's device work.
   // Deferring stage-0 tasks keeps the order topological: nothing else in this period depends
   // on the new iteration.
   EngineCore& c = core_;
   const PlanGraph& graph = c.graph();
-  for (TaskIndex t : order_) {
-    const std::int64_t iter = period - graph.stage(t);
-    if (iter >= c.oldest_ && iter < period && iter < c.next_admit_) release(t, iter);
+  c.starved_ = false;  // set again if the source answers "not yet" below
+  for (;;) {
+    const std::int64_t period = next_period_;
+    if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
+    const bool in_flight_need = needed(period);
+    if (in_flight_need) {
+      for (TaskIndex t : order_) {
+        const std::int64_t from = period - graph.stage(t);
+        if (graph.stage(t) == 0 || from < 0) continue;
+        const std::int64_t iter = period_iter_[static_cast<std::size_t>(from) % period_iter_.size()];
+        if (iter >= c.oldest_) release(t, iter);
+      }
+    }
+    std::int64_t admitted = -1;
+    const std::int64_t next = c.next_admit_;
+    if (next < c.end_ && c.await_slot(next) && c.admit(next)) admitted = next;
+    // Neither a new iteration nor a stage of one in flight: the period does not open (the
+    // source has nothing yet, or the data ended and everything in flight is released).
+    if (admitted < 0 && !in_flight_need) return;
+    period_iter_[static_cast<std::size_t>(period) % period_iter_.size()] = admitted;
+    ++next_period_;
+    if (admitted < 0) continue;  // a bubble: the next period may release more
+    const auto entry = static_cast<std::size_t>(admitted) % released_.size();
+    released_[entry] = 0;
+    admit_period_[entry] = period;
+    last_admit_period_ = period;
+    for (TaskIndex t : order_)
+      if (graph.stage(t) == 0) release(t, admitted);
   }
-  if (period >= c.end_ || period != c.next_admit_) return;
-  if (!c.await_slot(period) || !c.admit(period)) return;
-  released_[static_cast<std::size_t>(period) % released_.size()] = 0;
-  for (TaskIndex t : order_)
-    if (graph.stage(t) == 0) release(t, period);
 }
 
 bool ClockRelease::drained() const noexcept {
@@ -93,7 +130,7 @@ void ClockRelease::park(Instance& in) noexcept {
   };
   for (TaskIndex d : graph.intra_deps(in.task))
     if (!finished(d, in.iter())) return core_.record_dep_wait(in, d, in.iter());
-  if (in.iter() > 0)
+  if (in.iter() > core_.base_)
     for (TaskIndex d : graph.inter_deps(in.task))
       if (!finished(d, in.iter() - 1)) return core_.record_dep_wait(in, d, in.iter() - 1);
   // Every producer finished between the decrement and the look: the last one has already
@@ -106,7 +143,9 @@ void ClockRelease::ordered_finished(Instance&) noexcept {
 
 void ClockRelease::explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                                       bool& waits) const {
-  if (!waits) out << " (its period " << iter + core_.graph().stage(task) << " has not opened)";
+  if (waits) return;
+  const auto entry = static_cast<std::size_t>(iter) % admit_period_.size();
+  out << " (its period " << admit_period_[entry] + core_.graph().stage(task) << " has not opened)";
 }
 
 }  // namespace swp::detail

@@ -46,13 +46,10 @@ int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexc
          (rank_[task] >= 0 && (iter > 0 || rank_[task] > 0) ? 1 : 0);
 }
 
-void DataFlowRelease::fill() { advance(); }
-
-void DataFlowRelease::retired() { advance(); }
-
 void DataFlowRelease::advance() {
   EngineCore& c = core_;
   const auto slots = static_cast<std::int64_t>(c.slots_.size());
+  c.starved_ = false;  // set again if the source answers "not yet" below
   for (;;) {
     const std::int64_t iter = c.next_admit_;
     if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)

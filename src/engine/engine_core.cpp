@@ -124,31 +124,35 @@ int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
 }
 
 void EngineCore::arm_counters() {
+  const std::size_t first = static_cast<std::size_t>(base_) % sync_.size();
   for (std::size_t e = 0; e < sync_.size(); ++e)
     for (auto& in : sync_[e].instances)
-      in->pending.store(e == 0 ? info_[in->task].degree_first : info_[in->task].degree,
+      in->pending.store(e == first ? info_[in->task].degree_first : info_[in->task].degree,
                         std::memory_order_relaxed);
 }
 
-void EngineCore::reset_run_state() {
+void EngineCore::reset_run_state(std::int64_t base) {
+  base_ = base;
   for (auto& sync : sync_) {
-    // A new run numbers its iterations from 0 again: no state stamped by the last one may
-    // count in it.
+    // States are stamped with their iteration, which no later run reuses; cleared anyway, so
+    // the hang report of this run shows nothing of the last.
     for (auto& in : sync.instances) in->clear_state();
     sync.remaining.store(0);
     sync.completed.store(-1);
     std::fill(sync.generation.begin(), sync.generation.end(), 0);
   }
   arm_counters();
-  next_admit_ = 0;
+  next_admit_ = base;
   end_ = INT64_MAX;
-  oldest_ = 0;
+  oldest_ = base;
+  starved_ = false;
   next_turn_.store(0);
   trouble_.store(false);
   failure_.reset();
   failed_.store(false);
   sequencer_.reset();
   stop_.reset();
+  release_->reset();
 }
 
 bool EngineCore::admit(std::int64_t iter) {
@@ -158,18 +162,22 @@ bool EngineCore::admit(std::int64_t iter) {
 }
 
 bool EngineCore::prepare(std::int64_t iter) {
-  if (iter >= end_) return false;
+  if (iter >= end_ || failed_.load(std::memory_order_acquire)) return false;
   const std::size_t s = slot_index(iter);
-  bool admitted = false;
+  Admission admission = Admission::end;
   try {
-    admitted = front_.admit(iter, s);
+    admission = front_.admit(iter, s);
   } catch (...) {
     // The run fails (and surfaces it from the call that is in progress, or the next one);
     // iteration iter was not admitted, so nothing of it runs or retires.
     fail_callback(CallbackError::Callback::source, iter);
     return false;
   }
-  if (!admitted) {
+  if (admission == Admission::pending) {
+    starved_ = true;  // the driver admits it once the source answers (admissible())
+    return false;
+  }
+  if (admission == Admission::end) {
     end_ = iter;
     return false;
   }
@@ -188,7 +196,7 @@ bool EngineCore::prepare(std::int64_t iter) {
   return true;
 }
 
-void EngineCore::fill() {
+void EngineCore::check_fillable() {
   if (broken_) {
     // The bodies that kept the last run from draining ignored cancellation: once they all
     // returned, the pipeline is whole again.
@@ -198,17 +206,35 @@ void EngineCore::fill() {
           "run:" + diagnose());
     broken_ = false;
   }
-  if (filled_) throw PipelineStateError("fill_pipeline called twice without drain()");
-  {
+  if (!filled_) return;
+  // A run whose source ended and whose iterations all retired may go on with a new source.
+  if (at_end() && !stop_.stop_requested()) return;
+  throw PipelineStateError(
+      "fill_pipeline while a run is in progress (iterations " + std::to_string(oldest_) + ".." +
+      std::to_string(next_admit_ - 1) + " in flight" +
+      (end_ == INT64_MAX ? std::string(", its source not ended") : std::string()) +
+      "): retire them with progress() until it returns no iteration, or drain() first");
+}
+
+void EngineCore::fill() {
+  check_fillable();
+  if (filled_) {
+    // The run goes on: counters, turns and the iteration before stay as they are, so the
+    // next iteration depends on the last one as within a run.
+    end_ = INT64_MAX;
+  } else {
     std::lock_guard lock(live_mutex_);
-    reset_run_state();
+    reset_run_state(next_admit_);
     live_.store(true, std::memory_order_release);
   }
   filled_ = true;
-  release_->fill();
-  // The source failed for one of the first batches: the run ends here. (A task's error
-  // surfaces from progress(), as ever.)
-  if (failed_with(FailureKind::callback)) abort_run(wait_drained());
+  begin_pending_ = true;
+}
+
+void EngineCore::begin_run() {
+  if (!begin_pending_) return;
+  begin_pending_ = false;
+  release_->advance();
 }
 
 void EngineCore::submit(Instance& in, bool step_ending) noexcept {
@@ -317,7 +343,7 @@ void EngineCore::proceed(Instance& in) noexcept {
     in.error = nullptr;
   }
   const Sync& sync = *in.sync;
-  const Sync* previous = iter > 0 ? in.previous : nullptr;
+  const Sync* previous = iter > base_ ? in.previous : nullptr;
   const auto inter = previous != nullptr ? info.inter : std::span<const TaskIndex>{};
   if (trouble_.load(std::memory_order_acquire)) [[unlikely]] {
     if (stop_.stop_requested()) {

@@ -85,7 +85,7 @@ std::string EngineCore::diagnose() const {
             waits = true;
           };
           for (TaskIndex d : graph_.intra_deps(t)) name_wait(d, iter);
-          if (iter > 0)
+          if (iter > base_)
             for (TaskIndex d : graph_.inter_deps(t)) name_wait(d, iter - 1);
           release_->explain_unreleased(out, t, iter, waits);
           break;

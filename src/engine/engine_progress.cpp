@@ -27,7 +27,7 @@ class EngineCore::AsyncWait final : private Runnable {
     handle_ = h;
     resumer_ = resumer_of(h);
     const auto now = Clock::now();
-    deadline_ = now + limit_;
+    deadline_ = limit_ == std::chrono::milliseconds::max() ? Clock::time_point::max() : now + limit_;
     const auto tick = core_.timeouts_.check_interval;
     timer_ = core_.runtime_.timers().schedule(now + tick, [this] { on_tick(); }, tick);
     return park();
@@ -61,7 +61,7 @@ class EngineCore::AsyncWait final : private Runnable {
   // Once the oldest iteration retired, its device work decides whether its slot can take the
   // next batch: wake on its events too.
   void watch_device() {
-    if (watching_ || ready_ != &EngineCore::retire_ready || !core_.retirable()) return;
+    if (watching_ || ready_ != &EngineCore::retire_or_admit || !core_.retirable()) return;
     watching_ = true;
     core_.watch_device(core_.oldest_);
   }
@@ -91,7 +91,26 @@ bool EngineCore::retire_ready() const noexcept {
   return oldest_ + static_cast<std::int64_t>(slots_.size()) >= end_ || device_done(oldest_);
 }
 
-bool EngineCore::drained() const noexcept { return release_->drained(); }
+bool EngineCore::drained() const noexcept {
+  return release_->drained() && front_.source_idle();
+}
+
+bool EngineCore::wait_for_source() {
+  const auto ready = [this] { return source_or_stop(); };
+  Scheduler& scheduler = runtime_.scheduler();
+  // Virtual time: only what is scheduled can answer the source; when nothing is, it never will.
+  if (scheduler.virtual_time()) return scheduler.drive_until(ready, Clock::time_point::max());
+  while (!ready()) scheduler.drive_until(ready, scheduler.now() + timeouts_.check_interval);
+  return true;
+}
+
+void EngineCore::stop_source() noexcept {
+  try {
+    front_.end_source();
+  } catch (...) {
+    // Ending a source only sets flags and fires a stop signal; nothing to report.
+  }
+}
 
 bool EngineCore::wait_drained() {
   return wait_for([&] { return drained(); }, timeouts_.drain);
@@ -178,34 +197,83 @@ std::int64_t EngineCore::retire_oldest() {
     return -1;
   }
   ++oldest_;
-  release_->retired();
+  release_->advance();
   return retired_iter;
 }
 
 std::optional<std::int64_t> EngineCore::progress() {
   if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
-  // A failure met while admitting (the source, a slot deadline) is still to surface, also when
-  // nothing is left in flight (drain() relies on it).
-  if (at_end() && !stop_.stop_requested()) return std::nullopt;
-  // Already retirable (other threads ran it meanwhile): no wait, no scheduler call.
-  if (!retirable() && !stop_.stop_requested()) {
-    const bool retired = wait_for(oldest_done_, timeouts_.retire);
-    if (!retired && !stop_.stop_requested()) time_out_retire();
+  begin_run();
+  // The retire deadline runs while the oldest iteration is in flight (not while the source
+  // has nothing: a service may idle for hours).
+  const auto started = runtime_.scheduler().now();
+  for (;;) {
+    // A failure met while admitting (the source, a slot deadline) is still to surface, also
+    // when nothing is left in flight (drain() relies on it).
+    if (stop_.stop_requested()) break;
+    if (at_end()) return std::nullopt;
+    // Already retirable (other threads ran it meanwhile): no wait, no scheduler call.
+    if (retirable()) {
+      // A failure admitting the next iteration (the source, a slot deadline) surfaces from
+      // the next call: this one returns what it retired.
+      if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0) return retired_iter;
+      break;
+    }
+    if (admissible()) {
+      release_->advance();
+      continue;
+    }
+    if (starving()) {
+      if (!wait_for_source()) starve_timeout();
+      continue;
+    }
+    const auto spent = runtime_.scheduler().now() - started;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(timeouts_.retire - spent);
+    if (!wait_for(oldest_done_, std::max(left, std::chrono::milliseconds(0))) &&
+        !stop_.stop_requested() && !admissible())
+      time_out_retire();
   }
-  // A failure admitting the next iteration (the source, a slot deadline) surfaces from the
-  // next call: this one returns what it retired.
-  if (!stop_.stop_requested())
-    if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0) return retired_iter;
+  stop_source();
   abort_run(wait_drained());
+}
+
+void EngineCore::starve_timeout() {
+  fail("", next_admit_,
+       std::make_exception_ptr(hang_error(
+           "the source has no batch for iteration " + std::to_string(next_admit_) +
+           " and nothing left to run can give it one (nothing left to run: deadlock)")),
+       FailureKind::timeout);
 }
 
 Co<std::optional<std::int64_t>> EngineCore::next() {
   if (!filled_) throw PipelineStateError("next() called before fill_pipeline()");
   // Virtual time advances only while someone drives the sim scheduler: progress() does.
   if (runtime_.scheduler().virtual_time()) co_return progress();
-  if (at_end() && !stop_.stop_requested()) co_return std::nullopt;
-  if (!co_await AsyncWait(*this, &EngineCore::retire_ready, timeouts_.retire) &&
-      !stop_.stop_requested()) {
+  begin_run();
+  const auto started = runtime_.scheduler().now();
+  for (;;) {
+    if (stop_.stop_requested()) break;
+    if (at_end()) co_return std::nullopt;
+    if (retire_ready()) {
+      if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0)
+        co_return retired_iter;
+      break;
+    }
+    if (admissible()) {
+      release_->advance();
+      continue;
+    }
+    if (starving()) {
+      co_await AsyncWait(*this, &EngineCore::source_or_stop, std::chrono::milliseconds::max());
+      continue;
+    }
+    const auto spent = runtime_.scheduler().now() - started;
+    const auto left = std::max(
+        std::chrono::ceil<std::chrono::milliseconds>(timeouts_.retire - spent),
+        std::chrono::milliseconds(0));
+    if (co_await AsyncWait(*this, &EngineCore::retire_or_admit, left) ||
+        stop_.stop_requested() || admissible())
+      continue;
     if (!retirable()) {
       time_out_retire();
     } else {
@@ -213,15 +281,15 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
       fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), FailureKind::timeout);
     }
   }
-  if (!stop_.stop_requested())
-    if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0) co_return retired_iter;
+  stop_source();
   abort_run(co_await AsyncWait(*this, &EngineCore::drained, timeouts_.drain));
 }
 
 void EngineCore::drain() {
   if (!filled_) return;
-  // Retire what is in flight without admitting more.
-  end_ = std::min(end_, next_admit_);
+  // No new batches (one a background wait already received still runs); retire what is in
+  // flight. A run never started calls no source: its first admission finds the end.
+  stop_source();
   while (progress()) {
   }
   filled_ = false;

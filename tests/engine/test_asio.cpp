@@ -7,11 +7,14 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -105,4 +108,73 @@ TEST_CASE("async_progress honours its handler's cancellation slot: the run ends,
     block = false;
     CHECK(pipe.run(std::vector<int>{4, 5}).iterations == 2);  // refillable
   }
+}
+
+TEST_CASE("async_submit feeds the push form; a full queue's submit completes as batches are admitted") {
+  boost::asio::io_context io;
+  swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
+  swp::DataFlowPipeline<Ctx> pipe(rt, one_task_plan(), 1);
+  std::vector<int> retired_batches;
+  pipe.on_retire([&](const Ctx& c) { retired_batches.push_back(c.batch); });
+  pipe.fill_submissions(1);
+  std::vector<std::string> events;
+  for (int b : {10, 11, 12}) {
+    swp::async_submit(pipe, b, [&events, b](std::exception_ptr e) {
+      events.push_back((e ? "failed " : "queued ") + std::to_string(b));
+    });
+  }
+  std::function<void(std::exception_ptr, std::optional<std::int64_t>)> step =
+      [&](std::exception_ptr e, std::optional<std::int64_t> i) {
+        REQUIRE_FALSE(e);
+        if (!i) return;
+        events.push_back("retired " + std::to_string(*i));
+        if (*i == 2) pipe.close_submissions();
+        swp::async_progress(pipe, step);
+      };
+  swp::async_progress(pipe, step);
+  io.run();
+  CHECK(retired_batches == std::vector<int>{10, 11, 12});
+  // Every submit completed once; 12 waited for room (capacity 1) until 10 was admitted.
+  CHECK(std::count(events.begin(), events.end(), "queued 10") == 1);
+  CHECK(std::count(events.begin(), events.end(), "queued 11") == 1);
+  CHECK(std::count(events.begin(), events.end(), "queued 12") == 1);
+  CHECK(std::count(events.begin(), events.end(), "retired 2") == 1);
+}
+
+TEST_CASE("async_submit honours its cancellation slot: the batch is not taken, the run goes on") {
+  boost::asio::io_context io;
+  swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
+  swp::DataFlowPipeline<Ctx> pipe(rt, one_task_plan(), 1);
+  pipe.fill_submissions(1);
+  int first = 1;
+  REQUIRE(pipe.try_submit(first));  // full now: nothing admits until progress runs
+  boost::asio::cancellation_signal cancel;
+  std::exception_ptr error;
+  bool done = false;
+  swp::async_submit(pipe, 2,
+                    boost::asio::bind_cancellation_slot(cancel.slot(), [&](std::exception_ptr e) {
+                      error = e;
+                      done = true;
+                    }));
+  io.poll();
+  CHECK_FALSE(done);  // waits for room
+  cancel.emit(boost::asio::cancellation_type::terminal);
+  io.poll();
+  REQUIRE(done);
+  CHECK_THROWS_WITH_AS(std::rethrow_exception(error), "async_submit cancelled", swp::Cancelled);
+  pipe.close_submissions();
+  std::vector<int> batches;
+  pipe.on_retire([&](const Ctx& c) { batches.push_back(c.batch); });
+  std::vector<std::optional<std::int64_t>> seen;
+  std::function<void(std::exception_ptr, std::optional<std::int64_t>)> step =
+      [&](std::exception_ptr e, std::optional<std::int64_t> i) {
+        REQUIRE_FALSE(e);
+        seen.push_back(i);
+        if (i) swp::async_progress(pipe, step);
+      };
+  swp::async_progress(pipe, step);
+  io.restart();
+  io.run();
+  CHECK(batches == std::vector<int>{1});  // 2 was never taken
+  CHECK(seen == std::vector<std::optional<std::int64_t>>{0, std::nullopt});
 }

@@ -89,13 +89,15 @@ struct Tally {
 
 // Whether `error` is the one `injection` must surface as: the right type, naming the task (or
 // callback) and the iteration.
+// `base`: the run's first iteration (injections count from it).
 bool surfaced_as_expected(const std::exception_ptr& error, const Injection& injection,
-                          const swp::PlanGraph& graph) {
+                          const swp::PlanGraph& graph, std::int64_t base) {
   const std::string task = graph.name(injection.task);
+  const std::int64_t iter = base + injection.iter;
   try {
     std::rethrow_exception(error);
   } catch (const swp::TaskError& e) {
-    if (e.task() != task || e.iter() != injection.iter) return false;
+    if (e.task() != task || e.iter() != iter) return false;
     try {
       std::rethrow_exception(e.nested());
     } catch (const swp::Cancelled& c) {
@@ -110,13 +112,13 @@ bool surfaced_as_expected(const std::exception_ptr& error, const Injection& inje
                                                                    : Callback::on_retire;
     return (injection.fault == Fault::source_throws ||
             injection.fault == Fault::on_retire_throws) &&
-           e.callback() == expected && e.iter() == injection.iter;
+           e.callback() == expected && e.iter() == iter;
   } catch (const swp::PipelineTimeout& e) {
     // The stalled instance was admitted at fill (iteration < slots) and never finishes, so
     // every report of the run names it, whichever wait timed out first on a busy machine.
     const std::string what = e.what();
     return injection.fault == Fault::task_stalls &&
-           what.find("\n  " + task + " (iter " + std::to_string(injection.iter) + ") on lane") !=
+           what.find("\n  " + task + " (iter " + std::to_string(iter) + ") on lane") !=
                std::string::npos;
   } catch (...) {
   }
@@ -129,15 +131,16 @@ template <class Pipe>
 std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& injection,
                             const std::vector<std::uint64_t>& batches,
                             swp::test::Results& results, const swp::test::Results& reference,
-                            const swp::PlanGraph& graph) {
+                            const swp::PlanGraph& graph, std::int64_t& base) {
   injector.now = injection;
+  base = pipe.next_iteration();  // this run's first iteration
   results.clear();
   const bool stall = injection.iter >= 0 && injection.fault == Fault::task_stalls;
   pipe.set_timeouts(stall ? swp::EngineTimeouts{.retire = 2ms, .check_interval = 1ms, .drain = 20s}
                           : swp::EngineTimeouts{.retire = 20s, .drain = 20s});
   std::vector<std::int64_t> retired, seen;
   pipe.on_retire([&](const BoundCtx& ctx) {
-    if (injection.fault == Fault::on_retire_throws && ctx.iter_idx == injection.iter)
+    if (injection.fault == Fault::on_retire_throws && ctx.iter_idx - ctx.first_iter == injection.iter)
       throw std::runtime_error("injected on_retire fault");
     seen.push_back(ctx.iter_idx);
   });
@@ -160,12 +163,15 @@ std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& inj
   // phantom iteration).
   CHECK(results.active.load() == 0);
   CHECK_THROWS_AS(pipe.progress(), swp::PipelineStateError);
-  // What retired did so in order, once, seen by on_retire, with complete, correct results.
-  for (std::size_t i = 0; i < retired.size(); ++i) CHECK(retired[i] == static_cast<std::int64_t>(i));
+  // What retired did so in order, once, seen by on_retire, with complete, correct results
+  // (numbered on from the runs before; results are keyed by the place in the run).
+  const std::int64_t first = base;
+  for (std::size_t i = 0; i < retired.size(); ++i)
+    CHECK(retired[i] == first + static_cast<std::int64_t>(i));
   CHECK(seen == retired);
   std::lock_guard lock(results.mutex);
   for (std::int64_t i : retired)
-    for (TaskIndex t = 0; t < graph.size(); ++t) CHECK(results.value.contains({t, i}));
+    for (TaskIndex t = 0; t < graph.size(); ++t) CHECK(results.value.contains({t, i - first}));
   for (const auto& [key, value] : results.value) CHECK(value == reference.value.at(key));
   for (const auto& [key, runs] : results.runs) CHECK(runs == 1);
   if (injection.iter < 0) {
@@ -228,9 +234,11 @@ void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& ta
       CAPTURE(injection.iter);
       ++tally.injected[static_cast<int>(fault)];
       ++tally.runs;
-      const auto error = run_once(*pipe, injector, injection, batches, results, reference, graph);
+      std::int64_t base = 0;
+      const auto error =
+          run_once(*pipe, injector, injection, batches, results, reference, graph, base);
       REQUIRE_MESSAGE(error, "the injected fault did not surface");
-      const bool ok = surfaced_as_expected(error, injection, graph);
+      const bool ok = surfaced_as_expected(error, injection, graph, base);
       if (ok) {
         ++tally.surfaced[static_cast<int>(fault)];
       } else {
@@ -242,7 +250,8 @@ void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& ta
       }
     }
     ++tally.runs;
-    run_once(*pipe, injector, Injection{}, batches, results, reference, graph);
+    std::int64_t base = 0;
+    run_once(*pipe, injector, Injection{}, batches, results, reference, graph, base);
   }
 }
 

@@ -39,20 +39,21 @@ using swp::test::bind;
 using swp::test::Results;
 
 // Every dependency, transitively, ordered on the CPU (finish before start) and on the device
-// (end before start, for tasks that did device work).
+// (end before start, for tasks that did device work), in a run of iterations first, first + 1,
+// ... (first has no iteration before it).
 void check_dependencies(const swp::PlanGraph& g, const swp::test::RunTrace& trace,
-                        std::int64_t iterations) {
+                        std::int64_t iterations, std::int64_t first = 0) {
   const auto cpu = trace.cpu();
   const auto device = trace.device();
   using Key = swp::test::RunTrace::Key;
   auto preds = [&](Key k) {
     std::vector<Key> out;
     for (TaskIndex d : g.intra_deps(k.first)) out.push_back({d, k.second});
-    if (k.second > 0)
+    if (k.second > first)
       for (TaskIndex d : g.inter_deps(k.first)) out.push_back({d, k.second - 1});
     return out;
   };
-  for (std::int64_t i = 0; i < iterations; ++i) {
+  for (std::int64_t i = first; i < first + iterations; ++i) {
     for (TaskIndex t = 0; t < g.size(); ++t) {
       const Key me{t, i};
       REQUIRE(cpu.contains(me));
@@ -256,13 +257,16 @@ void fail_then_refill(swp::Backend backend, int plans, std::uint32_t seed) {
     pipe->set_observer(&trace);
     for (TaskIndex t = 0; t < graph.size(); ++t) trace.attach(rt.stream(graph.stream(t)));
     const std::vector<std::uint64_t> before(batches.begin(), batches.begin() + fail_iter);
+    // Numbered on after the failed run's iterations.
+    const std::int64_t first = pipe->next_iteration();
+    CHECK(first > fail_iter);
     std::int64_t retired = 0;
     pipe->fill_pipeline(before);
-    while (auto i = pipe->progress()) CHECK(*i == retired++);
+    while (auto i = pipe->progress()) CHECK(*i == first + retired++);
     CHECK(retired == fail_iter);
     pipe->drain();
     pipe->synchronize();
-    check_dependencies(graph, trace, fail_iter);
+    check_dependencies(graph, trace, fail_iter, first);
     for (const auto& [key, runs] : results.runs) CHECK(runs == 1);
     for (const auto& [key, value] : results.value) CHECK(value == serial_results.value.at(key));
     CHECK(results.value.size() == graph.size() * static_cast<std::size_t>(fail_iter));
@@ -334,15 +338,17 @@ TEST_CASE_TEMPLATE("both engines share the pipeline API", Engine, swp::test::Use
       CHECK(seen == std::vector<std::int64_t>{0, 1});
       CHECK(squares == std::vector<int>{36, 49});
     }
-    SUBCASE("drain retires what is in flight; a refill starts over at iteration 0") {
+    SUBCASE("drain retires what is in flight; a refill numbers on after it") {
       std::vector<int> many(10, 1);
       pipe->fill_pipeline(many);
       CHECK(pipe->progress() == 0);
       pipe->drain();
       CHECK(squares.size() <= 10);
+      const auto admitted = static_cast<std::int64_t>(squares.size());
+      CHECK(pipe->next_iteration() == admitted);  // drained: every admitted one retired
       squares.clear();
       pipe->fill_pipeline(std::vector<int>{3});
-      CHECK(pipe->progress() == 0);
+      CHECK(pipe->progress() == admitted);
       CHECK_FALSE(pipe->progress());
       CHECK(squares == std::vector<int>{16});
     }
@@ -437,7 +443,7 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     std::optional<std::int64_t> got;
     boost::asio::post(io, [&] { got = pipe->progress(); });
     io.run();
-    CHECK(got == 0);
+    CHECK(got == 2);  // numbered on after the first run's 0 and 1
     pipe->drain();
   }
   SUBCASE("a task's exception arrives as TaskError; a hang as PipelineTimeout naming the waiter") {
@@ -470,14 +476,15 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     const std::string failed = drive();
     CHECK(failed.find("task 'Load' failed in iteration 1: bad batch") != std::string::npos);
 
+    const std::string stuck = std::to_string(pipe->next_iteration() + 1);  // batch 9's
     pipe->fill_pipeline(std::vector<int>{1, 9, 2});
     const auto start = swp::Clock::now();
     const std::string hung = drive();
     CHECK(swp::Clock::now() - start < 10s);
-    CHECK(hung.find("iteration 1 did not retire within 300 ms") != std::string::npos);
-    // Load(1) awaits a future: suspended, not running (the report once said "running").
-    CHECK(hung.find("Load (iter 1) on lane 'io', stream 'default': its body is suspended in an "
-                    "await") != std::string::npos);
+    CHECK(hung.find("iteration " + stuck + " did not retire within 300 ms") != std::string::npos);
+    // Load awaits a future: suspended, not running (the report once said "running").
+    CHECK(hung.find("Load (iter " + stuck + ") on lane 'io', stream 'default': its body is " +
+                    "suspended in an await") != std::string::npos);
     never.set_value();
 
     // Through Asio the error is the handler's exception_ptr; the handler runs on the
@@ -745,9 +752,10 @@ TEST_CASE_TEMPLATE("a broken pipeline refills once the body that ignored cancell
   pipe->set_timeouts({.retire = 30s, .drain = 30s});
   std::vector<std::int64_t> retired;
   // Its last step may still be on the way out of the engine: fill waits for it.
+  const std::int64_t first = pipe->next_iteration();
   pipe->fill_pipeline(std::vector<std::uint64_t>{5, 6, 7});
   while (auto i = pipe->progress()) retired.push_back(*i);
-  CHECK(retired == std::vector<std::int64_t>{0, 1, 2});
+  CHECK(retired == std::vector<std::int64_t>{first, first + 1, first + 2});
 }
 
 // Runs in a child process only (see the next case): the pipeline is destroyed while its body

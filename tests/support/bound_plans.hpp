@@ -71,7 +71,7 @@ class ActiveBody {
 };
 
 // Binds every task of a synthetic plan to a body computing its value (see above). `fail_at`
-// makes one (task, iteration) throw; `hook`, when given, outlives the plan's runs.
+// makes one (task, iteration of the run) throw; `hook`, when given, outlives the plan's runs.
 inline Plan<BoundCtx> bind(const PipelinePlan& source, Results& results,
                            std::pair<TaskIndex, std::int64_t> fail_at = {~TaskIndex{0}, -1},
                            const BodyHook* hook = nullptr) {
@@ -87,18 +87,21 @@ inline Plan<BoundCtx> bind(const PipelinePlan& source, Results& results,
         [t, intra, inter, cost, &results, fail_at, hook](
             BoundCtx& ctx, TaskScope& scope) -> Co<std::uint64_t> {
           const ActiveBody active(results.active);
+          // Results are keyed by the iteration's place in its run (iteration numbers go on
+          // across runs; a serial reference numbers from 0).
+          const std::int64_t i = ctx.iter_idx - ctx.first_iter;
           std::uint64_t v = mix(t, ctx.batch);
           for (const auto& h : intra) v = mix(v, co_await ctx.get(h));
-          if (ctx.iter_idx > 0)
-            for (TaskIndex d : inter) v = mix(v, results.get(d, ctx.iter_idx - 1));
+          if (ctx.has_previous())
+            for (TaskIndex d : inter) v = mix(v, results.get(d, i - 1));
           if (cost.cpu_us > 0)
             co_await scope.cpu_work(std::chrono::microseconds(static_cast<int>(cost.cpu_us)));
           if (cost.device_us > 0)
             scope.device_work(std::chrono::microseconds(static_cast<int>(cost.device_us)));
-          if (std::pair{t, ctx.iter_idx} == fail_at) throw std::runtime_error("injected");
+          if (std::pair{t, i} == fail_at) throw std::runtime_error("injected");
           if (hook != nullptr)
-            if (Co<void> fault = (*hook)(t, ctx.iter_idx); fault.valid()) co_await std::move(fault);
-          results.put(t, ctx.iter_idx, v);
+            if (Co<void> fault = (*hook)(t, i); fault.valid()) co_await std::move(fault);
+          results.put(t, i, v);
           co_return v;
         },
         graph.schedule(t), cost);

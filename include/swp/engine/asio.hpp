@@ -1,11 +1,13 @@
 #pragma once
-// The Asio completion-token form of progress(): swp::async_progress(pipe, token).
+// The Asio completion-token forms of progress() and submit(): swp::async_progress(pipe,
+// token), swp::async_submit(pipe, batch, token).
 //
 // The only engine header that includes Asio: `swp/swp.hpp` and the rest of the engine stay
 // free of it. Include this header (or `swp/asio.hpp`, which adds AsioScheduler) to use it.
 
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -64,7 +66,68 @@ Co<void> async_progress_op(Pipeline<Ctx>& pipe, Handler handler) {
   });
 }
 
+// One async_submit: the submit's wait, then the handler posted to its executor. `stop` (kept
+// alive by the frame) is what the cancellation slot fires.
+template <class Ctx, class Handler>
+Co<void> async_submit_op(Pipeline<Ctx>& pipe, typename Ctx::batch_type batch, Handler handler,
+                         std::shared_ptr<StopSignal> stop) {
+  auto* asio = dynamic_cast<AsioScheduler*>(&pipe.runtime().scheduler());
+  const boost::asio::any_io_executor fallback =
+      asio != nullptr ? asio->executor()
+                      : boost::asio::any_io_executor(boost::asio::system_executor());
+  auto executor = boost::asio::get_associated_executor(handler, fallback);
+  auto work = boost::asio::make_work_guard(executor);
+  auto slot = boost::asio::get_associated_cancellation_slot(handler);
+  if (slot.is_connected()) {
+    slot.assign([stop](boost::asio::cancellation_type type) {
+      if ((type & (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
+                   boost::asio::cancellation_type::total)) != boost::asio::cancellation_type::none)
+        stop->request_stop("async_submit cancelled");
+    });
+  }
+  std::exception_ptr error;
+  try {
+    co_await pipe.submit(std::move(batch));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (slot.is_connected()) slot.clear();
+  boost::asio::post(executor, [handler = std::move(handler), error]() mutable {
+    std::move(handler)(error);
+  });
+}
+
 }  // namespace detail
+
+/// The Asio form of `pipe.submit(batch)` (the push form, see Pipeline::fill_submissions), for
+/// any completion token: a handler `void(std::exception_ptr)`, `asio::use_awaitable`, ...
+///
+/// Completion: once the batch is queued for the run (at once when fewer than the capacity
+/// wait; otherwise when the pipeline admitted enough to make room: back-pressure). The
+/// handler is posted to its associated executor (default: the AsioScheduler's executor when
+/// the lanes run on one, else the system executor), never invoked inline.
+/// Errors: swp::ChannelClosed after close_submissions() (the batch was not taken),
+/// PipelineStateError before fill_submissions(), as the exception_ptr.
+/// Cancellation: the handler's cancellation slot (terminal, partial, total) ends the wait with
+/// swp::Cancelled("async_submit cancelled"); the batch is then not taken — only this
+/// operation ends, not the run.
+///
+/// Example:
+/// ```
+/// co_await swp::async_submit(pipe, request, boost::asio::use_awaitable);
+/// ```
+template <class Ctx, class CompletionToken>
+auto async_submit(Pipeline<Ctx>& pipe, typename Ctx::batch_type batch, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr)>(
+      [&pipe](auto handler, typename Ctx::batch_type b) {
+        auto stop = std::make_shared<StopSignal>();
+        const StopSignal* signal = stop.get();
+        detail::async_submit_op(pipe, std::move(b), std::move(handler), std::move(stop))
+            .start_detached(nullptr, [](void*, const std::exception_ptr&) noexcept {}, nullptr,
+                            signal);
+      },
+      token, std::move(batch));
+}
 
 /// The Asio form of `pipe.progress()`, for any completion token: a handler with the signature
 /// `void(std::exception_ptr, std::optional<std::int64_t>)`, `asio::use_awaitable`,

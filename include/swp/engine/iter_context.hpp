@@ -89,7 +89,16 @@ struct IterContext : Fields {
   using batch_type = Batch;
 
   Batch batch{};
+  /// The iteration's number. Numbers go on across runs (fill_pipeline after drain(), a
+  /// failure, or an ended source): a pipeline never reuses one.
   std::int64_t iter_idx = -1;
+  /// The first iteration of the run this one belongs to: it has no iteration before it, so
+  /// the plan's inter-iteration dependencies do not apply to it.
+  std::int64_t first_iter = 0;
+
+  /// Whether an iteration of the same run came before this one (what inter-iteration
+  /// dependencies wait for). Example: `if (ctx.has_previous()) use(state_of(ctx.iter_idx - 1));`
+  [[nodiscard]] bool has_previous() const noexcept { return iter_idx > first_iter; }
 
   /// Awaits the output of `producer` in this iteration and yields `const T&` (valid until the
   /// slot is reused: while the iteration is in flight).

@@ -21,6 +21,7 @@
 #include "swp/core/schedule_table.hpp"
 #include "swp/core/stage_analysis.hpp"
 #include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/feed.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/shortcut_routine.hpp"
 #include "swp/engine/detail/shortcut_state.hpp"
@@ -70,16 +71,73 @@ class Pipeline : private detail::FrontEnd {
   Pipeline& operator=(const Pipeline&) = delete;
   virtual ~Pipeline() = default;
 
-  /// Starts a run over `source`: an input range of Batch (a named range is iterated in place
-  /// and must outlive the run; a temporary is moved in) or a callable returning
-  /// std::optional<Batch> (empty: end of data); see swp::make_source.
-  /// Throws PipelineStateError when already filled (or broken, see the class comment), and
-  /// CallbackError when the source fails for one of the first batches.
+  /// Starts a run over `source` (see swp::SourceOf):
+  /// - an input range of Batch (a named range is iterated in place and must outlive the run;
+  ///   a temporary is moved in), or a callable returning std::optional<Batch> (empty: end of
+  ///   data): called synchronously, one batch per call;
+  /// - an awaitable source, a callable returning `swp::Co<std::optional<Batch>>`: a coroutine
+  ///   that may suspend until it has the next batch ("nothing yet"); the iterations in flight
+  ///   keep running and retiring meanwhile, and the pipeline admits the batch when it comes;
+  /// - a `swp::Channel<Batch>&` (the push form; must outlive the run): batches as producers
+  ///   send them, until the channel is closed and empty. See also submit().
+  ///
+  /// Where the source runs: never in fill_pipeline. Each batch is asked for from inside
+  /// progress()/next()/drain(), on their thread, one call at a time, as a slot frees. An
+  /// awaitable source (or a channel receive) that suspends continues on whichever thread
+  /// resumes it (a producer's send, a lane completing a future, a timer), never while the
+  /// pipeline holds a lock. While nothing is in flight and the source has nothing yet,
+  /// progress() and next() wait for it without a deadline (cancel() ends the wait).
+  ///
+  /// Iteration numbers continue across runs: a run filled after an earlier one (drained, ended,
+  /// or failed) numbers its first iteration after the last one admitted before. A run whose
+  /// source ended and whose iterations all retired (progress() returned no iteration) may be
+  /// filled again without drain(): the run goes on, its next iteration depending on the last
+  /// one through the plan's inter-iteration dependencies as within a run. Otherwise a new run
+  /// starts, whose first iteration has no iteration before it.
+  /// Errors: PipelineStateError while iterations are in flight (or when broken, see the class
+  /// comment); the source's errors surface later, from progress()/next() (CallbackError).
   template <SourceOf<Batch> S>
   void fill_pipeline(S&& source) {
-    source_ = make_source<Batch>(std::forward<S>(source));
+    core_.check_fillable();
+    feed_.set(std::forward<S>(source));
     core_.fill();
   }
+
+  /// The push form, for services: starts a run (as fill_pipeline) fed by submit(), on a
+  /// channel the pipeline owns, where up to `capacity` submitted batches wait beyond those in
+  /// flight. The run ends once close_submissions() was called and every batch submitted
+  /// before retired. Same errors as fill_pipeline; std::invalid_argument for capacity 0.
+  /// Example:
+  /// ```
+  /// pipe.fill_submissions(64);
+  /// co_await pipe.submit(request);      // a producer (any thread or coroutine)
+  /// while (auto iter = co_await pipe.next()) answer(*iter);  // the driver
+  /// pipe.close_submissions();           // at shutdown: the driver's loop then ends
+  /// ```
+  void fill_submissions(std::size_t capacity) {
+    core_.check_fillable();
+    auto inbox = std::make_unique<Channel<Batch>>(capacity);
+    feed_.set(*inbox);
+    inbox_ = std::move(inbox);  // the feed is idle: nothing uses the last one
+    core_.fill();
+  }
+
+  /// Submits a batch to the run fill_submissions() started. Awaitable (from any coroutine,
+  /// any thread): completes once the batch is queued, suspending while `capacity` batches
+  /// wait (back-pressure); the driver admits queued batches as slots free, in submission
+  /// order. Errors: swp::ChannelClosed after close_submissions() (the batch is not taken),
+  /// PipelineStateError before any fill_submissions(). Cancellation: under a StopSignal the
+  /// wait throws swp::Cancelled and the batch is not taken. The Asio form is
+  /// `swp::async_submit(pipe, batch, token)` (swp/engine/asio.hpp).
+  [[nodiscard]] typename Channel<Batch>::SendAwaiter submit(Batch batch) {
+    return inbox().send(std::move(batch));
+  }
+  /// submit() without waiting: true when the batch was queued (moved from); false when the
+  /// queue is full or closed (the batch is untouched).
+  bool try_submit(Batch& batch) { return inbox().try_send(batch); }
+  /// Ends the submissions: batches already submitted still run; then progress()/next()
+  /// report the end of data. Waiting submit()s throw swp::ChannelClosed. Any thread.
+  void close_submissions() { inbox().close(); }
 
   /// Retires the oldest in-flight iteration and lets the next ones in; see the class comment.
   std::optional<std::int64_t> progress() { return core_.progress(); }
@@ -150,7 +208,7 @@ class Pipeline : private detail::FrontEnd {
 
   /// Runs every iteration serially on the calling thread, all device work on the "default"
   /// stream, no overlap: the baseline a pipelined run is compared to.
-  template <SourceOf<Batch> S>
+  template <PullSourceOf<Batch> S>
   RunStats run_serial(S&& source) {
     if (core_.filled()) throw PipelineStateError("run_serial while the pipeline is filled; drain() first");
     auto next = make_source<Batch>(std::forward<S>(source));
@@ -247,6 +305,10 @@ class Pipeline : private detail::FrontEnd {
     return swp::format_schedule(core_.graph(), periods, shortcuts());
   }
 
+  /// The number the next batch admitted will get as its iteration (numbers go on across
+  /// runs: see fill_pipeline).
+  [[nodiscard]] std::int64_t next_iteration() const noexcept { return core_.next_iteration(); }
+
   [[nodiscard]] const PlanGraph& graph() const noexcept { return core_.graph(); }
   [[nodiscard]] std::size_t slots() const noexcept { return core_.slots(); }
   /// The order run_one_serial_iter runs tasks in: topological over intra deps, ties by name.
@@ -292,6 +354,7 @@ class Pipeline : private detail::FrontEnd {
       : bodies_(std::move(bodies)),
         shortcuts_(declared_io(plan)),
         contexts_(std::max<std::size_t>(slots, 1)),
+        feed_(runtime.scheduler()),
         core_(runtime, validate(plan), release, std::max<std::size_t>(slots, 1), *this) {
     const PlanGraph& graph = core_.graph();
     routines_.resize(graph.size());
@@ -334,15 +397,20 @@ class Pipeline : private detail::FrontEnd {
   }
 
   // FrontEnd: the core admits batches into the contexts and hands retired ones to the user.
-  bool admit(std::int64_t iter, std::size_t slot) override {
-    auto batch = source_();
-    if (!batch) return false;
+  detail::Admission admit(std::int64_t iter, std::size_t slot) override {
+    std::optional<Batch> batch;
+    const detail::Admission admission = feed_.take(batch);
+    if (admission != detail::Admission::admitted) return admission;
     Ctx& ctx = contexts_[slot];
     ctx = Ctx{};
     ctx.batch = std::move(*batch);
     ctx.iter_idx = iter;
-    return true;
+    if constexpr (requires { ctx.first_iter; }) ctx.first_iter = core_.base();
+    return admission;
   }
+  [[nodiscard]] bool source_ready() const noexcept override { return feed_.ready(); }
+  [[nodiscard]] bool source_idle() const noexcept override { return feed_.idle(); }
+  void end_source() override { feed_.end(); }
 
   void retire(std::int64_t, std::size_t slot) override {
     if (on_retire_) on_retire_(contexts_[slot]);
@@ -356,13 +424,19 @@ class Pipeline : private detail::FrontEnd {
     for (TaskIndex t = 0; t < core_.graph().size(); ++t) core_.stream_of(t).synchronize();
   }
 
+  Channel<Batch>& inbox() {
+    if (!inbox_) throw PipelineStateError("submit() before fill_submissions()");
+    return *inbox_;
+  }
+
   std::vector<std::optional<TaskBody<Ctx>>> bodies_;
   detail::ShortcutState<Ctx> shortcuts_;
   std::vector<Ctx> contexts_;
   // Per task: its routine (nullptr: nothing to run), and its shortcut once it was shortcut.
   std::vector<std::unique_ptr<detail::TaskRoutine>> routines_;
   std::vector<std::unique_ptr<detail::ShortcutRoutine<Ctx>>> shortcut_routines_;
-  Source source_;
+  std::unique_ptr<Channel<Batch>> inbox_;  // submit()'s channel (fill_submissions)
+  detail::Feed<Batch> feed_;
   std::function<void(const Ctx&)> on_retire_;
   detail::EngineCore core_;  // last: destroyed (drained) first, while bodies and contexts live
 };

@@ -1,6 +1,6 @@
 #pragma once
-// Sources: where a pipeline takes its batches from — a range, or a callable returning
-// std::optional<Batch>.
+// Sources: where a pipeline takes its batches from — a range, a callable returning
+// std::optional<Batch>, a coroutine that may wait for its next batch, or a Channel.
 
 #include <concepts>
 #include <functional>
@@ -10,6 +10,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "swp/async/channel.hpp"
+#include "swp/async/co.hpp"
+
 namespace swp {
 
 /// The batches of a run, one call per iteration: a batch, or an empty optional at end of
@@ -18,12 +21,34 @@ namespace swp {
 template <class Batch>
 using Source = std::function<std::optional<Batch>()>;
 
-/// What `make_source<Batch>` (and so `fill_pipeline`, `run`, `run_serial`) accepts: a callable
-/// returning std::optional<Batch>, or an input range whose elements a Batch can be made from.
+/// A source that can say "nothing yet": each call starts a coroutine that completes with the
+/// next batch, or an empty optional at end of data, and may suspend meanwhile (on a channel, a
+/// socket read, a future). A pipeline keeps running the iterations in flight while it waits.
+template <class Batch>
+using AsyncSource = std::function<Co<std::optional<Batch>>()>;
+
+/// What `make_source<Batch>` (and so `run_serial`) accepts: a callable returning
+/// std::optional<Batch>, or an input range whose elements a Batch can be made from. Called
+/// synchronously: the call returns the batch.
 template <class S, class Batch>
-concept SourceOf =
+concept PullSourceOf =
     std::is_invocable_r_v<std::optional<Batch>, std::remove_cvref_t<S>&> ||
     (std::ranges::input_range<S> && std::constructible_from<Batch, std::ranges::range_reference_t<S>>);
+
+/// A callable whose call starts a coroutine yielding the next batch (see AsyncSource).
+template <class S, class Batch>
+concept AwaitableSourceOf =
+    std::is_invocable_r_v<Co<std::optional<Batch>>, std::remove_cvref_t<S>&>;
+
+/// A Channel of Batch, by reference (it must outlive the run): the push form.
+template <class S, class Batch>
+concept ChannelSourceOf =
+    std::is_lvalue_reference_v<S> && std::same_as<std::remove_cvref_t<S>, Channel<Batch>>;
+
+/// What `fill_pipeline`, `iterations` and `run` accept: a pull source, an awaitable source, or
+/// a Channel<Batch> (received from until it is closed and empty).
+template <class S, class Batch>
+concept SourceOf = PullSourceOf<S, Batch> || AwaitableSourceOf<S, Batch> || ChannelSourceOf<S, Batch>;
 
 /// Makes the Source of `source`. A callable is stored as it is. A range is read in order, each
 /// element copied (or converted) into a Batch: a named range (an lvalue) is iterated in place
@@ -39,7 +64,7 @@ concept SourceOf =
 /// swp::Source<int> next = swp::make_source<int>(batches);
 /// while (auto batch = next()) use(*batch);
 /// ```
-template <class Batch, SourceOf<Batch> S>
+template <class Batch, PullSourceOf<Batch> S>
 Source<Batch> make_source(S&& source) {
   if constexpr (std::is_invocable_r_v<std::optional<Batch>, std::remove_cvref_t<S>&>) {
     return Source<Batch>(std::forward<S>(source));

@@ -83,7 +83,7 @@ class PresetRunner {
       if (iter) {
         if (!filled_notified_ && preset_.on_filled) preset_.on_filled();
         filled_notified_ = true;
-        return offset_ + *iter;
+        return offset_ + (*iter - fill_base_);  // the pipeline numbers on across fills
       }
       finish_fill();
       if (flush_) {
@@ -133,6 +133,7 @@ class PresetRunner {
     filled_notified_ = false;
     taken_in_fill_ = 0;
     active_ = true;
+    fill_base_ = pipe().next_iteration();
     pipe().fill_pipeline([this] { return next_batch(); });
   }
 
@@ -177,6 +178,7 @@ class PresetRunner {
   std::function<void()> on_flushed_;
   std::size_t phase_ = 0;
   std::int64_t offset_ = 0, taken_in_phase_ = 0, taken_in_fill_ = 0;
+  std::int64_t fill_base_ = 0;  // the pipeline's first iteration of this fill
   bool active_ = false, flush_ = false, exhausted_ = false, exhausted_notified_ = false;
   bool filled_notified_ = false, entered_ = false;
 };

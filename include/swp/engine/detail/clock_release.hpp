@@ -20,8 +20,8 @@ class ClockRelease final : public ReleasePolicy {
   static std::unique_ptr<ReleasePolicy> make(EngineCore& core);
 
   [[nodiscard]] int extra_degree(TaskIndex task, std::int64_t iter) const noexcept override;
-  void fill() override;
-  void retired() override;
+  void reset() override;
+  void advance() override;
   [[nodiscard]] bool drained() const noexcept override;
   void ready(Instance& in, bool step_ending) noexcept override;
   void start(Instance& in) noexcept override;
@@ -30,7 +30,11 @@ class ClockRelease final : public ReleasePolicy {
                           bool& waits) const override;
 
  private:
-  void open_period(std::int64_t period);
+  // Period p may open: the iteration admitted S periods before (S = slots) retired, or that
+  // period admitted none.
+  [[nodiscard]] bool can_open(std::int64_t period) const noexcept;
+  // Some iteration in flight still has a stage to release in `period`.
+  [[nodiscard]] bool needed(std::int64_t period) const noexcept;
   void release(TaskIndex task, std::int64_t iter);
   // Names a producer of `in` that had not finished when it parked (diagnosis, traces).
   void park(Instance& in) noexcept;
@@ -38,7 +42,14 @@ class ClockRelease final : public ReleasePolicy {
   EngineCore& core_;
   std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)
   std::vector<int> released_;     // per sync entry: instances released of its iteration
+  // Periods and iterations part ways when the source answers "not yet": a period then opens
+  // without admitting (a bubble) if an iteration in flight needs its later stages released,
+  // and an iteration admitted at period a has its stage-k tasks released at period a + k.
+  std::vector<std::int64_t> period_iter_;   // ring: the iteration period p admitted (-1: none)
+  std::vector<std::int64_t> admit_period_;  // per sync entry: the period its iteration came in
   std::int64_t next_period_ = 0;
+  std::int64_t last_admit_period_ = -1;
+  int max_stage_ = 0;
 };
 
 }  // namespace swp::detail

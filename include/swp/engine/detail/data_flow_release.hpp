@@ -21,8 +21,9 @@ class DataFlowRelease final : public ReleasePolicy {
   static std::unique_ptr<ReleasePolicy> make(EngineCore& core);
 
   [[nodiscard]] int extra_degree(TaskIndex task, std::int64_t iter) const noexcept override;
-  void fill() override;
-  void retired() override;
+  void reset() override {}
+  // Admits what can go: while a slot is free and the source has batches.
+  void advance() override;
   [[nodiscard]] bool drained() const noexcept override;
   void ready(Instance& in, bool step_ending) noexcept override;
   void start(Instance& in) noexcept override;
@@ -32,8 +33,6 @@ class DataFlowRelease final : public ReleasePolicy {
                           bool& waits) const override;
 
  private:
-  // Admits what can go: while a slot is free and the source has batches.
-  void advance();
   // The ordered instance released after (task, iter) finished: (next task, iter) or
   // (first task, iter + 1); and the one before.
   [[nodiscard]] Instance& next_ordered(const Instance& in) const noexcept;

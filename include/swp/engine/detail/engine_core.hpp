@@ -182,7 +182,12 @@ class EngineCore {
   /// while nothing is in flight; read on lanes.
   void set_routine(TaskIndex task, TaskRoutine* routine) noexcept { info_[task].routine = routine; }
 
-  /// Starts a run: admits the first iterations through the front end.
+  /// Throws PipelineStateError when fill() would (a run in progress, or a broken pipeline
+  /// whose bodies still run): the front end checks before it replaces its source.
+  void check_fillable();
+  /// Starts a run — or continues one whose source ended and whose iterations all retired:
+  /// iteration numbers go on from the last admitted one either way. Calls no source: the
+  /// first admissions happen in the next progress()/next()/drain().
   void fill();
   std::optional<std::int64_t> progress();
   /// progress() whose waits suspend the awaiting coroutine instead of blocking a thread (host
@@ -190,6 +195,10 @@ class EngineCore {
   Co<std::optional<std::int64_t>> next();
   void drain();
   [[nodiscard]] bool filled() const noexcept { return filled_; }
+  /// The first iteration of the current (or last) run: the one with no iteration before it.
+  [[nodiscard]] std::int64_t base() const noexcept { return base_; }
+  /// The iteration the next admission makes.
+  [[nodiscard]] std::int64_t next_iteration() const noexcept { return next_admit_; }
   /// Ends everything in flight before the pipeline goes: drains a filled run and waits for
   /// every released instance to finish (up to the drain deadline, then a fatal error, see
   /// die_undrained). The destructor does it too; the front end calls it first thing in its
@@ -280,7 +289,7 @@ class EngineCore {
   // The counter value an instance is re-armed to when consumed (for an iteration > 0).
   [[nodiscard]] int steady_degree(TaskIndex t) const noexcept { return info_[t].degree; }
   void arm_counters();
-  void reset_run_state();
+  void reset_run_state(std::int64_t base);
   // Fetches iteration iter's batch and resets its slot and sync entry (prepare), and
   // publishes it (admit = prepare + next_admit_ = iter + 1).
   bool prepare(std::int64_t iter);
@@ -346,6 +355,21 @@ class EngineCore {
   // failed); then, for next(), also the slot it frees holds no device work (so the admission
   // that follows does not block), and after a failure everything released finished.
   [[nodiscard]] bool at_end() const noexcept { return oldest_ >= next_admit_ && oldest_ >= end_; }
+  // The source answered "not yet" and has its answer now: advance() can admit.
+  [[nodiscard]] bool admissible() const noexcept { return starved_ && front_.source_ready(); }
+  // Nothing in flight, and the source has no batch yet: the driver waits for the source.
+  [[nodiscard]] bool starving() const noexcept { return starved_ && oldest_ >= next_admit_; }
+  [[nodiscard]] bool retire_or_admit() const noexcept { return retire_ready() || admissible(); }
+  [[nodiscard]] bool source_or_stop() const noexcept {
+    return admissible() || stop_.stop_requested();
+  }
+  // The first admissions of a run (fill() calls no source).
+  void begin_run();
+  // Waits, without a deadline (a service may idle for hours), until the source has its
+  // answer or the run stops; false on virtual time when nothing left to run can answer it.
+  bool wait_for_source();
+  // The run failed or stops: no more batches, and what waits for the source is cancelled.
+  void stop_source() noexcept;
   [[nodiscard]] bool retirable() const noexcept;
   // Every instance of iteration iter finished and none touches the core any more.
   [[nodiscard]] bool complete(std::int64_t iter) const noexcept {
@@ -354,6 +378,8 @@ class EngineCore {
   [[nodiscard]] bool retire_ready() const noexcept;
   [[nodiscard]] bool drained() const noexcept;
   void time_out_retire();
+  // Fails the run: on virtual time, the source waits for something nothing left can do.
+  void starve_timeout();
   // Retires the oldest iteration (on_retire) and lets the next ones in; returns it, or -1
   // when on_retire threw (the run failed and nothing retired).
   std::int64_t retire_oldest();
@@ -396,11 +422,20 @@ class EngineCore {
   StopSignal stop_;
   // progress()'s condition: the oldest iteration can retire, or the run stops. Made once (a
   // std::function per call would cost its construction on every retirement).
-  std::function<bool()> oldest_done_ = [this] { return retirable() || stop_.stop_requested(); };
+  std::function<bool()> oldest_done_ = [this] {
+    return retirable() || stop_.stop_requested() || admissible();
+  };
 
   // Run state (caller thread, except where noted).
   bool filled_ = false;
   bool broken_ = false;
+  bool begin_pending_ = false;  // filled, first admissions not tried yet
+  // The last admission found the source with no batch yet (Admission::pending); set by
+  // prepare, cleared by the policies' advance.
+  bool starved_ = false;
+  // The first iteration of the run: its instances have no iteration before them (inter
+  // dependencies, the ordered chain). Iteration numbers continue across runs.
+  std::int64_t base_ = 0;
   // A run is in flight (fill to its end or failure): what cancel() may end, from any thread.
   // cancel() holds live_mutex_ from its look at live_ through its fail(), and fill holds it
   // while it resets the run state and sets live_: a cancel racing with a refill ends the old

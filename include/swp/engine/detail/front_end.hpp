@@ -10,16 +10,32 @@
 
 namespace swp::detail {
 
+/// What asking the source for an iteration's batch gave.
+enum class Admission : std::uint8_t {
+  admitted,  ///< the batch is in the context slot
+  end,       ///< end of data
+  pending,   ///< nothing yet: the source is being waited for (FrontEnd::source_ready)
+};
+
 /// What a typed pipeline (Pipeline<Ctx>) does for the engine core besides running task
 /// routines (see TaskRoutine): it owns the contexts, so it admits batches into them and hands
 /// retired ones to the user; it knows the value types, so it makes the output storage.
-/// The core calls `admit` and `retire` on the thread that drives the pipeline (progress(),
-/// next()), one at a time; `make_output` while it is being made.
+/// The core calls `admit`, `retire` and `end_source` on the thread that drives the pipeline
+/// (progress(), next(), drain()), one at a time; `make_output` while it is being made;
+/// `source_ready` and `source_idle` from any thread.
 class FrontEnd {
  public:
-  /// Takes the next batch into context slot `slot` as iteration `iter`; false at end of data.
-  /// Throws what the source throws.
-  virtual bool admit(std::int64_t iter, std::size_t slot) = 0;
+  /// Takes the next batch into context slot `slot` as iteration `iter`, or says end of data,
+  /// or pending (then source_ready() turns true, and the scheduler is notified, once asking
+  /// again will not say pending). Throws what the source throws.
+  virtual Admission admit(std::int64_t iter, std::size_t slot) = 0;
+  /// A pending source has its answer.
+  [[nodiscard]] virtual bool source_ready() const noexcept = 0;
+  /// Nothing of the source runs in the background (a run may end, the pipeline go).
+  [[nodiscard]] virtual bool source_idle() const noexcept = 0;
+  /// No more batches this run: admit says end (after a batch already fetched); a background
+  /// wait for the source is cancelled.
+  virtual void end_source() = 0;
   /// Iteration `iter` retired from slot `slot`, which is reused after this returns.
   virtual void retire(std::int64_t iter, std::size_t slot) = 0;
   /// Storage for `task`'s value in one context slot; nullptr when it returns nothing.

@@ -26,10 +26,13 @@ class ReleasePolicy {
 
   /// What the join counter of `task` counts in iteration `iter` besides its dependencies.
   [[nodiscard]] virtual int extra_degree(TaskIndex task, std::int64_t iter) const noexcept = 0;
-  /// A new run starts: forget the last one and let the first iterations in.
-  virtual void fill() = 0;
-  /// The oldest iteration retired: let the next one in.
-  virtual void retired() = 0;
+  /// A new run starts (its first iteration is the core's base_): forget the last one.
+  virtual void reset() = 0;
+  /// Lets in what can go now: new iterations while there is room and the source has batches
+  /// (an admission the source answers "not yet" leaves EngineCore::starved_ set), and for the
+  /// clock the periods that may open. Called when a run starts or continues, after every
+  /// retirement, and when a source the core starved on has its answer.
+  virtual void advance() = 0;
   /// Every instance released so far of the iterations in flight finished.
   [[nodiscard]] virtual bool drained() const noexcept = 0;
   /// The join counter of `in` reached zero: everything it waits for happened. `step_ending`:

@@ -1,0 +1,318 @@
+#pragma once
+// Channel<T>: a bounded queue between coroutines (and threads), with back-pressure both ways.
+
+#include <coroutine>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <stop_token>
+#include <utility>
+#include <vector>
+
+#include "swp/async/cancelled.hpp"
+#include "swp/async/co.hpp"
+#include "swp/async/future.hpp"
+#include "swp/async/resumer.hpp"
+
+namespace swp {
+
+/// Thrown by a send on a closed channel: the value was not taken.
+class ChannelClosed : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
+/// A bounded multi-producer, multi-consumer queue of `T` whose full and empty states suspend
+/// coroutines instead of blocking threads: the push side of a pipeline (`pipe.fill_pipeline(
+/// channel)`, `Pipeline::submit`), or any producer/consumer pair of tasks.
+///
+/// Completion: `co_await ch.send(v)` completes once `v` is in the queue (or handed straight
+/// to a waiting receiver); it suspends while `capacity()` values wait. `co_await ch.receive()`
+/// completes with the oldest value, or with an empty optional once the channel is closed and
+/// empty; it suspends while the channel is empty and open. Values leave in the order their
+/// sends completed; waiting senders are admitted, and waiting receivers served, first come
+/// first served. A suspended side resumes through its coroutine's Resumer (its lane), or inline
+/// on the thread that made room or sent the value when it has none. `try_send`/`try_receive`
+/// never suspend. Nothing allocates per value (a ring of `capacity` slots).
+/// Errors: a send on a closed channel throws ChannelClosed and leaves the value with the
+/// caller (`try_send` returns false). Cancellation: a waiting send or receive of a coroutine
+/// running under a StopSignal throws swp::Cancelled when it fires — the value is then neither
+/// sent nor taken, so nothing is lost. `close()` is for the producers: values already queued
+/// are still received; waiting senders get ChannelClosed.
+///
+/// Example:
+/// ```
+/// swp::Channel<Request> requests(64);
+/// // producer: co_await requests.send(std::move(req));  ...  requests.close();
+/// // consumer: while (auto req = co_await requests.receive()) handle(*req);
+/// ```
+template <class T>
+class Channel {
+ public:
+  /// A channel holding up to `capacity` values (at least 1: std::invalid_argument otherwise).
+  explicit Channel(std::size_t capacity) : ring_(capacity) {
+    if (capacity == 0) throw std::invalid_argument("swp::Channel: capacity must be at least 1");
+  }
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+  ~Channel() = default;
+
+  class SendAwaiter;
+  class ReceiveAwaiter;
+
+  /// Awaitable send of `value` (see the class comment).
+  [[nodiscard]] SendAwaiter send(T value) { return SendAwaiter(*this, std::move(value)); }
+
+  /// Sends `value` if that needs no wait: true when it was taken (moved from), false when the
+  /// channel is full or closed (then `value` is untouched).
+  bool try_send(T& value) {
+    Waiter* receiver = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_ || (count_ == ring_.size() && receivers_.empty())) return false;
+      receiver = deliver(value);
+    }
+    if (receiver != nullptr) receiver->claim();
+    return true;
+  }
+  bool try_send(T&& value) { return try_send(value); }
+
+  /// Awaitable receive (see the class comment).
+  [[nodiscard]] ReceiveAwaiter receive() { return ReceiveAwaiter(*this); }
+
+  /// The oldest value if one is queued (or a waiting sender has one); empty otherwise. Empty
+  /// does not say whether more will come: see done().
+  std::optional<T> try_receive() {
+    std::optional<T> out;
+    Waiter* sender = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (count_ == 0) return out;
+      sender = take(out);
+    }
+    if (sender != nullptr) sender->claim();
+    return out;
+  }
+
+  /// Ends the stream: no more sends; receivers drain what is queued, then get an empty
+  /// optional. Waiting senders throw ChannelClosed. Idempotent; any thread.
+  void close() {
+    std::vector<Waiter*> wake;
+    {
+      std::lock_guard lock(mutex_);
+      if (closed_) return;
+      closed_ = true;
+      // Receivers wait only on an empty channel: they all get the end. Senders wait only on
+      // a full one: their values are refused.
+      for (Waiter* w = receivers_.pop(); w != nullptr; w = receivers_.pop()) wake.push_back(w);
+      for (Waiter* w = senders_.pop(); w != nullptr; w = senders_.pop()) {
+        w->refused = true;
+        wake.push_back(w);
+      }
+    }
+    for (Waiter* w : wake) w->claim();
+  }
+
+  /// Closed and nothing left to receive.
+  [[nodiscard]] bool done() const {
+    std::lock_guard lock(mutex_);
+    return closed_ && count_ == 0;
+  }
+  [[nodiscard]] bool closed() const {
+    std::lock_guard lock(mutex_);
+    return closed_;
+  }
+  /// Values queued now.
+  [[nodiscard]] std::size_t size() const {
+    std::lock_guard lock(mutex_);
+    return count_;
+  }
+  [[nodiscard]] std::size_t capacity() const noexcept { return ring_.size(); }
+
+ private:
+  // A suspended sender (with its value) or receiver (with the place for one), linked in its
+  // side's FIFO while it waits.
+  struct Waiter : detail::FutureWaiter {
+    std::optional<T>* value = nullptr;  // a sender's value, or a receiver's result
+    bool refused = false;               // a sender refused by close()
+    bool linked = false;
+  };
+  struct WaitList {
+    detail::FutureWaiter* head = nullptr;
+    detail::FutureWaiter* tail = nullptr;
+    [[nodiscard]] bool empty() const noexcept { return head == nullptr; }
+    void push(Waiter& w) noexcept {
+      w.prev = tail;
+      w.next = nullptr;
+      (tail != nullptr ? tail->next : head) = &w;
+      tail = &w;
+      w.linked = true;
+    }
+    void unlink(Waiter& w) noexcept {
+      (w.prev != nullptr ? w.prev->next : head) = w.next;
+      (w.next != nullptr ? w.next->prev : tail) = w.prev;
+      w.linked = false;
+    }
+    Waiter* pop() noexcept {
+      auto* w = static_cast<Waiter*>(head);
+      if (w != nullptr) unlink(*w);
+      return w;
+    }
+  };
+
+  // Under the lock, with the channel open and room or a waiting receiver: hands `value` to
+  // the first waiting receiver (returned, to be claimed after unlocking) or queues it.
+  Waiter* deliver(T& value) {
+    if (Waiter* receiver = receivers_.pop()) {
+      receiver->value->emplace(std::move(value));
+      return receiver;
+    }
+    ring_[(head_ + count_) % ring_.size()].emplace(std::move(value));
+    ++count_;
+    return nullptr;
+  }
+
+  // Under the lock, with a value queued: moves the oldest into `out` and lets the first
+  // waiting sender's value into the freed place (that sender is returned, to be claimed).
+  Waiter* take(std::optional<T>& out) {
+    auto& oldest = ring_[head_];
+    out.emplace(std::move(*oldest));
+    oldest.reset();
+    head_ = (head_ + 1) % ring_.size();
+    --count_;
+    Waiter* sender = senders_.pop();
+    if (sender != nullptr) {
+      ring_[(head_ + count_) % ring_.size()].emplace(std::move(**sender->value));
+      ++count_;
+    }
+    return sender;
+  }
+
+ public:
+  class SendAwaiter : Waiter {
+   public:
+    SendAwaiter(Channel& ch, T value) : ch_(ch), value_(std::move(value)) {}
+    SendAwaiter(const SendAwaiter&) = delete;
+    SendAwaiter& operator=(const SendAwaiter&) = delete;
+
+    [[nodiscard]] bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> h) {
+      this->handle = h;
+      this->resumer = detail::resumer_of(h);
+      signal_ = detail::stop_signal_of(h);
+      Waiter* receiver = nullptr;
+      {
+        std::lock_guard lock(ch_.mutex_);
+        if (ch_.closed_) {
+          this->refused = true;
+          return false;
+        }
+        if (ch_.count_ < ch_.ring_.size() || !ch_.receivers_.empty()) {
+          receiver = ch_.deliver(*value_);
+          sent_ = true;
+        } else {
+          this->value = &value_;
+          ch_.senders_.push(*this);
+        }
+      }
+      if (sent_) {
+        if (receiver != nullptr) receiver->claim();
+        return false;
+      }
+      if (signal_ != nullptr) on_stop_.emplace(signal_->token(), OnStop{this});
+      return this->finish_suspend();
+    }
+    void await_resume() {
+      on_stop_.reset();
+      if (this->cancelled) throw Cancelled(signal_->reason());
+      if (this->refused) throw ChannelClosed("swp::Channel: send on a closed channel");
+    }
+
+   private:
+    friend class Channel;
+    struct OnStop {
+      SendAwaiter* self;
+      void operator()() const { self->ch_.cancel_sender(*self); }
+    };
+    Channel& ch_;
+    std::optional<T> value_;
+    const StopSignal* signal_ = nullptr;
+    std::optional<std::stop_callback<OnStop>> on_stop_;
+    bool sent_ = false;
+  };
+
+  class ReceiveAwaiter : Waiter {
+   public:
+    explicit ReceiveAwaiter(Channel& ch) : ch_(ch) {}
+    ReceiveAwaiter(const ReceiveAwaiter&) = delete;
+    ReceiveAwaiter& operator=(const ReceiveAwaiter&) = delete;
+
+    [[nodiscard]] bool await_ready() const noexcept { return false; }
+    template <class Promise>
+    bool await_suspend(std::coroutine_handle<Promise> h) {
+      this->handle = h;
+      this->resumer = detail::resumer_of(h);
+      signal_ = detail::stop_signal_of(h);
+      Waiter* sender = nullptr;
+      {
+        std::lock_guard lock(ch_.mutex_);
+        if (ch_.count_ > 0) {
+          sender = ch_.take(result_);
+          ready_ = true;
+        } else if (ch_.closed_) {
+          ready_ = true;
+        } else {
+          this->value = &result_;
+          ch_.receivers_.push(*this);
+        }
+      }
+      if (ready_) {
+        if (sender != nullptr) sender->claim();
+        return false;
+      }
+      if (signal_ != nullptr) on_stop_.emplace(signal_->token(), OnStop{this});
+      return this->finish_suspend();
+    }
+    std::optional<T> await_resume() {
+      on_stop_.reset();
+      if (this->cancelled) throw Cancelled(signal_->reason());
+      return std::move(result_);
+    }
+
+   private:
+    friend class Channel;
+    struct OnStop {
+      ReceiveAwaiter* self;
+      void operator()() const { self->ch_.cancel_receiver(*self); }
+    };
+    Channel& ch_;
+    std::optional<T> result_;
+    const StopSignal* signal_ = nullptr;
+    std::optional<std::stop_callback<OnStop>> on_stop_;
+    bool ready_ = false;
+  };
+
+ private:
+  void cancel_sender(Waiter& w) { cancel_in(senders_, w); }
+  void cancel_receiver(Waiter& w) { cancel_in(receivers_, w); }
+  void cancel_in(WaitList& list, Waiter& w) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!w.linked) return;  // served or refused already: that claim resumes it
+      list.unlink(w);
+    }
+    w.cancelled = true;
+    w.claim();
+  }
+
+  mutable std::mutex mutex_;
+  std::vector<std::optional<T>> ring_;
+  std::size_t head_ = 0;
+  std::size_t count_ = 0;
+  bool closed_ = false;
+  WaitList senders_, receivers_;
+};
+
+}  // namespace swp

@@ -1,0 +1,178 @@
+#pragma once
+// Feed: the source of a run as the engine core sees it — a batch now, the end, or "not yet"
+// while an awaitable source (or an empty channel) is waited for in the background.
+
+#include <atomic>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include "swp/async/cancelled.hpp"
+#include "swp/async/channel.hpp"
+#include "swp/async/co.hpp"
+#include "swp/async/scheduler.hpp"
+#include "swp/engine/detail/front_end.hpp"
+#include "swp/engine/source.hpp"
+
+namespace swp::detail {
+
+/// The batches of a pipeline's run, from a pull source (called synchronously), an awaitable
+/// source or a channel (fetched by a background coroutine when they cannot answer at once).
+/// The driver thread (progress(), next(), drain) calls everything but `ready`/`idle`, which
+/// any thread may read. At most one fetch runs; it notifies the scheduler when it finished,
+/// so a driver waiting in drive_until (or parked in next()) looks again.
+template <class Batch>
+class Feed {
+ public:
+  explicit Feed(Scheduler& scheduler) : scheduler_(scheduler) {}
+  Feed(const Feed&) = delete;
+  Feed& operator=(const Feed&) = delete;
+  // Precondition: idle() (the engine core waits for it before its pipeline goes).
+  ~Feed() = default;
+
+  /// The source of the next run. Precondition: idle(). A batch a cancelled fetch received from
+  /// the same channel is kept for it (nothing taken from a channel is dropped).
+  template <class S>
+  void set(S&& source) {
+    Channel<Batch>* keep_for = nullptr;
+    if constexpr (ChannelSourceOf<S, Batch>) keep_for = &source;
+    if (!(keep_for != nullptr && keep_for == channel_ && fetched_)) fetched_.reset();
+    error_ = nullptr;
+    ended_ = false;
+    fetch_ended_ = false;
+    pull_ = nullptr;
+    async_ = nullptr;
+    channel_ = nullptr;
+    if constexpr (ChannelSourceOf<S, Batch>) {
+      channel_ = &source;
+    } else if constexpr (AwaitableSourceOf<S, Batch>) {
+      async_ = AsyncSource<Batch>(std::forward<S>(source));
+    } else {
+      pull_ = make_source<Batch>(std::forward<S>(source));
+    }
+  }
+
+  /// The next batch into `out` (admitted), the end of data (end), or pending: a fetch now
+  /// runs in the background and `ready()` turns true when it finished. Rethrows the source's
+  /// error (the pull call's, or the fetch's).
+  Admission take(std::optional<Batch>& out) {
+    if (state_.load(std::memory_order_acquire) == running) return Admission::pending;
+    if (state_.load(std::memory_order_relaxed) == done)
+      state_.store(no_fetch, std::memory_order_relaxed);
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    if (fetched_) {
+      out = std::move(fetched_);
+      fetched_.reset();
+      return Admission::admitted;
+    }
+    if (fetch_ended_) {
+      fetch_ended_ = false;
+      ended_ = true;
+    }
+    if (ended_) return Admission::end;
+    if (pull_) {
+      out = pull_();
+      if (!out) ended_ = true;
+      return out ? Admission::admitted : Admission::end;
+    }
+    if (channel_ != nullptr) {
+      if ((out = channel_->try_receive())) return Admission::admitted;
+      if (channel_->done()) {
+        ended_ = true;
+        return Admission::end;
+      }
+      start(receive());
+    } else {
+      start(call_source());
+    }
+    // A fetch that finished at once (the coroutine never suspended) is taken now.
+    if (state_.load(std::memory_order_acquire) == done) return take(out);
+    return Admission::pending;
+  }
+
+  /// A fetch finished: take() will not say pending. Any thread.
+  [[nodiscard]] bool ready() const noexcept {
+    return state_.load(std::memory_order_acquire) == done;
+  }
+  /// No fetch runs. Any thread.
+  [[nodiscard]] bool idle() const noexcept {
+    return state_.load(std::memory_order_acquire) != running;
+  }
+  /// Whether a fetch runs or finished untaken: the run is waiting on (or has news from) it.
+  [[nodiscard]] bool fetching() const noexcept {
+    return state_.load(std::memory_order_acquire) != no_fetch;
+  }
+
+  /// Ends the source for this run: take() says end from now on, after a batch a fetch already
+  /// received. A running fetch is cancelled (its waits on swp awaitables throw Cancelled, so a
+  /// channel gives up nothing); it still finishes in the background (see idle()).
+  void end() {
+    ended_ = true;
+    if (state_.load(std::memory_order_acquire) == running) fetch_stop_.request_stop("source ended");
+  }
+
+ private:
+  enum : int { no_fetch = 0, running = 1, done = 2 };
+
+  Co<void> call_source() {
+    auto batch = co_await async_();
+    if (batch) {
+      fetched_ = std::move(batch);
+    } else {
+      fetch_ended_ = true;
+    }
+  }
+  Co<void> receive() {
+    auto batch = co_await channel_->receive();
+    if (batch) {
+      fetched_ = std::move(batch);
+    } else {
+      fetch_ended_ = true;
+    }
+  }
+
+  void start(Co<void> fetch) {
+    // Nothing waits on the last fetch's signal: it finished.
+    fetch_stop_.reset();
+    state_.store(running, std::memory_order_relaxed);
+    // No Resumer: the fetch goes on on whichever thread completes what it awaits (a producer
+    // sending on the channel, a lane completing a future, a timer).
+    fetch.start_detached(
+        nullptr,
+        [](void* context, const std::exception_ptr& error) noexcept {
+          auto* self = static_cast<Feed*>(context);
+          Scheduler& scheduler = self->scheduler_;
+          // A cancelled fetch (end()) is no error: the source simply gave nothing.
+          if (error && !self->is_cancel(error)) self->error_ = error;
+          // After this store the driver may take the batch and even destroy the Feed.
+          self->state_.store(done, std::memory_order_release);
+          scheduler.notify();
+        },
+        this, &fetch_stop_);
+  }
+
+  [[nodiscard]] bool is_cancel(const std::exception_ptr& error) const noexcept {
+    if (!fetch_stop_.stop_requested()) return false;
+    try {
+      std::rethrow_exception(error);
+    } catch (const Cancelled&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+
+  Scheduler& scheduler_;
+  Source<Batch> pull_;
+  AsyncSource<Batch> async_;
+  Channel<Batch>* channel_ = nullptr;
+  // What the last fetch brought (written by the fetch before it publishes `done`).
+  std::optional<Batch> fetched_;
+  std::exception_ptr error_;
+  bool fetch_ended_ = false;  // the last fetch saw the end of data
+  bool ended_ = false;        // take() says end
+  StopSignal fetch_stop_;
+  std::atomic<int> state_{no_fetch};
+};
+
+}  // namespace swp::detail
