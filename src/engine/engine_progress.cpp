@@ -1,6 +1,7 @@
 // EngineCore's retirement: progress() (the caller's thread waits and helps) and next() (the
 // awaiting coroutine suspends), drain, and the abort after a failure.
 
+#include <optional>
 #include <string>
 
 #include "swp/engine/detail/engine_core.hpp"
@@ -205,8 +206,9 @@ std::optional<std::int64_t> EngineCore::progress() {
   if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
   begin_run();
   // The retire deadline runs while the oldest iteration is in flight (not while the source
-  // has nothing: a service may idle for hours).
-  const auto started = runtime_.scheduler().now();
+  // has nothing: a service may idle for hours), from the first wait (no clock read when the
+  // oldest is retirable at once, the common case).
+  std::optional<Clock::time_point> started;
   for (;;) {
     // A failure met while admitting (the source, a slot deadline) is still to surface, also
     // when nothing is left in flight (drain() relies on it).
@@ -227,7 +229,8 @@ std::optional<std::int64_t> EngineCore::progress() {
       if (!wait_for_source()) starve_timeout();
       continue;
     }
-    const auto spent = runtime_.scheduler().now() - started;
+    if (!started) started = runtime_.scheduler().now();
+    const auto spent = runtime_.scheduler().now() - *started;
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(timeouts_.retire - spent);
     if (!wait_for(oldest_done_, std::max(left, std::chrono::milliseconds(0))) &&
         !stop_.stop_requested() && !admissible())
@@ -250,7 +253,7 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
   // Virtual time advances only while someone drives the sim scheduler: progress() does.
   if (runtime_.scheduler().virtual_time()) co_return progress();
   begin_run();
-  const auto started = runtime_.scheduler().now();
+  std::optional<Clock::time_point> started;
   for (;;) {
     if (stop_.stop_requested()) break;
     if (at_end()) co_return std::nullopt;
@@ -267,7 +270,8 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
       co_await AsyncWait(*this, &EngineCore::source_or_stop, std::chrono::milliseconds::max());
       continue;
     }
-    const auto spent = runtime_.scheduler().now() - started;
+    if (!started) started = runtime_.scheduler().now();
+    const auto spent = runtime_.scheduler().now() - *started;
     const auto left = std::max(
         std::chrono::ceil<std::chrono::milliseconds>(timeouts_.retire - spent),
         std::chrono::milliseconds(0));

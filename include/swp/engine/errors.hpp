@@ -26,10 +26,11 @@ class TaskError : public std::runtime_error {
 /// A callback of the run threw: the batch source (asked for an iteration's batch) or
 /// `on_retire` (told of a retiring iteration). Like a task's error it ends the run: every
 /// cancellable wait in flight is woken with Cancelled, everything in flight drains, and this
-/// is thrown once, after the drain. A source's error surfaces from fill_pipeline() when the
-/// first batches fail, else from the next progress() (next(), async_progress(), drain(),
-/// run()): the progress() that admitted the failing batch still returns the iteration it
-/// retired, so every iteration it returned was retired exactly once. An `on_retire` error
+/// is thrown once, after the drain. A source's error surfaces from the progress() (next(),
+/// async_progress(), drain(), run()) that asked for the batch when nothing was retired yet in
+/// it, else from the next one: the progress() that admitted the failing batch still returns
+/// the iteration it retired, so every iteration it returned was retired exactly once
+/// (fill_pipeline calls no source). An `on_retire` error
 /// surfaces from the progress() retiring that iteration, which returns nothing. `nested()`
 /// is the callback's own exception. The pipeline can be filled again.
 class CallbackError : public std::runtime_error {

@@ -150,7 +150,7 @@ struct Instance final : Lane::Job, CoEnvironment {
   void set_state(InstanceState s) noexcept {
     state_word.store(stamp(iter()) << 3 | static_cast<std::uint64_t>(s), std::memory_order_release);
   }
-  /// Forgets every state (a new run numbers its iterations from 0 again).
+  /// Forgets every state (a new run's hang report shows nothing of the last).
   void clear_state() noexcept { state_word.store(0, std::memory_order_relaxed); }
 
   Instance();
