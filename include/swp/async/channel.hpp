@@ -189,114 +189,118 @@ class Channel {
     return sender;
   }
 
+ private:
+  // What both awaiters share: the coroutine to resume, its stop signal and the callback that
+  // unlinks it from `list` when the signal fires.
+  class Awaiting : protected Waiter {
+   protected:
+    explicit Awaiting(Channel& ch) : ch_(ch) {}
+
+    template <class Promise>
+    void bind(std::coroutine_handle<Promise> h) noexcept {
+      this->handle = h;
+      this->resumer = detail::resumer_of(h);
+      signal_ = detail::stop_signal_of(h);
+    }
+    // Linked into `list` (after unlocking): listens for the stop signal and suspends, unless
+    // served or cancelled meanwhile.
+    bool suspend_in(WaitList& list) {
+      if (signal_ != nullptr) on_stop_.emplace(signal_->token(), OnStop{this, &list});
+      return this->finish_suspend();
+    }
+    void end_wait() {
+      on_stop_.reset();
+      if (this->cancelled) throw Cancelled(signal_->reason());
+    }
+
+    Channel& ch_;
+
+   private:
+    struct OnStop {
+      Awaiting* self;
+      WaitList* list;
+      void operator()() const { self->ch_.cancel_in(*list, *self); }
+    };
+    const StopSignal* signal_ = nullptr;
+    std::optional<std::stop_callback<OnStop>> on_stop_;
+  };
+
  public:
-  class SendAwaiter : Waiter {
+  class SendAwaiter : Awaiting {
    public:
-    SendAwaiter(Channel& ch, T value) : ch_(ch), value_(std::move(value)) {}
+    SendAwaiter(Channel& ch, T value) : Awaiting(ch), value_(std::move(value)) {}
     SendAwaiter(const SendAwaiter&) = delete;
     SendAwaiter& operator=(const SendAwaiter&) = delete;
 
     [[nodiscard]] bool await_ready() const noexcept { return false; }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> h) {
-      this->handle = h;
-      this->resumer = detail::resumer_of(h);
-      signal_ = detail::stop_signal_of(h);
+      this->bind(h);
+      Channel& ch = this->ch_;
       Waiter* receiver = nullptr;
       {
-        std::lock_guard lock(ch_.mutex_);
-        if (ch_.closed_) {
+        std::lock_guard lock(ch.mutex_);
+        if (ch.closed_) {
           this->refused = true;
           return false;
         }
-        if (ch_.count_ < ch_.ring_.size() || !ch_.receivers_.empty()) {
-          receiver = ch_.deliver(*value_);
-          sent_ = true;
+        if (ch.count_ < ch.ring_.size() || !ch.receivers_.empty()) {
+          receiver = ch.deliver(*value_);
         } else {
           this->value = &value_;
-          ch_.senders_.push(*this);
+          ch.senders_.push(*this);
+          receiver = this;  // marks "waiting" below
         }
       }
-      if (sent_) {
-        if (receiver != nullptr) receiver->claim();
-        return false;
-      }
-      if (signal_ != nullptr) on_stop_.emplace(signal_->token(), OnStop{this});
-      return this->finish_suspend();
+      if (receiver == this) return this->suspend_in(ch.senders_);
+      if (receiver != nullptr) receiver->claim();
+      return false;
     }
     void await_resume() {
-      on_stop_.reset();
-      if (this->cancelled) throw Cancelled(signal_->reason());
+      this->end_wait();
       if (this->refused) throw ChannelClosed("swp::Channel: send on a closed channel");
     }
 
    private:
-    friend class Channel;
-    struct OnStop {
-      SendAwaiter* self;
-      void operator()() const { self->ch_.cancel_sender(*self); }
-    };
-    Channel& ch_;
     std::optional<T> value_;
-    const StopSignal* signal_ = nullptr;
-    std::optional<std::stop_callback<OnStop>> on_stop_;
-    bool sent_ = false;
   };
 
-  class ReceiveAwaiter : Waiter {
+  class ReceiveAwaiter : Awaiting {
    public:
-    explicit ReceiveAwaiter(Channel& ch) : ch_(ch) {}
+    explicit ReceiveAwaiter(Channel& ch) : Awaiting(ch) {}
     ReceiveAwaiter(const ReceiveAwaiter&) = delete;
     ReceiveAwaiter& operator=(const ReceiveAwaiter&) = delete;
 
     [[nodiscard]] bool await_ready() const noexcept { return false; }
     template <class Promise>
     bool await_suspend(std::coroutine_handle<Promise> h) {
-      this->handle = h;
-      this->resumer = detail::resumer_of(h);
-      signal_ = detail::stop_signal_of(h);
+      this->bind(h);
+      Channel& ch = this->ch_;
       Waiter* sender = nullptr;
       {
-        std::lock_guard lock(ch_.mutex_);
-        if (ch_.count_ > 0) {
-          sender = ch_.take(result_);
-          ready_ = true;
-        } else if (ch_.closed_) {
-          ready_ = true;
-        } else {
+        std::lock_guard lock(ch.mutex_);
+        if (ch.count_ == 0 && !ch.closed_) {
           this->value = &result_;
-          ch_.receivers_.push(*this);
+          ch.receivers_.push(*this);
+          sender = this;  // marks "waiting" below
+        } else if (ch.count_ > 0) {
+          sender = ch.take(result_);
         }
       }
-      if (ready_) {
-        if (sender != nullptr) sender->claim();
-        return false;
-      }
-      if (signal_ != nullptr) on_stop_.emplace(signal_->token(), OnStop{this});
-      return this->finish_suspend();
+      if (sender == this) return this->suspend_in(ch.receivers_);
+      if (sender != nullptr) sender->claim();
+      return false;
     }
     std::optional<T> await_resume() {
-      on_stop_.reset();
-      if (this->cancelled) throw Cancelled(signal_->reason());
+      this->end_wait();
       return std::move(result_);
     }
 
    private:
-    friend class Channel;
-    struct OnStop {
-      ReceiveAwaiter* self;
-      void operator()() const { self->ch_.cancel_receiver(*self); }
-    };
-    Channel& ch_;
     std::optional<T> result_;
-    const StopSignal* signal_ = nullptr;
-    std::optional<std::stop_callback<OnStop>> on_stop_;
-    bool ready_ = false;
   };
 
  private:
-  void cancel_sender(Waiter& w) { cancel_in(senders_, w); }
-  void cancel_receiver(Waiter& w) { cancel_in(receivers_, w); }
   void cancel_in(WaitList& list, Waiter& w) {
     {
       std::lock_guard lock(mutex_);
