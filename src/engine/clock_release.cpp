@@ -77,7 +77,8 @@ void ClockRelease::advance() {
     }
     std::int64_t admitted = -1;
     const std::int64_t next = c.next_admit_;
-    if (next < c.end_ && c.await_slot(next) && c.admit(next)) admitted = next;
+    // Once the source said "not yet" in this call, bubbles do not ask it again.
+    if (!c.starved_ && next < c.end_ && c.await_slot(next) && c.admit(next)) admitted = next;
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;

@@ -28,9 +28,11 @@ class EngineCore::AsyncWait final : private Runnable {
     handle_ = h;
     resumer_ = resumer_of(h);
     const auto now = Clock::now();
-    deadline_ = limit_ == std::chrono::milliseconds::max() ? Clock::time_point::max() : now + limit_;
+    deadline_ =
+        limit_ == std::chrono::milliseconds::max() ? Clock::time_point::max() : now + limit_;
     const auto tick = core_.timeouts_.check_interval;
-    timer_ = core_.runtime_.timers().schedule(now + tick, [this] { on_tick(); }, tick);
+    timer_ = core_.runtime_.timers().schedule(
+        now + tick, [this] { on_tick(); }, tick);
     return park();
   }
 
@@ -81,9 +83,7 @@ class EngineCore::AsyncWait final : private Runnable {
   bool watching_ = false;
 };
 
-bool EngineCore::retirable() const noexcept {
-  return complete(oldest_);
-}
+bool EngineCore::retirable() const noexcept { return complete(oldest_); }
 
 bool EngineCore::retire_ready() const noexcept {
   if (stop_.stop_requested()) return true;
@@ -92,9 +92,7 @@ bool EngineCore::retire_ready() const noexcept {
   return oldest_ + static_cast<std::int64_t>(slots_.size()) >= end_ || device_done(oldest_);
 }
 
-bool EngineCore::drained() const noexcept {
-  return release_->drained() && front_.source_idle();
-}
+bool EngineCore::drained() const noexcept { return release_->drained() && front_.source_idle(); }
 
 bool EngineCore::wait_for_source() {
   const auto ready = [this] { return source_or_stop(); };
@@ -154,8 +152,8 @@ std::string EngineCore::describe(const Failure& failure) {
   } catch (...) {
   }
   if (failure.kind != FailureKind::task) return what;
-  return "task '" + failure.task + "' failed in iteration " + std::to_string(failure.iter) +
-         ": " + what;
+  return "task '" + failure.task + "' failed in iteration " + std::to_string(failure.iter) + ": " +
+         what;
 }
 
 bool EngineCore::cancel(const std::string& reason) {
@@ -202,13 +200,18 @@ std::int64_t EngineCore::retire_oldest() {
   return retired_iter;
 }
 
+std::chrono::milliseconds EngineCore::retire_time_left(
+    std::optional<Clock::time_point>& started) const {
+  const auto now = runtime_.scheduler().now();
+  if (!started) started = now;
+  return std::max(std::chrono::ceil<std::chrono::milliseconds>(timeouts_.retire - (now - *started)),
+                  std::chrono::milliseconds(0));
+}
+
 std::optional<std::int64_t> EngineCore::progress() {
   if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
   begin_run();
-  // The retire deadline runs while the oldest iteration is in flight (not while the source
-  // has nothing: a service may idle for hours), from the first wait (no clock read when the
-  // oldest is retirable at once, the common case).
-  std::optional<Clock::time_point> started;
+  std::optional<Clock::time_point> started;  // see retire_time_left
   for (;;) {
     // A failure met while admitting (the source, a slot deadline) is still to surface, also
     // when nothing is left in flight (drain() relies on it).
@@ -229,11 +232,8 @@ std::optional<std::int64_t> EngineCore::progress() {
       if (!wait_for_source()) starve_timeout();
       continue;
     }
-    if (!started) started = runtime_.scheduler().now();
-    const auto spent = runtime_.scheduler().now() - *started;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(timeouts_.retire - spent);
-    if (!wait_for(oldest_done_, std::max(left, std::chrono::milliseconds(0))) &&
-        !stop_.stop_requested() && !admissible())
+    if (!wait_for(oldest_done_, retire_time_left(started)) && !stop_.stop_requested() &&
+        !admissible())
       time_out_retire();
   }
   stop_source();
@@ -242,9 +242,9 @@ std::optional<std::int64_t> EngineCore::progress() {
 
 void EngineCore::starve_timeout() {
   fail("", next_admit_,
-       std::make_exception_ptr(hang_error(
-           "the source has no batch for iteration " + std::to_string(next_admit_) +
-           " and nothing left to run can give it one (nothing left to run: deadlock)")),
+       std::make_exception_ptr(
+           hang_error("the source has no batch for iteration " + std::to_string(next_admit_) +
+                      " and nothing left to run can give it one (nothing left to run: deadlock)")),
        FailureKind::timeout);
 }
 
@@ -270,12 +270,7 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
       co_await AsyncWait(*this, &EngineCore::source_or_stop, std::chrono::milliseconds::max());
       continue;
     }
-    if (!started) started = runtime_.scheduler().now();
-    const auto spent = runtime_.scheduler().now() - *started;
-    const auto left = std::max(
-        std::chrono::ceil<std::chrono::milliseconds>(timeouts_.retire - spent),
-        std::chrono::milliseconds(0));
-    if (co_await AsyncWait(*this, &EngineCore::retire_or_admit, left) ||
+    if (co_await AsyncWait(*this, &EngineCore::retire_or_admit, retire_time_left(started)) ||
         stop_.stop_requested() || admissible())
       continue;
     if (!retirable()) {

@@ -378,6 +378,11 @@ class EngineCore {
   [[nodiscard]] bool retire_ready() const noexcept;
   [[nodiscard]] bool drained() const noexcept;
   void time_out_retire();
+  // What is left of the retire deadline. It runs while the oldest iteration is in flight (not
+  // while the source has nothing: a service may idle for hours), from the first wait of a
+  // progress()/next() call, which sets `started` (no clock read when nothing has to wait).
+  [[nodiscard]] std::chrono::milliseconds retire_time_left(
+      std::optional<Clock::time_point>& started) const;
   // Fails the run: on virtual time, the source waits for something nothing left can do.
   void starve_timeout();
   // Retires the oldest iteration (on_retire) and lets the next ones in; returns it, or -1

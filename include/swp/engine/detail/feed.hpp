@@ -98,11 +98,6 @@ class Feed {
   [[nodiscard]] bool idle() const noexcept {
     return state_.load(std::memory_order_acquire) != running;
   }
-  /// Whether a fetch runs or finished untaken: the run is waiting on (or has news from) it.
-  [[nodiscard]] bool fetching() const noexcept {
-    return state_.load(std::memory_order_acquire) != no_fetch;
-  }
-
   /// Ends the source for this run: take() says end from now on, after a batch a fetch already
   /// received. A running fetch is cancelled (its waits on swp awaitables throw Cancelled, so a
   /// channel gives up nothing); it still finishes in the background (see idle()).
@@ -114,16 +109,10 @@ class Feed {
  private:
   enum : int { no_fetch = 0, running = 1, done = 2 };
 
-  Co<void> call_source() {
-    auto batch = co_await async_();
-    if (batch) {
-      fetched_ = std::move(batch);
-    } else {
-      fetch_ended_ = true;
-    }
-  }
-  Co<void> receive() {
-    auto batch = co_await channel_->receive();
+  Co<void> call_source() { keep(co_await async_()); }
+  Co<void> receive() { keep(co_await channel_->receive()); }
+  // What a fetch brought: a batch, or the end of data. Published by the `done` store.
+  void keep(std::optional<Batch> batch) {
     if (batch) {
       fetched_ = std::move(batch);
     } else {
