@@ -27,7 +27,7 @@ int ClockRelease::extra_degree(TaskIndex, std::int64_t) const noexcept {
 
 void ClockRelease::reset() {
   // The core makes its entries and slots after its policy: sized here.
-  const std::size_t slots = core_.slots_.size();
+  const std::size_t slots = core_.depth_;
   next_period_ = 0;
   last_admit_period_ = -1;
   // Lookups reach back S periods (the gate) and max_stage periods (releases): no aliasing.
@@ -37,7 +37,7 @@ void ClockRelease::reset() {
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
-  const std::int64_t gate = period - static_cast<std::int64_t>(core_.slots_.size());
+  const std::int64_t gate = period - static_cast<std::int64_t>(core_.depth_);
   if (gate < 0) return true;
   const std::int64_t iter = period_iter_[static_cast<std::size_t>(gate) % period_iter_.size()];
   return iter < core_.oldest_;  // -1 (a bubble) included

@@ -48,7 +48,7 @@ int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexc
 
 void DataFlowRelease::advance() {
   EngineCore& c = core_;
-  const auto slots = static_cast<std::int64_t>(c.slots_.size());
+  const auto slots = static_cast<std::int64_t>(c.depth_);
   c.starved_ = false;  // set again if the source answers "not yet" below
   for (;;) {
     const std::int64_t iter = c.next_admit_;

@@ -54,7 +54,8 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].degree = in_degree(t, 1);
     info_[t].counts_one = info_[t].degree_first == 1 && info_[t].degree == 1;
   }
-  slots_ = std::vector<Slot>(slots);
+  depth_ = slots;
+  slots_ = std::vector<Slot>(context_slots(slots));
   for (auto& slot : slots_) {
     for (TaskIndex t = 0; t < n; ++t) {
       slot.boxes.push_back(front_.make_output(t));
@@ -190,6 +191,7 @@ bool EngineCore::prepare(std::int64_t iter) {
   sync.iter = iter;
   sync.slot = s;
   sync.device.store(false, std::memory_order_relaxed);
+  sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.
   sync.remaining.store(static_cast<int>(graph_.size()), std::memory_order_relaxed);
@@ -288,36 +290,55 @@ void EngineCore::unwatch_device(std::int64_t iter) {
   }
 }
 
-bool EngineCore::await_slot(std::int64_t iter) {
-  const auto slots = static_cast<std::int64_t>(slots_.size());
-  if (iter < slots) return true;
-  const std::int64_t previous = iter - slots;
-  if (device_done(previous)) return true;
-  // Decision 8: a context slot is reused only once its previous occupant's device work is
-  // complete, so the CPU may write the new batch into it. This is also the engines'
-  // back-pressure from the device: the CPU runs at most `slots` iterations ahead of it.
+bool EngineCore::wait_device(std::int64_t iter) {
+  if (device_done(iter)) return true;
   // The waker is a member, not a local: a stream may still be calling it after the wait below
   // has seen the events complete.
-  watch_device(previous);
-  const bool done = wait_for([&] { return device_done(previous); }, timeouts_.retire);
-  unwatch_device(previous);
-  if (!done) fail("", iter, std::make_exception_ptr(slot_timeout(iter)), FailureKind::timeout);
+  watch_device(iter);
+  const bool done = wait_for([&] { return device_done(iter); }, timeouts_.retire);
+  unwatch_device(iter);
   return done;
 }
 
+bool EngineCore::await_slot(std::int64_t iter) {
+  const auto slots = static_cast<std::int64_t>(depth_);
+  if (iter < slots) return true;
+  // Decision 8: a context slot is reused only once its previous occupant's device work is
+  // complete, so the CPU may write the new batch into it. This is also the engines'
+  // back-pressure from the device: the CPU runs at most `depth` iterations ahead of it (the
+  // iteration `depth` before; its context slot is the one before, see context_slots).
+  if (wait_device(iter - slots)) return true;
+  fail("", iter, std::make_exception_ptr(slot_timeout(iter)), FailureKind::timeout);
+  return false;
+}
+
 PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
-  const std::int64_t previous = iter - static_cast<std::int64_t>(slots_.size());
+  const std::int64_t previous = iter - static_cast<std::int64_t>(depth_);
+  return device_timeout(previous, "so iteration " + std::to_string(iter) +
+                                      " cannot have its slot");
+}
+
+PipelineTimeout EngineCore::device_timeout(std::int64_t iter, const std::string& so) const {
   const std::string unfinished = diagnose();
   // On virtual time the wait ends unfinished only when nothing is left to run (wait_for).
   const std::string why =
       runtime_.scheduler().virtual_time()
           ? " can never complete (nothing left to run: deadlock)"
           : " did not complete within " + std::to_string(timeouts_.retire.count()) + " ms";
-  return hang_error("device work of iteration " + std::to_string(previous) + why +
-                    ", so iteration " + std::to_string(iter) +
-                    " cannot have its slot; device work not complete:" +
-                    pending_device_work(previous) +
+  return hang_error("device work of iteration " + std::to_string(iter) + why + ", " + so +
+                    "; device work not complete:" + pending_device_work(iter) +
                     (unfinished.empty() ? "" : "\nunfinished:" + unfinished));
+}
+
+void EngineCore::set_failure_policy(FailurePolicy policy) {
+  if (filled_) throw PipelineStateError("set_failure_policy while the pipeline is filled; drain() first");
+  policy_ = policy;
+}
+
+void EngineCore::set_retire_after_device(bool on) {
+  if (filled_)
+    throw PipelineStateError("retire_after_device while the pipeline is filled; drain() first");
+  retire_after_device_ = on;
 }
 
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
@@ -345,16 +366,20 @@ void EngineCore::proceed(Instance& in) noexcept {
   const Sync& sync = *in.sync;
   const Sync* previous = iter > base_ ? in.previous : nullptr;
   const auto inter = previous != nullptr ? info.inter : std::span<const TaskIndex>{};
-  if (trouble_.load(std::memory_order_acquire)) [[unlikely]] {
+  // Trouble in the run, or (skip) in this iteration: the failing instance set it before it
+  // counted down its consumers, so a consumer of it sees it here.
+  if (trouble_.load(std::memory_order_acquire) ||
+      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure) [[unlikely]] {
     if (stop_.stop_requested()) {
       finish(in, std::make_exception_ptr(Cancelled(stop_.reason())), false);
       return;
     }
-    // A dependency's error is this instance's, without running its body.
-    for (TaskIndex d : info.intra)
-      if (sync.instances[d]->failed) return finish(in, sync.instances[d]->error, false);
-    for (TaskIndex d : inter)
-      if (previous->instances[d]->failed) return finish(in, previous->instances[d]->error, false);
+    // A dependency's error is this instance's, without running its body; under skip a
+    // globally ordered one still takes its turn first (run_body finishes it then).
+    if (const std::exception_ptr* error = failed_dependency(in)) {
+      if (!info.ordered || policy_ != FailurePolicy::skip) return finish(in, *error, false);
+      in.error = *error;
+    }
   }
   // Phase 2: this stream waits for each producer's event when the streams differ (phase 1,
   // the producer was submitted, is what the counter said). Only where some producer of the
@@ -417,7 +442,22 @@ void EngineCore::run_body(Instance& in) noexcept {
   if (nvtx_) [[unlikely]] start_range(in, false);
   // Nothing to run (no call, no coroutine), or a body that completed synchronously: it
   // finishes here, as a tail call (nothing of this frame lives on after it).
+  if (in.error) [[unlikely]] {
+    finish(in, in.error, false);  // a failed dependency's error (see proceed)
+    return;
+  }
   if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
+}
+
+const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) const noexcept {
+  const TaskInfo& info = info_[in.task];
+  const Sync& sync = *in.sync;
+  for (TaskIndex d : info.intra)
+    if (sync.instances[d]->failed) return &sync.instances[d]->error;
+  if (policy_ == FailurePolicy::skip || in.iter() <= base_) return nullptr;
+  for (TaskIndex d : info.inter)
+    if (in.previous->instances[d]->failed) return &in.previous->instances[d]->error;
+  return nullptr;
 }
 
 bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
@@ -455,12 +495,18 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   if (info.ordered && in.state_in(iter) == InstanceState::running)
     sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
   if (error) {
-    // Its own error, a swp::Cancelled of its own included. A Cancelled caused by the run's
-    // stop comes after the failure that fired the stop, and the first root cause wins.
-    if (own) fail(graph_.name(t), iter, error, FailureKind::task);
     in.failed = true;
     in.error = error;
-    trouble_.store(true, std::memory_order_release);
+    if (policy_ == FailurePolicy::skip && !trouble_.load(std::memory_order_acquire)) {
+      // The iteration fails, not the run: its first own error is the one it reports.
+      TaskIndex none = Sync::no_failure;
+      if (own) sync.failed_task.compare_exchange_strong(none, t, std::memory_order_release);
+    } else {
+      // Its own error, a swp::Cancelled of its own included. A Cancelled caused by the run's
+      // stop comes after the failure that fired the stop, and the first root cause wins.
+      if (own) fail(graph_.name(t), iter, error, FailureKind::task);
+      trouble_.store(true, std::memory_order_release);
+    }
   }
   // Observed before the successors learn: whoever they wake starts after this.
   end_range(in);

@@ -87,9 +87,9 @@ bool EngineCore::retirable() const noexcept { return complete(oldest_); }
 
 bool EngineCore::retire_ready() const noexcept {
   if (stop_.stop_requested()) return true;
-  if (!retirable()) return false;
+  if (!retirable() || device_holds_oldest()) return false;
   // Retiring admits iteration oldest + slots into the slot oldest frees (when there is one).
-  return oldest_ + static_cast<std::int64_t>(slots_.size()) >= end_ || device_done(oldest_);
+  return oldest_ + static_cast<std::int64_t>(depth_) >= end_ || device_done(oldest_);
 }
 
 bool EngineCore::drained() const noexcept { return release_->drained() && front_.source_idle(); }
@@ -143,6 +143,14 @@ void EngineCore::time_out_retire() {
   fail("", oldest_, std::make_exception_ptr(hang_error(what + diagnose())), FailureKind::timeout);
 }
 
+void EngineCore::time_out_device_retire() {
+  fail("", oldest_,
+       std::make_exception_ptr(device_timeout(
+           oldest_, "so it cannot retire (retire_after_device: iterations retire after their "
+                    "device work)")),
+       FailureKind::timeout);
+}
+
 std::string EngineCore::describe(const Failure& failure) {
   std::string what = "an unknown exception";
   try {
@@ -179,20 +187,62 @@ void EngineCore::abort_run(bool drained) {
   live_.store(false, std::memory_order_release);
   if (!drained) {
     broken_ = true;
-    // The failure that started the drain is the cause: it stays in the message.
+    // The failure that started the drain is the cause: it stays in the message. Bodies still
+    // run in the contexts of the iterations in flight: none can be handed to on_failure.
     throw hang_error("pipeline could not drain after a failure (" + describe(failure) +
-                     "); still unfinished:" + diagnose());
+                     "); iterations " + std::to_string(oldest_) + ".." +
+                     std::to_string(next_admit_ - 1) +
+                     " did not retire and were not reported; still unfinished:" + diagnose());
   }
+  // Every iteration in flight is accounted for (FailurePolicy): failed or cancelled.
+  std::exception_ptr report_error;  // what the first throwing on_failure threw
+  std::int64_t report_iter = -1;
+  for (; oldest_ < next_admit_; ++oldest_) {
+    try {
+      front_.retire(oldest_, slot_index(oldest_), abandoned_error(failure, oldest_));
+    } catch (...) {
+      if (!report_error) {
+        report_error = std::current_exception();
+        report_iter = oldest_;
+      }
+    }
+  }
+  if (report_error)
+    throw CallbackError(CallbackError::Callback::on_failure, report_iter, report_error,
+                        "while reporting the run's failure: " + describe(failure));
   if (failure.kind != FailureKind::task) std::rethrow_exception(failure.error);
   throw TaskError(failure.task, failure.iter, failure.error);
 }
 
+std::exception_ptr EngineCore::iteration_error(std::int64_t iter) const {
+  const Sync& sync = sync_of(iter);
+  const TaskIndex task = sync.failed_task.load(std::memory_order_acquire);
+  if (task == Sync::no_failure) return nullptr;
+  return std::make_exception_ptr(TaskError(graph_.name(task), iter, sync.instances[task]->error));
+}
+
+std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int64_t iter) const {
+  if (auto own = iteration_error(iter)) return own;  // skip: it had failed before the run did
+  if (iter == failure.iter) {
+    if (failure.kind == FailureKind::task)
+      return std::make_exception_ptr(TaskError(failure.task, failure.iter, failure.error));
+    return failure.error;  // a deadline or a callback in this iteration
+  }
+  if (failure.kind == FailureKind::cancelled) return failure.error;
+  return std::make_exception_ptr(Cancelled("iteration " + std::to_string(iter) +
+                                           " cancelled: the run failed: " + describe(failure)));
+}
+
 std::int64_t EngineCore::retire_oldest() {
   const std::int64_t retired_iter = oldest_;
+  const std::exception_ptr error = iteration_error(retired_iter);
   try {
-    front_.retire(retired_iter, slot_index(retired_iter));
+    front_.retire(retired_iter, slot_index(retired_iter), error);
   } catch (...) {
-    fail_callback(CallbackError::Callback::on_retire, retired_iter);
+    // Its callback had it: the abort that follows does not report it again.
+    ++oldest_;
+    fail_callback(error ? CallbackError::Callback::on_failure : CallbackError::Callback::on_retire,
+                  retired_iter);
     return -1;
   }
   ++oldest_;
@@ -219,6 +269,10 @@ std::optional<std::int64_t> EngineCore::progress() {
     if (at_end()) return std::nullopt;
     // Already retirable (other threads ran it meanwhile): no wait, no scheduler call.
     if (retirable()) {
+      if (device_holds_oldest() && !wait_device(oldest_)) {
+        time_out_device_retire();
+        break;
+      }
       // A failure admitting the next iteration (the source, a slot deadline) surfaces from
       // the next call: this one returns what it retired.
       if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0) return retired_iter;
@@ -275,8 +329,10 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
       continue;
     if (!retirable()) {
       time_out_retire();
+    } else if (device_holds_oldest()) {
+      time_out_device_retire();
     } else {
-      const std::int64_t admitted = oldest_ + static_cast<std::int64_t>(slots_.size());
+      const std::int64_t admitted = oldest_ + static_cast<std::int64_t>(depth_);
       fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), FailureKind::timeout);
     }
   }

@@ -22,9 +22,21 @@ TaskError::TaskError(std::string task, std::int64_t iter, std::exception_ptr cau
       iter_(iter),
       cause_(std::move(cause)) {}
 
-CallbackError::CallbackError(Callback callback, std::int64_t iter, std::exception_ptr cause)
-    : std::runtime_error(describe(callback == Callback::source ? "the batch source" : "on_retire",
-                                  iter, cause)),
+namespace {
+const char* callback_name(CallbackError::Callback callback) {
+  switch (callback) {
+    case CallbackError::Callback::source: return "the batch source";
+    case CallbackError::Callback::on_retire: return "on_retire";
+    case CallbackError::Callback::on_failure: return "on_failure";
+  }
+  return "a callback";
+}
+}  // namespace
+
+CallbackError::CallbackError(Callback callback, std::int64_t iter, std::exception_ptr cause,
+                             const std::string& context)
+    : std::runtime_error(describe(callback_name(callback), iter, cause) +
+                         (context.empty() ? "" : " (" + context + ")")),
       callback_(callback),
       iter_(iter),
       cause_(std::move(cause)) {}

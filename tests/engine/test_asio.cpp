@@ -41,7 +41,8 @@ TEST_CASE("async_progress with use_future completes with each retired iteration,
   swp::DataFlowPipeline<Ctx> pipe(rt, one_task_plan(), 2);
   pipe.fill_pipeline(std::vector<int>{1, 2});
   for (std::optional<std::int64_t> expected : {std::optional<std::int64_t>{0}, {1}, {}}) {
-    std::future<std::optional<std::int64_t>> f = swp::async_progress(pipe, boost::asio::use_future);
+    std::future<std::optional<swp::Retired<Ctx>>> f =
+        swp::async_progress(pipe, boost::asio::use_future);
     REQUIRE(f.wait_for(10s) == std::future_status::ready);
     CHECK(f.get() == expected);
   }

@@ -139,7 +139,14 @@ std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& inj
   pipe.set_timeouts(stall ? swp::EngineTimeouts{.retire = 2ms, .check_interval = 1ms, .drain = 20s}
                           : swp::EngineTimeouts{.retire = 20s, .drain = 20s});
   std::vector<std::int64_t> retired, seen;
+  // Every admitted iteration goes to exactly one callback: on_retire, or on_failure with why.
+  std::vector<std::int64_t> handed;
+  pipe.on_failure([&](const BoundCtx& ctx, const std::exception_ptr& why) {
+    CHECK(why);
+    handed.push_back(ctx.iter_idx);
+  });
   pipe.on_retire([&](const BoundCtx& ctx) {
+    handed.push_back(ctx.iter_idx);
     if (injection.fault == Fault::on_retire_throws && ctx.iter_idx - ctx.first_iter == injection.iter)
       throw std::runtime_error("injected on_retire fault");
     seen.push_back(ctx.iter_idx);
@@ -163,6 +170,10 @@ std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& inj
   // phantom iteration).
   CHECK(results.active.load() == 0);
   CHECK_THROWS_AS(pipe.progress(), swp::PipelineStateError);
+  std::ranges::sort(handed);
+  std::vector<std::int64_t> admitted;
+  for (std::int64_t i = base; i < pipe.next_iteration(); ++i) admitted.push_back(i);
+  CHECK(handed == admitted);
   // What retired did so in order, once, seen by on_retire, with complete, correct results
   // (numbered on from the runs before; results are keyed by the place in the run).
   const std::int64_t first = base;

@@ -779,3 +779,56 @@ TEST_CASE("destroying a pipeline whose body never returns is a fatal error namin
         std::string::npos);
   CHECK(what.find("Stubborn (iter 0) on lane 'slow'") != std::string::npos);
 }
+
+namespace {
+struct DeviceFields {
+  std::atomic<int> doubled{0};  // written by the stream's work, read at retirement
+  DeviceFields() = default;
+  DeviceFields(DeviceFields&&) noexcept {}  // a context is reset, never moved while in use
+  DeviceFields& operator=(DeviceFields&&) noexcept {
+    doubled.store(0);
+    return *this;
+  }
+};
+using DeviceCtx = swp::IterContext<int, DeviceFields>;
+}  // namespace
+
+TEST_CASE_TEMPLATE("retire_after_device: an iteration retires after its device work completed",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The device work (a host stream's thread) writes the result some time after its task
+  // finished: only retire_after_device makes every retirement see it.
+  swp::Plan<DeviceCtx> plan;
+  plan.add(
+      "Compute",
+      [](DeviceCtx& ctx, swp::TaskScope& scope) {
+        scope.enqueue([&ctx] {
+          std::this_thread::sleep_for(1ms);
+          ctx.doubled.store(2 * ctx.batch, std::memory_order_relaxed);
+        });
+      },
+      {.stage = 0, .stream = "compute"});
+  plan.add("Other", [](DeviceCtx&) {}, {.stage = 1});
+  swp::Runtime rt({.workers = 2});
+  auto pipe = Engine::template make<DeviceCtx>(rt, plan, 3);
+  pipe->set_timeouts({.retire = 30s, .drain = 30s});
+  pipe->retire_after_device();
+  CHECK(pipe->retire_after_device_enabled());
+  std::vector<int> at_retire;
+  pipe->on_retire([&](const DeviceCtx& c) { at_retire.push_back(c.doubled.load()); });
+  std::vector<int> batches;
+  for (int b = 1; b <= 12; ++b) batches.push_back(b);
+  pipe->fill_pipeline(batches);
+  std::vector<int> returned;
+  while (auto r = pipe->progress()) returned.push_back(r->context().doubled.load());
+  std::vector<int> expected;
+  for (int b : batches) expected.push_back(2 * b);
+  CHECK(at_retire == expected);
+  CHECK(returned == expected);
+  // next() waits the same way.
+  pipe->fill_pipeline(batches);
+  returned.clear();
+  swp::sync_wait([&]() -> swp::Co<void> {
+    while (auto r = co_await pipe->next()) returned.push_back(r->context().doubled.load());
+  }());
+  CHECK(returned == expected);
+}

@@ -54,7 +54,7 @@ Co<void> async_progress_op(Pipeline<Ctx>& pipe, Handler handler) {
     });
   }
   std::exception_ptr error;
-  std::optional<std::int64_t> iter;
+  std::optional<Retired<Ctx>> iter;
   try {
     iter = co_await pipe.next();
   } catch (...) {
@@ -130,15 +130,17 @@ auto async_submit(Pipeline<Ctx>& pipe, typename Ctx::batch_type batch, Completio
 }
 
 /// The Asio form of `pipe.progress()`, for any completion token: a handler with the signature
-/// `void(std::exception_ptr, std::optional<std::int64_t>)`, `asio::use_awaitable`,
+/// `void(std::exception_ptr, std::optional<swp::Retired<Ctx>>)` (a handler taking
+/// `std::optional<std::int64_t>` gets the index), `asio::use_awaitable`,
 /// `asio::use_future`, `asio::deferred`... It is a free function, as Asio's own operations on
 /// I/O objects are (`asio::async_read(stream, buffers, token)`): a member of Pipeline would
 /// put Asio into every user of the engines, and one declared only where this header is
 /// included would give Pipeline two definitions (an ODR violation).
 ///
 /// Completion: once `co_await pipe.next()` would complete — the oldest in-flight iteration
-/// retired and the slot it frees may take the next batch — with the retired iteration's
-/// index, or an empty optional at end of data. The handler is posted to its associated
+/// retired and the slot it frees may take the next batch — with the retired iteration
+/// (swp::Retired: number, context, values; valid until the next step), or an empty optional
+/// at end of data. The handler is posted to its associated
 /// executor (default: the AsioScheduler's executor when the lanes run on one, else the system
 /// executor), never invoked inline. Both count as having work while the step is pending, so
 /// `io_context::run()` does not return meanwhile. Lanes must keep running meanwhile (the
@@ -158,15 +160,15 @@ auto async_submit(Pipeline<Ctx>& pipe, typename Ctx::batch_type batch, Completio
 /// Example:
 /// ```
 /// #include <swp/engine/asio.hpp>
-/// swp::async_progress(pipe, [&](std::exception_ptr error, std::optional<std::int64_t> iter) {
-///   if (!error && iter) schedule_next_step();
+/// swp::async_progress(pipe, [&](std::exception_ptr error, std::optional<swp::Retired<Ctx>> r) {
+///   if (!error && r) answer(r->context().batch, r->context().result);
 /// });
 /// auto iter = co_await swp::async_progress(pipe, boost::asio::use_awaitable);
 /// ```
 template <class Ctx, class CompletionToken>
 auto async_progress(Pipeline<Ctx>& pipe, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken,
-                                     void(std::exception_ptr, std::optional<std::int64_t>)>(
+                                     void(std::exception_ptr, std::optional<Retired<Ctx>>)>(
       [&pipe](auto handler) {
         detail::async_progress_op(pipe, std::move(handler))
             .start_detached(nullptr, [](void*, const std::exception_ptr&) noexcept {}, nullptr);

@@ -32,11 +32,15 @@ class TaskError : public std::runtime_error {
 /// the iteration it retired, so every iteration it returned was retired exactly once
 /// (fill_pipeline calls no source). An `on_retire` error
 /// surfaces from the progress() retiring that iteration, which returns nothing. `nested()`
-/// is the callback's own exception. The pipeline can be filled again.
+/// is the callback's own exception. An `on_failure` error surfaces from the progress()
+/// reporting that iteration (under FailurePolicy::skip), or in place of the run's error when
+/// on_failure threw while the failed run's iterations were reported (`context` then describes
+/// that failure, and every iteration was still reported). The pipeline can be filled again.
 class CallbackError : public std::runtime_error {
  public:
-  enum class Callback { source, on_retire };
-  CallbackError(Callback callback, std::int64_t iter, std::exception_ptr cause);
+  enum class Callback { source, on_retire, on_failure };
+  CallbackError(Callback callback, std::int64_t iter, std::exception_ptr cause,
+                const std::string& context = {});
   [[nodiscard]] Callback callback() const noexcept { return callback_; }
   [[nodiscard]] std::int64_t iter() const noexcept { return iter_; }
   [[nodiscard]] const std::exception_ptr& nested() const noexcept { return cause_; }

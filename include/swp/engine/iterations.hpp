@@ -11,7 +11,8 @@ namespace swp {
 /// An input range over the iterations a pipeline retires: each increment is one
 /// `pipe.progress()`, and the range ends when progress() returns empty (end of data).
 /// Made by `Pipeline::iterations(source)`, which fills the pipeline first; works over anything
-/// with a `progress()` returning `std::optional<std::int64_t>` (a PresetRunner too).
+/// with a `progress()` returning what converts to `std::optional<std::int64_t>` (a
+/// Pipeline's Retired, a PresetRunner's index).
 ///
 /// Completion: `begin()` and `++it` block like progress() (the calling thread helps run tasks).
 /// Errors: what progress() throws (TaskError, PipelineTimeout) propagates from `begin()` or
@@ -24,7 +25,7 @@ namespace swp {
 /// ```
 template <class Pipe>
   requires requires(Pipe& pipe) {
-    { pipe.progress() } -> std::same_as<std::optional<std::int64_t>>;
+    { pipe.progress() } -> std::convertible_to<std::optional<std::int64_t>>;
   }
 class Iterations {
  public:

@@ -27,9 +27,11 @@
 #include "swp/engine/detail/shortcut_state.hpp"
 #include "swp/engine/detail/synthetic_routine.hpp"
 #include "swp/engine/engine_timeouts.hpp"
+#include "swp/engine/failure_policy.hpp"
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/iterations.hpp"
 #include "swp/engine/plan.hpp"
+#include "swp/engine/retired.hpp"
 #include "swp/engine/run_stats.hpp"
 #include "swp/engine/shortcut.hpp"
 #include "swp/engine/source.hpp"
@@ -50,12 +52,16 @@ concept PipelineContext = std::default_initializable<Ctx> && std::movable<Ctx> &
 /// The engine-independent part of a pipeline over contexts `Ctx` (an IterContext).
 ///
 /// Completion: `progress()` blocks the calling thread (which helps run tasks meanwhile) until
-/// the oldest in-flight iteration retired — all its tasks submitted — and returns its index,
-/// or an empty optional at end of data. Errors end the run once, after everything in flight
-/// drained: a task's exception surfaces from `progress()` as TaskError (task name, iteration,
-/// nested exception); the source's or on_retire's as CallbackError (errors.hpp says from
-/// which call); a hang as PipelineTimeout naming every unfinished (task, iteration), its lane
-/// and stream and what it waits for. Either way the pipeline can be filled again.
+/// the oldest in-flight iteration retired — all its tasks submitted (with
+/// retire_after_device, also their device work completed) — and returns it (swp::Retired:
+/// its number, its context, its tasks' values), or an empty optional at end of data. Errors
+/// end the run once, after everything in flight drained: a task's exception surfaces from
+/// `progress()` as TaskError (task name, iteration, nested exception); the source's or a
+/// callback's as CallbackError (errors.hpp says from which call); a hang as PipelineTimeout
+/// naming every unfinished (task, iteration), its lane and stream and what it waits for.
+/// Either way the pipeline can be filled again, and every iteration admitted was either
+/// retired or handed to on_failure with why it did not (see FailurePolicy; `skip` keeps a
+/// run going past a failed iteration).
 /// Destruction drains a filled pipeline; a body that ignored cancellation is waited for up to
 /// EngineTimeouts::drain, then the process ends with a fatal error naming it (freeing the
 /// pipeline under a running body would corrupt memory; see docs/engine.md).
@@ -139,10 +145,12 @@ class Pipeline : private detail::FrontEnd {
   /// report the end of data. Waiting submit()s throw swp::ChannelClosed. Any thread.
   void close_submissions() { inbox().close(); }
 
-  /// Retires the oldest in-flight iteration and lets the next ones in; see the class comment.
-  std::optional<std::int64_t> progress() { return core_.progress(); }
+  /// Retires the oldest in-flight iteration and lets the next ones in, and returns it (valid
+  /// until the next retirement, see swp::Retired); see the class comment.
+  std::optional<Retired<Ctx>> progress() { return retired(core_.progress()); }
 
-  /// The coroutine form of progress(): the same result and errors, but the awaiting coroutine
+  /// The coroutine form of progress(): the same result (the retired iteration, swp::Retired)
+  /// and errors, but the awaiting coroutine
   /// suspends (no thread blocks) until the oldest in-flight iteration retired and the slot it
   /// frees may take the next batch. The retirement (on_retire, the source's next batch) then
   /// runs on the thread that resumes the coroutine (its Resumer's, or the one that completed
@@ -156,16 +164,18 @@ class Pipeline : private detail::FrontEnd {
   /// ```
   /// swp::Co<void> train(Pipe& pipe, Loader& loader) {
   ///   pipe.fill_pipeline(loader);
-  ///   while (auto iter = co_await pipe.next()) log(*iter);
+  ///   while (auto retired = co_await pipe.next()) log(retired->iter(), retired->context().loss);
   /// }
   /// ```
-  Co<std::optional<std::int64_t>> next() { return core_.next(); }
+  Co<std::optional<Retired<Ctx>>> next() { co_return retired(co_await core_.next()); }
 
   /// next() whose wait cancels the run (as `cancel("stop requested")`) when `token` is stopped
   /// meanwhile, or was stopped already: it then throws swp::Cancelled once the run drained.
   /// The token cancels the whole run, not only this wait (DESIGN decision 7).
   /// Example: `auto iter = co_await pipe.next(stop_source.get_token());`
-  Co<std::optional<std::int64_t>> next(std::stop_token token) { return core_.next(std::move(token)); }
+  Co<std::optional<Retired<Ctx>>> next(std::stop_token token) {
+    co_return retired(co_await core_.next(std::move(token)));
+  }
 
   /// Cancels the run in flight, from any thread (a signal handler's thread, an Asio handler, a
   /// task body): the run's stop signal fires, so every cancellable wait of every in-flight
@@ -239,6 +249,44 @@ class Pipeline : private detail::FrontEnd {
   /// progress(), before its slot is reused): where results such as a loss are read. An
   /// exception from it fails the run (CallbackError from that progress()).
   void on_retire(std::function<void(const Ctx&)> callback) { on_retire_ = std::move(callback); }
+
+  /// Called on the caller's thread (in progress()/next()/drain(), which throw the run's error
+  /// right after) with the context of every admitted iteration that does not retire, and why:
+  /// under FailurePolicy::skip a failed iteration in its turn (a TaskError naming the task);
+  /// when a run fails or is cancelled, each iteration still in flight once everything drained
+  /// (the failed one with its TaskError, or the deadline's PipelineTimeout / the callback's
+  /// CallbackError; the others with swp::Cancelled naming the cause). With on_retire it
+  /// accounts for every iteration exactly once: a service answers or rejects every request.
+  /// Not called when the run could not drain (bodies still write the contexts; the
+  /// PipelineTimeout then names the iterations not reported). An exception from it fails the
+  /// run (skip) or replaces the run's error once every iteration was reported, as a
+  /// CallbackError whose message keeps the run's failure.
+  /// Example:
+  /// ```
+  /// pipe.on_failure([](const Ctx& ctx, std::exception_ptr why) { reject(ctx.batch, why); });
+  /// ```
+  void on_failure(std::function<void(const Ctx&, const std::exception_ptr&)> callback) {
+    on_failure_ = std::move(callback);
+  }
+
+  /// What a task's error does to the run: fail_run (the default) or skip (see FailurePolicy).
+  /// Errors: PipelineStateError while filled (drain() first).
+  void set_failure_policy(FailurePolicy policy) { core_.set_failure_policy(policy); }
+  [[nodiscard]] FailurePolicy failure_policy() const noexcept { return core_.failure_policy(); }
+
+  /// With `on`, an iteration retires only once its device work completed too (every event its
+  /// tasks recorded reached), not only once its tasks submitted it: on_retire and
+  /// progress()/next() then see results the device wrote into the context (a host stream's
+  /// work, a device-to-host copy). The wait has the retire deadline (PipelineTimeout naming
+  /// the device work not complete). Off by default: retiring at submission lets the CPU run
+  /// ahead of the device by the pipeline's depth. Either way a context slot is reused only
+  /// after its previous iteration's device work completed (DESIGN decision 8).
+  /// Errors: PipelineStateError while filled (drain() first).
+  /// Example: `pipe.retire_after_device(); pipe.on_retire([](const Ctx& c) { log(c.host_loss); });`
+  void retire_after_device(bool on = true) { core_.set_retire_after_device(on); }
+  [[nodiscard]] bool retire_after_device_enabled() const noexcept {
+    return core_.retire_after_device();
+  }
 
   /// Shortcuts the named tasks (seed enable_shortcut): the next execution of each one caches
   /// (runs the body, then snapshots its declared writes and output value and calls each
@@ -353,7 +401,7 @@ class Pipeline : private detail::FrontEnd {
            std::size_t slots)
       : bodies_(std::move(bodies)),
         shortcuts_(declared_io(plan)),
-        contexts_(std::max<std::size_t>(slots, 1)),
+        contexts_(detail::EngineCore::context_slots(std::max<std::size_t>(slots, 1))),
         feed_(runtime.scheduler()),
         core_(runtime, validate(plan), release, std::max<std::size_t>(slots, 1), *this) {
     const PlanGraph& graph = core_.graph();
@@ -412,8 +460,19 @@ class Pipeline : private detail::FrontEnd {
   [[nodiscard]] bool source_idle() const noexcept override { return feed_.idle(); }
   void end_source() override { feed_.end(); }
 
-  void retire(std::int64_t, std::size_t slot) override {
-    if (on_retire_) on_retire_(contexts_[slot]);
+  void retire(std::int64_t, std::size_t slot, const std::exception_ptr& error) override {
+    retired_error_ = error;
+    if (error) {
+      if (on_failure_) on_failure_(contexts_[slot], error);
+    } else if (on_retire_) {
+      on_retire_(contexts_[slot]);
+    }
+  }
+
+  std::optional<Retired<Ctx>> retired(std::optional<std::int64_t> iter) const {
+    if (!iter) return std::nullopt;
+    const std::size_t slot = static_cast<std::size_t>(*iter) % contexts_.size();
+    return Retired<Ctx>(core_, contexts_[slot], *iter, slot, retired_error_);
   }
 
   std::unique_ptr<detail::OutputBox> make_output(TaskIndex task) override {
@@ -438,6 +497,8 @@ class Pipeline : private detail::FrontEnd {
   std::unique_ptr<Channel<Batch>> inbox_;  // submit()'s channel (fill_submissions)
   detail::Feed<Batch> feed_;
   std::function<void(const Ctx&)> on_retire_;
+  std::function<void(const Ctx&, const std::exception_ptr&)> on_failure_;
+  std::exception_ptr retired_error_;  // why the iteration retired last failed (skip), if it did
   detail::EngineCore core_;  // last: destroyed (drained) first, while bodies and contexts live
 };
 

@@ -36,6 +36,7 @@
 #include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/engine_timeouts.hpp"
+#include "swp/engine/failure_policy.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/runtime.hpp"
 #include "swp/engine/task_observer.hpp"
@@ -83,6 +84,10 @@ struct alignas(64) IterationSync {
   // Some instance recorded an event (device_done has something to look at; consumers look
   // at generations). Set before the instance counts down its consumers and its `remaining`.
   std::atomic<bool> device{false};
+  // FailurePolicy::skip: the task whose own error failed this iteration (the first one), or
+  // no_failure. Set before the failing instance counts down its consumers.
+  static constexpr TaskIndex no_failure = static_cast<TaskIndex>(-1);
+  std::atomic<TaskIndex> failed_task{no_failure};
 };
 
 /// Wakes the thread waiting in a scheduler's drive_until when an event it needs completes.
@@ -170,8 +175,9 @@ struct Instance final : Lane::Job, CoEnvironment {
 
 class EngineCore {
  public:
-  /// The core of a pipeline over `graph` with `slots` context slots, for the typed
-  /// `front` (which must outlive it). Tasks have no routine until set_routine.
+  /// The core of a pipeline over `graph` running up to `slots` iterations at once (its depth),
+  /// for the typed `front` (which must outlive it), which keeps context_slots(slots)
+  /// contexts. Tasks have no routine until set_routine.
   EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release, std::size_t slots,
              FrontEnd& front);
   ~EngineCore();
@@ -221,13 +227,24 @@ class EngineCore {
 
   [[nodiscard]] const PlanGraph& graph() const noexcept { return graph_; }
   [[nodiscard]] Runtime& runtime() noexcept { return runtime_; }
-  [[nodiscard]] std::size_t slots() const noexcept { return slots_.size(); }
+  /// How many iterations may be in flight at once (the depth).
+  [[nodiscard]] std::size_t slots() const noexcept { return depth_; }
+  /// How many contexts a front end for `depth` keeps: one per sync entry, so the context of
+  /// the iteration retired last stays intact until the next retirement (results read from it
+  /// after progress()/next() returned), while `depth` newer iterations run.
+  static constexpr std::size_t context_slots(std::size_t depth) noexcept { return depth + 1; }
   /// The order run_serial runs tasks in: topological over intra deps, ties by name.
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept { return serial_order_; }
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
 
   void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = std::move(t); }
+  /// What a task's error does to the run (see FailurePolicy); between runs only.
+  void set_failure_policy(FailurePolicy policy);
+  [[nodiscard]] FailurePolicy failure_policy() const noexcept { return policy_; }
+  /// Iterations retire only once their device work completed (see Pipeline); between runs.
+  void set_retire_after_device(bool on);
+  [[nodiscard]] bool retire_after_device() const noexcept { return retire_after_device_; }
   /// The signal every instance's waits listen to; fired when the run fails or times out.
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
   void set_observer(TaskObserver* observer) noexcept { observer_ = observer; }
@@ -262,7 +279,8 @@ class EngineCore {
 
   using Sync = IterationSync;
 
-  // A context slot's output boxes (the context itself lives in the typed front end).
+  // A context slot's output boxes (the context itself lives in the typed front end). There is
+  // one per sync entry: iteration i uses slot (and entry) i % (depth + 1).
   struct Slot {
     std::vector<std::unique_ptr<OutputBox>> boxes;
     std::vector<TaskIndex> boxed;  // tasks that have a box
@@ -336,7 +354,17 @@ class EngineCore {
   void watch_device(std::int64_t iter);
   void unwatch_device(std::int64_t iter);
   bool await_slot(std::int64_t iter);
+  // Waits (with the retire deadline) until iteration iter's device work completed; false past
+  // the deadline (the caller fails the run).
+  bool wait_device(std::int64_t iter);
   [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
+  // Iteration iter's device work did not complete in time; `so`: what could not happen.
+  [[nodiscard]] PipelineTimeout device_timeout(std::int64_t iter, const std::string& so) const;
+  // retire_after_device: the oldest iteration's device work is what keeps it from retiring.
+  [[nodiscard]] bool device_holds_oldest() const {
+    return retire_after_device_ && !device_done(oldest_);
+  }
+  void time_out_device_retire();
   // Errors, deadlines, drain.
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
   // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
@@ -385,10 +413,20 @@ class EngineCore {
       std::optional<Clock::time_point>& started) const;
   // Fails the run: on virtual time, the source waits for something nothing left can do.
   void starve_timeout();
-  // Retires the oldest iteration (on_retire) and lets the next ones in; returns it, or -1
-  // when on_retire threw (the run failed and nothing retired).
+  // Retires the oldest iteration (on_retire, or on_failure when it failed under skip) and
+  // lets the next ones in; returns it, or -1 when the callback threw (the run failed and
+  // nothing retired).
   std::int64_t retire_oldest();
+  // The error of an iteration that failed under FailurePolicy::skip (nullptr: it did not).
+  [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter) const;
+  // After a failed run drained: hands every iteration in flight to the front end as failed
+  // or cancelled (none is dropped), then throws the run's error.
   [[noreturn]] void abort_run(bool drained);
+  // The error abort_run reports iteration `iter` with, given what failed the run.
+  [[nodiscard]] std::exception_ptr abandoned_error(const Failure& failure, std::int64_t iter) const;
+  // The error of an instance's failed dependency (nullptr: none failed). Inter-iteration
+  // dependencies count only under fail_run (skip keeps a failure within its iteration).
+  [[nodiscard]] const std::exception_ptr* failed_dependency(const Instance& in) const noexcept;
   // What failed the run, for a message: the task and iteration, and the error's what().
   static std::string describe(const Failure& failure);
   // Teardown while released instances still run (see ~EngineCore): reports them, aborts.
@@ -421,6 +459,7 @@ class EngineCore {
   std::vector<TaskIndex> serial_order_;    // topological order of intra deps, by name
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
   std::vector<TaskInfo> info_;
+  std::size_t depth_ = 1;  // iterations in flight at most
   std::vector<Slot> slots_;
   std::vector<Sync> sync_;
   SubmissionSequencer sequencer_;
@@ -462,6 +501,8 @@ class EngineCore {
   std::atomic<bool> trouble_{false};
   // The release policy's start is proceed (data-flow): no virtual call to get there.
   bool start_proceeds_ = false;
+  FailurePolicy policy_ = FailurePolicy::fail_run;
+  bool retire_after_device_ = false;
   bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
 
   // The failure record: the first root cause wins.

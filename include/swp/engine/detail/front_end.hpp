@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 
 #include "swp/core/plan_graph.hpp"
@@ -36,8 +37,9 @@ class FrontEnd {
   /// No more batches this run: admit says end (after a batch already fetched); a background
   /// wait for the source is cancelled.
   virtual void end_source() = 0;
-  /// Iteration `iter` retired from slot `slot`, which is reused after this returns.
-  virtual void retire(std::int64_t iter, std::size_t slot) = 0;
+  /// Iteration `iter`, in slot `slot`, is done: retired (no `error`), or failed or cancelled
+  /// (`error` says why; see FailurePolicy). The slot keeps its context until the next call.
+  virtual void retire(std::int64_t iter, std::size_t slot, const std::exception_ptr& error) = 0;
   /// Storage for `task`'s value in one context slot; nullptr when it returns nothing.
   virtual std::unique_ptr<OutputBox> make_output(TaskIndex task) = 0;
 
