@@ -5,3 +5,4 @@
 
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/engine/asio.hpp"
+#include "swp/engine/asio_runtime.hpp"

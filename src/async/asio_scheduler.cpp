@@ -22,6 +22,10 @@ constexpr auto slice = std::chrono::milliseconds(1);  // re-check done() this of
 AsioScheduler::AsioScheduler(boost::asio::any_io_executor executor)
     : executor_(std::move(executor)) {}
 
+bool AsioScheduler::must_not_block_here() const noexcept {
+  return running_context(executor_) != nullptr;
+}
+
 void AsioScheduler::post(Runnable& r) noexcept {
   // Allocation failure here cannot be reported to anyone (the contract is noexcept): it
   // terminates, as a failed lane hand-off would otherwise lose the task silently.

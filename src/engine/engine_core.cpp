@@ -103,7 +103,9 @@ EngineCore::~EngineCore() {
 void EngineCore::shut_down() noexcept {
   if (filled_ && !broken_) {
     try {
-      drain();
+      // Not drain(): on a thread of the lanes' io_context it would be refused; here, the
+      // last resort, the wait runs that context's handlers meanwhile (AsioScheduler).
+      end_run();
     } catch (...) {
       // Destruction cannot report; the error was the caller's to collect via progress().
     }

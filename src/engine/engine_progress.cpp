@@ -258,8 +258,25 @@ std::chrono::milliseconds EngineCore::retire_time_left(
                   std::chrono::milliseconds(0));
 }
 
+void EngineCore::refuse_blocking(const char* call, bool would_wait) const {
+  if (!would_wait || !runtime_.scheduler().must_not_block_here()) return;
+  throw PipelineStateError(
+      std::string(call) +
+      " called on a thread running the io_context the pipeline's lanes run on, while it would "
+      "have to wait for them (iterations " + std::to_string(oldest_) + ".." +
+      std::to_string(next_admit_ - 1) +
+      " in flight, or a source with nothing yet): blocking there stalls the handlers it waits "
+      "for. Use co_await pipe.next() or swp::async_progress(pipe, token) on that thread, or "
+      "call it from a thread outside the io_context");
+}
+
 std::optional<std::int64_t> EngineCore::progress() {
   if (!filled_) throw PipelineStateError("progress() called before fill_pipeline()");
+  refuse_blocking("progress()", !at_end());
+  return retire_next();
+}
+
+std::optional<std::int64_t> EngineCore::retire_next() {
   begin_run();
   std::optional<Clock::time_point> started;  // see retire_time_left
   for (;;) {
@@ -305,7 +322,7 @@ void EngineCore::starve_timeout() {
 Co<std::optional<std::int64_t>> EngineCore::next() {
   if (!filled_) throw PipelineStateError("next() called before fill_pipeline()");
   // Virtual time advances only while someone drives the sim scheduler: progress() does.
-  if (runtime_.scheduler().virtual_time()) co_return progress();
+  if (runtime_.scheduler().virtual_time()) co_return retire_next();
   begin_run();
   std::optional<Clock::time_point> started;
   for (;;) {
@@ -342,10 +359,15 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
 
 void EngineCore::drain() {
   if (!filled_) return;
+  refuse_blocking("drain()", oldest_ < next_admit_);
+  end_run();
+}
+
+void EngineCore::end_run() {
   // No new batches (one a background wait already received still runs); retire what is in
   // flight. A run never started calls no source: its first admission finds the end.
   stop_source();
-  while (progress()) {
+  while (retire_next()) {
   }
   filled_ = false;
   live_.store(false, std::memory_order_release);

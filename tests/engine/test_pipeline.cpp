@@ -437,14 +437,57 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     CHECK(seen == std::vector<std::optional<std::int64_t>>{0, 1, std::nullopt});
     CHECK(squares == std::vector<int>{9, 16});
     pipe->drain();
-    // The blocking progress() on the context's only thread runs the lanes itself.
+    // A blocking progress() or drain() on the context's thread, with iterations to wait for,
+    // is refused (it would stall the handlers it waits for); the pipeline stays usable.
     io.restart();
     pipe->fill_pipeline(std::vector<int>{5});
     std::optional<std::int64_t> got;
-    boost::asio::post(io, [&] { got = pipe->progress(); });
+    std::string refused_progress, refused_drain;
+    boost::asio::post(io, [&] {
+      try {
+        (void)pipe->progress();
+      } catch (const swp::PipelineStateError& e) {
+        refused_progress = e.what();
+      }
+      swp::async_progress(*pipe, [&](std::exception_ptr, std::optional<std::int64_t> i) {
+        got = i;
+        try {
+          pipe->drain();  // iteration 3 (the end) is not known yet, but nothing is in flight
+        } catch (const swp::PipelineStateError& e) {
+          refused_drain = e.what();
+        }
+      });
+    });
     io.run();
+    CHECK(refused_progress.find("progress() called on a thread running the io_context the "
+                                "pipeline's lanes run on") != std::string::npos);
+    CHECK(refused_drain.empty());
     CHECK(got == 2);  // numbered on after the first run's 0 and 1
+    // drain() with an iteration in flight is refused on that thread too.
+    io.restart();
+    pipe->fill_pipeline(std::vector<int>{6, 7});
+    std::vector<std::optional<std::int64_t>> rest;
+    std::function<void(std::exception_ptr, std::optional<std::int64_t>)> to_end =
+        [&](std::exception_ptr, std::optional<std::int64_t> i) {
+          rest.push_back(i);
+          if (i) swp::async_progress(*pipe, to_end);
+        };
+    boost::asio::post(io, [&] {
+      swp::async_progress(*pipe, [&](std::exception_ptr, std::optional<std::int64_t>) {
+        try {
+          pipe->drain();
+        } catch (const swp::PipelineStateError& e) {
+          refused_drain = e.what();
+        }
+        swp::async_progress(*pipe, to_end);  // the non-blocking way to the end
+      });
+    });
+    io.run();
+    CHECK(refused_drain.find("drain() called on a thread running the io_context") !=
+          std::string::npos);
+    CHECK(rest == std::vector<std::optional<std::int64_t>>{4, std::nullopt});
     pipe->drain();
+
   }
   SUBCASE("a task's exception arrives as TaskError; a hang as PipelineTimeout naming the waiter") {
     swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});

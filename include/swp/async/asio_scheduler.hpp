@@ -17,10 +17,11 @@ namespace swp {
 ///
 /// Completion: a Runnable runs as a handler on the executor, soon after `post`. Waiting:
 /// `drive_until` (what a pipeline's blocking progress() uses) waits on a condition variable
-/// for a thread outside the executor; on a thread that is running the executor's io_context
-/// it runs that context's handlers meanwhile (a one-thread io_context does not deadlock).
-/// Prefer the non-blocking forms there: `co_await pipe.next()`,
-/// `swp::async_progress(pipe, token)` (swp/engine/asio.hpp).
+/// for a thread outside the executor. On a thread that is running the executor's io_context
+/// a pipeline refuses a blocking progress() or drain() that would wait (PipelineStateError:
+/// it would stall the handlers it waits for); use the non-blocking forms there:
+/// `co_await pipe.next()`, `swp::async_progress(pipe, token)` (swp/engine/asio.hpp). Only a
+/// pipeline's destructor, draining as a last resort, runs that context's handlers meanwhile.
 /// Errors: none of its own. Cancellation: stop the io_context only after the pipelines on it
 /// are drained; queued lane steps then never run.
 ///
@@ -40,6 +41,8 @@ class AsioScheduler final : public Scheduler {
   void post(Runnable& r) noexcept override;
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
+  /// True on a thread running the executor's io_context.
+  [[nodiscard]] bool must_not_block_here() const noexcept override;
 
   [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept { return executor_; }
 

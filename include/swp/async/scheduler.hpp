@@ -91,6 +91,12 @@ class Scheduler {
   /// True when the scheduler's time is virtual (SimScheduler).
   [[nodiscard]] virtual bool virtual_time() const noexcept { return false; }
 
+  /// True when the calling thread is one the scheduler runs its work on and blocking it would
+  /// hold that work back (an AsioScheduler called from a thread running its io_context): the
+  /// pipelines refuse a blocking progress()/drain() there (drive_until itself still works,
+  /// for the last-resort drain of a destructor).
+  [[nodiscard]] virtual bool must_not_block_here() const noexcept { return false; }
+
  protected:
   /// The scheduler's part of notify(): wake the threads waiting in drive_until. Called after
   /// notify()'s seq_cst fence, so an implementation may read its waiter count relaxed.

@@ -56,7 +56,8 @@ struct RuntimeOptions {
 /// swp::ClockPipeline<Ctx> pipe(rt, plan);
 /// swp::Runtime on_device(swp::make_device("host"), {.workers = 2});  // a device by name
 /// ```
-/// Embedded in an Asio service (lanes run as handlers on the caller's io_context):
+/// Embedded in an Asio service (lanes run as handlers on the caller's io_context): see
+/// swp::AsioRuntime (swp/engine/asio_runtime.hpp), or equally
 /// ```
 /// swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
 /// ```
@@ -76,7 +77,7 @@ class Runtime {
   /// for a null scheduler or for options.backend == sim (the sim backend needs its own
   /// virtual-time scheduler).
   explicit Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options = {});
-  ~Runtime();
+  virtual ~Runtime();  // AsioRuntime derives from it
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 

@@ -195,6 +195,9 @@ class EngineCore {
   /// iteration numbers go on from the last admitted one either way. Calls no source: the
   /// first admissions happen in the next progress()/next()/drain().
   void fill();
+  /// Errors besides the run's: PipelineStateError on a thread where the scheduler must not
+  /// block (Scheduler::must_not_block_here) when the call would wait, for progress() and
+  /// drain() alike.
   std::optional<std::int64_t> progress();
   /// progress() whose waits suspend the awaiting coroutine instead of blocking a thread (host
   /// schedulers; on sim it is progress(), which drives virtual time). Same results and errors.
@@ -393,6 +396,11 @@ class EngineCore {
   }
   // The first admissions of a run (fill() calls no source).
   void begin_run();
+  // progress() and drain() without refuse_blocking (the destructor's drain, next() on sim).
+  std::optional<std::int64_t> retire_next();
+  void end_run();
+  // Throws PipelineStateError when `would_wait` and the calling thread must not block.
+  void refuse_blocking(const char* call, bool would_wait) const;
   // Waits, without a deadline (a service may idle for hours), until the source has its
   // answer or the run stops; false on virtual time when nothing left to run can answer it.
   bool wait_for_source();
