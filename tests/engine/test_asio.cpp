@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/engines.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
@@ -80,7 +81,8 @@ TEST_CASE("the handler runs on its associated executor, never inline, and keeps 
   pipe.drain();
 }
 
-TEST_CASE("async_progress honours its handler's cancellation slot: the run ends, the step fails") {
+TEST_CASE_TEMPLATE("async_progress honours its handler's cancellation slot: the run ends, the step fails",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   for (auto type : {boost::asio::cancellation_type::terminal,
                     boost::asio::cancellation_type::partial,
                     boost::asio::cancellation_type::total}) {
@@ -97,7 +99,9 @@ TEST_CASE("async_progress honours its handler's cancellation slot: the run ends,
       ++blocked;
       (void)co_await never_done;
     }, {.stage = 0});
-    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+    plan.add("Later", [](Ctx&) {}, {.stage = 1});  // the clock engine has a second period
+    auto made = Engine::template make<Ctx>(rt, plan, 2);
+    swp::Pipeline<Ctx>& pipe = *made;
     pipe.fill_pipeline(std::vector<int>{1, 2, 3});
     boost::asio::cancellation_signal signal;
     auto step = swp::async_progress(
