@@ -41,5 +41,5 @@ int main() {
   });
   const std::vector<Batch> loader(5, Batch{1, 2, 3});
   pipe.fill_pipeline(loader);
-  while (auto iter = pipe.progress()) { /* iteration *iter retired */ }
+  while (auto retired = pipe.progress()) { /* retired->iter(), retired->context().loss */ }
 }
