@@ -1,8 +1,6 @@
 // AsioRuntime: a pipeline whose lanes run on the caller's io_context, driven by async_progress
 // and fed by async_submit, with results carried by the completion (swp::Retired).
 
-#include "swp/engine/asio_runtime.hpp"
-
 #include <doctest/doctest.h>
 
 #include <boost/asio/io_context.hpp>
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "swp/engine/asio.hpp"
+#include "swp/engine/asio_runtime.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
 namespace {
@@ -39,7 +38,8 @@ swp::Plan<Ctx> square_plan() {
 
 }  // namespace
 
-TEST_CASE("AsioRuntime runs a pipeline on the caller's io_context threads, fed and driven by Asio") {
+TEST_CASE(
+    "AsioRuntime runs a pipeline on the caller's io_context threads, fed and driven by Asio") {
   boost::asio::io_context io;
   swp::AsioRuntime rt(io.get_executor());
   CHECK(rt.executor() == boost::asio::any_io_executor(io.get_executor()));

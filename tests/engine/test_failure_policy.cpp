@@ -50,10 +50,12 @@ swp::Plan<Ctx> plan(Counters& counters, Fails fails) {
         co_return v * 10;
       },
       {.stage = 1, .thread_group = "work"}, swp::reads(load));
-  plan.add("After", [&counters](Ctx&) { ++counters.after_runs; },
-           {.stage = 1, .thread_group = "after"}, swp::reads(work));
-  plan.add("Ordered", [&counters](Ctx&) { ++counters.ordered_runs; },
-           {.stage = 2, .globally_ordered = true}, swp::reads(work));
+  plan.add(
+      "After", [&counters](Ctx&) { ++counters.after_runs; }, {.stage = 1, .thread_group = "after"},
+      swp::reads(work));
+  plan.add(
+      "Ordered", [&counters](Ctx&) { ++counters.ordered_runs; },
+      {.stage = 2, .globally_ordered = true}, swp::reads(work));
   auto sum = plan.add("Sum",
                       [&counters](Ctx& ctx) {
                         std::lock_guard lock(counters.mutex);
@@ -193,7 +195,8 @@ TEST_CASE_TEMPLATE("cancel(): every iteration in flight is reported cancelled", 
   auto pipe = Engine::template make<Ctx>(rt, plan(counters, [](int) { return false; }), 3);
   pipe->set_timeouts({.retire = 30s, .drain = 30s});
   Ledger ledger;
-  pipe->on_failure([&](const Ctx& c, const std::exception_ptr& why) { ledger.failed[c.iter_idx] = why; });
+  pipe->on_failure(
+      [&](const Ctx& c, const std::exception_ptr& why) { ledger.failed[c.iter_idx] = why; });
   pipe->on_retire([&](const Ctx& c) {
     ledger.retired.push_back(c.iter_idx);
     if (c.iter_idx == 2) pipe->cancel("shutting down");
@@ -299,7 +302,8 @@ TEST_CASE_TEMPLATE("skip on random plans: failures stay in their iteration, each
     while (auto r = pipe->progress()) {
       CHECK(r->iter() == expected);
       bool fails = false;
-      for (swp::TaskIndex t = 0; t < graph.size(); ++t) fails = fails || failing.contains({t, expected});
+      for (swp::TaskIndex t = 0; t < graph.size(); ++t)
+        fails = fails || failing.contains({t, expected});
       CHECK(r->failed() == fails);
       if (r->failed()) {
         ++failed;
@@ -322,7 +326,8 @@ TEST_CASE_TEMPLATE("skip on random plans: failures stay in their iteration, each
       for (swp::TaskIndex t : graph.topological_order()) {
         blocked[t] = failing.contains({t, i});
         for (swp::TaskIndex d : graph.intra_deps(t)) blocked[t] = blocked[t] || blocked[d];
-        CHECK_MESSAGE(ran.contains({t, i}) == !blocked[t], "task ", graph.name(t), " iteration ", i);
+        CHECK_MESSAGE(ran.contains({t, i}) == !blocked[t], "task ", graph.name(t), " iteration ",
+                      i);
       }
     }
   }

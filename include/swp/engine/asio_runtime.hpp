@@ -1,10 +1,9 @@
 #pragma once
 // AsioRuntime: a Runtime whose lanes run on a caller's Asio executor.
 
+#include <boost/asio/any_io_executor.hpp>
 #include <memory>
 #include <utility>
-
-#include <boost/asio/any_io_executor.hpp>
 
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/engine/runtime.hpp"

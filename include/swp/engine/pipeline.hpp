@@ -146,7 +146,10 @@ class Pipeline : private detail::FrontEnd {
   void close_submissions() { inbox().close(); }
 
   /// Retires the oldest in-flight iteration and lets the next ones in, and returns it (valid
-  /// until the next retirement, see swp::Retired); see the class comment.
+  /// until the next retirement, see swp::Retired); see the class comment. On a thread running
+  /// the io_context the lanes run on (swp::AsioRuntime), a call that would have to wait
+  /// throws PipelineStateError (it would stall the handlers it waits for; use next() or
+  /// swp::async_progress there); so does drain() with iterations in flight.
   std::optional<Retired<Ctx>> progress() { return retired(core_.progress()); }
 
   /// The coroutine form of progress(): the same result (the retired iteration, swp::Retired)
