@@ -414,7 +414,11 @@ void EngineCore::proceed(Instance& in) noexcept {
         [](void* context, const std::exception_ptr& error) noexcept {
           auto* waiting = static_cast<Instance*>(context);
           if (error) {
-            waiting->core->finish(*waiting, error, true);
+            // A turn that never came (SequencerTimeout) holds back every later turn: it fails
+            // the run under any failure policy (a stopping run's Cancelled changes nothing).
+            EngineCore& core = *waiting->core;
+            core.fail(core.graph_.name(waiting->task), waiting->iter(), error, FailureKind::task);
+            core.finish(*waiting, error, true);
           } else {
             waiting->core->run_body(*waiting);
           }

@@ -87,6 +87,23 @@ TEST_CASE("the sequencer deadline fails the instance waiting for its turn, namin
   CHECK(swp::Clock::now() - start < 10s);
 }
 
+TEST_CASE("the sequencer deadline fails the run under FailurePolicy::skip too") {
+  // A turn that never came holds back every later turn: skipping the iteration would not help.
+  swp::Runtime rt({.workers = 2});
+  swp::Promise<> never;
+  const auto plan = ordered_pair(never);
+  swp::ClockPipeline<Ctx> pipe(rt, plan);
+  pipe.set_failure_policy(swp::FailurePolicy::skip);
+  pipe.set_timeouts({.retire = 20s, .sequencer = 100ms, .check_interval = 10ms});
+  std::vector<std::int64_t> reported;
+  pipe.on_failure([&](const Ctx& c, const std::exception_ptr&) { reported.push_back(c.iter_idx); });
+  pipe.fill_pipeline(std::vector<int>{0, 1});
+  CHECK_THROWS_AS(pipe.progress(), swp::TaskError);
+  CHECK_FALSE(reported.empty());
+  CHECK(reported.front() == 0);
+  CHECK_THROWS_AS(pipe.progress(), swp::PipelineStateError);  // the run ended
+}
+
 TEST_CASE("data-flow: a hang behind a globally ordered task names the ordered task it waits for") {
   swp::Runtime rt({.workers = 1});
   swp::Promise<> never;  // First never finishes; Second is ordered after it
