@@ -234,6 +234,10 @@ std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int6
 }
 
 std::int64_t EngineCore::retire_oldest() {
+  // The run may have failed since the caller last looked (its failing instance completes the
+  // iteration right after fail(), whose stores a completion seen by the caller makes
+  // visible): an iteration of a failed run never retires, it is reported by the abort.
+  if (failed_.load(std::memory_order_acquire)) return -1;
   const std::int64_t retired_iter = oldest_;
   const std::exception_ptr error = iteration_error(retired_iter);
   try {

@@ -240,7 +240,8 @@ void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& ta
           fault == Fault::task_stalls ? std::min(iterations, slots) - 1 : iterations - 1;
       const Injection injection{
           fault, static_cast<TaskIndex>(uniform(std::size_t{0}, graph.size() - 1)), uniform(0, last)};
-      CAPTURE(fault_name(fault));
+      const std::string fault_named = fault_name(fault);
+      CAPTURE(fault_named);
       CAPTURE(injection.task);
       CAPTURE(injection.iter);
       ++tally.injected[static_cast<int>(fault)];

@@ -422,8 +422,8 @@ class EngineCore {
   // Fails the run: on virtual time, the source waits for something nothing left can do.
   void starve_timeout();
   // Retires the oldest iteration (on_retire, or on_failure when it failed under skip) and
-  // lets the next ones in; returns it, or -1 when the callback threw (the run failed and
-  // nothing retired).
+  // lets the next ones in; returns it, or -1 when the run failed (meanwhile, or by the
+  // callback throwing) and nothing retired.
   std::int64_t retire_oldest();
   // The error of an iteration that failed under FailurePolicy::skip (nullptr: it did not).
   [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter) const;
