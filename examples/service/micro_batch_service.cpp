@@ -1,0 +1,76 @@
+// micro_batch_service: a TCP service on 127.0.0.1 that micro-batches its requests through a
+// swp pipeline running on its own io_context (docs/service.md). Prints `listening <port>`
+// once it accepts; SIGINT/SIGTERM (or --max-requests / --duration-s) shut it down gracefully,
+// after which it prints its counters as `metric server_* ...` lines and exits 0 (1 if the
+// pipeline's run failed, 2 for a bad flag).
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <iostream>
+#include <optional>
+
+#include "flags.hpp"
+#include "micro_batch_server.hpp"
+
+int main(int argc, char** argv) {
+  std::int64_t port = 0, threads = 2, batch = 64, window_us = 500, depth = 3, capacity = 2;
+  std::int64_t max_waiting = 2, max_requests = 0;
+  double duration_s = 0;
+  service::Flags flags("micro_batch_service",
+                       "A TCP service on 127.0.0.1 micro-batching its requests through a swp "
+                       "pipeline (docs/service.md).");
+  flags.integer("port", port, 0, 65535, "port on 127.0.0.1; 0: any free port");
+  flags.integer("threads", threads, 1, 64, "threads running the io_context (sockets and lanes)");
+  flags.integer("batch", batch, 1, 65536, "most requests in one batch (one pipeline iteration)");
+  flags.integer("batch-window-us", window_us, 0, 10'000'000,
+                "a batch is sealed this long after its first request, if not full before");
+  flags.integer("depth", depth, 1, 64, "batches in flight in the pipeline (max_depth)");
+  flags.integer("capacity", capacity, 1, 4096,
+                "batches queued in the pipeline's inbox (fill_submissions)");
+  flags.integer("max-waiting", max_waiting, 1, 4096,
+                "sealed batches waiting for the inbox before connections stop reading");
+  flags.integer("max-requests", max_requests, 0, INT64_MAX,
+                "shut down after admitting this many requests; 0: no limit");
+  flags.real("duration-s", duration_s, 0, 1e6, "shut down after this many seconds; 0: no limit");
+  try {
+    if (!flags.parse(argc, argv).empty())
+      throw service::FlagError("unexpected arguments after '--'");
+  } catch (const service::FlagError& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::cout << flags.usage();
+    return 0;
+  }
+  const service::ServerOptions options{
+      .port = static_cast<std::uint16_t>(port),
+      .threads = static_cast<unsigned>(threads),
+      .max_batch = static_cast<std::size_t>(batch),
+      .batch_window = std::chrono::microseconds(window_us),
+      .depth = static_cast<int>(depth),
+      .capacity = static_cast<std::size_t>(capacity),
+      .max_waiting = static_cast<std::size_t>(max_waiting),
+      .max_requests = static_cast<std::uint64_t>(max_requests),
+      .duration = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1000)),
+      .handle_signals = true,
+  };
+  try {
+    std::optional<service::MicroBatchServer> server;
+    try {
+      server.emplace(options);
+    } catch (const boost::system::system_error& e) {
+      std::cerr << "error: --port " << port << ": cannot listen on 127.0.0.1: " << e.what() << '\n';
+      return 1;
+    }
+    server->start();
+    std::cout << "listening " << server->port() << std::endl;  // flushed: a parent waits for it
+    server->wait();
+    server->stats().print(std::cout);
+    return server->error() ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << '\n';
+    return 1;
+  }
+}

@@ -1,0 +1,80 @@
+#pragma once
+// ServerStats: what the micro-batch server counts, readable while it runs.
+
+#include <atomic>
+#include <cstdint>
+#include <ostream>
+
+namespace service {
+
+/// Counters, updated from any thread (relaxed: each is a tally read at the end or polled by a
+/// test; none orders other memory). Every request a client sent whole is either `admitted`
+/// (taken into a batch) or `rejected`; every admitted one is answered by the pipeline
+/// (`answered_ok` + `bad_requests` + `failed`) unless its batch could not be submitted
+/// (`lost`, which only a bug makes non-zero); every response is `delivered` (written to
+/// its socket) or `dropped` (its client had gone).
+struct ServerStats {
+  std::atomic<std::uint64_t> connections{0};
+  std::atomic<std::uint64_t> admitted{0};
+  std::atomic<std::uint64_t> rejected{0};
+  std::atomic<std::uint64_t> answered_ok{0};
+  std::atomic<std::uint64_t> bad_requests{0};
+  std::atomic<std::uint64_t> failed{0};
+  std::atomic<std::uint64_t> delivered{0};
+  std::atomic<std::uint64_t> dropped{0};
+  std::atomic<std::uint64_t> lost{0};             // admitted, never answered: their submit failed
+  std::atomic<std::uint64_t> protocol_errors{0};  // connections closed for a malformed frame
+  std::atomic<std::uint64_t> batches{0};          // iterations the pipeline retired or failed
+  std::atomic<std::uint64_t> read_pauses{0};      // times back-pressure parked a connection
+  std::atomic<std::uint64_t> in_server{0};        // admitted, not answered yet
+  std::atomic<std::uint64_t> peak_in_server{0};   // the most in_server ever was
+
+  /// `n` requests were admitted: in_server grows, and its peak with it.
+  void admit(std::uint64_t n) noexcept {
+    add(admitted, n);
+    const std::uint64_t now = in_server.fetch_add(n, std::memory_order_relaxed) + n;
+    std::uint64_t peak = get(peak_in_server);
+    while (now > peak &&
+           !peak_in_server.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+  }
+  /// `n` admitted requests were answered (or lost).
+  void settle(std::uint64_t n) noexcept { in_server.fetch_sub(n, std::memory_order_relaxed); }
+
+  static std::uint64_t get(const std::atomic<std::uint64_t>& v) noexcept {
+    return v.load(std::memory_order_relaxed);
+  }
+  static void add(std::atomic<std::uint64_t>& v, std::uint64_t n = 1) noexcept {
+    v.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  /// Requests the pipeline answered (whatever the status).
+  [[nodiscard]] std::uint64_t answered() const noexcept {
+    return get(answered_ok) + get(bad_requests) + get(failed);
+  }
+
+  /// The counters as `metric server_<name> <value> <unit>` lines.
+  void print(std::ostream& out) const {
+    const auto line = [&](const char* name, double value, const char* unit) {
+      out << "metric server_" << name << ' ' << value << ' ' << unit << '\n';
+    };
+    line("connections", get(connections), "count");
+    line("admitted", get(admitted), "count");
+    line("answered", answered(), "count");
+    line("rejected", get(rejected), "count");
+    line("bad_requests", get(bad_requests), "count");
+    line("failed", get(failed), "count");
+    line("lost", get(lost), "count");
+    line("delivered", get(delivered), "count");
+    line("dropped", get(dropped), "count");
+    line("protocol_errors", get(protocol_errors), "count");
+    line("batches", get(batches), "count");
+    const auto batches_done = get(batches);
+    line("mean_batch", batches_done ? double(get(admitted)) / double(batches_done) : 0.0,
+         "requests");
+    line("read_pauses", get(read_pauses), "count");
+    line("peak_in_server", get(peak_in_server), "requests");
+  }
+};
+
+}  // namespace service

@@ -1,0 +1,331 @@
+// The micro-batch service of examples/service, run in-process on an ephemeral port with plain
+// blocking client sockets. No timing assertions: every wait has a deadline, and what is
+// checked (answers, counts, bounds) holds however the threads are scheduled.
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../examples/service/micro_batch_server.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using service::Response;
+using service::Status;
+
+constexpr auto deadline = 30s;  // for any one wait: generous, a busy CI machine is slow
+
+// A blocking client on raw sockets: every receive waits with poll() up to `deadline`, so a
+// server that never answers fails the test instead of hanging it.
+class Client {
+ public:
+  explicit Client(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  }
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client() { close(); }
+
+  void send_bytes(std::span<const std::byte> bytes) {
+    for (std::size_t done = 0; done < bytes.size();) {
+      pollfd p{fd_, POLLOUT, 0};
+      REQUIRE(::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(deadline).count())) == 1);
+      const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      REQUIRE(n > 0);
+      done += static_cast<std::size_t>(n);
+    }
+  }
+
+  void send(std::uint64_t id, std::uint32_t rounds, std::span<const std::byte> payload) {
+    std::vector<std::byte> frame;
+    service::append_request(frame, id, rounds, payload);
+    send_bytes(frame);
+  }
+
+  // The next response, or nothing when the server closed the connection.
+  std::optional<Response> receive() {
+    std::byte buf[service::response_size];
+    std::size_t have = 0;
+    while (have < sizeof buf) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(deadline).count())) != 1)
+        throw std::runtime_error("no response within the deadline");
+      const ssize_t n = ::recv(fd_, buf + have, sizeof buf - have, 0);
+      if (n == 0 && have == 0) return std::nullopt;
+      if (n <= 0) throw std::runtime_error("connection broken in the middle of a response");
+      have += static_cast<std::size_t>(n);
+    }
+    return service::read_response(buf);
+  }
+
+  // Closes with a reset (SO_LINGER 0) when `abortive`, as a crashing client would.
+  void close(bool abortive = false) {
+    if (fd_ < 0) return;
+    if (abortive) {
+      const linger l{1, 0};
+      ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+std::vector<std::byte> payload_of(std::uint64_t id, std::size_t size) {
+  std::vector<std::byte> p(size);
+  for (std::size_t i = 0; i < size; ++i) p[i] = static_cast<std::byte>((id * 131 + i * 7) & 0xff);
+  return p;
+}
+
+std::uint64_t expected(std::uint64_t id, std::size_t size, std::uint32_t rounds) {
+  return service::answer_of(id, service::digest(payload_of(id, size), rounds));
+}
+
+// Ends the server with a deadline; a server that does not end aborts the run (its threads
+// cannot be joined), which fails the suite loudly rather than hanging it.
+void finish(service::MicroBatchServer& server) {
+  server.stop();
+  if (!server.wait_for(deadline)) {
+    FAIL_CHECK("the server did not shut down within the deadline");
+    std::abort();
+  }
+}
+
+// Polls `done` until it holds, up to the deadline.
+template <class F>
+bool eventually(F done) {
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("the micro-batch service answers every request with its id and its payload's digest") {
+  service::MicroBatchServer server(
+      {.port = 0, .threads = 2, .max_batch = 8, .batch_window = std::chrono::microseconds(200)});
+  server.start();
+  REQUIRE(server.port() != 0);
+  constexpr std::uint64_t per_client = 40;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int c = 0; c < 3; ++c) clients.push_back(std::make_unique<Client>(server.port()));
+  // Pipelined: every client sends all its requests before reading, so batches mix clients.
+  for (std::size_t c = 0; c < clients.size(); ++c) {
+    for (std::uint64_t k = 0; k < per_client; ++k) {
+      const std::uint64_t id = c * 1000 + k;
+      clients[c]->send(id, static_cast<std::uint32_t>(k % 4), payload_of(id, 1 + (k * 37) % 300));
+    }
+    clients[c]->send(c * 1000 + 999, service::max_rounds + 1, payload_of(0, 8));  // refused
+  }
+  for (std::size_t c = 0; c < clients.size(); ++c) {
+    std::map<std::uint64_t, Response> got;
+    for (std::uint64_t k = 0; k <= per_client; ++k) {
+      const auto r = clients[c]->receive();
+      REQUIRE(r);
+      CHECK(got.emplace(r->id, *r).second);  // one answer per id
+    }
+    for (std::uint64_t k = 0; k < per_client; ++k) {
+      const std::uint64_t id = c * 1000 + k;
+      REQUIRE(got.contains(id));
+      CHECK(got[id].status == Status::ok);
+      CHECK(got[id].result == expected(id, 1 + (k * 37) % 300, static_cast<std::uint32_t>(k % 4)));
+    }
+    REQUIRE(got.contains(c * 1000 + 999));
+    CHECK(got[c * 1000 + 999].status == Status::bad_request);
+  }
+  finish(server);
+  const auto& stats = server.stats();
+  CHECK(stats.get(stats.admitted) == 3 * (per_client + 1));
+  CHECK(stats.answered() == stats.get(stats.admitted));
+  CHECK(stats.get(stats.bad_requests) == 3);
+  CHECK(stats.get(stats.delivered) == 3 * (per_client + 1));
+  CHECK(stats.get(stats.batches) >= 3 * (per_client + 1) / 8);
+  CHECK_FALSE(server.error());
+}
+
+TEST_CASE(
+    "clients of the micro-batch service that disconnect mid-request do not hold up the others") {
+  service::MicroBatchServer server(
+      {.port = 0, .threads = 2, .max_batch = 16, .batch_window = std::chrono::microseconds(300)});
+  server.start();
+  {
+    Client leaves(server.port());  // sends, then closes before any answer
+    for (std::uint64_t id = 0; id < 10; ++id) leaves.send(id, 2, payload_of(id, 100));
+    leaves.close();
+    Client resets(server.port());  // sends, then resets the connection
+    for (std::uint64_t id = 10; id < 15; ++id) resets.send(id, 2, payload_of(id, 100));
+    resets.close(/*abortive=*/true);
+    Client cut(server.port());  // leaves in the middle of a frame
+    std::vector<std::byte> frame;
+    service::append_request(frame, 20, 1, payload_of(20, 64));
+    cut.send_bytes(std::span(frame).first(frame.size() / 2));
+    cut.close();
+  }
+  Client stays(server.port());
+  for (std::uint64_t id = 100; id < 150; ++id) stays.send(id, 3, payload_of(id, 200));
+  std::map<std::uint64_t, Response> got;
+  for (int k = 0; k < 50; ++k) {
+    const auto r = stays.receive();
+    REQUIRE(r);
+    got.emplace(r->id, *r);
+  }
+  for (std::uint64_t id = 100; id < 150; ++id) {
+    REQUIRE(got.contains(id));
+    CHECK(got[id].status == Status::ok);
+    CHECK(got[id].result == expected(id, 200, 3));
+  }
+  const auto& stats = server.stats();
+  // Whatever the server read from the clients that left is answered (then dropped).
+  CHECK(eventually([&] { return stats.answered() == stats.get(stats.admitted); }));
+  finish(server);
+  CHECK(stats.answered() == stats.get(stats.admitted));
+  CHECK(stats.get(stats.delivered) + stats.get(stats.dropped) ==
+        stats.answered() + stats.get(stats.rejected));
+  CHECK(stats.get(stats.protocol_errors) == 0);
+  CHECK(stats.get(stats.connections) == 4);
+}
+
+TEST_CASE(
+    "shutting the micro-batch service down answers the requests still gathering into a batch") {
+  // A window far longer than the test: the requests sit in the forming batch until stop().
+  service::MicroBatchServer server(
+      {.port = 0, .threads = 2, .max_batch = 1000, .batch_window = std::chrono::seconds(600)});
+  server.start();
+  Client client(server.port());
+  for (std::uint64_t id = 0; id < 20; ++id) client.send(id, 1, payload_of(id, 50));
+  const auto& stats = server.stats();
+  REQUIRE(eventually([&] { return stats.get(stats.admitted) == 20; }));
+  CHECK(stats.answered() == 0);
+  server.stop();
+  std::map<std::uint64_t, Response> got;
+  for (int k = 0; k < 20; ++k) {
+    const auto r = client.receive();
+    REQUIRE(r);
+    got.emplace(r->id, *r);
+  }
+  for (std::uint64_t id = 0; id < 20; ++id) {
+    REQUIRE(got.contains(id));
+    CHECK(got[id].status == Status::ok);
+    CHECK(got[id].result == expected(id, 50, 1));
+  }
+  CHECK_FALSE(client.receive());  // then the server closes the connection
+  finish(server);
+  CHECK(stats.get(stats.batches) == 1);
+}
+
+TEST_CASE("the micro-batch service rejects requests past --max-requests and shuts down by itself") {
+  service::MicroBatchServer server({.port = 0,
+                                    .threads = 2,
+                                    .max_batch = 1000,
+                                    .batch_window = std::chrono::seconds(600),
+                                    .max_requests = 5});
+  server.start();
+  Client client(server.port());
+  std::vector<std::byte> frames;  // one write: the server sees them in this order
+  for (std::uint64_t id = 0; id < 8; ++id)
+    service::append_request(frames, id, 1, payload_of(id, 30));
+  client.send_bytes(frames);
+  std::map<std::uint64_t, Response> got;
+  for (int k = 0; k < 8; ++k) {
+    const auto r = client.receive();
+    REQUIRE(r);
+    got.emplace(r->id, *r);
+  }
+  for (std::uint64_t id = 0; id < 8; ++id) {
+    REQUIRE(got.contains(id));
+    if (id < 5) {
+      CHECK(got[id].status == Status::ok);
+      CHECK(got[id].result == expected(id, 30, 1));
+    } else {
+      CHECK(got[id].status == Status::rejected);
+    }
+  }
+  CHECK_FALSE(client.receive());
+  REQUIRE(server.wait_for(deadline));  // no stop(): the limit ended it
+  const auto& stats = server.stats();
+  CHECK(stats.get(stats.admitted) == 5);
+  CHECK(stats.get(stats.rejected) == 3);
+}
+
+TEST_CASE("back-pressure bounds the requests inside the micro-batch service") {
+  // One request per batch, one batch in flight, one queued, one waiting: a client that sends
+  // far more than that at once is read only as room frees (its socket buffers hold the rest).
+  const service::ServerOptions options{.port = 0,
+                                       .threads = 2,
+                                       .max_batch = 1,
+                                       .batch_window = std::chrono::microseconds(100),
+                                       .depth = 1,
+                                       .capacity = 1,
+                                       .max_waiting = 1};
+  service::MicroBatchServer server(options);
+  server.start();
+  Client client(server.port());
+  constexpr std::size_t size = 16 * 1024;  // one frame per read: the read buffer fits one
+  std::vector<std::byte> frames;
+  for (std::uint64_t id = 0; id < 30; ++id)
+    service::append_request(frames, id, 8, payload_of(id, size));
+  std::thread writer([&] { client.send_bytes(frames); });
+  std::map<std::uint64_t, Response> got;
+  for (int k = 0; k < 30; ++k) {
+    const auto r = client.receive();
+    REQUIRE(r);
+    got.emplace(r->id, *r);
+  }
+  writer.join();
+  for (std::uint64_t id = 0; id < 30; ++id) {
+    REQUIRE(got.contains(id));
+    CHECK(got[id].result == expected(id, size, 8));
+  }
+  finish(server);
+  // forming + waiting + submitting + inbox + the one the pipeline received to admit next + in
+  // flight, plus the frames of one read (one here: the read buffer holds one frame).
+  const std::uint64_t bound = options.max_batch * (1 + options.max_waiting + 1 + options.capacity +
+                                                   1 + static_cast<std::size_t>(options.depth)) +
+                              1;
+  CHECK(server.stats().get(server.stats().peak_in_server) <= bound);
+}
+
+TEST_CASE("a malformed frame closes only its own connection of the micro-batch service") {
+  service::MicroBatchServer server({.port = 0});
+  server.start();
+  Client bad(server.port());
+  const std::byte tiny[] = {std::byte{3}, std::byte{0}, std::byte{0}, std::byte{0},
+                            std::byte{1}, std::byte{2}, std::byte{3}};
+  bad.send_bytes(tiny);  // a body of 3 bytes cannot hold a request header
+  CHECK_FALSE(bad.receive());
+  Client good(server.port());
+  good.send(7, 1, payload_of(7, 10));
+  const auto r = good.receive();
+  REQUIRE(r);
+  CHECK(r->result == expected(7, 10, 1));
+  finish(server);
+  CHECK(server.stats().get(server.stats().protocol_errors) == 1);
+}
