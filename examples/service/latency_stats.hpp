@@ -16,6 +16,7 @@ class LatencyStats {
     samples_.push_back(us);
     sorted_ = false;
   }
+  void reserve(std::size_t n) { samples_.reserve(n); }
   [[nodiscard]] std::size_t count() const noexcept { return samples_.size(); }
 
   /// The nearest-rank `p`-th percentile (0 < p <= 100); 0 without samples.

@@ -9,10 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cpu_usage.hpp"
 #include "load_connection.hpp"
 #include "request_ledger.hpp"
 #include "request_pool.hpp"
@@ -39,7 +41,8 @@ struct LevelResult {
   double p50_us = 0;
   double p99_us = 0;
   double max_us = 0;
-  double send_lag_p99_us = 0;  ///< open loop: how late the generator sent (coordinated omission)
+  double send_lag_p99_us = 0;   ///< open loop: how late the generator sent (coordinated omission)
+  std::optional<CpuUsage> cpu;  ///< the machine while the level sent (where /proc/stat is)
 };
 
 /// One level on its own one-thread io_context, run on the calling thread: run() connects,
@@ -73,8 +76,8 @@ class LoadRun {
     for (std::size_t c = 0; c < n; ++c) {
       auto conn = std::make_shared<LoadConnection>(
           io_,
-          [this, c](const Response& r) {
-            ledger_.received(r, Clock::now());
+          [this, c](const Response& r, Clock::time_point arrived) {
+            ledger_.received(r, arrived);
             answered(c);
             if (!sending_ && ledger_.outstanding() == 0) finish();
           },
@@ -97,13 +100,21 @@ class LoadRun {
 
   /// Sends the next request on connection `c`, timed from now.
   void send(std::size_t c) {
+    queue(c);
+    connections_[c]->flush();
+  }
+
+  /// Queues the next request on connection `c`, timed from now; flush() writes it.
+  void queue(std::size_t c) {
     const std::uint64_t id = ledger_.sent(Clock::now());
-    connections_[c]->send_request(id, pool_.rounds(), pool_.payload(id));
+    connections_[c]->queue_request(id, pool_.rounds(), pool_.payload(id));
   }
 
   /// Sending is over: waits for the answers still due, at most the drain time.
   void sending_done() {
     sending_ = false;
+    if (const auto end = CpuSample::now(); end && cpu_start_)
+      result_.cpu = CpuUsage::between(*cpu_start_, *end);
     if (ledger_.outstanding() == 0) {
       finish();
       return;
@@ -122,6 +133,7 @@ class LoadRun {
   /// Runs the level: connect(), then start() and the io_context until finished.
   LevelResult run(std::size_t connections) {
     connect(connections);
+    cpu_start_ = CpuSample::now();
     start();
     io_.restart();
     io_.run();
@@ -152,6 +164,7 @@ class LoadRun {
   std::vector<std::shared_ptr<LoadConnection>> connections_;
   LevelResult result_;
   boost::asio::steady_timer drain_timer_;
+  std::optional<CpuSample> cpu_start_;
   bool sending_ = true;
   bool finished_ = false;
 };

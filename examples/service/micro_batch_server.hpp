@@ -36,10 +36,10 @@ namespace service {
 struct ServerOptions {
   std::uint16_t port = 0;  ///< on 127.0.0.1; 0: an ephemeral port (see port())
   unsigned threads = 2;    ///< threads running the io_context: sockets and the pipeline's lanes
-  std::size_t max_batch = 64;
-  std::chrono::microseconds batch_window{500};
-  int depth = 3;                   ///< iterations (batches) in flight in the pipeline
-  std::size_t capacity = 2;        ///< batches queued in the pipeline's inbox ahead of them
+  std::size_t max_batch = 256;
+  std::chrono::microseconds batch_window{1000};
+  int depth = 4;                   ///< iterations (batches) in flight in the pipeline
+  std::size_t capacity = 4;        ///< batches queued in the pipeline's inbox ahead of them
   std::size_t max_waiting = 2;     ///< sealed batches waiting for the inbox before reads pause
   std::uint64_t max_requests = 0;  ///< shut down after admitting this many; 0: no limit
   std::chrono::milliseconds duration{0};  ///< shut down after this long; 0: no limit

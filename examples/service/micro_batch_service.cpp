@@ -14,7 +14,7 @@
 #include "micro_batch_server.hpp"
 
 int main(int argc, char** argv) {
-  std::int64_t port = 0, threads = 2, batch = 64, window_us = 500, depth = 3, capacity = 2;
+  std::int64_t port = 0, threads = 2, batch = 256, window_us = 1000, depth = 4, capacity = 4;
   std::int64_t max_waiting = 2, max_requests = 0;
   double duration_s = 0;
   service::Flags flags("micro_batch_service",

@@ -43,8 +43,8 @@ namespace service {
 class MicroBatcher {
  public:
   struct Options {
-    std::size_t max_batch = 64;
-    std::chrono::microseconds window{500};
+    std::size_t max_batch = 256;
+    std::chrono::microseconds window{1000};
     std::size_t max_waiting = 2;
     std::uint64_t max_requests = 0;  ///< 0: no limit; past it requests are not taken
   };

@@ -2,8 +2,9 @@
 // RequestLedger: every request one load level sent, and what came back for it.
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <deque>
 
 #include "latency_stats.hpp"
 #include "protocol.hpp"
@@ -28,6 +29,9 @@ class RequestLedger {
     begin_ = begin;
     end_ = end;
   }
+
+  /// Room for `n` latency samples, so that keeping them never reallocates mid-level.
+  void reserve(std::size_t n) { latencies_.reserve(n); }
 
   /// Records a request sent at `now`; returns its id.
   std::uint64_t sent(Clock::time_point now) {
@@ -84,7 +88,9 @@ class RequestLedger {
   std::uint64_t first_id_;
   Clock::time_point begin_ = Clock::time_point::max();
   Clock::time_point end_ = Clock::time_point::max();
-  std::vector<Entry> entries_;
+  // A deque: growing never copies what is there (a vector's reallocation of megabytes, and
+  // the page faults of its new block, would stall the generator in the middle of a level).
+  std::deque<Entry> entries_;
   std::uint64_t answered_ = 0;
   std::uint64_t correct_ = 0;
   std::uint64_t wrong_ = 0;

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <iomanip>
 #include <ostream>
 
 namespace service {
@@ -55,7 +56,7 @@ struct ServerStats {
 
   /// The counters as `metric server_<name> <value> <unit>` lines.
   void print(std::ostream& out) const {
-    const auto line = [&](const char* name, double value, const char* unit) {
+    const auto line = [&](const char* name, std::uint64_t value, const char* unit) {
       out << "metric server_" << name << ' ' << value << ' ' << unit << '\n';
     };
     line("connections", get(connections), "count");
@@ -70,8 +71,9 @@ struct ServerStats {
     line("protocol_errors", get(protocol_errors), "count");
     line("batches", get(batches), "count");
     const auto batches_done = get(batches);
-    line("mean_batch", batches_done ? double(get(admitted)) / double(batches_done) : 0.0,
-         "requests");
+    out << "metric server_mean_batch " << std::fixed << std::setprecision(1)
+        << (batches_done ? double(get(admitted)) / double(batches_done) : 0.0) << " requests\n";
+    out << std::defaultfloat;
     line("read_pauses", get(read_pauses), "count");
     line("peak_in_server", get(peak_in_server), "requests");
   }

@@ -10,6 +10,7 @@
 // every level; 1 when one was lost (or the server failed, or could not be reached); 2 for a
 // bad flag.
 
+#include <algorithm>
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
@@ -44,6 +45,10 @@ std::uint64_t report(const std::string& level, const service::LevelResult& r, bo
   metric(level + "_max_us", r.max_us, "us");
   if (open_loop) metric(level + "_send_lag_p99_us", r.send_lag_p99_us, "us");
   metric(level + "_lost", double(r.lost), "count");
+  if (r.cpu) {
+    metric(level + "_cpu_busy_pct", r.cpu->busy_pct, "%", 1);
+    metric(level + "_cpu_steal_pct", r.cpu->steal_pct, "%", 1);
+  }
   if (r.wrong + r.rejected + r.connection_errors > 0)
     std::cerr << level << ": " << r.wrong << " wrong answers, " << r.rejected << " rejected, "
               << r.connection_errors << " connections broken\n";
@@ -54,8 +59,9 @@ std::uint64_t report(const std::string& level, const service::LevelResult& r, bo
 
 int main(int argc, char** argv) {
   std::string spawn;
-  std::int64_t port = 0, clients = 32, outstanding = 4, connections = 16, rounds = 16;
-  std::int64_t payload_min = 64, payload_max = 512;
+  std::int64_t port = 0, clients = 32, outstanding = 4, max_outstanding = 64, connections = 20;
+  std::int64_t rounds = 16;
+  std::int64_t payload_min = 64, payload_max = 512, tick_us = 250, run = 4;
   double warmup_s = 0.5, measure_s = 3, drain_s = 10, disconnect = 0.1, saturation_rps = 0;
   service::Flags flags("service_load",
                        "Load generator of micro_batch_service (docs/service.md): saturation, "
@@ -65,9 +71,16 @@ int main(int argc, char** argv) {
   flags.integer("port", port, 1, 65535, "the port of a server already running on 127.0.0.1");
   flags.integer("clients", clients, 1, 1024, "closed loop (saturation): connections");
   flags.integer("outstanding", outstanding, 1, 1024,
-                "closed loop: requests each connection keeps in flight");
+                "closed loop: requests each connection keeps in flight at first; doubled "
+                "while the rate still grows by 5%");
+  flags.integer("max-outstanding", max_outstanding, 1, 4096,
+                "closed loop: the most requests each connection keeps in flight");
   flags.integer("connections", connections, 1, 1024,
                 "open loop: connections the arrivals are spread over");
+  flags.integer("tick-us", tick_us, 1, 100'000,
+                "open loop: the generator wakes at most this often, sending what is due");
+  flags.integer("run", run, 1, 1024,
+                "open loop: consecutive requests per connection before the next one's turn");
   flags.integer("rounds", rounds, 0, service::max_rounds,
                 "digest rounds per request: the server's work per payload byte");
   flags.integer("payload-min", payload_min, 1, service::max_payload, "smallest payload, bytes");
@@ -92,6 +105,9 @@ int main(int argc, char** argv) {
       throw service::FlagError("give one of --spawn PATH or --port N");
     if (!server_args.empty() && !flags.given("spawn"))
       throw service::FlagError("server flags after '--' need --spawn");
+    if (outstanding > max_outstanding)
+      throw service::FlagError("--outstanding: " + std::to_string(outstanding) +
+                               " is above --max-outstanding " + std::to_string(max_outstanding));
     if (payload_min > payload_max)
       throw service::FlagError("--payload-min: " + std::to_string(payload_min) +
                                " is above --payload-max " + std::to_string(payload_max));
@@ -122,14 +138,32 @@ int main(int argc, char** argv) {
 
     double saturation_rate = saturation_rps;
     if (saturation_rate == 0) {
-      const auto saturation =
-          service::ClosedLoopRun(endpoint, pool, first_id(),
-                                 {.clients = static_cast<std::size_t>(clients),
-                                  .outstanding = static_cast<std::size_t>(outstanding),
-                                  .timing = timing})
-              .run();
-      lost += report("saturation", saturation, false);
-      saturation_rate = saturation.requests_per_s;
+      // The closed loop saturates the server only with enough requests in flight: too few,
+      // and its rate is in-flight / latency (Little's law), not the server's capacity. So the
+      // in-flight count doubles until the rate grows by less than 5%; the best step is the
+      // saturation. Steps measure at most 1 s each.
+      service::LoadTiming step_timing = timing;
+      step_timing.measure = std::min(timing.measure, std::chrono::duration<double>(1.0));
+      std::optional<service::LevelResult> best;
+      std::size_t best_in_flight = 0;
+      for (auto per_client = static_cast<std::size_t>(outstanding);
+           per_client <= static_cast<std::size_t>(max_outstanding); per_client *= 2) {
+        const auto step = service::ClosedLoopRun(endpoint, pool, first_id(),
+                                                 {.clients = static_cast<std::size_t>(clients),
+                                                  .outstanding = per_client,
+                                                  .timing = step_timing})
+                              .run();
+        lost += step.lost;
+        const bool grew = !best || step.requests_per_s >= best->requests_per_s * 1.05;
+        if (!best || step.requests_per_s > best->requests_per_s) {
+          best = step;
+          best_in_flight = per_client * static_cast<std::size_t>(clients);
+        }
+        if (!grew) break;
+      }
+      report("saturation", *best, false);
+      metric("saturation_in_flight", double(best_in_flight), "requests");
+      saturation_rate = best->requests_per_s;
       if (saturation_rate <= 0) throw std::runtime_error("the server answered nothing");
     }
 
@@ -137,6 +171,8 @@ int main(int argc, char** argv) {
       return service::OpenLoopRun(endpoint, pool, first_id(),
                                   {.rate = saturation_rate * share,
                                    .clients = static_cast<std::size_t>(connections),
+                                   .run = static_cast<std::size_t>(run),
+                                   .tick = std::chrono::microseconds(tick_us),
                                    .flaky = flaky,
                                    .timing = timing})
           .run();
