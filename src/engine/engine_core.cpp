@@ -207,7 +207,8 @@ void EngineCore::check_fillable() {
     if (!wait_drained())
       throw PipelineStateError(
           "the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
-          "run:" + diagnose());
+          "run:" +
+          diagnose());
     broken_ = false;
   }
   if (!filled_) return;
@@ -262,9 +263,8 @@ void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
   if (count_down(in)) release_->ready(in, step_ending);
 }
 
-bool EngineCore::device_done(std::int64_t iter) const {
+bool EngineCore::device_events_done(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
-  if (!sync.device.load(std::memory_order_relaxed)) return true;
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
     if (generation != 0 && !sync.instances[t]->event->reached(generation)) return false;
@@ -304,7 +304,7 @@ bool EngineCore::wait_device(std::int64_t iter) {
 
 bool EngineCore::await_slot(std::int64_t iter) {
   const auto slots = static_cast<std::int64_t>(depth_);
-  if (iter < slots) return true;
+  if (iter < slots || device_done(iter - slots)) return true;
   // Decision 8: a context slot is reused only once its previous occupant's device work is
   // complete, so the CPU may write the new batch into it. This is also the engines'
   // back-pressure from the device: the CPU runs at most `depth` iterations ahead of it (the
@@ -316,8 +316,7 @@ bool EngineCore::await_slot(std::int64_t iter) {
 
 PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
   const std::int64_t previous = iter - static_cast<std::int64_t>(depth_);
-  return device_timeout(previous, "so iteration " + std::to_string(iter) +
-                                      " cannot have its slot");
+  return device_timeout(previous, "so iteration " + std::to_string(iter) + " cannot have its slot");
 }
 
 PipelineTimeout EngineCore::device_timeout(std::int64_t iter, const std::string& so) const {
@@ -333,7 +332,8 @@ PipelineTimeout EngineCore::device_timeout(std::int64_t iter, const std::string&
 }
 
 void EngineCore::set_failure_policy(FailurePolicy policy) {
-  if (filled_) throw PipelineStateError("set_failure_policy while the pipeline is filled; drain() first");
+  if (filled_)
+    throw PipelineStateError("set_failure_policy while the pipeline is filled; drain() first");
   policy_ = policy;
 }
 
@@ -351,7 +351,6 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
     observer_->task_waiting(in.task, in.iter(), *info_[in.task].lane,
                             TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
-
 
 void EngineCore::proceed(Instance& in) noexcept {
   const TaskIndex t = in.task;
@@ -391,14 +390,16 @@ void EngineCore::proceed(Instance& in) noexcept {
       for (TaskIndex d : info.intra)
         if (const auto generation = sync.generation[d]) {
           in.carries_device_work = true;
-          if (info_[d].stream != info.stream) info.stream->wait(*sync.instances[d]->event, generation);
+          if (info_[d].stream != info.stream)
+            info.stream->wait(*sync.instances[d]->event, generation);
         }
     }
     if (previous != nullptr && previous->device.load(std::memory_order_relaxed)) {
       for (TaskIndex d : inter)
         if (const auto generation = previous->generation[d]) {
           in.carries_device_work = true;
-          if (info_[d].stream != info.stream) info.stream->wait(*previous->instances[d]->event, generation);
+          if (info_[d].stream != info.stream)
+            info.stream->wait(*previous->instances[d]->event, generation);
         }
     }
   } catch (...) {
@@ -445,7 +446,8 @@ void EngineCore::run_body(Instance& in) noexcept {
   in.set_state(InstanceState::running);
   const TaskInfo& info = info_[in.task];
   if (observer_ != nullptr) observer_->task_started(in.task, in.iter(), *info.lane);
-  if (nvtx_) [[unlikely]] start_range(in, false);
+  if (nvtx_) [[unlikely]]
+    start_range(in, false);
   // Nothing to run (no call, no coroutine), or a body that completed synchronously: it
   // finishes here, as a tail call (nothing of this frame lives on after it).
   if (in.error) [[unlikely]] {

@@ -132,6 +132,12 @@ bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::millis
   return true;
 }
 
+bool EngineCore::wait_retire(const std::function<bool()>& done,
+                             std::optional<Clock::time_point>& started) {
+  if (runtime_.scheduler().drive_until(done, Clock::time_point::min())) return true;
+  return wait_for(done, retire_time_left(started));
+}
+
 void EngineCore::time_out_retire() {
   // On virtual time a wait ends unfinished only when nothing is left to run (see wait_for).
   const bool stuck = runtime_.scheduler().virtual_time();
@@ -145,9 +151,10 @@ void EngineCore::time_out_retire() {
 
 void EngineCore::time_out_device_retire() {
   fail("", oldest_,
-       std::make_exception_ptr(device_timeout(
-           oldest_, "so it cannot retire (retire_after_device: iterations retire after their "
-                    "device work)")),
+       std::make_exception_ptr(
+           device_timeout(oldest_,
+                          "so it cannot retire (retire_after_device: iterations retire after their "
+                          "device work)")),
        FailureKind::timeout);
 }
 
@@ -214,11 +221,9 @@ void EngineCore::abort_run(bool drained) {
   throw TaskError(failure.task, failure.iter, failure.error);
 }
 
-std::exception_ptr EngineCore::iteration_error(std::int64_t iter) const {
-  const Sync& sync = sync_of(iter);
-  const TaskIndex task = sync.failed_task.load(std::memory_order_acquire);
-  if (task == Sync::no_failure) return nullptr;
-  return std::make_exception_ptr(TaskError(graph_.name(task), iter, sync.instances[task]->error));
+std::exception_ptr EngineCore::task_error(std::int64_t iter, TaskIndex task) const {
+  return std::make_exception_ptr(
+      TaskError(graph_.name(task), iter, sync_of(iter).instances[task]->error));
 }
 
 std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int64_t iter) const {
@@ -267,8 +272,8 @@ void EngineCore::refuse_blocking(const char* call, bool would_wait) const {
   throw PipelineStateError(
       std::string(call) +
       " called on a thread running the io_context the pipeline's lanes run on, while it would "
-      "have to wait for them (iterations " + std::to_string(oldest_) + ".." +
-      std::to_string(next_admit_ - 1) +
+      "have to wait for them (iterations " +
+      std::to_string(oldest_) + ".." + std::to_string(next_admit_ - 1) +
       " in flight, or a source with nothing yet): blocking there stalls the handlers it waits "
       "for. Use co_await pipe.next() or swp::async_progress(pipe, token) on that thread, or "
       "call it from a thread outside the io_context");
@@ -307,8 +312,7 @@ std::optional<std::int64_t> EngineCore::retire_next() {
       if (!wait_for_source()) starve_timeout();
       continue;
     }
-    if (!wait_for(oldest_done_, retire_time_left(started)) && !stop_.stop_requested() &&
-        !admissible())
+    if (!wait_retire(oldest_done_, started) && !stop_.stop_requested() && !admissible())
       time_out_retire();
   }
   stop_source();

@@ -223,7 +223,8 @@ class Pipeline : private detail::FrontEnd {
   /// stream, no overlap: the baseline a pipelined run is compared to.
   template <PullSourceOf<Batch> S>
   RunStats run_serial(S&& source) {
-    if (core_.filled()) throw PipelineStateError("run_serial while the pipeline is filled; drain() first");
+    if (core_.filled())
+      throw PipelineStateError("run_serial while the pipeline is filled; drain() first");
     auto next = make_source<Batch>(std::forward<S>(source));
     const auto start = core_.runtime().now();
     RunStats stats;
@@ -309,8 +310,8 @@ class Pipeline : private detail::FrontEnd {
   /// pipe.run_one_serial_iter(batch, 1);  // replays: EmbLookup and Prefetch are skipped
   /// ```
   template <class... Names>
-    requires(std::convertible_to<const Names&, std::string_view> && ...)
-  void enable_shortcut(const Names&... names) {
+  requires(std::convertible_to<const Names&, std::string_view>&&...) void enable_shortcut(
+      const Names&... names) {
     set_shortcut(std::vector<std::string_view>{std::string_view(names)...}, true);
   }
   void enable_shortcut(const std::vector<std::string>& names) {
@@ -320,8 +321,8 @@ class Pipeline : private detail::FrontEnd {
   /// Ends the named tasks' shortcut and drops their caches (seed disable_shortcut); with no
   /// names, every task's. Same errors as enable_shortcut for unknown names and while filled.
   template <class... Names>
-    requires(std::convertible_to<const Names&, std::string_view> && ...)
-  void disable_shortcut(const Names&... names) {
+  requires(std::convertible_to<const Names&, std::string_view>&&...) void disable_shortcut(
+      const Names&... names) {
     if constexpr (sizeof...(Names) == 0) {
       std::vector<std::string_view> all;
       for (TaskIndex t = 0; t < core_.graph().size(); ++t) all.emplace_back(core_.graph().name(t));
@@ -464,7 +465,7 @@ class Pipeline : private detail::FrontEnd {
   void end_source() override { feed_.end(); }
 
   void retire(std::int64_t, std::size_t slot, const std::exception_ptr& error) override {
-    retired_error_ = error;
+    if (error || retired_error_) retired_error_ = error;  // (no copy in the common case)
     if (error) {
       if (on_failure_) on_failure_(contexts_[slot], error);
     } else if (on_retire_) {

@@ -13,17 +13,17 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stop_token>
 #include <span>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "swp/async/cancelled.hpp"
-#include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/co.hpp"
+#include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/lane.hpp"
 #include "swp/async/sequencer.hpp"
@@ -36,8 +36,8 @@
 #include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/engine_timeouts.hpp"
-#include "swp/engine/failure_policy.hpp"
 #include "swp/engine/errors.hpp"
+#include "swp/engine/failure_policy.hpp"
 #include "swp/engine/runtime.hpp"
 #include "swp/engine/task_observer.hpp"
 
@@ -74,7 +74,7 @@ struct alignas(64) IterationSync {
   std::int64_t iter = -1;
   std::size_t slot = 0;
   std::vector<std::unique_ptr<Instance>> instances;
-  std::vector<std::uint64_t> generation;  // event generation each task recorded (0: none)
+  std::vector<std::uint64_t> generation;      // event generation each task recorded (0: none)
   alignas(64) std::atomic<int> remaining{0};  // instances not finished yet
   // The iteration whose instances all finished, stored by its last finisher after its
   // decrement (its last touch of the core). Apart from `remaining`: the caller polls this
@@ -121,22 +121,22 @@ class SchedulerWaker final : public EventWaiter {
 struct Instance final : Lane::Job, CoEnvironment {
   EngineCore* core = nullptr;
   TaskIndex task = 0;
-  std::size_t entry = 0;  // sync entry: iteration % (slots + 1)
+  std::size_t entry = 0;              // sync entry: iteration % (slots + 1)
   IterationSync* sync = nullptr;      // its entry's state
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
-  std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
+  std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
   std::atomic<int> pending{0};
   // Made by the runtime's device (with its native handle where the backend has one).
   std::unique_ptr<Event> event;
   // Its registration with `event` while the caller waits for the iteration's device work
   // (slot reuse, next()): one node per instance, so watching never allocates.
   std::optional<EventWait> device_wait;
-  Stream* stream = nullptr;             // where this execution queues device work
-  std::unique_ptr<TaskScope> scope;     // handed to the body; lives as long as the instance
-  std::exception_ptr error;             // why it failed (its own error or a dependency's)
-  std::uint64_t nvtx_range = 0;         // its NVTX range while it runs (0: none)
-  bool stream_used = false;             // the body used its stream
-  bool carries_device_work = false;     // a dependency handed it device work
+  Stream* stream = nullptr;          // where this execution queues device work
+  std::unique_ptr<TaskScope> scope;  // handed to the body; lives as long as the instance
+  std::exception_ptr error;          // why it failed (its own error or a dependency's)
+  std::uint64_t nvtx_range = 0;      // its NVTX range while it runs (0: none)
+  bool stream_used = false;          // the body used its stream
+  bool carries_device_work = false;  // a dependency handed it device work
   bool failed = false;
   std::atomic<TaskIndex> wait_task{0};
   std::atomic<std::int64_t> wait_iter{0};
@@ -237,7 +237,9 @@ class EngineCore {
   /// after progress()/next() returned), while `depth` newer iterations run.
   static constexpr std::size_t context_slots(std::size_t depth) noexcept { return depth + 1; }
   /// The order run_serial runs tasks in: topological over intra deps, ties by name.
-  [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept { return serial_order_; }
+  [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept {
+    return serial_order_;
+  }
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
 
@@ -327,7 +329,9 @@ class EngineCore {
     // instance (a lane's queue) publishes the rest.
     return info_[in.task].counts_one || in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
   }
-  void rearm(Instance& in) noexcept { in.pending.store(steady_degree(in.task), std::memory_order_relaxed); }
+  void rearm(Instance& in) noexcept {
+    in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
+  }
   // Hands a globally ordered instance its sequencer turn as it is released.
   void assign_turn(Instance& in) noexcept {
     if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
@@ -352,7 +356,11 @@ class EngineCore {
   Co<void> await_turn(Instance& in);
   // Device back-pressure: whether iteration iter's device work is complete, and waiting (with
   // the retire deadline) until iteration iter's context slot is free.
-  [[nodiscard]] bool device_done(std::int64_t iter) const;
+  [[nodiscard]] bool device_done(std::int64_t iter) const {
+    // Inline: an iteration that recorded no event (every host-only iteration) costs one load.
+    return !sync_of(iter).device.load(std::memory_order_relaxed) || device_events_done(iter);
+  }
+  [[nodiscard]] bool device_events_done(std::int64_t iter) const;
   // The device waker listens to (stops listening to) iteration iter's recorded events.
   void watch_device(std::int64_t iter);
   void unwatch_device(std::int64_t iter);
@@ -374,6 +382,9 @@ class EngineCore {
   void fail_callback(CallbackError::Callback which, std::int64_t iter);
   [[nodiscard]] bool failed_with(FailureKind kind) const;
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
+  // wait_for with the retire deadline counted from `started` (set at the first wait): the
+  // clock is read only once running what is runnable was not enough.
+  bool wait_retire(const std::function<bool()>& done, std::optional<Clock::time_point>& started);
   // Waits (with the drain deadline) until everything released finished; false past it.
   bool wait_drained();
   // The hang report (engine_diagnosis.cpp): every unfinished instance of the in-flight
@@ -426,7 +437,11 @@ class EngineCore {
   // callback throwing) and nothing retired.
   std::int64_t retire_oldest();
   // The error of an iteration that failed under FailurePolicy::skip (nullptr: it did not).
-  [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter) const;
+  [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter) const {
+    const TaskIndex task = sync_of(iter).failed_task.load(std::memory_order_acquire);
+    return task == Sync::no_failure ? nullptr : task_error(iter, task);
+  }
+  [[nodiscard]] std::exception_ptr task_error(std::int64_t iter, TaskIndex task) const;
   // After a failed run drained: hands every iteration in flight to the front end as failed
   // or cancelled (none is dropped), then throws the run's error.
   [[noreturn]] void abort_run(bool drained);
@@ -451,20 +466,20 @@ class EngineCore {
 
   // What the hot path reads about a task, in one place.
   struct TaskInfo {
-    std::span<const TaskIndex> intra, inter;           // dependencies
+    std::span<const TaskIndex> intra, inter;            // dependencies
     std::span<const TaskIndex> intra_succ, inter_succ;  // dependents
     Lane* lane = nullptr;
     Stream* stream = nullptr;
     TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
-    int degree_first = 0;  // join counter of iteration 0 (see in_degree)
-    int degree = 0;        // join counter of every later iteration
+    int degree_first = 0;            // join counter of iteration 0 (see in_degree)
+    int degree = 0;                  // join counter of every later iteration
     // The counter counts one event in every iteration: whoever brings it is the only one to
     // touch it, so it takes no atomic decrement (see count_down).
     bool counts_one = false;
     bool ordered = false;
   };
 
-  std::vector<TaskIndex> serial_order_;    // topological order of intra deps, by name
+  std::vector<TaskIndex> serial_order_;  // topological order of intra deps, by name
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
   std::vector<TaskInfo> info_;
   std::size_t depth_ = 1;  // iterations in flight at most
@@ -494,9 +509,9 @@ class EngineCore {
   // run or the new one, never half of the reset.
   std::atomic<bool> live_{false};
   std::mutex live_mutex_;
-  std::int64_t next_admit_ = 0;      // next iteration to fetch
-  std::int64_t end_ = INT64_MAX;     // first iteration with no batch
-  std::int64_t oldest_ = 0;          // oldest unretired iteration
+  std::int64_t next_admit_ = 0;   // next iteration to fetch
+  std::int64_t end_ = INT64_MAX;  // first iteration with no batch
+  std::int64_t oldest_ = 0;       // oldest unretired iteration
   // When instances go to their lanes (made before the counters are armed).
   std::unique_ptr<ReleasePolicy> release_;
   // Next sequencer turn to hand out at release. Clock: the caller's; data-flow: ordered

@@ -40,6 +40,7 @@ class Feed {
     error_ = nullptr;
     ended_ = false;
     fetch_ended_ = false;
+    state_.store(no_fetch, std::memory_order_relaxed);  // idle(): no fetch runs
     pull_ = nullptr;
     async_ = nullptr;
     channel_ = nullptr;
@@ -56,6 +57,12 @@ class Feed {
   /// runs in the background and `ready()` turns true when it finished. Rethrows the source's
   /// error (the pull call's, or the fetch's).
   Admission take(std::optional<Batch>& out) {
+    if (pull_) {  // a pull source is called right here: no fetch, no fetched batch, no error kept
+      if (ended_) return Admission::end;
+      out = pull_();
+      if (!out) ended_ = true;
+      return out ? Admission::admitted : Admission::end;
+    }
     if (state_.load(std::memory_order_acquire) == running) return Admission::pending;
     if (state_.load(std::memory_order_relaxed) == done)
       state_.store(no_fetch, std::memory_order_relaxed);
@@ -70,11 +77,6 @@ class Feed {
       ended_ = true;
     }
     if (ended_) return Admission::end;
-    if (pull_) {
-      out = pull_();
-      if (!out) ended_ = true;
-      return out ? Admission::admitted : Admission::end;
-    }
     if (channel_ != nullptr) {
       if ((out = channel_->try_receive())) return Admission::admitted;
       if (channel_->done()) {
