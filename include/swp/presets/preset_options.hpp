@@ -48,8 +48,10 @@ struct PresetOptions {
   std::int64_t start_batch = 900;
   /// pt2: the 1-based iteration at which `compile` runs (TorchRec `compile_on_iter`, default 3).
   std::int64_t compile_on_iter = 3;
-  /// pt2: the compile step (torch.compile in TorchRec). The CUDA backend will fill it with
-  /// graph capture; empty, PT2 stays the serial depth-1 plan throughout.
+  /// pt2: the compile step (torch.compile in TorchRec); empty, PT2 stays the serial depth-1
+  /// plan throughout. On the cuda backend, graph capture:
+  /// `.compile = [&gpu] { gpu.replay_work_from_graphs(true); }` (swp::CudaDevice): the
+  /// compiled phase replays its synthetic device work from CUDA graphs.
   std::function<void()> compile = {};
   /// eval_sparse_dist: the lane of the background H2D (TorchRec's DataLoadingThread).
   std::string loader_lane = "loader";

@@ -11,6 +11,7 @@
 #include "cuda_native_event.hpp"
 #include "spin_kernel.hpp"
 #include "swp/device/cuda/cuda_device.hpp"
+#include "swp/device/cuda/cuda_graph.hpp"
 
 namespace swp {
 
@@ -57,6 +58,7 @@ CudaStream::CudaStream(const CudaDevice& device, std::string name, int priority)
 CudaStream::~CudaStream() {
   // Everything queued finishes first: host functions still to run point at this stream.
   (void)cudaStreamSynchronize(stream_);
+  graphs_.clear();  // before the stream they were launched on
   (void)cudaStreamDestroy(stream_);
 }
 
@@ -122,9 +124,23 @@ void CudaStream::enqueue_work(Clock::duration duration, WorkTag tag) {
   if (duration <= Clock::duration::zero()) return;
   device_.make_current();
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
-  detail::cuda_check(
-      static_cast<cudaError_t>(detail::launch_spin(stream_, static_cast<std::uint64_t>(ns))),
-      "cudaLaunchKernel", "the spin kernel on stream '" + name() + "'");
+  const auto spin = [this, ns](cudaStream_t s) {
+    detail::cuda_check(
+        static_cast<cudaError_t>(detail::launch_spin(s, static_cast<std::uint64_t>(ns))),
+        "cudaLaunchKernel", "the spin kernel on stream '" + name() + "'");
+  };
+  bool replayed = false;
+  if (device_.replays_work_from_graphs()) {
+    std::lock_guard lock(graphs_mutex_);
+    auto found = graphs_.find(ns);
+    if (found == graphs_.end() && graphs_.size() < max_graphs)
+      found = graphs_.emplace(ns, std::make_unique<CudaGraph>(0)).first;
+    if (found != graphs_.end()) {
+      found->second->run(*this, spin);
+      replayed = true;
+    }
+  }
+  if (!replayed) spin(stream_);
   if (observer_ != nullptr)
     enqueue_host_function(
         StreamItem{StreamItem::Kind::work, duration, tag, nullptr, 0, Clock::now()});
@@ -171,6 +187,13 @@ void CudaStream::wait(const Event& event, std::uint64_t generation) {
   const auto& cuda = static_cast<const detail::CudaNativeEvent&>(*native);
   detail::cuda_check(cudaStreamWaitEvent(stream_, cuda.of(generation), 0), "cudaStreamWaitEvent",
                      "stream '" + name() + "'");
+}
+
+std::uint64_t CudaStream::graph_replays() const {
+  std::lock_guard lock(graphs_mutex_);
+  std::uint64_t replays = 0;
+  for (const auto& [ns, graph] : graphs_) replays += graph->replays();
+  return replays;
 }
 
 void CudaStream::synchronize() {

@@ -6,7 +6,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -18,6 +22,9 @@
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/errors.hpp"
+#include "swp/presets/preset_registry.hpp"
+#include "swp/presets/preset_runner.hpp"
+#include "swp/presets/recsys_costs.hpp"
 
 namespace {
 
@@ -195,4 +202,41 @@ TEST_CASE("cuda: a graph runs eagerly for its warm-up, is captured once, then re
   CHECK(graph.replays() == 4);
   cudaFree(source);
   cudaFree(copy);
+}
+
+TEST_CASE("cuda: pt2's compile step replays the synthetic device work from CUDA graphs") {
+  if (!have_gpu("pt2 graph replay")) return;
+  auto owned = std::make_unique<swp::CudaDevice>(0);
+  swp::CudaDevice& gpu = *owned;
+  swp::Runtime rt(std::move(owned), {.workers = 2});
+  // Every stream the preset's device work may go to: those its tasks name, and "default".
+  const auto replays = [&rt](const swp::PipelinePlan& plan) {
+    std::set<std::string> names{"default"};
+    for (const auto& task : plan.tasks)
+      if (!task.schedule.stream.empty()) names.insert(task.schedule.stream);
+    std::uint64_t n = 0;
+    for (const auto& name : names)
+      if (swp::CudaStream* s = swp::as_cuda(rt.stream(name))) n += s->graph_replays();
+    return n;
+  };
+  std::uint64_t replays_before_compile = ~std::uint64_t{0};
+  swp::presets::Preset preset;
+  preset = swp::presets::make_preset(
+      "pt2", {.compile_on_iter = 3, .compile = [&] {
+                replays_before_compile = replays(preset.phases.back().plan);
+                gpu.replay_work_from_graphs(true);
+              }});
+  for (auto& phase : preset.phases) swp::presets::apply_recsys_costs(phase.plan);
+  using SyntheticCtx = swp::IterContext<std::int64_t>;
+  swp::presets::PresetRunner runner(preset, [&rt](const swp::PipelinePlan& plan) {
+    return std::make_unique<swp::DataFlowPipeline<SyntheticCtx>>(rt, plan, 1);
+  });
+  std::int64_t next = 0;
+  CHECK(runner.run([&next]() -> std::optional<std::int64_t> {
+    if (next >= 10) return std::nullopt;
+    return next++;
+  }) == 10);
+  CHECK(replays_before_compile == 0);  // the eager iterations launched their kernels
+  CHECK(replays(preset.phases.back().plan) > 0);
+  CHECK(gpu.replays_work_from_graphs());
 }

@@ -1,6 +1,7 @@
 #pragma once
 // CudaDevice: the cuda backend's device (where SWP_HAVE_CUDA): CUDA streams and events.
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -53,9 +54,25 @@ class CudaDevice final : public Device {
   /// Makes this device the calling thread's current CUDA device (kernels launch there).
   void make_current() const;
 
+  /// From now on (`on`) or no longer, its streams queue synthetic device work
+  /// (`enqueue_work(d)`, what synthetic task costs and `TaskScope::enqueue_work` queue) by
+  /// replaying a CUDA graph — one per stream and duration, captured at its first use
+  /// (swp::CudaGraph) — instead of launching the spin kernel: the presets' PT2 compile step on
+  /// the cuda backend (`PresetOptions::compile`, see the example). Any thread; takes effect
+  /// for work queued after it. Work that a task body launches itself is its own to capture
+  /// (swp::CudaGraph).
+  /// Example: `make_preset("pt2", {.compile = [&gpu] { gpu.replay_work_from_graphs(true); }})`.
+  void replay_work_from_graphs(bool on) noexcept {
+    replay_from_graphs_.store(on, std::memory_order_relaxed);
+  }
+  [[nodiscard]] bool replays_work_from_graphs() const noexcept {
+    return replay_from_graphs_.load(std::memory_order_relaxed);
+  }
+
  private:
   int ordinal_ = 0;
   std::pair<int, int> priorities_{0, 0};
+  std::atomic<bool> replay_from_graphs_{false};
 };
 
 /// The CUDA stream behind `stream` when it is one (a task body's `scope.stream()` on the cuda

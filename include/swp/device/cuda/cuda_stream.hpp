@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +17,7 @@ struct CUevent_st;   // what cudaEvent_t points to
 namespace swp {
 
 class CudaDevice;
+class CudaGraph;
 
 namespace detail {
 struct StreamItem;
@@ -23,7 +25,11 @@ struct StreamItem;
 
 /// A CUDA stream with priority. Everything enqueued runs on the GPU in stream order:
 /// - `enqueue_work(d)`: a one-thread kernel that spins on the GPU's global timer for `d`
-///   (synthetic device time, as host streams sleep and sim streams model it);
+///   (synthetic device time, as host streams sleep and sim streams model it); replayed from a
+///   CUDA graph per duration once the device replays work from graphs
+///   (CudaDevice::replay_work_from_graphs; the first use of a duration captures it, and the
+///   capture assumes that no other thread queues work on this stream meanwhile: one lane per
+///   stream, as the presets have);
 /// - `enqueue(fn, modelled)`: `fn` as a host function in stream order (cudaLaunchHostFunc),
 ///   on CUDA's callback thread: it must not call CUDA (CUDA's rule) and should be short;
 ///   `modelled` is unused (sim only);
@@ -60,6 +66,9 @@ class CudaStream final : public Stream {
   [[nodiscard]] int priority() const noexcept { return priority_; }
   [[nodiscard]] const CudaDevice& device() const noexcept { return device_; }
 
+  /// How many enqueue_work calls replayed a captured graph so far.
+  [[nodiscard]] std::uint64_t graph_replays() const;
+
   /// Called on CUDA's callback thread by the host functions this stream enqueued, in order.
   void run_pending() noexcept;
 
@@ -77,6 +86,11 @@ class CudaStream final : public Stream {
   std::unique_ptr<Pending> pending_;
   std::exception_ptr error_;
   Clock::time_point last_end_{};  // when the last observed work ended (for observers)
+  // Synthetic work replayed from graphs: one graph per duration (ns), at most max_graphs; a
+  // duration past them launches the spin kernel as before (jittered costs do not fill memory).
+  static constexpr std::size_t max_graphs = 64;
+  mutable std::mutex graphs_mutex_;
+  std::map<std::int64_t, std::unique_ptr<CudaGraph>> graphs_;
 };
 
 }  // namespace swp
