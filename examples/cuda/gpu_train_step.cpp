@@ -16,6 +16,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -268,6 +269,27 @@ double us_per_iter(Pipe& pipe, int iters, bool serial) {
   return std::chrono::duration<double, std::micro>(stats.elapsed).count() / iters;
 }
 
+// How long GPU completion takes to reach the CPU side on `device`: the median over `rounds` of
+// the time from queuing a 1 µs kernel and a record to the CPU seeing the generation reached
+// (the caller spins on Event::reached, so only the completion path is timed, not a wake-up).
+double completion_latency_us(swp::CudaDevice& device, int rounds) {
+  auto stream = device.make_stream("latency", 0);
+  auto event = device.make_event();
+  std::vector<double> us;
+  for (int i = 0; i < rounds; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    stream->enqueue_work(std::chrono::microseconds(1));
+    const auto generation = stream->record(*event);
+    while (!event->reached(generation)) {
+    }
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+                     .count());
+  }
+  stream->synchronize();
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
 void metric(const char* name, double value, const char* unit) {
   std::printf("metric %s %.3f %s\n", name, value, unit);
 }
@@ -326,6 +348,18 @@ int main(int argc, char** argv) {
       submission.ns.load() / 1000.0 / static_cast<double>(submission.tasks.load());
   graphs.on = false;
 
+  // The same plan on a device that learns of GPU completion by polling CUDA events instead of
+  // from host functions (swp::CudaCompletion), and each mode's completion latency.
+  auto polling_device = std::make_unique<swp::CudaDevice>(0, swp::CudaCompletion::polling);
+  swp::CudaDevice& polling = *polling_device;
+  swp::Runtime polling_rt(std::move(polling_device), {.workers = 3});
+  swp::DataFlowPipeline<Ctx> polling_dataflow(polling_rt, plan, slots);
+  us_per_iter(polling_dataflow, 20, false);
+  const double polling_df = us_per_iter(polling_dataflow, iters, false);
+  swp::CudaDevice host_function(0, swp::CudaCompletion::host_function);
+  const double latency_host_function = completion_latency_us(host_function, 200);
+  const double latency_polling = completion_latency_us(polling, 200);
+
   float loss = 0;
   check(
       cudaMemcpy(&loss, model.slot[(iters - 1) % slots].loss, sizeof loss, cudaMemcpyDeviceToHost),
@@ -346,6 +380,10 @@ int main(int argc, char** argv) {
   metric("gpu_graph_dataflow_us_per_iter", graph_df, "us");
   metric("gpu_graph_dataflow_efficiency", bound / graph_df, "ratio");
   metric("gpu_graph_cpu_submit_us_per_task", graph_submit_us, "us");
+  metric("gpu_polling_dataflow_us_per_iter", polling_df, "us");
+  metric("gpu_polling_dataflow_efficiency", bound / polling_df, "ratio");
+  metric("gpu_completion_latency_us_host_function", latency_host_function, "us");
+  metric("gpu_completion_latency_us_polling", latency_polling, "us");
   metric("gpu_final_loss", loss, "value");
   return 0;
 }

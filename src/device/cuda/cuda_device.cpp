@@ -6,10 +6,12 @@
 
 #include "cuda_check.hpp"
 #include "cuda_native_event.hpp"
+#include "cuda_poller.hpp"
 
 namespace swp {
 
-CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
+CudaDevice::CudaDevice(int ordinal, CudaCompletion completion)
+    : ordinal_(ordinal), completion_(completion) {
   int devices = 0;
   detail::cuda_check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount", "the cuda backend");
   if (ordinal_ < 0) detail::cuda_check(cudaGetDevice(&ordinal_), "cudaGetDevice");
@@ -19,7 +21,10 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   make_current();
   detail::cuda_check(cudaDeviceGetStreamPriorityRange(&priorities_.first, &priorities_.second),
                      "cudaDeviceGetStreamPriorityRange");
+  if (completion_ == CudaCompletion::polling) poller_ = std::make_unique<detail::CudaPoller>();
 }
+
+CudaDevice::~CudaDevice() = default;
 
 int CudaDevice::count() noexcept {
   int devices = 0;

@@ -3,12 +3,15 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <deque>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "../item_queue.hpp"
 #include "cuda_check.hpp"
 #include "cuda_native_event.hpp"
+#include "cuda_poller.hpp"
 #include "spin_kernel.hpp"
 #include "swp/device/cuda/cuda_device.hpp"
 #include "swp/device/cuda/cuda_graph.hpp"
@@ -21,7 +24,14 @@ using detail::StreamItem;
 // functions of one stream run in stream order): complete a recorded generation, run a
 // callable, tell observers about finished work.
 struct CudaStream::Pending {
-  detail::ItemQueue items;
+  detail::ItemQueue items;  // host functions' items
+  // Polling mode: records and work items, each with the CUDA event recorded after it.
+  struct Polled {
+    CUevent_st* event;
+    StreamItem item;
+  };
+  std::deque<Polled> polled;
+  std::vector<CUevent_st*> spare_events;  // polled events to record again
 };
 
 namespace {
@@ -53,11 +63,24 @@ CudaStream::CudaStream(const CudaDevice& device, std::string name, int priority)
   detail::cuda_check(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority),
                      "cudaStreamCreateWithPriority", "stream '" + this->name() + "'");
   stream_ = stream;
+  poller_ = device_.poller();
+  if (poller_ != nullptr) poller_->add(*this);
 }
 
 CudaStream::~CudaStream() {
   // Everything queued finishes first: host functions still to run point at this stream.
   (void)cudaStreamSynchronize(stream_);
+  if (poller_ != nullptr) {
+    // The GPU got through everything: what the poller has not run yet runs here, in order
+    // (waiters of recorded generations are completed, none hangs).
+    poller_->remove(*this);
+    auto& polled = pending_->polled;
+    for (; !polled.empty(); polled.pop_front()) {
+      run_item(polled.front().item);
+      pending_->spare_events.push_back(polled.front().event);
+    }
+    for (CUevent_st* event : pending_->spare_events) (void)cudaEventDestroy(event);
+  }
   graphs_.clear();  // before the stream they were launched on
   (void)cudaStreamDestroy(stream_);
 }
@@ -69,6 +92,10 @@ void CudaStream::run_pending() noexcept {
     item = std::move(pending_->items.front());
     pending_->items.pop_front();
   }
+  run_item(item);
+}
+
+void CudaStream::run_item(StreamItem& item) noexcept {
   const auto now = Clock::now();
   switch (item.kind) {
     case StreamItem::Kind::record:
@@ -105,7 +132,81 @@ void CudaStream::run_pending() noexcept {
   }
 }
 
+CUevent_st* CudaStream::take_event() {
+  {
+    std::lock_guard lock(mutex_);
+    auto& spare = pending_->spare_events;
+    if (!spare.empty()) {
+      CUevent_st* event = spare.back();
+      spare.pop_back();
+      return event;
+    }
+  }
+  cudaEvent_t event = nullptr;
+  detail::cuda_check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+                     "cudaEventCreateWithFlags", "stream '" + name() + "'");
+  return event;
+}
+
+CudaStream::PollResult CudaStream::poll() noexcept {
+  std::lock_guard polling(poll_mutex_);  // items complete in order, on one thread at a time
+  PollResult result;
+  for (;;) {
+    CUevent_st* event = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (pending_->polled.empty()) return result;
+      event = pending_->polled.front().event;
+    }
+    const cudaError_t status = cudaEventQuery(event);
+    if (status == cudaErrorNotReady) {
+      result.waiting = true;
+      return result;
+    }
+    StreamItem item;
+    {
+      std::lock_guard lock(mutex_);
+      if (status != cudaSuccess && !error_) {
+        // The stream failed (a kernel fault): the item still completes, so that no waiter
+        // hangs; synchronize() reports the error.
+        try {
+          detail::cuda_check(status, "cudaEventQuery", "stream '" + name() + "'");
+        } catch (...) {
+          error_ = std::current_exception();
+        }
+      }
+      item = std::move(pending_->polled.front().item);
+      pending_->polled.pop_front();
+      pending_->spare_events.push_back(event);
+    }
+    run_item(item);
+    result.completed = true;
+  }
+}
+
 void CudaStream::enqueue_host_function(StreamItem&& item) {
+  // Polling mode: a record or a work item is an event recorded after the work before it, and
+  // the poller completes the item once the event completed. Callables stay host functions:
+  // GPU work queued after a callable must wait for it (a consumer on another stream waits for
+  // an event recorded after it), which only a host function gives.
+  if (poller_ != nullptr && item.kind != StreamItem::Kind::call) {
+    device_.make_current();
+    CUevent_st* event = take_event();
+    const cudaError_t status = cudaEventRecord(event, stream_);
+    if (status != cudaSuccess) {
+      {
+        std::lock_guard lock(mutex_);
+        pending_->spare_events.push_back(event);
+      }
+      detail::cuda_check(status, "cudaEventRecord", "stream '" + name() + "'");
+    }
+    {
+      std::lock_guard lock(mutex_);
+      pending_->polled.push_back({event, std::move(item)});
+    }
+    poller_->nudge();
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     pending_->items.push_back(std::move(item));
@@ -199,6 +300,9 @@ std::uint64_t CudaStream::graph_replays() const {
 void CudaStream::synchronize() {
   detail::cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize",
                      "stream '" + name() + "'");
+  // Polling mode: the GPU got there, the poller may not have yet; what was queued before this
+  // call runs now (host functions have run when cudaStreamSynchronize returns).
+  if (poller_ != nullptr) (void)poll();
   std::lock_guard lock(mutex_);
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }

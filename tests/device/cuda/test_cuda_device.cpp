@@ -13,6 +13,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "swp/device/backends.hpp"
@@ -221,11 +223,11 @@ TEST_CASE("cuda: pt2's compile step replays the synthetic device work from CUDA 
   };
   std::uint64_t replays_before_compile = ~std::uint64_t{0};
   swp::presets::Preset preset;
-  preset = swp::presets::make_preset(
-      "pt2", {.compile_on_iter = 3, .compile = [&] {
-                replays_before_compile = replays(preset.phases.back().plan);
-                gpu.replay_work_from_graphs(true);
-              }});
+  preset = swp::presets::make_preset("pt2", {.compile_on_iter = 3, .compile = [&] {
+                                               replays_before_compile =
+                                                   replays(preset.phases.back().plan);
+                                               gpu.replay_work_from_graphs(true);
+                                             }});
   for (auto& phase : preset.phases) swp::presets::apply_recsys_costs(phase.plan);
   using SyntheticCtx = swp::IterContext<std::int64_t>;
   swp::presets::PresetRunner runner(preset, [&rt](const swp::PipelinePlan& plan) {
@@ -239,4 +241,63 @@ TEST_CASE("cuda: pt2's compile step replays the synthetic device work from CUDA 
   CHECK(replays_before_compile == 0);  // the eager iterations launched their kernels
   CHECK(replays(preset.phases.back().plan) > 0);
   CHECK(gpu.replays_work_from_graphs());
+}
+
+TEST_CASE("cuda: polling completion — records complete in order, callables keep their GPU order") {
+  if (!have_gpu("polling completion")) return;
+  swp::CudaDevice device(0, swp::CudaCompletion::polling);
+  CHECK(device.completion() == swp::CudaCompletion::polling);
+  auto producer = device.make_stream("producer", 0);
+  auto consumer = device.make_stream("consumer", 0);
+  auto event = device.make_event();
+  constexpr int rounds = 50;
+  std::vector<int> produced(rounds, 0), seen(rounds, -1);
+  std::vector<std::uint64_t> generations;
+  for (int i = 0; i < rounds; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    producer->enqueue_work(100us);
+    producer->enqueue([&produced, k, i] { produced[k] = i + 1; });
+    generations.push_back(producer->record(*event));
+    consumer->wait(*event, generations.back());
+    consumer->enqueue([&produced, &seen, k] { seen[k] = produced[k]; });
+  }
+  // The CPU side learns of the last record without anyone synchronizing: the poller sees it.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!event->reached(generations.back()) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(100us);
+  CHECK(event->reached(generations.back()));
+  consumer->synchronize();
+  producer->synchronize();
+  for (int i = 0; i < rounds; ++i) CHECK(seen[static_cast<std::size_t>(i)] == i + 1);
+}
+
+TEST_CASE_TEMPLATE("cuda: both engines run on a device completing by polling", Pipe,
+                   swp::DataFlowPipeline<Ctx>, swp::ClockPipeline<Ctx>) {
+  if (!have_gpu("engines, polling")) return;
+  swp::Runtime rt(std::make_unique<swp::CudaDevice>(0, swp::CudaCompletion::polling),
+                  {.workers = 2});
+  constexpr int iterations = 32;
+  std::vector<int> consumed(iterations, -1);
+  swp::Plan<Ctx> plan;
+  plan.add("Produce", [](Ctx&, swp::TaskScope& scope) { scope.stream().enqueue_work(100us); },
+           {.stage = 0, .stream = "gpu"});
+  plan.add("Consume",
+           [&consumed](Ctx& ctx, swp::TaskScope& scope) {
+             const auto i = static_cast<std::size_t>(ctx.iter_idx);
+             const int batch = ctx.batch;
+             scope.enqueue([&consumed, i, batch] { consumed[i] = batch; });
+           },
+           {.stage = 1, .stream = "copy"});
+  plan.intra_iter_deps.push_back({"Consume", "Produce"});
+  std::unique_ptr<Pipe> pipe;
+  if constexpr (std::is_same_v<Pipe, swp::ClockPipeline<Ctx>>) {
+    pipe = std::make_unique<Pipe>(rt, plan);
+  } else {
+    pipe = std::make_unique<Pipe>(rt, plan, 3);
+  }
+  pipe->retire_after_device();  // retirement waits for the polled completions
+  std::vector<int> batches;
+  for (int i = 0; i < iterations; ++i) batches.push_back(i);
+  CHECK(pipe->run(batches).iterations == iterations);
+  for (int i = 0; i < iterations; ++i) CHECK(consumed[static_cast<std::size_t>(i)] == i);
 }

@@ -13,14 +13,36 @@
 
 namespace swp {
 
+namespace detail {
+class CudaPoller;
+}
+
+/// How GPU completion (a recorded generation, the observers' work items) reaches the CPU side.
+/// Neither blocks a thread on the GPU, and neither runs user code there: completing a
+/// generation only signals (its waiters post to their schedulers). Callables queued with
+/// Stream::enqueue are host functions in both modes: GPU work queued after one must wait for
+/// it, which only a host function gives. tests and examples/cuda/gpu_train_step measure both
+/// (`gpu_completion_latency_us_{host_function,polling}`, docs/gpu.md).
+enum class CudaCompletion {
+  /// A host function per item (cudaLaunchHostFunc), run by CUDA's callback thread in stream
+  /// order; the GPU stream waits for each host function to return.
+  host_function,
+  /// A CUDA event recorded after each item, polled by one thread of the device's own with a
+  /// bounded back-off (8 yields, then sleeps doubling from 1 to 64 µs while something is
+  /// pending; parked otherwise). The GPU never waits for the CPU for a record; completion is
+  /// seen up to one back-off late.
+  polling,
+};
+
 /// One CUDA device (a GPU), making CUDA streams and events. No CUDA header is needed to use
 /// it: native handles are the opaque `CUstream_st*` / `CUevent_st*` that cudaStream_t and
 /// cudaEvent_t are.
 ///
 /// Completion: GPU completion reaches the CPU through host functions enqueued on the streams
-/// (cudaLaunchHostFunc), which only complete swp::Events (their waiters post to schedulers):
-/// user code never runs on CUDA's callback thread, and no CPU thread blocks on the GPU except
-/// in Stream::synchronize. Cross-stream waits stay on the GPU (cudaStreamWaitEvent).
+/// (cudaLaunchHostFunc) or, with CudaCompletion::polling, through the device's poller thread;
+/// either only completes swp::Events (their waiters post to schedulers): user code never runs
+/// on CUDA's callback thread, and no CPU thread blocks on the GPU except in
+/// Stream::synchronize. Cross-stream waits stay on the GPU (cudaStreamWaitEvent).
 /// Errors: CudaError for every failed CUDA call, naming the call and the stream.
 /// Example:
 /// ```
@@ -31,10 +53,11 @@ namespace swp {
 /// ```
 class CudaDevice final : public Device {
  public:
-  /// CUDA device `ordinal`, or the calling thread's current device for -1. Throws CudaError
-  /// when there is no such device (no GPU, no driver).
-  explicit CudaDevice(int ordinal = -1);
-  ~CudaDevice() override = default;
+  /// CUDA device `ordinal`, or the calling thread's current device for -1, completing GPU work
+  /// on the CPU side as `completion` says. Throws CudaError when there is no such device (no
+  /// GPU, no driver).
+  explicit CudaDevice(int ordinal = -1, CudaCompletion completion = CudaCompletion::host_function);
+  ~CudaDevice() override;  // its streams are destroyed before it
 
   /// A stream of default priority.
   std::unique_ptr<Stream> make_stream(std::string name) override;
@@ -69,10 +92,16 @@ class CudaDevice final : public Device {
     return replay_from_graphs_.load(std::memory_order_relaxed);
   }
 
+  [[nodiscard]] CudaCompletion completion() const noexcept { return completion_; }
+  /// The poller of polling mode (nullptr in host_function mode); its streams register there.
+  [[nodiscard]] detail::CudaPoller* poller() const noexcept { return poller_.get(); }
+
  private:
   int ordinal_ = 0;
   std::pair<int, int> priorities_{0, 0};
   std::atomic<bool> replay_from_graphs_{false};
+  CudaCompletion completion_ = CudaCompletion::host_function;
+  std::unique_ptr<detail::CudaPoller> poller_;
 };
 
 /// The CUDA stream behind `stream` when it is one (a task body's `scope.stream()` on the cuda

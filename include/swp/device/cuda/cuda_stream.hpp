@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "swp/device/stream.hpp"
 
@@ -21,7 +22,8 @@ class CudaGraph;
 
 namespace detail {
 struct StreamItem;
-}
+class CudaPoller;
+}  // namespace detail
 
 /// A CUDA stream with priority. Everything enqueued runs on the GPU in stream order:
 /// - `enqueue_work(d)`: a one-thread kernel that spins on the GPU's global timer for `d`
@@ -69,8 +71,18 @@ class CudaStream final : public Stream {
   /// How many enqueue_work calls replayed a captured graph so far.
   [[nodiscard]] std::uint64_t graph_replays() const;
 
-  /// Called on CUDA's callback thread by the host functions this stream enqueued, in order.
+  /// Called on CUDA's callback thread by the host functions this stream enqueued, in order:
+  /// every item in host_function mode, the callables (enqueue) in polling mode.
   void run_pending() noexcept;
+
+  /// Polling mode, on the device's poller thread: completes the recorded generations (and the
+  /// observers' work items) whose CUDA events completed, in order. `waiting`: an item is still
+  /// queued (the GPU has not got there); `completed`: some item ran.
+  struct PollResult {
+    bool waiting = false;
+    bool completed = false;
+  };
+  PollResult poll() noexcept;
 
  private:
   struct Pending;  // what the host functions do, in enqueue order (the .cpp's)
@@ -79,13 +91,20 @@ class CudaStream final : public Stream {
   // when the launch fails (items and host functions stay one to one).
   void enqueue_host_function(detail::StreamItem&& item);
 
+  // Polling mode: a pooled CUDA event recorded for the item just queued (after its work).
+  CUevent_st* take_event();
+  // What an item does once the GPU got there (run_pending's and poll()'s).
+  void run_item(detail::StreamItem& item) noexcept;
+
   const CudaDevice& device_;
+  detail::CudaPoller* poller_ = nullptr;  // the device's, in polling mode
   CUstream_st* stream_ = nullptr;
   int priority_ = 0;
   std::mutex mutex_;  // pending_, error_, last_end_
   std::unique_ptr<Pending> pending_;
   std::exception_ptr error_;
   Clock::time_point last_end_{};  // when the last observed work ended (for observers)
+  std::mutex poll_mutex_;         // one poll() at a time (the poller's, or synchronize()'s)
   // Synthetic work replayed from graphs: one graph per duration (ns), at most max_graphs; a
   // duration past them launches the spin kernel as before (jittered costs do not fill memory).
   static constexpr std::size_t max_graphs = 64;

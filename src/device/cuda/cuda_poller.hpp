@@ -1,0 +1,52 @@
+#pragma once
+// CudaPoller: GPU completion found by polling CUDA events from one thread of the device's own
+// (the CudaCompletion::polling mode; private to src/device/cuda).
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace swp {
+class CudaStream;
+}
+
+namespace swp::detail {
+
+/// Polls the streams of one device in polling mode: each pass lets every stream run the
+/// items whose CUDA events completed (CudaStream::poll, in stream order). While some stream
+/// still waits for the GPU, passes repeat with a bounded back-off (a few yields, then sleeps
+/// doubling from 1 µs to 64 µs; reset whenever a pass completed something); with nothing
+/// pending the thread parks until a stream queues an item (nudge). It runs no user code of
+/// its own: completions only signal (swp::Event's waiters post to their schedulers), and
+/// callables queued with Stream::enqueue run on it, as they would on CUDA's callback thread.
+class CudaPoller {
+ public:
+  CudaPoller();
+  ~CudaPoller();  // stops and joins the thread; every stream was removed before
+  CudaPoller(const CudaPoller&) = delete;
+  CudaPoller& operator=(const CudaPoller&) = delete;
+
+  /// `stream` takes part in the passes from now on.
+  void add(CudaStream& stream);
+  /// `stream` takes part no more: no pass touches it once this returns (it waits for the pass
+  /// under way). Not from the poller's own thread.
+  void remove(CudaStream& stream);
+  /// A stream queued an item: wakes the thread if it parked. Any thread, lock-free when the
+  /// thread is polling.
+  void nudge() noexcept;
+
+ private:
+  void loop();
+
+  std::mutex mutex_;  // streams_, stop_; held during a pass
+  std::condition_variable wake_;
+  std::vector<CudaStream*> streams_;
+  bool stop_ = false;
+  std::atomic<std::uint64_t> work_{0};  // nudges so far
+  std::atomic<bool> parked_{false};     // the thread waits on wake_ (or is about to)
+  std::thread thread_;                  // last: started once the fields above exist
+};
+
+}  // namespace swp::detail
