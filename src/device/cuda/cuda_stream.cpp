@@ -192,18 +192,18 @@ void CudaStream::enqueue_host_function(StreamItem&& item) {
   if (poller_ != nullptr && item.kind != StreamItem::Kind::call) {
     device_.make_current();
     CUevent_st* event = take_event();
-    const cudaError_t status = cudaEventRecord(event, stream_);
-    if (status != cudaSuccess) {
-      {
-        std::lock_guard lock(mutex_);
+    cudaError_t status = cudaSuccess;
+    {
+      // Recorded and queued under one lock: the queue's order is the GPU's.
+      std::lock_guard lock(mutex_);
+      status = cudaEventRecord(event, stream_);
+      if (status == cudaSuccess) {
+        pending_->polled.push_back({event, std::move(item)});
+      } else {
         pending_->spare_events.push_back(event);
       }
-      detail::cuda_check(status, "cudaEventRecord", "stream '" + name() + "'");
     }
-    {
-      std::lock_guard lock(mutex_);
-      pending_->polled.push_back({event, std::move(item)});
-    }
+    detail::cuda_check(status, "cudaEventRecord", "stream '" + name() + "'");
     poller_->nudge();
     return;
   }
