@@ -8,6 +8,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-context1.81-dev
   libcli11-dev doctest-dev
   libtbb-dev
+  libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
 )
 

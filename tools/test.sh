@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, step 2: build and run the whole test suite — under AddressSanitizer +
 # UndefinedBehaviorSanitizer, under ThreadSanitizer, a short run of the fuzz targets
-# (tools/fuzz.sh, SWP_FUZZ_SECONDS per target, 15 by default), then the plain build; then
+# (tools/fuzz.sh, SWP_FUZZ_SECONDS per target, 15 by default), then the plain build with the
+# MPI communicator's multi-rank tests (tools/mpi-tests.sh); then
 # install the plain build into a temporary root and build and run a program against it
 # (pkg-config and meson), and end with the plain build's doctest summary. Any failure fails
 # the script.
@@ -33,6 +34,8 @@ echo "== fuzzing, ${SWP_FUZZ_SECONDS:-15} s per target"
 bash tools/fuzz.sh "${SWP_FUZZ_SECONDS:-15}"
 
 setup build
+echo "== multi-rank tests (MPI, 2 and 4 ranks)"
+bash tools/mpi-tests.sh build
 echo "== consumer of the installed library"
 bash tools/consumer-build.sh build
 echo "== tests"

@@ -3,6 +3,7 @@
 
 #include "swp/config.hpp"
 #include "swp/async.hpp"
+#include "swp/comm.hpp"
 #include "swp/core.hpp"
 #include "swp/device.hpp"
 #include "swp/engine.hpp"

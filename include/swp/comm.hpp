@@ -1,0 +1,5 @@
+#pragma once
+// The comm layer: collectives between ranks, stream-ordered (docs/comm.md). The MPI backend:
+// include swp/comm/mpi/mpi_communicator.hpp where SWP_HAVE_MPI.
+
+#include "swp/comm/communicator.hpp"

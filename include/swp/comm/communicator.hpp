@@ -1,0 +1,223 @@
+#pragma once
+// Communicator: collectives between ranks, ordered on a stream — the comm layer's seam, which
+// the MPI (CPU) and NCCL (GPU) backends implement.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "swp/async/future.hpp"
+
+namespace swp {
+
+class Stream;
+
+/// The element types collectives carry.
+enum class DataType : std::uint8_t { u8, i32, i64, f32, f64 };
+
+/// Bytes per element of `type`.
+[[nodiscard]] std::size_t size_of(DataType type) noexcept;
+/// "f32", "i64", ...
+[[nodiscard]] std::string_view name_of(DataType type) noexcept;
+
+/// The DataType of T; a type collectives do not carry does not compile.
+template <class T>
+constexpr DataType data_type_of() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, std::uint8_t> || std::is_same_v<U, std::byte>) {
+    return DataType::u8;
+  } else if constexpr (std::is_same_v<U, std::int32_t>) {
+    return DataType::i32;
+  } else if constexpr (std::is_same_v<U, std::int64_t>) {
+    return DataType::i64;
+  } else if constexpr (std::is_same_v<U, float>) {
+    return DataType::f32;
+  } else if constexpr (std::is_same_v<U, double>) {
+    return DataType::f64;
+  } else {
+    static_assert(sizeof(U) == 0, "collectives carry u8/byte, i32, i64, f32 and f64");
+  }
+}
+
+/// How all_reduce combines the ranks' elements.
+enum class ReduceOp : std::uint8_t { sum, prod, min, max };
+
+/// A collective or point-to-point operation failed: names the rank, the operation and what
+/// the caller said it was for (a task name), e.g. "rank 1: all_reduce 'Backward' (1024 f32)
+/// failed: ...".
+class CommError : public std::runtime_error {
+ public:
+  CommError(int rank, std::string op, const std::string& message)
+      : std::runtime_error(message), rank_(rank), op_(std::move(op)) {}
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] const std::string& op() const noexcept { return op_; }
+
+ private:
+  int rank_;
+  std::string op_;
+};
+
+/// An operation did not complete within the communicator's timeout: some rank did not take
+/// part (it failed, or issued its collectives in another order — see globally ordered tasks).
+class CommTimeout : public CommError {
+ public:
+  using CommError::CommError;
+};
+
+/// A group of ranks exchanging data. Every operation is *stream-ordered*: it is queued on
+/// `stream` behind the work queued there before it, and later work on that stream runs after
+/// it. The buffers must stay valid (and `send` unchanged) until it completed.
+///
+/// Completion: the returned future completes once the operation completed on this rank (its
+/// `recv` holds the result); `co_await` it from a task, or `get()` it outside one. Ranks must
+/// issue the same collectives in the same order on a communicator (MPI's and NCCL's rule);
+/// swp's globally ordered tasks make the engines do so from any lane.
+/// Errors: the future fails with CommError (the backend's error), or CommTimeout when the
+/// operation did not complete within timeout() — never a hang. std::invalid_argument (thrown
+/// at once) for buffers whose sizes do not fit the operation or a peer out of range.
+/// Cancellation: an operation that started cannot be withdrawn (the other ranks take part in
+/// it); a waiter cancelled through its stop signal stops waiting, the operation goes on.
+///
+/// Example (every rank):
+/// ```
+/// swp::MpiSession mpi(argc, argv);
+/// auto world = swp::MpiCommunicator::world();
+/// std::vector<float> grad(n), sum(n);
+/// world->all_reduce(stream, std::span<const float>(grad), std::span<float>(sum),
+///                   swp::ReduceOp::sum, "Backward").get();
+/// ```
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  /// This process's rank in the group, 0 .. size() − 1.
+  [[nodiscard]] virtual int rank() const noexcept = 0;
+  [[nodiscard]] virtual int size() const noexcept = 0;
+  /// "mpi", "nccl".
+  [[nodiscard]] virtual std::string_view backend() const noexcept = 0;
+
+  /// How long an operation may take before it fails with CommTimeout (default 60 s).
+  void set_timeout(std::chrono::milliseconds timeout) noexcept { timeout_ = timeout; }
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+
+  /// recv[i] = op over the ranks of send[i], for `count` elements, on every rank.
+  Future<void> all_reduce(Stream& stream, const void* send, void* recv, std::size_t count,
+                          DataType type, ReduceOp op, std::string_view what = {}) {
+    return do_all_reduce(stream, send, recv, count, type, op, what);
+  }
+  /// recv = every rank's `count` elements of send, in rank order (size() × count elements).
+  Future<void> all_gather(Stream& stream, const void* send, void* recv, std::size_t count,
+                          DataType type, std::string_view what = {}) {
+    return do_all_gather(stream, send, recv, count, type, what);
+  }
+  /// Block r of send (`count` elements) goes to rank r; block r of recv comes from rank r.
+  Future<void> all_to_all(Stream& stream, const void* send, void* recv, std::size_t count,
+                          DataType type, std::string_view what = {}) {
+    return do_all_to_all(stream, send, recv, count, type, what);
+  }
+  /// all_to_all with per-rank counts: send holds send_counts[r] elements for each rank r,
+  /// back to back; recv receives recv_counts[r] from each rank r, back to back. Counts must
+  /// agree between sender and receiver (the receiver's recv_counts[s] = the sender's
+  /// send_counts[r]) — the splits an input distribution exchanges first.
+  Future<void> all_to_all_v(Stream& stream, const void* send,
+                            std::span<const std::size_t> send_counts, void* recv,
+                            std::span<const std::size_t> recv_counts, DataType type,
+                            std::string_view what = {}) {
+    return do_all_to_all_v(stream, send, send_counts, recv, recv_counts, type, what);
+  }
+  /// Sends `count` elements to `peer`, which receives them with recv(..., this rank).
+  Future<void> send(Stream& stream, const void* data, std::size_t count, DataType type, int peer,
+                    std::string_view what = {}) {
+    return do_send(stream, data, count, type, peer, what);
+  }
+  Future<void> recv(Stream& stream, void* data, std::size_t count, DataType type, int peer,
+                    std::string_view what = {}) {
+    return do_recv(stream, data, count, type, peer, what);
+  }
+
+  /// A process group: a communicator over `ranks` (ranks of this communicator, in the new
+  /// group's rank order). Called by exactly the ranks in the list (collective over them);
+  /// the others do not call it. std::invalid_argument for a rank out of range, a rank listed
+  /// twice, or a caller not in the list.
+  virtual std::unique_ptr<Communicator> split(std::span<const int> ranks) = 0;
+
+  // Typed forms: counts from the spans, checked.
+  template <class T>
+  Future<void> all_reduce(Stream& stream, std::span<const T> send, std::span<T> recv, ReduceOp op,
+                          std::string_view what = {}) {
+    require(recv.size() == send.size(), "all_reduce", what, "recv must be as large as send");
+    return all_reduce(stream, send.data(), recv.data(), send.size(), data_type_of<T>(), op, what);
+  }
+  template <class T>
+  Future<void> all_gather(Stream& stream, std::span<const T> send, std::span<T> recv,
+                          std::string_view what = {}) {
+    require(recv.size() == send.size() * static_cast<std::size_t>(size()), "all_gather", what,
+            "recv must hold size() x send.size() elements");
+    return all_gather(stream, send.data(), recv.data(), send.size(), data_type_of<T>(), what);
+  }
+  template <class T>
+  Future<void> all_to_all(Stream& stream, std::span<const T> send, std::span<T> recv,
+                          std::string_view what = {}) {
+    const auto n = static_cast<std::size_t>(size());
+    require(send.size() % n == 0 && recv.size() == send.size(), "all_to_all", what,
+            "send must split into size() equal blocks and recv be as large");
+    return all_to_all(stream, send.data(), recv.data(), send.size() / n, data_type_of<T>(), what);
+  }
+  template <class T>
+  Future<void> all_to_all_v(Stream& stream, std::span<const T> send,
+                            std::span<const std::size_t> send_counts, std::span<T> recv,
+                            std::span<const std::size_t> recv_counts, std::string_view what = {}) {
+    require(total(send_counts) == send.size() && total(recv_counts) == recv.size(), "all_to_all_v",
+            what, "the counts must add up to the buffers' sizes");
+    return all_to_all_v(stream, send.data(), send_counts, recv.data(), recv_counts,
+                        data_type_of<T>(), what);
+  }
+  template <class T>
+  Future<void> send(Stream& stream, std::span<const T> data, int peer, std::string_view what = {}) {
+    return send(stream, data.data(), data.size(), data_type_of<T>(), peer, what);
+  }
+  template <class T>
+  Future<void> recv(Stream& stream, std::span<T> data, int peer, std::string_view what = {}) {
+    return recv(stream, data.data(), data.size(), data_type_of<T>(), peer, what);
+  }
+
+ protected:
+  // The backend's operations, behind the public forms (so that a backend overriding them does
+  // not hide the typed templates). Same contracts as the public forms.
+  virtual Future<void> do_all_reduce(Stream& stream, const void* send, void* recv,
+                                     std::size_t count, DataType type, ReduceOp op,
+                                     std::string_view what) = 0;
+  virtual Future<void> do_all_gather(Stream& stream, const void* send, void* recv,
+                                     std::size_t count, DataType type, std::string_view what) = 0;
+  virtual Future<void> do_all_to_all(Stream& stream, const void* send, void* recv,
+                                     std::size_t count, DataType type, std::string_view what) = 0;
+  virtual Future<void> do_all_to_all_v(Stream& stream, const void* send,
+                                       std::span<const std::size_t> send_counts, void* recv,
+                                       std::span<const std::size_t> recv_counts, DataType type,
+                                       std::string_view what) = 0;
+  virtual Future<void> do_send(Stream& stream, const void* data, std::size_t count, DataType type,
+                               int peer, std::string_view what) = 0;
+  virtual Future<void> do_recv(Stream& stream, void* data, std::size_t count, DataType type,
+                               int peer, std::string_view what) = 0;
+  // Throws std::invalid_argument "rank R: OP 'WHAT': MESSAGE" unless `ok`.
+  void require(bool ok, std::string_view op, std::string_view what, std::string_view message) const;
+  // "rank R: OP 'WHAT' (N TYPE)": how errors name an operation.
+  [[nodiscard]] std::string describe(std::string_view op, std::string_view what, std::size_t count,
+                                     DataType type) const;
+  static std::size_t total(std::span<const std::size_t> counts) noexcept {
+    std::size_t sum = 0;
+    for (std::size_t c : counts) sum += c;
+    return sum;
+  }
+
+ private:
+  std::chrono::milliseconds timeout_{60'000};
+};
+
+}  // namespace swp

@@ -1,0 +1,339 @@
+#include "swp/comm/mpi/mpi_communicator.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "swp/device/stream.hpp"
+
+namespace swp {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Communicators destroyed with operations still under way (see ~MpiSession).
+std::atomic<int>& abandoned_operations() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
+    return "MPI error " + std::to_string(code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+MPI_Datatype mpi_type(DataType type) {
+  switch (type) {
+    case DataType::u8:
+      return MPI_UINT8_T;
+    case DataType::i32:
+      return MPI_INT32_T;
+    case DataType::i64:
+      return MPI_INT64_T;
+    case DataType::f32:
+      return MPI_FLOAT;
+    case DataType::f64:
+      return MPI_DOUBLE;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+      return MPI_SUM;
+    case ReduceOp::prod:
+      return MPI_PROD;
+    case ReduceOp::min:
+      return MPI_MIN;
+    case ReduceOp::max:
+      return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+}  // namespace
+
+MpiSession::MpiSession(int& argc, char**& argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int provided = 0;
+  if (initialized == 0) {
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+      throw CommError(-1, "MPI_Init_thread", "MPI_Init_thread failed");
+    finalize_ = true;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  if (provided < MPI_THREAD_MULTIPLE)
+    throw CommError(-1, "MPI_Init_thread",
+                    "this MPI gives thread level " + std::to_string(provided) +
+                        ", swp needs MPI_THREAD_MULTIPLE (streams on several threads call MPI)");
+}
+
+MpiSession::MpiSession() {
+  int argc = 0;
+  char** argv = nullptr;
+  MpiSession other(argc, argv);
+  finalize_ = std::exchange(other.finalize_, false);
+}
+
+MpiSession::~MpiSession() {
+  if (!finalize_) return;
+  if (abandoned_operations().load(std::memory_order_relaxed) > 0) {
+    // MPI_Finalize would wait for operations some rank never joined: end without it (mpirun
+    // reports the rank as failed) rather than hang.
+    std::fprintf(stderr,
+                 "swp: MPI operations that timed out never completed; not calling MPI_Finalize\n");
+    return;
+  }
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized == 0) MPI_Finalize();
+}
+
+struct MpiCommunicator::Impl {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 1;
+  std::mutex mutex;                    // timed_out
+  std::vector<MPI_Request> timed_out;  // operations that outlived their timeout
+};
+
+MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
+  auto impl = std::make_unique<Impl>();
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized == 0)
+    throw CommError(-1, "world",
+                    "MpiCommunicator::world() needs MPI: make an swp::MpiSession first");
+  if (const int rc = MPI_Comm_dup(MPI_COMM_WORLD, &impl->comm); rc != MPI_SUCCESS)
+    throw CommError(-1, "MPI_Comm_dup", "MPI_Comm_dup failed: " + mpi_error(rc));
+  MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(impl->comm, &impl->rank);
+  MPI_Comm_size(impl->comm, &impl->size);
+  return std::make_unique<MpiCommunicator>(std::move(impl));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // An operation that timed out may still complete (a late rank): wait for it once more.
+  bool clean = true;
+  {
+    std::lock_guard lock(impl_->mutex);
+    const auto deadline = SteadyClock::now() +
+                          std::max<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10));
+    for (MPI_Request& request : impl_->timed_out) {
+      int done = 0;
+      while (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
+             SteadyClock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      clean = clean && done != 0;
+    }
+  }
+  // An operation still under way keeps its communicator: freeing it would be erroneous.
+  if (clean && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+  if (!clean) abandoned_operations().fetch_add(1, std::memory_order_relaxed);
+}
+
+int MpiCommunicator::rank() const noexcept { return impl_->rank; }
+int MpiCommunicator::size() const noexcept { return impl_->size; }
+
+namespace {
+
+// Queues on `stream`: start the operation, test it with a bounded back-off until it completed
+// or `timeout` passed, complete the promise. `start` returns an MPI error code.
+Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
+                    std::string description, std::chrono::milliseconds timeout,
+                    std::function<int(MPI_Request*)> start) {
+  Promise<void> promise;
+  Future<void> future = promise.get_future();
+  stream.enqueue([&impl, promise, op = std::move(op), description = std::move(description), timeout,
+                  start = std::move(start)]() mutable {
+    const auto fail = [&](const std::string& message) {
+      promise.set_error(std::make_exception_ptr(CommError(impl.rank, op, description + message)));
+    };
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (const int rc = start(&request); rc != MPI_SUCCESS) {
+      fail(" failed: " + mpi_error(rc));
+      return;
+    }
+    const auto deadline = SteadyClock::now() + timeout;
+    auto pause = std::chrono::microseconds(1);
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      if (const int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
+        fail(" failed: " + mpi_error(rc));
+        return;
+      }
+      if (done != 0) break;
+      if (SteadyClock::now() >= deadline) {
+        {
+          std::lock_guard lock(impl.mutex);
+          impl.timed_out.push_back(request);
+        }
+        promise.set_error(std::make_exception_ptr(CommTimeout(
+            impl.rank, op,
+            description + " did not complete in " + std::to_string(timeout.count()) +
+                " ms: a rank did not take part (it failed, or issued its operations on this "
+                "communicator in another order)")));
+        return;
+      }
+      // Back-off: a few quick looks (a collective whose peers are there completes in
+      // microseconds), then sleeps doubling to 1 ms.
+      if (polls < 64) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
+      }
+    }
+    promise.set_value();
+  });
+  return future;
+}
+
+int checked_count(std::size_t count, const std::string& description) {
+  if (count > static_cast<std::size_t>(INT_MAX))
+    throw std::invalid_argument(description + ": more than INT_MAX elements (MPI counts are int)");
+  return static_cast<int>(count);
+}
+
+}  // namespace
+
+Future<void> MpiCommunicator::do_all_reduce(Stream& stream, const void* send, void* recv,
+                                            std::size_t count, DataType type, ReduceOp op,
+                                            std::string_view what) {
+  const std::string description = describe("all_reduce", what, count, type);
+  const int n = checked_count(count, description);
+  MPI_Comm comm = impl_->comm;
+  return run_on(stream, *impl_, "all_reduce", description, timeout(), [=](MPI_Request* r) {
+    return MPI_Iallreduce(send, recv, n, mpi_type(type), mpi_op(op), comm, r);
+  });
+}
+
+Future<void> MpiCommunicator::do_all_gather(Stream& stream, const void* send, void* recv,
+                                            std::size_t count, DataType type,
+                                            std::string_view what) {
+  const std::string description = describe("all_gather", what, count, type);
+  const int n = checked_count(count, description);
+  MPI_Comm comm = impl_->comm;
+  return run_on(stream, *impl_, "all_gather", description, timeout(), [=](MPI_Request* r) {
+    return MPI_Iallgather(send, n, mpi_type(type), recv, n, mpi_type(type), comm, r);
+  });
+}
+
+Future<void> MpiCommunicator::do_all_to_all(Stream& stream, const void* send, void* recv,
+                                            std::size_t count, DataType type,
+                                            std::string_view what) {
+  const std::string description = describe("all_to_all", what, count, type);
+  const int n = checked_count(count, description);
+  MPI_Comm comm = impl_->comm;
+  return run_on(stream, *impl_, "all_to_all", description, timeout(), [=](MPI_Request* r) {
+    return MPI_Ialltoall(send, n, mpi_type(type), recv, n, mpi_type(type), comm, r);
+  });
+}
+
+Future<void> MpiCommunicator::do_all_to_all_v(Stream& stream, const void* send,
+                                              std::span<const std::size_t> send_counts, void* recv,
+                                              std::span<const std::size_t> recv_counts,
+                                              DataType type, std::string_view what) {
+  const std::string description = describe("all_to_all_v", what, total(send_counts), type);
+  const auto ranks = static_cast<std::size_t>(size());
+  require(send_counts.size() == ranks && recv_counts.size() == ranks, "all_to_all_v", what,
+          "one send count and one receive count per rank");
+  // Counts and displacements (prefix sums) as MPI's ints, owned by the queued operation:
+  // MPI reads them until it completed.
+  std::vector<int> counts(4 * ranks);
+  std::size_t send_at = 0;
+  std::size_t recv_at = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    counts[r] = checked_count(send_counts[r], description);
+    counts[ranks + r] = checked_count(send_at, description);
+    counts[2 * ranks + r] = checked_count(recv_counts[r], description);
+    counts[3 * ranks + r] = checked_count(recv_at, description);
+    send_at += send_counts[r];
+    recv_at += recv_counts[r];
+  }
+  MPI_Comm comm = impl_->comm;
+  return run_on(stream, *impl_, "all_to_all_v", description, timeout(),
+                [=, counts = std::move(counts)](MPI_Request* r) {
+                  const int* c = counts.data();
+                  return MPI_Ialltoallv(send, c, c + ranks, mpi_type(type), recv, c + 2 * ranks,
+                                        c + 3 * ranks, mpi_type(type), comm, r);
+                });
+}
+
+Future<void> MpiCommunicator::do_send(Stream& stream, const void* data, std::size_t count,
+                                      DataType type, int peer, std::string_view what) {
+  const std::string description =
+      describe("send to rank " + std::to_string(peer), what, count, type);
+  require(peer >= 0 && peer < size(), "send", what,
+          "peer " + std::to_string(peer) + " is not a rank of this communicator");
+  const int n = checked_count(count, description);
+  MPI_Comm comm = impl_->comm;
+  return run_on(stream, *impl_, "send", description, timeout(), [=](MPI_Request* r) {
+    return MPI_Isend(data, n, mpi_type(type), peer, 0, comm, r);
+  });
+}
+
+Future<void> MpiCommunicator::do_recv(Stream& stream, void* data, std::size_t count, DataType type,
+                                      int peer, std::string_view what) {
+  const std::string description =
+      describe("recv from rank " + std::to_string(peer), what, count, type);
+  require(peer >= 0 && peer < size(), "recv", what,
+          "peer " + std::to_string(peer) + " is not a rank of this communicator");
+  const int n = checked_count(count, description);
+  MPI_Comm comm = impl_->comm;
+  return run_on(stream, *impl_, "recv", description, timeout(), [=](MPI_Request* r) {
+    return MPI_Irecv(data, n, mpi_type(type), peer, 0, comm, r);
+  });
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(std::span<const int> ranks) {
+  std::set<int> seen;
+  bool member = false;
+  for (int r : ranks) {
+    require(r >= 0 && r < size(), "split", {},
+            "rank " + std::to_string(r) + " is not a rank of this communicator");
+    require(seen.insert(r).second, "split", {}, "rank " + std::to_string(r) + " is listed twice");
+    member = member || r == rank();
+  }
+  require(member, "split", {}, "only the ranks in the list call split (this one is not in it)");
+  MPI_Group all = MPI_GROUP_NULL;
+  MPI_Group sub = MPI_GROUP_NULL;
+  MPI_Comm_group(impl_->comm, &all);
+  MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &sub);
+  auto impl = std::make_unique<Impl>();
+  const int rc = MPI_Comm_create_group(impl_->comm, sub, 0, &impl->comm);
+  MPI_Group_free(&sub);
+  MPI_Group_free(&all);
+  if (rc != MPI_SUCCESS)
+    throw CommError(
+        rank(), "split",
+        "rank " + std::to_string(rank()) + ": MPI_Comm_create_group failed: " + mpi_error(rc));
+  MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(impl->comm, &impl->rank);
+  MPI_Comm_size(impl->comm, &impl->size);
+  auto group = std::make_unique<MpiCommunicator>(std::move(impl));
+  group->set_timeout(timeout());
+  return group;
+}
+
+}  // namespace swp

@@ -1,0 +1,234 @@
+// The MPI communicator across processes: run by mpirun with 2 and 4 ranks (tools/mpi-tests.sh;
+// `meson test` runs them too). Every rank runs every test case in the same order; results are
+// checked against what a serial computation gives on every rank.
+
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "swp/async/co.hpp"
+#include "swp/async/sync_wait.hpp"
+#include "swp/comm/mpi/mpi_communicator.hpp"
+#include "swp/engine/runtime.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// The operation's future, once the stream ran everything queued so far.
+void finish(swp::Stream& stream, const swp::Future<void>& done) {
+  stream.synchronize();
+  REQUIRE(done.ready());
+  done.get();
+}
+
+}  // namespace
+
+TEST_CASE("mpi: all_reduce sums, takes the maximum, in every rank's buffer") {
+  auto world = swp::MpiCommunicator::world();
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  const int n = world->size();
+  const auto me = static_cast<std::int64_t>(world->rank());
+  std::vector<std::int64_t> mine(1000), sum(1000);
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = me * 1000 + static_cast<std::int64_t>(i);
+  finish(s, world->all_reduce(s, std::span<const std::int64_t>(mine), std::span<std::int64_t>(sum),
+                              swp::ReduceOp::sum, "sum"));
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    const auto k = static_cast<std::int64_t>(i);
+    std::int64_t expected = 0;
+    for (std::int64_t r = 0; r < n; ++r) expected += r * 1000 + k;
+    REQUIRE(sum[i] == expected);
+  }
+  std::vector<double> value{static_cast<double>(me) + 0.5}, biggest(1);
+  finish(s, world->all_reduce(s, std::span<const double>(value), std::span<double>(biggest),
+                              swp::ReduceOp::max));
+  CHECK(biggest[0] == n - 1 + 0.5);
+}
+
+TEST_CASE("mpi: all_gather puts every rank's block in rank order") {
+  auto world = swp::MpiCommunicator::world();
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  const int n = world->size();
+  std::vector<std::int32_t> mine{world->rank(), world->rank() * 10};
+  std::vector<std::int32_t> all(2 * static_cast<std::size_t>(n));
+  finish(s,
+         world->all_gather(s, std::span<const std::int32_t>(mine), std::span<std::int32_t>(all)));
+  for (int r = 0; r < n; ++r) {
+    CHECK(all[2 * static_cast<std::size_t>(r)] == r);
+    CHECK(all[2 * static_cast<std::size_t>(r) + 1] == r * 10);
+  }
+  std::vector<std::int32_t> wrong(3);
+  CHECK_THROWS_AS(
+      world->all_gather(s, std::span<const std::int32_t>(mine), std::span<std::int32_t>(wrong)),
+      std::invalid_argument);
+}
+
+TEST_CASE("mpi: all_to_all sends block r to rank r") {
+  auto world = swp::MpiCommunicator::world();
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  const int n = world->size();
+  const int me = world->rank();
+  constexpr int block = 3;
+  std::vector<float> send(static_cast<std::size_t>(n * block)), recv(send.size());
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < block; ++k)
+      send[static_cast<std::size_t>(r * block + k)] = static_cast<float>(me * 100 + r * 10 + k);
+  finish(s, world->all_to_all(s, std::span<const float>(send), std::span<float>(recv)));
+  for (int from = 0; from < n; ++from)
+    for (int k = 0; k < block; ++k)
+      CHECK(recv[static_cast<std::size_t>(from * block + k)] ==
+            static_cast<float>(from * 100 + me * 10 + k));
+}
+
+TEST_CASE("mpi: all_to_all_v exchanges blocks of per-pair sizes") {
+  auto world = swp::MpiCommunicator::world();
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  const int n = world->size();
+  const int me = world->rank();
+  // Rank s sends (s + r) % 3 + 1 elements to rank r, each s * 1000 + r * 10 + k.
+  const auto count = [](int from, int to) { return static_cast<std::size_t>((from + to) % 3 + 1); };
+  std::vector<std::size_t> send_counts, recv_counts;
+  std::vector<std::int64_t> send;
+  for (int r = 0; r < n; ++r) {
+    send_counts.push_back(count(me, r));
+    recv_counts.push_back(count(r, me));
+    for (std::size_t k = 0; k < count(me, r); ++k)
+      send.push_back(me * 1000 + r * 10 + static_cast<std::int64_t>(k));
+  }
+  std::vector<std::int64_t> recv(std::accumulate(recv_counts.begin(), recv_counts.end(), 0UL));
+  finish(s, world->all_to_all_v(s, std::span<const std::int64_t>(send), send_counts,
+                                std::span<std::int64_t>(recv), recv_counts, "splits"));
+  std::size_t at = 0;
+  for (int from = 0; from < n; ++from)
+    for (std::size_t k = 0; k < count(from, me); ++k, ++at)
+      CHECK(recv[at] == from * 1000 + me * 10 + static_cast<std::int64_t>(k));
+}
+
+TEST_CASE("mpi: send and recv pass a value around the ring, awaited from a coroutine") {
+  auto world = swp::MpiCommunicator::world();
+  swp::Runtime rt;
+  swp::Stream& out = rt.stream("send");
+  swp::Stream& in = rt.stream("recv");
+  const int n = world->size();
+  const int me = world->rank();
+  std::vector<std::int32_t> token{me * 7}, got(1, -1);
+  auto received = world->recv(in, std::span<std::int32_t>(got), (me + n - 1) % n, "ring");
+  auto sent = world->send(out, std::span<const std::int32_t>(token), (me + 1) % n, "ring");
+  swp::sync_wait([](swp::Future<void> a, swp::Future<void> b) -> swp::Co<void> {
+    co_await a;
+    co_await b;
+  }(received, sent));
+  CHECK(got[0] == ((me + n - 1) % n) * 7);
+  CHECK_THROWS_AS(world->send(out, std::span<const std::int32_t>(token), n), std::invalid_argument);
+}
+
+TEST_CASE("mpi: operations on one stream run in its order; later work sees the result") {
+  auto world = swp::MpiCommunicator::world();
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  const int n = world->size();
+  std::vector<std::int64_t> one{1}, count(1), doubled(1);
+  auto first = world->all_reduce(s, std::span<const std::int64_t>(one),
+                                 std::span<std::int64_t>(count), swp::ReduceOp::sum);
+  // Reads `count` when the stream gets there: after the first all_reduce completed.
+  auto second = world->all_reduce(s, std::span<const std::int64_t>(count),
+                                  std::span<std::int64_t>(doubled), swp::ReduceOp::sum);
+  std::int64_t seen = -1;
+  s.enqueue([&] { seen = doubled[0]; });
+  finish(s, second);
+  first.get();
+  CHECK(count[0] == n);
+  CHECK(seen == static_cast<std::int64_t>(n) * n);
+}
+
+TEST_CASE("mpi: process groups reduce within their members only") {
+  auto world = swp::MpiCommunicator::world();
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  const int n = world->size();
+  const int me = world->rank();
+  std::vector<int> even, odd;
+  for (int r = 0; r < n; ++r) (r % 2 == 0 ? even : odd).push_back(r);
+  const std::vector<int>& mine = me % 2 == 0 ? even : odd;
+  auto group = world->split(mine);
+  REQUIRE(group != nullptr);
+  CHECK(group->size() == static_cast<int>(mine.size()));
+  CHECK(group->rank() == me / 2);
+  std::vector<std::int64_t> value{me}, sum(1);
+  finish(s, group->all_reduce(s, std::span<const std::int64_t>(value), std::span<std::int64_t>(sum),
+                              swp::ReduceOp::sum, "group"));
+  std::int64_t expected = 0;
+  for (int r : mine) expected += r;
+  CHECK(sum[0] == expected);
+  const std::vector<int> twice{me, me};
+  CHECK_THROWS_AS(world->split(twice), std::invalid_argument);
+  const std::vector<int> others{(me + 1) % n};
+  if (n > 1) CHECK_THROWS_AS(world->split(others), std::invalid_argument);
+}
+
+TEST_CASE("mpi: a rank that does not take part fails the others' operation by its deadline") {
+  auto world = swp::MpiCommunicator::world();
+  auto control = swp::MpiCommunicator::world();  // tells rank 0 when the others timed out
+  world->set_timeout(300ms);
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  swp::Stream& c = rt.stream("control");
+  const int me = world->rank();
+  const int n = world->size();
+  std::vector<std::int64_t> value{1}, sum(1);
+  if (me == 0) {
+    // Rank 0 fails before its collective (a task error) and comes back to it only once every
+    // other rank's operation timed out: they must not hang, and must say who timed out on what.
+    std::vector<std::int32_t> told(static_cast<std::size_t>(n));
+    for (int r = 1; r < n; ++r)
+      finish(c, control->recv(
+                    c, std::span<std::int32_t>(told).subspan(static_cast<std::size_t>(r), 1), r));
+  }
+  auto done = world->all_reduce(s, std::span<const std::int64_t>(value),
+                                std::span<std::int64_t>(sum), swp::ReduceOp::sum, "Backward");
+  s.synchronize();
+  REQUIRE(done.ready());
+  if (me == 0 || n == 1) {
+    CHECK_NOTHROW(done.get());  // the others' operations are still under way in MPI: it matches
+    CHECK(sum[0] == n);
+  } else {
+    try {
+      done.get();
+      FAIL("no timeout on rank " << me);
+    } catch (const swp::CommTimeout& e) {
+      CHECK(e.rank() == me);
+      CHECK(e.op() == "all_reduce");
+      const std::string what = e.what();
+      CHECK(what.find("rank " + std::to_string(me) + ": all_reduce 'Backward' (1 i64)") !=
+            std::string::npos);
+      CHECK(what.find("did not complete in 300 ms") != std::string::npos);
+    }
+    const std::vector<std::int32_t> timed_out{me};
+    finish(c, control->send(c, std::span<const std::int32_t>(timed_out), 0));
+  }
+  // Rank 0 joined late: the timed-out operation completes in MPI, and the communicator goes on
+  // (the next collective completes after it, in order).
+  world->set_timeout(60s);
+  std::vector<std::int64_t> again(1);
+  finish(s, world->all_reduce(s, std::span<const std::int64_t>(value),
+                              std::span<std::int64_t>(again), swp::ReduceOp::sum, "after"));
+  CHECK(again[0] == n);
+}
+
+int main(int argc, char** argv) {
+  swp::MpiSession mpi(argc, argv);
+  doctest::Context context(argc, argv);
+  return context.run();
+}

@@ -1,0 +1,133 @@
+// The Communicator seam without a backend: element types, and the typed forms' checks and
+// the counts they pass on (a recording communicator stands in for MPI/NCCL).
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "swp/comm/communicator.hpp"
+#include "swp/engine/runtime.hpp"
+
+namespace {
+
+// Records the raw calls; completes every operation at once.
+class Recording final : public swp::Communicator {
+ public:
+  explicit Recording(int size) : size_(size) {}
+  struct Call {
+    std::string op;
+    std::size_t count;
+    swp::DataType type;
+    std::string what;
+  };
+  std::vector<Call> calls;
+
+  int rank() const noexcept override { return 1; }
+  int size() const noexcept override { return size_; }
+  std::string_view backend() const noexcept override { return "recording"; }
+  swp::Future<void> do_all_reduce(swp::Stream&, const void*, void*, std::size_t count,
+                                  swp::DataType type, swp::ReduceOp,
+                                  std::string_view what) override {
+    return record("all_reduce", count, type, what);
+  }
+  swp::Future<void> do_all_gather(swp::Stream&, const void*, void*, std::size_t count,
+                                  swp::DataType type, std::string_view what) override {
+    return record("all_gather", count, type, what);
+  }
+  swp::Future<void> do_all_to_all(swp::Stream&, const void*, void*, std::size_t count,
+                                  swp::DataType type, std::string_view what) override {
+    return record("all_to_all", count, type, what);
+  }
+  swp::Future<void> do_all_to_all_v(swp::Stream&, const void*, std::span<const std::size_t> counts,
+                                    void*, std::span<const std::size_t>, swp::DataType type,
+                                    std::string_view what) override {
+    return record("all_to_all_v", total(counts), type, what);
+  }
+  swp::Future<void> do_send(swp::Stream&, const void*, std::size_t count, swp::DataType type, int,
+                            std::string_view what) override {
+    return record("send", count, type, what);
+  }
+  swp::Future<void> do_recv(swp::Stream&, void*, std::size_t count, swp::DataType type, int,
+                            std::string_view what) override {
+    return record("recv", count, type, what);
+  }
+  std::unique_ptr<swp::Communicator> split(std::span<const int>) override { return nullptr; }
+  std::string name(std::string_view op, std::string_view what, std::size_t n,
+                   swp::DataType type) const {
+    return describe(op, what, n, type);
+  }
+
+ private:
+  swp::Future<void> record(const char* op, std::size_t count, swp::DataType type,
+                           std::string_view what) {
+    calls.push_back({op, count, type, std::string(what)});
+    swp::Promise<void> done;
+    done.set_value();
+    return done.get_future();
+  }
+  int size_;
+};
+
+}  // namespace
+
+TEST_CASE("communicator: element types and their sizes") {
+  static_assert(swp::data_type_of<float>() == swp::DataType::f32);
+  static_assert(swp::data_type_of<const double>() == swp::DataType::f64);
+  static_assert(swp::data_type_of<std::int32_t>() == swp::DataType::i32);
+  static_assert(swp::data_type_of<std::int64_t>() == swp::DataType::i64);
+  static_assert(swp::data_type_of<std::byte>() == swp::DataType::u8);
+  CHECK(swp::size_of(swp::DataType::u8) == 1);
+  CHECK(swp::size_of(swp::DataType::f32) == 4);
+  CHECK(swp::size_of(swp::DataType::i64) == 8);
+  CHECK(swp::name_of(swp::DataType::f64) == "f64");
+}
+
+TEST_CASE("communicator: typed forms pass the right counts and refuse buffers that do not fit") {
+  Recording comm(4);
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Stream& s = rt.stream("comm");
+  std::vector<float> eight(8), two(2), thirty_two(32);
+  comm.all_reduce(s, std::span<const float>(eight), std::span<float>(eight), swp::ReduceOp::sum,
+                  "Backward")
+      .get();
+  comm.all_gather(s, std::span<const float>(two), std::span<float>(eight)).get();
+  comm.all_to_all(s, std::span<const float>(eight), std::span<float>(eight)).get();
+  const std::vector<std::size_t> counts{1, 2, 3, 2};
+  comm.all_to_all_v(s, std::span<const float>(eight), counts, std::span<float>(eight), counts)
+      .get();
+  REQUIRE(comm.calls.size() == 4);
+  CHECK(comm.calls[0].op == "all_reduce");
+  CHECK(comm.calls[0].count == 8);
+  CHECK(comm.calls[0].type == swp::DataType::f32);
+  CHECK(comm.calls[0].what == "Backward");
+  CHECK(comm.calls[1].count == 2);  // per rank
+  CHECK(comm.calls[2].count == 2);  // per rank: 8 / 4
+  CHECK(comm.calls[3].count == 8);
+
+  CHECK_THROWS_WITH_AS(comm.all_reduce(s, std::span<const float>(eight), std::span<float>(two),
+                                       swp::ReduceOp::sum, "Backward"),
+                       "rank 1: all_reduce 'Backward': recv must be as large as send",
+                       std::invalid_argument);
+  CHECK_THROWS_AS(comm.all_gather(s, std::span<const float>(two), std::span<float>(two)),
+                  std::invalid_argument);
+  std::vector<float> six(6);
+  CHECK_THROWS_AS(comm.all_to_all(s, std::span<const float>(six), std::span<float>(six)),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      comm.all_to_all_v(s, std::span<const float>(six), counts, std::span<float>(eight), counts),
+      std::invalid_argument);
+  CHECK(comm.calls.size() == 4);  // nothing refused reached the backend
+  CHECK(comm.name("all_to_all_v", "InputDist", 12, swp::DataType::i64) ==
+        "rank 1: all_to_all_v 'InputDist' (12 i64)");
+}
+
+TEST_CASE("communicator: the timeout is the communicator's, 60 s unless set") {
+  Recording comm(2);
+  CHECK(comm.timeout() == std::chrono::seconds(60));
+  comm.set_timeout(std::chrono::milliseconds(250));
+  CHECK(comm.timeout() == std::chrono::milliseconds(250));
+}
