@@ -24,8 +24,11 @@ carry=build-gpu-carry
 case "$mode" in
 pack)
   if [ ! -f "$dir/build.ninja" ]; then
-    meson setup "$dir" --buildtype=release -Dcuda=enabled -Dnvtx=enabled -Dbench=disabled >/dev/null
+    meson setup "$dir" --buildtype=release -Dcuda=enabled -Dnvtx=enabled -Dbench=disabled \
+      -Dmpi=disabled >/dev/null
   fi
+  # The GPU machine has no Open MPI: a libswp linked against libmpi would not load there.
+  meson setup --reconfigure "$dir" -Dmpi=disabled >/dev/null
   ninja -C "$dir" >/dev/null
   grep -q 'define SWP_HAVE_CUDA 1' "$dir/include/swp/config.hpp" ||
     { echo "gpu-check: $dir was built without the cuda backend" >&2; exit 1; }
