@@ -6,6 +6,8 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <mutex>
@@ -113,6 +115,26 @@ struct MpiCommunicator::Impl {
   int size = 1;
   std::mutex mutex;                    // timed_out
   std::vector<MPI_Request> timed_out;  // operations that outlived their timeout
+
+  // Operations start in MPI in the order they were called (their tickets), whichever streams
+  // they are on: the call order is what the ranks agree on (the engines' globally ordered
+  // tasks call in the same order on every rank), not the order the streams get to them.
+  std::mutex turn_mutex;  // the fields below
+  std::condition_variable turn_changed;
+  std::uint64_t next_ticket = 0;
+  std::uint64_t turn = 0;            // the ticket that starts next
+  std::set<std::uint64_t> given_up;  // tickets that timed out before their turn came
+
+  std::uint64_t take_ticket() {
+    std::lock_guard lock(turn_mutex);
+    return next_ticket++;
+  }
+  // With turn_mutex held, by the operation whose turn it was.
+  void pass_turn() {
+    ++turn;
+    while (given_up.erase(turn) > 0) ++turn;
+    turn_changed.notify_all();
+  }
 };
 
 MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -164,17 +186,33 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
                     std::function<int(MPI_Request*)> start) {
   Promise<void> promise;
   Future<void> future = promise.get_future();
-  stream.enqueue([&impl, promise, op = std::move(op), description = std::move(description), timeout,
-                  start = std::move(start)]() mutable {
+  const std::uint64_t ticket = impl.take_ticket();
+  stream.enqueue([&impl, promise, ticket, op = std::move(op), description = std::move(description),
+                  timeout, start = std::move(start)]() mutable {
     const auto fail = [&](const std::string& message) {
       promise.set_error(std::make_exception_ptr(CommError(impl.rank, op, description + message)));
     };
+    const auto deadline = SteadyClock::now() + timeout;
     MPI_Request request = MPI_REQUEST_NULL;
-    if (const int rc = start(&request); rc != MPI_SUCCESS) {
-      fail(" failed: " + mpi_error(rc));
+    int started = MPI_SUCCESS;
+    {
+      std::unique_lock lock(impl.turn_mutex);
+      if (!impl.turn_changed.wait_until(lock, deadline, [&] { return impl.turn == ticket; })) {
+        impl.given_up.insert(ticket);
+        promise.set_error(std::make_exception_ptr(CommTimeout(
+            impl.rank, op,
+            description + " did not start in " + std::to_string(timeout.count()) +
+                " ms: an operation called before it on this communicator (on another stream) "
+                "has not started")));
+        return;
+      }
+      started = start(&request);
+      impl.pass_turn();
+    }
+    if (started != MPI_SUCCESS) {
+      fail(" failed: " + mpi_error(started));
       return;
     }
-    const auto deadline = SteadyClock::now() + timeout;
     auto pause = std::chrono::microseconds(1);
     for (int polls = 0;; ++polls) {
       int done = 0;

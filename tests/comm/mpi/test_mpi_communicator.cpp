@@ -153,6 +153,28 @@ TEST_CASE("mpi: operations on one stream run in its order; later work sees the r
   CHECK(seen == static_cast<std::int64_t>(n) * n);
 }
 
+TEST_CASE("mpi: operations start in the order they were called, whichever streams they are on") {
+  auto world = swp::MpiCommunicator::world();
+  swp::Runtime rt;
+  swp::Stream& first = rt.stream("first");
+  swp::Stream& second = rt.stream("second");
+  const int n = world->size();
+  const int me = world->rank();
+  // Every rank calls X (on `first`) before Y (on `second`). On rank 0, `first` is busy for a
+  // while with earlier work, so `second` gets to Y before `first` gets to X: started in stream
+  // order, rank 0's Y would meet the other ranks' X (the sums would swap).
+  if (me == 0) first.enqueue([] { std::this_thread::sleep_for(100ms); });
+  std::vector<std::int64_t> x{1}, y{1000}, x_sum(1), y_sum(1);
+  auto xd = world->all_reduce(first, std::span<const std::int64_t>(x),
+                              std::span<std::int64_t>(x_sum), swp::ReduceOp::sum, "X");
+  auto yd = world->all_reduce(second, std::span<const std::int64_t>(y),
+                              std::span<std::int64_t>(y_sum), swp::ReduceOp::sum, "Y");
+  finish(second, yd);
+  finish(first, xd);
+  CHECK(x_sum[0] == n);
+  CHECK(y_sum[0] == 1000 * n);
+}
+
 TEST_CASE("mpi: process groups reduce within their members only") {
   auto world = swp::MpiCommunicator::world();
   swp::Runtime rt;

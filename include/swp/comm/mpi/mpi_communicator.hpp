@@ -30,9 +30,11 @@ class MpiSession {
 /// given: in stream order, on the stream's thread (a host stream's worker), it starts the
 /// nonblocking MPI operation (MPI_Iallreduce, MPI_Ialltoallv, MPI_Isend, ...) and tests it
 /// with a bounded back-off until it completed or the timeout passed, then completes the
-/// future. So the stream's later work sees the result, other streams go on meanwhile, and a
-/// rank that never takes part ends in CommTimeout naming this rank, the operation and what
-/// it was for, instead of a hang.
+/// future. Operations of one communicator start in MPI in the order they were *called*,
+/// whichever streams they are on (one waits for the one called before it to start): the call
+/// order is what the ranks must agree on, as with NCCL, where a call enqueues the kernel. So the
+/// stream's later work sees the result, other streams go on meanwhile, and a rank that never takes
+/// part ends in CommTimeout naming this rank, the operation and what it was for, instead of a hang.
 ///
 /// An operation that timed out is still under way inside MPI (MPI cannot withdraw a
 /// collective): the communicator's destructor waits for it once more, up to the timeout, and
