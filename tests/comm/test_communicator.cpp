@@ -131,3 +131,10 @@ TEST_CASE("communicator: the timeout is the communicator's, 60 s unless set") {
   comm.set_timeout(std::chrono::milliseconds(250));
   CHECK(comm.timeout() == std::chrono::milliseconds(250));
 }
+
+TEST_CASE("communicator: the order check is off unless set") {
+  Recording comm(2);
+  CHECK_FALSE(comm.order_check());
+  comm.set_order_check(true);
+  CHECK(comm.order_check());
+}

@@ -106,6 +106,16 @@ class Communicator {
   void set_timeout(std::chrono::milliseconds timeout) noexcept { timeout_ = timeout; }
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 
+  /// Order check (off by default): before each collective, the ranks exchange what they are
+  /// about to run (operation, element type, count, `what`); when they differ — the ranks
+  /// called their collectives in different orders — the collective is not run and fails on
+  /// every rank with CommError naming each rank's operation, instead of pairing the wrong
+  /// operations or hanging. Costs one small all_gather per collective: a debugging aid, and
+  /// how tests show that globally ordered tasks keep the ranks in step. Set it on every rank
+  /// alike, before the operations it is to check.
+  void set_order_check(bool on) noexcept { order_check_ = on; }
+  [[nodiscard]] bool order_check() const noexcept { return order_check_; }
+
   /// recv[i] = op over the ranks of send[i], for `count` elements, on every rank.
   Future<void> all_reduce(Stream& stream, const void* send, void* recv, std::size_t count,
                           DataType type, ReduceOp op, std::string_view what = {}) {
@@ -218,6 +228,7 @@ class Communicator {
 
  private:
   std::chrono::milliseconds timeout_{60'000};
+  bool order_check_ = false;
 };
 
 }  // namespace swp

@@ -179,22 +179,84 @@ int MpiCommunicator::size() const noexcept { return impl_->size; }
 
 namespace {
 
-// Queues on `stream`: start the operation, test it with a bounded back-off until it completed
-// or `timeout` passed, complete the promise. `start` returns an MPI error code.
+// What a rank is about to run, as the order check exchanges it (plain bytes, the same layout
+// on every rank of one build).
+struct OpDescriptor {
+  char text[120] = {};  // "all_reduce 'what' (n type)", truncated
+  bool operator==(const OpDescriptor&) const = default;
+};
+
+OpDescriptor descriptor_of(const std::string& text) {
+  OpDescriptor d;
+  text.copy(d.text, sizeof d.text - 1);
+  return d;
+}
+
+// What the order check compares: the description without "rank R: " (which differs between
+// ranks by design), and for all_to_all_v without its count (the ranks' totals differ too).
+std::string check_text(const std::string& description, bool with_count) {
+  const auto colon = description.find(": ");
+  std::string text = colon == std::string::npos ? description : description.substr(colon + 2);
+  if (!with_count) {
+    const auto open = text.rfind(" (");
+    const auto space = text.rfind(' ');
+    if (open != std::string::npos && space != std::string::npos && space > open)
+      text = text.substr(0, open) + " (" + text.substr(space + 1);  // "(N type)" -> "(type)"
+  }
+  return text;
+}
+
+enum class Waited { done, failed, timed_out };
+
+// Tests `request` with a bounded back-off — a few quick looks (a collective whose peers are
+// there completes in microseconds), then sleeps doubling to 1 ms — until it completed, failed
+// (`rc`) or `deadline` passed.
+Waited wait_for(MPI_Request& request, SteadyClock::time_point deadline, int& rc) {
+  auto pause = std::chrono::microseconds(1);
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return Waited::failed;
+    if (done != 0) return Waited::done;
+    if (SteadyClock::now() >= deadline) return Waited::timed_out;
+    if (polls < 64) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
+    }
+  }
+}
+
+// Queues on `stream`: when its turn came (the call order), check the ranks' order when `check`
+// is not empty (what this rank runs, as the ranks compare it), start the operation, test it
+// until it completed or `timeout` passed, complete the promise. `start` returns an MPI error
+// code.
 Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
-                    std::string description, std::chrono::milliseconds timeout,
+                    std::string description, std::chrono::milliseconds timeout, std::string check,
                     std::function<int(MPI_Request*)> start) {
   Promise<void> promise;
   Future<void> future = promise.get_future();
   const std::uint64_t ticket = impl.take_ticket();
   stream.enqueue([&impl, promise, ticket, op = std::move(op), description = std::move(description),
-                  timeout, start = std::move(start)]() mutable {
+                  timeout, check = std::move(check), start = std::move(start)]() mutable {
     const auto fail = [&](const std::string& message) {
       promise.set_error(std::make_exception_ptr(CommError(impl.rank, op, description + message)));
     };
+    const auto time_out = [&](MPI_Request request, const std::string& what) {
+      {
+        std::lock_guard lock(impl.mutex);
+        impl.timed_out.push_back(request);
+      }
+      promise.set_error(std::make_exception_ptr(CommTimeout(
+          impl.rank, op,
+          description + " did not complete" + what + " in " + std::to_string(timeout.count()) +
+              " ms: a rank did not take part (it failed, or issued its operations on this "
+              "communicator in another order)")));
+    };
     const auto deadline = SteadyClock::now() + timeout;
     MPI_Request request = MPI_REQUEST_NULL;
-    int started = MPI_SUCCESS;
+    int rc = MPI_SUCCESS;
     {
       std::unique_lock lock(impl.turn_mutex);
       if (!impl.turn_changed.wait_until(lock, deadline, [&] { return impl.turn == ticket; })) {
@@ -206,43 +268,61 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
                 "has not started")));
         return;
       }
-      started = start(&request);
+      if (!check.empty()) {
+        // The turn stays this operation's until it started (or failed): the check's own
+        // all_gather is the communicator's next operation on every rank.
+        const OpDescriptor mine = descriptor_of(check);
+        std::vector<OpDescriptor> all(static_cast<std::size_t>(impl.size));
+        MPI_Request check = MPI_REQUEST_NULL;
+        rc = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
+                            impl.comm, &check);
+        Waited waited = Waited::failed;
+        if (rc == MPI_SUCCESS) {
+          lock.unlock();  // other operations only wait for their turn meanwhile
+          waited = wait_for(check, deadline, rc);
+          lock.lock();
+        }
+        if (waited != Waited::done) {
+          impl.pass_turn();
+          lock.unlock();
+          if (waited == Waited::timed_out) {
+            time_out(check, " (its order check)");
+          } else {
+            fail(" failed (its order check): " + mpi_error(rc));
+          }
+          return;
+        }
+        if (std::any_of(all.begin(), all.end(),
+                        [&](const OpDescriptor& d) { return !(d == mine); })) {
+          impl.pass_turn();
+          lock.unlock();
+          std::string each;
+          for (std::size_t r = 0; r < all.size(); ++r)
+            each +=
+                (r == 0 ? "" : ", ") + std::string("rank ") + std::to_string(r) + " " + all[r].text;
+          fail(" was not run: the ranks called different collectives here (order check: " + each +
+               "); every rank must call them in the same order (globally ordered tasks)");
+          return;
+        }
+      }
+      rc = start(&request);
       impl.pass_turn();
     }
-    if (started != MPI_SUCCESS) {
-      fail(" failed: " + mpi_error(started));
+    if (rc != MPI_SUCCESS) {
+      fail(" failed: " + mpi_error(rc));
       return;
     }
-    auto pause = std::chrono::microseconds(1);
-    for (int polls = 0;; ++polls) {
-      int done = 0;
-      if (const int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
+    switch (wait_for(request, deadline, rc)) {
+      case Waited::done:
+        promise.set_value();
+        return;
+      case Waited::failed:
         fail(" failed: " + mpi_error(rc));
         return;
-      }
-      if (done != 0) break;
-      if (SteadyClock::now() >= deadline) {
-        {
-          std::lock_guard lock(impl.mutex);
-          impl.timed_out.push_back(request);
-        }
-        promise.set_error(std::make_exception_ptr(CommTimeout(
-            impl.rank, op,
-            description + " did not complete in " + std::to_string(timeout.count()) +
-                " ms: a rank did not take part (it failed, or issued its operations on this "
-                "communicator in another order)")));
+      case Waited::timed_out:
+        time_out(request, "");
         return;
-      }
-      // Back-off: a few quick looks (a collective whose peers are there completes in
-      // microseconds), then sleeps doubling to 1 ms.
-      if (polls < 64) {
-        std::this_thread::yield();
-      } else {
-        std::this_thread::sleep_for(pause);
-        pause = std::min(pause * 2, std::chrono::microseconds(1000));
-      }
     }
-    promise.set_value();
   });
   return future;
 }
@@ -261,9 +341,10 @@ Future<void> MpiCommunicator::do_all_reduce(Stream& stream, const void* send, vo
   const std::string description = describe("all_reduce", what, count, type);
   const int n = checked_count(count, description);
   MPI_Comm comm = impl_->comm;
-  return run_on(stream, *impl_, "all_reduce", description, timeout(), [=](MPI_Request* r) {
-    return MPI_Iallreduce(send, recv, n, mpi_type(type), mpi_op(op), comm, r);
-  });
+  return run_on(stream, *impl_, "all_reduce", description, timeout(),
+                order_check() ? check_text(description, true) : std::string(), [=](MPI_Request* r) {
+                  return MPI_Iallreduce(send, recv, n, mpi_type(type), mpi_op(op), comm, r);
+                });
 }
 
 Future<void> MpiCommunicator::do_all_gather(Stream& stream, const void* send, void* recv,
@@ -272,9 +353,10 @@ Future<void> MpiCommunicator::do_all_gather(Stream& stream, const void* send, vo
   const std::string description = describe("all_gather", what, count, type);
   const int n = checked_count(count, description);
   MPI_Comm comm = impl_->comm;
-  return run_on(stream, *impl_, "all_gather", description, timeout(), [=](MPI_Request* r) {
-    return MPI_Iallgather(send, n, mpi_type(type), recv, n, mpi_type(type), comm, r);
-  });
+  return run_on(stream, *impl_, "all_gather", description, timeout(),
+                order_check() ? check_text(description, true) : std::string(), [=](MPI_Request* r) {
+                  return MPI_Iallgather(send, n, mpi_type(type), recv, n, mpi_type(type), comm, r);
+                });
 }
 
 Future<void> MpiCommunicator::do_all_to_all(Stream& stream, const void* send, void* recv,
@@ -283,9 +365,10 @@ Future<void> MpiCommunicator::do_all_to_all(Stream& stream, const void* send, vo
   const std::string description = describe("all_to_all", what, count, type);
   const int n = checked_count(count, description);
   MPI_Comm comm = impl_->comm;
-  return run_on(stream, *impl_, "all_to_all", description, timeout(), [=](MPI_Request* r) {
-    return MPI_Ialltoall(send, n, mpi_type(type), recv, n, mpi_type(type), comm, r);
-  });
+  return run_on(stream, *impl_, "all_to_all", description, timeout(),
+                order_check() ? check_text(description, true) : std::string(), [=](MPI_Request* r) {
+                  return MPI_Ialltoall(send, n, mpi_type(type), recv, n, mpi_type(type), comm, r);
+                });
 }
 
 Future<void> MpiCommunicator::do_all_to_all_v(Stream& stream, const void* send,
@@ -311,6 +394,7 @@ Future<void> MpiCommunicator::do_all_to_all_v(Stream& stream, const void* send,
   }
   MPI_Comm comm = impl_->comm;
   return run_on(stream, *impl_, "all_to_all_v", description, timeout(),
+                order_check() ? check_text(description, false) : std::string(),
                 [=, counts = std::move(counts)](MPI_Request* r) {
                   const int* c = counts.data();
                   return MPI_Ialltoallv(send, c, c + ranks, mpi_type(type), recv, c + 2 * ranks,
@@ -326,7 +410,7 @@ Future<void> MpiCommunicator::do_send(Stream& stream, const void* data, std::siz
           "peer " + std::to_string(peer) + " is not a rank of this communicator");
   const int n = checked_count(count, description);
   MPI_Comm comm = impl_->comm;
-  return run_on(stream, *impl_, "send", description, timeout(), [=](MPI_Request* r) {
+  return run_on(stream, *impl_, "send", description, timeout(), std::string(), [=](MPI_Request* r) {
     return MPI_Isend(data, n, mpi_type(type), peer, 0, comm, r);
   });
 }
@@ -339,7 +423,7 @@ Future<void> MpiCommunicator::do_recv(Stream& stream, void* data, std::size_t co
           "peer " + std::to_string(peer) + " is not a rank of this communicator");
   const int n = checked_count(count, description);
   MPI_Comm comm = impl_->comm;
-  return run_on(stream, *impl_, "recv", description, timeout(), [=](MPI_Request* r) {
+  return run_on(stream, *impl_, "recv", description, timeout(), std::string(), [=](MPI_Request* r) {
     return MPI_Irecv(data, n, mpi_type(type), peer, 0, comm, r);
   });
 }

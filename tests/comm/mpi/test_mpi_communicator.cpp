@@ -5,8 +5,12 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
 #include <numeric>
 #include <span>
 #include <stdexcept>
@@ -17,6 +21,8 @@
 #include "swp/async/co.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/comm/mpi/mpi_communicator.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/engine/errors.hpp"
 #include "swp/engine/runtime.hpp"
 
 namespace {
@@ -247,6 +253,121 @@ TEST_CASE("mpi: a rank that does not take part fails the others' operation by it
   finish(s, world->all_reduce(s, std::span<const std::int64_t>(value),
                               std::span<std::int64_t>(again), swp::ReduceOp::sum, "after"));
   CHECK(again[0] == n);
+}
+
+namespace {
+
+using IterCtx = swp::IterContext<int>;
+
+// Two independent tasks, A and B, on lanes and streams of their own, each all_reducing its
+// value of every iteration on `comm` (A: 10 i + 1, B: 10 i + 2); `ordered` makes them
+// globally ordered. `before(task, iter)` runs in the body before its collective is called.
+struct TwoCollectives {
+  swp::Communicator& comm;
+  int iterations;
+  bool ordered;
+  std::function<void(char, int)> before;
+  std::vector<std::int64_t> a_in, b_in, a_sum, b_sum;
+
+  swp::Plan<IterCtx> plan() {
+    a_in.assign(static_cast<std::size_t>(iterations), 0);
+    b_in = a_in;
+    a_sum = a_in;
+    b_sum = a_in;
+    swp::Plan<IterCtx> p;
+    add(p, 'A', a_in, a_sum, 1);
+    add(p, 'B', b_in, b_sum, 2);
+    return p;
+  }
+
+  void add(swp::Plan<IterCtx>& p, char name, std::vector<std::int64_t>& in,
+           std::vector<std::int64_t>& sum, int offset) {
+    p.add(std::string(1, name),
+          [this, name, &in, &sum, offset](IterCtx& ctx, swp::TaskScope& scope) -> swp::Co<void> {
+            const auto i = static_cast<std::size_t>(ctx.iter_idx);
+            in[i] = 10 * ctx.iter_idx + offset;
+            if (before) before(name, static_cast<int>(ctx.iter_idx));
+            co_await comm.all_reduce(
+                scope.stream(), std::span<const std::int64_t>(&in[i], 1),
+                std::span<std::int64_t>(&sum[i], 1), swp::ReduceOp::sum,
+                std::string(1, name) + " iter " + std::to_string(ctx.iter_idx));
+          },
+          {.stage = 0,
+           .stream = std::string("s") + name,
+           .thread_group = std::string("lane") + name,
+           .globally_ordered = ordered});
+  }
+};
+
+}  // namespace
+
+TEST_CASE("mpi: globally ordered tasks call collectives in the same order on every rank") {
+  auto world = swp::MpiCommunicator::world();
+  world->set_order_check(true);
+  const int me = world->rank();
+  const int n = world->size();
+  constexpr int iterations = 8;
+  // Each rank would call them in another order: rank 0 is slow to call A, the others to call
+  // B. The sequencer gives every rank the same order anyway.
+  TwoCollectives run{*world, iterations, /*ordered=*/true, [me](char task, int) {
+                       if ((me == 0) == (task == 'A')) std::this_thread::sleep_for(20ms);
+                     }};
+  swp::Runtime rt({.workers = 2});
+  swp::DataFlowPipeline<IterCtx> pipe(rt, run.plan(), 2);
+  std::vector<int> batches(iterations);
+  CHECK(pipe.run(batches).iterations == iterations);
+  for (int i = 0; i < iterations; ++i) {
+    CAPTURE(i);
+    CHECK(run.a_sum[static_cast<std::size_t>(i)] == static_cast<std::int64_t>(n) * (10 * i + 1));
+    CHECK(run.b_sum[static_cast<std::size_t>(i)] == static_cast<std::int64_t>(n) * (10 * i + 2));
+  }
+}
+
+TEST_CASE("mpi: without the sequencer, ranks calling in different orders fail on every rank") {
+  auto world = swp::MpiCommunicator::world();
+  world->set_order_check(true);
+  world->set_timeout(20s);
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  // Rank 0 calls B before A, every other rank A before B: each waits for the other task's call.
+  std::atomic<bool> a_called{false}, b_called{false};
+  const auto wait_for = [](std::atomic<bool>& flag) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!flag.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  };
+  TwoCollectives run{*world, 1, /*ordered=*/false, [&](char task, int) {
+                       if (task == 'A') {
+                         if (me == 0) wait_for(b_called);
+                         a_called = true;
+                       } else {
+                         if (me != 0) wait_for(a_called);
+                         b_called = true;
+                       }
+                     }};
+  swp::Runtime rt({.workers = 2});
+  swp::DataFlowPipeline<IterCtx> pipe(rt, run.plan(), 1);
+  std::vector<int> batches(1);
+  try {
+    pipe.run(batches);
+    FAIL("the mismatched order went unnoticed on rank " << me);
+  } catch (const swp::TaskError& e) {
+    CHECK(e.iter() == 0);
+    CHECK((e.task() == "A" || e.task() == "B"));
+    try {
+      std::rethrow_exception(e.nested());
+    } catch (const swp::CommError& comm) {
+      const std::string what = comm.what();
+      CAPTURE(what);
+      CHECK(comm.rank() == me);
+      CHECK(what.find("the ranks called different collectives here") != std::string::npos);
+      // Each rank's operation is named (which of the two collectives failed first on this
+      // rank depends on its threads: either names rank 0's and rank 1's different calls).
+      CHECK(what.find("rank 0 all_reduce '") != std::string::npos);
+      CHECK(what.find("rank 1 all_reduce '") != std::string::npos);
+      CHECK(what.find("'A iter 0'") != std::string::npos);
+      CHECK(what.find("'B iter 0'") != std::string::npos);
+    }
+  }
 }
 
 int main(int argc, char** argv) {
