@@ -116,9 +116,14 @@ bool EngineCore::wait_drained() {
 }
 
 bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  Scheduler& scheduler = runtime_.scheduler();
   // Run what is runnable first: usually that is all it takes, and it needs no clock reading.
-  if (scheduler.drive_until(done, Clock::time_point::min())) return true;
+  if (runtime_.scheduler().drive_until(done, Clock::time_point::min())) return true;
+  return wait_past_runnable(done, limit);
+}
+
+bool EngineCore::wait_past_runnable(const std::function<bool()>& done,
+                                    std::chrono::milliseconds limit) {
+  Scheduler& scheduler = runtime_.scheduler();
   // Virtual time: the deadlines do not apply to the model (a task may model minutes), and a
   // run that cannot go on is known at once: drive_until returns when nothing is left to run.
   if (scheduler.virtual_time()) return scheduler.drive_until(done, Clock::time_point::max());
@@ -135,7 +140,7 @@ bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::millis
 bool EngineCore::wait_retire(const std::function<bool()>& done,
                              std::optional<Clock::time_point>& started) {
   if (runtime_.scheduler().drive_until(done, Clock::time_point::min())) return true;
-  return wait_for(done, retire_time_left(started));
+  return wait_past_runnable(done, retire_time_left(started));
 }
 
 void EngineCore::time_out_retire() {

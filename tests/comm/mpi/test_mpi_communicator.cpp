@@ -267,7 +267,7 @@ struct TwoCollectives {
   int iterations;
   bool ordered;
   std::function<void(char, int)> before;
-  std::vector<std::int64_t> a_in, b_in, a_sum, b_sum;
+  std::vector<std::int64_t> a_in{}, b_in{}, a_sum{}, b_sum{};
 
   swp::Plan<IterCtx> plan() {
     a_in.assign(static_cast<std::size_t>(iterations), 0);

@@ -40,6 +40,16 @@ bool have_gpu(const char* test) {
   return false;
 }
 
+// Either engine on `plan` (the data-flow one with 3 iterations in flight).
+template <class Pipe>
+std::unique_ptr<Pipe> make_pipe(swp::Runtime& rt, const swp::Plan<Ctx>& plan) {
+  if constexpr (std::is_same_v<Pipe, swp::ClockPipeline<Ctx>>) {
+    return std::make_unique<Pipe>(rt, plan);
+  } else {
+    return std::make_unique<Pipe>(rt, plan, 3);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("cuda: the device makes prioritized streams and events with CUDA handles") {
@@ -140,12 +150,7 @@ TEST_CASE_TEMPLATE("cuda: both engines run a two-stream plan on the cuda backend
            },
            {.stage = 1, .stream = "copy"});
   plan.intra_iter_deps.push_back({"Consume", "Produce"});
-  std::unique_ptr<Pipe> pipe;
-  if constexpr (std::is_same_v<Pipe, swp::ClockPipeline<Ctx>>) {
-    pipe = std::make_unique<Pipe>(rt, plan);
-  } else {
-    pipe = std::make_unique<Pipe>(rt, plan, 3);
-  }
+  auto pipe = make_pipe<Pipe>(rt, plan);
   std::vector<int> batches;
   for (int i = 0; i < iterations; ++i) batches.push_back(i);
   CHECK(pipe->run(batches).iterations == iterations);
@@ -289,12 +294,7 @@ TEST_CASE_TEMPLATE("cuda: both engines run on a device completing by polling", P
            },
            {.stage = 1, .stream = "copy"});
   plan.intra_iter_deps.push_back({"Consume", "Produce"});
-  std::unique_ptr<Pipe> pipe;
-  if constexpr (std::is_same_v<Pipe, swp::ClockPipeline<Ctx>>) {
-    pipe = std::make_unique<Pipe>(rt, plan);
-  } else {
-    pipe = std::make_unique<Pipe>(rt, plan, 3);
-  }
+  auto pipe = make_pipe<Pipe>(rt, plan);
   pipe->retire_after_device();  // retirement waits for the polled completions
   std::vector<int> batches;
   for (int i = 0; i < iterations; ++i) batches.push_back(i);

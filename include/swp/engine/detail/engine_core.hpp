@@ -382,6 +382,8 @@ class EngineCore {
   void fail_callback(CallbackError::Callback which, std::int64_t iter);
   [[nodiscard]] bool failed_with(FailureKind kind) const;
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
+  // wait_for after running what was runnable did not make `done` true.
+  bool wait_past_runnable(const std::function<bool()>& done, std::chrono::milliseconds limit);
   // wait_for with the retire deadline counted from `started` (set at the first wait): the
   // clock is read only once running what is runnable was not enough.
   bool wait_retire(const std::function<bool()>& done, std::optional<Clock::time_point>& started);
