@@ -48,4 +48,15 @@ void Communicator::require(bool ok, std::string_view op, std::string_view what,
   throw std::invalid_argument(s + ": " + std::string(message));
 }
 
+void Communicator::require_counts(const AllToAllVBuffers& buffers,
+                                  const std::string& description) const {
+  const auto n = static_cast<std::size_t>(size());
+  if (buffers.send_counts.size() == n && buffers.recv_counts.size() == n) return;
+  throw CommError(rank(), "all_to_all_v",
+                  description + ": the counts when it started had " +
+                      std::to_string(buffers.send_counts.size()) + " send and " +
+                      std::to_string(buffers.recv_counts.size()) +
+                      " receive entries; it needs one per rank (" + std::to_string(n) + ")");
+}
+
 }  // namespace swp

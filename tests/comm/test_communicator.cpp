@@ -47,6 +47,12 @@ class Recording final : public swp::Communicator {
                                     std::string_view what) override {
     return record("all_to_all_v", total(counts), type, what);
   }
+  swp::Future<void> do_all_to_all_v_later(swp::Stream&,
+                                          std::function<swp::AllToAllVBuffers()> when_started,
+                                          swp::DataType type, std::string_view what) override {
+    const swp::AllToAllVBuffers buffers = when_started();
+    return record("all_to_all_v later", total(buffers.send_counts), type, what);
+  }
   swp::Future<void> do_send(swp::Stream&, const void*, std::size_t count, swp::DataType type, int,
                             std::string_view what) override {
     return record("send", count, type, what);
@@ -99,7 +105,20 @@ TEST_CASE("communicator: typed forms pass the right counts and refuse buffers th
   const std::vector<std::size_t> counts{1, 2, 3, 2};
   comm.all_to_all_v(s, std::span<const float>(eight), counts, std::span<float>(eight), counts)
       .get();
-  REQUIRE(comm.calls.size() == 4);
+  int started = 0;
+  comm.all_to_all_v(
+          s,
+          [&] {
+            ++started;
+            return swp::AllToAllVBuffers{eight.data(), {2, 2, 2, 2}, eight.data(), {2, 2, 2, 2}};
+          },
+          swp::DataType::f32, "splits")
+      .get();
+  CHECK(started == 1);
+  REQUIRE(comm.calls.size() == 5);
+  CHECK(comm.calls[4].op == "all_to_all_v later");
+  CHECK(comm.calls[4].count == 8);
+  comm.calls.pop_back();
   CHECK(comm.calls[0].op == "all_reduce");
   CHECK(comm.calls[0].count == 8);
   CHECK(comm.calls[0].type == swp::DataType::f32);

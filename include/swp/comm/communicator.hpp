@@ -5,12 +5,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "swp/async/future.hpp"
 
@@ -44,6 +46,16 @@ constexpr DataType data_type_of() {
     static_assert(sizeof(U) == 0, "collectives carry u8/byte, i32, i64, f32 and f64");
   }
 }
+
+/// The buffers and counts of an all_to_all_v known only when it starts (see
+/// Communicator::all_to_all_v with a callable): `send` holds send_counts[r] elements for each
+/// rank r back to back, `recv` has room for recv_counts[r] from each rank r.
+struct AllToAllVBuffers {
+  const void* send = nullptr;
+  std::vector<std::size_t> send_counts;
+  void* recv = nullptr;
+  std::vector<std::size_t> recv_counts;
+};
 
 /// How all_reduce combines the ranks' elements.
 enum class ReduceOp : std::uint8_t { sum, prod, min, max };
@@ -141,6 +153,17 @@ class Communicator {
                             std::string_view what = {}) {
     return do_all_to_all_v(stream, send, send_counts, recv, recv_counts, type, what);
   }
+  /// all_to_all_v whose counts are not known yet when it is called: `when_started` is called
+  /// in stream order, when the operation starts — after the stream's earlier work, such as
+  /// the exchange of the splits that give the counts, completed — and returns the buffers and
+  /// counts (it may allocate `recv` then). The operation takes its place in the call order
+  /// now, so calling both levels of an input distribution from one globally ordered task keeps
+  /// the ranks in step. Errors: an exception from `when_started`, or counts that do not have
+  /// one entry per rank, fail the future with CommError naming the operation.
+  Future<void> all_to_all_v(Stream& stream, std::function<AllToAllVBuffers()> when_started,
+                            DataType type, std::string_view what = {}) {
+    return do_all_to_all_v_later(stream, std::move(when_started), type, what);
+  }
   /// Sends `count` elements to `peer`, which receives them with recv(..., this rank).
   Future<void> send(Stream& stream, const void* data, std::size_t count, DataType type, int peer,
                     std::string_view what = {}) {
@@ -211,12 +234,17 @@ class Communicator {
                                        std::span<const std::size_t> send_counts, void* recv,
                                        std::span<const std::size_t> recv_counts, DataType type,
                                        std::string_view what) = 0;
+  virtual Future<void> do_all_to_all_v_later(Stream& stream,
+                                             std::function<AllToAllVBuffers()> when_started,
+                                             DataType type, std::string_view what) = 0;
   virtual Future<void> do_send(Stream& stream, const void* data, std::size_t count, DataType type,
                                int peer, std::string_view what) = 0;
   virtual Future<void> do_recv(Stream& stream, void* data, std::size_t count, DataType type,
                                int peer, std::string_view what) = 0;
   // Throws std::invalid_argument "rank R: OP 'WHAT': MESSAGE" unless `ok`.
   void require(bool ok, std::string_view op, std::string_view what, std::string_view message) const;
+  // Throws CommError "DESCRIPTION: counts must have one entry per rank" unless both have size().
+  void require_counts(const AllToAllVBuffers& buffers, const std::string& description) const;
   // "rank R: OP 'WHAT' (N TYPE)": how errors name an operation.
   [[nodiscard]] std::string describe(std::string_view op, std::string_view what, std::size_t count,
                                      DataType type) const;

@@ -1,5 +1,8 @@
 #include "swp/comm/mpi/mpi_communicator.hpp"
 
+// The C API only: Open MPI's C++ bindings do not compile cleanly at warning_level=3.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -305,7 +309,18 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
           return;
         }
       }
-      rc = start(&request);
+      try {
+        rc = start(&request);
+      } catch (const CommError&) {
+        impl.pass_turn();
+        promise.set_error(std::current_exception());
+        return;
+      } catch (const std::exception& e) {
+        impl.pass_turn();
+        lock.unlock();
+        fail(std::string(" failed as it started: ") + e.what());
+        return;
+      }
       impl.pass_turn();
     }
     if (rc != MPI_SUCCESS) {
@@ -371,16 +386,14 @@ Future<void> MpiCommunicator::do_all_to_all(Stream& stream, const void* send, vo
                 });
 }
 
-Future<void> MpiCommunicator::do_all_to_all_v(Stream& stream, const void* send,
-                                              std::span<const std::size_t> send_counts, void* recv,
-                                              std::span<const std::size_t> recv_counts,
-                                              DataType type, std::string_view what) {
-  const std::string description = describe("all_to_all_v", what, total(send_counts), type);
-  const auto ranks = static_cast<std::size_t>(size());
-  require(send_counts.size() == ranks && recv_counts.size() == ranks, "all_to_all_v", what,
-          "one send count and one receive count per rank");
-  // Counts and displacements (prefix sums) as MPI's ints, owned by the queued operation:
-  // MPI reads them until it completed.
+namespace {
+
+// all_to_all_v's counts and displacements (prefix sums) as MPI's ints: send counts, send
+// displacements, receive counts, receive displacements, one per rank each.
+std::vector<int> mpi_counts(std::span<const std::size_t> send_counts,
+                            std::span<const std::size_t> recv_counts,
+                            const std::string& description) {
+  const std::size_t ranks = send_counts.size();
   std::vector<int> counts(4 * ranks);
   std::size_t send_at = 0;
   std::size_t recv_at = 0;
@@ -392,12 +405,51 @@ Future<void> MpiCommunicator::do_all_to_all_v(Stream& stream, const void* send,
     send_at += send_counts[r];
     recv_at += recv_counts[r];
   }
+  return counts;
+}
+
+}  // namespace
+
+Future<void> MpiCommunicator::do_all_to_all_v(Stream& stream, const void* send,
+                                              std::span<const std::size_t> send_counts, void* recv,
+                                              std::span<const std::size_t> recv_counts,
+                                              DataType type, std::string_view what) {
+  const std::string description = describe("all_to_all_v", what, total(send_counts), type);
+  const auto ranks = static_cast<std::size_t>(size());
+  require(send_counts.size() == ranks && recv_counts.size() == ranks, "all_to_all_v", what,
+          "one send count and one receive count per rank");
+  // Owned by the queued operation: MPI reads them until it completed.
+  std::vector<int> counts = mpi_counts(send_counts, recv_counts, description);
   MPI_Comm comm = impl_->comm;
   return run_on(stream, *impl_, "all_to_all_v", description, timeout(),
                 order_check() ? check_text(description, false) : std::string(),
                 [=, counts = std::move(counts)](MPI_Request* r) {
                   const int* c = counts.data();
                   return MPI_Ialltoallv(send, c, c + ranks, mpi_type(type), recv, c + 2 * ranks,
+                                        c + 3 * ranks, mpi_type(type), comm, r);
+                });
+}
+
+Future<void> MpiCommunicator::do_all_to_all_v_later(Stream& stream,
+                                                    std::function<AllToAllVBuffers()> when_started,
+                                                    DataType type, std::string_view what) {
+  // The count is not known yet: errors and the order check name the operation without it.
+  const std::string description = describe("all_to_all_v", what, 0, type);
+  const std::string named =
+      description.substr(0, description.rfind(" (")) + " (" + std::string(name_of(type)) + ")";
+  MPI_Comm comm = impl_->comm;
+  const auto ranks = static_cast<std::size_t>(size());
+  // The counts live in the queued operation (MPI reads them until it completed).
+  auto counts = std::make_shared<std::vector<int>>();
+  return run_on(stream, *impl_, "all_to_all_v", named, timeout(),
+                order_check() ? check_text(description, false) : std::string(),
+                [this, when_started = std::move(when_started), counts, named, ranks, type,
+                 comm](MPI_Request* r) {
+                  const AllToAllVBuffers b = when_started();
+                  require_counts(b, named);
+                  *counts = mpi_counts(b.send_counts, b.recv_counts, named);
+                  const int* c = counts->data();
+                  return MPI_Ialltoallv(b.send, c, c + ranks, mpi_type(type), b.recv, c + 2 * ranks,
                                         c + 3 * ranks, mpi_type(type), comm, r);
                 });
 }

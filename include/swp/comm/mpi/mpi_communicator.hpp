@@ -80,6 +80,8 @@ class MpiCommunicator final : public Communicator {
                                std::span<const std::size_t> send_counts, void* recv,
                                std::span<const std::size_t> recv_counts, DataType type,
                                std::string_view what) override;
+  Future<void> do_all_to_all_v_later(Stream& stream, std::function<AllToAllVBuffers()> when_started,
+                                     DataType type, std::string_view what) override;
   Future<void> do_send(Stream& stream, const void* data, std::size_t count, DataType type, int peer,
                        std::string_view what) override;
   Future<void> do_recv(Stream& stream, void* data, std::size_t count, DataType type, int peer,

@@ -1,0 +1,214 @@
+#include "swp/comm/input_dist.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+#include <utility>
+
+#include "swp/device/stream.hpp"
+
+namespace swp {
+
+namespace {
+
+// Buffers of batches whose collectives failed or timed out: MPI cannot withdraw an operation,
+// so one that timed out may still write into them later. They are never freed.
+void keep_forever(std::vector<std::vector<std::int64_t>>&& buffers) {
+  static std::mutex mutex;
+  static auto* kept = new std::vector<std::vector<std::int64_t>>();
+  std::lock_guard lock(mutex);
+  for (auto& b : buffers) kept->push_back(std::move(b));
+}
+
+bool settled(const Future<void>& f) { return !f.valid() || (f.ready() && !f.error_ptr()); }
+
+}  // namespace
+
+struct InputDist::Batch::State {
+  struct PerModule {
+    std::string name;
+    Communicator* group = nullptr;
+    std::size_t splits = 0;  // its splits collective
+    std::size_t stride = 1;  // modules in that collective
+    std::size_t slot = 0;    // its place among them
+    std::vector<std::int64_t> send;
+    std::vector<std::size_t> send_counts;
+    ModuleOutput out;
+    Future<void> tensors;
+    bool taken = false;
+  };
+  std::vector<PerModule> modules;
+  std::vector<std::vector<std::int64_t>> splits_send, splits_recv;
+  std::vector<Future<void>> splits;
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() {
+    bool clean = std::all_of(splits.begin(), splits.end(), settled);
+    for (const PerModule& m : modules) clean = clean && settled(m.tensors);
+    if (clean) return;
+    std::vector<std::vector<std::int64_t>> buffers = std::move(splits_send);
+    for (auto& b : splits_recv) buffers.push_back(std::move(b));
+    for (PerModule& m : modules) {
+      buffers.push_back(std::move(m.send));
+      buffers.push_back(std::move(m.out.values));
+    }
+    keep_forever(std::move(buffers));
+  }
+
+  PerModule& find(std::string_view name) {
+    for (PerModule& m : modules)
+      if (m.name == name) return m;
+    throw std::out_of_range("InputDist batch: no module '" + std::string(name) + "'");
+  }
+};
+
+std::span<const std::int64_t> ModuleOutput::from(int rank) const {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= from_rank.size())
+    throw std::out_of_range("ModuleOutput::from: rank " + std::to_string(rank) + " of a group of " +
+                            std::to_string(from_rank.size()));
+  std::size_t at = 0;
+  for (int r = 0; r < rank; ++r) at += from_rank[static_cast<std::size_t>(r)];
+  return std::span<const std::int64_t>(values).subspan(at,
+                                                       from_rank[static_cast<std::size_t>(rank)]);
+}
+
+InputDist::InputDist(Options options) : options_(options) {}
+
+InputDist& InputDist::add_module(std::string name, Communicator& group) {
+  if (name.empty()) throw std::invalid_argument("InputDist::add_module: a module needs a name");
+  for (const Module& m : modules_)
+    if (m.name == name)
+      throw std::invalid_argument("InputDist::add_module: module '" + name + "' added twice");
+  const auto it = std::find(groups_.begin(), groups_.end(), &group);
+  const auto g = static_cast<std::size_t>(it - groups_.begin());
+  if (it == groups_.end()) groups_.push_back(&group);
+  const auto in_group = static_cast<std::size_t>(std::count_if(
+      modules_.begin(), modules_.end(), [&](const Module& m) { return m.group == g; }));
+  modules_.push_back({std::move(name), g, in_group});
+  return *this;
+}
+
+std::size_t InputDist::splits_collectives() const noexcept {
+  return options_.fuse_splits ? groups_.size() : modules_.size();
+}
+
+InputDist::Batch InputDist::start(Stream& stream, std::map<std::string, ModuleInput> inputs,
+                                  std::string_view what) {
+  const std::string prefix = std::string(what.empty() ? "InputDist" : what);
+  if (modules_.empty()) throw std::invalid_argument(prefix + ": no module was added");
+  for (const auto& [name, input] : inputs)
+    if (std::none_of(modules_.begin(), modules_.end(),
+                     [&](const Module& m) { return m.name == name; }))
+      throw std::invalid_argument(prefix + ": an input for '" + name +
+                                  "', which is no module of this InputDist");
+  for (const Module& m : modules_) {
+    const auto it = inputs.find(m.name);
+    if (it == inputs.end())
+      throw std::invalid_argument(prefix + ": no input for module '" + m.name + "'");
+    const auto ranks = static_cast<std::size_t>(groups_[m.group]->size());
+    if (it->second.to_rank.size() != ranks)
+      throw std::invalid_argument(prefix + ": module '" + m.name + "' has ids for " +
+                                  std::to_string(it->second.to_rank.size()) +
+                                  " ranks; its process group has " + std::to_string(ranks));
+  }
+
+  auto state = std::make_shared<Batch::State>();
+  // Splits collectives: one per group (fused) or one per module, each with `stride` counts
+  // per rank: send[r * stride + slot] = how many ids the module in `slot` sends rank r.
+  std::vector<Communicator*> splits_group;
+  for (const Module& m : modules_) {
+    Batch::State::PerModule pm;
+    pm.name = m.name;
+    pm.group = groups_[m.group];
+    if (options_.fuse_splits) {
+      pm.splits = m.group;
+      pm.slot = m.in_group;
+      pm.stride = static_cast<std::size_t>(std::count_if(
+          modules_.begin(), modules_.end(), [&](const Module& o) { return o.group == m.group; }));
+    } else {
+      pm.splits = state->modules.size();
+    }
+    for (auto& ids : inputs[m.name].to_rank) {
+      pm.send_counts.push_back(ids.size());
+      pm.send.insert(pm.send.end(), ids.begin(), ids.end());
+    }
+    state->modules.push_back(std::move(pm));
+  }
+  const std::size_t collectives = splits_collectives();
+  state->splits_send.resize(collectives);
+  state->splits_recv.resize(collectives);
+  splits_group.resize(collectives);
+  for (const auto& pm : state->modules) {
+    const auto ranks = static_cast<std::size_t>(pm.group->size());
+    auto& send = state->splits_send[pm.splits];
+    send.resize(ranks * pm.stride);
+    state->splits_recv[pm.splits].resize(ranks * pm.stride);
+    for (std::size_t r = 0; r < ranks; ++r)
+      send[r * pm.stride + pm.slot] = static_cast<std::int64_t>(pm.send_counts[r]);
+    splits_group[pm.splits] = pm.group;
+  }
+
+  // Level 1: the splits, in group order; then level 2: each module's tensors, whose receive
+  // counts are read from the splits when the exchange starts (after them on the stream).
+  for (std::size_t c = 0; c < collectives; ++c) {
+    const std::string name =
+        options_.fuse_splits ? prefix + " splits" : prefix + " splits " + state->modules[c].name;
+    state->splits.push_back(
+        splits_group[c]->all_to_all(stream, std::span<const std::int64_t>(state->splits_send[c]),
+                                    std::span<std::int64_t>(state->splits_recv[c]), name));
+  }
+  for (std::size_t i = 0; i < state->modules.size(); ++i) {
+    auto& pm = state->modules[i];
+    // The operation holds the state (its buffers) until it completed.
+    pm.tensors = pm.group->all_to_all_v(
+        stream,
+        [state_ref = state, i]() -> AllToAllVBuffers {
+          Batch::State& s = *state_ref;
+          auto& m = s.modules[i];
+          const Future<void>& splits = s.splits[m.splits];
+          if (splits.ready() && splits.error_ptr()) std::rethrow_exception(splits.error_ptr());
+          const auto& recv = s.splits_recv[m.splits];
+          const std::size_t ranks = recv.size() / m.stride;
+          m.out.from_rank.resize(ranks);
+          std::size_t total = 0;
+          for (std::size_t r = 0; r < ranks; ++r) {
+            const std::int64_t n = recv[r * m.stride + m.slot];
+            if (n < 0)
+              throw std::runtime_error("rank " + std::to_string(r) + " announced " +
+                                       std::to_string(n) + " ids for module '" + m.name + "'");
+            m.out.from_rank[r] = static_cast<std::size_t>(n);
+            total += m.out.from_rank[r];
+          }
+          m.out.values.resize(total);
+          return {m.send.data(), m.send_counts, m.out.values.data(), m.out.from_rank};
+        },
+        DataType::i64, prefix + " " + pm.name);
+  }
+  return Batch(std::move(state));
+}
+
+const std::vector<Future<void>>& InputDist::Batch::splits() const {
+  if (!state_) throw std::logic_error("InputDist::Batch: an empty batch (not from start)");
+  return state_->splits;
+}
+
+Future<void> InputDist::Batch::tensors(std::string_view module) const {
+  if (!state_) throw std::logic_error("InputDist::Batch: an empty batch (not from start)");
+  return state_->find(module).tensors;
+}
+
+ModuleOutput InputDist::Batch::take(std::string_view module) {
+  if (!state_) throw std::logic_error("InputDist::Batch: an empty batch (not from start)");
+  auto& m = state_->find(module);
+  if (!m.tensors.ready())
+    throw std::logic_error("InputDist batch: module '" + m.name +
+                           "' is taken before its tensors arrived (await tensors() first)");
+  m.tensors.get();  // rethrows the exchange's error
+  if (m.taken) throw std::logic_error("InputDist batch: module '" + m.name + "' taken twice");
+  m.taken = true;
+  return std::move(m.out);
+}
+
+}  // namespace swp
