@@ -3,3 +3,4 @@
 // include swp/comm/mpi/mpi_communicator.hpp where SWP_HAVE_MPI.
 
 #include "swp/comm/communicator.hpp"
+#include "swp/comm/input_dist.hpp"
