@@ -7,7 +7,7 @@
 #                             build-gpu-carry/: the test binary, libswp and the shared libraries
 #                             the GPU machine lacks (Boost's)
 #   tools/gpu-check.sh run    on the GPU machine, from the repository root: prints the GPU, runs
-#                             the cuda tests (none may skip) and the engine, device and async
+#                             the cuda and nccl tests (none may skip) and the engine, device and async
 #                             tests (the CLI's need this machine's build paths), then the GPU
 #                             training-step example's metrics; exit status 1 when anything
 #                             failed
@@ -52,14 +52,14 @@ run)
   status=0
   # The cuda tests first, alone: not one may skip on a GPU machine.
   log=$(mktemp)
-  "$carry/swp-tests" --test-case='cuda*' 2>&1 | tee "$log" || status=1
-  if grep -q '^\[skip\] cuda' "$log"; then
+  "$carry/swp-tests" --test-case='cuda*,nccl*' 2>&1 | tee "$log" || status=1
+  if grep -qE '^\[skip\] (cuda|nccl)' "$log"; then
     echo "gpu-check: cuda tests skipped on a GPU machine" >&2
     status=1
   fi
   # Then the library's other tests, on this machine's many cores (the CLI's and the examples'
   # run binaries at this machine's build paths).
-  "$carry/swp-tests" --test-case-exclude='cuda*' --source-file-exclude='*/cli/*,*/examples/*,*test_config*' ||
+  "$carry/swp-tests" --test-case-exclude='cuda*,nccl*' --source-file-exclude='*/cli/*,*/examples/*,*test_config*' ||
     status=1
   # The training step, pipelined by both engines against the serial loop (metric lines).
   "$carry/gpu_train_step" --iters 300 || status=1

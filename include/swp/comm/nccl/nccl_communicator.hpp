@@ -1,0 +1,118 @@
+#pragma once
+// NcclCommunicator: the comm layer's GPU backend on NCCL (where SWP_HAVE_NCCL): ranks are
+// GPUs, in one process or many. No NCCL or CUDA header is needed to use it.
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "swp/comm/communicator.hpp"
+
+namespace swp {
+
+class CudaDevice;
+
+/// The 128 bytes that let NCCL ranks find each other (ncclUniqueId): made by one rank,
+/// handed to the others (over MPI, a file, or any channel), used once by all.
+struct NcclUniqueId {
+  std::array<char, 128> bytes{};
+  /// A new id (ncclGetUniqueId). Throws CommError when NCCL fails.
+  static NcclUniqueId create();
+};
+
+/// A Communicator over NCCL: one rank per GPU. Operations are enqueued on the CUDA stream
+/// given (a `CudaStream` of the rank's device) when they are called — NCCL's call order is the
+/// order the ranks must agree on, which globally ordered tasks keep — so the stream's later
+/// GPU work runs after them, without the CPU waiting.
+///
+/// Completion: the future completes when the operation finished on the GPU: the
+/// communicator's own watchdog thread queries an event recorded after it (64 yields, then
+/// sleeps doubling from 1 µs to 1 ms; parked while nothing is pending). Buffers may be device
+/// memory (what NCCL takes) or host memory (staged through device scratch space on the same stream,
+/// in stream order: a convenience for small buffers such as splits, with a copy each way). Errors:
+/// CommError with NCCL's error string (ncclCommGetAsyncError is watched too: an asynchronous error
+/// fails every pending operation); CommTimeout when an operation did not finish within timeout():
+/// the communicator is then aborted (ncclCommAbort, NCCL's only way out of a collective some rank
+/// never joined), and every later operation fails at once. std::invalid_argument, at once, for a
+/// stream that is not a CUDA stream of this rank's device, and for buffers that do not fit.
+/// `all_to_all_v` with counts known only when it starts needs them on the host: it waits for
+/// the stream's earlier work on the calling thread first (as TorchRec's splits wait does),
+/// so call it from a lane of its own (the data-dist lane).
+/// Thread safety: calls are serialized per communicator (NCCL communicators are not
+/// thread-safe); the communicator must outlive its operations.
+///
+/// Example (each process, rank r of n, one GPU each; bootstrap over MPI):
+/// ```
+/// swp::MpiSession mpi(argc, argv);
+/// auto world = swp::MpiCommunicator::world();
+/// swp::Runtime rt(std::make_unique<swp::CudaDevice>(local_rank));
+/// auto nccl = swp::NcclCommunicator::bootstrap(*world, rt.stream("comm"),
+///                                              static_cast<swp::CudaDevice&>(rt.device()));
+/// nccl->all_reduce(rt.stream("comm"), grads, sums, swp::ReduceOp::sum, "Backward");
+/// ```
+class NcclCommunicator final : public Communicator {
+ public:
+  /// Rank `rank` of `size` on `device` (ncclCommInitRank: collective, blocks until all `size`
+  /// ranks joined with the same id). Throws CommError when NCCL fails.
+  static std::unique_ptr<NcclCommunicator> init(const NcclUniqueId& id, int rank, int size,
+                                                CudaDevice& device);
+  /// The id made by `over`'s rank 0 and shared with its all_gather on `stream` (a host
+  /// stream is fine), then init with `over`'s rank and size. Collective over `over`.
+  static std::unique_ptr<NcclCommunicator> bootstrap(Communicator& over, Stream& stream,
+                                                     CudaDevice& device);
+  /// The id through a file: rank 0 writes it to `path` (atomically: a temporary file renamed),
+  /// the others wait up to `timeout` for it to appear (CommTimeout naming the file
+  /// otherwise). For launchers without MPI; `path` on a file system every rank sees.
+  static std::unique_ptr<NcclCommunicator> from_file(
+      const std::filesystem::path& path, int rank, int size, CudaDevice& device,
+      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  /// One process, several GPUs (ncclCommInitAll): rank i on devices[i].
+  static std::vector<std::unique_ptr<NcclCommunicator>> for_devices(
+      std::span<CudaDevice* const> devices);
+
+  ~NcclCommunicator() override;
+
+  [[nodiscard]] int rank() const noexcept override;
+  [[nodiscard]] int size() const noexcept override;
+  [[nodiscard]] std::string_view backend() const noexcept override { return "nccl"; }
+  /// The CUDA device this rank runs on.
+  [[nodiscard]] CudaDevice& device() const noexcept;
+
+  /// NCCL splits are collective over every rank of the parent, which the interface's split
+  /// (called by the listed ranks only) cannot express: throws std::logic_error pointing to
+  /// split_by_color, or to bootstrapping a communicator over an MPI process group.
+  std::unique_ptr<Communicator> split(std::span<const int> ranks) override;
+  /// The ranks that pass the same `color` form a new communicator, ordered by their rank here
+  /// (ncclCommSplit). Collective: every rank of this communicator calls it.
+  std::unique_ptr<NcclCommunicator> split_by_color(int color);
+
+  struct Impl;  // the NCCL communicator, its watchdog and scratch space (the .cpp's)
+  explicit NcclCommunicator(std::unique_ptr<Impl> impl);
+
+ protected:
+  Future<void> do_all_reduce(Stream& stream, const void* send, void* recv, std::size_t count,
+                             DataType type, ReduceOp op, std::string_view what) override;
+  Future<void> do_all_gather(Stream& stream, const void* send, void* recv, std::size_t count,
+                             DataType type, std::string_view what) override;
+  Future<void> do_all_to_all(Stream& stream, const void* send, void* recv, std::size_t count,
+                             DataType type, std::string_view what) override;
+  Future<void> do_all_to_all_v(Stream& stream, const void* send,
+                               std::span<const std::size_t> send_counts, void* recv,
+                               std::span<const std::size_t> recv_counts, DataType type,
+                               std::string_view what) override;
+  Future<void> do_all_to_all_v_later(Stream& stream, std::function<AllToAllVBuffers()> when_started,
+                                     DataType type, std::string_view what) override;
+  Future<void> do_send(Stream& stream, const void* data, std::size_t count, DataType type, int peer,
+                       std::string_view what) override;
+  Future<void> do_recv(Stream& stream, void* data, std::size_t count, DataType type, int peer,
+                       std::string_view what) override;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace swp
