@@ -112,7 +112,10 @@ struct NcclCommunicator::Impl {
   std::mutex mutex;  // the fields below
   std::condition_variable wake;
   std::list<Pending> pending;
-  std::string failure;  // set once the communicator was aborted: every later call fails
+  std::string failure;   // set once the communicator is aborted: every later call fails
+  bool aborted = false;  // ncclCommAbort was called: comm is gone
+  int in_call = 0;       // calls between their failure check and the end of their enqueue
+  std::condition_variable calls_done;
   bool stopping = false;
   std::thread watchdog;
 
@@ -123,13 +126,7 @@ struct NcclCommunicator::Impl {
     }
     wake.notify_all();
     if (watchdog.joinable()) watchdog.join();
-    if (comm != nullptr) {
-      if (failure.empty()) {
-        ncclCommDestroy(comm);
-      } else {
-        ncclCommAbort(comm);
-      }
-    }
+    if (comm != nullptr && !aborted) ncclCommDestroy(comm);
   }
 
   void start_watchdog() {
@@ -166,7 +163,7 @@ struct NcclCommunicator::Impl {
         break;
       }
       ncclResult_t async = ncclSuccess;
-      if (!pending.empty() && ncclCommGetAsyncError(comm, &async) == ncclSuccess &&
+      if (!pending.empty() && !aborted && ncclCommGetAsyncError(comm, &async) == ncclSuccess &&
           async != ncclSuccess && async != ncclInProgress)
         abort_all(lock,
                   std::string("NCCL reported an asynchronous error: ") + ncclGetErrorString(async));
@@ -215,9 +212,12 @@ struct NcclCommunicator::Impl {
   // With `mutex` held: aborts NCCL's communicator and fails every pending operation.
   void abort_all(std::unique_lock<std::mutex>& lock, const std::string& reason) {
     if (failure.empty()) {
-      failure = reason;
+      failure = reason;  // no call starts from now on
+      // A call between its check and its enqueue finishes first (a freed communicator must
+      // not be used); one stuck inside NCCL is what ncclCommAbort, from this thread, ends.
+      calls_done.wait_for(lock, timeout_ms, [&] { return in_call == 0; });
       ncclCommAbort(comm);
-      comm = nullptr;
+      aborted = true;
     }
     std::list<Pending> failed = std::move(pending);
     pending.clear();
@@ -331,19 +331,39 @@ cudaStream_t cuda_stream_of(Stream& stream, const NcclCommunicator::Impl& impl,
 }
 
 // Runs `enqueue` (the NCCL calls) for one operation under the call mutex, with the timeout
-// and the abort state checked; errors become a failed future.
+// and the abort state checked; errors become a failed future. `wait_for_stream`: the stream's
+// earlier work completes first (outside the window an abort waits for: it may be what hangs).
 template <class Enqueue>
 Future<void> run(NcclCommunicator::Impl& impl, Stream& stream, std::chrono::milliseconds timeout,
-                 std::string op, std::string description, Enqueue&& enqueue) {
+                 std::string op, std::string description, Enqueue&& enqueue,
+                 bool wait_for_stream = false) {
   const cudaStream_t s = cuda_stream_of(stream, impl, description);
   std::lock_guard call(impl.call_mutex);
+  if (wait_for_stream) {
+    cudaSetDevice(impl.device->ordinal());
+    if (const cudaError_t rc = cudaStreamSynchronize(s); rc != cudaSuccess)
+      return failed(std::make_exception_ptr(CommError(
+          impl.rank, op,
+          description + ": waiting for the work before it failed: " + cudaGetErrorString(rc))));
+  }
   {
     std::lock_guard lock(impl.mutex);
     if (!impl.failure.empty())
       return failed(std::make_exception_ptr(
           CommError(impl.rank, op, description + " was not run: " + impl.failure)));
     impl.timeout_ms = timeout;
+    ++impl.in_call;
   }
+  struct Leave {
+    NcclCommunicator::Impl& impl;
+    ~Leave() {
+      {
+        std::lock_guard lock(impl.mutex);
+        --impl.in_call;
+      }
+      impl.calls_done.notify_all();
+    }
+  } leave{impl};
   try {
     cudaSetDevice(impl.device->ordinal());
     Call c{impl, s, std::move(op), std::move(description), {}, {}};
@@ -547,21 +567,22 @@ Future<void> NcclCommunicator::do_all_to_all_v_later(Stream& stream,
   const std::string description = describe("all_to_all_v", what, 0, type);
   const std::string named =
       description.substr(0, description.rfind(" (")) + " (" + std::string(name_of(type)) + ")";
-  return run(*impl_, stream, timeout(), "all_to_all_v", named, [&](Call& c) {
-    // The counts must be on the host: the stream's earlier work (the splits) first.
-    check_cuda(cudaStreamSynchronize(c.stream), c.impl.rank, c.op,
-               named + ": waiting for the work before it");
-    AllToAllVBuffers b;
-    try {
-      b = when_started();
-    } catch (const CommError&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw CommError(c.impl.rank, c.op, named + " failed as it started: " + e.what());
-    }
-    require_counts(b, named);
-    enqueue_all_to_all_v(c, b.send, b.send_counts, b.recv, b.recv_counts, type);
-  });
+  // The counts must be on the host: the stream's earlier work (the splits) first.
+  return run(
+      *impl_, stream, timeout(), "all_to_all_v", named,
+      [&](Call& c) {
+        AllToAllVBuffers b;
+        try {
+          b = when_started();
+        } catch (const CommError&) {
+          throw;
+        } catch (const std::exception& e) {
+          throw CommError(c.impl.rank, c.op, named + " failed as it started: " + e.what());
+        }
+        require_counts(b, named);
+        enqueue_all_to_all_v(c, b.send, b.send_counts, b.recv, b.recv_counts, type);
+      },
+      /*wait_for_stream=*/true);
 }
 
 Future<void> NcclCommunicator::do_send(Stream& stream, const void* data, std::size_t count,
