@@ -42,7 +42,13 @@ int usage_error(CLI::App& app, const CLI::ParseError& e) {
   }
   std::string message = e.what();
   std::string command = "swp";
-  for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+  // The subcommand path as far as it was parsed ("swp pp simulate").
+  for (const CLI::App* level = &app;;) {
+    const auto subs = level->get_subcommands();
+    if (subs.empty()) break;
+    level = subs.front();
+    command += " " + level->get_name();
+  }
   if (command == "swp" && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
     const auto unexpected = app.remaining();
     message = unexpected.empty() ? "no subcommand given"
@@ -71,6 +77,7 @@ int run_cli(int argc, const char* const* argv) {
   add_preset_command(app, action);
   add_tune_command(app, action);
   add_profile_command(app, action);
+  add_pp_command(app, action);
 
   if (const auto unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     print_error("unknown subcommand '" + unknown + "'; the subcommands are " +
