@@ -64,20 +64,22 @@ Trace to_trace(const PpSimResult& r, int chunks) {
   return t;
 }
 
-// The seed's fill-drain estimate of the same costs: stage compute f + b, the stage-boundary
-// comm of each pass that moves data (backward too when it costs anything).
+// Every --bwd-us is 0: an inference run, forward passes only (no gradients travel).
+bool forward_only(const SimulateFlags& f) {
+  return std::all_of(f.bwd_us.begin(), f.bwd_us.end(), [](double b) { return b == 0; });
+}
+
+// The seed's fill-drain estimate of the same costs: stage compute f + b, and the seed's
+// stage-boundary comm (incoming + outgoing) for each pass that moves data.
 PipelineEstimate fill_drain(const SimulateFlags& f) {
   const auto at = [](const std::vector<double>& v, int s) {
     return v.size() == 1 ? v[0] : v[static_cast<std::size_t>(s)];
   };
   std::vector<double> compute;
-  bool backward = false;
-  for (int s = 0; s < f.stages; ++s) {
-    compute.push_back(at(f.fwd_us, s) + at(f.bwd_us, s));
-    backward = backward || at(f.bwd_us, s) > 0;
-  }
-  auto comm = stage_comm_us(f.stages, f.comm_us > 0 ? 1 : 0, LinkModel{f.comm_us, 1e18});
-  for (auto& c : comm) c *= backward ? 2 : 1;
+  for (int s = 0; s < f.stages; ++s) compute.push_back(at(f.fwd_us, s) + at(f.bwd_us, s));
+  // A one-byte message over an infinitely fast link: one way = --comm-us.
+  auto comm = stage_comm_us(f.stages, f.comm_us > 0 ? 1 : 0, LinkModel{f.comm_us, 1e300});
+  for (auto& c : comm) c *= forward_only(f) ? 1 : 2;
   return estimate_pipeline(compute, comm, f.microbatches);
 }
 
@@ -93,7 +95,7 @@ int simulate(const SimulateFlags& f) {
     }
   PpSchedule schedule;
   try {
-    schedule = make_pp_schedule(kind, f.stages, f.microbatches, chunks);
+    schedule = make_pp_schedule(kind, f.stages, f.microbatches, chunks, forward_only(f));
   } catch (const std::invalid_argument& e) {
     print_error(std::string("swp pp simulate: ") + e.what());
     return Exit::bad_usage;
@@ -151,7 +153,8 @@ void add_pp_simulate_command(CLI::App& pp, Action& action) {
       ->required()
       ->delimiter(',')
       ->check(non_negative_number());
-  cmd->add_option("--bwd-us", f->bwd_us, "backward time, like --fwd-us (0: forward only)")
+  cmd->add_option("--bwd-us", f->bwd_us,
+                  "backward time, like --fwd-us (all 0: forward passes only, no gradients sent)")
       ->required()
       ->delimiter(',')
       ->check(non_negative_number());

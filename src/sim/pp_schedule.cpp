@@ -77,7 +77,8 @@ std::size_t PpSchedule::actions() const noexcept {
   return n;
 }
 
-PpSchedule make_pp_schedule(PpScheduleKind kind, int ranks, int microbatches, int chunks) {
+PpSchedule make_pp_schedule(PpScheduleKind kind, int ranks, int microbatches, int chunks,
+                            bool forward_only) {
   check_at_least_1("stage count", ranks);
   check_at_least_1("microbatch count", microbatches);
   check_at_least_1("chunk count", chunks);
@@ -95,12 +96,20 @@ PpSchedule make_pp_schedule(PpScheduleKind kind, int ranks, int microbatches, in
     throw std::invalid_argument("a schedule of " + std::to_string(ranks) + " stages, " +
                                 std::to_string(microbatches) + " microbatches and " +
                                 std::to_string(chunks) + " chunks is too large to simulate");
-  PpSchedule s{std::string(schedule_name(kind)), ranks, chunks, microbatches, {}};
+  PpSchedule s{std::string(schedule_name(kind)), ranks, chunks, microbatches, !forward_only, {}};
   s.programs.resize(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     auto& program = s.programs[static_cast<std::size_t>(r)];
     program.reserve(static_cast<std::size_t>(per_rank));
     ProgramBuilder b{ranks, chunks, program};
+    if (forward_only) {
+      // Every forward is warm-up: microbatch order, chunk by chunk in groups of `ranks`.
+      for (int k = 0; k < microbatches * chunks; ++k) {
+        const int group = ranks * chunks;
+        b.run(r, PpPass::forward, (k / group) * ranks + k % ranks, (k % group) / ranks);
+      }
+      continue;
+    }
     switch (kind) {
       case PpScheduleKind::gpipe:
         for (int i = 0; i < microbatches; ++i) b.run(r, PpPass::forward, i, 0);

@@ -210,6 +210,9 @@ class Simulation {
       const PpAction& a = prog[pc];
       check_action(r, pc, a);
       const Message msg{a.pass, a.microbatch, a.chunk};
+      if (!s_.backward && a.pass == PpPass::backward)
+        throw PpScheduleError(rank_action(r, pc, describe(a, s_.chunks)) +
+                              ": a backward in a forward-only schedule");
       if (a.kind == Kind::compute) {
         mark_computed(r, pc, a);
         const auto& cost = a.pass == PpPass::forward ? fwd_ : bwd_;
@@ -275,7 +278,7 @@ class Simulation {
   void check_all_computed(int r) const {
     const auto& done = done_[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < done.size(); ++i)
-      if (!done[i]) {
+      if (!done[i] && (s_.backward || i % 2 == 0)) {
         const auto pass = i % 2 == 0 ? PpPass::forward : PpPass::backward;
         const int chunk = static_cast<int>((i / 2) % static_cast<std::size_t>(s_.chunks));
         const int mb = static_cast<int>(i / 2 / static_cast<std::size_t>(s_.chunks));

@@ -49,6 +49,14 @@ TEST_CASE("interleaved walks the chunks in groups of ranks microbatches (Megatro
   CHECK(computes(full, 1) == "F0.c0 F1.c0 F0.c1 F1.c1 B0.c1 B1.c1 B0.c0 B1.c0");
 }
 
+TEST_CASE("forward-only schedules run the forwards in order and nothing else") {
+  const auto g = swp::make_pp_schedule(swp::PpScheduleKind::one_f_one_b, 3, 4, 1, true);
+  CHECK_FALSE(g.backward);
+  CHECK(computes(g, 0) == "F0 F1 F2 F3");
+  const auto i = swp::make_pp_schedule(swp::PpScheduleKind::interleaved, 2, 4, 2, true);
+  CHECK(computes(i, 1) == "F0.c0 F1.c0 F0.c1 F1.c1 F2.c0 F3.c0 F2.c1 F3.c1");
+}
+
 TEST_CASE("computes are wrapped in the recv of their input and the send of their output") {
   const auto s = swp::make_pp_schedule(swp::PpScheduleKind::gpipe, 2, 1);
   std::vector<std::string> r0, r1;

@@ -19,7 +19,7 @@ PpAction recv(PpPass pass, int mb, int peer) { return {Kind::recv, pass, mb, 0, 
 
 swp::PpSchedule by_hand(std::vector<std::vector<PpAction>> programs, int microbatches = 1) {
   const int ranks = static_cast<int>(programs.size());
-  return swp::PpSchedule{"by hand", ranks, 1, microbatches, std::move(programs)};
+  return swp::PpSchedule{"by hand", ranks, 1, microbatches, true, std::move(programs)};
 }
 
 }  // namespace
@@ -94,6 +94,27 @@ TEST_CASE("comm between stages adds 2(p - 1) transfers to the critical path of g
       swp::simulate_pp(swp::make_pp_schedule(swp::PpScheduleKind::gpipe, p, m), {{f}, {b}, c});
   // Forward wave: (m + p - 1) f + (p - 1) c; backward the same with b.
   CHECK(r.latency_us() == doctest::Approx((m + p - 1) * (f + b) + 2 * (p - 1) * c));
+}
+
+TEST_CASE("forward only: the seed's flow shop, transfers overlapping compute") {
+  for (auto kind : {swp::PpScheduleKind::gpipe, swp::PpScheduleKind::one_f_one_b}) {
+    CAPTURE(swp::schedule_name(kind));
+    const auto r = swp::simulate_pp(swp::make_pp_schedule(kind, 4, 8, 1, true), {{10}, {0}, 3});
+    CHECK(r.work_items == 4 * 8 + 3 * 8);  // no backward, no gradients
+    // (m + p - 1) f, plus one transfer per hop of the last microbatch's path.
+    CHECK(r.latency_us() == doctest::Approx(11 * 10 + 3 * 3));
+  }
+  const auto inter = swp::make_pp_schedule(swp::PpScheduleKind::interleaved, 4, 8, 2, true);
+  CHECK(swp::simulate_pp(inter, {{10}, {0}, 0}).latency_us() == doctest::Approx(8 * 10 + 3 * 5));
+  // With comm, a group of 4 microbatches comes round to rank 0's second chunk before its
+  // first one is back (4 · 5 us of work < 4 · 5 + 4 · 3 of path): comm is exposed at every
+  // wrap, not only on the fill path.
+  CHECK(swp::simulate_pp(inter, {{10}, {0}, 3}).latency_us() == doctest::Approx(128));
+  swp::PpSchedule s{
+      "by hand", 1, 1, 1, false, {{compute(PpPass::forward, 0), compute(PpPass::backward, 0)}}};
+  CHECK_THROWS_WITH_AS(swp::simulate_pp(s, {}),
+                       "rank 0 at action 1 (B0): a backward in a forward-only schedule",
+                       swp::PpScheduleError);
 }
 
 TEST_CASE("per-stage costs: the slowest stage sets the pace") {

@@ -51,6 +51,7 @@ struct PpSchedule {
   int ranks = 1;
   int chunks = 1;
   int microbatches = 1;
+  bool backward = true;                         ///< false: forward passes only (inference)
   std::vector<std::vector<PpAction>> programs;  ///< one per rank
 
   /// The number of actions over all ranks.
@@ -68,9 +69,13 @@ struct PpSchedule {
 ///   (chunks − 1) · ranks forward chunks (everything when m = ranks), then 1F1B over chunks,
 ///   forwards walking chunks 0..v−1 and backwards v−1..0 in groups of `ranks` microbatches.
 ///   Requires microbatches to be a multiple of ranks (as Megatron-LM does).
+/// With `forward_only` (inference) every schedule runs only the forwards, in its forward
+/// order (gpipe and 1f1b: microbatch order; interleaved: Megatron-LM's forward-only walk
+/// over the chunks), and no gradients travel.
 /// Throws std::invalid_argument naming the value for ranks, microbatches or chunks < 1,
 /// chunks != 1 for a non-interleaved schedule, or microbatches not a multiple of ranks for
 /// interleaved, and when the schedule would exceed 2^31 actions.
-PpSchedule make_pp_schedule(PpScheduleKind kind, int ranks, int microbatches, int chunks = 1);
+PpSchedule make_pp_schedule(PpScheduleKind kind, int ranks, int microbatches, int chunks = 1,
+                            bool forward_only = false);
 
 }  // namespace swp
