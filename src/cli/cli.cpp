@@ -43,17 +43,19 @@ int usage_error(CLI::App& app, const CLI::ParseError& e) {
   std::string message = e.what();
   std::string command = "swp";
   // The subcommand path as far as it was parsed ("swp pp simulate").
-  for (const CLI::App* level = &app;;) {
-    const auto subs = level->get_subcommands();
-    if (subs.empty()) break;
-    level = subs.front();
+  CLI::App* level = &app;
+  while (!level->get_subcommands().empty()) {
+    level = level->get_subcommands().front();
     command += " " + level->get_name();
   }
-  if (command == "swp" && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
-    const auto unexpected = app.remaining();
+  // A command that needs a subcommand (swp, swp pp) got none it knows.
+  if (level->get_require_subcommand_min() > 0 &&
+      dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    auto unexpected = level->remaining();
+    if (unexpected.empty()) unexpected = app.remaining();
     message = unexpected.empty() ? "no subcommand given"
                                  : "unexpected argument '" + unexpected.front() + "'";
-    message += "; name one of " + subcommand_names(app);
+    message += "; name one of " + subcommand_names(*level);
   } else if (message.size() > 1 && std::islower(static_cast<unsigned char>(message[1])) != 0) {
     // CLI11 writes sentences ("The following argument was not expected: x"); ours continue one
     // (but "PLAN is required" keeps its name).

@@ -24,6 +24,17 @@ int lines(const std::string& text) {
 
 }  // namespace
 
+TEST_CASE("swp pp without a known subcommand names the ones it has") {
+  auto r = run_swp("pp frob");
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: swp pp: unexpected argument 'frob'; name one of stages, groups, estimate, search, "
+        "simulate (see swp pp --help)\n");
+  r = run_swp("pp");
+  CHECK(r.status == 2);
+  CHECK(r.err.starts_with("error: swp pp: no subcommand given; name one of stages"));
+}
+
 TEST_CASE("swp pp stages prints the uniform partition, end exclusive") {
   auto r = run_swp("pp stages --layers 10 --stages 4");
   CHECK(r.status == 0);
