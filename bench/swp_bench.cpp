@@ -9,6 +9,8 @@
 //   swp-bench jitter   [--iters N]   the same with a jittering loader: data-flow vs clock
 //   swp-bench soak     [--iters N] [--warmup N]
 //                                    RSS growth over a long run: both engines and `swp run`
+//   swp-bench pp       [--stages P] [--microbatches M] [--rounds N]
+//                                    the event-level PP simulator (p 64, m 1024 by default)
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <exception>
 
 #include "dispatch.hpp"
+#include "pp_sim.hpp"
 #include "scenarios.hpp"
 #include "soak.hpp"
 
@@ -54,6 +57,14 @@ int main(int argc, char** argv) {
   soak->add_option("--warmup", soak_options.warmup,
                    "iterations before the first RSS reading (default: a tenth of --iters)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
+  int pp_stages = 64, pp_microbatches = 1024, pp_rounds = 3;
+  auto* pp = app.add_subcommand(
+      "pp", "event-level pipeline-parallel simulation: gpipe, 1f1b, interleaved at p x m");
+  pp->add_option("--stages", pp_stages, "pipeline stages")->check(CLI::Range(1, 4096));
+  pp->add_option("--microbatches", pp_microbatches, "microbatches (a multiple of --stages)")
+      ->check(CLI::Range(1, 1'000'000));
+  pp->add_option("--rounds", pp_rounds, "runs per schedule (the fastest is reported)")
+      ->check(CLI::Range(1, 100));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -61,6 +72,7 @@ int main(int argc, char** argv) {
     if (overlap->parsed()) swp_bench::run_scenario("overlap", false, scenario_iters);
     if (jitter->parsed()) swp_bench::run_scenario("jitter", true, scenario_iters);
     if (soak->parsed()) swp_bench::run_soak(soak_options);
+    if (pp->parsed()) swp_bench::run_pp_sim(pp_stages, pp_microbatches, pp_rounds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -8,5 +8,6 @@
 #include "swp/device.hpp"
 #include "swp/engine.hpp"
 #include "swp/presets.hpp"
+#include "swp/sim.hpp"
 #include "swp/trace.hpp"
 #include "swp/tune.hpp"

@@ -42,12 +42,20 @@ int usage_error(CLI::App& app, const CLI::ParseError& e) {
   }
   std::string message = e.what();
   std::string command = "swp";
-  for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
-  if (command == "swp" && dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
-    const auto unexpected = app.remaining();
+  // The subcommand path as far as it was parsed ("swp pp simulate").
+  CLI::App* level = &app;
+  while (!level->get_subcommands().empty()) {
+    level = level->get_subcommands().front();
+    command += " " + level->get_name();
+  }
+  // A command that needs a subcommand (swp, swp pp) got none it knows.
+  if (level->get_require_subcommand_min() > 0 &&
+      dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    auto unexpected = level->remaining();
+    if (unexpected.empty()) unexpected = app.remaining();
     message = unexpected.empty() ? "no subcommand given"
                                  : "unexpected argument '" + unexpected.front() + "'";
-    message += "; name one of " + subcommand_names(app);
+    message += "; name one of " + subcommand_names(*level);
   } else if (message.size() > 1 && std::islower(static_cast<unsigned char>(message[1])) != 0) {
     // CLI11 writes sentences ("The following argument was not expected: x"); ours continue one
     // (but "PLAN is required" keeps its name).
@@ -71,6 +79,7 @@ int run_cli(int argc, const char* const* argv) {
   add_preset_command(app, action);
   add_tune_command(app, action);
   add_profile_command(app, action);
+  add_pp_command(app, action);
 
   if (const auto unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     print_error("unknown subcommand '" + unknown + "'; the subcommands are " +

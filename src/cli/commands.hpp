@@ -24,4 +24,8 @@ void add_preset_command(CLI::App& app, Action& action);
 /// profile: per-task exposed time of a plan's synthetic costs (TaskProfiler).
 void add_profile_command(CLI::App& app, Action& action);
 
+/// pp: the pipeline-parallel model of seed 002 (stages, groups, estimate, search) and the
+/// event-level schedule simulation (simulate).
+void add_pp_command(CLI::App& app, Action& action);
+
 }  // namespace swp::cli

@@ -1,0 +1,163 @@
+// `swp pp stages|groups|estimate|search|simulate`: the pipeline-parallel model of seed 002 and
+// the event-level schedules, as the command line prints them.
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "support/cli.hpp"
+#include "support/plans.hpp"
+
+using swp::test::metric_values;
+using swp::test::run_swp;
+using swp::test::TempFile;
+
+TEST_SUITE_BEGIN("cli pp");
+
+namespace {
+
+int lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n' ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("swp pp without a known subcommand names the ones it has") {
+  auto r = run_swp("pp frob");
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: swp pp: unexpected argument 'frob'; name one of stages, groups, estimate, search, "
+        "simulate (see swp pp --help)\n");
+  r = run_swp("pp");
+  CHECK(r.status == 2);
+  CHECK(r.err.starts_with("error: swp pp: no subcommand given; name one of stages"));
+}
+
+TEST_CASE("swp pp stages prints the uniform partition, end exclusive") {
+  auto r = run_swp("pp stages --layers 10 --stages 4");
+  CHECK(r.status == 0);
+  CHECK(r.out == "stage 0 0 3\nstage 1 3 6\nstage 2 6 9\nstage 3 9 10\n");
+  r = run_swp("pp stages --layers 3 --stages 5");
+  CHECK(r.out == "stage 0 0 1\nstage 1 1 2\nstage 2 2 3\nstage 3 3 3\nstage 4 3 3\n");
+  r = run_swp("pp stages --layer-counts 2,5,0,3");
+  CHECK(r.out == "stage 0 0 2\nstage 1 2 7\nstage 2 7 7\nstage 3 7 10\n");
+  r = run_swp("pp stages --layers 10");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: swp pp stages: --layers requires --stages (see swp pp stages --help)\n");
+  r = run_swp("pp stages --layers 4 --stages 0");
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--stages") != std::string::npos);
+}
+
+TEST_CASE("swp pp groups prints the seed's example") {
+  auto r = run_swp("pp groups --world 8 --tp 2 --pp 4 --dp 1 --rank 4");
+  CHECK(r.status == 0);
+  CHECK(r.out == "tp_group 4 5\ndp_group 4\npp_group 0 2 4 6\npp_rank_in_group 2\n");
+  r = run_swp("pp groups --world 8 --tp 2 --pp 2 --dp 1 --rank 4");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: swp pp groups: world size 8 != tp 2 x pp 2 x dp 1 = 4\n");
+}
+
+TEST_CASE("swp pp estimate prints the fill-drain metrics and the breakdown line") {
+  // 2 layers of 100 us per stage; message 2048 x 4096 x 2 B over 100 GB/s + 5 us = 172.77216 us.
+  auto r = run_swp(
+      "pp estimate --layers 8 --stages 4 --layer-us 100 --microbatches 4 --tokens 2048 "
+      "--hidden 4096 --dtype-bytes 2 --bandwidth-gbps 100 --latency-us 5");
+  REQUIRE(r.status == 0);
+  auto m = metric_values(r.out);
+  const double one_way = 5 + 16'777'216 / 1e5;
+  const double slowest = 200 + 2 * one_way;
+  CHECK(m["pp_compute_us"] == doctest::Approx(800));
+  CHECK(m["pp_comm_us"] == doctest::Approx(6 * one_way));
+  CHECK(m["latency_us"] == doctest::Approx(800 + 6 * one_way + 3 * slowest));
+  CHECK(m["pp_bubble_us"] == doctest::Approx(3 * slowest));
+  CHECK(r.out.find("\nPP Compute 23.03 | PP Comm 29.85 | PP Bubble 47.12\n") != std::string::npos);
+  SUBCASE("one microbatch: no bubble") {
+    r = run_swp("pp estimate --layers 8 --stages 4 --layer-us 100 --microbatches 1");
+    m = metric_values(r.out);
+    CHECK(m["latency_us"] == doctest::Approx(800));
+    CHECK(m["pp_bubble_us"] == 0);
+    CHECK(r.out.find("PP Compute 100.00 | PP Comm 0.00 | PP Bubble 0.00") != std::string::npos);
+  }
+  r = run_swp("pp estimate --layers 8 --stages 4 --layer-us 100 --bandwidth-gbps 0");
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--bandwidth-gbps: expected a number > 0, got '0'") != std::string::npos);
+}
+
+TEST_CASE("swp pp search lists tp x pp x dp = N and names invalid combinations") {
+  auto r = run_swp("pp search --num-devices 8 --tp-sizes 1 2");
+  CHECK(r.status == 0);
+  CHECK(r.out == "tp=1 pp=1 dp=8\ntp=2 pp=1 dp=4\n");  // --pp-sizes absent: pp 1
+  r = run_swp("pp search --num-devices 8 --tp-sizes 2 --pp-sizes");
+  CHECK(r.out == "tp=2 pp=1 dp=4\ntp=2 pp=2 dp=2\ntp=2 pp=4 dp=1\n");  // empty: powers of two
+  r = run_swp("pp search --num-devices 8 --pp-sizes 1,2");
+  CHECK(lines(r.out) == 4 + 3);  // TP absent: powers of two; tp 8 x pp 2 does not divide
+  r = run_swp("pp search --num-devices 8 --tp-sizes 3 --pp-sizes 5");
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err ==
+        "error: swp pp search: no tp x pp x dp = 8 combination: tp=3 pp=5: 8 devices are not "
+        "divisible by tp x pp = 15\n");
+  r = run_swp("pp search --num-devices 8 --pp-sizes 16");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: swp pp search: --pp-sizes 16 must be in 1..8 (the device count)\n");
+}
+
+TEST_CASE("swp pp simulate measures the closed forms on the sim backend") {
+  auto r =
+      run_swp("pp simulate --schedule gpipe --stages 4 --microbatches 8 --fwd-us 1 --bwd-us 2");
+  REQUIRE(r.status == 0);
+  auto m = metric_values(r.out);
+  CHECK(m["latency_us"] == doctest::Approx(33));
+  CHECK(m["bubble_fraction"] == doctest::Approx(3.0 / 11));
+  CHECK(m["fill_drain_latency_us"] == doctest::Approx(33));
+  r = run_swp(
+      "pp simulate --schedule interleaved --stages 4 --microbatches 8 --chunks 2 --fwd-us 4 "
+      "--bwd-us 8");
+  m = metric_values(r.out);
+  CHECK(m["latency_us"] == doctest::Approx(8 * 12 + 3 * 12 / 2.0));
+  CHECK(m["bubble_fraction"] == doctest::Approx(3.0 / 19));
+}
+
+TEST_CASE("swp pp simulate writes its timeline with the trace layer's writers") {
+  const TempFile json("", ".json"), svg("", ".svg");
+  const auto r = run_swp(
+      "pp simulate --schedule 1f1b --stages 3 --microbatches 4 --fwd-us 2 "
+      "--bwd-us 4 --comm-us 1 --trace " +
+      json.str() + " --svg " + svg.str());
+  REQUIRE(r.status == 0);
+  const auto trace = swp::test::read_text(json.path());
+  CHECK(trace.find("\"backend\":\"sim\"") != std::string::npos);
+  CHECK(trace.find("\"name\":\"stream stage 2\"") != std::string::npos);
+  CHECK(trace.find("\"name\":\"B/3\"") != std::string::npos);
+  CHECK(trace.find("\"name\":\"send F/0\"") != std::string::npos);
+  const auto picture = swp::test::read_text(svg.path());
+  CHECK(picture.find("data-name=\"stage 0\"") != std::string::npos);
+  CHECK(picture.find("data-name=\"link 1-&gt;0\"") != std::string::npos);
+  CHECK(picture.find("1f1b: 3 stages, 4 microbatches (sim backend)") != std::string::npos);
+}
+
+TEST_CASE("swp pp simulate reports a deadlock and bad schedules in one error line") {
+  auto r = run_swp(
+      "pp simulate --schedule 1f1b --stages 4 --microbatches 8 --fwd-us 1 "
+      "--bwd-us 2 --send-mode rendezvous");
+  CHECK(r.status == 1);
+  CHECK(lines(r.err) == 1);
+  CHECK(
+      r.err.starts_with("error: the pipeline schedule deadlocks: 4 rank(s) can never finish; "
+                        "rank 0 at action 7 (send F3 to rank 1) waits for rank 1"));
+  r = run_swp(
+      "pp simulate --schedule interleaved --stages 4 --microbatches 6 --fwd-us 1 --bwd-us 2");
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: swp pp simulate: the interleaved schedule needs the microbatch count (6) to be a "
+        "multiple of the stage count (4)\n");
+  r = run_swp("pp simulate --schedule gpipe --stages 3 --microbatches 2 --fwd-us 1,2 --bwd-us 2");
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: --fwd-us has 2 values; give one, or one per stage (3)\n");
+  r = run_swp("pp simulate --schedule zb --stages 3 --microbatches 2 --fwd-us 1 --bwd-us 2");
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--schedule") != std::string::npos);
+}

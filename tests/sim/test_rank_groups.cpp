@@ -1,0 +1,53 @@
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "swp/sim/rank_groups.hpp"
+
+TEST_SUITE_BEGIN("sim");
+
+TEST_CASE("the seed's example: world 8, tp 2, pp 4, rank 4 is stage 2 of pp group 0 2 4 6") {
+  const auto g =
+      swp::make_rank_groups({.world_size = 8, .tp_size = 2, .pp_size = 4, .dp_size = 1}, 4);
+  CHECK(g.pp.ranks == std::vector<int>{0, 2, 4, 6});
+  CHECK(g.pp.rank_in_group == 2);
+  CHECK(g.tp.ranks == std::vector<int>{4, 5});
+  CHECK(g.tp.rank_in_group == 0);
+  CHECK(g.dp.ranks == std::vector<int>{4});
+  CHECK(g.dp.rank_in_group == 0);
+}
+
+TEST_CASE("groups follow the [DP, PP, EP=1, TP] layout") {
+  const swp::ParallelConfig c{.world_size = 16, .tp_size = 2, .pp_size = 2, .dp_size = 4};
+  // rank 11 = (d 2 · pp 2 + p 1) · tp 2 + t 1
+  const auto g = swp::make_rank_groups(c, 11);
+  CHECK(g.tp.ranks == std::vector<int>{10, 11});
+  CHECK(g.tp.rank_in_group == 1);
+  CHECK(g.pp.ranks == std::vector<int>{9, 11});
+  CHECK(g.pp.rank_in_group == 1);
+  CHECK(g.dp.ranks == std::vector<int>{3, 7, 11, 15});
+  CHECK(g.dp.rank_in_group == 2);
+  // Every rank is in exactly one group of each kind, and the groups partition the world.
+  std::vector<int> pp_seen(16, 0);
+  for (int r = 0; r < 16; ++r) {
+    const auto gr = swp::make_rank_groups(c, r);
+    CHECK(gr.tp.size() * gr.pp.size() * gr.dp.size() == 16);
+    CHECK(gr.pp.ranks[static_cast<std::size_t>(gr.pp.rank_in_group)] == r);
+    CHECK(gr.tp.ranks[static_cast<std::size_t>(gr.tp.rank_in_group)] == r);
+    CHECK(gr.dp.ranks[static_cast<std::size_t>(gr.dp.rank_in_group)] == r);
+    ++pp_seen[static_cast<std::size_t>(r)];
+  }
+}
+
+TEST_CASE("bad rank group arguments are named") {
+  CHECK_THROWS_WITH_AS(
+      swp::make_rank_groups({.world_size = 8, .tp_size = 2, .pp_size = 2, .dp_size = 1}, 0),
+      "world size 8 != tp 2 x pp 2 x dp 1 = 4", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      swp::make_rank_groups({.world_size = 4, .tp_size = 2, .pp_size = 2, .dp_size = 1}, 4),
+      "rank 4 is not in 0..3", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      swp::make_rank_groups({.world_size = 4, .tp_size = 0, .pp_size = 2, .dp_size = 1}, 0),
+      "tp size 0 must be at least 1", std::invalid_argument);
+}

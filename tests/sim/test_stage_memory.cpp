@@ -1,0 +1,49 @@
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "swp/sim/stage_memory.hpp"
+
+TEST_SUITE_BEGIN("sim");
+
+TEST_CASE("a stage holds its active layers plus the edge modules it owns") {
+  // 10 layers of 100 B weights and 4 B of KV per token; embedding 1000, norm 10, lm_head 900.
+  const auto model = swp::ModelMemory::uniform(10, 100, 4, 1000, 10, 900);
+  const auto plan = swp::StagePlan::uniform(10, 4);  // 3, 3, 3, 1 layers
+  const auto mem = swp::stage_memory(plan, model);
+  REQUIRE(mem.size() == 4);
+  CHECK(mem[0] == swp::StageMemory{0, 300 + 1000, 12});
+  CHECK(mem[1] == swp::StageMemory{1, 300, 12});
+  CHECK(mem[2] == swp::StageMemory{2, 300, 12});
+  CHECK(mem[3] == swp::StageMemory{3, 100 + 10 + 900, 4});
+  const auto peak = swp::stage_memory_peak(plan, model, 2048);
+  CHECK(peak.max_stage_weight_bytes == 1300);
+  CHECK(peak.max_stage_kv_cache_bytes == 12 * 2048);
+}
+
+TEST_CASE("one stage holds the whole model") {
+  const auto model = swp::ModelMemory::uniform(6, 100, 4, 1000, 10, 900);
+  const auto mem = swp::stage_memory(swp::StagePlan::uniform(6, 1), model);
+  REQUIRE(mem.size() == 1);
+  CHECK(mem[0] == swp::StageMemory{0, 600 + 1000 + 10 + 900, 24});
+}
+
+TEST_CASE("unlike layers and an explicit partition") {
+  swp::ModelMemory model{{10, 10, 50, 50}, {1, 1, 3, 3}, 0, 0, 0};
+  const auto mem = swp::stage_memory(swp::StagePlan::from_layer_counts({3, 1}), model);
+  CHECK(mem[0].weight_bytes == 70);
+  CHECK(mem[0].kv_bytes_per_token == 5);
+  CHECK(mem[1].weight_bytes == 50);
+  CHECK(mem[1].kv_bytes_per_token == 3);
+}
+
+TEST_CASE("memory inputs that do not fit the plan are named") {
+  const auto model = swp::ModelMemory::uniform(6, 100, 4, 0, 0, 0);
+  CHECK_THROWS_AS(swp::stage_memory(swp::StagePlan::uniform(5, 2), model), std::invalid_argument);
+  swp::ModelMemory bad{{10, -1}, {1, 1}, 0, 0, 0};
+  CHECK_THROWS_WITH_AS(swp::stage_memory(swp::StagePlan::uniform(2, 2), bad),
+                       "layer 1 weight size -1 is negative", std::invalid_argument);
+  CHECK_THROWS_AS(swp::stage_memory_peak(swp::StagePlan::uniform(6, 2), model, -5),
+                  std::invalid_argument);
+}
