@@ -28,23 +28,12 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
     }
   }
   return out;
@@ -87,10 +76,10 @@ std::string track_label(const TraceTrack& track) {
 }
 
 struct Layout {
-  double left = 0;     // x of time zero
-  double plot = 0;     // width of the time area
-  double span_us = 1;  // time at the right edge
-  double top = 40;     // y of the first row
+  double left = 0;      // x of time zero
+  double plot = 0;      // width of the time area
+  double span_us = 1;   // time at the right edge
+  double top = 40;      // y of the first row
   double row = 22;
   double gap = 6;
 
@@ -108,12 +97,12 @@ void write_slice(std::ostream& out, const Trace& trace, const TraceSlice& s, con
   const bool wait = s.kind == TraceSlice::Kind::wait;
   const std::string fill =
       wait ? "url(#swp-wait)" : palette[static_cast<std::size_t>(s.iter) % palette.size()];
-  out << "<rect class=\"slice " << kind_name(s.kind) << (s.ok ? "" : " failed") << "\" data-task=\""
-      << escape(trace.task_name(s.task)) << "\" data-iter=\"" << s.iter << "\" x=\"" << num(x)
-      << "\" y=\"" << num(y) << "\" width=\"" << num(w) << "\" height=\"" << num(l.row)
-      << "\" fill=\"" << fill << "\"><title>" << escape(name) << ": " << num(micros(s.start))
-      << " – " << num(micros(s.end)) << " µs (" << num(micros(s.end - s.start))
-      << " µs)</title></rect>\n";
+  out << "<rect class=\"slice " << kind_name(s.kind) << (s.ok ? "" : " failed")
+      << "\" data-task=\"" << escape(trace.task_name(s.task)) << "\" data-iter=\"" << s.iter
+      << "\" x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w)
+      << "\" height=\"" << num(l.row) << "\" fill=\"" << fill << "\"><title>" << escape(name)
+      << ": " << num(micros(s.start)) << " – " << num(micros(s.end)) << " µs ("
+      << num(micros(s.end - s.start)) << " µs)</title></rect>\n";
   if (w >= static_cast<double>(name.size()) * char_width + 4) {
     out << "<text class=\"label\" x=\"" << num(x + 2) << "\" y=\"" << num(y + l.row / 2 + 4)
         << "\">" << escape(name) << "</text>\n";
@@ -122,14 +111,14 @@ void write_slice(std::ostream& out, const Trace& trace, const TraceSlice& s, con
 
 void write_axis(std::ostream& out, const Layout& l, double bottom) {
   const double step = tick_step(l.span_us, std::max(2, static_cast<int>(l.plot / 90)));
-  out << "<g class=\"axis\">\n<line x1=\"" << num(l.left) << "\" y1=\"" << num(bottom) << "\" x2=\""
-      << num(l.left + l.plot) << "\" y2=\"" << num(bottom) << "\"/>\n";
+  out << "<g class=\"axis\">\n<line x1=\"" << num(l.left) << "\" y1=\"" << num(bottom)
+      << "\" x2=\"" << num(l.left + l.plot) << "\" y2=\"" << num(bottom) << "\"/>\n";
   for (int k = 0; k * step <= l.span_us * (1 + 1e-9); ++k) {
     const double x = l.left + k * step / l.span_us * l.plot;
     out << "<line class=\"grid\" x1=\"" << num(x) << "\" y1=\"" << num(l.top - 4) << "\" x2=\""
         << num(x) << "\" y2=\"" << num(bottom + 4) << "\"/>\n"
-        << "<text x=\"" << num(x) << "\" y=\"" << num(bottom + 16) << "\" text-anchor=\"middle\">"
-        << escape(time_label(k * step)) << "</text>\n";
+        << "<text x=\"" << num(x) << "\" y=\"" << num(bottom + 16)
+        << "\" text-anchor=\"middle\">" << escape(time_label(k * step)) << "</text>\n";
   }
   out << "</g>\n";
 }
@@ -162,8 +151,8 @@ double write_legend(std::ostream& out, const Trace& trace, const Layout& l, doub
     }
     out << "<rect class=\"legend-swatch\" x=\"" << num(x) << "\" y=\"" << num(row_y)
         << "\" width=\"14\" height=\"12\" fill=\"" << e.fill << "\"/>"
-        << "<text x=\"" << num(x + 18) << "\" y=\"" << num(row_y + 10) << "\">" << escape(e.label)
-        << "</text>\n";
+        << "<text x=\"" << num(x + 18) << "\" y=\"" << num(row_y + 10) << "\">"
+        << escape(e.label) << "</text>\n";
     x += w;
   }
   out << "</g>\n";
@@ -193,8 +182,9 @@ void write_svg(const Trace& trace, std::ostream& out, const SvgOptions& options)
   std::ostringstream legend;
   const double legend_h = write_legend(legend, trace, l, axis_y + 30, options.width);
   const double height = axis_y + 30 + legend_h + 8;
-  const std::string title =
-      options.title.empty() ? "swp run (" + trace.backend + " backend)" : options.title;
+  const std::string title = options.title.empty()
+                                ? "swp run (" + trace.backend + " backend)"
+                                : options.title;
 
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << options.width << "\" height=\""

@@ -10,8 +10,8 @@ namespace swp {
 
 /// How write_svg lays a timeline out.
 struct SvgOptions {
-  int width = 1200;        ///< of the whole picture, row labels included (pixels, at least 400)
-  int row_height = 22;     ///< of one row (pixels, at least 8)
+  int width = 1200;      ///< of the whole picture, row labels included (pixels, at least 400)
+  int row_height = 22;   ///< of one row (pixels, at least 8)
   std::string title = {};  ///< drawn above the rows; empty: "swp run (<backend> backend)"
 };
 
