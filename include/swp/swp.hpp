@@ -7,6 +7,7 @@
 #include "swp/core.hpp"
 #include "swp/device.hpp"
 #include "swp/engine.hpp"
+#include "swp/lazy.hpp"
 #include "swp/presets.hpp"
 #include "swp/sim.hpp"
 #include "swp/trace.hpp"

@@ -44,8 +44,8 @@ void complete_event(std::ostream& out, const Trace& trace, const TraceSlice& sli
       << "\",\"ph\":\"X\",\"ts\":" << micros(slice.start)
       << ",\"dur\":" << micros(slice.end - slice.start)
       << ",\"pid\":" << pid_of(trace.tracks.at(slice.track)) << ",\"tid\":" << slice.track + 1
-      << ",\"args\":{\"task\":" << quote(trace.task_name(slice.task))
-      << ",\"iter\":" << slice.iter;
+      << ",\"args\":{\"task\":" << quote(trace.task_name(slice.task)) << ",\"iter\":" << slice.iter;
+  if (slice.kind == TraceSlice::Kind::segment) out << ",\"segment\":" << quote(slice.segment);
   if (slice.kind == TraceSlice::Kind::wait) {
     if (slice.waited_for.kind == TaskWait::Kind::turn) {
       out << ",\"waits_for\":\"submission turn\"";

@@ -26,12 +26,14 @@ void TraceRecorder::run_starting(Runtime& runtime, const PlanGraph& graph) {
   base_.backend = std::string(backend_name(runtime.backend()));
   base_.origin = runtime.now();
   events_.clear();
+  segment_names_.clear();
   stream_of_track_.clear();
   lane_track_.assign(graph.size(), 0);
   for (TaskIndex t = 0; t < graph.size(); ++t) {
     base_.tasks.push_back(graph.name(t));
     const std::size_t track = track_of(base_, TraceTrack::Kind::stream, graph.stream(t));
-    if (track == stream_of_track_.size()) stream_of_track_.push_back(&runtime.stream(graph.stream(t)));
+    if (track == stream_of_track_.size())
+      stream_of_track_.push_back(&runtime.stream(graph.stream(t)));
   }
   for (TaskIndex t = 0; t < graph.size(); ++t) {
     lane_track_[t] = track_of(base_, TraceTrack::Kind::lane, graph.lane(t));
@@ -107,14 +109,66 @@ void TraceRecorder::device_work(const Stream& stream, const DeviceWork& work) no
   }
 }
 
+void TraceRecorder::segment_event(Event::Kind kind, std::string_view segment, SegmentTag tag,
+                                  bool ok) noexcept {
+  std::size_t name = 0;
+  while (name < segment_names_.size() && segment_names_[name] != segment) ++name;
+  try {
+    if (name == segment_names_.size()) segment_names_.emplace_back(segment);
+  } catch (...) {
+    return;  // as in lane_event: a lost event, not a failed run
+  }
+  lane_event(Event{.kind = kind,
+                   .ok = ok,
+                   .task = static_cast<TaskIndex>(tag.task),
+                   .iter = tag.iter,
+                   .segment = name});
+}
+
+void TraceRecorder::segment_started(std::string_view segment, SegmentTag tag) noexcept {
+  std::lock_guard lock(mutex_);
+  segment_event(Event::Kind::segment_start, segment, tag, true);
+}
+
+void TraceRecorder::segment_finished(std::string_view segment, SegmentTag tag, bool ok) noexcept {
+  std::lock_guard lock(mutex_);
+  segment_event(Event::Kind::segment_end, segment, tag, ok);
+}
+
 Trace TraceRecorder::trace() const {
   std::vector<Event> events;
+  std::vector<std::string> segment_names;
   Trace trace;
   {
     std::lock_guard lock(mutex_);
     events = events_;
+    segment_names = segment_names_;
     trace = base_;
   }
+  // Segments nest inside their instance's slice (a stored segment may run inside another's
+  // materialisation): pair each end with the latest open start of the same instance.
+  std::map<std::pair<TaskIndex, std::int64_t>, std::vector<const Event*>> open_segments;
+  for (const Event& e : events) {
+    if (e.kind == Event::Kind::segment_start) {
+      open_segments[{e.task, e.iter}].push_back(&e);
+    } else if (e.kind == Event::Kind::segment_end) {
+      auto& open = open_segments[{e.task, e.iter}];
+      if (open.empty()) continue;
+      const Event* start = open.back();
+      open.pop_back();
+      trace.slices.push_back(TraceSlice{.kind = TraceSlice::Kind::segment,
+                                        .track = start->track,
+                                        .task = e.task,
+                                        .iter = e.iter,
+                                        .start = start->at - trace.origin,
+                                        .end = e.at - trace.origin,
+                                        .ok = e.ok,
+                                        .segment = segment_names[e.segment]});
+    }
+  }
+  std::erase_if(events, [](const Event& e) {
+    return e.kind == Event::Kind::segment_start || e.kind == Event::Kind::segment_end;
+  });
   // An instance's lane events, in the order they happened (appended under one lock).
   std::map<std::pair<TaskIndex, std::int64_t>, std::vector<const Event*>> instances;
   for (const Event& e : events) {
@@ -159,7 +213,7 @@ Trace TraceRecorder::trace() const {
   std::ranges::stable_sort(trace.slices, [](const TraceSlice& a, const TraceSlice& b) {
     if (a.track != b.track) return a.track < b.track;
     if (a.start != b.start) return a.start < b.start;
-    return a.kind == TraceSlice::Kind::task && b.kind == TraceSlice::Kind::wait;
+    return a.kind == TraceSlice::Kind::task && b.kind != TraceSlice::Kind::task;
   });
   return trace;
 }

@@ -22,21 +22,23 @@ struct TraceTrack {
 /// One interval of a recorded run.
 struct TraceSlice {
   enum class Kind : std::uint8_t {
-    task,    ///< a task instance holding its lane: from its first wait (or its start) to its end
-    wait,    ///< within a task slice: the instance waited for `waited_for`
-    device,  ///< device work of a task instance on a stream
+    task,     ///< a task instance holding its lane: from its first wait (or its start) to its end
+    wait,     ///< within a task slice: the instance waited for `waited_for`
+    device,   ///< device work of a task instance on a stream
+    segment,  ///< within a task slice: a LazyScheduler segment the instance ran (`segment`)
   };
   Kind kind = Kind::task;
-  std::size_t track = 0;   ///< index into Trace::tracks
-  TaskIndex task = 0;      ///< the instance this slice belongs to
+  std::size_t track = 0;  ///< index into Trace::tracks
+  TaskIndex task = 0;     ///< the instance this slice belongs to
   std::int64_t iter = 0;
   Clock::duration start{};  ///< since the start of the run (Trace::origin)
   Clock::duration end{};
-  bool ok = true;          ///< task: false when the instance failed or was cancelled
-  TaskWait waited_for{};   ///< wait: what the instance waited for
+  bool ok = true;         ///< task: false when the instance failed or was cancelled
+  TaskWait waited_for{};  ///< wait: what the instance waited for
+  std::string segment{};  ///< segment: the segment's name
 };
 
-/// "task", "wait" or "device": the category writers give a slice kind.
+/// "task", "wait", "device" or "segment": the category writers give a slice kind.
 [[nodiscard]] const char* kind_name(TraceSlice::Kind kind) noexcept;
 
 /// A recorded run: names, rows and slices. Built by TraceRecorder::trace(); plain data, so
@@ -44,7 +46,7 @@ struct TraceSlice {
 ///
 /// Tracks list the streams first, then the lanes, each in the order the plan first names
 /// them (the order of the seed's timelines: memcpy, data_dist, default). Slices are sorted by
-/// track, then start; a task slice comes before the wait slices inside it.
+/// track, then start; a task slice comes before the wait and segment slices inside it.
 struct Trace {
   std::string backend;             ///< "host" or "sim": wall time or virtual time
   Clock::time_point origin{};      ///< the runtime clock's reading at the start of the run
@@ -56,7 +58,8 @@ struct Trace {
   [[nodiscard]] Clock::duration span() const noexcept;
 
   /// The name writers give a slice: "Forward/3" (task and device slices), "wait Optim/2"
-  /// (waiting for a dependency), "wait turn" (a globally ordered instance's turn).
+  /// (waiting for a dependency), "wait turn" (a globally ordered instance's turn),
+  /// "sdd_fwd (Forward/3)" (a segment Forward/3 ran).
   [[nodiscard]] std::string slice_name(const TraceSlice& slice) const;
 
   /// The name of `task`; an index without a name prints as "task#5".

@@ -7,14 +7,18 @@
 #include <vector>
 
 #include "swp/engine/run_observer.hpp"
+#include "swp/lazy/segment_observer.hpp"
 #include "swp/trace/trace.hpp"
 
 namespace swp {
 
 /// Records what a run did, for `write_chrome_trace` and `write_svg`: every task instance as a
 /// slice on its lane (from the moment it holds the lane to the end of its submission), the
-/// time it spent waiting there for a dependency or its turn, and every piece of device work
-/// on its stream. Times are the runtime's clock: wall time on host, virtual time on sim.
+/// time it spent waiting there for a dependency or its turn, every piece of device work on its
+/// stream, and the LazyScheduler segments task bodies ran (attach the recorder to the
+/// scheduler too, `sched.set_observer(&rec)`, and tag each round with the instance:
+/// `sched.round({scope.task(), scope.iter()})`). Times are the runtime's clock: wall time on host,
+/// virtual time on sim.
 ///
 /// Cost: a clock reading and an append under a mutex per event (four per instance at most);
 /// nothing at all when no recorder is attached (the engine tests a null pointer).
@@ -33,7 +37,7 @@ namespace swp {
 /// swp::write_chrome_trace(rec.trace(), json);
 /// swp::write_svg(rec.trace(), svg);
 /// ```
-class TraceRecorder final : public RunObserver {
+class TraceRecorder final : public RunObserver, public SegmentObserver {
  public:
   TraceRecorder() = default;
 
@@ -53,16 +57,19 @@ class TraceRecorder final : public RunObserver {
   void task_finished(TaskIndex task, std::int64_t iter, const Lane& lane,
                      bool ok) noexcept override;
   void device_work(const Stream& stream, const DeviceWork& work) noexcept override;
+  void segment_started(std::string_view segment, SegmentTag tag) noexcept override;
+  void segment_finished(std::string_view segment, SegmentTag tag, bool ok) noexcept override;
 
  private:
   struct Event {
-    enum class Kind : std::uint8_t { wait, start, finish, device } kind;
+    enum class Kind : std::uint8_t { wait, start, finish, device, segment_start, segment_end } kind;
     bool ok = true;
     std::size_t track = 0;
     TaskIndex task = 0;
     std::int64_t iter = 0;
     Clock::time_point at{}, end{};
     TaskWait wait{};
+    std::size_t segment = 0;  // segment events: index into segment_names_
   };
   // (mutex_ held) Appends a lane event of `task` stamped with the runtime's clock, if a run
   // is being recorded.
@@ -73,11 +80,14 @@ class TraceRecorder final : public RunObserver {
   // One lock for everything: the events of a run come from lanes and stream workers at once,
   // and a short critical section (an append) is cheaper than per-thread buffers to merge.
   mutable std::mutex mutex_;
-  const Scheduler* clock_ = nullptr;  // the runtime's clock while a run is recorded
-  Trace base_;                       // names and tracks of the run; slices built on demand
-  std::vector<std::size_t> lane_track_;      // by task
+  const Scheduler* clock_ = nullptr;     // the runtime's clock while a run is recorded
+  Trace base_;                           // names and tracks of the run; slices built on demand
+  std::vector<std::size_t> lane_track_;  // by task
   std::vector<const Stream*> stream_of_track_;  // by track (nullptr for lanes)
   std::vector<Event> events_;
+  std::vector<std::string> segment_names_;  // the segments seen in this run
+  // (mutex_ held) Appends a segment event of `tag`'s instance.
+  void segment_event(Event::Kind kind, std::string_view segment, SegmentTag tag, bool ok) noexcept;
 };
 
 }  // namespace swp

@@ -1,0 +1,43 @@
+#pragma once
+// LazyCall: one stored call of a segment, shared by the scheduler and the call's Deferred.
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace swp::detail {
+
+class LazyCore;
+
+/// A call of a segment the scheduler holds back (or held back and ran). The scheduler keeps it
+/// while it is stored; each Deferred of the call keeps it so materialising can find the
+/// scheduler. Lives on one thread (the scheduler's), like the rest of a round.
+struct LazyCall {
+  enum class State : std::uint8_t { stored, running, done };
+
+  LazyCore* core = nullptr;
+  std::uint32_t segment = 0;
+  State state = State::stored;
+  bool mutates_input = false;        // the segment writes one of its inputs (a T& parameter)
+  std::exception_ptr error;          // the SegmentError it completed its promise with, if any
+  bool error_observed = false;       // someone read the error (Deferred::get, co_await, the call)
+  std::vector<const void*> written;  // the inputs it writes, while it has not run
+  /// Runs the body with the stored inputs and completes the call's promise (value or
+  /// SegmentError, which it also stores in `error`).
+  std::function<void()> run;
+  /// Materialises the Deferreds among its inputs (before it runs, so producers run first).
+  std::function<void()> ready_inputs;
+  /// Completes the call's promise with `error` without running it (its round was abandoned).
+  std::function<void(std::exception_ptr)> cancel;
+};
+
+/// Runs `call` now, first running what the schedule puts before it (Deferred::get). Throws
+/// LazyError when a segment that must run first was not called yet.
+void materialise(LazyCall& call);
+
+/// The name of the call's segment.
+[[nodiscard]] const std::string& segment_name(const LazyCall& call);
+
+}  // namespace swp::detail

@@ -1,0 +1,399 @@
+#pragma once
+// Segment<Fn>: a callable registered with a LazyScheduler; calling it goes through the scheduler.
+
+#include <any>
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "swp/lazy/deferred.hpp"
+#include "swp/lazy/detail/callable_traits.hpp"
+#include "swp/lazy/detail/lazy_core.hpp"
+#include "swp/lazy/lazy_error.hpp"
+
+namespace swp {
+
+template <class Fn>
+class Segment;
+
+namespace detail {
+
+template <class T>
+struct IsDeferred : std::false_type {};
+template <class T>
+struct IsDeferred<Deferred<T>> : std::true_type {};
+template <class X>
+inline constexpr bool is_deferred_v = IsDeferred<std::remove_cvref_t<X>>::value;
+
+/// How a call keeps an argument until its segment runs: a pointer to an input it writes (the
+/// caller's object), a Deferred otherwise (a plain value becomes a ready Deferred).
+template <class P>
+using Stored = std::conditional_t<writes_param_v<P>, std::remove_reference_t<P>*,
+                                  Deferred<std::remove_cvref_t<P>>>;
+
+template <class T>
+struct IsReferenceWrapper : std::false_type {};
+template <class T>
+struct IsReferenceWrapper<std::reference_wrapper<T>> : std::true_type {};
+template <class C>
+inline constexpr bool is_reference_wrapper_v = IsReferenceWrapper<std::remove_cvref_t<C>>::value;
+
+template <class X>
+void materialise_if_deferred(const X& x) {
+  if constexpr (is_deferred_v<X>) x.materialise();
+}
+
+template <class P, class X>
+Stored<P> store(X&& x) {
+  if constexpr (writes_param_v<P>) {
+    static_assert(std::is_lvalue_reference_v<X&&> && !is_deferred_v<X>,
+                  "a segment parameter it writes (T&) takes the caller's object, an lvalue");
+    return &x;
+  } else if constexpr (is_deferred_v<X>) {
+    return Deferred<std::remove_cvref_t<P>>(std::forward<X>(x));
+  } else {
+    return Deferred<std::remove_cvref_t<P>>::ready(std::forward<X>(x));
+  }
+}
+
+// The argument a stored input gives the body: the caller's object, or the (materialised) value.
+template <class S>
+decltype(auto) unstore(S& s) {
+  if constexpr (std::is_pointer_v<S>) {
+    return *s;
+  } else {
+    return s.get();
+  }
+}
+
+// The argument a call's own argument gives a body run at once.
+template <class X>
+decltype(auto) pass(X&& x) {
+  if constexpr (is_deferred_v<X>) {
+    return x.get();
+  } else {
+    return std::forward<X>(x);
+  }
+}
+
+template <class X>
+const void* address_of(X&& x) noexcept {
+  if constexpr (std::is_lvalue_reference_v<X&&> && !is_deferred_v<X>) {
+    return static_cast<const void*>(std::addressof(x));
+  } else {
+    return nullptr;
+  }
+}
+
+/// "what()" of an exception, for SegmentError's message.
+inline std::string describe(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "a non-standard exception";
+  }
+}
+
+/// A segment's body wrapped so the current exception becomes a SegmentError naming it, with
+/// the original nested.
+inline std::exception_ptr segment_error(const std::string& name) {
+  const std::exception_ptr original = std::current_exception();
+  try {
+    // An error from another segment's materialisation already names that segment.
+    std::rethrow_exception(original);
+  } catch (const LazyError&) {
+    return original;
+  } catch (...) {
+    try {
+      std::throw_with_nested(SegmentError(name, describe(original)));
+    } catch (...) {
+      return std::current_exception();
+    }
+  }
+}
+
+/// The object and member function a segment registered from a method calls.
+template <class M, class C>
+struct BoundMethod;
+template <class R, class C, class... A, class Obj>
+struct BoundMethod<R (C::*)(A...), Obj> {
+  R (C::*method)(A...);
+  Obj* object;
+  R operator()(A... a) const { return (object->*method)(std::forward<A>(a)...); }
+};
+template <class R, class C, class... A, class Obj>
+struct BoundMethod<R (C::*)(A...) const, Obj> {
+  R (C::*method)(A...) const;
+  Obj* object;
+  R operator()(A... a) const { return (object->*method)(std::forward<A>(a)...); }
+};
+
+}  // namespace detail
+
+/// A registered segment (LazyScheduler::register_segment): call it like the callable it wraps.
+/// Arguments may be values or Deferreds of the parameter types (a Deferred argument makes this
+/// call depend on its producer, which runs first when this one runs); a parameter of type `T&`
+/// is an input the segment writes and takes the caller's object.
+///
+/// Completion: a segment no order constraint names runs at once on the calling thread and
+/// returns a ready Deferred (its real value). A segment the schedule or a hook names runs now
+/// when it can (after the stored segments it must follow), else it is stored and its Deferred
+/// stays pending until it runs: when what it waits for is called, when something reads the
+/// Deferred, or at the end of the round.
+/// Errors: when the segment runs within its own call and throws, the call throws SegmentError
+/// naming it (body exception nested); a stored segment's error surfaces where its Deferred is
+/// read, or from the round's finish() if nobody read it. HazardError when an argument is an
+/// input a stored segment writes; LazyError for a backward segment called directly or a
+/// constrained segment called twice in one round.
+/// Cancellation: none; a round that ends unfinished fails the Deferreds of its stored segments.
+/// Thread-safety: one thread at a time, with its scheduler.
+///
+/// Example:
+/// ```
+/// auto sdd = sched.register_segment("sdd_fwd", &SDD::forward, sdd_module);
+/// swp::Deferred<Tensor> y = sdd(x);
+/// ```
+template <class Fn>
+class Segment {
+  using Sig = detail::Signature<Fn>;
+
+ public:
+  using result_type = typename Sig::result;
+  using params = typename Sig::params;
+  static_assert(!std::is_reference_v<result_type>, "a segment returns a value, not a reference");
+
+  Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
+      : core_(&core), index_(index), shared_(std::make_shared<Shared>(Shared{std::move(fn), {}})) {}
+
+  [[nodiscard]] const std::string& name() const { return core_->name(index_); }
+
+  template <class... X>
+  requires(sizeof...(X) == std::tuple_size_v<params>) Deferred<result_type>
+  operator()(X&&... x) const {
+    return call(std::index_sequence_for<X...>{}, std::forward<X>(x)...);
+  }
+
+  /// Makes the scheduler's tape record each call of this (forward) segment, so that
+  /// LazyScheduler::backward replays `bwd` for it: `bwd(grad, inputs...)` returning the
+  /// gradient for the segment recorded before it. `bwd` must be registered with is_backward.
+  template <class B>
+  void set_backward(const Segment<B>& bwd) {
+    using G = std::remove_cvref_t<typename Segment<B>::result_type>;
+    if (!bwd.is_backward())
+      throw LazyError("set_backward: segment '" + bwd.name() + "' is not a backward segment");
+    shared_->backward = [bwd](SavedInputs saved) {
+      return std::function<void(std::any&)>([bwd, saved = std::move(saved)](std::any& grad) {
+        auto* g = std::any_cast<Deferred<G>>(&grad);
+        if (g == nullptr)
+          throw LazyError("backward: segment '" + bwd.name() +
+                          "' got a gradient of another type than it returns");
+        grad = std::apply([&](const auto&... in) { return bwd(*g, in...); }, saved);
+      });
+    };
+  }
+
+  [[nodiscard]] bool is_backward() const { return core_->is_backward(index_); }
+
+ private:
+  template <std::size_t... I>
+  using StoredArgs = std::tuple<detail::Stored<std::tuple_element_t<I, params>>...>;
+  using SavedInputs = decltype([]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<Deferred<std::remove_cvref_t<std::tuple_element_t<I, params>>>...>{};
+  }(std::make_index_sequence<std::tuple_size_v<params>>{}));
+
+  struct Shared {
+    Fn fn;
+    std::function<std::function<void(std::any&)>(SavedInputs)> backward;
+  };
+
+  template <std::size_t... I, class... X>
+  Deferred<result_type> call(std::index_sequence<I...>, X&&... x) const {
+    using R = result_type;
+    const void* inputs[sizeof...(X) + 1] = {detail::address_of(std::forward<X>(x))..., nullptr};
+    detail::LazyCore& core = *core_;
+    const bool free = core.enter_call(index_, inputs, sizeof...(X));
+    if (shared_->backward) record_tape(x...);
+    if (free) {
+      // No order constraint: run now, no record kept (the scheduler's fast path). Its inputs
+      // from delayed segments run first, so the executed order shows producers first.
+      (detail::materialise_if_deferred(x), ...);
+      core.begin_run(index_);
+      try {
+        Deferred<R> out;
+        if constexpr (std::is_void_v<R>) {
+          shared_->fn(detail::pass(std::forward<X>(x))...);
+          out = Deferred<R>::ready();
+        } else {
+          out = Deferred<R>::ready(shared_->fn(detail::pass(std::forward<X>(x))...));
+        }
+        core.end_run(index_, true);
+        return out;
+      } catch (...) {
+        core.end_run(index_, false);
+        std::rethrow_exception(detail::segment_error(name()));
+      }
+    }
+    auto stored = std::make_shared<StoredArgs<I...>>(
+        detail::store<std::tuple_element_t<I, params>>(std::forward<X>(x))...);
+    auto call = std::make_shared<detail::LazyCall>();
+    Promise<R> promise;
+    Deferred<R> out(promise.get_future(), call);
+    call->core = core_;
+    call->segment = index_;
+    (
+        [&] {
+          if constexpr (detail::writes_param_v<std::tuple_element_t<I, params>>) {
+            call->mutates_input = true;
+            call->written.push_back(std::get<I>(*stored));
+          }
+        }(),
+        ...);
+    call->ready_inputs = [stored] {
+      std::apply([](auto&... s) { (detail::materialise_if_deferred(s), ...); }, *stored);
+    };
+    auto shadow = std::make_shared<Shadow<I...>>();
+    if (core.debug() && !core.would_run_now(index_)) shadow_run(*stored, *shadow);
+    call->cancel = [promise](std::exception_ptr e) mutable { promise.set_error(std::move(e)); };
+    call->run = [self = *this, stored, shadow, promise, raw = call.get()]() mutable {
+      try {
+        if constexpr (std::is_void_v<R>) {
+          std::apply([&](auto&... s) { self.shared_->fn(detail::unstore(s)...); }, *stored);
+          self.compare(*stored, *shadow, nullptr);
+          promise.set_value();
+        } else {
+          R r = std::apply([&](auto&... s) { return self.shared_->fn(detail::unstore(s)...); },
+                           *stored);
+          self.compare(*stored, *shadow, &r);
+          promise.set_value(std::move(r));
+        }
+      } catch (...) {
+        raw->error = detail::segment_error(self.name());
+        promise.set_error(raw->error);
+      }
+    };
+    if (core.submit(call) && call->error) {
+      // It ran within its own call: fail here, as a segment that runs at once does.
+      call->error_observed = true;
+      std::rethrow_exception(call->error);
+    }
+    return out;
+  }
+
+  // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything).
+  template <class... X>
+  void record_tape(const X&... x) const {
+    SavedInputs saved = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return SavedInputs(detail::store<std::remove_cvref_t<std::tuple_element_t<I, params>>>(x)...);
+    }
+    (std::index_sequence_for<X...>{});
+    core_->push_tape(shared_->backward(std::move(saved)));
+  }
+
+  // Debug mode: what the shadow run (at the call) produced, to compare with the real run.
+  template <std::size_t... I>
+  struct Shadow {
+    bool ran = false;
+    std::conditional_t<std::is_void_v<result_type>, char,
+                       std::optional<std::remove_cvref_t<result_type>>>
+        result{};
+    std::tuple<std::optional<std::remove_cvref_t<std::tuple_element_t<I, params>>>...> written;
+  };
+
+  template <class Stored, class Sh>
+  void shadow_run(Stored& stored, Sh& shadow) const {
+    // Only when every input exists now: computing one would reorder other segments.
+    bool ready = true;
+    std::apply([&](auto&... s) { ((ready = ready && shadow_ready(s)), ...); }, stored);
+    if (!ready) return;
+    core_->begin_shadow(index_);
+    try {
+      // Inputs it writes are copied, so the shadow run leaves the caller's objects alone.
+      auto copies =
+          std::apply([](auto&... s) { return std::make_tuple(shadow_copy(s)...); }, stored);
+      if constexpr (std::is_void_v<result_type>) {
+        std::apply([&](auto&... c) { shared_->fn(shadow_arg(c)...); }, copies);
+      } else {
+        auto r = std::apply([&](auto&... c) { return shared_->fn(shadow_arg(c)...); }, copies);
+        if constexpr (std::equality_comparable<std::remove_cvref_t<result_type>>)
+          shadow.result = std::move(r);
+      }
+      keep_written(copies, shadow.written, std::make_index_sequence<std::tuple_size_v<params>>{});
+      shadow.ran = true;
+    } catch (...) {
+      // The real run decides whether the segment fails; the shadow only compares outputs.
+    }
+    core_->end_shadow();
+  }
+
+  template <class S>
+  static bool shadow_ready(const S& s) {
+    if constexpr (std::is_pointer_v<S>) {
+      return true;
+    } else {
+      return s.is_ready() && !s.future().error_ptr();
+    }
+  }
+  template <class S>
+  static auto shadow_copy(const S& s) {
+    if constexpr (std::is_pointer_v<S>) {
+      return std::remove_const_t<std::remove_pointer_t<S>>(*s);
+    } else {
+      return std::cref(s.get());
+    }
+  }
+  template <class C>
+  static decltype(auto) shadow_arg(C& c) {
+    if constexpr (detail::is_reference_wrapper_v<C>) {
+      return c.get();
+    } else {
+      return (c);
+    }
+  }
+  template <class Copies, class Written, std::size_t... I>
+  static void keep_written(Copies& copies, Written& written, std::index_sequence<I...>) {
+    ((detail::writes_param_v<std::tuple_element_t<I, params>>
+          ? (void)keep_one(std::get<I>(copies), std::get<I>(written))
+          : (void)0),
+     ...);
+  }
+  template <class C, class W>
+  static void keep_one(C& copy, W& slot) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<C>, typename W::value_type>) slot = copy;
+  }
+
+  template <class Stored, class Sh>
+  void compare(Stored& stored, Sh& shadow, const std::remove_cvref_t<result_type>* result) const {
+    if (!shadow.ran) return;
+    if constexpr (!std::is_void_v<result_type> &&
+                  std::equality_comparable<std::remove_cvref_t<result_type>>) {
+      if (result != nullptr && shadow.result && !(*shadow.result == *result))
+        core_->add_finding(index_, "result");
+    }
+    compare_written(stored, shadow, std::make_index_sequence<std::tuple_size_v<params>>{});
+  }
+  template <class Stored, class Sh, std::size_t... I>
+  void compare_written(Stored& stored, Sh& shadow, std::index_sequence<I...>) const {
+    (compare_one<I>(std::get<I>(stored), std::get<I>(shadow.written)), ...);
+  }
+  template <std::size_t I, class S, class W>
+  void compare_one(const S& s, const W& w) const {
+    if constexpr (std::is_pointer_v<S> && std::equality_comparable<typename W::value_type>) {
+      if (w && !(*w == *s)) core_->add_finding(index_, "input " + std::to_string(I));
+    }
+  }
+
+  detail::LazyCore* core_;
+  std::uint32_t index_;
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace swp

@@ -1,0 +1,416 @@
+#include "swp/lazy/detail/lazy_core.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <functional>
+#include <utility>
+
+#include "swp/lazy/lazy_error.hpp"
+
+namespace swp::detail {
+
+void materialise(LazyCall& call) { call.core->materialise(call); }
+
+const std::string& segment_name(const LazyCall& call) { return call.core->name(call.segment); }
+
+namespace {
+
+std::string quoted(const std::string& name) { return "'" + name + "'"; }
+
+}  // namespace
+
+LazyCore::LazyCore(LazyOptions options) : options_(std::move(options)) {}
+
+LazyCore::~LazyCore() { abandon(); }
+
+std::uint32_t LazyCore::add_segment(std::string name, SegmentOptions options) {
+  if (name.empty()) throw LazyError("register_segment: a segment needs a name");
+  if (by_name_.contains(name))
+    throw LazyError("register_segment: segment " + quoted(name) + " is registered already");
+  for (StateId id : options.reads)
+    if (id.index >= states_.size())
+      throw LazyError("register_segment: " + quoted(name) + " reads an unknown state");
+  for (StateId id : options.writes)
+    if (id.index >= states_.size())
+      throw LazyError("register_segment: " + quoted(name) + " writes an unknown state");
+  const auto index = static_cast<std::uint32_t>(segments_.size());
+  by_name_.emplace(name, index);
+  segments_.push_back(Segment{.name = std::move(name), .options = std::move(options)});
+  called_.push_back(0);
+  done_.push_back(0);
+  pending_.emplace_back();
+  dirty_ = true;
+  // Hazards are checked as soon as the order constraints they depend on are known.
+  if (!hooks_.empty()) prepare();
+  return index;
+}
+
+StateId LazyCore::add_state(std::string name, const void* object) {
+  if (object == nullptr) throw LazyError("declare_state: state '" + name + "' has no object");
+  states_.push_back(std::move(name));
+  return StateId{static_cast<std::uint32_t>(states_.size() - 1)};
+}
+
+void LazyCore::add_hook(const std::string& target, const std::string& pre, bool backward) {
+  const char* where = backward ? "register_segment_backward_pre_hook" : "register_segment_pre_hook";
+  const std::uint32_t t = find(target, where);
+  (void)find(pre, where);
+  if (target == pre)
+    throw LazyError(std::string(where) + ": " + quoted(target) + " cannot run before itself");
+  if (backward && !segments_[t].options.is_backward)
+    throw LazyError(std::string(where) + ": " + quoted(target) +
+                    " is not a backward segment (register it with is_backward = true)");
+  hooks_.push_back(Hook{target, pre, backward});
+  dirty_ = true;
+  try {
+    prepare();
+  } catch (...) {
+    hooks_.pop_back();  // a refused hook leaves the scheduler as it was
+    dirty_ = true;
+    throw;
+  }
+}
+
+void LazyCore::validate() {
+  dirty_ = true;
+  prepare();
+}
+
+std::uint32_t LazyCore::find(const std::string& name, const char* where) const {
+  const auto it = by_name_.find(name);
+  if (it == by_name_.end()) {
+    std::string known;
+    for (const Segment& s : segments_) known += (known.empty() ? "" : ", ") + s.name;
+    throw LazyError(std::string(where) + ": unknown segment " + quoted(name) +
+                    " (registered: " + (known.empty() ? "none" : known) + ")");
+  }
+  return it->second;
+}
+
+void LazyCore::prepare() {
+  if (!dirty_) return;
+  build_constraints();
+  check_cycles();
+  check_state_hazards();
+  dirty_ = false;
+}
+
+void LazyCore::build_constraints() {
+  for (Segment& s : segments_) {
+    s.before.clear();
+    s.hold_targets.clear();
+    s.constrained = false;
+  }
+  auto add_before = [&](std::uint32_t first, std::uint32_t then) {
+    auto& b = segments_[then].before;
+    if (std::find(b.begin(), b.end(), first) == b.end()) b.push_back(first);
+    segments_[first].constrained = segments_[then].constrained = true;
+  };
+  for (std::size_t k = 0; k < options_.schedule.size(); ++k) {
+    const std::uint32_t s = find(options_.schedule[k], "LazyScheduler schedule");
+    segments_[s].constrained = true;
+    if (k > 0) add_before(find(options_.schedule[k - 1], "LazyScheduler schedule"), s);
+  }
+  for (const Hook& h : hooks_) {
+    const std::uint32_t t = by_name_.at(h.target), p = by_name_.at(h.pre);
+    add_before(p, t);
+    segments_[p].hold_targets.push_back(t);
+  }
+}
+
+void LazyCore::check_cycles() const {
+  // Depth-first search over "runs before" edges; a back edge closes a cycle, printed in order.
+  enum : char { unseen, open, closed };
+  std::vector<char> mark(segments_.size(), unseen);
+  std::vector<std::uint32_t> path;
+  std::function<void(std::uint32_t)> visit = [&](std::uint32_t s) {
+    mark[s] = open;
+    path.push_back(s);
+    for (std::uint32_t p : segments_[s].before) {
+      if (mark[p] == open) {
+        std::string cycle;
+        const auto from = std::find(path.begin(), path.end(), p);
+        for (auto it = path.end(); it != from;) {  // reversed: "runs before" order
+          --it;
+          cycle += segments_[*it].name + " -> ";
+        }
+        throw LazyError("hooks and schedule form a cycle: " + cycle + segments_[s].name +
+                        " must each run before the next");
+      }
+      if (mark[p] == unseen) visit(p);
+    }
+    path.pop_back();
+    mark[s] = closed;
+  };
+  for (std::uint32_t s = 0; s < segments_.size(); ++s)
+    if (mark[s] == unseen) visit(s);
+}
+
+void LazyCore::check_state_hazards() const {
+  // A segment the schedule may hold back (a pre-hook, or one with a predecessor) must not share
+  // state with a segment that writes it, nor write state another segment reads (RFC problem 2).
+  auto uses = [](const std::vector<StateId>& v, StateId id) {
+    return std::any_of(v.begin(), v.end(), [&](StateId x) { return x.index == id.index; });
+  };
+  for (std::uint32_t d = 0; d < segments_.size(); ++d) {
+    const Segment& delayed = segments_[d];
+    if (delayed.before.empty() && delayed.hold_targets.empty()) continue;
+    for (std::uint32_t o = 0; o < segments_.size(); ++o) {
+      if (o == d) continue;
+      const Segment& other = segments_[o];
+      for (StateId id : delayed.options.reads) {
+        if (uses(other.options.writes, id))
+          throw HazardError({delayed.name, other.name},
+                            "segment " + quoted(delayed.name) + " may be delayed but reads state " +
+                                quoted(states_[id.index]) + ", which segment " +
+                                quoted(other.name) + " writes");
+      }
+      for (StateId id : delayed.options.writes) {
+        if (uses(other.options.reads, id) || uses(other.options.writes, id))
+          throw HazardError({delayed.name, other.name},
+                            "segment " + quoted(delayed.name) +
+                                " may be delayed but writes state " + quoted(states_[id.index]) +
+                                ", which segment " + quoted(other.name) + " also uses");
+      }
+    }
+  }
+}
+
+bool LazyCore::enter_call(std::uint32_t segment, const void* const* inputs, std::size_t count) {
+  if (dirty_) prepare();
+  const Segment& s = segments_[segment];
+  if (s.options.is_backward && !in_backward_)
+    throw LazyError(
+        "segment " + quoted(s.name) +
+        " is a backward segment: it runs from LazyScheduler::backward(), not a direct call");
+  if (!pending_writes_.empty()) {
+    for (std::size_t k = 0; k < count; ++k) {
+      if (inputs[k] == nullptr) continue;
+      for (const auto& [address, writer] : pending_writes_) {
+        if (address == inputs[k] && writer != segment)
+          throw HazardError({s.name, segments_[writer].name},
+                            "segment " + quoted(s.name) + " reads its input " + std::to_string(k) +
+                                ", which delayed segment " + quoted(segments_[writer].name) +
+                                " writes and has not run yet (materialise it first)");
+      }
+    }
+  }
+  return !s.constrained;
+}
+
+void LazyCore::begin_run(std::uint32_t segment) {
+  if (round_over_) {  // the first run after a flush starts the order of the new round
+    executed_.clear();
+    round_over_ = false;
+  }
+  running_.push_back(segment);
+  executed_.push_back(segment);
+  if (observer_ != nullptr) observer_->segment_started(segments_[segment].name, tag_);
+}
+
+void LazyCore::end_run(std::uint32_t segment, bool ok) noexcept {
+  running_.pop_back();
+  if (observer_ != nullptr) observer_->segment_finished(segments_[segment].name, tag_, ok);
+}
+
+bool LazyCore::submit(const std::shared_ptr<LazyCall>& call) {
+  const std::uint32_t s = call->segment;
+  if (called_[s])
+    throw LazyError("segment " + quoted(segments_[s].name) +
+                    " was called twice in one round (the schedule orders one call of each; "
+                    "end the round with finish()/flush() between iterations)");
+  called_[s] = 1;
+  pending_[s] = call;
+  stored_.push_back(call);
+  for (const void* w : call->written) pending_writes_.emplace_back(w, s);
+  std::uint32_t missing = 0;
+  if (!held(s) && runnable(s, missing)) run_chain(s);
+  drain();
+  return call->state == LazyCall::State::done;
+}
+
+bool LazyCore::held(std::uint32_t segment) const {
+  const auto& targets = segments_[segment].hold_targets;
+  if (targets.empty()) return false;
+  return std::none_of(targets.begin(), targets.end(),
+                      [&](std::uint32_t t) { return called_[t] != 0; });
+}
+
+bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) const {
+  if (done_[segment]) return true;
+  if (!called_[segment]) {
+    missing = segment;
+    return false;
+  }
+  for (std::uint32_t p : segments_[segment].before)
+    if (!runnable(p, missing)) return false;
+  return true;
+}
+
+bool LazyCore::would_run_now(std::uint32_t segment) const {
+  if (held(segment)) return false;
+  std::uint32_t missing = 0;
+  for (std::uint32_t p : segments_[segment].before)
+    if (!runnable(p, missing)) return false;
+  return true;
+}
+
+void LazyCore::run_chain(std::uint32_t segment) {
+  if (done_[segment]) return;
+  for (std::uint32_t p : segments_[segment].before) run_chain(p);
+  if (!done_[segment]) execute(*pending_[segment]);
+}
+
+void LazyCore::execute(LazyCall& call) {
+  const std::uint32_t s = call.segment;
+  if (call.state == LazyCall::State::running)
+    throw LazyError("segment " + quoted(segments_[s].name) + " reads its own result");
+  if (call.ready_inputs) call.ready_inputs();  // producers of its inputs run before it
+  if (call.state == LazyCall::State::done) return;
+  call.state = LazyCall::State::running;
+  std::erase_if(pending_writes_, [&](const auto& w) { return w.second == s; });
+  std::erase_if(stored_, [&](const auto& c) { return c.get() == &call; });
+  begin_run(s);
+  call.run();
+  end_run(s, call.error == nullptr);
+  call.state = LazyCall::State::done;
+  done_[s] = 1;
+  ran_.push_back(std::move(pending_[s]));
+}
+
+void LazyCore::drain() {
+  // Stored calls whose predecessors ran (and whose hook target was called) run now, oldest
+  // first; running one may make another runnable, so scan until nothing moves.
+  bool moved = true;
+  while (moved && !stored_.empty()) {
+    moved = false;
+    for (const auto& call : stored_) {
+      std::uint32_t missing = 0;
+      if (held(call->segment) || !runnable(call->segment, missing)) continue;
+      run_chain(call->segment);
+      moved = true;
+      break;  // stored_ changed
+    }
+  }
+}
+
+void LazyCore::materialise(LazyCall& call) {
+  if (call.state == LazyCall::State::done) return;
+  if (call.state == LazyCall::State::running)
+    throw LazyError("segment " + quoted(segments_[call.segment].name) + " reads its own result");
+  std::uint32_t missing = 0;
+  if (!runnable(call.segment, missing))
+    throw LazyError("segment " + quoted(segments_[call.segment].name) +
+                    " was materialised before segment " + quoted(segments_[missing].name) +
+                    ", which the schedule runs before it, was called");
+  run_chain(call.segment);
+  drain();
+}
+
+void LazyCore::check_state(StateId id, bool write) const {
+  if (running_.empty()) return;  // plain program code may touch anything
+  const Segment& s = segments_[running_.back()];
+  const auto& declared = write ? s.options.writes : s.options.reads;
+  const bool ok = std::any_of(declared.begin(), declared.end(),
+                              [&](StateId x) { return x.index == id.index; }) ||
+                  (!write && std::any_of(s.options.writes.begin(), s.options.writes.end(),
+                                         [&](StateId x) { return x.index == id.index; }));
+  if (!ok)
+    throw HazardError({s.name}, "segment " + quoted(s.name) + (write ? " writes" : " reads") +
+                                    " state " + quoted(states_[id.index]) +
+                                    " without declaring it");
+}
+
+void LazyCore::add_finding(std::uint32_t segment, std::string output) {
+  findings_.push_back(DebugFinding{segments_[segment].name, std::move(output)});
+}
+
+void LazyCore::run_backward(std::any& grad) {
+  if (in_backward_) throw LazyError("backward: already in a backward pass");
+  in_backward_ = true;
+  try {
+    while (!tape_.empty()) {
+      auto entry = std::move(tape_.back());
+      tape_.pop_back();
+      entry(grad);
+    }
+  } catch (...) {
+    in_backward_ = false;
+    tape_.clear();
+    throw;
+  }
+  in_backward_ = false;
+}
+
+void LazyCore::flush() {
+  // Held pre-hooks whose target was never called run now, in call order; a call whose
+  // predecessor was never called cannot.
+  while (!stored_.empty()) {
+    const auto call = stored_.front();
+    std::uint32_t missing = 0;
+    if (!runnable(call->segment, missing)) {
+      const std::string who = segments_[call->segment].name, what = segments_[missing].name;
+      abandon();
+      throw LazyError("round ended with segment " + quoted(who) + " stored: segment " +
+                      quoted(what) + ", which the schedule runs before it, was never called");
+    }
+    run_chain(call->segment);
+    drain();
+  }
+  // A delayed segment that failed where nobody read its result must not fail silently.
+  std::exception_ptr failure;
+  for (const auto& call : ran_) {
+    if (call->error && !call->error_observed && !failure) {
+      call->error_observed = true;
+      failure = call->error;
+    }
+  }
+  reset_round();
+  round_over_ = true;
+  if (failure) std::rethrow_exception(failure);
+}
+
+void LazyCore::abandon() noexcept {
+  // Their Deferreds must not stay pending forever (a co_await would hang): each gets an error.
+  for (const auto& call : stored_) {
+    call->state = LazyCall::State::done;
+    call->error_observed = true;
+    try {
+      auto error =
+          std::make_exception_ptr(LazyError("segment " + quoted(segments_[call->segment].name) +
+                                            " never ran: its round ended before it could"));
+      if (call->cancel) call->cancel(error);
+    } catch (...) {
+      // Out of memory making the message: the promise stays pending; nothing else to do.
+    }
+    call->run = nullptr;  // drops the stored inputs
+  }
+  reset_round();
+  round_over_ = true;
+}
+
+void LazyCore::reset_round() noexcept {
+  std::fill(called_.begin(), called_.end(), 0);
+  std::fill(done_.begin(), done_.end(), 0);
+  for (auto& p : pending_) p.reset();
+  stored_.clear();
+  ran_.clear();
+  pending_writes_.clear();
+  tape_.clear();
+}
+
+void LazyCore::begin_round(SegmentTag tag) {
+  if (!stored_.empty()) throw LazyError("round: the previous round still has stored segments");
+  executed_.clear();
+  round_over_ = false;
+  tag_ = tag;
+}
+
+std::vector<std::string> LazyCore::executed_order() const {
+  std::vector<std::string> out;
+  out.reserve(executed_.size());
+  for (std::uint32_t s : executed_) out.push_back(segments_[s].name);
+  return out;
+}
+
+}  // namespace swp::detail
