@@ -10,7 +10,8 @@
 //   in the scratch directory;
 // - the flags that scale the work linearly by design (--iters, --periods, --search-iters, ...)
 //   are capped; a value that is not a plain decimal integer is refused for them (CLI11 also
-//   reads 0x.. and 0b.. forms, which would escape the cap).
+//   reads 0x.. and 0b.. forms, which would escape the cap). (`swp pp`'s --stages is not: it
+//   is preset's too, there a list of names; swp pp simulate bounds it to 4096.)
 // Properties: run_cli returns 0, 1 or 2, never throws, and (under ASan + UBSan) makes no
 // memory error, no undefined behaviour, no leak.
 
@@ -36,9 +37,9 @@ namespace fs = std::filesystem;
 // The work-scaling flags and the largest value each may take here.
 const std::map<std::string_view, long long>& caps() {
   static const std::map<std::string_view, long long> caps = {
-      {"--iters", 48},          {"--periods", 64}, {"--search-iters", 12},
-      {"--max-candidates", 48}, {"--warmup", 3},   {"--measure", 4},
-      {"--rounds", 3},          {"--workers", 4},  {"--max-depth", 64},
+      {"--iters", 48},     {"--periods", 64},      {"--search-iters", 12}, {"--max-candidates", 48},
+      {"--warmup", 3},     {"--measure", 4},       {"--rounds", 3},        {"--workers", 4},
+      {"--max-depth", 64}, {"--microbatches", 16}, {"--chunks", 4},        {"--layers", 4096},
   };
   return caps;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -21,6 +22,8 @@
 namespace swp::cli {
 
 namespace {
+
+constexpr std::int64_t max_simulated_computes = std::int64_t{1} << 22;
 
 struct SimulateFlags {
   std::string schedule;
@@ -93,6 +96,14 @@ int simulate(const SimulateFlags& f) {
                   std::to_string(f.stages) + ")");
       return Exit::bad_usage;
     }
+  // A bound on the work one command may ask for: ~12 work items of ~400 bytes per compute.
+  const auto computes = static_cast<std::int64_t>(f.stages) * f.microbatches * chunks;
+  if (computes > max_simulated_computes) {
+    print_error("swp pp simulate: --stages x --microbatches x --chunks = " +
+                std::to_string(computes) + " is more than the " +
+                std::to_string(max_simulated_computes) + " computes one run may simulate");
+    return Exit::bad_usage;
+  }
   PpSchedule schedule;
   try {
     schedule = make_pp_schedule(kind, f.stages, f.microbatches, chunks, forward_only(f));

@@ -81,6 +81,12 @@ TEST_CASE("swp pp estimate prints the fill-drain metrics and the breakdown line"
     CHECK(m["pp_bubble_us"] == 0);
     CHECK(r.out.find("PP Compute 100.00 | PP Comm 0.00 | PP Bubble 0.00") != std::string::npos);
   }
+  SUBCASE("an explicit partition: the slowest stage sets the pace") {
+    r = run_swp("pp estimate --layer-counts 1,3 --layer-us 10 --microbatches 2");
+    m = metric_values(r.out);
+    CHECK(m["latency_us"] == doctest::Approx(40 + 30));
+    CHECK(m["pp_bubble_us"] == doctest::Approx(30));
+  }
   r = run_swp("pp estimate --layers 8 --stages 4 --layer-us 100 --bandwidth-gbps 0");
   CHECK(r.status == 2);
   CHECK(r.err.find("--bandwidth-gbps: expected a number > 0, got '0'") != std::string::npos);
@@ -157,6 +163,13 @@ TEST_CASE("swp pp simulate reports a deadlock and bad schedules in one error lin
   r = run_swp("pp simulate --schedule gpipe --stages 3 --microbatches 2 --fwd-us 1,2 --bwd-us 2");
   CHECK(r.status == 2);
   CHECK(r.err == "error: --fwd-us has 2 values; give one, or one per stage (3)\n");
+  r = run_swp(
+      "pp simulate --schedule interleaved --stages 4096 --microbatches 4096 --chunks 2 "
+      "--fwd-us 1 --bwd-us 2");
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: swp pp simulate: --stages x --microbatches x --chunks = 33554432 is more than the "
+        "4194304 computes one run may simulate\n");
   r = run_swp("pp simulate --schedule zb --stages 3 --microbatches 2 --fwd-us 1 --bwd-us 2");
   CHECK(r.status == 2);
   CHECK(r.err.find("--schedule") != std::string::npos);

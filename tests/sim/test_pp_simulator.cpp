@@ -130,6 +130,26 @@ TEST_CASE("per-stage costs: the slowest stage sets the pace") {
       std::invalid_argument);
 }
 
+TEST_CASE("where the fill-drain estimate and the event-level timeline part (docs/sim.md)") {
+  using K = swp::PpScheduleKind;
+  const auto latency = [](K kind, swp::PpCosts costs) {
+    return swp::simulate_pp(swp::make_pp_schedule(kind, 4, 8), costs).latency_us();
+  };
+  // Stage times f + b = 30, 20, 20, 40: the estimate paces every microbatch at 40.
+  const swp::PpCosts uneven{{20, 10, 10, 10}, {10, 10, 10, 30}, 0};
+  const double estimate = 110 + 7 * 40;
+  // GPipe's forward wave is paced by stage 0 (20), its backward wave by stage 3 (30).
+  CHECK(latency(K::gpipe, uneven) == doctest::Approx(50 + 7 * 20 + 60 + 7 * 30));
+  CHECK(latency(K::gpipe, uneven) > estimate);
+  CHECK(latency(K::one_f_one_b, uneven) == doctest::Approx(estimate));
+  // With comm the estimate charges every stage its transfers; the links overlap them.
+  // Stage comm 3, 6, 6, 3 per pass, two passes: Σ stage = 120 + 36, slowest 30 + 12.
+  const double with_comm = (4 * 30 + 2 * (3 + 6 + 6 + 3)) + 7 * (30 + 2 * 6);
+  CHECK(latency(K::gpipe, {{10}, {20}, 3}) == doctest::Approx(348));
+  CHECK(latency(K::gpipe, {{10}, {20}, 3}) < with_comm);
+  CHECK(with_comm == doctest::Approx(450));
+}
+
 TEST_CASE("a send/recv order that cannot complete is reported with who waits on what") {
   // Each rank first waits for the other's backward: neither ever computes.
   const auto s = by_hand({

@@ -75,6 +75,9 @@ struct PpSchedule {
 /// Throws std::invalid_argument naming the value for ranks, microbatches or chunks < 1,
 /// chunks != 1 for a non-interleaved schedule, or microbatches not a multiple of ranks for
 /// interleaved, and when the schedule would exceed 2^31 actions.
+///
+/// Example: `auto s = swp::make_pp_schedule(swp::PpScheduleKind::interleaved, 4, 8, 2);`
+/// then `swp::simulate_pp(s, costs)`.
 PpSchedule make_pp_schedule(PpScheduleKind kind, int ranks, int microbatches, int chunks = 1,
                             bool forward_only = false);
 

@@ -107,9 +107,12 @@ class PpDeadlock : public std::runtime_error {
 /// complete is found before any virtual time passes and reported as PpDeadlock naming every
 /// stuck rank. Then the SimScheduler runs the streams to completion.
 ///
+/// Completion: synchronous; returns once the last piece of work has ended in virtual time.
 /// Deterministic: the same schedule and costs give the same timeline. Runs on the calling
-/// thread; no wall-clock waits. Throws PpScheduleError (see above), PpDeadlock, or
-/// std::invalid_argument for costs that are negative, not finite or not one per rank.
+/// thread, with no wall-clock waits and nothing to cancel (its work is bounded by the
+/// schedule's size; memory is about 400 bytes per work item while it runs). Throws PpScheduleError
+/// (see above), PpDeadlock, or std::invalid_argument for costs that are negative, not finite or not
+/// one per rank.
 ///
 /// Example:
 /// ```
