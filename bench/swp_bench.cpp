@@ -9,6 +9,8 @@
 //   swp-bench jitter   [--iters N]   the same with a jittering loader: data-flow vs clock
 //   swp-bench soak     [--iters N] [--warmup N]
 //                                    RSS growth over a long run: both engines and `swp run`
+//   swp-bench loader   [--records N] [--bytes B] [--files F] [--batch N] [--rounds N] [--dir D]
+//                                    the data loader vs plain reads from the page cache
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <exception>
 
 #include "dispatch.hpp"
+#include "loader.hpp"
 #include "scenarios.hpp"
 #include "soak.hpp"
 
@@ -54,6 +57,26 @@ int main(int argc, char** argv) {
   soak->add_option("--warmup", soak_options.warmup,
                    "iterations before the first RSS reading (default: a tenth of --iters)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
+  swp_bench::LoaderBenchOptions loader_options;
+  auto* loader = app.add_subcommand(
+      "loader", "data loader MB/s vs plain sequential reads of the same files (page cache)");
+  loader->add_option("--records", loader_options.records, "records of the generated dataset")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32))
+      ->capture_default_str();
+  loader->add_option("--bytes", loader_options.bytes, "payload bytes per record")
+      ->check(CLI::Range(std::uint64_t{8}, std::uint64_t{1} << 30))
+      ->capture_default_str();
+  loader->add_option("--files", loader_options.files, "files of the generated dataset")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16))
+      ->capture_default_str();
+  loader->add_option("--batch", loader_options.batch_records, "records per batch")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20))
+      ->capture_default_str();
+  loader->add_option("--rounds", loader_options.rounds, "interleaved rounds (medians)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  loader->add_option("--dir", loader_options.dir,
+                     "dataset directory (generated there when missing; default: a temporary one)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -61,6 +84,7 @@ int main(int argc, char** argv) {
     if (overlap->parsed()) swp_bench::run_scenario("overlap", false, scenario_iters);
     if (jitter->parsed()) swp_bench::run_scenario("jitter", true, scenario_iters);
     if (soak->parsed()) swp_bench::run_soak(soak_options);
+    if (loader->parsed()) swp_bench::run_loader(loader_options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

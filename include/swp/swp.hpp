@@ -7,6 +7,7 @@
 #include "swp/core.hpp"
 #include "swp/device.hpp"
 #include "swp/engine.hpp"
+#include "swp/io.hpp"
 #include "swp/presets.hpp"
 #include "swp/trace.hpp"
 #include "swp/tune.hpp"

@@ -24,4 +24,7 @@ void add_preset_command(CLI::App& app, Action& action);
 /// profile: per-task exposed time of a plan's synthetic costs (TaskProfiler).
 void add_profile_command(CLI::App& app, Action& action);
 
+/// data gen|check: write a test dataset of record files; verify every checksum of one.
+void add_data_command(CLI::App& app, Action& action);
+
 }  // namespace swp::cli
