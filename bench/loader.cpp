@@ -76,8 +76,9 @@ void run_loader(const LoaderBenchOptions& o) {
                                    .batch_records = o.batch_records,
                                    .shuffle = shuffle,
                                    .seed = 1,
-                                   .prefetch_batches = 8,
-                                   .reader = reader});
+                                   .prefetch_batches = o.prefetch,
+                                   .reader = reader,
+                                   .read_threads = o.read_threads});
   };
   auto plain = make(false, swp::io::ReaderKind::automatic);
   auto shuffled = make(true, swp::io::ReaderKind::automatic);

@@ -12,8 +12,10 @@ struct LoaderBenchOptions {
   std::uint64_t bytes = 65536;   ///< payload bytes per record
   std::uint64_t files = 8;
   std::uint64_t batch_records = 16;
-  int rounds = 5;   ///< interleaved rounds; medians reported
-  std::string dir;  ///< dataset directory (default: a temporary one, removed)
+  std::uint64_t prefetch = 8;      ///< batches read ahead
+  std::uint64_t read_threads = 2;  ///< threads of the pread reader
+  int rounds = 5;                  ///< interleaved rounds; medians reported
+  std::string dir;                 ///< dataset directory (default: a temporary one, removed)
 };
 
 /// Prints raw_read_mb_per_s, loader_mb_per_s, loader_over_raw, stall_us_per_batch, their

@@ -9,7 +9,8 @@
 //   swp-bench jitter   [--iters N]   the same with a jittering loader: data-flow vs clock
 //   swp-bench soak     [--iters N] [--warmup N]
 //                                    RSS growth over a long run: both engines and `swp run`
-//   swp-bench loader   [--records N] [--bytes B] [--files F] [--batch N] [--rounds N] [--dir D]
+//   swp-bench loader   [--records N] [--bytes B] [--files F] [--batch N] [--prefetch N]
+//                      [--read-threads N] [--rounds N] [--dir D]
 //                                    the data loader vs plain reads from the page cache
 
 #include <CLI/CLI.hpp>
@@ -71,6 +72,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   loader->add_option("--batch", loader_options.batch_records, "records per batch")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20))
+      ->capture_default_str();
+  loader->add_option("--prefetch", loader_options.prefetch, "batches read ahead")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16))
+      ->capture_default_str();
+  loader->add_option("--read-threads", loader_options.read_threads, "threads of the pread reader")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{256}))
       ->capture_default_str();
   loader->add_option("--rounds", loader_options.rounds, "interleaved rounds (medians)")
       ->check(CLI::Range(1, 1000))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+#include <stdexcept>
 
 #include "swp/config.hpp"
 #if SWP_HAVE_CUDA

@@ -19,7 +19,7 @@ void check(const LoaderOptions& o) {
   if (o.world == 0) bad("world must be at least 1");
   if (o.rank >= o.world)
     bad("rank " + std::to_string(o.rank) + " must be below world " + std::to_string(o.world));
-  if (o.reader == ReaderKind::pread && o.read_threads == 0) bad("read_threads must be at least 1");
+  if (o.read_threads == 0) bad("read_threads must be at least 1");
   if (o.decode_threads == 0) bad("decode_threads must be at least 1");
 }
 }  // namespace
@@ -117,6 +117,7 @@ void LoaderState::issue_locked() {
 void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
   std::coroutine_handle<> h;
   Resumer* resumer = nullptr;
+  bool decode_here = false;
   {
     std::lock_guard lock(mutex_);
     --reads_in_flight_;
@@ -127,11 +128,17 @@ void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
         slot.done = true;
       } else {
         ++decodes_;
-        decode_pool_->post([this, &slot] { decode(slot); });
+        // Verification only, on a reader whose completions run on a pool of threads (pread):
+        // right here, while the bytes just read are in this core's cache, and without waking
+        // another thread. A user decode step, or a reader completing on its one io thread
+        // (uring), goes to the decode pool.
+        decode_here = !options_.decode && reader_->completes_on_pool();
+        if (!decode_here) decode_pool_->post([this, &slot] { decode(slot); });
       }
     }
     wake_locked(h, resumer);
   }
+  if (decode_here) decode(slot);
   if (h) resume_on(resumer, h);
 }
 

@@ -28,6 +28,7 @@ class PreadReader final : public FileReader {
       done(std::move(error));
     });
   }
+  [[nodiscard]] bool completes_on_pool() const noexcept override { return pool_.threads() > 1; }
   [[nodiscard]] ReaderKind kind() const noexcept override { return ReaderKind::pread; }
 
  private:

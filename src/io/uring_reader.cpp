@@ -4,8 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -27,9 +30,13 @@ namespace swp::io::detail {
 namespace {
 namespace asio = boost::asio;
 
-class UringReader final : public FileReader {
+// One io_context, its thread and its own file objects (dup'ed descriptors): a page-cache hit
+// is copied by io_uring inline on the thread that submits it, so a reader with one ring would
+// copy on one core only. Rings share nothing, so no asio object is touched by two threads.
+class Ring {
  public:
-  explicit UringReader(std::vector<ReaderFile> files) : paths_(), work_(ctx_.get_executor()) {
+  explicit Ring(const std::vector<ReaderFile>& files) : work_(ctx_.get_executor()) {
+    files_.reserve(files.size());
     for (const ReaderFile& f : files) {
       const int fd = ::dup(f.fd);
       if (fd < 0) throw std::runtime_error("dup " + f.path.string() + ": " + std::strerror(errno));
@@ -40,20 +47,26 @@ class UringReader final : public FileReader {
     }
     thread_ = std::thread([this] { ctx_.run(); });
   }
-
-  ~UringReader() override {
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+  ~Ring() {
     // Every read accepted completes before the io_context stops: the work guard goes, run()
     // returns once no operation is outstanding.
     work_.reset();
     thread_.join();
   }
 
-  void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into, Done done) override {
-    // Operations on a file object start on the io_context's thread only (one thread: no
-    // object is touched concurrently).
+  void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into,
+            FileReader::Done done) {
+    // Operations start on the ring's own thread only.
     asio::post(ctx_, [this, file, offset, into, done = std::move(done)]() mutable {
       asio::async_read_at(
           files_[file], offset, asio::buffer(into.data(), into.size()),
+          // All that is left in one operation: asio's own conditions (transfer_all) cap each
+          // read at 64 KiB, which turns a batch into a chain of round trips.
+          [size = into.size()](const boost::system::error_code& ec, std::size_t n) {
+            return ec ? std::size_t{0} : size - n;
+          },
           [this, file, offset, into, done = std::move(done)](const boost::system::error_code& ec,
                                                              std::size_t n) {
             std::exception_ptr error;
@@ -71,7 +84,6 @@ class UringReader final : public FileReader {
           });
     });
   }
-  [[nodiscard]] ReaderKind kind() const noexcept override { return ReaderKind::uring; }
 
  private:
   asio::io_context ctx_{1};
@@ -80,18 +92,41 @@ class UringReader final : public FileReader {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::thread thread_;
 };
+
+class UringReader final : public FileReader {
+ public:
+  UringReader(const std::vector<ReaderFile>& files, std::size_t rings) {
+    for (std::size_t i = 0; i < std::max<std::size_t>(rings, 1); ++i)
+      rings_.push_back(std::make_unique<Ring>(files));
+  }
+
+  void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into, Done done) override {
+    // Round robin: the loader issues a batch's reads in order, so consecutive batches go to
+    // different rings and are copied in parallel.
+    const std::size_t ring = next_.fetch_add(1, std::memory_order_relaxed) % rings_.size();
+    rings_[ring]->read(file, offset, into, std::move(done));
+  }
+  [[nodiscard]] bool completes_on_pool() const noexcept override { return rings_.size() > 1; }
+  [[nodiscard]] ReaderKind kind() const noexcept override { return ReaderKind::uring; }
+
+ private:
+  std::vector<std::unique_ptr<Ring>> rings_;
+  std::atomic<std::size_t> next_{0};
+};
 }  // namespace
 
-std::unique_ptr<FileReader> make_uring_reader(std::vector<ReaderFile> files, std::string& why) {
+std::unique_ptr<FileReader> make_uring_reader(std::vector<ReaderFile> files, std::size_t threads,
+                                              std::string& why) {
   try {
-    return std::make_unique<UringReader>(std::move(files));
+    return std::make_unique<UringReader>(files, threads);
   } catch (const std::exception& e) {
     why = std::string("io_uring is not usable here: ") + e.what();
     return nullptr;
   }
 }
 #else
-std::unique_ptr<FileReader> make_uring_reader(std::vector<ReaderFile>, std::string& why) {
+std::unique_ptr<FileReader> make_uring_reader(std::vector<ReaderFile>, std::size_t,
+                                              std::string& why) {
   why = "swp was built without io_uring (liburing-dev was not found at configure time)";
   return nullptr;
 }
@@ -101,7 +136,7 @@ std::unique_ptr<FileReader> make_file_reader(ReaderKind kind, std::vector<Reader
                                              std::size_t threads) {
   if (kind != ReaderKind::pread) {
     std::string why;
-    if (auto reader = make_uring_reader(files, why)) return reader;
+    if (auto reader = make_uring_reader(files, threads, why)) return reader;
     if (kind == ReaderKind::uring) throw std::runtime_error("ReaderKind::uring: " + why);
   }
   return make_pread_reader(std::move(files), threads);

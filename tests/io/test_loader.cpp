@@ -77,6 +77,28 @@ TEST_CASE_TEMPLATE("a loader hands out every record once per epoch, in dataset o
   CHECK(stats.reads <= 2 * 22);
 }
 
+TEST_CASE_TEMPLATE("one reader thread (checksums on the decode pool) reads the same records",
+                   Reader, UseUring, UsePread) {
+  const Dataset data({.records = 57, .bytes = 300, .files = 3, .seed = 6});
+  for (const bool shuffle : {false, true}) {
+    std::vector<std::vector<std::uint64_t>> epochs;
+    for (const std::size_t threads : {std::size_t{1}, std::size_t{3}}) {
+      auto loader = swp::test::open_loader<Reader>(
+          data.files, {.batch_records = 5, .shuffle = shuffle, .seed = 1, .read_threads = threads});
+      if (!loader) return;
+      epochs.push_back(epoch_ids(data, *loader));
+    }
+    CHECK(epochs[0] == epochs[1]);
+  }
+}
+
+TEST_CASE("the automatic reader is io_uring where it works, pread otherwise") {
+  const Dataset data({.records = 4, .bytes = 16, .files = 1, .seed = 1});
+  const swp::io::Loader loader(data.files, {});
+  CHECK(loader.reader() != swp::io::ReaderKind::automatic);
+  if (!SWP_HAVE_IO_URING) CHECK(loader.reader() == swp::io::ReaderKind::pread);
+}
+
 TEST_CASE_TEMPLATE("drop_last leaves out a short last batch", Reader, UseUring, UsePread) {
   const Dataset data({.records = 103, .bytes = 64, .files = 2, .seed = 5});
   auto loader =

@@ -32,7 +32,7 @@ struct LoaderOptions {
   std::size_t prefetch_batches = 4;  ///< batches read ahead (reading, decoding or ready)
   std::size_t prefetch_bytes = std::size_t{64} << 20;  ///< bytes of those batches (at least one)
   ReaderKind reader = ReaderKind::automatic;
-  std::size_t read_threads = 2;    ///< pread threads (the pread reader)
+  std::size_t read_threads = 2;    ///< reader threads (pread threads, or io_uring rings)
   std::size_t decode_threads = 1;  ///< threads verifying checksums and running `decode`
   bool pinned = true;              ///< page-locked buffers where the CUDA backend is compiled in
   /// Runs on the decode pool on each batch after its checksums were verified (may be empty):

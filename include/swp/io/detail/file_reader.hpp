@@ -26,6 +26,9 @@ class FileReader {
   virtual void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into,
                     Done done) = 0;
   [[nodiscard]] virtual ReaderKind kind() const noexcept = 0;
+  /// `done` runs on one of several reader threads (so the loader may do CPU work there without
+  /// holding back other reads' completions).
+  [[nodiscard]] virtual bool completes_on_pool() const noexcept = 0;
 };
 
 /// A file to read: its path (for errors) and an open descriptor (not owned).
@@ -34,14 +37,16 @@ struct ReaderFile {
   int fd = -1;
 };
 
-/// The reader for `kind` (automatic: io_uring when compiled in and the kernel allows it, else
-/// pread). Errors: std::runtime_error when `kind` is uring and io_uring is unavailable, saying
-/// why.
+/// The reader for `kind` with `threads` threads (automatic: io_uring when compiled in and the
+/// kernel allows it, else pread). Errors: std::runtime_error when `kind` is uring and io_uring is
+/// unavailable, saying why.
 std::unique_ptr<FileReader> make_file_reader(ReaderKind kind, std::vector<ReaderFile> files,
                                              std::size_t threads);
 
 std::unique_ptr<FileReader> make_pread_reader(std::vector<ReaderFile> files, std::size_t threads);
-/// nullptr with `why` set when io_uring is not compiled in or not permitted.
-std::unique_ptr<FileReader> make_uring_reader(std::vector<ReaderFile> files, std::string& why);
+/// `threads` rings, each with its own thread; nullptr with `why` set when io_uring is not
+/// compiled in or not permitted.
+std::unique_ptr<FileReader> make_uring_reader(std::vector<ReaderFile> files, std::size_t threads,
+                                              std::string& why);
 
 }  // namespace swp::io::detail
