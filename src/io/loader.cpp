@@ -16,8 +16,12 @@ class NextAwaiter {
   [[nodiscard]] bool await_ready() const noexcept { return false; }
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> h) {
-    now_ = state_.suspend(h, swp::detail::resumer_of(h), out_, error_);
-    return now_ == detail::LoaderState::Poll::wait;
+    // Once suspend() registered the coroutine it may be resumed (and this awaiter destroyed)
+    // on another thread at once: nothing of *this is written after a wait.
+    const auto now = state_.suspend(h, swp::detail::resumer_of(h), out_, error_);
+    if (now == detail::LoaderState::Poll::wait) return true;
+    now_ = now;
+    return false;
   }
   std::optional<Batch> await_resume() {
     if (now_ == detail::LoaderState::Poll::wait) return state_.resume_result();

@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "support/engines.hpp"
@@ -17,6 +20,7 @@
 #include "swp/engine/pipeline.hpp"
 #include "swp/engine/task_scope.hpp"
 #include "swp/io/loader.hpp"
+#include "swp/io/record_file.hpp"
 
 namespace {
 
@@ -117,10 +121,23 @@ TEST_CASE_TEMPLATE("a loader feeds a pipeline every record once per epoch", C, S
 TEST_CASE_TEMPLATE("a loader error fails the run naming the loader; the pipeline refills", C,
                    SWP_LOADER_COMBOS) {
   const Dataset data({.records = 80, .bytes = 64, .files = 2, .seed = 8});
-  auto bad = swp::test::open_loader<typename C::Reader>(
-      data.files, {.name = "bad-loader", .batch_records = 8, .decode = [](swp::io::Batch& b) {
-                     if (b.number() == 4) throw std::runtime_error("batch 4 is bad");
-                   }});
+  std::optional<swp::io::Loader> bad;
+  std::string why;
+  SUBCASE("a decode error") {
+    bad = swp::test::open_loader<typename C::Reader>(
+        data.files, {.name = "bad-loader", .batch_records = 8, .decode = [](swp::io::Batch& b) {
+                       if (b.number() == 4) throw std::runtime_error("batch 4 is bad");
+                     }});
+    why = "batch 4 is bad";
+  }
+  SUBCASE("a read error") {
+    bad = swp::test::open_loader<typename C::Reader>(data.files,
+                                                     {.name = "bad-loader", .batch_records = 8});
+    // After the loader opened the files: file 1 (records 40..79) ends inside record 72.
+    const std::uint64_t cut = swp::io::RecordFile(data.files[1]).entry(32).offset + 20;
+    std::filesystem::resize_file(data.files[1], cut);
+    why = data.files[1].string() + " at offset " + std::to_string(cut) + ": truncated";
+  }
   if (!bad) return;
   Seen seen;
   swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
@@ -137,14 +154,16 @@ TEST_CASE_TEMPLATE("a loader error fails the run naming the loader; the pipeline
       std::rethrow_exception(e.nested());
     } catch (const swp::io::LoaderError& le) {
       CHECK(le.loader() == "bad-loader");
-      CHECK(std::string(le.what()).find("batch 4 is bad") != std::string::npos);
+      CHECK(std::string(le.what()).find(why) != std::string::npos);
     }
   }
-  CHECK(retired <= 4);
+  const std::uint64_t failing = why.starts_with("batch") ? 4 : 9;  // record 72 is in batch 9
+  CHECK(retired <= static_cast<std::int64_t>(failing));
   CHECK(bad->stats().reads_in_flight == 0);
-  CHECK(bad->stats().batches == 4);  // batches 0..3 went in; the failing one never did
+  CHECK(bad->stats().batches == failing);  // the batches before went in; the failing one never did
   // The pipeline is usable again: a good loader runs to the end.
-  auto good = swp::test::open_loader<typename C::Reader>(data.files, {.batch_records = 8});
+  const Dataset fresh({.records = 80, .bytes = 64, .files = 2, .seed = 8});
+  auto good = swp::test::open_loader<typename C::Reader>(fresh.files, {.batch_records = 8});
   pipe->fill_pipeline(*good);
   retired = 0;
   while (pipe->progress()) ++retired;
