@@ -11,6 +11,9 @@
 //                                    RSS growth over a long run: both engines and `swp run`
 //   swp-bench pp       [--stages P] [--microbatches M] [--rounds N]
 //                                    the event-level PP simulator (p 64, m 1024 by default)
+//   swp-bench loader   [--records N] [--bytes B] [--files F] [--batch N] [--prefetch N]
+//                      [--read-threads N] [--rounds N] [--dir D]
+//                                    the data loader vs plain reads from the page cache
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -19,6 +22,7 @@
 
 #include "dispatch.hpp"
 #include "pp_sim.hpp"
+#include "loader.hpp"
 #include "scenarios.hpp"
 #include "soak.hpp"
 
@@ -65,6 +69,32 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1'000'000));
   pp->add_option("--rounds", pp_rounds, "runs per schedule (the fastest is reported)")
       ->check(CLI::Range(1, 100));
+  swp_bench::LoaderBenchOptions loader_options;
+  auto* loader = app.add_subcommand(
+      "loader", "data loader MB/s vs plain sequential reads of the same files (page cache)");
+  loader->add_option("--records", loader_options.records, "records of the generated dataset")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 32))
+      ->capture_default_str();
+  loader->add_option("--bytes", loader_options.bytes, "payload bytes per record")
+      ->check(CLI::Range(std::uint64_t{8}, std::uint64_t{1} << 30))
+      ->capture_default_str();
+  loader->add_option("--files", loader_options.files, "files of the generated dataset")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16))
+      ->capture_default_str();
+  loader->add_option("--batch", loader_options.batch_records, "records per batch")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20))
+      ->capture_default_str();
+  loader->add_option("--prefetch", loader_options.prefetch, "batches read ahead")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 16))
+      ->capture_default_str();
+  loader->add_option("--read-threads", loader_options.read_threads, "threads of the pread reader")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{256}))
+      ->capture_default_str();
+  loader->add_option("--rounds", loader_options.rounds, "interleaved rounds (medians)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  loader->add_option("--dir", loader_options.dir,
+                     "dataset directory (generated there when missing; default: a temporary one)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -73,6 +103,7 @@ int main(int argc, char** argv) {
     if (jitter->parsed()) swp_bench::run_scenario("jitter", true, scenario_iters);
     if (soak->parsed()) swp_bench::run_soak(soak_options);
     if (pp->parsed()) swp_bench::run_pp_sim(pp_stages, pp_microbatches, pp_rounds);
+    if (loader->parsed()) swp_bench::run_loader(loader_options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -7,6 +7,7 @@ packages=(
   g++ meson ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-context1.81-dev
   libcli11-dev doctest-dev
+  libxxhash-dev liburing-dev
   libtbb-dev
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev

@@ -8,6 +8,7 @@
 #include "swp/device.hpp"
 #include "swp/engine.hpp"
 #include "swp/lazy.hpp"
+#include "swp/io.hpp"
 #include "swp/presets.hpp"
 #include "swp/sim.hpp"
 #include "swp/trace.hpp"

@@ -80,6 +80,7 @@ int run_cli(int argc, const char* const* argv) {
   add_tune_command(app, action);
   add_profile_command(app, action);
   add_pp_command(app, action);
+  add_data_command(app, action);
 
   if (const auto unknown = unknown_subcommand(app, argc, argv); !unknown.empty()) {
     print_error("unknown subcommand '" + unknown + "'; the subcommands are " +

@@ -27,5 +27,7 @@ void add_profile_command(CLI::App& app, Action& action);
 /// pp: the pipeline-parallel model of seed 002 (stages, groups, estimate, search) and the
 /// event-level schedule simulation (simulate).
 void add_pp_command(CLI::App& app, Action& action);
+/// data gen|check: write a test dataset of record files; verify every checksum of one.
+void add_data_command(CLI::App& app, Action& action);
 
 }  // namespace swp::cli

@@ -1,0 +1,49 @@
+#pragma once
+// BufferPool: the reusable batch buffers — page-locked where the CUDA backend is compiled in
+// (and a GPU is there), 4 KiB-aligned host memory otherwise.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace swp::io::detail {
+
+/// One buffer of the pool.
+struct BatchBuffer {
+  std::byte* data = nullptr;
+  std::size_t capacity = 0;
+  bool pinned = false;
+  std::shared_ptr<void> owner;  ///< frees the memory (a PinnedBuffer, or the aligned block)
+};
+
+/// Hands out buffers of at least the asked size; a buffer comes back when the last shared_ptr
+/// to it goes (the batch and its copies), and is handed out again. Thread-safe.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  explicit BufferPool(bool pinned) : pinned_(pinned) {}
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+  /// Every buffer is back by now: each one handed out holds the pool.
+  ~BufferPool();
+
+  std::shared_ptr<BatchBuffer> acquire(std::size_t bytes);
+
+  struct Counts {
+    std::uint64_t allocated = 0;        ///< buffers ever allocated
+    std::uint64_t allocated_bytes = 0;  ///< bytes of the buffers alive (free or handed out)
+    std::uint64_t free = 0;
+  };
+  [[nodiscard]] Counts counts() const;
+
+ private:
+  void give_back(BatchBuffer* buffer);
+
+  bool pinned_;
+  mutable std::mutex mutex_;
+  std::vector<BatchBuffer*> free_;
+  Counts counts_;
+};
+
+}  // namespace swp::io::detail

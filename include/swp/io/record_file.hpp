@@ -1,0 +1,89 @@
+#pragma once
+// RecordFile: an open record file — its validated header and index, random access to records.
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "swp/io/io_errors.hpp"
+#include "swp/io/record_format.hpp"
+
+namespace swp::io {
+
+/// An open, validated record file. Opening reads the header and the index and checks them
+/// (magic, version, header and index checksums, every frame inside the data area); records are
+/// read on demand and verified against their checksum.
+///
+/// Errors: RecordError naming the file and offset — a missing or unreadable file (offset 0),
+/// a file shorter than its header or index says (truncated: the offset where it ends), a bad
+/// magic, version or checksum (the offset of the header, index or frame at fault).
+/// Thread safety: const members may be called from any thread (reads use pread).
+/// Example:
+/// ```
+/// swp::io::RecordFile file("data/part-0.swprec");
+/// std::vector<std::byte> first = file.read(0);
+/// file.verify();  // every checksum, throws at the first bad record
+/// ```
+class RecordFile {
+ public:
+  explicit RecordFile(std::filesystem::path path);
+  RecordFile(RecordFile&& other) noexcept;
+  RecordFile& operator=(RecordFile&& other) noexcept;
+  RecordFile(const RecordFile&) = delete;
+  RecordFile& operator=(const RecordFile&) = delete;
+  ~RecordFile();
+
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+  [[nodiscard]] std::uint64_t size() const noexcept { return index_.size(); }
+  [[nodiscard]] const IndexEntry& entry(std::uint64_t i) const { return index_.at(i); }
+  [[nodiscard]] std::span<const IndexEntry> index() const noexcept { return index_; }
+  [[nodiscard]] std::uint64_t data_bytes() const noexcept { return data_bytes_; }
+  [[nodiscard]] std::uint64_t file_bytes() const noexcept { return file_bytes_; }
+  /// The open descriptor (valid while this object lives), for readers issuing their own reads.
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+
+  /// Record `i`'s payload, read and verified. std::out_of_range for a bad index.
+  [[nodiscard]] std::vector<std::byte> read(std::uint64_t i) const;
+  /// Reads and verifies every record in order; throws RecordError at the first bad one.
+  /// `on_record(bytes)` (may be empty) is told each verified record's frame bytes (progress).
+  template <class F>
+  void verify(F&& on_record) const;
+  void verify() const {
+    verify([](std::uint64_t) {});
+  }
+
+ private:
+  void verify_range(std::uint64_t first, std::uint64_t last, std::vector<std::byte>& buffer) const;
+
+  std::filesystem::path path_;
+  int fd_ = -1;
+  std::uint64_t file_bytes_ = 0;
+  std::uint64_t data_bytes_ = 0;
+  std::vector<IndexEntry> index_;
+};
+
+/// Checks the frame of record `entry` read into `frame` (frame_bytes(entry.length) bytes from
+/// entry.offset of `file`): its length field and its checksum. Returns the payload.
+/// Errors: RecordError naming `file` and the frame's offset.
+std::span<const std::byte> verify_frame(const std::filesystem::path& file, const IndexEntry& entry,
+                                        std::span<const std::byte> frame);
+
+template <class F>
+void RecordFile::verify(F&& on_record) const {
+  // In chunks of consecutive records (one read each), like the loader's unshuffled reads.
+  constexpr std::uint64_t chunk_bytes = std::uint64_t{1} << 22;
+  std::vector<std::byte> buffer;
+  std::uint64_t first = 0;
+  while (first < size()) {
+    std::uint64_t last = first + 1;
+    std::uint64_t bytes = frame_bytes(index_[first].length);
+    while (last < size() && bytes + frame_bytes(index_[last].length) <= chunk_bytes)
+      bytes += frame_bytes(index_[last++].length);
+    verify_range(first, last, buffer);
+    on_record(bytes);
+    first = last;
+  }
+}
+
+}  // namespace swp::io

@@ -1,0 +1,94 @@
+#include "swp/io/detail/buffer_pool.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+#include "swp/config.hpp"
+#if SWP_HAVE_CUDA
+#include "swp/device/cuda/pinned_buffer.hpp"
+#endif
+
+namespace swp::io::detail {
+
+namespace {
+constexpr std::size_t alignment = 4096;
+constexpr std::size_t granule = std::size_t{64} << 10;  // sizes round up: fewer odd buffers
+
+std::shared_ptr<void> allocate(std::size_t bytes, bool want_pinned, bool& pinned,
+                               std::byte*& data) {
+#if SWP_HAVE_CUDA
+  if (want_pinned) {
+    try {
+      auto buffer = std::make_shared<swp::PinnedBuffer>(bytes);
+      data = buffer->data();
+      pinned = true;
+      return buffer;
+    } catch (const std::exception&) {
+      // No GPU (or no page-locked memory left): plain memory still works, only slower H2D.
+    }
+  }
+#else
+  (void)want_pinned;
+#endif
+  pinned = false;
+  void* p = std::aligned_alloc(alignment, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  data = static_cast<std::byte*>(p);
+  return {p, [](void* q) { std::free(q); }};
+}
+}  // namespace
+
+BufferPool::~BufferPool() {
+  for (BatchBuffer* b : free_) delete b;
+}
+
+std::shared_ptr<BatchBuffer> BufferPool::acquire(std::size_t bytes) {
+  bytes = std::max<std::size_t>((bytes + granule - 1) / granule * granule, granule);
+  BatchBuffer* buffer = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    // The smallest free buffer that fits; free ones too small are released, so a pool serving
+    // growing batches does not keep buffers it will never hand out again.
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if ((*it)->capacity >= bytes && (best == free_.end() || (*it)->capacity < (*best)->capacity))
+        best = it;
+    if (best != free_.end()) {
+      buffer = *best;
+      free_.erase(best);
+      counts_.free = free_.size();
+    } else if (!free_.empty()) {
+      BatchBuffer* small = free_.front();
+      free_.erase(free_.begin());
+      counts_.allocated_bytes -= small->capacity;
+      counts_.free = free_.size();
+      delete small;
+    }
+  }
+  if (buffer == nullptr) {
+    auto fresh = std::make_unique<BatchBuffer>();
+    fresh->owner = allocate(bytes, pinned_, fresh->pinned, fresh->data);
+    fresh->capacity = bytes;
+    buffer = fresh.release();
+    std::lock_guard lock(mutex_);
+    counts_.allocated += 1;
+    counts_.allocated_bytes += bytes;
+  }
+  // The deleter holds the pool: a batch may outlive the loader that made it.
+  return {buffer, [pool = shared_from_this()](BatchBuffer* b) { pool->give_back(b); }};
+}
+
+void BufferPool::give_back(BatchBuffer* buffer) {
+  std::lock_guard lock(mutex_);
+  free_.push_back(buffer);
+  counts_.free = free_.size();
+}
+
+BufferPool::Counts BufferPool::counts() const {
+  std::lock_guard lock(mutex_);
+  return counts_;
+}
+
+}  // namespace swp::io::detail

@@ -1,0 +1,326 @@
+#include "loader_state.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "swp/io/read_order.hpp"
+
+namespace swp::io::detail {
+
+namespace {
+void check(const LoaderOptions& o) {
+  const auto bad = [&](const std::string& what) {
+    throw std::invalid_argument("loader '" + o.name + "': " + what);
+  };
+  if (o.batch_records == 0) bad("batch_records must be at least 1");
+  if (o.prefetch_batches == 0) bad("prefetch_batches must be at least 1");
+  if (o.world == 0) bad("world must be at least 1");
+  if (o.rank >= o.world)
+    bad("rank " + std::to_string(o.rank) + " must be below world " + std::to_string(o.world));
+  if (o.read_threads == 0) bad("read_threads must be at least 1");
+  if (o.decode_threads == 0) bad("decode_threads must be at least 1");
+}
+}  // namespace
+
+LoaderState::LoaderState(std::vector<std::filesystem::path> files, LoaderOptions options)
+    : options_(std::move(options)), pool_(std::make_shared<BufferPool>(options_.pinned)) {
+  check(options_);
+  if (files.empty()) throw std::invalid_argument("loader '" + options_.name + "': no files");
+  std::vector<ReaderFile> reader_files;
+  for (auto& path : files) {
+    files_.emplace_back(std::move(path));  // RecordError: missing, truncated, corrupt index
+    counts_.push_back(files_.back().size());
+    dataset_records_ += files_.back().size();
+    dataset_bytes_ += files_.back().data_bytes();
+    reader_files.push_back({files_.back().path(), files_.back().fd()});
+  }
+  const std::uint64_t share = dataset_records_ * (options_.rank + 1) / options_.world -
+                              dataset_records_ * options_.rank / options_.world;
+  records_per_epoch_ =
+      options_.drop_last ? share / options_.batch_records * options_.batch_records : share;
+  batches_per_epoch_ = (records_per_epoch_ + options_.batch_records - 1) / options_.batch_records;
+  decode_pool_ = std::make_unique<WorkPool>(options_.decode_threads);
+  reader_ = make_file_reader(options_.reader, std::move(reader_files), options_.read_threads);
+}
+
+LoaderState::~LoaderState() {
+  std::unique_lock lock(mutex_);
+  failed_ = true;  // nothing new is issued; what is in flight completes into the window
+  changed_.wait(lock, [this] { return drained_locked(); });
+}
+
+void LoaderState::start_epoch_locked() {
+  order_ = epoch_order(counts_,
+                       {.shuffle = options_.shuffle,
+                        .seed = options_.seed,
+                        .rank = options_.rank,
+                        .world = options_.world},
+                       epoch_);
+  order_.resize(records_per_epoch_);  // drop_last
+  plan_.clear();
+  plan_.reserve(batches_per_epoch_);
+  for (std::uint64_t first = 0; first < order_.size(); first += options_.batch_records) {
+    PlannedBatch b{.first = first,
+                   .count = std::min<std::uint64_t>(options_.batch_records, order_.size() - first),
+                   .bytes = 0,
+                   .reads = {}};
+    // Records that follow each other in one file are one read, so an unshuffled epoch reads
+    // each batch with one or two large reads.
+    for (std::uint64_t i = first; i < first + b.count; ++i) {
+      const RecordRef r = order_[i];
+      const IndexEntry& e = files_[r.file].entry(r.record);
+      const std::uint64_t size = frame_bytes(e.length);
+      if (i > first && order_[i - 1].file == r.file && order_[i - 1].record + 1 == r.record) {
+        b.reads.back().bytes += size;
+      } else {
+        b.reads.push_back({.file = r.file, .offset = e.offset, .bytes = size, .at = b.bytes});
+      }
+      b.bytes += size;
+    }
+    plan_.push_back(std::move(b));
+  }
+  next_issue_ = 0;
+  started_ = true;
+}
+
+void LoaderState::issue_locked() {
+  while (!failed_ && next_issue_ < plan_.size() && window_.size() < options_.prefetch_batches &&
+         (window_.empty() || window_bytes_ + plan_[next_issue_].bytes <= options_.prefetch_bytes)) {
+    const PlannedBatch& b = plan_[next_issue_];
+    auto slot = std::make_unique<Slot>();
+    slot->number = next_issue_++;
+    slot->bytes = b.bytes;
+    slot->reads_left = b.reads.size();
+    slot->batch.buffer_ = pool_->acquire(b.bytes);
+    slot->batch.bytes_ = {slot->batch.buffer_->data, b.bytes};
+    slot->batch.number_ = slot->number;
+    slot->batch.epoch_ = epoch_;
+    Slot& s = *slot;
+    window_.push_back(std::move(slot));
+    window_bytes_ += b.bytes;
+    stats_.peak_prefetched_batches = std::max(stats_.peak_prefetched_batches, window_.size());
+    stats_.peak_prefetched_bytes = std::max(stats_.peak_prefetched_bytes, window_bytes_);
+    for (const PlannedRead& r : b.reads) {
+      ++reads_in_flight_;
+      ++stats_.reads;
+      stats_.read_bytes += r.bytes;
+      // The readers complete on their own threads, never inside read(): the lock held here
+      // is free by then.
+      reader_->read(r.file, r.offset, s.batch.bytes_.subspan(r.at, r.bytes),
+                    [this, &s](std::exception_ptr error) { on_read(s, std::move(error)); });
+    }
+  }
+}
+
+void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
+  std::coroutine_handle<> h;
+  Resumer* resumer = nullptr;
+  bool decode_here = false;
+  {
+    std::lock_guard lock(mutex_);
+    --reads_in_flight_;
+    if (error && !slot.error) slot.error = std::move(error);
+    if (slot.error) failed_ = true;
+    if (--slot.reads_left == 0) {
+      if (slot.error) {
+        slot.done = true;
+      } else {
+        ++decodes_;
+        // Verification only, on a reader whose completions run on a pool of threads (pread):
+        // right here, while the bytes just read are in this core's cache, and without waking
+        // another thread. A user decode step, or a reader completing on its one io thread
+        // (uring), goes to the decode pool.
+        decode_here = !options_.decode && reader_->completes_on_pool();
+        if (!decode_here) decode_pool_->post([this, &slot] { decode(slot); });
+      }
+    }
+    wake_locked(h, resumer);
+  }
+  if (decode_here) decode(slot);
+  if (h) resume_on(resumer, h);
+}
+
+void LoaderState::decode(Slot& slot) {
+  std::exception_ptr error;
+  try {
+    // Verify every frame and collate: the batch's record views point into its buffer, where
+    // the reads placed the frames in batch order.
+    const PlannedBatch& b = plan_[slot.number];
+    Batch& batch = slot.batch;
+    batch.records_.clear();
+    batch.refs_.assign(order_.begin() + static_cast<std::ptrdiff_t>(b.first),
+                       order_.begin() + static_cast<std::ptrdiff_t>(b.first + b.count));
+    std::uint64_t at = 0;
+    for (const RecordRef& r : batch.refs_) {
+      const IndexEntry& e = files_[r.file].entry(r.record);
+      const auto frame = batch.bytes_.subspan(at, frame_bytes(e.length));
+      batch.records_.push_back(verify_frame(files_[r.file].path(), e, frame));
+      batch.payload_bytes_ += e.length;
+      at += frame.size();
+    }
+    if (options_.decode) options_.decode(batch);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::coroutine_handle<> h;
+  Resumer* resumer = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    --decodes_;
+    slot.done = true;
+    if (error) {
+      slot.error = std::move(error);
+      failed_ = true;
+    }
+    wake_locked(h, resumer);
+  }
+  if (h) resume_on(resumer, h);
+}
+
+bool LoaderState::deliverable_locked() const {
+  // Whether a waiter's poll() would not say wait (it registered after one that did).
+  if (failure_ || !started_) return true;
+  if (window_.empty()) return !failed_ || drained_locked();
+  const Slot& front = *window_.front();
+  return front.done && (!front.error || drained_locked());
+}
+
+void LoaderState::wake_locked(std::coroutine_handle<>& h, Resumer*& resumer) {
+  changed_.notify_all();
+  if (waiter_ && deliverable_locked()) {
+    h = std::exchange(waiter_, nullptr);
+    resumer = std::exchange(waiter_resumer_, nullptr);
+  }
+}
+
+LoaderState::Poll LoaderState::poll(std::unique_lock<std::mutex>& lock, std::optional<Batch>& out,
+                                    std::exception_ptr& error) {
+  (void)lock;
+  if (failure_) {
+    error = failure_;
+    return Poll::error;
+  }
+  if (!started_) start_epoch_locked();
+  issue_locked();
+  if (window_.empty()) {
+    if (failed_ && !drained_locked()) return Poll::wait;
+    // The end of the epoch: the next call starts the next one.
+    started_ = false;
+    ++epoch_;
+    stall_since_.reset();
+    return Poll::end;
+  }
+  Slot& front = *window_.front();
+  if (!front.done) return Poll::wait;
+  if (front.error) {
+    if (!drained_locked()) return Poll::wait;
+    failure_ = std::make_exception_ptr(LoaderError(options_.name, front.error));
+    window_.clear();
+    window_bytes_ = 0;
+    error = failure_;
+    return Poll::error;
+  }
+  out = std::move(front.batch);
+  window_bytes_ -= front.bytes;
+  window_.pop_front();
+  stats_.batches += 1;
+  stats_.records += out->size();
+  stats_.payload_bytes += out->payload_bytes();
+  if (stall_since_) {
+    stats_.stall += std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - *stall_since_);
+    stats_.stalls += 1;
+    stall_since_.reset();
+  }
+  issue_locked();  // the batch taken frees room in the window
+  return Poll::batch;
+}
+
+void LoaderState::note_stall_start() {
+  if (!stall_since_) stall_since_ = std::chrono::steady_clock::now();
+}
+
+std::optional<Batch> LoaderState::take() {
+  std::unique_lock lock(mutex_);
+  std::optional<Batch> out;
+  std::exception_ptr error;
+  for (;;) {
+    switch (poll(lock, out, error)) {
+      case Poll::batch:
+        return out;
+      case Poll::end:
+        return std::nullopt;
+      case Poll::error:
+        std::rethrow_exception(error);
+      case Poll::wait:
+        note_stall_start();
+        changed_.wait(lock);
+    }
+  }
+}
+
+LoaderState::Poll LoaderState::suspend(std::coroutine_handle<> h, Resumer* resumer,
+                                       std::optional<Batch>& out, std::exception_ptr& error) {
+  std::unique_lock lock(mutex_);
+  const Poll now = poll(lock, out, error);
+  if (now == Poll::wait) {
+    note_stall_start();
+    waiter_ = h;
+    waiter_resumer_ = resumer;
+  }
+  return now;
+}
+
+std::optional<Batch> LoaderState::resume_result() {
+  std::unique_lock lock(mutex_);
+  std::optional<Batch> out;
+  std::exception_ptr error;
+  for (;;) {
+    switch (poll(lock, out, error)) {
+      case Poll::batch:
+        return out;
+      case Poll::end:
+        return std::nullopt;
+      case Poll::error:
+        std::rethrow_exception(error);
+      case Poll::wait:
+        // Only when poll() itself started an epoch's reads; a resumed waiter saw it ready.
+        note_stall_start();
+        changed_.wait(lock);
+    }
+  }
+}
+
+LoaderStats LoaderState::stats() {
+  const auto counts = pool_->counts();
+  std::lock_guard lock(mutex_);
+  LoaderStats out = stats_;
+  out.prefetched_batches = window_.size();
+  out.prefetched_bytes = window_bytes_;
+  out.reads_in_flight = reads_in_flight_;
+  out.buffers_allocated = counts.allocated;
+  out.buffer_bytes = counts.allocated_bytes;
+  return out;
+}
+
+void LoaderState::drain_locked(std::unique_lock<std::mutex>& lock) {
+  failed_ = true;
+  changed_.wait(lock, [this] { return drained_locked(); });
+}
+
+void LoaderState::restart(std::uint64_t epoch) {
+  std::unique_lock lock(mutex_);
+  if (waiter_) throw std::logic_error("loader '" + options_.name + "': restart during next()");
+  drain_locked(lock);
+  window_.clear();
+  window_bytes_ = 0;
+  failed_ = false;
+  failure_ = nullptr;
+  started_ = false;
+  epoch_ = epoch;
+  stall_since_.reset();
+}
+
+}  // namespace swp::io::detail

@@ -1,0 +1,123 @@
+#pragma once
+// LoaderState: the shared state behind Loader handles — the epoch's plan, the window of
+// batches read ahead, the readers and the decode pool. Private to src/io.
+
+#include <chrono>
+#include <condition_variable>
+#include <coroutine>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "swp/async/resumer.hpp"
+#include "swp/io/batch.hpp"
+#include "swp/io/detail/buffer_pool.hpp"
+#include "swp/io/detail/file_reader.hpp"
+#include "swp/io/detail/work_pool.hpp"
+#include "swp/io/loader.hpp"
+#include "swp/io/record_file.hpp"
+
+namespace swp::io::detail {
+
+/// One read of a planned batch: `bytes` at `offset` of `file`, into the batch buffer at `at`.
+struct PlannedRead {
+  std::uint32_t file = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t at = 0;
+};
+
+/// A batch of the epoch: records [first, first + count) of the order, its reads, its size.
+struct PlannedBatch {
+  std::uint64_t first = 0;
+  std::uint64_t count = 0;
+  std::uint64_t bytes = 0;
+  std::vector<PlannedRead> reads;
+};
+
+/// A batch read ahead: reading, decoding, or done (with its batch or its error).
+struct Slot {
+  std::uint64_t number = 0;
+  std::uint64_t bytes = 0;
+  std::size_t reads_left = 0;
+  bool done = false;
+  std::exception_ptr error;
+  Batch batch;
+};
+
+class LoaderState {
+ public:
+  LoaderState(std::vector<std::filesystem::path> files, LoaderOptions options);
+  LoaderState(const LoaderState&) = delete;
+  LoaderState& operator=(const LoaderState&) = delete;
+  ~LoaderState();
+
+  /// What the consumer's call gets now.
+  enum class Poll { wait, batch, end, error };
+  /// Under the lock: deliver the front batch, the end, the error (once drained), or wait.
+  Poll poll(std::unique_lock<std::mutex>& lock, std::optional<Batch>& out,
+            std::exception_ptr& error);
+
+  std::optional<Batch> take();
+  void restart(std::uint64_t epoch);
+
+  /// For the next() awaiter: poll(), and when it says wait, register `h` to be resumed
+  /// (through `resumer`) once poll() would not.
+  Poll suspend(std::coroutine_handle<> h, Resumer* resumer, std::optional<Batch>& out,
+               std::exception_ptr& error);
+  /// Called by the awaiter on resumption: the poll result (never wait).
+  std::optional<Batch> resume_result();
+  /// Notes the start of a wait for the stall measure.
+  void note_stall_start();
+  /// Under the lock: the epoch the next batch comes from.
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  [[nodiscard]] ReaderKind reader_kind() const noexcept { return reader_->kind(); }
+  LoaderStats stats();
+
+  std::mutex mutex_;
+  LoaderOptions options_;
+  std::vector<RecordFile> files_;
+  std::vector<std::uint64_t> counts_;
+  std::uint64_t dataset_records_ = 0;
+  std::uint64_t dataset_bytes_ = 0;
+  std::uint64_t batches_per_epoch_ = 0;
+  std::uint64_t records_per_epoch_ = 0;
+  LoaderStats stats_;
+
+ private:
+  void start_epoch_locked();
+  void issue_locked();
+  void on_read(Slot& slot, std::exception_ptr error);
+  void decode(Slot& slot);
+  [[nodiscard]] bool deliverable_locked() const;
+  [[nodiscard]] bool drained_locked() const { return reads_in_flight_ == 0 && decodes_ == 0; }
+  void wake_locked(std::coroutine_handle<>& h, Resumer*& resumer);
+  void finish(std::unique_lock<std::mutex>& lock);
+  void drain_locked(std::unique_lock<std::mutex>& lock);
+
+  std::shared_ptr<BufferPool> pool_;
+  std::condition_variable changed_;
+  std::uint64_t epoch_ = 0;
+  bool started_ = false;
+  bool failed_ = false;         // a slot failed: issue nothing more
+  std::exception_ptr failure_;  // thrown (as LoaderError) by every call until restart()
+  std::vector<RecordRef> order_;
+  std::vector<PlannedBatch> plan_;
+  std::uint64_t next_issue_ = 0;
+  std::deque<std::unique_ptr<Slot>> window_;
+  std::size_t window_bytes_ = 0;
+  std::size_t reads_in_flight_ = 0;
+  std::size_t decodes_ = 0;
+  std::coroutine_handle<> waiter_;
+  Resumer* waiter_resumer_ = nullptr;
+  std::optional<std::chrono::steady_clock::time_point> stall_since_;
+  // Last: destroyed first, so their threads are gone before the state they call back into.
+  std::unique_ptr<WorkPool> decode_pool_;
+  std::unique_ptr<FileReader> reader_;
+};
+
+}  // namespace swp::io::detail

@@ -1,0 +1,66 @@
+// Datasets: writing a test dataset, listing it, checking every checksum (the first bad file
+// and offset named).
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "support/temp_dir.hpp"
+#include "swp/io/dataset.hpp"
+#include "swp/io/io_errors.hpp"
+#include "swp/io/record_file.hpp"
+
+TEST_CASE("a generated dataset spreads its records over its files and checks clean") {
+  swp::test::TempDir dir;
+  std::uint64_t last_progress = 0;
+  const auto files =
+      swp::io::generate_dataset(dir.path(), {.records = 103, .bytes = 100, .files = 4, .seed = 9},
+                                [&](std::uint64_t n) { last_progress = n; });
+  CHECK(last_progress == 103);
+  REQUIRE(files.size() == 4);
+  CHECK(swp::io::list_dataset(dir.path()) == files);
+  std::uint64_t g = 0;
+  for (const auto& path : files) {
+    const swp::io::RecordFile file(path);
+    CHECK((file.size() == 26 || file.size() == 25));
+    for (std::uint64_t i = 0; i < file.size(); ++i, ++g) {
+      const auto payload = file.read(i);
+      CHECK(payload.size() == 100);
+      CHECK(swp::io::generated_record_id(payload) == g);
+    }
+  }
+  CHECK(g == 103);
+  const auto summary = swp::io::check_dataset(dir.path());
+  CHECK(summary.files == 4);
+  CHECK(summary.records == 103);
+}
+
+TEST_CASE("checking a dataset names the first bad file and the offset") {
+  swp::test::TempDir dir;
+  const auto files =
+      swp::io::generate_dataset(dir.path(), {.records = 40, .bytes = 64, .files = 4, .seed = 1});
+  const std::uint64_t at = swp::io::RecordFile(files[2]).entry(3).offset;
+  swp::test::flip_byte(files[2], at + swp::io::frame_header_bytes + 5);
+  swp::test::flip_byte(files[3], swp::io::RecordFile(files[3]).entry(1).offset + 20);
+  try {
+    (void)swp::io::check_dataset(dir.path());
+    FAIL("no error");
+  } catch (const swp::io::RecordError& e) {
+    CHECK(e.file() == files[2]);
+    CHECK(e.offset() == at);
+  }
+}
+
+TEST_CASE("dataset errors name the directory or the argument") {
+  swp::test::TempDir dir;
+  CHECK_THROWS_WITH_AS((void)swp::io::list_dataset(dir / "missing"),
+                       doctest::Contains("no such dataset directory"), swp::io::RecordError);
+  CHECK_THROWS_WITH_AS((void)swp::io::list_dataset(dir.path()),
+                       doctest::Contains("no record files"), swp::io::RecordError);
+  CHECK_THROWS_WITH_AS(swp::io::generate_dataset(dir.path(), {.records = 0}),
+                       doctest::Contains("--records"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::io::generate_dataset(dir.path(), {.records = 2, .bytes = 3}),
+                       doctest::Contains("--bytes"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::io::generate_dataset(dir.path(), {.records = 2, .files = 3}),
+                       doctest::Contains("--files"), std::invalid_argument);
+}

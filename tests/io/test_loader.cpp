@@ -1,0 +1,228 @@
+// The loader standalone: every record once per epoch, in order or in a seeded shuffle, rank
+// shares, bounded prefetch under a slow consumer, stall measurement. Both readers.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "support/loader_rig.hpp"
+#include "swp/async/sync_wait.hpp"
+#include "swp/io/loader.hpp"
+#include "swp/io/read_order.hpp"
+
+namespace {
+
+using swp::test::Dataset;
+using swp::test::UsePread;
+using swp::test::UseUring;
+
+std::vector<std::uint64_t> iota(std::uint64_t n) {
+  std::vector<std::uint64_t> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+// One epoch through take(): the records' global numbers in order, checking each batch.
+std::vector<std::uint64_t> epoch_ids(const Dataset& data, swp::io::Loader& loader,
+                                     std::vector<swp::io::RecordRef>* refs = nullptr) {
+  std::vector<std::uint64_t> ids;
+  std::uint64_t number = 0;
+  const std::uint64_t epoch = loader.epoch();
+  while (auto batch = loader.take()) {
+    CHECK(batch->number() == number++);
+    CHECK(batch->epoch() == epoch);
+    CHECK(batch->size() <= loader.options().batch_records);
+    for (auto id : swp::test::checked_ids(data, *batch)) ids.push_back(id);
+    if (refs != nullptr) refs->insert(refs->end(), batch->refs().begin(), batch->refs().end());
+  }
+  CHECK(number == loader.batches_per_epoch());
+  return ids;
+}
+
+swp::Co<std::vector<std::uint64_t>> co_epoch(const Dataset& data, swp::io::Loader loader) {
+  std::vector<std::uint64_t> ids;
+  while (auto batch = co_await loader.next())
+    for (auto id : swp::test::checked_ids(data, *batch)) ids.push_back(id);
+  co_return ids;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a loader hands out every record once per epoch, in dataset order", Reader,
+                   UseUring, UsePread) {
+  const Dataset data({.records = 103, .bytes = 100, .files = 4, .seed = 5});
+  auto loader = swp::test::open_loader<Reader>(data.files, {.batch_records = 10});
+  if (!loader) return;
+  CHECK(loader->reader() == Reader::kind);
+  CHECK(loader->batches_per_epoch() == 11);
+  CHECK(loader->dataset_records() == 103);
+  SUBCASE("take") {
+    {
+      const auto first = loader->take();
+      REQUIRE(first);
+      // Collated into a 4 KiB-aligned buffer (page-locked only with the CUDA backend and a GPU).
+      CHECK(reinterpret_cast<std::uintptr_t>(first->bytes().data()) % 4096 == 0);
+      CHECK(first->bytes().size() == 10 * swp::io::frame_bytes(100));
+      if (!SWP_HAVE_CUDA) CHECK_FALSE(first->pinned());
+      loader->restart(0);
+    }
+    CHECK(epoch_ids(data, *loader) == iota(103));
+    CHECK(loader->epoch() == 1);  // the call after the end starts the next epoch
+    CHECK(epoch_ids(data, *loader) == iota(103));
+  }
+  SUBCASE("co_await next()") {
+    CHECK(swp::sync_wait(co_epoch(data, *loader)) == iota(103));
+    CHECK(swp::sync_wait(co_epoch(data, *loader)) == iota(103));
+  }
+  const auto stats = loader->stats();
+  CHECK(stats.batches >= 22);
+  CHECK(stats.records >= 206);
+  CHECK(stats.payload_bytes == stats.records * 100);
+  // Unshuffled batches are one read each, two where a batch spans two files.
+  CHECK(stats.reads <= 2 * 22);
+}
+
+TEST_CASE_TEMPLATE("one reader thread (checksums on the decode pool) reads the same records",
+                   Reader, UseUring, UsePread) {
+  const Dataset data({.records = 57, .bytes = 300, .files = 3, .seed = 6});
+  for (const bool shuffle : {false, true}) {
+    std::vector<std::vector<std::uint64_t>> epochs;
+    for (const std::size_t threads : {std::size_t{1}, std::size_t{3}}) {
+      auto loader = swp::test::open_loader<Reader>(
+          data.files, {.batch_records = 5, .shuffle = shuffle, .seed = 1, .read_threads = threads});
+      if (!loader) return;
+      epochs.push_back(epoch_ids(data, *loader));
+    }
+    CHECK(epochs[0] == epochs[1]);
+  }
+}
+
+TEST_CASE("the automatic reader is io_uring where it works, pread otherwise") {
+  const Dataset data({.records = 4, .bytes = 16, .files = 1, .seed = 1});
+  const swp::io::Loader loader(data.files, {});
+  CHECK(loader.reader() != swp::io::ReaderKind::automatic);
+  if (!SWP_HAVE_IO_URING) CHECK(loader.reader() == swp::io::ReaderKind::pread);
+}
+
+TEST_CASE_TEMPLATE("drop_last leaves out a short last batch", Reader, UseUring, UsePread) {
+  const Dataset data({.records = 103, .bytes = 64, .files = 2, .seed = 5});
+  auto loader =
+      swp::test::open_loader<Reader>(data.files, {.batch_records = 10, .drop_last = true});
+  if (!loader) return;
+  CHECK(loader->batches_per_epoch() == 10);
+  CHECK(epoch_ids(data, *loader) == iota(100));
+}
+
+TEST_CASE_TEMPLATE("a seeded shuffle repeats by seed, changes by epoch, covers every record once",
+                   Reader, UseUring, UsePread) {
+  const Dataset data({.records = 97, .bytes = 64, .files = 3, .seed = 2});
+  const swp::io::LoaderOptions options{.batch_records = 8, .shuffle = true, .seed = 11};
+  auto a = swp::test::open_loader<Reader>(data.files, options);
+  auto b = swp::test::open_loader<Reader>(data.files, options);
+  if (!a || !b) return;
+  std::vector<swp::io::RecordRef> refs_a0, refs_a1, refs_b0;
+  const auto a0 = epoch_ids(data, *a, &refs_a0);
+  const auto a1 = epoch_ids(data, *a, &refs_a1);
+  const auto b0 = epoch_ids(data, *b, &refs_b0);
+  CHECK(a0 == b0);
+  CHECK(a0 != a1);
+  CHECK(a0 != iota(97));
+  const std::vector<std::uint64_t> counts{33, 32, 32};
+  CHECK(refs_a0 == swp::io::epoch_order(counts, {.shuffle = true, .seed = 11}, 0));
+  CHECK(refs_a1 == swp::io::epoch_order(counts, {.shuffle = true, .seed = 11}, 1));
+  for (auto ids : {a0, a1}) {
+    std::ranges::sort(ids);
+    CHECK(ids == iota(97));  // each record exactly once
+  }
+}
+
+TEST_CASE_TEMPLATE("ranks read disjoint shares that together are the dataset", Reader, UseUring,
+                   UsePread) {
+  const Dataset data({.records = 50, .bytes = 32, .files = 3, .seed = 4});
+  for (const bool shuffle : {false, true}) {
+    std::set<std::uint64_t> seen;
+    for (std::uint32_t rank = 0; rank < 3; ++rank) {
+      auto loader = swp::test::open_loader<Reader>(
+          data.files,
+          {.batch_records = 4, .shuffle = shuffle, .seed = 9, .rank = rank, .world = 3});
+      if (!loader) return;
+      for (auto id : epoch_ids(data, *loader)) CHECK(seen.insert(id).second);  // disjoint
+    }
+    CHECK(seen.size() == 50);  // complete
+  }
+}
+
+TEST_CASE_TEMPLATE("a slow consumer holds the loader at its prefetch bound", Reader, UseUring,
+                   UsePread) {
+  const Dataset data({.records = 64, .bytes = 4096, .files = 2, .seed = 1});
+  const std::uint64_t batch_bytes = 4 * swp::io::frame_bytes(4096);
+  SUBCASE("batches") {
+    auto loader =
+        swp::test::open_loader<Reader>(data.files, {.batch_records = 4, .prefetch_batches = 3});
+    if (!loader) return;
+    auto held = loader->take();  // starts the reads; the consumer then sleeps on it
+    swp::test::wait_until([&] {
+      const auto s = loader->stats();
+      return s.prefetched_batches == 3 && s.reads_in_flight == 0;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // room to overrun, if it would
+    auto s = loader->stats();
+    CHECK(s.prefetched_batches == 3);
+    CHECK(s.peak_prefetched_batches == 3);
+    CHECK(s.buffers_allocated <= 4);  // 3 ahead + the one held
+    held.reset();
+    // A whole epoch: buffers are reused, memory stays at the bound.
+    while (auto batch = loader->take()) CHECK(loader->stats().prefetched_batches <= 3);
+    s = loader->stats();
+    CHECK(s.peak_prefetched_batches == 3);
+    CHECK(s.buffers_allocated <= 4);
+    CHECK(s.peak_prefetched_bytes <= 3 * batch_bytes);
+  }
+  SUBCASE("bytes") {
+    auto loader = swp::test::open_loader<Reader>(
+        data.files,
+        {.batch_records = 4, .prefetch_batches = 8, .prefetch_bytes = batch_bytes * 5 / 2});
+    if (!loader) return;
+    while (auto batch = loader->take()) {
+      const auto s = loader->stats();
+      CHECK(s.prefetched_bytes <= batch_bytes * 5 / 2);
+    }
+    const auto s = loader->stats();
+    CHECK(s.peak_prefetched_batches == 2);
+    CHECK(s.peak_prefetched_bytes == 2 * batch_bytes);
+    CHECK(s.buffers_allocated <= 3);
+  }
+}
+
+TEST_CASE_TEMPLATE("a consumer faster than the loader has its stall time measured", Reader,
+                   UseUring, UsePread) {
+  const Dataset data({.records = 8, .bytes = 64, .files = 1, .seed = 1});
+  // Decoding batch 0 takes at least 5 ms, and the first call cannot have found it ready.
+  auto loader = swp::test::open_loader<Reader>(
+      data.files, {.batch_records = 4, .decode = [](swp::io::Batch& b) {
+                     if (b.number() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                   }});
+  if (!loader) return;
+  while (auto batch = loader->take()) {
+  }
+  const auto s = loader->stats();
+  CHECK(s.stalls >= 1);
+  CHECK(s.stall >= std::chrono::milliseconds(5));
+  CHECK(s.stall_us_per_batch() >= 5000.0 / 2);
+}
+
+TEST_CASE("bad loader options are refused, naming the option") {
+  const Dataset data({.records = 4, .bytes = 16, .files = 1, .seed = 1});
+  CHECK_THROWS_WITH_AS(swp::io::Loader(data.files, {.batch_records = 0}),
+                       doctest::Contains("batch_records"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::io::Loader(data.files, {.rank = 3, .world = 3}),
+                       doctest::Contains("rank 3"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::io::Loader(data.files, {.prefetch_batches = 0}),
+                       doctest::Contains("prefetch_batches"), std::invalid_argument);
+  CHECK_THROWS_AS(swp::io::Loader::open_dir(data.dir / "missing", {}), swp::io::RecordError);
+}

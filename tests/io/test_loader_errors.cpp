@@ -1,0 +1,120 @@
+// Loader errors: a corrupt record, a file truncated under the loader, a failing decode and a
+// missing file — each named with file and offset, surfacing from the consumer's next call as
+// LoaderError once the reads in flight drained, the batches before it still handed out.
+// Both readers.
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "support/loader_rig.hpp"
+#include "swp/async/sync_wait.hpp"
+#include "swp/io/io_errors.hpp"
+#include "swp/io/loader.hpp"
+#include "swp/io/record_file.hpp"
+
+namespace {
+
+using swp::test::Dataset;
+using swp::test::UsePread;
+using swp::test::UseUring;
+
+// Takes batches until the loader throws; returns the batches taken and the error.
+template <class Take>
+std::pair<std::uint64_t, swp::io::LoaderError> batches_until_error(Take&& take) {
+  std::uint64_t n = 0;
+  try {
+    while (take()) ++n;
+  } catch (const swp::io::LoaderError& e) {
+    return {n, e};
+  }
+  FAIL("the loader reported no error");
+  return {n, swp::io::LoaderError("", nullptr)};
+}
+
+swp::io::RecordError cause(const swp::io::LoaderError& e) {
+  try {
+    std::rethrow_exception(e.nested());
+  } catch (const swp::io::RecordError& r) {
+    return r;
+  } catch (...) {
+  }
+  FAIL("the cause is not a RecordError");
+  return {{}, 0, ""};
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a corrupt record fails the loader at its batch, naming file and offset", Reader,
+                   UseUring, UsePread) {
+  const Dataset data({.records = 40, .bytes = 256, .files = 2, .seed = 3});
+  // Record 7 of file 1 is global record 27: batch 6 of batches of 4.
+  const std::uint64_t at = swp::io::RecordFile(data.files[1]).entry(7).offset;
+  swp::test::flip_byte(data.files[1], at + swp::io::frame_header_bytes + 100);
+  auto loader = swp::test::open_loader<Reader>(
+      data.files, {.name = "train-data", .batch_records = 4, .prefetch_batches = 3});
+  if (!loader) return;
+  for (int round = 0; round < 2; ++round) {
+    auto [taken, error] = round == 0
+                              ? batches_until_error([&] { return loader->take(); })
+                              : batches_until_error([&] { return swp::sync_wait(loader->next()); });
+    CHECK(taken == 6);  // every batch before the bad one
+    CHECK(error.loader() == "train-data");
+    const std::string what = error.what();
+    CHECK(what.find("loader 'train-data'") != std::string::npos);
+    CHECK(what.find(data.files[1].string() + " at offset " + std::to_string(at)) !=
+          std::string::npos);
+    const auto record = cause(error);
+    CHECK(record.file() == data.files[1]);
+    CHECK(record.offset() == at);
+    CHECK(loader->stats().reads_in_flight == 0);  // drained before it surfaced
+    // Every later call says it again, until restart().
+    CHECK_THROWS_AS(loader->take(), swp::io::LoaderError);
+    loader->restart(0);
+  }
+}
+
+TEST_CASE_TEMPLATE("a file truncated under the loader is reported where it ends", Reader, UseUring,
+                   UsePread) {
+  const Dataset data({.records = 30, .bytes = 512, .files = 3, .seed = 3});
+  auto loader = swp::test::open_loader<Reader>(data.files, {.batch_records = 5});
+  if (!loader) return;
+  // After the loader validated the file: file 2 (global 20..29) loses its last 3 records.
+  const std::uint64_t cut = swp::io::RecordFile(data.files[2]).entry(7).offset + 40;
+  std::filesystem::resize_file(data.files[2], cut);
+  auto [taken, error] = batches_until_error([&] { return loader->take(); });
+  CHECK(taken == 5);  // global records 25..29 are batch 5
+  const auto record = cause(error);
+  CHECK(record.file() == data.files[2]);
+  CHECK(record.offset() == cut);
+  CHECK(std::string(record.what()).find("truncated") != std::string::npos);
+  CHECK(loader->stats().reads_in_flight == 0);
+}
+
+TEST_CASE_TEMPLATE("a decode that throws fails the loader like a corrupt record", Reader, UseUring,
+                   UsePread) {
+  const Dataset data({.records = 40, .bytes = 64, .files = 1, .seed = 3});
+  auto loader = swp::test::open_loader<Reader>(
+      data.files, {.name = "aug", .batch_records = 4, .decode = [](swp::io::Batch& b) {
+                     if (b.number() == 3) throw std::runtime_error("cannot decode batch 3");
+                   }});
+  if (!loader) return;
+  auto [taken, error] = batches_until_error([&] { return loader->take(); });
+  CHECK(taken == 3);
+  CHECK(std::string(error.what()) == "loader 'aug' failed: cannot decode batch 3");
+}
+
+TEST_CASE_TEMPLATE("a missing or damaged file is refused when the loader opens", Reader, UseUring,
+                   UsePread) {
+  const Dataset data({.records = 10, .bytes = 64, .files = 2, .seed = 3});
+  auto files = data.files;
+  files.push_back(data.dir / "part-00009.swprec");
+  CHECK_THROWS_WITH_AS(swp::test::open_loader<Reader>(files, {}),
+                       doctest::Contains("part-00009.swprec at offset 0: cannot open"),
+                       swp::io::RecordError);
+  std::filesystem::resize_file(data.files[1], 100);
+  CHECK_THROWS_WITH_AS(swp::test::open_loader<Reader>(data.files, {}),
+                       doctest::Contains("part-00001.swprec at offset 100: truncated"),
+                       swp::io::RecordError);
+}
