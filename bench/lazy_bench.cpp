@@ -57,11 +57,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "error: %s must be at least 1\n", std::string(arg).c_str());
         return 2;
       }
-      if (arg == "--calls") calls = v;
-      else rounds = static_cast<int>(v);
+      if (arg == "--calls")
+        calls = v;
+      else
+        rounds = static_cast<int>(v);
     } else {
-      std::fprintf(stderr, "error: unknown argument '%s' (usage: swp-lazy-bench [--calls N] [--rounds N])\n",
-                   argv[i]);
+      std::fprintf(
+          stderr, "error: unknown argument '%s' (usage: swp-lazy-bench [--calls N] [--rounds N])\n",
+          argv[i]);
       return 2;
     }
   }
@@ -80,10 +83,12 @@ int main(int argc, char** argv) {
   swp::LazyScheduler ordered({.schedule = {"a", "b"}});
   auto a = ordered.register_segment("a", body);
   auto b = ordered.register_segment("b", body);
-  const double per_scheduled = median_ns(rounds, calls / 2, [&](std::int64_t i) {
-    sink = b(a(i)).get();
-    ordered.flush();
-  }) / 2;
+  const double per_scheduled = median_ns(rounds, calls / 2,
+                                         [&](std::int64_t i) {
+                                           sink = b(a(i)).get();
+                                           ordered.flush();
+                                         }) /
+                               2;
 
   swp::LazyScheduler held;
   auto pre = held.register_segment("pre", body);

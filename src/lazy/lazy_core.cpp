@@ -247,6 +247,22 @@ bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) const {
   return true;
 }
 
+bool LazyCore::claim_now(std::uint32_t segment) {
+  if (called_[segment])
+    throw LazyError("segment " + quoted(segments_[segment].name) +
+                    " was called twice in one round (the schedule orders one call of each; "
+                    "end the round with finish()/flush() between iterations)");
+  if (held(segment)) return false;
+  for (std::uint32_t p : segments_[segment].before)
+    if (!done_[p]) return false;
+  called_[segment] = done_[segment] = 1;
+  return true;
+}
+
+void LazyCore::ran_now() {
+  if (!stored_.empty()) drain();
+}
+
 bool LazyCore::would_run_now(std::uint32_t segment) const {
   if (held(segment)) return false;
   std::uint32_t missing = 0;
@@ -265,7 +281,7 @@ void LazyCore::execute(LazyCall& call) {
   const std::uint32_t s = call.segment;
   if (call.state == LazyCall::State::running)
     throw LazyError("segment " + quoted(segments_[s].name) + " reads its own result");
-  if (call.ready_inputs) call.ready_inputs();  // producers of its inputs run before it
+  call.ready_inputs();  // producers of its inputs run before it
   if (call.state == LazyCall::State::done) return;
   call.state = LazyCall::State::running;
   std::erase_if(pending_writes_, [&](const auto& w) { return w.second == s; });
@@ -379,11 +395,10 @@ void LazyCore::abandon() noexcept {
       auto error =
           std::make_exception_ptr(LazyError("segment " + quoted(segments_[call->segment].name) +
                                             " never ran: its round ended before it could"));
-      if (call->cancel) call->cancel(error);
+      call->cancel(error);
     } catch (...) {
       // Out of memory making the message: the promise stays pending; nothing else to do.
     }
-    call->run = nullptr;  // drops the stored inputs
   }
   reset_round();
   round_over_ = true;

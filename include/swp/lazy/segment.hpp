@@ -222,80 +222,50 @@ class Segment {
     detail::LazyCore& core = *core_;
     const bool free = core.enter_call(index_, inputs, sizeof...(X));
     if (shared_->backward) record_tape(x...);
-    if (free) {
-      // No order constraint: run now, no record kept (the scheduler's fast path). Its inputs
-      // from delayed segments run first, so the executed order shows producers first.
+    // No order constraint, or its predecessors ran already (no reordering needed): run now,
+    // no record kept. Inputs from delayed segments run first, so the order shows producers first.
+    if (free || core.claim_now(index_)) {
       (detail::materialise_if_deferred(x), ...);
       core.begin_run(index_);
+      Deferred<R> out;
       try {
-        Deferred<R> out;
         if constexpr (std::is_void_v<R>) {
           shared_->fn(detail::pass(std::forward<X>(x))...);
           out = Deferred<R>::ready();
         } else {
           out = Deferred<R>::ready(shared_->fn(detail::pass(std::forward<X>(x))...));
         }
-        core.end_run(index_, true);
-        return out;
       } catch (...) {
         core.end_run(index_, false);
         std::rethrow_exception(detail::segment_error(name()));
       }
+      core.end_run(index_, true);
+      if (!free) core.ran_now();  // stored segments waiting for this one may run now
+      return out;
     }
-    auto stored = std::make_shared<StoredArgs<I...>>(
-        detail::store<std::tuple_element_t<I, params>>(std::forward<X>(x))...);
-    auto call = std::make_shared<detail::LazyCall>();
-    Promise<R> promise;
-    Deferred<R> out(promise.get_future(), call);
+    auto call = std::make_shared<Call<I...>>(
+        *this, detail::store<std::tuple_element_t<I, params>>(std::forward<X>(x))...);
+    Deferred<R> out(call->promise.get_future(), call);
     call->core = core_;
     call->segment = index_;
     (
         [&] {
           if constexpr (detail::writes_param_v<std::tuple_element_t<I, params>>) {
             call->mutates_input = true;
-            call->written.push_back(std::get<I>(*stored));
+            call->written.push_back(std::get<I>(call->stored));
           }
         }(),
         ...);
-    call->ready_inputs = [stored] {
-      std::apply([](auto&... s) { (detail::materialise_if_deferred(s), ...); }, *stored);
-    };
-    auto shadow = std::make_shared<Shadow<I...>>();
-    if (core.debug() && !core.would_run_now(index_)) shadow_run(*stored, *shadow);
-    call->cancel = [promise](std::exception_ptr e) mutable { promise.set_error(std::move(e)); };
-    call->run = [self = *this, stored, shadow, promise, raw = call.get()]() mutable {
-      try {
-        if constexpr (std::is_void_v<R>) {
-          std::apply([&](auto&... s) { self.shared_->fn(detail::unstore(s)...); }, *stored);
-          self.compare(*stored, *shadow, nullptr);
-          promise.set_value();
-        } else {
-          R r = std::apply([&](auto&... s) { return self.shared_->fn(detail::unstore(s)...); },
-                           *stored);
-          self.compare(*stored, *shadow, &r);
-          promise.set_value(std::move(r));
-        }
-      } catch (...) {
-        raw->error = detail::segment_error(self.name());
-        promise.set_error(raw->error);
-      }
-    };
+    if (core.debug() && !core.would_run_now(index_)) {
+      call->shadow = std::make_unique<Shadow<I...>>();
+      shadow_run(call->stored, *call->shadow);
+    }
     if (core.submit(call) && call->error) {
       // It ran within its own call: fail here, as a segment that runs at once does.
       call->error_observed = true;
       std::rethrow_exception(call->error);
     }
     return out;
-  }
-
-  // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything).
-  template <class... X>
-  void record_tape(const X&... x) const {
-    SavedInputs saved = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return SavedInputs(detail::store<std::remove_cvref_t<std::tuple_element_t<I, params>>>(x)...);
-    }
-    (std::index_sequence_for<X...>{});
-    core_->push_tape(shared_->backward(std::move(saved)));
   }
 
   // Debug mode: what the shadow run (at the call) produced, to compare with the real run.
@@ -307,6 +277,53 @@ class Segment {
         result{};
     std::tuple<std::optional<std::remove_cvref_t<std::tuple_element_t<I, params>>>...> written;
   };
+
+  // A stored call: its inputs, its promise and (debug mode) its shadow run's outputs, in one
+  // allocation.
+  template <std::size_t... I>
+  struct Call final : detail::LazyCall {
+    template <class... S>
+    explicit Call(const Segment& segment, S&&... s)
+        : self(segment), stored(std::forward<S>(s)...) {}
+
+    void run() override {
+      using R = result_type;
+      try {
+        if constexpr (std::is_void_v<R>) {
+          std::apply([&](auto&... s) { self.shared_->fn(detail::unstore(s)...); }, stored);
+          if (shadow) self.compare(stored, *shadow, nullptr);
+          promise.set_value();
+        } else {
+          R r = std::apply([&](auto&... s) { return self.shared_->fn(detail::unstore(s)...); },
+                           stored);
+          if (shadow) self.compare(stored, *shadow, &r);
+          promise.set_value(std::move(r));
+        }
+      } catch (...) {
+        error = detail::segment_error(self.name());
+        promise.set_error(error);
+      }
+    }
+    void cancel(std::exception_ptr e) noexcept override { promise.set_error(std::move(e)); }
+    void ready_inputs() override {
+      std::apply([](auto&... s) { (detail::materialise_if_deferred(s), ...); }, stored);
+    }
+
+    Segment self;
+    StoredArgs<I...> stored;
+    Promise<result_type> promise;
+    std::unique_ptr<Shadow<I...>> shadow;
+  };
+
+  // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything).
+  template <class... X>
+  void record_tape(const X&... x) const {
+    SavedInputs saved = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return SavedInputs(detail::store<std::remove_cvref_t<std::tuple_element_t<I, params>>>(x)...);
+    }
+    (std::index_sequence_for<X...>{});
+    core_->push_tape(shared_->backward(std::move(saved)));
+  }
 
   template <class Stored, class Sh>
   void shadow_run(Stored& stored, Sh& shadow) const {
