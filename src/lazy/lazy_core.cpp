@@ -366,7 +366,7 @@ void LazyCore::flush() {
     std::uint32_t missing = 0;
     if (!runnable(call->segment, missing)) {
       const std::string who = segments_[call->segment].name, what = segments_[missing].name;
-      abandon();
+      abandon();  // ends the round too
       throw LazyError("round ended with segment " + quoted(who) + " stored: segment " +
                       quoted(what) + ", which the schedule runs before it, was never called");
     }
@@ -383,6 +383,7 @@ void LazyCore::flush() {
   }
   reset_round();
   round_over_ = true;
+  in_round_.store(false, std::memory_order_release);
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -402,6 +403,7 @@ void LazyCore::abandon() noexcept {
   }
   reset_round();
   round_over_ = true;
+  in_round_.store(false, std::memory_order_release);
 }
 
 void LazyCore::reset_round() noexcept {
@@ -415,7 +417,16 @@ void LazyCore::reset_round() noexcept {
 }
 
 void LazyCore::begin_round(SegmentTag tag) {
-  if (!stored_.empty()) throw LazyError("round: the previous round still has stored segments");
+  // A scheduler serves one thread at a time; two task instances sharing one would interleave
+  // their rounds. Refuse loudly instead (a lane serializes one task's instances).
+  if (in_round_.exchange(true, std::memory_order_acquire))
+    throw LazyError(
+        "round: this scheduler is in a round already (a scheduler serves one task "
+        "instance at a time: use one scheduler per task)");
+  if (!stored_.empty()) {
+    in_round_.store(false, std::memory_order_release);
+    throw LazyError("round: the previous round still has stored segments");
+  }
   executed_.clear();
   round_over_ = false;
   tag_ = tag;

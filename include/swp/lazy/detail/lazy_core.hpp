@@ -125,7 +125,9 @@ class LazyCore {
   std::vector<std::uint32_t> running_;
   std::vector<std::function<void(std::any&)>> tape_;
   bool in_backward_ = false;
-  bool round_over_ = false;  // a flush ended the round: the next run clears executed_
+  bool round_over_ = false;
+  std::atomic<bool> in_round_{false};  // between round() and its finish/abandon (misuse check)  //
+                                       // a flush ended the round: the next run clears executed_
   SegmentTag tag_{};
   SegmentObserver* observer_ = nullptr;
   std::vector<DebugFinding> findings_;
