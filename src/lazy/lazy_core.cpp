@@ -247,6 +247,22 @@ bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) const {
   return true;
 }
 
+bool LazyCore::claim_now(std::uint32_t segment) {
+  if (called_[segment])
+    throw LazyError("segment " + quoted(segments_[segment].name) +
+                    " was called twice in one round (the schedule orders one call of each; "
+                    "end the round with finish()/flush() between iterations)");
+  if (held(segment)) return false;
+  for (std::uint32_t p : segments_[segment].before)
+    if (!done_[p]) return false;
+  called_[segment] = done_[segment] = 1;
+  return true;
+}
+
+void LazyCore::ran_now() {
+  if (!stored_.empty()) drain();
+}
+
 bool LazyCore::would_run_now(std::uint32_t segment) const {
   if (held(segment)) return false;
   std::uint32_t missing = 0;
@@ -265,7 +281,7 @@ void LazyCore::execute(LazyCall& call) {
   const std::uint32_t s = call.segment;
   if (call.state == LazyCall::State::running)
     throw LazyError("segment " + quoted(segments_[s].name) + " reads its own result");
-  if (call.ready_inputs) call.ready_inputs();  // producers of its inputs run before it
+  call.ready_inputs();  // producers of its inputs run before it
   if (call.state == LazyCall::State::done) return;
   call.state = LazyCall::State::running;
   std::erase_if(pending_writes_, [&](const auto& w) { return w.second == s; });
@@ -350,7 +366,7 @@ void LazyCore::flush() {
     std::uint32_t missing = 0;
     if (!runnable(call->segment, missing)) {
       const std::string who = segments_[call->segment].name, what = segments_[missing].name;
-      abandon();
+      abandon();  // ends the round too
       throw LazyError("round ended with segment " + quoted(who) + " stored: segment " +
                       quoted(what) + ", which the schedule runs before it, was never called");
     }
@@ -367,6 +383,7 @@ void LazyCore::flush() {
   }
   reset_round();
   round_over_ = true;
+  in_round_.store(false, std::memory_order_release);
   if (failure) std::rethrow_exception(failure);
 }
 
@@ -379,14 +396,14 @@ void LazyCore::abandon() noexcept {
       auto error =
           std::make_exception_ptr(LazyError("segment " + quoted(segments_[call->segment].name) +
                                             " never ran: its round ended before it could"));
-      if (call->cancel) call->cancel(error);
+      call->cancel(error);
     } catch (...) {
       // Out of memory making the message: the promise stays pending; nothing else to do.
     }
-    call->run = nullptr;  // drops the stored inputs
   }
   reset_round();
   round_over_ = true;
+  in_round_.store(false, std::memory_order_release);
 }
 
 void LazyCore::reset_round() noexcept {
@@ -400,7 +417,16 @@ void LazyCore::reset_round() noexcept {
 }
 
 void LazyCore::begin_round(SegmentTag tag) {
-  if (!stored_.empty()) throw LazyError("round: the previous round still has stored segments");
+  // A scheduler serves one thread at a time; two task instances sharing one would interleave
+  // their rounds. Refuse loudly instead (a lane serializes one task's instances).
+  if (in_round_.exchange(true, std::memory_order_acquire))
+    throw LazyError(
+        "round: this scheduler is in a round already (a scheduler serves one task "
+        "instance at a time: use one scheduler per task)");
+  if (!stored_.empty()) {
+    in_round_.store(false, std::memory_order_release);
+    throw LazyError("round: the previous round still has stored segments");
+  }
   executed_.clear();
   round_over_ = false;
   tag_ = tag;

@@ -232,3 +232,20 @@ TEST_CASE("a constrained segment called twice in a round is an error naming it")
   (void)a(1);
   CHECK_THROWS_WITH_AS((void)a(2), doctest::Contains("'a'"), swp::LazyError);
 }
+
+TEST_CASE("a scheduler serves one round at a time; a round left unfinished fails what it stored") {
+  Program p({.schedule = {"c", "a"}});
+  auto a = p.make("a");
+  (void)p.make("c");
+  swp::Deferred<int> ra;
+  {
+    auto round = p.sched.round({.task = 0, .iter = 1});
+    CHECK_THROWS_WITH_AS((void)p.sched.round(), doctest::Contains("one scheduler per task"),
+                         swp::LazyError);
+    ra = a(1);  // stored: c is never called in this round
+  }             // destroyed unfinished (as when a task body throws)
+  CHECK_THROWS_WITH_AS((void)ra.get(), doctest::Contains("'a'"), swp::LazyError);
+  auto next = p.sched.round({.task = 0, .iter = 2});  // the scheduler is usable again
+  next.finish();
+  CHECK(p.ran.empty());
+}

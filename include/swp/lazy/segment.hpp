@@ -16,128 +16,10 @@
 #include "swp/lazy/deferred.hpp"
 #include "swp/lazy/detail/callable_traits.hpp"
 #include "swp/lazy/detail/lazy_core.hpp"
+#include "swp/lazy/detail/segment_args.hpp"
 #include "swp/lazy/lazy_error.hpp"
 
 namespace swp {
-
-template <class Fn>
-class Segment;
-
-namespace detail {
-
-template <class T>
-struct IsDeferred : std::false_type {};
-template <class T>
-struct IsDeferred<Deferred<T>> : std::true_type {};
-template <class X>
-inline constexpr bool is_deferred_v = IsDeferred<std::remove_cvref_t<X>>::value;
-
-/// How a call keeps an argument until its segment runs: a pointer to an input it writes (the
-/// caller's object), a Deferred otherwise (a plain value becomes a ready Deferred).
-template <class P>
-using Stored = std::conditional_t<writes_param_v<P>, std::remove_reference_t<P>*,
-                                  Deferred<std::remove_cvref_t<P>>>;
-
-template <class T>
-struct IsReferenceWrapper : std::false_type {};
-template <class T>
-struct IsReferenceWrapper<std::reference_wrapper<T>> : std::true_type {};
-template <class C>
-inline constexpr bool is_reference_wrapper_v = IsReferenceWrapper<std::remove_cvref_t<C>>::value;
-
-template <class X>
-void materialise_if_deferred(const X& x) {
-  if constexpr (is_deferred_v<X>) x.materialise();
-}
-
-template <class P, class X>
-Stored<P> store(X&& x) {
-  if constexpr (writes_param_v<P>) {
-    static_assert(std::is_lvalue_reference_v<X&&> && !is_deferred_v<X>,
-                  "a segment parameter it writes (T&) takes the caller's object, an lvalue");
-    return &x;
-  } else if constexpr (is_deferred_v<X>) {
-    return Deferred<std::remove_cvref_t<P>>(std::forward<X>(x));
-  } else {
-    return Deferred<std::remove_cvref_t<P>>::ready(std::forward<X>(x));
-  }
-}
-
-// The argument a stored input gives the body: the caller's object, or the (materialised) value.
-template <class S>
-decltype(auto) unstore(S& s) {
-  if constexpr (std::is_pointer_v<S>) {
-    return *s;
-  } else {
-    return s.get();
-  }
-}
-
-// The argument a call's own argument gives a body run at once.
-template <class X>
-decltype(auto) pass(X&& x) {
-  if constexpr (is_deferred_v<X>) {
-    return x.get();
-  } else {
-    return std::forward<X>(x);
-  }
-}
-
-template <class X>
-const void* address_of(X&& x) noexcept {
-  if constexpr (std::is_lvalue_reference_v<X&&> && !is_deferred_v<X>) {
-    return static_cast<const void*>(std::addressof(x));
-  } else {
-    return nullptr;
-  }
-}
-
-/// "what()" of an exception, for SegmentError's message.
-inline std::string describe(const std::exception_ptr& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
-  } catch (...) {
-    return "a non-standard exception";
-  }
-}
-
-/// A segment's body wrapped so the current exception becomes a SegmentError naming it, with
-/// the original nested.
-inline std::exception_ptr segment_error(const std::string& name) {
-  const std::exception_ptr original = std::current_exception();
-  try {
-    // An error from another segment's materialisation already names that segment.
-    std::rethrow_exception(original);
-  } catch (const LazyError&) {
-    return original;
-  } catch (...) {
-    try {
-      std::throw_with_nested(SegmentError(name, describe(original)));
-    } catch (...) {
-      return std::current_exception();
-    }
-  }
-}
-
-/// The object and member function a segment registered from a method calls.
-template <class M, class C>
-struct BoundMethod;
-template <class R, class C, class... A, class Obj>
-struct BoundMethod<R (C::*)(A...), Obj> {
-  R (C::*method)(A...);
-  Obj* object;
-  R operator()(A... a) const { return (object->*method)(std::forward<A>(a)...); }
-};
-template <class R, class C, class... A, class Obj>
-struct BoundMethod<R (C::*)(A...) const, Obj> {
-  R (C::*method)(A...) const;
-  Obj* object;
-  R operator()(A... a) const { return (object->*method)(std::forward<A>(a)...); }
-};
-
-}  // namespace detail
 
 /// A registered segment (LazyScheduler::register_segment): call it like the callable it wraps.
 /// Arguments may be values or Deferreds of the parameter types (a Deferred argument makes this
@@ -222,80 +104,50 @@ class Segment {
     detail::LazyCore& core = *core_;
     const bool free = core.enter_call(index_, inputs, sizeof...(X));
     if (shared_->backward) record_tape(x...);
-    if (free) {
-      // No order constraint: run now, no record kept (the scheduler's fast path). Its inputs
-      // from delayed segments run first, so the executed order shows producers first.
+    // No order constraint, or its predecessors ran already (no reordering needed): run now,
+    // no record kept. Inputs from delayed segments run first, so the order shows producers first.
+    if (free || core.claim_now(index_)) {
       (detail::materialise_if_deferred(x), ...);
       core.begin_run(index_);
+      Deferred<R> out;
       try {
-        Deferred<R> out;
         if constexpr (std::is_void_v<R>) {
           shared_->fn(detail::pass(std::forward<X>(x))...);
           out = Deferred<R>::ready();
         } else {
           out = Deferred<R>::ready(shared_->fn(detail::pass(std::forward<X>(x))...));
         }
-        core.end_run(index_, true);
-        return out;
       } catch (...) {
         core.end_run(index_, false);
         std::rethrow_exception(detail::segment_error(name()));
       }
+      core.end_run(index_, true);
+      if (!free) core.ran_now();  // stored segments waiting for this one may run now
+      return out;
     }
-    auto stored = std::make_shared<StoredArgs<I...>>(
-        detail::store<std::tuple_element_t<I, params>>(std::forward<X>(x))...);
-    auto call = std::make_shared<detail::LazyCall>();
-    Promise<R> promise;
-    Deferred<R> out(promise.get_future(), call);
+    auto call = std::make_shared<Call<I...>>(
+        *this, detail::store<std::tuple_element_t<I, params>>(std::forward<X>(x))...);
+    Deferred<R> out(call->promise.get_future(), call);
     call->core = core_;
     call->segment = index_;
     (
         [&] {
           if constexpr (detail::writes_param_v<std::tuple_element_t<I, params>>) {
             call->mutates_input = true;
-            call->written.push_back(std::get<I>(*stored));
+            call->written.push_back(std::get<I>(call->stored));
           }
         }(),
         ...);
-    call->ready_inputs = [stored] {
-      std::apply([](auto&... s) { (detail::materialise_if_deferred(s), ...); }, *stored);
-    };
-    auto shadow = std::make_shared<Shadow<I...>>();
-    if (core.debug() && !core.would_run_now(index_)) shadow_run(*stored, *shadow);
-    call->cancel = [promise](std::exception_ptr e) mutable { promise.set_error(std::move(e)); };
-    call->run = [self = *this, stored, shadow, promise, raw = call.get()]() mutable {
-      try {
-        if constexpr (std::is_void_v<R>) {
-          std::apply([&](auto&... s) { self.shared_->fn(detail::unstore(s)...); }, *stored);
-          self.compare(*stored, *shadow, nullptr);
-          promise.set_value();
-        } else {
-          R r = std::apply([&](auto&... s) { return self.shared_->fn(detail::unstore(s)...); },
-                           *stored);
-          self.compare(*stored, *shadow, &r);
-          promise.set_value(std::move(r));
-        }
-      } catch (...) {
-        raw->error = detail::segment_error(self.name());
-        promise.set_error(raw->error);
-      }
-    };
+    if (core.debug() && !core.would_run_now(index_)) {
+      call->shadow = std::make_unique<Shadow<I...>>();
+      shadow_run(call->stored, *call->shadow);
+    }
     if (core.submit(call) && call->error) {
       // It ran within its own call: fail here, as a segment that runs at once does.
       call->error_observed = true;
       std::rethrow_exception(call->error);
     }
     return out;
-  }
-
-  // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything).
-  template <class... X>
-  void record_tape(const X&... x) const {
-    SavedInputs saved = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return SavedInputs(detail::store<std::remove_cvref_t<std::tuple_element_t<I, params>>>(x)...);
-    }
-    (std::index_sequence_for<X...>{});
-    core_->push_tape(shared_->backward(std::move(saved)));
   }
 
   // Debug mode: what the shadow run (at the call) produced, to compare with the real run.
@@ -307,6 +159,53 @@ class Segment {
         result{};
     std::tuple<std::optional<std::remove_cvref_t<std::tuple_element_t<I, params>>>...> written;
   };
+
+  // A stored call: its inputs, its promise and (debug mode) its shadow run's outputs, in one
+  // allocation.
+  template <std::size_t... I>
+  struct Call final : detail::LazyCall {
+    template <class... S>
+    explicit Call(const Segment& segment, S&&... s)
+        : self(segment), stored(std::forward<S>(s)...) {}
+
+    void run() override {
+      using R = result_type;
+      try {
+        if constexpr (std::is_void_v<R>) {
+          std::apply([&](auto&... s) { self.shared_->fn(detail::unstore(s)...); }, stored);
+          if (shadow) self.compare(stored, *shadow, nullptr);
+          promise.set_value();
+        } else {
+          R r = std::apply([&](auto&... s) { return self.shared_->fn(detail::unstore(s)...); },
+                           stored);
+          if (shadow) self.compare(stored, *shadow, &r);
+          promise.set_value(std::move(r));
+        }
+      } catch (...) {
+        error = detail::segment_error(self.name());
+        promise.set_error(error);
+      }
+    }
+    void cancel(std::exception_ptr e) noexcept override { promise.set_error(std::move(e)); }
+    void ready_inputs() override {
+      std::apply([](auto&... s) { (detail::materialise_if_deferred(s), ...); }, stored);
+    }
+
+    Segment self;
+    StoredArgs<I...> stored;
+    Promise<result_type> promise;
+    std::unique_ptr<Shadow<I...>> shadow;
+  };
+
+  // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything).
+  template <class... X>
+  void record_tape(const X&... x) const {
+    SavedInputs saved = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return SavedInputs(detail::store<std::remove_cvref_t<std::tuple_element_t<I, params>>>(x)...);
+    }
+    (std::index_sequence_for<X...>{});
+    core_->push_tape(shared_->backward(std::move(saved)));
+  }
 
   template <class Stored, class Sh>
   void shadow_run(Stored& stored, Sh& shadow) const {

@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,13 +23,19 @@ struct LazyCall {
   std::exception_ptr error;          // the SegmentError it completed its promise with, if any
   bool error_observed = false;       // someone read the error (Deferred::get, co_await, the call)
   std::vector<const void*> written;  // the inputs it writes, while it has not run
+
+  LazyCall() = default;
+  LazyCall(const LazyCall&) = delete;
+  LazyCall& operator=(const LazyCall&) = delete;
+  virtual ~LazyCall() = default;
+
   /// Runs the body with the stored inputs and completes the call's promise (value or
   /// SegmentError, which it also stores in `error`).
-  std::function<void()> run;
+  virtual void run() = 0;
   /// Materialises the Deferreds among its inputs (before it runs, so producers run first).
-  std::function<void()> ready_inputs;
+  virtual void ready_inputs() = 0;
   /// Completes the call's promise with `error` without running it (its round was abandoned).
-  std::function<void(std::exception_ptr)> cancel;
+  virtual void cancel(std::exception_ptr error) noexcept = 0;
 };
 
 /// Runs `call` now, first running what the schedule puts before it (Deferred::get). Throws

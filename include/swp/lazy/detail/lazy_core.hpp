@@ -40,6 +40,12 @@ class LazyCore {
   /// returns true when it runs at once with no bookkeeping (no order constraint applies).
   bool enter_call(std::uint32_t segment, const void* const* inputs, std::size_t count);
 
+  /// For a constrained call: when everything before it ran and it is not held, records it as
+  /// called and run and returns true (the caller runs it at once, then calls ran_now()).
+  bool claim_now(std::uint32_t segment);
+  /// After a claimed call ran: runs stored calls that were waiting for it.
+  void ran_now();
+
   /// Hands a constrained call to the scheduler: it runs now (with what must run before it) or
   /// is stored. Returns true when it ran.
   bool submit(const std::shared_ptr<LazyCall>& call);
@@ -119,7 +125,9 @@ class LazyCore {
   std::vector<std::uint32_t> running_;
   std::vector<std::function<void(std::any&)>> tape_;
   bool in_backward_ = false;
-  bool round_over_ = false;  // a flush ended the round: the next run clears executed_
+  bool round_over_ = false;
+  std::atomic<bool> in_round_{false};  // between round() and its finish/abandon (misuse check)  //
+                                       // a flush ended the round: the next run clears executed_
   SegmentTag tag_{};
   SegmentObserver* observer_ = nullptr;
   std::vector<DebugFinding> findings_;
