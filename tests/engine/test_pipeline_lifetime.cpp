@@ -1,0 +1,226 @@
+// A pipeline's lifetime: destroying it drains what is in flight, a body that ignores
+// cancellation breaks it (and a later refill works once the body returned, while destroying it
+// meanwhile is fatal, naming the body), and retire_after_device holds retirement until the
+// iteration's device work completed.
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/cli.hpp"
+#include "support/engines.hpp"
+#include "swp/async/sync_wait.hpp"
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/engine/pipeline.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Ctx = swp::IterContext<std::uint64_t>;
+
+}  // namespace
+
+namespace {
+
+// Sleeps until `flag` is set or `limit` passed (so that no bug hangs the suite); the flag.
+bool wait_for_flag(const std::atomic<bool>& flag, std::chrono::seconds limit = 20s) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!flag.load() && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(1ms);
+  return flag.load();
+}
+
+// A plan whose only task, on lane "slow", spins in iteration 0 without ever looking at
+// cancellation until `release` is set (or, so that no bug hangs the suite, for 20 s): it
+// outlives every deadline of the run. The lane needs a thread of its own (dedicated): a
+// caller helping in progress() that ran the body itself could not look at its deadlines.
+swp::Plan<Ctx> stubborn_plan(std::atomic<bool>& release, std::atomic<bool>& returned) {
+  swp::Plan<Ctx> plan;
+  plan.add("Stubborn", [&release, &returned](Ctx& ctx) {
+    if (ctx.iter_idx != 0) return;
+    wait_for_flag(release);
+    returned.store(true);
+  }, {.thread_group = "slow"});
+  return plan;
+}
+
+// Fills `pipe` and lets the stubborn body break it: progress() times out and cannot drain.
+// The error names the failure that started the drain (it once said only "could not drain").
+void break_pipeline(swp::Pipeline<Ctx>& pipe) {
+  pipe.set_timeouts({.retire = 100ms, .check_interval = 5ms, .drain = 100ms});
+  pipe.fill_pipeline(std::vector<std::uint64_t>{0, 1});
+  std::string what;
+  try {
+    (void)pipe.progress();
+  } catch (const swp::PipelineTimeout& e) {
+    what = e.what();
+  }
+  CHECK(what.find("could not drain") != std::string::npos);
+  CHECK(what.find("could not drain after a failure (iteration 0 did not retire within 100 ms") !=
+        std::string::npos);
+}
+
+// A pipeline broken by the stubborn body (which still runs until `release` is set).
+template <class Engine>
+struct BrokenPipeline {
+  swp::Runtime rt{swp::RuntimeOptions{.workers = 2, .dedicated_lanes = {"slow"}}};
+  std::atomic<bool> release{false}, returned{false};
+  std::unique_ptr<swp::Pipeline<Ctx>> pipe =
+      Engine::template make<Ctx>(rt, stubborn_plan(release, returned), 2);
+  BrokenPipeline() { break_pipeline(*pipe); }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("destroying a filled pipeline drains what is in flight first", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // Step (iteration 1) runs on its lane's thread when the pipeline is destroyed; the drain
+  // must end it before the base class's destructor runs (TSan once saw the lane's virtual
+  // call into the pipeline race with that destructor).
+  swp::Runtime rt({.workers = 2, .dedicated_lanes = {"step"}});
+  std::atomic<int> started{0}, ended{0};
+  std::atomic<bool> step_running{false}, release{false};
+  swp::Plan<Ctx> plan;
+  auto load = plan.add("Load", [](Ctx&) {}, {.stage = 0, .thread_group = "io"});
+  auto step = plan.add("Step", [&](Ctx& ctx) {
+    ++started;
+    if (ctx.iter_idx == 1) {
+      step_running.store(true);
+      wait_for_flag(release);
+    }
+    ++ended;
+  }, {.stage = 1, .thread_group = "step"});
+  plan.intra_iter_deps = {{step, load}};
+  auto pipe = Engine::template make<Ctx>(rt, plan, 3);
+  pipe->set_timeouts({.retire = 30s, .drain = 30s});
+  std::vector<std::int64_t> seen;
+  pipe->on_retire([&](const Ctx& ctx) { seen.push_back(static_cast<std::int64_t>(ctx.iter_idx)); });
+  pipe->fill_pipeline(std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7});
+  REQUIRE(pipe->progress() == 0);
+  REQUIRE(wait_for_flag(step_running));
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    release.store(true);
+  });
+  pipe.reset();
+  releaser.join();
+  CHECK(started.load() == ended.load());
+  REQUIRE(seen.size() >= 2);  // iteration 0, and what was in flight
+  for (std::size_t i = 0; i < seen.size(); ++i) CHECK(seen[i] == static_cast<std::int64_t>(i));
+}
+
+TEST_CASE_TEMPLATE("destroying a broken pipeline waits for the body that ignored cancellation",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The body still runs on its lane's thread when the pipeline is destroyed; freeing the core
+  // then let the body's return step write into freed instances (use-after-free under ASan).
+  BrokenPipeline<Engine> broken;
+  auto& pipe = broken.pipe;
+  CHECK_THROWS_AS(pipe->fill_pipeline(std::vector<std::uint64_t>{0}), swp::PipelineStateError);
+  // The teardown deadline is the drain deadline: generous, since the releaser may be slow.
+  pipe->set_timeouts({.drain = 30s});
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(20ms);
+    broken.release.store(true);
+  });
+  pipe.reset();
+  CHECK(broken.returned.load());  // the destructor returned only after the body did
+  releaser.join();
+}
+
+TEST_CASE_TEMPLATE("a broken pipeline refills once the body that ignored cancellation returned",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  BrokenPipeline<Engine> broken;
+  auto& pipe = broken.pipe;
+  broken.release.store(true);
+  REQUIRE(wait_for_flag(broken.returned));
+  pipe->set_timeouts({.retire = 30s, .drain = 30s});
+  std::vector<std::int64_t> retired;
+  // Its last step may still be on the way out of the engine: fill waits for it.
+  const std::int64_t first = pipe->next_iteration();
+  pipe->fill_pipeline(std::vector<std::uint64_t>{5, 6, 7});
+  while (auto i = pipe->progress()) retired.push_back(*i);
+  CHECK(retired == std::vector<std::int64_t>{first, first + 1, first + 2});
+}
+
+// Runs in a child process only (see the next case): the pipeline is destroyed while its body
+// never returns, which must end the process with a fatal error naming the body.
+TEST_CASE("child: destroying a pipeline whose body never returns is fatal" * doctest::skip()) {
+  BrokenPipeline<swp::test::UseDataFlow> broken;
+  broken.pipe.reset();  // aborts after the drain deadline (100 ms)
+  FAIL("the destructor returned while the body still ran");
+}
+
+TEST_CASE("destroying a pipeline whose body never returns is a fatal error naming the body") {
+  const swp::test::TempFile err("", ".err");
+  const std::string command = "timeout 120 " + swp::test::quoted(std::filesystem::read_symlink("/proc/self/exe").string()) +
+                              " --no-skip --test-case='child: destroying a pipeline whose "
+                              "body never returns is fatal' >/dev/null 2>" +
+                              swp::test::quoted(err.str());
+  const int status = std::system(command.c_str());
+  CHECK(status != 0);
+  const std::string what = swp::test::read_text(err.path());
+  CHECK(what.find("swp: fatal: a pipeline is destroyed while its task bodies still run") !=
+        std::string::npos);
+  CHECK(what.find("Stubborn (iter 0) on lane 'slow'") != std::string::npos);
+}
+
+namespace {
+struct DeviceFields {
+  std::atomic<int> doubled{0};  // written by the stream's work, read at retirement
+  DeviceFields() = default;
+  DeviceFields(DeviceFields&&) noexcept {}  // a context is reset, never moved while in use
+  DeviceFields& operator=(DeviceFields&&) noexcept {
+    doubled.store(0);
+    return *this;
+  }
+};
+using DeviceCtx = swp::IterContext<int, DeviceFields>;
+}  // namespace
+
+TEST_CASE_TEMPLATE("retire_after_device: an iteration retires after its device work completed",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The device work (a host stream's thread) writes the result some time after its task
+  // finished: only retire_after_device makes every retirement see it.
+  swp::Plan<DeviceCtx> plan;
+  plan.add(
+      "Compute",
+      [](DeviceCtx& ctx, swp::TaskScope& scope) {
+        scope.enqueue([&ctx] {
+          std::this_thread::sleep_for(1ms);
+          ctx.doubled.store(2 * ctx.batch, std::memory_order_relaxed);
+        });
+      },
+      {.stage = 0, .stream = "compute"});
+  plan.add("Other", [](DeviceCtx&) {}, {.stage = 1});
+  swp::Runtime rt({.workers = 2});
+  auto pipe = Engine::template make<DeviceCtx>(rt, plan, 3);
+  pipe->set_timeouts({.retire = 30s, .drain = 30s});
+  pipe->retire_after_device();
+  CHECK(pipe->retire_after_device_enabled());
+  std::vector<int> at_retire;
+  pipe->on_retire([&](const DeviceCtx& c) { at_retire.push_back(c.doubled.load()); });
+  std::vector<int> batches;
+  for (int b = 1; b <= 12; ++b) batches.push_back(b);
+  pipe->fill_pipeline(batches);
+  std::vector<int> returned;
+  while (auto r = pipe->progress()) returned.push_back(r->context().doubled.load());
+  std::vector<int> expected;
+  for (int b : batches) expected.push_back(2 * b);
+  CHECK(at_retire == expected);
+  CHECK(returned == expected);
+  // next() waits the same way.
+  pipe->fill_pipeline(batches);
+  returned.clear();
+  swp::sync_wait([&]() -> swp::Co<void> {
+    while (auto r = co_await pipe->next()) returned.push_back(r->context().doubled.load());
+  }());
+  CHECK(returned == expected);
+}
