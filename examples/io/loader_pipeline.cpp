@@ -1,9 +1,11 @@
 // The data loader feeding a training-style pipeline: generate a dataset of record files, load
 // it (shuffled, read ahead asynchronously, verified on a decode thread) into an H2D -> compute
-// pipeline on host streams, and print `metric` lines. Every record must arrive exactly once
-// per epoch (exit 1 otherwise).
+// pipeline, and print `metric` lines. Every record must arrive exactly once per epoch (exit 1
+// otherwise). On host streams by default; on the GPU where the CUDA backend is compiled in and
+// a GPU is present (H2D is cudaMemcpyAsync from the loader's pinned batch buffer into device
+// memory, and compute reads the records back from the device).
 //
-//   loader_pipeline [--records N] [--bytes B] [--epochs E] [--dir DIR]
+//   loader_pipeline [--records N] [--bytes B] [--epochs E] [--dir DIR] [--backend host|cuda]
 
 #include <unistd.h>
 
@@ -12,18 +14,29 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "swp/config.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/task_scope.hpp"
 #include "swp/io.hpp"
 
+#if SWP_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "swp/device/cuda/cuda_device.hpp"
+#include "swp/device/cuda/cuda_stream.hpp"
+#endif
+
 namespace {
 
 struct Fields {
-  std::vector<std::byte> device;  // the batch on the "device" (host streams: host memory)
+  std::vector<std::byte> device;  // the batch as compute reads it (host streams: the copy)
+  void* gpu = nullptr;            // cuda: the batch in device memory (freed after compute)
   std::uint64_t checksum = 0;
 };
 using Ctx = swp::IterContext<swp::io::Batch, Fields>;
@@ -33,6 +46,67 @@ struct Tally {
   std::vector<int> seen;  // per record: times computed on this epoch
   std::uint64_t checksum = 0;
 };
+
+// Checks and tallies the batch in ctx.device: every record's id and a checksum of its words.
+void tally_batch(Ctx& ctx, Tally& tally) {
+  std::uint64_t sum = 0;
+  std::size_t at = 0;
+  std::vector<std::uint64_t> ids;
+  for (std::size_t i = 0; i < ctx.batch.size(); ++i) {
+    const std::size_t length = ctx.batch.record(i).size();
+    const std::byte* p = ctx.device.data() + at + swp::io::frame_header_bytes;
+    std::uint64_t word = 0;
+    std::memcpy(&word, p, sizeof word);
+    ids.push_back(word);
+    for (std::size_t w = 0; w + 8 <= length; w += 8) {
+      std::memcpy(&word, p + w, sizeof word);
+      sum ^= word + 0x9e3779b97f4a7c15ULL + (sum << 6) + (sum >> 2);
+    }
+    at += swp::io::frame_bytes(length);
+  }
+  ctx.checksum = sum;
+  std::lock_guard lock(tally.mutex);
+  for (auto id : ids) tally.seen.at(id) += 1;
+  tally.checksum ^= sum;
+}
+
+#if SWP_HAVE_CUDA
+void check(cudaError_t rc, const char* what) {
+  if (rc != cudaSuccess)
+    throw std::runtime_error(std::string(what) + " failed: " + cudaGetErrorString(rc));
+}
+
+// On the GPU: H2D copies the pinned batch into device memory on the memcpy stream; compute,
+// on its stream (after H2D: the engine makes it wait for H2D's event on the GPU), copies it
+// back and checks it on the host once there.
+swp::Plan<Ctx> make_gpu_plan(Tally& tally) {
+  swp::Plan<Ctx> plan;
+  auto h2d = plan.add(
+      "H2D",
+      [](Ctx& ctx, swp::TaskScope& task) {
+        cudaStream_t s = swp::as_cuda(task.stream())->native_handle();
+        const auto bytes = ctx.batch.bytes();
+        check(cudaMallocAsync(&ctx.gpu, bytes.size(), s), "cudaMallocAsync");
+        check(cudaMemcpyAsync(ctx.gpu, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, s),
+              "cudaMemcpyAsync H2D");
+      },
+      {.stage = 0, .stream = "memcpy"});
+  auto compute = plan.add(
+      "Compute",
+      [&tally](Ctx& ctx, swp::TaskScope& task) {
+        cudaStream_t s = swp::as_cuda(task.stream())->native_handle();
+        const auto bytes = ctx.batch.bytes();
+        ctx.device.resize(bytes.size());
+        check(cudaMemcpyAsync(ctx.device.data(), ctx.gpu, bytes.size(), cudaMemcpyDeviceToHost, s),
+              "cudaMemcpyAsync D2H");
+        check(cudaFreeAsync(ctx.gpu, s), "cudaFreeAsync");
+        task.enqueue([&ctx, &tally] { tally_batch(ctx, tally); });
+      },
+      {.stage = 1, .stream = "compute", .thread_group = "compute"});
+  plan.intra_iter_deps = {{compute, h2d}};
+  return plan;
+}
+#endif
 
 swp::Plan<Ctx> make_plan(Tally& tally) {
   swp::Plan<Ctx> plan;
@@ -49,28 +123,7 @@ swp::Plan<Ctx> make_plan(Tally& tally) {
   // Compute: reads every record from the device copy (the engine orders it after H2D).
   auto compute = plan.add("Compute",
                           [&tally](Ctx& ctx, swp::TaskScope& task) {
-                            task.enqueue([&ctx, &tally] {
-                              std::uint64_t sum = 0;
-                              std::size_t at = 0;
-                              std::vector<std::uint64_t> ids;
-                              for (std::size_t i = 0; i < ctx.batch.size(); ++i) {
-                                const std::size_t length = ctx.batch.record(i).size();
-                                const std::byte* p =
-                                    ctx.device.data() + at + swp::io::frame_header_bytes;
-                                std::uint64_t word = 0;
-                                std::memcpy(&word, p, sizeof word);
-                                ids.push_back(word);
-                                for (std::size_t w = 0; w + 8 <= length; w += 8) {
-                                  std::memcpy(&word, p + w, sizeof word);
-                                  sum ^= word + 0x9e3779b97f4a7c15ULL + (sum << 6) + (sum >> 2);
-                                }
-                                at += swp::io::frame_bytes(length);
-                              }
-                              ctx.checksum = sum;
-                              std::lock_guard lock(tally.mutex);
-                              for (auto id : ids) tally.seen.at(id) += 1;
-                              tally.checksum ^= sum;
-                            });
+                            task.enqueue([&ctx, &tally] { tally_batch(ctx, tally); });
                           },
                           {.stage = 1, .stream = "compute", .thread_group = "compute"});
   plan.intra_iter_deps = {{compute, h2d}};
@@ -90,8 +143,21 @@ int main(int argc, char** argv) try {
   const std::uint64_t bytes = flag(argc, argv, "--bytes", 16384);
   const std::uint64_t epochs = flag(argc, argv, "--epochs", 2);
   std::filesystem::path dir;
-  for (int i = 1; i + 1 < argc; ++i)
+  std::string backend;  // default: cuda where it is compiled in and a GPU is present
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
+    if (std::strcmp(argv[i], "--backend") == 0) backend = argv[i + 1];
+  }
+#if SWP_HAVE_CUDA
+  if (backend.empty()) backend = swp::CudaDevice::count() > 0 ? "cuda" : "host";
+#else
+  if (backend.empty()) backend = "host";
+#endif
+  if (backend != "host" && backend != "cuda")
+    throw std::invalid_argument("--backend " + backend + ": host or cuda");
+#if !SWP_HAVE_CUDA
+  if (backend == "cuda") throw std::invalid_argument("--backend cuda: not compiled in");
+#endif
   const bool temporary = dir.empty();
   if (temporary)
     dir = std::filesystem::temp_directory_path() /
@@ -105,14 +171,23 @@ int main(int argc, char** argv) try {
   }
   auto loader = swp::io::Loader::open_dir(
       dir, {.name = "example", .batch_records = 32, .shuffle = true, .seed = 2026});
-  std::printf("# %llu records of %llu bytes in %s, reader %s, %llu batches per epoch\n",
+  std::printf("# %llu records of %llu bytes in %s, reader %s, %llu batches per epoch, %s\n",
               static_cast<unsigned long long>(records), static_cast<unsigned long long>(bytes),
               dir.c_str(), swp::io::to_string(loader.reader()),
-              static_cast<unsigned long long>(loader.batches_per_epoch()));
+              static_cast<unsigned long long>(loader.batches_per_epoch()), backend.c_str());
 
   Tally tally;
+#if SWP_HAVE_CUDA
+  const bool gpu = backend == "cuda";
+  auto runtime = gpu ? std::make_unique<swp::Runtime>(std::make_unique<swp::CudaDevice>(0),
+                                                      swp::RuntimeOptions{.workers = 2})
+                     : std::make_unique<swp::Runtime>(
+                           swp::RuntimeOptions{.backend = swp::Backend::host, .workers = 2});
+  swp::DataFlowPipeline<Ctx> pipe(*runtime, gpu ? make_gpu_plan(tally) : make_plan(tally), 3);
+#else
   swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
   swp::DataFlowPipeline<Ctx> pipe(rt, make_plan(tally), 3);
+#endif
   bool complete = true;
   const auto start = std::chrono::steady_clock::now();
   std::uint64_t iterations = 0;
