@@ -34,14 +34,14 @@ pack)
     { echo "gpu-check: $dir was built without the cuda backend" >&2; exit 1; }
   rm -rf "$carry"
   mkdir -p "$carry/lib"
-  cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$carry/"
+  cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/examples/loader_pipeline" "$carry/"
   # libswp under the name the binaries ask for (its SONAME), as a plain file: links may not
   # travel to the other machine.
   soname=$(objdump -p "$dir/src/libswp.so" | awk '/SONAME/ { print $2 }')
   cp -L "$dir/src/libswp.so" "$carry/lib/$soname"
   # What the binaries link from outside the CUDA prefix and the base system: Boost.
   ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/src/libswp.so" | awk '/=> \// { print $3 }' |
-    grep -E 'libboost_' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+    grep -E 'libboost_|libxxhash|liburing' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
   du -sh "$carry" | sed 's/^/gpu-check: carry /'
   ;;
 run)
@@ -63,6 +63,8 @@ run)
     status=1
   # The training step, pipelined by both engines against the serial loop (metric lines).
   "$carry/gpu_train_step" --iters 300 || status=1
+  # The data loader into an H2D -> compute pipeline on the GPU (pinned batch buffers).
+  "$carry/loader_pipeline" --backend cuda --records 4096 --bytes 16384 --epochs 2 || status=1
   exit "$status"
   ;;
 *)
