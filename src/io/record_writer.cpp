@@ -65,7 +65,9 @@ void RecordWriter::close() {
   header.header_checksum = header_checksum(header);
   std::FILE* file = std::exchange(file_, nullptr);
   const bool ok =
-      std::fwrite(index_.data(), sizeof(IndexEntry), index_.size(), file) == index_.size() &&
+      // An empty index writes nothing (and fwrite must not see its null data pointer).
+      (index_.empty() ||
+       std::fwrite(index_.data(), sizeof(IndexEntry), index_.size(), file) == index_.size()) &&
       std::fseek(file, 0, SEEK_SET) == 0 && std::fwrite(&header, sizeof header, 1, file) == 1;
   const int error = errno;
   if (std::fclose(file) != 0 || !ok) {
