@@ -162,6 +162,14 @@ int main(int argc, char** argv) try {
   if (temporary)
     dir = std::filesystem::temp_directory_path() /
           ("swp-loader-example-" + std::to_string(::getpid()));
+  // A dataset of its own is removed however the run ends (an error too).
+  struct RemoveAtExit {
+    const std::filesystem::path* dir;
+    ~RemoveAtExit() {
+      std::error_code ignored;
+      if (dir != nullptr) std::filesystem::remove_all(*dir, ignored);
+    }
+  } remove_at_exit{temporary ? &dir : nullptr};
 
   {
     swp::io::ProgressMeter meter("generate", records, records * bytes);
@@ -217,7 +225,6 @@ int main(int argc, char** argv) try {
   std::printf("metric stall_us_per_batch %.1f us\n", s.stall_us_per_batch());
   std::printf("metric peak_prefetched_batches %zu count\n", s.peak_prefetched_batches);
   std::printf("metric every_record_once %d bool\n", complete ? 1 : 0);
-  if (temporary) std::filesystem::remove_all(dir);
   if (!complete) {
     std::fprintf(stderr, "error: some record was not computed exactly once per epoch\n");
     return 1;

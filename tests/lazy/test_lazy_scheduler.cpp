@@ -190,6 +190,10 @@ TEST_CASE("unknown segment names in a schedule or a hook are errors naming them"
   (void)q.make("a");
   CHECK_THROWS_WITH_AS(q.sched.register_segment_pre_hook("a", "ghost"),
                        doctest::Contains("'ghost'"), swp::LazyError);
+  CHECK_THROWS_WITH_AS(q.sched.register_segment_pre_hook("phantom", "a"),
+                       doctest::Contains("'phantom'"), swp::LazyError);
+  CHECK_THROWS_WITH_AS(q.sched.register_segment_backward_pre_hook("a", "spectre"),
+                       doctest::Contains("'spectre'"), swp::LazyError);
   CHECK_THROWS_WITH_AS(q.sched.register_segment_backward_pre_hook("a", "a"),
                        doctest::Contains("'a'"), swp::LazyError);
 }

@@ -21,9 +21,9 @@ TEST_CASE(
   auto t = sched.declare_state("table", table);
   CHECK(t.name() == "table");
   (void)sched.register_segment("update", [t](int k) { t.write()[k] = 1; }, {.writes = {t}});
-  (void)sched.register_segment("lookup", [t](int k) { return static_cast<int>(t.read().count(k)); },
-                               {.reads = {t}});
-  (void)sched.register_segment("step", [] {});
+  auto lookup = sched.register_segment(
+      "lookup", [t](int k) { return static_cast<int>(t.read().count(k)); }, {.reads = {t}});
+  auto step = sched.register_segment("step", [] {});
   try {
     sched.register_segment_pre_hook("step", "lookup");
     FAIL("lookup may not be delayed");
@@ -31,7 +31,12 @@ TEST_CASE(
     CHECK(e.segments() == std::vector<std::string>{"lookup", "update"});
     CHECK(std::string(e.what()).find("'table'") != std::string::npos);
   }
-  // The refused hook is gone: lookup still runs at once.
+  // The refused hook is gone: lookup still runs at once, and step too.
+  table[7] = 1;
+  auto found = lookup(7);
+  CHECK(found.is_ready());
+  CHECK(found.get() == 1);
+  CHECK(step().is_ready());
 }
 
 TEST_CASE("a schedule that would delay a segment writing shared state fails at the first call") {

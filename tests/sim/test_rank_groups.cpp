@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <numeric>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -28,16 +31,34 @@ TEST_CASE("groups follow the [DP, PP, EP=1, TP] layout") {
   CHECK(g.pp.rank_in_group == 1);
   CHECK(g.dp.ranks == std::vector<int>{3, 7, 11, 15});
   CHECK(g.dp.rank_in_group == 2);
-  // Every rank is in exactly one group of each kind, and the groups partition the world.
-  std::vector<int> pp_seen(16, 0);
+  // Every rank is in exactly one group of each kind, and the groups partition the world: each
+  // member of a rank's group reports that same group, and the distinct groups of a kind
+  // together hold every rank once.
+  std::set<std::vector<int>> tp_groups, pp_groups, dp_groups;
   for (int r = 0; r < 16; ++r) {
     const auto gr = swp::make_rank_groups(c, r);
     CHECK(gr.tp.size() * gr.pp.size() * gr.dp.size() == 16);
     CHECK(gr.pp.ranks[static_cast<std::size_t>(gr.pp.rank_in_group)] == r);
     CHECK(gr.tp.ranks[static_cast<std::size_t>(gr.tp.rank_in_group)] == r);
     CHECK(gr.dp.ranks[static_cast<std::size_t>(gr.dp.rank_in_group)] == r);
-    ++pp_seen[static_cast<std::size_t>(r)];
+    for (int member : gr.pp.ranks) CHECK(swp::make_rank_groups(c, member).pp.ranks == gr.pp.ranks);
+    for (int member : gr.tp.ranks) CHECK(swp::make_rank_groups(c, member).tp.ranks == gr.tp.ranks);
+    for (int member : gr.dp.ranks) CHECK(swp::make_rank_groups(c, member).dp.ranks == gr.dp.ranks);
+    tp_groups.insert(gr.tp.ranks);
+    pp_groups.insert(gr.pp.ranks);
+    dp_groups.insert(gr.dp.ranks);
   }
+  for (const auto* kind : {&tp_groups, &pp_groups, &dp_groups}) {
+    std::vector<int> all;
+    for (const auto& group : *kind) all.insert(all.end(), group.begin(), group.end());
+    std::sort(all.begin(), all.end());
+    std::vector<int> world(16);
+    std::iota(world.begin(), world.end(), 0);
+    CHECK(all == world);
+  }
+  CHECK(tp_groups.size() == 8);
+  CHECK(pp_groups.size() == 8);
+  CHECK(dp_groups.size() == 4);
 }
 
 TEST_CASE("bad rank group arguments are named") {

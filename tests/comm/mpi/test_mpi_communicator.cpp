@@ -261,12 +261,15 @@ using IterCtx = swp::IterContext<int>;
 
 // Two independent tasks, A and B, on lanes and streams of their own, each all_reducing its
 // value of every iteration on `comm` (A: 10 i + 1, B: 10 i + 2); `ordered` makes them
-// globally ordered. `before(task, iter)` runs in the body before its collective is called.
+// globally ordered. `before(task, iter)` runs in the body before its collective is called,
+// `called(task, iter)` right after the call (the collective has its place in the
+// communicator's call order then), before the body awaits it.
 struct TwoCollectives {
   swp::Communicator& comm;
   int iterations;
   bool ordered;
   std::function<void(char, int)> before;
+  std::function<void(char, int)> called{};
   std::vector<std::int64_t> a_in{}, b_in{}, a_sum{}, b_sum{};
 
   swp::Plan<IterCtx> plan() {
@@ -287,10 +290,12 @@ struct TwoCollectives {
             const auto i = static_cast<std::size_t>(ctx.iter_idx);
             in[i] = 10 * ctx.iter_idx + offset;
             if (before) before(name, static_cast<int>(ctx.iter_idx));
-            co_await comm.all_reduce(
+            swp::Future<void> reduced = comm.all_reduce(
                 scope.stream(), std::span<const std::int64_t>(&in[i], 1),
                 std::span<std::int64_t>(&sum[i], 1), swp::ReduceOp::sum,
                 std::string(1, name) + " iter " + std::to_string(ctx.iter_idx));
+            if (called) called(name, static_cast<int>(ctx.iter_idx));
+            co_await reduced;
           },
           {.stage = 0,
            .stream = std::string("s") + name,
@@ -329,21 +334,20 @@ TEST_CASE("mpi: without the sequencer, ranks calling in different orders fail on
   world->set_timeout(20s);
   const int me = world->rank();
   if (world->size() < 2) return;
-  // Rank 0 calls B before A, every other rank A before B: each waits for the other task's call.
+  // Rank 0 calls B before A, every other rank A before B: each task waits until the other
+  // one's collective was called (it took its place in the call order), so the orders differ
+  // however the threads are scheduled.
   std::atomic<bool> a_called{false}, b_called{false};
   const auto wait_for = [](std::atomic<bool>& flag) {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (!flag.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   };
-  TwoCollectives run{*world, 1, /*ordered=*/false, [&](char task, int) {
-                       if (task == 'A') {
-                         if (me == 0) wait_for(b_called);
-                         a_called = true;
-                       } else {
-                         if (me != 0) wait_for(a_called);
-                         b_called = true;
-                       }
-                     }};
+  TwoCollectives run{*world, 1, /*ordered=*/false,
+                     [&](char task, int) {
+                       if (task == 'A' && me == 0) wait_for(b_called);
+                       if (task == 'B' && me != 0) wait_for(a_called);
+                     },
+                     [&](char task, int) { (task == 'A' ? a_called : b_called) = true; }};
   swp::Runtime rt({.workers = 2});
   swp::DataFlowPipeline<IterCtx> pipe(rt, run.plan(), 1);
   std::vector<int> batches(1);
