@@ -98,11 +98,14 @@ InputDist::Batch InputDist::start(Stream& stream, std::map<std::string, ModuleIn
                                   std::string_view what) {
   const std::string prefix = std::string(what.empty() ? "InputDist" : what);
   if (modules_.empty()) throw std::invalid_argument(prefix + ": no module was added");
-  for (const auto& [name, input] : inputs)
+  // (Not a structured binding: clang before 16 cannot capture one in the lambda.)
+  for (const auto& entry : inputs) {
+    const std::string& name = entry.first;
     if (std::none_of(modules_.begin(), modules_.end(),
                      [&](const Module& m) { return m.name == name; }))
       throw std::invalid_argument(prefix + ": an input for '" + name +
                                   "', which is no module of this InputDist");
+  }
   for (const Module& m : modules_) {
     const auto it = inputs.find(m.name);
     if (it == inputs.end())
