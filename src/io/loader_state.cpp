@@ -274,23 +274,9 @@ LoaderState::Poll LoaderState::suspend(std::coroutine_handle<> h, Resumer* resum
 }
 
 std::optional<Batch> LoaderState::resume_result() {
-  std::unique_lock lock(mutex_);
-  std::optional<Batch> out;
-  std::exception_ptr error;
-  for (;;) {
-    switch (poll(lock, out, error)) {
-      case Poll::batch:
-        return out;
-      case Poll::end:
-        return std::nullopt;
-      case Poll::error:
-        std::rethrow_exception(error);
-      case Poll::wait:
-        // Only when poll() itself started an epoch's reads; a resumed waiter saw it ready.
-        note_stall_start();
-        changed_.wait(lock);
-    }
-  }
+  // A resumed waiter saw a batch, the end or an error ready; take() waits only when poll()
+  // itself started an epoch's reads.
+  return take();
 }
 
 LoaderStats LoaderState::stats() {

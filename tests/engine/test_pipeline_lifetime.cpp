@@ -42,9 +42,9 @@ bool wait_for_flag(const std::atomic<bool>& flag, std::chrono::seconds limit = 2
 // cancellation until `release` is set (or, so that no bug hangs the suite, for 20 s): it
 // outlives every deadline of the run. The lane needs a thread of its own (dedicated): a
 // caller helping in progress() that ran the body itself could not look at its deadlines.
-swp::Plan<Ctx> stubborn_plan(std::atomic<bool>& release, std::atomic<bool>& returned) {
+swp::Plan<Ctx> holdout_plan(std::atomic<bool>& release, std::atomic<bool>& returned) {
   swp::Plan<Ctx> plan;
-  plan.add("Stubborn", [&release, &returned](Ctx& ctx) {
+  plan.add("Holdout", [&release, &returned](Ctx& ctx) {
     if (ctx.iter_idx != 0) return;
     wait_for_flag(release);
     returned.store(true);
@@ -52,7 +52,7 @@ swp::Plan<Ctx> stubborn_plan(std::atomic<bool>& release, std::atomic<bool>& retu
   return plan;
 }
 
-// Fills `pipe` and lets the stubborn body break it: progress() times out and cannot drain.
+// Fills `pipe` and lets the holdout body break it: progress() times out and cannot drain.
 // The error names the failure that started the drain (it once said only "could not drain").
 void break_pipeline(swp::Pipeline<Ctx>& pipe) {
   pipe.set_timeouts({.retire = 100ms, .check_interval = 5ms, .drain = 100ms});
@@ -68,13 +68,13 @@ void break_pipeline(swp::Pipeline<Ctx>& pipe) {
         std::string::npos);
 }
 
-// A pipeline broken by the stubborn body (which still runs until `release` is set).
+// A pipeline broken by the holdout body (which still runs until `release` is set).
 template <class Engine>
 struct BrokenPipeline {
   swp::Runtime rt{swp::RuntimeOptions{.workers = 2, .dedicated_lanes = {"slow"}}};
   std::atomic<bool> release{false}, returned{false};
   std::unique_ptr<swp::Pipeline<Ctx>> pipe =
-      Engine::template make<Ctx>(rt, stubborn_plan(release, returned), 2);
+      Engine::template make<Ctx>(rt, holdout_plan(release, returned), 2);
   BrokenPipeline() { break_pipeline(*pipe); }
 };
 
@@ -169,7 +169,7 @@ TEST_CASE("destroying a pipeline whose body never returns is a fatal error namin
   const std::string what = swp::test::read_text(err.path());
   CHECK(what.find("swp: fatal: a pipeline is destroyed while its task bodies still run") !=
         std::string::npos);
-  CHECK(what.find("Stubborn (iter 0) on lane 'slow'") != std::string::npos);
+  CHECK(what.find("Holdout (iter 0) on lane 'slow'") != std::string::npos);
 }
 
 namespace {

@@ -3,26 +3,20 @@
 // Timings are printed, not asserted (busy machines).
 
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <string>
+
+#include "support/run_command.hpp"
 
 TEST_CASE("the loader example feeds every record once per epoch through its pipeline") {
 #ifndef SWP_LOADER_EXAMPLE
   MESSAGE("examples not built: skipped");
 #else
-  FILE* pipe = ::popen(
-      "timeout 120 '" SWP_LOADER_EXAMPLE "' --records 300 --bytes 1000 --epochs 2 --backend host",
-      "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = ::pclose(pipe);
+  const swp::test::CommandOutput run = swp::test::run_command(
+      "timeout 120 '" SWP_LOADER_EXAMPLE "' --records 300 --bytes 1000 --epochs 2 --backend host");
+  const std::string& out = run.out;
   CAPTURE(out);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);  // 1: some record was not computed exactly once
+  CHECK(run.status == 0);  // 1: some record was not computed exactly once
   CHECK(out.find("# 300 records of 1000 bytes") != std::string::npos);
   CHECK(out.find("10 batches per epoch, host\n") != std::string::npos);  // 32 records a batch
   CHECK(out.find("metric epochs 2 count\n") != std::string::npos);

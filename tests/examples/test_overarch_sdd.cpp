@@ -2,24 +2,19 @@
 // both executed orders and its metric lines. Timings are printed, not asserted (busy machines).
 
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <string>
+
+#include "support/run_command.hpp"
 
 TEST_CASE(
     "the OverArch/SDD example runs sdd_fwd right before func2's backward only with the hook") {
 #ifndef SWP_LAZY_EXAMPLE
   MESSAGE("examples not built: skipped");
 #else
-  FILE* pipe = ::popen("timeout 60 '" SWP_LAZY_EXAMPLE "' --steps 2", "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);  // 1 would mean the reordered program computed other values
+  const swp::test::CommandOutput run = swp::test::run_command("timeout 60 '" SWP_LAZY_EXAMPLE "' --steps 2");
+  const std::string& out = run.out;
+  CHECK(run.status == 0);  // 1 would mean the reordered program computed other values
   CHECK(out.find("order without reordering: overarch_func1 sdd_fwd overarch_func2 "
                  "overarch_func2_bwd overarch_func1_bwd\n") != std::string::npos);
   CHECK(out.find("order with the pre-hook:  overarch_func1 overarch_func2 sdd_fwd "

@@ -3,14 +3,14 @@
 
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "support/run_command.hpp"
 
 namespace {
 
@@ -59,14 +59,9 @@ TEST_CASE("the README's first example runs: the schedule, then each iteration's 
     MESSAGE("not built yet: ", SWP_README_EXAMPLE, " (ninja -C build builds it)");
     return;
   }
-  FILE* pipe = ::popen("timeout 60 '" SWP_README_EXAMPLE "'", "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
-  const int status = ::pclose(pipe);
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  const swp::test::CommandOutput run = swp::test::run_command("timeout 60 '" SWP_README_EXAMPLE "'");
+  const std::string& out = run.out;
+  CHECK(run.status == 0);
   CHECK(out.find("Forward") != std::string::npos);  // the schedule table
   std::vector<double> losses;
   std::istringstream lines(out);

@@ -3,14 +3,12 @@
 
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
 
 #include "support/plans.hpp"
+#include "support/run_command.hpp"
 
 namespace swp::test {
 
@@ -31,15 +29,10 @@ inline Result run_swp(const std::string& args, const std::string& before = "") {
   const TempFile err_file("", ".err");
   const std::string command =
       before + " " + quoted(SWP_CLI_PATH) + " " + args + " 2>" + quoted(err_file.str());
+  const CommandOutput run = run_command(command);
   Result result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE_MESSAGE(pipe != nullptr, "cannot run ", command);
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-    result.out.append(buffer, n);
-  const int raw = ::pclose(pipe);
-  REQUIRE(WIFEXITED(raw));
-  result.status = WEXITSTATUS(raw);
+  result.status = run.status;
+  result.out = run.out;
   result.err = swp::test::read_text(err_file.path());
   return result;
 }
