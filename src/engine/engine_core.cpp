@@ -142,7 +142,11 @@ void EngineCore::reset_run_state(std::int64_t base) {
     for (auto& in : sync.instances) in->clear_state();
     sync.remaining.store(0);
     sync.completed.store(-1);
-    std::fill(sync.generation.begin(), sync.generation.end(), 0);
+    // The event generations stay: device work of the last run's iterations may still run on
+    // their contexts (a failed run drains bodies, not streams; an iteration retires before
+    // its device work unless retire_after_device), and await_slot must still see it before
+    // this run writes a new batch into such a slot. Numbering goes on from the last run, so
+    // iteration i - depth of this run is that run's iteration when i's slot was its slot.
   }
   arm_counters();
   next_admit_ = base;

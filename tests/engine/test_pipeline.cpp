@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <future>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <map>
@@ -276,6 +277,83 @@ TEST_CASE_TEMPLATE("after a failure the pipeline refills and runs like a serial 
                    swp::test::UseClock, swp::test::UseDataFlow) {
   SUBCASE("sim backend") { fail_then_refill<Engine>(swp::Backend::sim, 60, 31); }
   SUBCASE("host backend") { fail_then_refill<Engine>(swp::Backend::host, 40, 37); }
+}
+
+namespace {
+
+// Stream work of a first run that stays queued behind a gate while the pipeline is filled again:
+// every piece of it checks, once the gate opens, that its context still holds its batch.
+template <class Engine>
+void refill_with_device_work_in_flight(bool fail_first_run) {
+  std::promise<void> opened;
+  const std::shared_future<void> gate = opened.get_future().share();
+  std::atomic<int> ran{0};
+  std::atomic<int> overwritten{0};
+  swp::Plan<Ctx> plan;
+  const auto copy =
+      plan.add("Copy",
+               [&](Ctx& ctx, swp::TaskScope& task) {
+                 const std::uint64_t batch = ctx.batch;
+                 task.enqueue([&ctx, batch, &gate, &ran, &overwritten] {
+                   gate.wait();
+                   if (ctx.batch != batch) ++overwritten;
+                   ++ran;
+                 });
+               },
+               {.stage = 0, .stream = "copy"});
+  const auto use = plan.add("Use", [](Ctx&) {}, {.stage = 1});
+  plan.intra_iter_deps = {{use, copy}};
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 3);
+  pipe->set_timeouts({.retire = 60s, .drain = 60s});
+  // The first run admits iteration 0 only (a depth of at least 2 admits iteration 1 into a
+  // slot of its own, so nothing waits for the gate), then fails or is drained.
+  std::uint64_t calls = 0;
+  pipe->fill_pipeline([&]() -> std::optional<std::uint64_t> {
+    if (calls++ == 0) return 0;
+    if (fail_first_run) throw std::runtime_error("no second batch");
+    return std::nullopt;
+  });
+  if (fail_first_run) {
+    CHECK_THROWS_AS(
+        [&] {
+          while (pipe->progress()) {
+          }
+        }(),
+        swp::CallbackError);
+  } else {
+    CHECK(pipe->progress() == 0);  // retired: iterations do not wait for their device work
+    pipe->drain();
+  }
+  REQUIRE(ran.load() == 0);
+  // The next run's iterations take the first run's slots in turn; their batches differ from
+  // iteration 0's. The gate opens a while later, from another thread: without the device wait,
+  // the slot of iteration 0 would take a new batch before its stream work read it.
+  std::jthread opener([&opened] {
+    std::this_thread::sleep_for(50ms);
+    opened.set_value();
+  });
+  std::uint64_t next = 100;
+  pipe->fill_pipeline([&]() -> std::optional<std::uint64_t> {
+    if (next == 108) return std::nullopt;
+    return next++;
+  });
+  int retired = 0;
+  while (pipe->progress()) ++retired;
+  pipe->synchronize();
+  CHECK(retired == 8);
+  CHECK(ran.load() == 9);
+  CHECK(overwritten.load() == 0);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a refill reuses a slot only once the last run's device work on it completed",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Seen under ThreadSanitizer: reset_run_state forgot the events of the run before, so a
+  // refill after a failure (or a drain) wrote batches into contexts the streams still read.
+  SUBCASE("after a failed run") { refill_with_device_work_in_flight<Engine>(true); }
+  SUBCASE("after drain()") { refill_with_device_work_in_flight<Engine>(false); }
 }
 
 namespace {
