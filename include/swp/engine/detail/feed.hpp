@@ -5,6 +5,7 @@
 #include <atomic>
 #include <exception>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "swp/async/cancelled.hpp"
@@ -27,8 +28,10 @@ class Feed {
   explicit Feed(Scheduler& scheduler) : scheduler_(scheduler) {}
   Feed(const Feed&) = delete;
   Feed& operator=(const Feed&) = delete;
-  // Precondition: idle() (the engine core waits for it before its pipeline goes).
-  ~Feed() = default;
+  // Precondition: idle() (the engine core waits for it before its pipeline goes). Waits for
+  // the last fetch's notify() to return: the pipeline's owner may destroy the runtime (and its
+  // scheduler) right after the pipeline, and the fetch ran on a thread the runtime does not join.
+  ~Feed() { await_notified(); }
 
   /// The source of the next run. Precondition: idle(). A batch a cancelled fetch received from
   /// the same channel is kept for it (nothing taken from a channel is dropped).
@@ -123,6 +126,10 @@ class Feed {
   }
 
   void start(Co<void> fetch) {
+    // The last fetch finished; its completion may still be inside notify(), after which it
+    // writes `notified_`: wait for that before this fetch may write it again.
+    await_notified();
+    notified_.store(false, std::memory_order_relaxed);
     // Nothing waits on the last fetch's signal: it finished.
     fetch_stop_.reset();
     state_.store(running, std::memory_order_relaxed);
@@ -135,11 +142,19 @@ class Feed {
           Scheduler& scheduler = self->scheduler_;
           // A cancelled fetch (end()) is no error: the source simply gave nothing.
           if (error && !self->is_cancel(error)) self->error_ = error;
-          // After this store the driver may take the batch and even destroy the Feed.
+          // After this store the driver may take the batch; it destroys the Feed (and then
+          // perhaps the runtime whose scheduler is notified here) only once `notified_` says
+          // this callback touches neither anymore.
           self->state_.store(done, std::memory_order_release);
           scheduler.notify();
+          self->notified_.store(true, std::memory_order_release);
         },
         this, &fetch_stop_);
+  }
+
+  void await_notified() const noexcept {
+    // A few instructions of the fetch's completion are left at most: yield, do not sleep.
+    while (!notified_.load(std::memory_order_acquire)) std::this_thread::yield();
   }
 
   [[nodiscard]] bool is_cancel(const std::exception_ptr& error) const noexcept {
@@ -164,6 +179,7 @@ class Feed {
   bool ended_ = false;        // take() says end
   StopSignal fetch_stop_;
   std::atomic<int> state_{no_fetch};
+  std::atomic<bool> notified_{true};  // the last fetch's completion returned from notify()
 };
 
 }  // namespace swp::detail
