@@ -21,7 +21,7 @@ root=$PWD  # absolute paths: the CLI target works in a scratch directory of its 
 if [ ! -f "$dir/build.ninja" ]; then
   CC=clang CXX=clang++ meson setup "$dir" -Dfuzz=true -Db_sanitize=address,undefined \
     -Db_lundef=false -Dbuildtype=debugoptimized -Ddefault_library=static -Dtests=false \
-    -Dexamples=false -Dbench=disabled -Dcuda=disabled >/dev/null
+    -Dexamples=false -Dbench=disabled -Dcuda=disabled -Dcpp_args=-gline-tables-only >/dev/null
 fi
 ninja -C "$dir" -j "$(nproc)" $(for t in $targets; do echo "fuzz/swp-fuzz-$t"; done)
 
