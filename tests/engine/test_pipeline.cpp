@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
@@ -289,6 +290,7 @@ void refill_with_device_work_in_flight(bool fail_first_run) {
   const std::shared_future<void> gate = opened.get_future().share();
   std::atomic<int> ran{0};
   std::atomic<int> overwritten{0};
+  std::atomic<bool> first_queued{false};
   swp::Plan<Ctx> plan;
   const auto copy =
       plan.add("Copy",
@@ -299,6 +301,7 @@ void refill_with_device_work_in_flight(bool fail_first_run) {
                    if (ctx.batch != batch) ++overwritten;
                    ++ran;
                  });
+                 first_queued.store(true);
                },
                {.stage = 0, .stream = "copy"});
   const auto use = plan.add("Use", [](Ctx&) {}, {.stage = 1});
@@ -311,7 +314,16 @@ void refill_with_device_work_in_flight(bool fail_first_run) {
   std::uint64_t calls = 0;
   pipe->fill_pipeline([&]() -> std::optional<std::uint64_t> {
     if (calls++ == 0) return 0;
-    if (fail_first_run) throw std::runtime_error("no second batch");
+    if (fail_first_run) {
+      // The failure comes once iteration 0 queued its stream work (Copy runs on a worker):
+      // sooner, the run's stop could cancel Copy before its body ran, and nothing of the
+      // first run would be in flight when the pipeline is filled again. Bounded: past it the
+      // CHECK on `ran` below says what did not happen, instead of a hang.
+      const auto until = std::chrono::steady_clock::now() + 60s;
+      while (!first_queued.load() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(1ms);
+      throw std::runtime_error("no second batch");
+    }
     return std::nullopt;
   });
   if (fail_first_run) {
