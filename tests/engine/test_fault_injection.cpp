@@ -166,6 +166,11 @@ std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& inj
   } catch (...) {
     error = std::current_exception();
   }
+  // A run drains bodies, not streams: device work of its iterations may still be queued, and
+  // the next run's first iterations would wait for it to have their slots (with the retire
+  // deadline, 2 ms in a stall's run: on a busy machine that wait, not the stall, would then
+  // time out first). Each run starts with the streams idle, as the fault's check assumes.
+  pipe.synchronize();
   // Drained: every body that started has ended; the run is over (no second error, no
   // phantom iteration).
   CHECK(results.active.load() == 0);
@@ -257,7 +262,8 @@ void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& ta
         try {
           std::rethrow_exception(error);
         } catch (const std::exception& e) {
-          FAIL_CHECK("unexpected error: ", e.what());
+          const std::string what = std::string("unexpected error: ") + e.what();
+          FAIL_CHECK(what);
         }
       }
     }
