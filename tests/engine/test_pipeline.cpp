@@ -512,7 +512,7 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
             try {
               std::rethrow_exception(e);
             } catch (const std::exception& x) {
-              FAIL(x.what());
+              FAIL(std::string(x.what()));  // a const char* would print as a pointer
             }
           }
           seen.push_back(i);
