@@ -23,7 +23,10 @@ namespace swp {
 /// PipelineStateError (it would stall the handlers it waits for), and works from any other
 /// thread. Cancellation: `pipe.cancel(reason)`, or the completion handler's cancellation slot
 /// (swp/engine/asio.hpp). Stop the io_context only after the pipelines on it ended (their
-/// queued lane steps would never run); destroy the pipelines before the runtime.
+/// queued lane steps would never run); destroy the pipelines before the runtime, and the
+/// runtime only once no thread runs its handlers anymore (`io.run()` returned on every
+/// thread): the runtime cannot join the executor's threads, and a lane step that finished an
+/// iteration still touches its lane and the scheduler right after the pipeline saw it.
 ///
 /// Example:
 /// ```
