@@ -14,4 +14,5 @@
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
+#include "swp/async/thread_start.hpp"
 #include "swp/async/timer_queue.hpp"

@@ -134,14 +134,17 @@ unsigned ThreadPoolScheduler::default_workers() noexcept {
   return hw > 1 ? hw - 1 : 1;
 }
 
-ThreadPoolScheduler::ThreadPoolScheduler(unsigned workers, std::chrono::microseconds spin)
+ThreadPoolScheduler::ThreadPoolScheduler(unsigned workers, std::chrono::microseconds spin,
+                                         ThreadStartHook on_start, std::string lane)
     : worker_count_(workers),
       spin_rounds_(spin.count() <= 0
                        ? 0
                        : static_cast<unsigned>(std::min(
                              1e9, static_cast<double>(spin.count()) * 1000.0 / pause_round_ns()))),
       queues_(new Queue[workers + max_drivers]),
-      queues_in_use_(workers) {
+      queues_in_use_(workers),
+      on_start_(std::move(on_start)),
+      lane_(std::move(lane)) {
   threads_.reserve(workers);
   for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -337,6 +340,9 @@ void ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
 }
 
 void ThreadPoolScheduler::worker_loop(unsigned index) noexcept {
+  begin_thread(lane_.empty() ? ThreadStart{ThreadStart::Role::worker, {}, index}
+                             : ThreadStart{ThreadStart::Role::lane, lane_, 0},
+               on_start_);
   Context c;
   c.scheduler = this;
   c.queue = &queues_[index];

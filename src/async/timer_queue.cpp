@@ -41,6 +41,7 @@ bool TimerQueue::cancel(Id id) {
 }
 
 void TimerQueue::loop(const std::stop_token& stop) {
+  begin_thread({ThreadStart::Role::timer, {}, 0}, on_start_);
   std::unique_lock lock(mutex_);
   while (!stop.stop_requested()) {
     if (pending_.empty()) {

@@ -19,7 +19,8 @@ using detail::StreamItem;
 
 class HostStream final : public Stream, private EventWaiter {
  public:
-  explicit HostStream(std::string name) : Stream(std::move(name)) {
+  HostStream(std::string name, ThreadStartHook on_start)
+      : Stream(std::move(name)), on_start_(std::move(on_start)) {
     worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
   }
 
@@ -90,6 +91,7 @@ class HostStream final : public Stream, private EventWaiter {
   }
 
   void work(const std::stop_token& stop) {
+    begin_thread({ThreadStart::Role::stream, name(), 0}, on_start_);
     prctl(PR_SET_TIMERSLACK, 1UL);  // wake within microseconds of a work item's end
     for (;;) {
       StreamItem item{};
@@ -167,13 +169,14 @@ class HostStream final : public Stream, private EventWaiter {
   std::exception_ptr error_;        // the first exception a call threw (under mutex_)
   Clock::time_point clock_{};       // emulated device clock: end of the last item (worker only)
   Clock::time_point idle_clock_{};  // clock_ as of the last finished item (under mutex_)
+  ThreadStartHook on_start_;
   std::jthread worker_;        // last member: started after, and joined before, the rest
 };
 
 }  // namespace
 
 std::unique_ptr<Stream> HostDevice::make_stream(std::string name) {
-  return std::make_unique<HostStream>(std::move(name));
+  return std::make_unique<HostStream>(std::move(name), on_thread_start_);
 }
 
 }  // namespace swp

@@ -49,10 +49,12 @@ Runtime::Runtime(RuntimeOptions options)
 Runtime::Runtime(std::unique_ptr<Device> device, RuntimeOptions options)
     : options_(std::move(options)), device_(non_null(std::move(device))) {
   options_.backend = backend_of(*device_);
+  device_->on_thread_start(options_.on_thread_start);
   if ((sim_ = device_->virtual_time()) != nullptr) {
     scheduler_ = sim_;
   } else {
-    own_scheduler_ = std::make_unique<ThreadPoolScheduler>(options_.workers);
+    own_scheduler_ = std::make_unique<ThreadPoolScheduler>(
+        options_.workers, ThreadPoolScheduler::default_spin, options_.on_thread_start);
     scheduler_ = own_scheduler_.get();
   }
 }
@@ -66,6 +68,7 @@ Runtime::Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options)
         "clock)");
   scheduler_ = own_scheduler_.get();
   device_ = make_device(backend_name(options_.backend));
+  device_->on_thread_start(options_.on_thread_start);
 }
 
 Runtime::~Runtime() {
@@ -85,7 +88,8 @@ Lane& Runtime::lane(const std::string& name) {
     Scheduler* scheduler = scheduler_;
     if (sim_ == nullptr && options_.dedicated_lanes.contains(name)) {
       auto& own = dedicated_[name];
-      own = std::make_unique<ThreadPoolScheduler>(1);
+      own = std::make_unique<ThreadPoolScheduler>(1, ThreadPoolScheduler::default_spin,
+                                                  options_.on_thread_start, name);
       scheduler = own.get();
     }
     lane = std::make_unique<Lane>(*scheduler, name);

@@ -1,10 +1,15 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "swp/config.hpp"
@@ -140,4 +145,47 @@ TEST_CASE("backend names round-trip for the backends this build has") {
   }
   swp::Backend parsed{};
   CHECK_FALSE(swp::parse_backend("gpu", parsed));
+}
+
+TEST_CASE("a runtime's on_thread_start runs on every thread it starts, before its work") {
+  using Role = swp::ThreadStart::Role;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::pair<Role, std::string>> calls;
+  const swp::ThreadStartHook hook = [&](const swp::ThreadStart& t) {
+    std::lock_guard lock(mutex);
+    calls.emplace_back(t.role, std::string(t.name));
+    changed.notify_all();
+  };
+  const auto wait_for = [&](std::size_t n) {
+    std::unique_lock lock(mutex);
+    changed.wait_for(lock, 60s, [&] { return calls.size() >= n; });  // a guard against a hang
+    return calls;
+  };
+  using Calls = std::vector<std::pair<Role, std::string>>;
+
+  SUBCASE("its own pool, a dedicated lane, a stream, the timers") {
+    swp::Runtime rt({.workers = 1, .dedicated_lanes = {"io"}, .on_thread_start = hook});
+    CHECK(wait_for(1) == Calls{{Role::worker, ""}});
+    rt.lane("io");
+    rt.stream("copy").synchronize();
+    std::atomic<bool> fired{false};
+    rt.timers().schedule(swp::Clock::now(), [&] { fired.store(true); });
+    auto seen = wait_for(4);
+    std::sort(seen.begin(), seen.end());
+    CHECK(seen ==
+          Calls{{Role::worker, ""}, {Role::lane, "io"}, {Role::stream, "copy"}, {Role::timer, ""}});
+    while (!fired.load()) std::this_thread::yield();
+  }
+  SUBCASE("a caller's scheduler: the streams' threads still") {
+    swp::Runtime rt(std::make_unique<swp::ThreadPoolScheduler>(0), {.on_thread_start = hook});
+    rt.stream("compute").synchronize();
+    CHECK(wait_for(1) == Calls{{Role::stream, "compute"}});
+  }
+  SUBCASE("sim starts no threads for its streams") {
+    swp::Runtime rt({.backend = swp::Backend::sim, .on_thread_start = hook});
+    rt.stream("compute");
+    std::lock_guard lock(mutex);
+    CHECK(calls.empty());
+  }
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/scheduler.hpp"
+#include "swp/async/thread_start.hpp"
 
 namespace swp {
 
@@ -68,11 +70,16 @@ class ThreadPoolScheduler final : public Scheduler {
   /// Slot hand-offs a thread runs in a row before it takes queued work again.
   static constexpr unsigned max_chain = 32;
 
+  /// How long an idle thread polls by default (see the constructor).
+  static constexpr std::chrono::microseconds default_spin{20};
+
   /// `workers` background threads (0: only threads in drive_until run work). `spin` is about
   /// how long an idle thread polls for work (a thread in drive_until also for its condition)
-  /// before it parks; it is converted once to a number of polling rounds.
-  explicit ThreadPoolScheduler(unsigned workers,
-                               std::chrono::microseconds spin = std::chrono::microseconds(20));
+  /// before it parks; it is converted once to a number of polling rounds. Each worker begins
+  /// with begin_thread (named "swp-worker<i>", then `on_start`); with a non-empty `lane` the
+  /// pool is that lane's own (ThreadStart::Role::lane, named after the lane).
+  explicit ThreadPoolScheduler(unsigned workers, std::chrono::microseconds spin = default_spin,
+                               ThreadStartHook on_start = {}, std::string lane = {});
   ~ThreadPoolScheduler() override;
 
   ThreadPoolScheduler(const ThreadPoolScheduler&) = delete;
@@ -142,6 +149,8 @@ class ThreadPoolScheduler final : public Scheduler {
   alignas(64) detail::EventCount idle_workers_;
   alignas(64) detail::EventCount idle_drivers_;
   std::atomic<bool> stop_{false};
+  ThreadStartHook on_start_;
+  std::string lane_;  // non-empty: the dedicated pool of this lane
   std::vector<std::jthread> threads_;
 };
 

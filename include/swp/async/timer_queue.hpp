@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "swp/async/scheduler.hpp"
+#include "swp/async/thread_start.hpp"
 
 namespace swp {
 
@@ -35,6 +36,9 @@ class TimerQueue {
   using Id = std::uint64_t;
 
   TimerQueue() = default;
+  /// Its thread (started by the first schedule()) begins with begin_thread: named
+  /// "swp-timers", then `on_start` (ThreadStart::Role::timer).
+  explicit TimerQueue(ThreadStartHook on_start) : on_start_(std::move(on_start)) {}
   ~TimerQueue();
   TimerQueue(const TimerQueue&) = delete;
   TimerQueue& operator=(const TimerQueue&) = delete;
@@ -63,6 +67,7 @@ class TimerQueue {
   Id running_ = 0;                  // the id whose callback runs now (0: none)
   bool running_cancelled_ = false;  // cancel() came while it ran: do not re-arm it
   std::thread::id timer_thread_;
+  ThreadStartHook on_start_;
   std::jthread thread_;  // last: joined first
 };
 

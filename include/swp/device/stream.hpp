@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "swp/async/scheduler.hpp"
+#include "swp/async/thread_start.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/work_tag.hpp"
 
@@ -120,6 +121,10 @@ class Device {
   /// The virtual-time scheduler this device's streams run on (sim), or nullptr: the device
   /// runs in real time, on whatever scheduler the runtime brings.
   [[nodiscard]] virtual SimScheduler* virtual_time() noexcept { return nullptr; }
+  /// Threads this device starts for streams made from now on begin with begin_thread(…,
+  /// hook) (host: one per stream, ThreadStart::Role::stream). Backends that start no threads
+  /// of their own (sim, cuda) ignore it. A Runtime passes RuntimeOptions::on_thread_start here.
+  virtual void on_thread_start(ThreadStartHook hook) { (void)hook; }
 };
 
 }  // namespace swp

@@ -43,6 +43,11 @@ struct RuntimeOptions {
   /// Lanes that get a thread of their own instead of running on the shared pool (e.g. a CUDA
   /// submission thread). Ignored by sim.
   std::set<std::string> dedicated_lanes = {};
+  /// Called on every thread this runtime starts — pool workers, dedicated lanes' threads,
+  /// host streams' threads, the timer thread — before it runs anything (see swp::ThreadStart): to
+  /// set their priority or affinity. Not called for threads the runtime does not own (an
+  /// AsioRuntime's io threads, a caller in progress()).
+  ThreadStartHook on_thread_start = {};
 };
 
 /// Owns where pipelines run: a scheduler (thread pool or virtual time), a device, and the
@@ -107,7 +112,7 @@ class Runtime {
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<ThreadPoolScheduler>> dedicated_;
   std::map<std::string, std::unique_ptr<Lane>> lanes_;
-  TimerQueue timers_;  // pipelines cancel their timers before they go
+  TimerQueue timers_{options_.on_thread_start};  // pipelines cancel their timers before they go
   std::map<std::string, std::unique_ptr<Stream>> streams_;
 };
 
