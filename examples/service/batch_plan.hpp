@@ -57,6 +57,7 @@ inline swp::Plan<BatchCtx> make_batch_plan() {
   auto decode =
       plan.add("Decode",
                [](BatchCtx& ctx) {
+                 ctx.batch.times.decoded = TraceClock::now();
                  std::vector<Decoded> decoded;
                  decoded.reserve(ctx.batch.size());
                  for (const RequestBatch::Item& item : ctx.batch.items) {
@@ -103,12 +104,16 @@ inline swp::Plan<BatchCtx> make_batch_plan() {
         ctx.digests.assign(packed.rounds.size(), 0);
         // Stream work outlives the body: it captures what stays put until the iteration retired
         // (Collate's output and this context's slot; retire_after_device waits for this work).
-        task.enqueue([&packed, digests = ctx.digests.data()] {
+        task.enqueue([&packed, digests = ctx.digests.data(), &times = ctx.batch.times] {
+          times.compute_begin = TraceClock::now();
+          const auto cpu_begin = thread_cpu_time();
           for (std::size_t i = 0; i < packed.rounds.size(); ++i) {
             const std::span<const std::byte> payload(packed.payload.data() + packed.offsets[i],
                                                      packed.offsets[i + 1] - packed.offsets[i]);
             digests[i] = digest(payload, packed.rounds[i]);
           }
+          times.compute_cpu = thread_cpu_time() - cpu_begin;
+          times.compute_end = TraceClock::now();
         });
       },
       {.stage = 1, .stream = "compute", .thread_group = "compute"}, swp::reads(collate));
@@ -127,6 +132,7 @@ inline swp::Plan<BatchCtx> make_batch_plan() {
                 d.status == Status::ok ? answer_of(d.id, ctx.digests[k++]) : 0;
             write_response(ctx.responses.data() + j * response_size, {d.id, d.status, result});
           }
+          ctx.batch.times.encoded = TraceClock::now();
         });
       },
       {.stage = 2, .stream = "copy", .thread_group = "encode"}, swp::reads(decode, compute));

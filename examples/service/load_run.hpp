@@ -27,6 +27,7 @@ struct LoadTiming {
   std::chrono::duration<double> warmup{0.5};
   std::chrono::duration<double> measure{3.0};
   std::chrono::duration<double> drain{10.0};
+  bool keep_timed = false;  ///< keep every timed request's send time and latency (--trace)
 };
 
 /// What one level measured.
@@ -43,6 +44,7 @@ struct LevelResult {
   double max_us = 0;
   double send_lag_p99_us = 0;   ///< open loop: how late the generator sent (coordinated omission)
   std::optional<CpuUsage> cpu;  ///< the machine while the level sent (where /proc/stat is)
+  std::deque<TimedRequest> timed;  ///< with LoadTiming::keep_timed: each timed request
 };
 
 /// One level on its own one-thread io_context, run on the calling thread: run() connects,
@@ -58,7 +60,9 @@ class LoadRun {
         pool_(pool),
         timing_(timing),
         ledger_(pool, first_id),
-        drain_timer_(io_) {}
+        drain_timer_(io_) {
+    if (timing.keep_timed) ledger_.keep_timed();
+  }
   virtual ~LoadRun() = default;
   LoadRun(const LoadRun&) = delete;
   LoadRun& operator=(const LoadRun&) = delete;
@@ -145,6 +149,7 @@ class LoadRun {
     result_.p50_us = ledger_.latencies().percentile(50);
     result_.p99_us = ledger_.latencies().percentile(99);
     result_.max_us = ledger_.latencies().percentile(100);
+    result_.timed = std::move(ledger_.timed());
     return result_;
   }
 

@@ -2,17 +2,23 @@
 // MicroBatchServer: a TCP service on loopback whose requests are micro-batched through a swp
 // pipeline running on the service's own io_context.
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -26,6 +32,7 @@
 #include <vector>
 
 #include "batch_plan.hpp"
+#include "batch_timeline.hpp"
 #include "micro_batcher.hpp"
 #include "protocol.hpp"
 #include "server_stats.hpp"
@@ -46,6 +53,16 @@ struct ServerOptions {
   bool handle_signals = false;            ///< SIGINT and SIGTERM shut down gracefully
   /// At shutdown, how long the answers may take to reach clients that do not read them.
   std::chrono::milliseconds flush_timeout{5000};
+  /// Keep every retired batch's times (timeline()), for --trace.
+  bool keep_timeline = false;
+  /// The nice value of the pipeline's stream threads (compute, copy), set as they start
+  /// (RuntimeOptions::on_thread_start); 0 leaves them as they are. They stand in for a GPU,
+  /// which no io thread preempts: on a machine with fewer cores than threads, an io thread
+  /// that preempts the compute stream delays every batch queued behind it (docs/service.md,
+  /// Finding a tail). A negative value needs CAP_SYS_NICE; without it the server says so
+  /// once on stderr and goes on (metric server_reniced_streams counts the threads it set).
+  /// micro_batch_service sets -5 unless told otherwise (--stream-nice).
+  int stream_nice = 0;
 };
 
 /// The service. Requests arrive on connections (Session), are gathered into micro-batches
@@ -79,7 +96,9 @@ class MicroBatchServer {
   /// of range, boost::system::system_error when the port cannot be bound.
   explicit MicroBatchServer(ServerOptions options)
       : options_(checked(options)),
-        runtime_(io_.get_executor()),
+        runtime_(
+            io_.get_executor(),
+            {.on_thread_start = [this](const swp::ThreadStart& t) { stream_thread_started(t); }}),
         pipe_(runtime_, make_batch_plan(), options_.depth),
         batcher_(io_.get_executor(), pipe_,
                  {.max_batch = options_.max_batch,
@@ -118,6 +137,8 @@ class MicroBatchServer {
 
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
   [[nodiscard]] const ServerStats& stats() const noexcept { return stats_; }
+  /// Every retired batch's times, when options.keep_timeline (empty otherwise).
+  [[nodiscard]] const BatchTimeline& timeline() const noexcept { return timeline_; }
   /// The error that ended the pipeline's run, if one did (then the service shut down).
   [[nodiscard]] std::exception_ptr error() const {
     std::lock_guard lock(mutex_);
@@ -178,6 +199,20 @@ class MicroBatchServer {
     if (o.capacity < 1) throw std::invalid_argument("capacity must be at least 1");
     if (o.max_waiting < 1) throw std::invalid_argument("max_waiting must be at least 1");
     return o;
+  }
+
+  // On each thread the runtime starts (only the streams' here: the lanes run on io_).
+  void stream_thread_started(const swp::ThreadStart& t) {
+    if (t.role != swp::ThreadStart::Role::stream || options_.stream_nice == 0) return;
+    if (setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), options_.stream_nice) == 0) {
+      ServerStats::add(stats_.reniced_streams);
+      return;
+    }
+    const int error = errno;
+    if (!renice_warned_.exchange(true))
+      std::cerr << "warning: cannot set the nice value of stream '" << t.name << "' to "
+                << options_.stream_nice << " (" << std::strerror(error)
+                << "); the streams run at the default priority\n";
   }
 
   void run_io() {
@@ -294,6 +329,8 @@ class MicroBatchServer {
   // on_retire: each request's response, written by Encode, goes to its session; consecutive
   // requests of one session go as one answer.
   void answer(const BatchCtx& ctx) {
+    if (options_.keep_timeline)
+      timeline_.record(ctx.batch.size(), ctx.batch.times, TraceClock::now());
     const auto& items = ctx.batch.items;
     std::uint64_t ok = 0;
     for (std::size_t j = 0; j < items.size(); ++j)
@@ -339,6 +376,8 @@ class MicroBatchServer {
 
   const ServerOptions options_;
   ServerStats stats_;
+  BatchTimeline timeline_;
+  std::atomic<bool> renice_warned_{false};
   boost::asio::io_context io_;
   swp::AsioRuntime runtime_;  // lanes are handlers on io_
   swp::DataFlowPipeline<BatchCtx> pipe_;

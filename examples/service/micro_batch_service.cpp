@@ -9,14 +9,16 @@
 #include <exception>
 #include <iostream>
 #include <optional>
+#include <string>
 
 #include "flags.hpp"
 #include "micro_batch_server.hpp"
 
 int main(int argc, char** argv) {
   std::int64_t port = 0, threads = 2, batch = 256, window_us = 1000, depth = 4, capacity = 4;
-  std::int64_t max_waiting = 2, max_requests = 0;
+  std::int64_t max_waiting = 2, max_requests = 0, stream_nice = -5;
   double duration_s = 0;
+  std::string trace;
   service::Flags flags("micro_batch_service",
                        "A TCP service on 127.0.0.1 micro-batching its requests through a swp "
                        "pipeline (docs/service.md).");
@@ -33,6 +35,11 @@ int main(int argc, char** argv) {
   flags.integer("max-requests", max_requests, 0, INT64_MAX,
                 "shut down after admitting this many requests; 0: no limit");
   flags.real("duration-s", duration_s, 0, 1e6, "shut down after this many seconds; 0: no limit");
+  flags.integer("stream-nice", stream_nice, -20, 19,
+                "nice value of the pipeline's stream threads, which stand in for a GPU (a "
+                "negative one needs CAP_SYS_NICE); 0: leave them alone");
+  flags.text("trace", trace,
+             "at exit, write every batch's times to this file (docs/service.md, Finding a tail)");
   try {
     if (!flags.parse(argc, argv).empty())
       throw service::FlagError("unexpected arguments after '--'");
@@ -55,6 +62,8 @@ int main(int argc, char** argv) {
       .max_requests = static_cast<std::uint64_t>(max_requests),
       .duration = std::chrono::milliseconds(static_cast<std::int64_t>(duration_s * 1000)),
       .handle_signals = true,
+      .keep_timeline = !trace.empty(),
+      .stream_nice = static_cast<int>(stream_nice),
   };
   try {
     std::optional<service::MicroBatchServer> server;
@@ -68,6 +77,10 @@ int main(int argc, char** argv) {
     std::cout << "listening " << server->port() << std::endl;  // flushed: a parent waits for it
     server->wait();
     server->stats().print(std::cout);
+    if (!trace.empty() && !server->timeline().write(trace)) {
+      std::cerr << "error: --trace " << trace << ": cannot write the file\n";
+      return 1;
+    }
     return server->error() ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << '\n';

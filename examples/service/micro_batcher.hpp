@@ -131,6 +131,7 @@ class MicroBatcher {
   }
 
   void seal_locked() {
+    forming_.times.sealed = TraceClock::now();
     ready_.push_back(std::move(forming_));
     forming_ = RequestBatch{};
     forming_.items.reserve(options_.max_batch);
@@ -158,6 +159,7 @@ class MicroBatcher {
     }
     // Outside the lock: the submit may hand the batch straight to the pipeline's waiting
     // source, which admits it on this thread.
+    batch.times.submitted = TraceClock::now();
     swp::async_submit(pipe_, std::move(batch),
                       [this](std::exception_ptr error) { submitted(error); });
   }

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "batch_timeline.hpp"
+
 namespace service {
 
 class Session;
@@ -25,6 +27,9 @@ struct RequestBatch {
 
   std::vector<std::byte> bodies;
   std::vector<Item> items;
+  /// When the batch passed each step: the batcher stamps opened, sealed and submitted, the
+  /// tasks the rest (for --trace; a few clock reads per batch).
+  BatchTimes times;
 
   [[nodiscard]] std::size_t size() const noexcept { return items.size(); }
   [[nodiscard]] bool empty() const noexcept { return items.empty(); }
@@ -34,6 +39,7 @@ struct RequestBatch {
 
   /// Appends a copy of `body` (a request body, at least request_header bytes) from `session`.
   void add(std::shared_ptr<Session> session, std::span<const std::byte> body) {
+    if (items.empty()) times.opened = TraceClock::now();
     const std::size_t at = bodies.size();
     bodies.resize(at + body.size());
     std::memcpy(bodies.data() + at, body.data(), body.size());

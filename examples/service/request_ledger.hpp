@@ -12,6 +12,12 @@
 
 namespace service {
 
+/// A timed request, as kept for --trace: when it was sent, and how long its answer took.
+struct TimedRequest {
+  std::chrono::steady_clock::time_point sent;
+  double latency_us;
+};
+
 /// Requests get consecutive ids from `first_id`; an answer is correct when it is the first
 /// for its id, has Status::ok and the result the pool expects. Latency (send to answer) is
 /// kept for correct answers to requests sent inside the measurement window; throughput counts
@@ -32,6 +38,10 @@ class RequestLedger {
 
   /// Room for `n` latency samples, so that keeping them never reallocates mid-level.
   void reserve(std::size_t n) { latencies_.reserve(n); }
+
+  /// Also keep each timed request's send time with its latency (timed()).
+  void keep_timed() { keep_timed_ = true; }
+  [[nodiscard]] std::deque<TimedRequest>& timed() noexcept { return timed_; }
 
   /// Records a request sent at `now`; returns its id.
   std::uint64_t sent(Clock::time_point now) {
@@ -64,7 +74,11 @@ class RequestLedger {
     e.state = State::correct;
     ++correct_;
     if (now >= begin_ && now < end_) ++correct_in_window_;
-    if (e.measured) latencies_.add(std::chrono::duration<double, std::micro>(now - e.sent).count());
+    if (e.measured) {
+      const double us = std::chrono::duration<double, std::micro>(now - e.sent).count();
+      latencies_.add(us);
+      if (keep_timed_) timed_.push_back({e.sent, us});
+    }
   }
 
   [[nodiscard]] std::uint64_t sent_count() const noexcept { return entries_.size(); }
@@ -97,6 +111,8 @@ class RequestLedger {
   std::uint64_t rejected_ = 0;
   std::uint64_t correct_in_window_ = 0;
   LatencyStats latencies_;
+  bool keep_timed_ = false;
+  std::deque<TimedRequest> timed_;
 };
 
 }  // namespace service

@@ -29,6 +29,7 @@ struct ServerStats {
   std::atomic<std::uint64_t> read_pauses{0};      // times back-pressure parked a connection
   std::atomic<std::uint64_t> in_server{0};        // admitted, not answered yet
   std::atomic<std::uint64_t> peak_in_server{0};   // the most in_server ever was
+  std::atomic<std::uint64_t> reniced_streams{0};  // stream threads given ServerOptions::stream_nice
 
   /// `n` requests were admitted: in_server grows, and its peak with it.
   void admit(std::uint64_t n) noexcept {
@@ -76,6 +77,7 @@ struct ServerStats {
     out << std::defaultfloat;
     line("read_pauses", get(read_pauses), "count");
     line("peak_in_server", get(peak_in_server), "requests");
+    line("reniced_streams", get(reniced_streams), "count");
   }
 };
 

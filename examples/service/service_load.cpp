@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -58,7 +59,7 @@ std::uint64_t report(const std::string& level, const service::LevelResult& r, bo
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string spawn;
+  std::string spawn, trace;
   std::int64_t port = 0, clients = 32, outstanding = 4, max_outstanding = 64, connections = 20;
   std::int64_t rounds = 16;
   std::int64_t payload_min = 64, payload_max = 512, tick_us = 250, run = 4;
@@ -94,6 +95,9 @@ int main(int argc, char** argv) {
              "settings at the same offered load); 0: measure it");
   flags.real("disconnect-fraction", disconnect, 0, 0.9,
              "share of the clients that disconnect mid-request in the last level");
+  flags.text("trace", trace,
+             "write every timed request of the open-loop levels to this file: level, send "
+             "time and latency in microseconds (docs/service.md, Finding a tail)");
   std::vector<std::string> server_args;
   try {
     server_args = flags.parse(argc, argv);
@@ -131,7 +135,23 @@ int main(int argc, char** argv) {
                                     static_cast<std::uint32_t>(rounds));
     const service::LoadTiming timing{std::chrono::duration<double>(warmup_s),
                                      std::chrono::duration<double>(measure_s),
-                                     std::chrono::duration<double>(drain_s)};
+                                     std::chrono::duration<double>(drain_s), !trace.empty()};
+    std::ofstream trace_out;
+    if (!trace.empty()) {
+      trace_out.open(trace);
+      if (!trace_out) throw std::runtime_error("--trace " + trace + ": cannot write the file");
+      trace_out << "level sent_us latency_us\n";
+    }
+    const auto write_trace = [&](const std::string& level, const service::LevelResult& r) {
+      if (!trace_out.is_open()) return;
+      for (const service::TimedRequest& t : r.timed)
+        trace_out << level << ' '
+                  << std::chrono::duration_cast<std::chrono::microseconds>(
+                         t.sent.time_since_epoch())
+                         .count()
+                  << ' ' << std::llround(t.latency_us) << '\n';
+      trace_out.flush();
+    };
     std::uint64_t lost = 0;
     std::uint64_t level_ids = 0;  // each level's ids start at a multiple of 2^48
     auto first_id = [&] { return ++level_ids << 48; };
@@ -144,6 +164,7 @@ int main(int argc, char** argv) {
       // saturation. Steps measure at most 1 s each.
       service::LoadTiming step_timing = timing;
       step_timing.measure = std::min(timing.measure, std::chrono::duration<double>(1.0));
+      step_timing.keep_timed = false;  // --trace covers the open-loop levels
       std::optional<service::LevelResult> best;
       std::size_t best_in_flight = 0;
       for (auto per_client = static_cast<std::size_t>(outstanding);
@@ -181,6 +202,7 @@ int main(int argc, char** argv) {
       const auto r = open(percent / 100.0, 0);
       const std::string level = "load" + std::to_string(percent);
       lost += report(level, r, true);
+      write_trace(level, r);
       if (percent == 80)
         metric("load80_p99_over_p50", r.p50_us > 0 ? r.p99_us / r.p50_us : 0, "ratio", 2);
     }
@@ -189,6 +211,7 @@ int main(int argc, char** argv) {
       throw service::FlagError("--disconnect-fraction leaves no client connected");
     const auto r = open(0.8, flaky);
     lost += report("load80_disconnect", r, true);
+    write_trace("load80_disconnect", r);
     metric("load80_disconnect_p99_over_p50", r.p50_us > 0 ? r.p99_us / r.p50_us : 0, "ratio", 2);
     metric("load80_disconnect_abandoned", double(r.abandoned), "count");
 

@@ -13,9 +13,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -311,6 +314,42 @@ TEST_CASE("back-pressure bounds the requests inside the micro-batch service") {
                                                    1 + static_cast<std::size_t>(options.depth)) +
                               1;
   CHECK(server.stats().get(server.stats().peak_in_server) <= bound);
+}
+
+TEST_CASE("the micro-batch service sets the nice value of its stream threads as they start") {
+  // Raising a nice value needs no privilege, so this holds for any user.
+  service::MicroBatchServer server({.port = 0, .stream_nice = 3});
+  server.start();
+  Client client(server.port());
+  client.send(11, 1, payload_of(11, 10));
+  const auto r = client.receive();
+  REQUIRE(r);
+  CHECK(r->result == expected(11, 10, 1));
+  // The stream threads are named after their streams (swp::ThreadStart); read their nice
+  // value (field 19 of /proc/self/task/<tid>/stat) while the server still runs.
+  std::map<std::string, int> nice;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (!name.starts_with("swp-stream:")) continue;
+    std::ifstream stat_file(task.path() / "stat");
+    std::string stat;
+    std::getline(stat_file, stat);
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3 (state) on
+    std::string field;
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+    }
+    nice[name] = std::stoi(field);
+  }
+  finish(server);
+  CHECK(nice.contains("swp-stream:comp"));  // compute
+  CHECK(nice.contains("swp-stream:copy"));
+  for (const auto& [name, value] : nice) {
+    CAPTURE(name);
+    CHECK(value == 3);
+  }
+  CHECK(server.stats().get(server.stats().reniced_streams) == nice.size());
 }
 
 TEST_CASE("a malformed frame closes only its own connection of the micro-batch service") {
