@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <thread>
 
 namespace swp {
 
@@ -19,8 +20,32 @@ constexpr auto slice = std::chrono::milliseconds(1);  // re-check done() this of
 
 }  // namespace
 
+struct AsioScheduler::Gate {
+  std::atomic<bool> open{true};
+  std::atomic<int> running{0};
+
+  // A handler about to run a runnable: false when the scheduler is gone (or going), and then
+  // it must not touch the runnable. seq_cst with close(): either the closing thread sees this
+  // increment and waits for leave(), or this sees `open` false (store-buffering).
+  bool enter() noexcept {
+    running.fetch_add(1, std::memory_order_seq_cst);
+    if (open.load(std::memory_order_seq_cst)) return true;
+    running.fetch_sub(1, std::memory_order_release);
+    return false;
+  }
+  void leave() noexcept { running.fetch_sub(1, std::memory_order_release); }
+
+  void close() noexcept {
+    open.store(false, std::memory_order_seq_cst);
+    // acquire: what the runnables did happens before the scheduler and its runtime go.
+    while (running.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
+};
+
 AsioScheduler::AsioScheduler(boost::asio::any_io_executor executor)
-    : executor_(std::move(executor)) {}
+    : gate_(std::make_shared<Gate>()), executor_(std::move(executor)) {}
+
+AsioScheduler::~AsioScheduler() { gate_->close(); }
 
 bool AsioScheduler::must_not_block_here() const noexcept {
   return running_context(executor_) != nullptr;
@@ -29,7 +54,11 @@ bool AsioScheduler::must_not_block_here() const noexcept {
 void AsioScheduler::post(Runnable& r) noexcept {
   // Allocation failure here cannot be reported to anyone (the contract is noexcept): it
   // terminates, as a failed lane hand-off would otherwise lose the task silently.
-  boost::asio::post(executor_, [&r] { r.run(); });
+  boost::asio::post(executor_, [&r, gate = gate_] {
+    if (!gate->enter()) return;  // the scheduler went, and with it the runnable's owner
+    r.run();
+    gate->leave();
+  });
 }
 
 bool AsioScheduler::drive_until(const std::function<bool()>& done, Clock::time_point deadline) {

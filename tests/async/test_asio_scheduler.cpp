@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "swp/async/lane.hpp"
@@ -99,4 +100,64 @@ TEST_CASE("a lane on an AsioScheduler stays FIFO and serial with several context
   CHECK_FALSE(overlap.load());
   REQUIRE(order.size() == 200);
   for (int k = 0; k < 200; ++k) CHECK(order[static_cast<std::size_t>(k)] == k);
+}
+
+namespace {
+
+// Runs until released: stands for a lane step still returning through its lane when the
+// scheduler's runtime goes. Once released it looks a while longer whether the scheduler was
+// destroyed meanwhile (it must not have been).
+struct HeldRunnable final : swp::Runnable {
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  std::atomic<bool> returned{false};
+  std::atomic<bool> saw_destroyed{false};
+  std::atomic<bool>* destroyed = nullptr;
+  void run() noexcept override {
+    started.store(true);
+    while (!release.load()) std::this_thread::yield();
+    for (int i = 0; i < 2000; ++i) {
+      if (destroyed->load()) saw_destroyed.store(true);
+      std::this_thread::yield();
+    }
+    returned.store(true);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("an AsioScheduler goes only once no thread runs one of its runnables") {
+  boost::asio::io_context io;
+  auto scheduler = std::make_unique<swp::AsioScheduler>(io.get_executor());
+  std::atomic<bool> destroying{false};
+  std::atomic<bool> destroyed{false};
+  HeldRunnable held;
+  held.destroyed = &destroyed;
+  scheduler->post(held);
+  std::thread runner([&] { io.run(); });
+  while (!held.started.load()) std::this_thread::yield();
+  std::thread destroyer([&] {
+    destroying.store(true);
+    scheduler.reset();
+    destroyed.store(true);
+  });
+  while (!destroying.load()) std::this_thread::yield();
+  // The destructor is under way (or about to be) while the runnable runs: it must wait for
+  // it. A scheduler that did not would be gone within the runnable's 2000 yields.
+  held.release.store(true);
+  destroyer.join();
+  CHECK_FALSE(held.saw_destroyed.load());
+  CHECK(held.returned.load());
+  runner.join();
+}
+
+TEST_CASE("a runnable an AsioScheduler posted is skipped when it runs after the scheduler went") {
+  boost::asio::io_context io;
+  Recorder r;
+  {
+    swp::AsioScheduler scheduler(io.get_executor());
+    scheduler.post(r);
+  }  // nothing ran it yet: the context was not running
+  io.run();  // the handler runs now, and must not touch `r` (whose owner went with the scheduler)
+  CHECK(r.runs == 0);
 }

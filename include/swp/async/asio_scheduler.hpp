@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -25,6 +26,12 @@ namespace swp {
 /// Errors: none of its own. Cancellation: stop the io_context only after the pipelines on it
 /// are drained; queued lane steps then never run.
 ///
+/// Destruction (with its Runtime, after the pipelines): waits until no io thread runs one of
+/// its runnables any more — a lane step that finished an iteration still returns through its
+/// lane and this scheduler after the pipeline saw the iteration complete — and runnables
+/// posted before and run after it are skipped. So a runtime may go while other io threads
+/// still run the context; never from inside one of its own lane steps (that waits forever).
+///
 /// Example:
 /// ```
 /// boost::asio::io_context io;
@@ -37,6 +44,10 @@ namespace swp {
 class AsioScheduler final : public Scheduler {
  public:
   explicit AsioScheduler(boost::asio::any_io_executor executor);
+  /// Waits until no runnable of this scheduler runs on any thread (see the class comment).
+  ~AsioScheduler() override;
+  AsioScheduler(const AsioScheduler&) = delete;
+  AsioScheduler& operator=(const AsioScheduler&) = delete;
 
   void post(Runnable& r) noexcept override;
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
@@ -50,6 +61,11 @@ class AsioScheduler final : public Scheduler {
   void wake_drivers() noexcept override;
 
  private:
+  // Shared by the scheduler and its posted handlers: whether the scheduler is still there,
+  // and how many handlers run one of its runnables now.
+  struct Gate;
+
+  std::shared_ptr<Gate> gate_;
   boost::asio::any_io_executor executor_;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -23,10 +23,12 @@ namespace swp {
 /// PipelineStateError (it would stall the handlers it waits for), and works from any other
 /// thread. Cancellation: `pipe.cancel(reason)`, or the completion handler's cancellation slot
 /// (swp/engine/asio.hpp). Stop the io_context only after the pipelines on it ended (their
-/// queued lane steps would never run); destroy the pipelines before the runtime, and the
-/// runtime only once no thread runs its handlers anymore (`io.run()` returned on every
-/// thread): the runtime cannot join the executor's threads, and a lane step that finished an
-/// iteration still touches its lane and the scheduler right after the pipeline saw it.
+/// queued lane steps would never run); destroy the pipelines before the runtime. The runtime
+/// may go while the executor's threads still run: a lane step that finished an iteration
+/// still returns through its lane and the scheduler right after the pipeline saw the iteration
+/// complete, so the destructor waits until no thread runs one of its lane steps, and steps
+/// queued before it and run after it are skipped (AsioScheduler). Never destroy it from inside
+/// one of its own lane steps (a task body): that wait would never end.
 ///
 /// Example:
 /// ```
