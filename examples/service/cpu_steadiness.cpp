@@ -57,17 +57,7 @@ int main(int argc, char** argv) {
   flags.integer("threads", threads, 1, 1024, "threads, one per CPU by default");
   flags.real("slow", slow, 1.01, 100,
              "a window is slow when its chunks take this times the median");
-  try {
-    if (!flags.parse(argc, argv).empty())
-      throw service::FlagError("unexpected arguments after '--'");
-  } catch (const service::FlagError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.usage();
-    return 0;
-  }
+  if (const auto exit_code = flags.parse_or_exit(argc, argv)) return *exit_code;
 
   // Calibrate a chunk of ~200 µs on this thread.
   std::int64_t n = 1'000'000;

@@ -5,7 +5,9 @@
 #include <charconv>
 #include <cstdint>
 #include <functional>
+#include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -104,6 +106,23 @@ class Flags {
       flag->second.set(value);
     }
     return {};
+  }
+
+  /// parse() for a program that takes nothing after `--`: the exit code main() returns now —
+  /// 2 after printing `error: <what>` to stderr for a bad flag, 0 after printing usage() for
+  /// --help — or nothing, and the program goes on.
+  [[nodiscard]] std::optional<int> parse_or_exit(int argc, char** argv) {
+    try {
+      if (!parse(argc, argv).empty()) throw FlagError("unexpected arguments after '--'");
+    } catch (const FlagError& e) {
+      std::cerr << "error: " << e.what() << '\n';
+      return 2;
+    }
+    if (help_) {
+      std::cout << usage();
+      return 0;
+    }
+    return std::nullopt;
   }
 
   [[nodiscard]] bool given(const std::string& name) const { return given_.contains(name); }

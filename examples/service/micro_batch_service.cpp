@@ -40,17 +40,7 @@ int main(int argc, char** argv) {
                 "negative one needs CAP_SYS_NICE); 0: leave them alone");
   flags.text("trace", trace,
              "at exit, write every batch's times to this file (docs/service.md, Finding a tail)");
-  try {
-    if (!flags.parse(argc, argv).empty())
-      throw service::FlagError("unexpected arguments after '--'");
-  } catch (const service::FlagError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::cout << flags.usage();
-    return 0;
-  }
+  if (const auto exit_code = flags.parse_or_exit(argc, argv)) return *exit_code;
   const service::ServerOptions options{
       .port = static_cast<std::uint16_t>(port),
       .threads = static_cast<unsigned>(threads),
