@@ -107,12 +107,17 @@ inline swp::Plan<BatchCtx> make_batch_plan() {
         task.enqueue([&packed, digests = ctx.digests.data(), &times = ctx.batch.times] {
           times.compute_begin = TraceClock::now();
           const auto cpu_begin = thread_cpu_time();
+          const auto wait_begin = thread_run_queue_wait();
           for (std::size_t i = 0; i < packed.rounds.size(); ++i) {
             const std::span<const std::byte> payload(packed.payload.data() + packed.offsets[i],
                                                      packed.offsets[i + 1] - packed.offsets[i]);
             digests[i] = digest(payload, packed.rounds[i]);
           }
           times.compute_cpu = thread_cpu_time() - cpu_begin;
+          const auto wait_end = thread_run_queue_wait();
+          times.compute_wait = wait_begin.count() < 0 || wait_end.count() < 0
+                                   ? std::chrono::nanoseconds(-1)
+                                   : wait_end - wait_begin;
           times.compute_end = TraceClock::now();
         });
       },

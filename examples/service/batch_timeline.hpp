@@ -2,8 +2,13 @@
 // BatchTimes and BatchTimeline: when each micro-batch passed each step of the service, kept
 // for `micro_batch_service --trace FILE`, to find where a latency tail came from.
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
 #include <ctime>
 #include <deque>
 #include <fstream>
@@ -15,9 +20,11 @@ namespace service {
 using TraceClock = std::chrono::steady_clock;
 
 /// One batch's way through the server (steady clock, the clock service_load stamps its sends
-/// with). `compute_cpu` is the CPU time the compute stream's thread spent on the batch: equal
-/// to compute_end − compute_begin unless that thread was preempted, and larger than usual when
-/// the CPU itself ran slower (a busy host).
+/// with). `compute_cpu` is the CPU time the compute stream's thread spent on the batch, and
+/// `compute_wait` the time it waited on a run queue for a CPU meanwhile (-1 ns where the
+/// kernel does not say). Their sum is compute_end − compute_begin unless the virtual CPU
+/// itself was taken away by the host; the CPU time per request grows when the CPU runs
+/// slower (a busy host).
 struct BatchTimes {
   TraceClock::time_point opened;         // its first request was added
   TraceClock::time_point sealed;         // full, or its window passed
@@ -27,6 +34,7 @@ struct BatchTimes {
   TraceClock::time_point compute_end;
   TraceClock::time_point encoded;  // the copy stream wrote its responses
   std::chrono::nanoseconds compute_cpu{0};
+  std::chrono::nanoseconds compute_wait{0};
 };
 
 /// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
@@ -34,6 +42,27 @@ inline std::chrono::nanoseconds thread_cpu_time() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+/// How long the calling thread has waited on a run queue for a CPU since it started (the
+/// second field of /proc/thread-self/schedstat), or -1 ns where the kernel does not say. The
+/// file stays open per thread (one pread per call).
+inline std::chrono::nanoseconds thread_run_queue_wait() noexcept {
+  struct File {
+    int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    ~File() {
+      if (fd >= 0) ::close(fd);
+    }
+  };
+  thread_local const File file;
+  char text[96];
+  const ssize_t n = file.fd < 0 ? -1 : ::pread(file.fd, text, sizeof text - 1, 0);
+  if (n <= 0) return std::chrono::nanoseconds(-1);
+  text[n] = '\0';
+  char* end = nullptr;
+  std::strtoull(text, &end, 10);  // time on a CPU
+  const unsigned long long waited = std::strtoull(end, &end, 10);
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(waited));
 }
 
 /// The retired batches' times, in retirement order. record() is thread-safe; a deque, so
@@ -47,12 +76,12 @@ class BatchTimeline {
 
   /// Writes a header line, then one line per batch: its request count, then every time in
   /// microseconds of the steady clock (opened sealed submitted decoded compute_begin
-  /// compute_end encoded answered), then compute_cpu in microseconds. False when the file
-  /// cannot be written.
+  /// compute_end encoded answered), then compute_cpu and compute_wait in microseconds. False when
+  /// the file cannot be written.
   [[nodiscard]] bool write(const std::string& path) const {
     std::ofstream out(path);
     out << "requests opened_us sealed_us submitted_us decoded_us compute_begin_us "
-           "compute_end_us encoded_us answered_us compute_cpu_us\n";
+           "compute_end_us encoded_us answered_us compute_cpu_us compute_wait_us\n";
     const auto us = [](TraceClock::time_point t) {
       return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
     };
@@ -62,7 +91,8 @@ class BatchTimeline {
       out << r.requests << ' ' << us(t.opened) << ' ' << us(t.sealed) << ' ' << us(t.submitted)
           << ' ' << us(t.decoded) << ' ' << us(t.compute_begin) << ' ' << us(t.compute_end) << ' '
           << us(t.encoded) << ' ' << us(r.answered) << ' '
-          << std::chrono::duration_cast<std::chrono::microseconds>(t.compute_cpu).count() << '\n';
+          << std::chrono::duration_cast<std::chrono::microseconds>(t.compute_cpu).count() << ' '
+          << std::chrono::duration_cast<std::chrono::microseconds>(t.compute_wait).count() << '\n';
     }
     out.flush();
     return bool(out);

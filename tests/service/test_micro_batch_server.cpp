@@ -352,6 +352,43 @@ TEST_CASE("the micro-batch service sets the nice value of its stream threads as 
   CHECK(server.stats().get(server.stats().reniced_streams) == nice.size());
 }
 
+TEST_CASE("the micro-batch service's timeline has every batch's steps in order (--trace)") {
+  service::MicroBatchServer server({.port = 0,
+                                    .max_batch = 4,
+                                    .batch_window = std::chrono::microseconds(100),
+                                    .keep_timeline = true});
+  server.start();
+  Client client(server.port());
+  constexpr std::uint64_t requests = 20;
+  for (std::uint64_t id = 0; id < requests; ++id) client.send(id, 2, payload_of(id, 40));
+  for (std::uint64_t k = 0; k < requests; ++k) REQUIRE(client.receive());
+  finish(server);
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("swp-timeline-" + std::to_string(::getpid()) + ".txt");
+  REQUIRE(server.timeline().write(path.string()));
+  std::ifstream in(path);
+  std::string header;
+  std::getline(in, header);
+  CHECK(header.starts_with("requests opened_us sealed_us submitted_us decoded_us"));
+  std::uint64_t batches = 0, total = 0;
+  for (std::string line; std::getline(in, line);) {
+    CAPTURE(line);
+    std::istringstream fields(line);
+    std::vector<std::int64_t> v;
+    for (std::int64_t x = 0; fields >> x;) v.push_back(x);
+    REQUIRE(v.size() == 11);
+    total += static_cast<std::uint64_t>(v[0]);
+    ++batches;
+    // opened <= sealed <= submitted <= decoded <= compute begin <= end <= encoded <= answered
+    for (std::size_t i = 2; i <= 8; ++i) CHECK(v[i - 1] <= v[i]);
+    CHECK(v[9] >= 0);   // compute CPU time
+    CHECK(v[10] >= 0);  // run-queue wait (Linux says)
+  }
+  std::filesystem::remove(path);
+  CHECK(total == requests);
+  CHECK(batches == server.stats().get(server.stats().batches));
+}
+
 TEST_CASE("a malformed frame closes only its own connection of the micro-batch service") {
   service::MicroBatchServer server({.port = 0});
   server.start();
