@@ -11,6 +11,7 @@
 
 #include "protocol.hpp"
 #include "request_batch.hpp"
+#include "thread_times.hpp"
 
 namespace service {
 
@@ -106,18 +107,15 @@ inline swp::Plan<BatchCtx> make_batch_plan() {
         // (Collate's output and this context's slot; retire_after_device waits for this work).
         task.enqueue([&packed, digests = ctx.digests.data(), &times = ctx.batch.times] {
           times.compute_begin = TraceClock::now();
-          const auto cpu_begin = thread_cpu_time();
-          const auto wait_begin = thread_run_queue_wait();
+          const ThreadTimes start = ThreadTimes::now();
           for (std::size_t i = 0; i < packed.rounds.size(); ++i) {
             const std::span<const std::byte> payload(packed.payload.data() + packed.offsets[i],
                                                      packed.offsets[i + 1] - packed.offsets[i]);
             digests[i] = digest(payload, packed.rounds[i]);
           }
-          times.compute_cpu = thread_cpu_time() - cpu_begin;
-          const auto wait_end = thread_run_queue_wait();
-          times.compute_wait = wait_begin.count() < 0 || wait_end.count() < 0
-                                   ? std::chrono::nanoseconds(-1)
-                                   : wait_end - wait_begin;
+          const ThreadTimes spent = ThreadTimes::now() - start;
+          times.compute_cpu = spent.cpu;
+          times.compute_wait = spent.wait;
           times.compute_end = TraceClock::now();
         });
       },

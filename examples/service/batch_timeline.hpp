@@ -2,14 +2,8 @@
 // BatchTimes and BatchTimeline: when each micro-batch passed each step of the service, kept
 // for `micro_batch_service --trace FILE`, to find where a latency tail came from.
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <ctime>
 #include <deque>
 #include <fstream>
 #include <mutex>
@@ -36,34 +30,6 @@ struct BatchTimes {
   std::chrono::nanoseconds compute_cpu{0};
   std::chrono::nanoseconds compute_wait{0};
 };
-
-/// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID).
-inline std::chrono::nanoseconds thread_cpu_time() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
-
-/// How long the calling thread has waited on a run queue for a CPU since it started (the
-/// second field of /proc/thread-self/schedstat), or -1 ns where the kernel does not say. The
-/// file stays open per thread (one pread per call).
-inline std::chrono::nanoseconds thread_run_queue_wait() noexcept {
-  struct File {
-    int fd = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-    ~File() {
-      if (fd >= 0) ::close(fd);
-    }
-  };
-  thread_local const File file;
-  char text[96];
-  const ssize_t n = file.fd < 0 ? -1 : ::pread(file.fd, text, sizeof text - 1, 0);
-  if (n <= 0) return std::chrono::nanoseconds(-1);
-  text[n] = '\0';
-  char* end = nullptr;
-  std::strtoull(text, &end, 10);  // time on a CPU
-  const unsigned long long waited = std::strtoull(end, &end, 10);
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(waited));
-}
 
 /// The retired batches' times, in retirement order. record() is thread-safe; a deque, so
 /// that keeping them never copies what is there in the middle of a run.

@@ -14,13 +14,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <thread>
 #include <vector>
 
 #include "flags.hpp"
+#include "thread_times.hpp"
 
 namespace {
 
@@ -32,9 +32,7 @@ std::uint64_t chunk(std::uint64_t seed, std::int64_t n) {
 }
 
 double thread_cpu_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) / 1e3;
+  return std::chrono::duration<double, std::micro>(service::ThreadTimes::cpu_time()).count();
 }
 
 volatile std::uint64_t kept;  // the chunks' results, so that the compiler keeps the work
