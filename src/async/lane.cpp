@@ -51,12 +51,6 @@ void Lane::continue_job(Job& job) noexcept {
   if (post) scheduler_.post(*this);
 }
 
-void Lane::finish_job() noexcept {
-  // Called inside one of this lane's steps: the step's epilogue, which takes the lock anyway,
-  // makes it visible (one lock round trip per job less).
-  job_finished_ = true;
-}
-
 bool Lane::idle() const noexcept {
   std::lock_guard guard(lock_);
   return !in_job_ && jobs_.empty() && resumes_.empty() && continued_.empty();

@@ -166,9 +166,10 @@ void ThreadPoolScheduler::post(Runnable& r) noexcept {
     wake_helper();
     return;
   }
-  if (&r == c->running) {
+  if (&r == c->running || c->running == nullptr) {
     // A runnable re-posting itself (a lane with more steps): to the back of the queue, behind
-    // the work it woke, so it cannot keep the thread to itself.
+    // the work it woke, so it cannot keep the thread to itself. A post outside any runnable
+    // (a driving section admitting work) continues nothing: the queue keeps its order.
     push_local(*c, r);
     detail::seq_cst_fence();  // as above
     wake_helper();
@@ -439,23 +440,21 @@ ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
 }
 
 void ThreadPoolScheduler::release_driver_queue(Queue& q) noexcept {
-  // What this thread's runnables left stays in its ring: the thread usually drives again
-  // within microseconds (a pipeline's next progress()) and takes the queue back. Meanwhile it
-  // is work like any other: surplus is stolen at once, a last item once this queue made no
-  // progress for the patience. The slot's occupant joins the ring: a slot has an owner.
-  // relaxed: this thread's own slot, as in find_work.
-  if (Runnable* r = q.slot.exchange(nullptr, std::memory_order_relaxed)) {
-    if (!q.ring.push(r)) inject(*r);
-  }
-  const bool left_work = !q.ring.empty();
+  // What this thread's runnables left stays in its queue, slot included: the thread usually
+  // drives again within microseconds (a pipeline's next progress()) and takes the queue back.
+  // Meanwhile it is work like any other: surplus is stolen at once, a last item (the slot, or
+  // a lone ring item) once this queue made no progress for the patience. No wake-up here:
+  // every item was announced when it was posted (post's wake_helper), and a thread that saw
+  // it as lone work looks again after the patience.
   last_scheduler = this;
   last_queue = &q;
   // release: the next owner's pushes come after this thread's (see claim_driver_queue).
   q.claimed.store(false, std::memory_order_release);
-  if (left_work) {
-    detail::seq_cst_fence();  // as in post()
-    wake_helper();
-  }
+}
+
+void ThreadPoolScheduler::drive_section(detail::FunctionRef<void()> section) {
+  DriverScope scope(*this);
+  section();
 }
 
 bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,

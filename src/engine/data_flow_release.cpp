@@ -80,13 +80,10 @@ bool DataFlowRelease::drained() const noexcept {
 }
 
 void DataFlowRelease::ready(Instance& in, bool step_ending) noexcept {
-  // Everything it waits for happened; nothing decrements the entry's next iteration before
-  // this instance finished (see Instance), so it is re-armed now. Ordered instances are
-  // released one after the other (each after the one before finished), so turns go out in
-  // (iteration, rank) order and the turn is free when it starts.
-  core_.rearm(in);
-  core_.assign_turn(in);
-  core_.submit(in, step_ending);
+  // Everything it waits for happened. Ordered instances are released one after the other
+  // (each after the one before finished), so the turn is free when it starts. The core's
+  // satisfy() calls release_now directly (start_proceeds).
+  core_.release_now(in, step_ending);
 }
 
 void DataFlowRelease::start(Instance& in) noexcept { core_.proceed(in); }

@@ -53,6 +53,8 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].degree_first = in_degree(t, 0);
     info_[t].degree = in_degree(t, 1);
     info_[t].counts_one = info_[t].degree_first == 1 && info_[t].degree == 1;
+    info_[t].counts_completion = !release_->releases_every_instance() || intra_succ_[t].empty();
+    if (info_[t].counts_completion) ++completion_count_;
   }
   depth_ = slots;
   slots_ = std::vector<Slot>(context_slots(slots));
@@ -200,7 +202,7 @@ bool EngineCore::prepare(std::int64_t iter) {
   sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.
-  sync.remaining.store(static_cast<int>(graph_.size()), std::memory_order_relaxed);
+  sync.remaining.store(completion_count_, std::memory_order_relaxed);
   return true;
 }
 
@@ -264,7 +266,12 @@ void EngineCore::submit(Instance& in, bool step_ending) noexcept {
 }
 
 void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
-  if (count_down(in)) release_->ready(in, step_ending);
+  if (!count_down(in)) return;
+  if (start_proceeds_) {
+    release_now(in, step_ending);  // data-flow: what DataFlowRelease::ready does
+  } else {
+    release_->ready(in, step_ending);
+  }
 }
 
 bool EngineCore::device_events_done(std::int64_t iter) const {
@@ -357,24 +364,40 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
 }
 
 void EngineCore::proceed(Instance& in) noexcept {
-  const TaskIndex t = in.task;
-  const TaskInfo& info = info_[t];
-  const std::int64_t iter = in.iter();
+  const TaskInfo& info = info_[in.task];
   // This execution's state; consumers read it only after this instance finished.
   in.stream = info.stream;
   in.stream_used = false;
   in.carries_device_work = false;
-  if (in.failed) {
+  if (in.failed) [[unlikely]] {
     in.failed = false;
     in.error = nullptr;
   }
+  const Sync& sync = *in.sync;
+  // Everything but the common case (no trouble, no device work to wait for, no turn to take)
+  // is out of line: the hot path keeps few registers and a short frame.
+  if (trouble_.load(std::memory_order_acquire) ||
+      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure ||
+      sync.device.load(std::memory_order_relaxed) || info.ordered ||
+      (!info.inter.empty() && sync.iter > base_ &&
+       in.previous->device.load(std::memory_order_relaxed))) [[unlikely]] {
+    proceed_guarded(in);
+    return;
+  }
+  run_body(in);
+}
+
+void EngineCore::proceed_guarded(Instance& in) noexcept {
+  const TaskIndex t = in.task;
+  const TaskInfo& info = info_[t];
+  const std::int64_t iter = in.iter();
   const Sync& sync = *in.sync;
   const Sync* previous = iter > base_ ? in.previous : nullptr;
   const auto inter = previous != nullptr ? info.inter : std::span<const TaskIndex>{};
   // Trouble in the run, or (skip) in this iteration: the failing instance set it before it
   // counted down its consumers, so a consumer of it sees it here.
   if (trouble_.load(std::memory_order_acquire) ||
-      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure) [[unlikely]] {
+      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure) {
     if (stop_.stop_requested()) {
       finish(in, std::make_exception_ptr(Cancelled(stop_.reason())), false);
       return;
@@ -449,15 +472,16 @@ void EngineCore::start_range(Instance& in, bool serial) const noexcept {
 void EngineCore::run_body(Instance& in) noexcept {
   in.set_state(InstanceState::running);
   const TaskInfo& info = info_[in.task];
-  if (observer_ != nullptr) observer_->task_started(in.task, in.iter(), *info.lane);
-  if (nvtx_) [[unlikely]]
-    start_range(in, false);
+  if (observer_ != nullptr || nvtx_ || in.error) [[unlikely]] {
+    if (observer_ != nullptr) observer_->task_started(in.task, in.iter(), *info.lane);
+    if (nvtx_) start_range(in, false);
+    if (in.error) {
+      finish(in, in.error, false);  // a failed dependency's error (see proceed)
+      return;
+    }
+  }
   // Nothing to run (no call, no coroutine), or a body that completed synchronously: it
   // finishes here, as a tail call (nothing of this frame lives on after it).
-  if (in.error) [[unlikely]] {
-    finish(in, in.error, false);  // a failed dependency's error (see proceed)
-    return;
-  }
   if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
 }
 
@@ -495,9 +519,61 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   const TaskIndex t = in.task;
   const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
+  const TaskInfo& info = info_[t];
+  if (in.stream_used || in.carries_device_work || info.ordered || error ||
+      in.nvtx_range != 0 || observer_ != nullptr) [[unlikely]] {
+    finish_guarded(in, error, own);
+  } else {
+    sync.generation[t] = 0;  // no device point (the entry's is from an earlier iteration)
+  }
+  in.set_state(InstanceState::finished);
+  info.lane->finish_job();
+  // finish() ends its lane step (its callers return right after; nothing below blocks): the
+  // first successor released may run next on this thread.
+  if (!info.inter_succ.empty()) {
+    Sync& next = sync_of(iter + 1);
+    for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
+  }
+  if (info.ordered) release_->ordered_finished(in);
+  if (!info.counts_completion) {
+    // Not a sink, under a policy that releases every instance: a sink of this iteration
+    // finishes only after the count-down of this instance's last dependent, which may let the
+    // caller retire the iteration and destroy the pipeline. That count-down (and the release
+    // it may make) is this instance's last touch of `this`; its dependents are read first.
+    const std::span<const TaskIndex> succ = info.intra_succ;
+    const auto& instances = sync.instances;
+    for (std::size_t k = 0; k + 1 < succ.size(); ++k) satisfy(*instances[succ[k]], true);
+    satisfy(*instances[succ.back()], true);
+    return;
+  }
+  for (TaskIndex s : info.intra_succ) satisfy(*sync.instances[s], true);
+  // After the last decrement's `completed`, or after any decrement of a stopping run (whose
+  // drain counts them), the caller may retire the iteration and even destroy the pipeline:
+  // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives
+  // it). Waiters are told when an iteration completes, and after a failure (the drain waits
+  // for every released instance) on every finish.
+  Scheduler& scheduler = runtime_.scheduler();
+  // Read before the decrement: after it, `this` may be gone.
+  const bool stopping = trouble_.load(std::memory_order_acquire);
+  const bool last = completion_count_ == 1;
+  // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()). The
+  // only instance that counts needs no read-modify-write; `completed` is stored once, and
+  // notify()'s fence orders it before the look for waiters.
+  if (last || sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1) {
+    sync.completed.store(iter, std::memory_order_release);
+    scheduler.notify();
+  } else if (stopping) {
+    scheduler.notify();
+  }
+}
+
+void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, bool own) noexcept {
+  const TaskIndex t = in.task;
+  const std::int64_t iter = in.iter();
+  Sync& sync = *in.sync;
+  const TaskInfo& info = info_[t];
   // Submission is over (or failed): publish the device point consumers must wait for (or
   // that there is none: the entry's generation is from an earlier iteration otherwise).
-  const TaskInfo& info = info_[t];
   if (in.stream_used || in.carries_device_work) {
     sync.generation[t] = in.stream->record(*in.event);
     sync.device.store(true, std::memory_order_relaxed);
@@ -523,31 +599,6 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   // Observed before the successors learn: whoever they wake starts after this.
   end_range(in);
   if (observer_ != nullptr) observer_->task_finished(t, iter, *info.lane, !in.failed);
-  in.set_state(InstanceState::finished);
-  info.lane->finish_job();
-  // finish() ends its lane step (its callers return right after; nothing below blocks): the
-  // first successor released may run next on this thread.
-  for (TaskIndex s : info.intra_succ) satisfy(*sync.instances[s], true);
-  if (!info.inter_succ.empty()) {
-    Sync& next = sync_of(iter + 1);
-    for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
-  }
-  if (info.ordered) release_->ordered_finished(in);
-  // After the last decrement's `completed`, or after any decrement of a stopping run (whose
-  // drain counts them), the caller may retire the iteration and even destroy the pipeline:
-  // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives
-  // it). Waiters are told when an iteration completes, and after a failure (the drain waits
-  // for every released instance) on every finish.
-  Scheduler& scheduler = runtime_.scheduler();
-  // Read before the decrement: after it, `this` may be gone.
-  const bool stopping = trouble_.load(std::memory_order_acquire);
-  // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()).
-  if (sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1) {
-    sync.completed.store(iter, std::memory_order_seq_cst);
-    scheduler.notify();
-  } else if (stopping) {
-    scheduler.notify();
-  }
 }
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,

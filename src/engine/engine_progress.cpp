@@ -291,6 +291,15 @@ std::optional<std::int64_t> EngineCore::progress() {
 }
 
 std::optional<std::int64_t> EngineCore::retire_next() {
+  // One driving stretch for the whole call: the admissions after a retirement post the first
+  // tasks of the new iterations to this thread's run queue, where its next waits find them,
+  // and the waits claim no queue each.
+  std::optional<std::int64_t> retired;
+  runtime_.scheduler().drive_section([&] { retired = retire_next_driving(); });
+  return retired;
+}
+
+std::optional<std::int64_t> EngineCore::retire_next_driving() {
   begin_run();
   std::optional<Clock::time_point> started;  // see retire_time_left
   for (;;) {

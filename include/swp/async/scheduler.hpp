@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "swp/async/detail/fence.hpp"
+#include "swp/async/detail/function_ref.hpp"
 #include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/async/detail/spin_lock.hpp"
 
@@ -44,8 +45,19 @@ class Scheduler {
 
   /// Helps run work on the calling thread until `done()` holds or `deadline` passes; returns
   /// `done()`. `done` is evaluated on the calling thread; whoever makes it true must do so with
-  /// a seq_cst (or stronger-ordered) store and then call `notify()`. A SimScheduler returns false at once when nothing can make progress anymore.
+  /// an atomic store (release at least) and then call `notify()`, whose fence orders it. A
+  /// SimScheduler returns false at once when nothing can make progress anymore.
   virtual bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) = 0;
+
+  /// Runs `section` on the calling thread as one driving stretch: every drive_until inside it
+  /// and every post from it (outside a runnable too) uses one run queue of the calling thread,
+  /// claimed once, so work posted there (a pipeline admitting an iteration between two waits)
+  /// goes to that queue rather than to a shared one, and nested drive_until calls claim
+  /// nothing. Errors: whatever `section` throws, after the stretch ended. The default just
+  /// calls it.
+  ///
+  /// Example: `scheduler.drive_section([&] { admit(); scheduler.drive_until(done, t); });`
+  virtual void drive_section(detail::FunctionRef<void()> section) { section(); }
 
   /// Wakes threads inside `drive_until` so they evaluate `done()` again, and posts every
   /// Runnable parked with `park_unless`. Any thread. When none waits it costs one fence and

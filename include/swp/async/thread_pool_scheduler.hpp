@@ -97,6 +97,10 @@ class ThreadPoolScheduler final : public Scheduler {
   /// 64 runnables. `time_point::min()`: run what is runnable now, then return.
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
 
+  /// Claims a driver queue for the whole section (see Scheduler::drive_section): posts from
+  /// the section go to it, and the drive_until calls inside use it without claiming again.
+  void drive_section(detail::FunctionRef<void()> section) override;
+
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
 
   [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }

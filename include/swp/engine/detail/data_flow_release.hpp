@@ -28,6 +28,7 @@ class DataFlowRelease final : public ReleasePolicy {
   void ready(Instance& in, bool step_ending) noexcept override;
   void start(Instance& in) noexcept override;
   [[nodiscard]] bool start_proceeds() const noexcept override { return true; }
+  [[nodiscard]] bool releases_every_instance() const noexcept override { return true; }
   void ordered_finished(Instance& in) noexcept override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                           bool& waits) const override;

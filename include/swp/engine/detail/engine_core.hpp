@@ -75,7 +75,12 @@ struct alignas(64) IterationSync {
   std::size_t slot = 0;
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<std::uint64_t> generation;      // event generation each task recorded (0: none)
-  alignas(64) std::atomic<int> remaining{0};  // instances not finished yet
+  // Instances whose finish counts towards the iteration's completion and that have not
+  // finished yet. Under a policy that releases every instance (data-flow) only the sinks
+  // count (instances with no intra-iteration dependent): every other instance's last touch of
+  // the core is its count-down of its last dependent, which some sink's finish follows.
+  // Otherwise (clock) every instance counts.
+  alignas(64) std::atomic<int> remaining{0};
   // The iteration whose instances all finished, stored by its last finisher after its
   // decrement (its last touch of the core). Apart from `remaining`: the caller polls this
   // line, which is written once per iteration, while the finishing threads decrement
@@ -326,8 +331,13 @@ class EngineCore {
     // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
     // and event generation, the admission's fields); the last one acquires them all. A
     // counter of one event has no other decrement to order with, and the release of the
-    // instance (a lane's queue) publishes the rest.
-    return info_[in.task].counts_one || in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
+    // instance (a lane's queue) publishes the rest. A counter found at 1 waits only for this
+    // call (the others all counted, and the acquire load sees their writes as the last
+    // decrement would): nobody else touches it until it is re-armed, so no read-modify-write
+    // (the clock's start token, usually given after its producers finished, and the last of
+    // several producers).
+    return info_[in.task].counts_one || in.pending.load(std::memory_order_acquire) == 1 ||
+           in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
   }
   void rearm(Instance& in) noexcept {
     in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
@@ -337,11 +347,23 @@ class EngineCore {
     if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
   }
   void submit(Instance& in, bool step_ending = false) noexcept;
+  // The data-flow release of an instance whose counter reached zero (DataFlowRelease::ready;
+  // inline here, so the hot path needs no virtual call to get there). Nothing decrements the
+  // entry's next iteration before this instance finished (see Instance), so it is re-armed
+  // now; ordered instances are released one after the other, so turns go out in (iteration,
+  // rank) order.
+  void release_now(Instance& in, bool step_ending) noexcept {
+    rearm(in);
+    assign_turn(in);
+    submit(in, step_ending);
+  }
   // The instance holds its lane and waits for producer `dep` of iteration `iter`.
   void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
   [[nodiscard]] InstanceState state_at(TaskIndex t, std::int64_t iter) const noexcept;
   // Dependencies done: stream waits (phase 2), the turn, then the body.
   void proceed(Instance& in) noexcept;
+  // proceed() past the common case: trouble, device waits, a turn to take.
+  [[gnu::noinline]] void proceed_guarded(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
   // The NVTX range of `in` starting (ranges on) and ending (if it has one).
   void start_range(Instance& in, bool serial) const noexcept;
@@ -353,6 +375,10 @@ class EngineCore {
   struct TaskInfo;
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
   void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
+  // finish() past the common case: device work to record, a turn to pass on, an error, an
+  // NVTX range, an observer.
+  [[gnu::noinline]] void finish_guarded(Instance& in, const std::exception_ptr& error,
+                                        bool own) noexcept;
   Co<void> await_turn(Instance& in);
   // Device back-pressure: whether iteration iter's device work is complete, and waiting (with
   // the retire deadline) until iteration iter's context slot is free.
@@ -411,6 +437,8 @@ class EngineCore {
   void begin_run();
   // progress() and drain() without refuse_blocking (the destructor's drain, next() on sim).
   std::optional<std::int64_t> retire_next();
+  // retire_next inside the scheduler's driving section.
+  std::optional<std::int64_t> retire_next_driving();
   void end_run();
   // Throws PipelineStateError when `would_wait` and the calling thread must not block.
   void refuse_blocking(const char* call, bool would_wait) const;
@@ -479,12 +507,16 @@ class EngineCore {
     // touch it, so it takes no atomic decrement (see count_down).
     bool counts_one = false;
     bool ordered = false;
+    // Its finish counts towards its iteration's completion (IterationSync::remaining).
+    bool counts_completion = true;
   };
 
   std::vector<TaskIndex> serial_order_;  // topological order of intra deps, by name
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
   std::vector<TaskInfo> info_;
   std::size_t depth_ = 1;  // iterations in flight at most
+  // How many instances of an iteration count towards its completion (counts_completion).
+  int completion_count_ = 0;
   std::vector<Slot> slots_;
   std::vector<Sync> sync_;
   SubmissionSequencer sequencer_;
@@ -524,7 +556,8 @@ class EngineCore {
   // (proceed, finish) before it looks at the stop signal and at its dependencies' outcomes.
   // Set before the stop is requested and before a failed instance counts down its consumers.
   std::atomic<bool> trouble_{false};
-  // The release policy's start is proceed (data-flow): no virtual call to get there.
+  // The release policy's start is proceed and its ready is release_now (data-flow): no
+  // virtual call to get to either.
   bool start_proceeds_ = false;
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;

@@ -42,8 +42,14 @@ class ReleasePolicy {
   /// Its lane starts `in`: it proceeds now (EngineCore::proceed) or, when its dependencies
   /// are not done yet, holds the lane until the last of them continues it.
   virtual void start(Instance& in) noexcept = 0;
-  /// Whether `start` is just EngineCore::proceed (the core then calls that directly).
+  /// Whether `start` is just EngineCore::proceed and `ready` just EngineCore::release_now (the
+  /// core then calls those directly).
   [[nodiscard]] virtual bool start_proceeds() const noexcept { return false; }
+  /// Whether every instance of an admitted iteration is released sooner or later, failures
+  /// included (data-flow). Then an iteration's completion needs counting only at its sinks
+  /// (see IterationSync::remaining); otherwise (clock: a stopped run releases no more
+  /// periods) every instance counts, so a drain can tell the released ones finished.
+  [[nodiscard]] virtual bool releases_every_instance() const noexcept { return false; }
   /// The globally ordered instance `in` finished.
   virtual void ordered_finished(Instance& in) noexcept = 0;
   /// For the hang report: what else an instance not released yet waits for (appended to
