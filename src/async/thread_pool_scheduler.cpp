@@ -39,6 +39,10 @@ struct PoolContext {
   PoolQueue* watched = nullptr;
   std::uint32_t watched_progress = 0;
   std::uint32_t rng = 0x9e3779b9;  // victim choice
+  // Open PostBatch scopes on this thread, and whether a post inside them is still to be
+  // announced (end_post_batch).
+  unsigned batch_depth = 0;
+  bool wake_owed = false;
 };
 
 }  // namespace detail
@@ -166,11 +170,16 @@ void ThreadPoolScheduler::post(Runnable& r) noexcept {
     wake_helper();
     return;
   }
-  if (&r == c->running || c->running == nullptr) {
+  if (&r == c->running || c->running == nullptr || c->batch_depth > 0) {
     // A runnable re-posting itself (a lane with more steps): to the back of the queue, behind
     // the work it woke, so it cannot keep the thread to itself. A post outside any runnable
     // (a driving section admitting work) continues nothing: the queue keeps its order.
+    // In a batch, every post keeps the order, announced when the batch ends.
     push_local(*c, r);
+    if (c->batch_depth > 0) {
+      c->wake_owed = true;
+      return;
+    }
     detail::seq_cst_fence();  // as above
     wake_helper();
     return;
@@ -411,6 +420,19 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
 }
 
 void ThreadPoolScheduler::wake_drivers() noexcept { idle_drivers_.notify_all_after_fence(); }
+
+void ThreadPoolScheduler::begin_post_batch() noexcept {
+  Context* c = current;
+  if (c != nullptr && c->scheduler == this && c->queue != nullptr) ++c->batch_depth;
+}
+
+void ThreadPoolScheduler::end_post_batch() noexcept {
+  Context* c = current;
+  if (c == nullptr || c->scheduler != this || c->queue == nullptr || c->batch_depth == 0) return;
+  if (--c->batch_depth > 0 || !std::exchange(c->wake_owed, false)) return;
+  detail::seq_cst_fence();  // orders the pushes before wake_helper's loads (as in post())
+  wake_helper();
+}
 
 ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
   const unsigned first = worker_count_;

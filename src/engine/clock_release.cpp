@@ -32,7 +32,6 @@ void ClockRelease::reset() {
   last_admit_period_ = -1;
   // Lookups reach back S periods (the gate) and max_stage periods (releases): no aliasing.
   period_iter_.assign(slots + static_cast<std::size_t>(max_stage_) + 1, -1);
-  released_.assign(core_.sync_.size(), 0);
   admit_period_.assign(core_.sync_.size(), -1);
 }
 
@@ -51,7 +50,6 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   Instance& in = *core_.sync_of(iter).instances[task];
   core_.assign_turn(in);
-  ++released_[in.entry];
   core_.submit(in);
 }
 
@@ -68,6 +66,8 @@ void ClockRelease::advance() {
     if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
     const bool in_flight_need = needed(period);
     if (in_flight_need) {
+      // Announced to idle threads once, before the source runs (which may block).
+      const Scheduler::PostBatch batch(c.runtime().scheduler());
       for (TaskIndex t : order_) {
         const std::int64_t from = period - graph.stage(t);
         if (graph.stage(t) == 0 || from < 0) continue;
@@ -85,8 +85,7 @@ void ClockRelease::advance() {
     period_iter_[static_cast<std::size_t>(period) % period_iter_.size()] = admitted;
     ++next_period_;
     if (admitted < 0) continue;  // a bubble: the next period may release more
-    const auto entry = static_cast<std::size_t>(admitted) % released_.size();
-    released_[entry] = 0;
+    const auto entry = static_cast<std::size_t>(admitted) % admit_period_.size();
     admit_period_[entry] = period;
     last_admit_period_ = period;
     for (TaskIndex t : order_)
@@ -95,18 +94,26 @@ void ClockRelease::advance() {
 }
 
 bool ClockRelease::drained() const noexcept {
-  // Periods release an iteration's instances over several retirements: drained when every
-  // released one finished.
-  const int n = static_cast<int>(core_.graph().size());
-  for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter) {
-    const auto entry = static_cast<std::size_t>(iter) % released_.size();
-    // A whole iteration is drained once its last finisher let go (`completed`).
-    if (released_[entry] == n ? !core_.complete(iter)
-                              : n - core_.sync_of(iter).remaining.load(std::memory_order_seq_cst) !=
-                                    released_[entry])
-      return false;
-  }
+  // Every instance of an iteration in flight is released (by its period, or by release_rest
+  // once the run stopped), so each iteration completes.
+  for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
+    if (!core_.complete(iter)) return false;
   return true;
+}
+
+void ClockRelease::release_rest() {
+  // The periods that would have opened, opened now in their order: an instance still goes to
+  // its lane after its producers (lanes keep the period order), so none parks for good.
+  const PlanGraph& graph = core_.graph();
+  for (std::int64_t period = next_period_; period <= last_admit_period_ + max_stage_; ++period) {
+    for (TaskIndex t : order_) {
+      const std::int64_t from = period - graph.stage(t);
+      if (graph.stage(t) == 0 || from < 0 || from > last_admit_period_) continue;
+      const std::int64_t iter = period_iter_[static_cast<std::size_t>(from) % period_iter_.size()];
+      if (iter >= core_.oldest_) release(t, iter);
+    }
+  }
+  next_period_ = std::max(next_period_, last_admit_period_ + max_stage_ + 1);
 }
 
 void ClockRelease::ready(Instance& in, bool) noexcept {

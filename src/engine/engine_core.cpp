@@ -15,6 +15,10 @@ namespace {
 const std::exception_ptr no_error;
 }  // namespace
 
+// What EngineCore::waiting_thread_ holds for this thread (initial-exec: read on the hot path
+// from the shared library without a __tls_get_addr call).
+[[gnu::tls_model("initial-exec")]] thread_local const char this_thread_marker = 0;
+
 Instance::Instance() = default;
 Instance::~Instance() = default;
 
@@ -556,12 +560,14 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   // Read before the decrement: after it, `this` may be gone.
   const bool stopping = trouble_.load(std::memory_order_acquire);
   const bool last = completion_count_ == 1;
+  const bool waiter_is_here =
+      waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
   // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()). The
   // only instance that counts needs no read-modify-write; `completed` is stored once, and
   // notify()'s fence orders it before the look for waiters.
   if (last || sync.remaining.fetch_sub(1, std::memory_order_seq_cst) == 1) {
     sync.completed.store(iter, std::memory_order_release);
-    scheduler.notify();
+    if (!waiter_is_here) scheduler.notify();
   } else if (stopping) {
     scheduler.notify();
   }

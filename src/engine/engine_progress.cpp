@@ -299,7 +299,22 @@ std::optional<std::int64_t> EngineCore::retire_next() {
   return retired;
 }
 
+// Marks the calling thread as the one waiting in retire_next (see waiting_thread_).
+class EngineCore::WaitingThread {
+ public:
+  explicit WaitingThread(EngineCore& core) : core_(core) {
+    core_.waiting_thread_.store(&this_thread_marker, std::memory_order_relaxed);
+  }
+  ~WaitingThread() { core_.waiting_thread_.store(nullptr, std::memory_order_relaxed); }
+  WaitingThread(const WaitingThread&) = delete;
+  WaitingThread& operator=(const WaitingThread&) = delete;
+
+ private:
+  EngineCore& core_;
+};
+
 std::optional<std::int64_t> EngineCore::retire_next_driving() {
+  const WaitingThread waiting(*this);
   begin_run();
   std::optional<Clock::time_point> started;  // see retire_time_left
   for (;;) {
@@ -330,6 +345,7 @@ std::optional<std::int64_t> EngineCore::retire_next_driving() {
       time_out_retire();
   }
   stop_source();
+  release_->release_rest();
   abort_run(wait_drained());
 }
 
@@ -376,6 +392,7 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
     }
   }
   stop_source();
+  release_->release_rest();
   abort_run(co_await AsyncWait(*this, &EngineCore::drained, timeouts_.drain));
 }
 

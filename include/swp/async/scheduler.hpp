@@ -59,6 +59,23 @@ class Scheduler {
   /// Example: `scheduler.drive_section([&] { admit(); scheduler.drive_until(done, t); });`
   virtual void drive_section(detail::FunctionRef<void()> section) { section(); }
 
+  /// Posts made on this thread while a PostBatch lives are announced to other threads once,
+  /// when the (outermost) batch ends, instead of once each: one fence and one look for idle
+  /// threads per batch. Nothing may block while a batch is open (the posts may be hidden
+  /// from idle threads until it ends). Batches nest.
+  ///
+  /// Example: `{ Scheduler::PostBatch batch(scheduler); a.submit(j1); b.submit(j2); }`
+  class PostBatch {
+   public:
+    explicit PostBatch(Scheduler& s) noexcept : scheduler_(s) { scheduler_.begin_post_batch(); }
+    ~PostBatch() { scheduler_.end_post_batch(); }
+    PostBatch(const PostBatch&) = delete;
+    PostBatch& operator=(const PostBatch&) = delete;
+
+   private:
+    Scheduler& scheduler_;
+  };
+
   /// Wakes threads inside `drive_until` so they evaluate `done()` again, and posts every
   /// Runnable parked with `park_unless`. Any thread. When none waits it costs one fence and
   /// a load or two, so it can follow every task completion.
@@ -113,6 +130,9 @@ class Scheduler {
   /// The scheduler's part of notify(): wake the threads waiting in drive_until. Called after
   /// notify()'s seq_cst fence, so an implementation may read its waiter count relaxed.
   virtual void wake_drivers() noexcept = 0;
+  /// A PostBatch begins / ends on this thread (the default announces every post at once).
+  virtual void begin_post_batch() noexcept {}
+  virtual void end_post_batch() noexcept {}
 
  private:
   void post_parked() noexcept {

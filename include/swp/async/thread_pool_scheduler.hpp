@@ -111,6 +111,10 @@ class ThreadPoolScheduler final : public Scheduler {
  protected:
   /// Wakes parked drivers; relies on the fence at the start of Scheduler::notify().
   void wake_drivers() noexcept override;
+  /// Posts from a thread with a run queue of this scheduler go to it unannounced while a
+  /// batch is open; the batch's end announces them once. Elsewhere, posts announce at once.
+  void begin_post_batch() noexcept override;
+  void end_post_batch() noexcept override;
 
  private:
   using Queue = detail::PoolQueue;

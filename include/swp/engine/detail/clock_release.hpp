@@ -26,6 +26,9 @@ class ClockRelease final : public ReleasePolicy {
   void ready(Instance& in, bool step_ending) noexcept override;
   void start(Instance& in) noexcept override;
   void ordered_finished(Instance& in) noexcept override;
+  [[nodiscard]] bool releases_every_instance() const noexcept override { return true; }
+  // The periods the stopped run will not open, released at once (in period order).
+  void release_rest() override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                           bool& waits) const override;
 
@@ -41,7 +44,6 @@ class ClockRelease final : public ReleasePolicy {
 
   EngineCore& core_;
   std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)
-  std::vector<int> released_;     // per sync entry: instances released of its iteration
   // Periods and iterations part ways when the source answers "not yet": a period then opens
   // without admitting (a bubble) if an iteration in flight needs its later stages released,
   // and an iteration admitted at period a has its stage-k tasks released at period a + k.

@@ -60,6 +60,9 @@ enum class InstanceState : std::uint8_t {
 class EngineCore;
 struct Instance;
 
+/// This thread's marker for EngineCore::waiting_thread_ (its address names the thread).
+[[gnu::tls_model("initial-exec")]] extern thread_local const char this_thread_marker;
+
 /// Synchronization state of one iteration: instances, events. The core has one more of these
 /// than context slots, so that the state of iteration i - 1 stays intact until iteration i
 /// retired: inter-iteration dependencies read it without racing slot reuse.
@@ -562,6 +565,15 @@ class EngineCore {
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;
   bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
+
+  // The thread waiting in progress() (retire_next) for this pipeline's iterations, as the
+  // address of its thread_local marker (nullptr: none, or the waiter holds no thread). An
+  // instance that completes an iteration on that very thread calls no notify(): the waiter
+  // looks at `completed` itself when the runnable returns, and nobody else waits for it.
+  // relaxed: only the waiting thread stores its own marker, so a thread reading its own
+  // address reads its own latest store; any other value means "notify".
+  std::atomic<const void*> waiting_thread_{nullptr};
+  class WaitingThread;
 
   // The failure record: the first root cause wins.
   mutable SpinLock failure_lock_;

@@ -46,10 +46,15 @@ class ReleasePolicy {
   /// core then calls those directly).
   [[nodiscard]] virtual bool start_proceeds() const noexcept { return false; }
   /// Whether every instance of an admitted iteration is released sooner or later, failures
-  /// included (data-flow). Then an iteration's completion needs counting only at its sinks
-  /// (see IterationSync::remaining); otherwise (clock: a stopped run releases no more
-  /// periods) every instance counts, so a drain can tell the released ones finished.
+  /// included (after release_rest on a stopped run). Then an iteration's completion needs
+  /// counting only at its sinks (see IterationSync::remaining); otherwise every instance
+  /// counts, so a drain can tell the released ones finished.
   [[nodiscard]] virtual bool releases_every_instance() const noexcept { return false; }
+  /// The run stopped (failed, cancelled, timed out) and no more iterations are admitted:
+  /// release every instance of the iterations in flight that is not released yet, so each
+  /// finishes (cancelled, without its body) and the drain sees every iteration complete.
+  /// Called on the driving thread before it waits for the drain.
+  virtual void release_rest() {}
   /// The globally ordered instance `in` finished.
   virtual void ordered_finished(Instance& in) noexcept = 0;
   /// For the hang report: what else an instance not released yet waits for (appended to
