@@ -3,6 +3,7 @@
 #include "swp/engine/detail/clock_release.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <ostream>
 
 #include "swp/core/enqueue_order.hpp"
@@ -15,6 +16,14 @@ ClockRelease::ClockRelease(EngineCore& core)
       order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {
   for (TaskIndex t = 0; t < core.graph().size(); ++t)
     max_stage_ = std::max(max_stage_, core.graph().stage(t));
+  for (TaskIndex t : order_) {
+    const int stage = core.graph().stage(t);
+    if (stage == 0) {
+      first_.push_back(t);
+    } else {
+      later_.push_back({t, stage});
+    }
+  }
 }
 
 std::unique_ptr<ReleasePolicy> ClockRelease::make(EngineCore& core) {
@@ -31,14 +40,15 @@ void ClockRelease::reset() {
   next_period_ = 0;
   last_admit_period_ = -1;
   // Lookups reach back S periods (the gate) and max_stage periods (releases): no aliasing.
-  period_iter_.assign(slots + static_cast<std::size_t>(max_stage_) + 1, -1);
+  period_iter_.assign(std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1), -1);
+  period_mask_ = period_iter_.size() - 1;
   admit_period_.assign(core_.sync_.size(), -1);
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
   const std::int64_t gate = period - static_cast<std::int64_t>(core_.depth_);
   if (gate < 0) return true;
-  const std::int64_t iter = period_iter_[static_cast<std::size_t>(gate) % period_iter_.size()];
+  const std::int64_t iter = iter_of_period(gate);
   return iter < core_.oldest_;  // -1 (a bubble) included
 }
 
@@ -59,7 +69,6 @@ void ClockRelease::advance() {
   // Deferring stage-0 tasks keeps the order topological: nothing else in this period depends
   // on the new iteration.
   EngineCore& c = core_;
-  const PlanGraph& graph = c.graph();
   c.starved_ = false;  // set again if the source answers "not yet" below
   for (;;) {
     const std::int64_t period = next_period_;
@@ -68,11 +77,11 @@ void ClockRelease::advance() {
     if (in_flight_need) {
       // Announced to idle threads once, before the source runs (which may block).
       const Scheduler::PostBatch batch(c.runtime().scheduler());
-      for (TaskIndex t : order_) {
-        const std::int64_t from = period - graph.stage(t);
-        if (graph.stage(t) == 0 || from < 0) continue;
-        const std::int64_t iter = period_iter_[static_cast<std::size_t>(from) % period_iter_.size()];
-        if (iter >= c.oldest_) release(t, iter);
+      for (const Later& later : later_) {
+        const std::int64_t from = period - later.stage;
+        if (from < 0) continue;
+        const std::int64_t iter = iter_of_period(from);
+        if (iter >= c.oldest_) release(later.task, iter);
       }
     }
     std::int64_t admitted = -1;
@@ -82,14 +91,13 @@ void ClockRelease::advance() {
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;
-    period_iter_[static_cast<std::size_t>(period) % period_iter_.size()] = admitted;
+    period_iter_[static_cast<std::size_t>(period) & period_mask_] = admitted;
     ++next_period_;
     if (admitted < 0) continue;  // a bubble: the next period may release more
     const auto entry = static_cast<std::size_t>(admitted) % admit_period_.size();
     admit_period_[entry] = period;
     last_admit_period_ = period;
-    for (TaskIndex t : order_)
-      if (graph.stage(t) == 0) release(t, admitted);
+    for (TaskIndex t : first_) release(t, admitted);
   }
 }
 
@@ -104,13 +112,12 @@ bool ClockRelease::drained() const noexcept {
 void ClockRelease::release_rest() {
   // The periods that would have opened, opened now in their order: an instance still goes to
   // its lane after its producers (lanes keep the period order), so none parks for good.
-  const PlanGraph& graph = core_.graph();
   for (std::int64_t period = next_period_; period <= last_admit_period_ + max_stage_; ++period) {
-    for (TaskIndex t : order_) {
-      const std::int64_t from = period - graph.stage(t);
-      if (graph.stage(t) == 0 || from < 0 || from > last_admit_period_) continue;
-      const std::int64_t iter = period_iter_[static_cast<std::size_t>(from) % period_iter_.size()];
-      if (iter >= core_.oldest_) release(t, iter);
+    for (const Later& later : later_) {
+      const std::int64_t from = period - later.stage;
+      if (from < 0 || from > last_admit_period_) continue;
+      const std::int64_t iter = iter_of_period(from);
+      if (iter >= core_.oldest_) release(later.task, iter);
     }
   }
   next_period_ = std::max(next_period_, last_admit_period_ + max_stage_ + 1);

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -493,4 +494,78 @@ TEST_CASE("more threads than max_drivers can drive at once, each helped to its r
   }
   for (auto& t : threads) t.join();
   CHECK(ok.load() == static_cast<int>(drivers));
+}
+
+TEST_CASE("posts from a drive_section outside any runnable run in their order on the calling thread") {
+  swp::ThreadPoolScheduler pool(0);
+  std::vector<int> log;
+  auto rs = logging(pool, log, 3);
+  bool ran = false;
+  pool.drive_section([&] {
+    for (auto& r : rs) pool.post(*r);
+    // Not in the slot (which would run the newest first): nothing posted here continues
+    // a runnable.
+    ran = pool.drive_until([&] { return log.size() == 3; }, swp::Clock::now() + 30s);
+  });
+  CHECK(ran);
+  CHECK(log == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("drive_section propagates what its section throws and leaves the scheduler usable") {
+  swp::ThreadPoolScheduler pool(0);
+  CountingRunnable r;
+  CHECK_THROWS_AS(pool.drive_section([&] {
+    pool.post(r);
+    throw std::runtime_error("section failed");
+  }),
+                  std::runtime_error);
+  // What the section posted is still in the queue it left: the next drive runs it.
+  CHECK(pool.drive_until([&] { return r.runs.load() == 1; }, swp::Clock::now() + 30s));
+}
+
+TEST_CASE("work a drive_section posted and left behind runs on a worker") {
+  swp::ThreadPoolScheduler pool(1);
+  CountingRunnable r;
+  pool.drive_section([&] { pool.post(r); });
+  CHECK(eventually([&] { return r.runs.load() == 1; }));
+  CHECK(r.ran_on.load() != std::this_thread::get_id());
+}
+
+TEST_CASE("posts in a PostBatch keep their order and each runs once") {
+  swp::ThreadPoolScheduler pool(0);
+  std::vector<int> log;
+  auto rs = logging(pool, log, 4);
+  struct Batcher final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    std::vector<int>* log = nullptr;
+    std::vector<swp::Runnable*> posts;
+    void run() noexcept override {
+      log->push_back(0);
+      const swp::Scheduler::PostBatch outer(*scheduler);
+      const swp::Scheduler::PostBatch inner(*scheduler);  // batches nest
+      for (swp::Runnable* r : posts) scheduler->post(*r);
+    }
+  } batcher;
+  batcher.scheduler = &pool;
+  batcher.log = &log;
+  for (auto& r : rs) batcher.posts.push_back(r.get());
+  pool.post(batcher);
+  CHECK(pool.drive_until([&] { return log.size() == 5; }, swp::Clock::now() + 30s));
+  // Outside a batch the newest post would run first (the slot); a batch keeps the order.
+  CHECK(log == std::vector<int>{0, 1, 2, 3, 4});
+}
+
+TEST_CASE("a PostBatch announces its posts to idle workers when it ends") {
+  // The driver posts in a batch and leaves without driving: only the announcement at the
+  // batch's end can make the parked worker look.
+  swp::ThreadPoolScheduler pool(1, std::chrono::microseconds(0));
+  std::this_thread::sleep_for(20ms);  // the worker parks
+  CountingRunnable a;
+  CountingRunnable b;
+  pool.drive_section([&] {
+    const swp::Scheduler::PostBatch batch(pool);
+    pool.post(a);
+    pool.post(b);
+  });
+  CHECK(eventually([&] { return a.runs.load() == 1 && b.runs.load() == 1; }));
 }

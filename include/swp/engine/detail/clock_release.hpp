@@ -44,10 +44,24 @@ class ClockRelease final : public ReleasePolicy {
 
   EngineCore& core_;
   std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)
+  // order_ split: the stage-0 tasks (released with their iteration's admission), and the
+  // others with their stage (released by the periods after it), each in order_'s order.
+  struct Later {
+    TaskIndex task;
+    int stage;
+  };
+  std::vector<TaskIndex> first_;
+  std::vector<Later> later_;
   // Periods and iterations part ways when the source answers "not yet": a period then opens
   // without admitting (a bubble) if an iteration in flight needs its later stages released,
   // and an iteration admitted at period a has its stage-k tasks released at period a + k.
-  std::vector<std::int64_t> period_iter_;   // ring: the iteration period p admitted (-1: none)
+  // Ring (a power of two long, indexed with period_mask_): the iteration period p admitted
+  // (-1: none).
+  std::vector<std::int64_t> period_iter_;
+  std::size_t period_mask_ = 0;
+  [[nodiscard]] std::int64_t iter_of_period(std::int64_t period) const noexcept {
+    return period_iter_[static_cast<std::size_t>(period) & period_mask_];
+  }
   std::vector<std::int64_t> admit_period_;  // per sync entry: the period its iteration came in
   std::int64_t next_period_ = 0;
   std::int64_t last_admit_period_ = -1;
