@@ -206,7 +206,9 @@ bool EngineCore::prepare(std::int64_t iter) {
   sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.
-  sync.remaining.store(completion_count_, std::memory_order_relaxed);
+  sync.counts_all = observer_ != nullptr;
+  sync.remaining.store(sync.counts_all ? static_cast<int>(graph_.size()) : completion_count_,
+                       std::memory_order_relaxed);
   return true;
 }
 
@@ -539,7 +541,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
     for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
   }
   if (info.ordered) release_->ordered_finished(in);
-  if (!info.counts_completion) {
+  if (!info.counts_completion && !sync.counts_all) {
     // Not a sink, under a policy that releases every instance: a sink of this iteration
     // finishes only after the count-down of this instance's last dependent, which may let the
     // caller retire the iteration and destroy the pipeline. That count-down (and the release
@@ -559,7 +561,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   Scheduler& scheduler = runtime_.scheduler();
   // Read before the decrement: after it, `this` may be gone.
   const bool stopping = trouble_.load(std::memory_order_acquire);
-  const bool last = completion_count_ == 1;
+  const bool last = !sync.counts_all && completion_count_ == 1;
   const bool waiter_is_here =
       waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
   // seq_cst: the scheduler's contract for conditions its waiters evaluate (see notify()). The

@@ -96,6 +96,10 @@ struct alignas(64) IterationSync {
   // no_failure. Set before the failing instance counts down its consumers.
   static constexpr TaskIndex no_failure = static_cast<TaskIndex>(-1);
   std::atomic<TaskIndex> failed_task{no_failure};
+  // Every instance counts towards `remaining` in this iteration, not only the sinks (an
+  // observer was attached when it was admitted; see EngineCore::completion_count_).
+  // Written at admission, before anything of it is released.
+  bool counts_all = false;
 };
 
 /// Wakes the thread waiting in a scheduler's drive_until when an event it needs completes.
@@ -520,6 +524,9 @@ class EngineCore {
   std::size_t depth_ = 1;  // iterations in flight at most
   // How many instances of an iteration count towards its completion (counts_completion).
   int completion_count_ = 0;
+  // With an observer attached, an iteration counts every instance (IterationSync::counts_all):
+  // submit() tells the observer under observer_mutex_, which a releasing instance still holds
+  // after its successor went to its lane, so its own decrement must come after that.
   std::vector<Slot> slots_;
   std::vector<Sync> sync_;
   SubmissionSequencer sequencer_;
