@@ -19,10 +19,10 @@ using detail::StreamItem;
 
 class HostStream final : public Stream, private EventWaiter {
  public:
-  // The thread starts with the stream's first queued item (push): a stream that never gets
-  // work (the "default" stream of a plan whose tasks all name their own) costs no thread.
   HostStream(std::string name, ThreadStartHook on_start)
-      : Stream(std::move(name)), on_start_(std::move(on_start)) {}
+      : Stream(std::move(name)), on_start_(std::move(on_start)) {
+    worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+  }
 
   ~HostStream() override {
     worker_.request_stop();
@@ -79,10 +79,6 @@ class HostStream final : public Stream, private EventWaiter {
     {
       std::lock_guard lock(mutex_);
       items_.push_back(std::move(item));
-      // Under the lock: pushes may race. record() queues only behind an item (or a busy
-      // worker), so the thread exists whenever anything is queued.
-      if (!worker_.joinable())
-        worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
     }
     changed_.notify_all();
   }
@@ -174,8 +170,7 @@ class HostStream final : public Stream, private EventWaiter {
   Clock::time_point clock_{};       // emulated device clock: end of the last item (worker only)
   Clock::time_point idle_clock_{};  // clock_ as of the last finished item (under mutex_)
   ThreadStartHook on_start_;
-  // Last member: joined before the rest go. Started by the first push (under mutex_).
-  std::jthread worker_;
+  std::jthread worker_;        // last member: started after, and joined before, the rest
 };
 
 }  // namespace

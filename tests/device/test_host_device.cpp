@@ -72,20 +72,3 @@ TEST_CASE("a stream's wait takes swp::Event itself, and orders after another dev
   consumer->synchronize();
   CHECK(saw_produced);
 }
-
-TEST_CASE("a host stream starts its thread with its first item, not when it is made") {
-  std::atomic<int> started{0};
-  swp::HostDevice device;
-  device.on_thread_start([&](const swp::ThreadStart&) { started.fetch_add(1); });
-  auto stream = device.make_stream("idle");
-  swp::Event event;
-  // A record on a stream with nothing queued completes at once, and a synchronize waits for
-  // nothing: neither needs the thread.
-  const auto generation = stream->record(event);
-  CHECK(event.reached(generation));
-  stream->synchronize();
-  CHECK(started.load() == 0);
-  stream->enqueue_work(1us);
-  stream->synchronize();  // the item ran, on the stream's thread, which began with the hook
-  CHECK(started.load() == 1);
-}

@@ -168,8 +168,6 @@ TEST_CASE("a runtime's on_thread_start runs on every thread it starts, before it
     swp::Runtime rt({.workers = 1, .dedicated_lanes = {"io"}, .on_thread_start = hook});
     CHECK(wait_for(1) == Calls{{Role::worker, ""}});
     rt.lane("io");
-    // A stream's thread starts with its first item.
-    rt.stream("copy").enqueue_work(std::chrono::microseconds(1));
     rt.stream("copy").synchronize();
     std::atomic<bool> fired{false};
     rt.timers().schedule(swp::Clock::now(), [&] { fired.store(true); });
@@ -181,7 +179,6 @@ TEST_CASE("a runtime's on_thread_start runs on every thread it starts, before it
   }
   SUBCASE("a caller's scheduler: the streams' threads still") {
     swp::Runtime rt(std::make_unique<swp::ThreadPoolScheduler>(0), {.on_thread_start = hook});
-    rt.stream("compute").enqueue_work(std::chrono::microseconds(1));
     rt.stream("compute").synchronize();
     CHECK(wait_for(1) == Calls{{Role::stream, "compute"}});
   }
