@@ -64,6 +64,18 @@ Lane::Activity Lane::activity() const noexcept {
   return resumes_.empty() && continued_.empty() ? Activity::suspended : Activity::resumable;
 }
 
+void Lane::take_step(std::coroutine_handle<>& continuation, Job*& continued, Job*& job) noexcept {
+  if (!resumes_.empty()) {
+    continuation = resumes_.front();
+    resumes_.erase(resumes_.begin());
+  } else if (!continued_.empty()) {
+    continued = continued_.pop();
+  } else if (!in_job_ && !jobs_.empty()) {
+    job = jobs_.pop();
+    in_job_ = true;
+  }
+}
+
 void Lane::run() noexcept {
   std::coroutine_handle<> continuation;
   // acquire: pairs with the submitter's release store, so the job and the lane's state the
@@ -74,38 +86,48 @@ void Lane::run() noexcept {
     direct_.store(nullptr, std::memory_order_relaxed);  // no RMW: only this step clears it
   } else {
     std::lock_guard guard(lock_);
-    if (!resumes_.empty()) {
-      continuation = resumes_.front();
-      resumes_.erase(resumes_.begin());
-    } else if (!continued_.empty()) {
-      continued = continued_.pop();
-    } else if (!in_job_ && !jobs_.empty()) {
-      job = jobs_.pop();
-      in_job_ = true;
-    }
+    take_step(continuation, continued, job);
     stepping_ = true;
   }
-  // One step per run(): between steps the scheduler may hand this thread's next slot to other
-  // lanes, so a lane with a long queue cannot starve the lanes its jobs just woke.
-  if (continuation) {
-    continuation.resume();
-  } else if (continued != nullptr) {
-    continued->resume(*this);
-  } else if (job != nullptr) {
-    job->start(*this);
-  }
-  bool again = false;
-  {
-    std::lock_guard guard(lock_);
-    if (job_finished_) {
-      job_finished_ = false;
-      in_job_ = false;
+  for (unsigned steps = 1;; ++steps) {
+    if (continuation) {
+      continuation.resume();
+    } else if (continued != nullptr) {
+      continued->resume(*this);
+    } else if (job != nullptr) {
+      job->start(*this);
     }
-    again = has_step();
-    scheduled_ = again;
-    stepping_ = false;
+    bool again = false;
+    bool next_here = false;
+    {
+      std::lock_guard guard(lock_);
+      if (job_finished_) {
+        job_finished_ = false;
+        in_job_ = false;
+      }
+      again = has_step();
+      // Mostly one step per run(): between steps the scheduler may hand this thread's next
+      // slot to other lanes, so a lane with a long queue cannot starve the lanes its jobs just
+      // woke. When the step woke nothing that runs next on this thread, up to
+      // max_steps_in_a_row steps follow at once, taken under this same lock: a lane that has
+      // fallen behind (a clock pipeline's fill queues several jobs on each lane) catches up
+      // instead of re-posting itself, and being taken again, for every job.
+      if (again && steps < max_steps_in_a_row && scheduler_.nothing_next_here()) {
+        continuation = {};
+        continued = nullptr;
+        job = nullptr;
+        take_step(continuation, continued, job);
+        next_here = true;  // still scheduled, still stepping
+      } else {
+        scheduled_ = again;
+        stepping_ = false;
+      }
+    }
+    if (!next_here) {
+      if (again) scheduler_.post(*this);
+      return;
+    }
   }
-  if (again) scheduler_.post(*this);
 }
 
 }  // namespace swp

@@ -474,6 +474,13 @@ void ThreadPoolScheduler::release_driver_queue(Queue& q) noexcept {
   q.claimed.store(false, std::memory_order_release);
 }
 
+bool ThreadPoolScheduler::nothing_next_here() const noexcept {
+  const Context* c = current;
+  // relaxed: only this thread puts work in its own slot (see find_work).
+  return c != nullptr && c->scheduler == this && c->bypass == nullptr &&
+         (c->queue == nullptr || c->queue->slot.load(std::memory_order_relaxed) == nullptr);
+}
+
 void ThreadPoolScheduler::drive_section(detail::FunctionRef<void()> section) {
   DriverScope scope(*this);
   section();

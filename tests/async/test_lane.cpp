@@ -274,3 +274,59 @@ TEST_CASE("submit_next to a busy lane queues the job behind the lane's own") {
   CHECK(a.idle());
   CHECK(b.idle());
 }
+
+namespace {
+// Logs its id; at the end of its (synchronous) run, post_next's `next`.
+struct QuickJob final : swp::Lane::Job {
+  int id = 0;
+  std::vector<int>* log = nullptr;
+  swp::Scheduler* scheduler = nullptr;
+  swp::Runnable* next = nullptr;
+  void start(swp::Lane& lane) noexcept override {
+    log->push_back(id);
+    lane.finish_job();
+    if (next != nullptr) scheduler->post_next(*next);
+  }
+};
+// Logs its id and posts `posts` in order.
+struct PostingRunnable final : swp::Runnable {
+  int id = 0;
+  std::vector<int>* log = nullptr;
+  swp::Scheduler* scheduler = nullptr;
+  std::vector<swp::Runnable*> posts;
+  void run() noexcept override {
+    log->push_back(id);
+    for (swp::Runnable* r : posts) scheduler->post(*r);
+  }
+};
+}  // namespace
+
+TEST_CASE("a lane's queued jobs run in a row, unless a step handed its thread work to run next") {
+  // One thread. Job 1 hands the thread R (post_next): the lane's run ends there and R goes
+  // first. R posts Q1 then Q2: Q2 takes the thread's slot, Q1 goes to its ring, behind the
+  // re-posted lane. Q2 runs (the slot); then the lane: job 2 hands nothing over, so job 3
+  // follows in the same run, before Q1.
+  swp::ThreadPoolScheduler pool(0);
+  swp::Lane a(pool, "a");
+  std::vector<int> log;
+  PostingRunnable q1, q2, r;
+  q1.id = 201;
+  q2.id = 202;
+  r.id = 100;
+  for (PostingRunnable* p : {&q1, &q2, &r}) {
+    p->log = &log;
+    p->scheduler = &pool;
+  }
+  r.posts = {&q1, &q2};
+  QuickJob jobs[3];
+  for (int i = 0; i < 3; ++i) {
+    jobs[i].id = i + 1;
+    jobs[i].log = &log;
+    jobs[i].scheduler = &pool;
+  }
+  jobs[0].next = &r;
+  for (QuickJob& j : jobs) a.submit(j);
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  CHECK(log == std::vector<int>{1, 100, 202, 2, 3, 201});
+  CHECK(a.idle());
+}

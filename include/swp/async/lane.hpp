@@ -97,6 +97,11 @@ class Lane final : public Runnable, public Resumer {
 
  private:
   void submit(Job& job, bool next) noexcept;
+  // Steps one run() takes in a row at most, when nothing else waits to run next on its
+  // thread (Scheduler::nothing_next_here); otherwise one.
+  static constexpr unsigned max_steps_in_a_row = 4;
+  // Takes the next step (a continuation, the job to resume, or the next job); lock_ held.
+  void take_step(std::coroutine_handle<>& continuation, Job*& continued, Job*& job) noexcept;
   // Whether a step is pending; call with lock_ held.
   [[nodiscard]] bool has_step() const noexcept {
     return !resumes_.empty() || !continued_.empty() || (!in_job_ && !jobs_.empty());

@@ -59,6 +59,13 @@ class Scheduler {
   /// Example: `scheduler.drive_section([&] { admit(); scheduler.drive_until(done, t); });`
   virtual void drive_section(detail::FunctionRef<void()> section) { section(); }
 
+  /// Called from a runnable running on this scheduler: true when nothing was handed to the
+  /// calling thread to run right after it (no post_next bypass, no newly posted work that
+  /// continues it), so the runnable may go on with more of its own work instead of posting
+  /// itself again without keeping anything waiting (a Lane takes a few steps in a row then).
+  /// The default says false.
+  [[nodiscard]] virtual bool nothing_next_here() const noexcept { return false; }
+
   /// Posts made on this thread while a PostBatch lives are announced to other threads once,
   /// when the (outermost) batch ends, instead of once each: one fence and one look for idle
   /// threads per batch. Nothing may block while a batch is open (the posts may be hidden

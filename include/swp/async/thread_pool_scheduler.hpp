@@ -101,6 +101,9 @@ class ThreadPoolScheduler final : public Scheduler {
   /// the section go to it, and the drive_until calls inside use it without claiming again.
   void drive_section(detail::FunctionRef<void()> section) override;
 
+  /// No bypass and an empty slot on the calling thread (see Scheduler::nothing_next_here).
+  [[nodiscard]] bool nothing_next_here() const noexcept override;
+
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
 
   [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }
