@@ -77,12 +77,7 @@ void ClockRelease::advance() {
     if (in_flight_need) {
       // Announced to idle threads once, before the source runs (which may block).
       const Scheduler::PostBatch batch(c.runtime().scheduler());
-      for (const Later& later : later_) {
-        const std::int64_t from = period - later.stage;
-        if (from < 0) continue;
-        const std::int64_t iter = iter_of_period(from);
-        if (iter >= c.oldest_) release(later.task, iter);
-      }
+      release_later_stages(period);
     }
     std::int64_t admitted = -1;
     const std::int64_t next = c.next_admit_;
@@ -109,16 +104,21 @@ bool ClockRelease::drained() const noexcept {
   return true;
 }
 
+void ClockRelease::release_later_stages(std::int64_t period) {
+  for (const Later& later : later_) {
+    const std::int64_t from = period - later.stage;
+    // Only periods that admitted something hold an iteration (later ones are not opened yet).
+    if (from < 0 || from > last_admit_period_) continue;
+    const std::int64_t iter = iter_of_period(from);
+    if (iter >= core_.oldest_) release(later.task, iter);
+  }
+}
+
 void ClockRelease::release_rest() {
   // The periods that would have opened, opened now in their order: an instance still goes to
   // its lane after its producers (lanes keep the period order), so none parks for good.
   for (std::int64_t period = next_period_; period <= last_admit_period_ + max_stage_; ++period) {
-    for (const Later& later : later_) {
-      const std::int64_t from = period - later.stage;
-      if (from < 0 || from > last_admit_period_) continue;
-      const std::int64_t iter = iter_of_period(from);
-      if (iter >= core_.oldest_) release(later.task, iter);
-    }
+    release_later_stages(period);
   }
   next_period_ = std::max(next_period_, last_admit_period_ + max_stage_ + 1);
 }

@@ -39,6 +39,9 @@ class ClockRelease final : public ReleasePolicy {
   // Some iteration in flight still has a stage to release in `period`.
   [[nodiscard]] bool needed(std::int64_t period) const noexcept;
   void release(TaskIndex task, std::int64_t iter);
+  // Releases (task, period − stage) of every task of a later stage whose iteration is in
+  // flight (period's releases of iterations already admitted).
+  void release_later_stages(std::int64_t period);
   // Names a producer of `in` that had not finished when it parked (diagnosis, traces).
   void park(Instance& in) noexcept;
 
