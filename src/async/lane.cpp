@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "swp/async/detail/asymmetric_fence.hpp"
+
 namespace swp {
 
 Lane::Lane(Scheduler& scheduler, std::string name)
@@ -12,23 +14,74 @@ Lane::Lane(Scheduler& scheduler, std::string name)
 void Lane::submit(Job& job, bool next) noexcept {
   {
     std::lock_guard guard(lock_);
-    if (scheduled_ || in_job_) {
+    if (claim_ != nullptr) [[unlikely]] {
+      if (!submit_to_claimed(job)) return;
+      next = false;  // the job queued; the step that starts it is not the caller's successor
+    } else if (scheduled_ || in_job_) {
       jobs_.push(job);
       return;
+    } else {
+      // Idle: this job is the lane's next step, and nothing can come before it (a
+      // continuation needs a started job; later jobs queue behind it, seeing the lane
+      // scheduled). The step takes it without the lock: its state is set here, as the step's
+      // prologue would.
+      direct_.store(&job, std::memory_order_release);
+      in_job_ = true;
+      stepping_ = true;
+      scheduled_ = true;
     }
-    // Idle: this job is the lane's next step, and nothing can come before it (a continuation
-    // needs a started job; later jobs queue behind it, seeing the lane scheduled). The step
-    // takes it without the lock: its state is set here, as the step's prologue would.
-    direct_.store(&job, std::memory_order_release);
-    in_job_ = true;
-    stepping_ = true;
-    scheduled_ = true;
   }
   if (next) {
     scheduler_.post_next(*this);
   } else {
     scheduler_.post(*this);
   }
+}
+
+bool Lane::submit_to_claimed(Job& job) noexcept {
+  jobs_.push(job);
+  if (holder_.load(std::memory_order_relaxed) == nullptr) return false;  // revoked already
+  holder_.store(nullptr, std::memory_order_relaxed);
+  // The store-buffering pattern with the owner: it stores that its job holds the lane, then
+  // loads holder_; this stores holder_, then asks the owner. Either the owner sees the
+  // revocation (and ends the claim itself at that release or finish), or this sees its job.
+  // The lock stays held: the owner cannot end the claim, and with it go, meanwhile.
+  detail::heavy_fence();
+  if (claim_->holds_lane()) return false;  // its job's end ends the claim
+  return end_claim_locked();
+}
+
+bool Lane::end_claim_locked() noexcept {
+  claim_ = nullptr;
+  holder_.store(nullptr, std::memory_order_relaxed);
+  in_job_ = false;  // the claim's hold
+  if (scheduled_ || !has_step()) return false;
+  scheduled_ = true;
+  return true;
+}
+
+bool Lane::try_claim(const Claim& owner) noexcept {
+  if (!detail::asymmetric_fences_available()) return false;
+  std::lock_guard guard(lock_);
+  if (claim_ != nullptr || in_job_ || scheduled_ || has_step()) return false;
+  claim_ = &owner;
+  holder_.store(&owner, std::memory_order_relaxed);
+  in_job_ = true;
+  return true;
+}
+
+void Lane::end_claim(const Claim& owner) noexcept {
+  bool post = false;
+  {
+    std::lock_guard guard(lock_);
+    if (claim_ == &owner) post = end_claim_locked();
+  }
+  if (post) scheduler_.post(*this);
+}
+
+bool Lane::claimed_by(const Claim& owner) const noexcept {
+  std::lock_guard guard(lock_);
+  return claim_ == &owner;
 }
 
 void Lane::resume(std::coroutine_handle<> h) noexcept {

@@ -16,14 +16,14 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
     ordered_.push_back(t);
   }
   // The admission is a count of the join counter only where the instance could be counted
-  // down before its iteration is admitted: by the previous iteration (inter dependencies) or
-  // by the ordered chain. Any other instance hears only from producers of its own iteration,
+  // down before its iteration is admitted: by the previous iteration (inter dependencies, the
+  // lane edge) or by the ordered chain. Any other instance hears only from producers of its own iteration,
   // which run after the admission, so its counter needs no token (one atomic read-modify-write
   // per instance less); one that has no producers at all is released by the admission itself.
   admission_.resize(core.graph().size());
   for (TaskIndex t = 0; t < core.graph().size(); ++t) {
     const auto& info = core.info_[t];
-    if (!info.inter.empty() || rank_[t] >= 0) {
+    if (!info.inter.empty() || info.claim != nullptr || rank_[t] >= 0) {
       admission_[t] = Admission::token;
       admitted_.push_back(t);
     } else if (info.intra.empty()) {

@@ -3,6 +3,10 @@
 #include "swp/engine/detail/engine_core.hpp"
 
 #include <algorithm>
+#include <map>
+#include <string_view>
+
+#include "swp/async/detail/asymmetric_fence.hpp"
 
 #include "swp/engine/errors.hpp"
 #include "swp/engine/task_scope.hpp"
@@ -24,6 +28,7 @@ Instance::~Instance() = default;
 
 void Instance::start(Lane&) noexcept { core->start_instance(*this); }
 void Instance::resume(Lane&) noexcept { core->resume_instance(*this); }
+void Instance::run() noexcept { core->start_instance(*this); }
 
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release,
                        std::size_t slots, FrontEnd& front)
@@ -42,9 +47,22 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].inter = graph_.inter_deps(t);
   }
   serial_order_ = graph_.topological_order();
+  // Lane edges (see LaneClaim) before the policy is made: its admission counts them.
+  std::map<std::string_view, int> tasks_on_lane;
+  for (TaskIndex t = 0; t < n; ++t) ++tasks_on_lane[graph_.lane(t)];
+  for (TaskIndex t = 0; t < n; ++t) {
+    if (info_[t].ordered || tasks_on_lane[graph_.lane(t)] != 1) continue;
+    claims_.push_back(std::make_unique<LaneClaim>(*this, t));
+    info_[t].claim = claims_.back().get();
+  }
   // Before the counters are armed: the policy says what they count besides dependencies.
   release_ = release(*this);
   start_proceeds_ = release_->start_proceeds();
+  if (!start_proceeds_) {
+    // The clock engine's lanes keep the order its periods release in: no lane edges.
+    for (TaskInfo& info : info_) info.claim = nullptr;
+    claims_.clear();
+  }
   intra_succ_.resize(n);
   inter_succ_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {
@@ -123,12 +141,13 @@ void EngineCore::shut_down() noexcept {
   // under them. Waiting has a deadline (drain) like every wait; past it the process ends
   // loudly.
   if (!wait_drained()) die_undrained();
+  end_claims();  // nothing of this run holds a lane now
 }
 
 int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
   const TaskInfo& info = info_[t];
   int n = static_cast<int>(info.intra.size());
-  if (iter > 0) n += static_cast<int>(info.inter.size());
+  if (iter > 0) n += static_cast<int>(info.inter.size()) + (info.claim != nullptr ? 1 : 0);
   return n + release_->extra_degree(t, iter);
 }
 
@@ -222,6 +241,7 @@ void EngineCore::check_fillable() {
           "run:" +
           diagnose());
     broken_ = false;
+    end_claims();
   }
   if (!filled_) return;
   // A run whose source ended and whose iterations all retired may go on with a new source.
@@ -242,6 +262,7 @@ void EngineCore::fill() {
   } else {
     std::lock_guard lock(live_mutex_);
     reset_run_state(next_admit_);
+    take_claims();
     live_.store(true, std::memory_order_release);
   }
   filled_ = true;
@@ -257,8 +278,16 @@ void EngineCore::begin_run() {
 void EngineCore::submit(Instance& in, bool step_ending) noexcept {
   in.set_state(InstanceState::queued);
   Lane& lane = *info_[in.task].lane;
+  const bool bypass = info_[in.task].claim != nullptr && claim_stands(in);
+  in.bypassed.store(bypass, std::memory_order_relaxed);
   if (observer_ == nullptr) {
-    if (step_ending) {
+    if (bypass) {
+      if (step_ending) {
+        lane.scheduler().post_next(in);
+      } else {
+        lane.scheduler().post(in);
+      }
+    } else if (step_ending) {
       lane.submit_next(in);
     } else {
       lane.submit(in);
@@ -268,7 +297,49 @@ void EngineCore::submit(Instance& in, bool step_ending) noexcept {
   // Several threads release onto one lane (data-flow): the observer sees the lane's order.
   std::lock_guard lock(observer_mutex_);
   observer_->task_released(in.task, in.iter(), lane);
-  lane.submit(in);
+  if (bypass) {
+    lane.scheduler().post(in);
+  } else {
+    lane.submit(in);
+  }
+}
+
+bool EngineCore::LaneClaim::holds_lane() const noexcept {
+  for (const Sync& sync : core_.sync_)
+    if (sync.instances[task_]->holds_lane()) return true;
+  return false;
+}
+
+bool EngineCore::claim_stands(Instance& in) noexcept {
+  LaneClaim& claim = *info_[in.task].claim;
+  if (!claim.bypassing.load(std::memory_order_relaxed)) return false;
+  // The owner's side of Lane::submit_to_claimed's store-buffering pattern: the instance's
+  // state (released, or finished) was stored before; the light fence orders it before the
+  // look at the claim.
+  detail::light_fence();
+  Lane& lane = *info_[in.task].lane;
+  if (lane.claim_holds(claim)) [[likely]]
+    return true;
+  // Revoked: no instance of the task holds the lane now (this one was not started, or has
+  // finished), so the claim can end; its instances take the lane from now on.
+  claim.bypassing.store(false, std::memory_order_relaxed);
+  lane.end_claim(claim);
+  return false;
+}
+
+void EngineCore::take_claims() noexcept {
+  for (const auto& claim : claims_) {
+    Lane& lane = *info_[claim->task()].lane;
+    lane.end_claim(*claim);
+    claim->bypassing.store(lane.try_claim(*claim), std::memory_order_relaxed);
+  }
+}
+
+void EngineCore::end_claims() noexcept {
+  for (const auto& claim : claims_) {
+    claim->bypassing.store(false, std::memory_order_relaxed);
+    info_[claim->task()].lane->end_claim(*claim);
+  }
 }
 
 void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
@@ -511,6 +582,8 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
     return false;
   }
   if (!body.valid()) return true;  // completed synchronously
+  // Its continuations run on its lane (which says whether it runs or waits, for the report).
+  in.set_state(InstanceState::coroutine);
   body.start_detached(
       info.lane,
       [](void* context, const std::exception_ptr& error) noexcept {
@@ -533,12 +606,19 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
     sync.generation[t] = 0;  // no device point (the entry's is from an earlier iteration)
   }
   in.set_state(InstanceState::finished);
-  info.lane->finish_job();
+  if (!in.bypassed.load(std::memory_order_relaxed)) {
+    info.lane->finish_job();
+  } else {
+    // Ends the claim if it was revoked while this instance held the lane (its state says it
+    // finished: the revoker saw it run, or sees it finished and ended the claim itself).
+    claim_stands(in);
+  }
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
   // first successor released may run next on this thread.
-  if (!info.inter_succ.empty()) {
+  if (!info.inter_succ.empty() || info.claim != nullptr) {
     Sync& next = sync_of(iter + 1);
     for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
+    if (info.claim != nullptr) satisfy(*next.instances[t], true);  // the lane edge
   }
   if (info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {
@@ -588,7 +668,8 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
   } else {
     sync.generation[t] = 0;
   }
-  if (info.ordered && in.state_in(iter) == InstanceState::running)
+  const InstanceState state = in.state_in(iter);
+  if (info.ordered && (state == InstanceState::running || state == InstanceState::coroutine))
     sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
   if (error) {
     in.failed = true;

@@ -50,8 +50,9 @@ std::string EngineCore::diagnose() const {
     for (std::int64_t iter = oldest_; iter < next_admit_; ++iter)
       for (TaskIndex t = 0; t < graph_.size(); ++t) {
         const auto state = state_at(t, iter);
-        if (info_[t].lane == lane && (state == InstanceState::dependency ||
-                                      state == InstanceState::turn || state == InstanceState::running))
+        if (info_[t].lane == lane &&
+            (state == InstanceState::dependency || state == InstanceState::turn ||
+             state == InstanceState::running || state == InstanceState::coroutine))
           return &instance(t, iter);
       }
     return nullptr;
@@ -85,13 +86,17 @@ std::string EngineCore::diagnose() const {
             waits = true;
           };
           for (TaskIndex d : graph_.intra_deps(t)) name_wait(d, iter);
-          if (iter > base_)
+          if (iter > base_) {
             for (TaskIndex d : graph_.inter_deps(t)) name_wait(d, iter - 1);
+            if (info_[t].claim != nullptr) name_wait(t, iter - 1);  // the lane edge
+          }
           release_->explain_unreleased(out, t, iter, waits);
           break;
         }
         case InstanceState::queued: {
-          if (const Instance* holder = holder_of_lane(info_[t].lane)) {
+          if (in.bypassed.load(std::memory_order_relaxed)) {
+            out << "waits for a thread (its lane is claimed for its task)";
+          } else if (const Instance* holder = holder_of_lane(info_[t].lane)) {
             out << "queued on its lane behind " << graph_.name(holder->task) << " (iter "
                 << holder->iter() << ")";
           } else {
@@ -112,7 +117,15 @@ std::string EngineCore::diagnose() const {
           break;
         }
         case InstanceState::running:
-          // The instance holds its lane, so the lane's current job is this one.
+          // Released under its lane's claim: it runs as a runnable of its own, not on the lane.
+          if (in.bypassed.load(std::memory_order_relaxed)) {
+            out << "is running its body";
+            break;
+          }
+          [[fallthrough]];
+        case InstanceState::coroutine:
+          // The instance holds its lane, so the lane's current job (or, under a claim, the
+          // coroutine continuing on it) is this one.
           switch (info_[t].lane->activity()) {
             case Lane::Activity::running:
               out << "is running its body";

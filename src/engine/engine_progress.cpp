@@ -206,6 +206,7 @@ void EngineCore::abort_run(bool drained) {
                      std::to_string(next_admit_ - 1) +
                      " did not retire and were not reported; still unfinished:" + diagnose());
   }
+  end_claims();  // drained: no instance holds its lane
   // Every iteration in flight is accounted for (FailurePolicy): failed or cancelled.
   std::exception_ptr report_error;  // what the first throwing on_failure threw
   std::int64_t report_iter = -1;
@@ -408,6 +409,7 @@ void EngineCore::end_run() {
   stop_source();
   while (retire_next()) {
   }
+  end_claims();  // every iteration retired: no instance holds its lane
   filled_ = false;
   live_.store(false, std::memory_order_release);
 }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <vector>
 
+#include "swp/async/detail/asymmetric_fence.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
@@ -329,4 +330,136 @@ TEST_CASE("a lane's queued jobs run in a row, unless a step handed its thread wo
   CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
   CHECK(log == std::vector<int>{1, 100, 202, 2, 3, 201});
   CHECK(a.idle());
+}
+
+namespace {
+
+// The owner of a claim in the tests: it holds the lane while `holding` says so.
+struct TestClaim final : swp::Lane::Claim {
+  std::atomic<bool> holding{false};
+  [[nodiscard]] bool holds_lane() const noexcept override { return holding.load(); }
+};
+
+// Claims need heavy fences (membarrier); a machine without them claims nothing.
+bool claims_work() {
+  if (swp::detail::asymmetric_fences_available()) return true;
+  MESSAGE("skipped: no heavy fences (membarrier) here, lanes cannot be claimed");
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a claimed lane starts no job until its owner ends the claim a submitter revoked") {
+  if (!claims_work()) return;
+  swp::SimScheduler sim;
+  swp::Lane lane(sim, "claimed");
+  GatedLog shared;
+  const std::vector<int>& log = shared.log;
+  std::vector<GatedJob> job = shared.jobs(2);
+  TestClaim owner, other;
+  REQUIRE(lane.try_claim(owner));
+  CHECK(lane.claim_holds(owner));
+  CHECK(lane.claimed_by(owner));
+  CHECK_FALSE(lane.idle());              // the claim holds the lane like a job
+  CHECK_FALSE(lane.try_claim(other));  // one claim at a time
+  CHECK_FALSE(lane.claim_holds(other));
+
+  owner.holding = true;  // one of the owner's jobs runs: the submitted ones must wait
+  lane.submit(job[0]);
+  lane.submit(job[1]);
+  CHECK_FALSE(lane.claim_holds(owner));  // revoked, for the owner to see
+  CHECK(lane.claimed_by(owner));         // but not ended: the owner's job still runs
+  CHECK_FALSE(sim.drive_until([] { return false; }, sim.now() + 1s));
+  CHECK(log.empty());
+
+  owner.holding = false;
+  lane.end_claim(owner);  // at its job's end, the owner sees the revocation and ends the claim
+  CHECK_FALSE(lane.claimed_by(owner));
+  REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
+  CHECK(log == std::vector<int>{1, -1, 2, -2});
+  lane.end_claim(owner);  // ended already: nothing happens
+  CHECK(lane.idle());
+}
+
+TEST_CASE("a submit to a claimed lane whose owner holds nothing ends the claim at once") {
+  if (!claims_work()) return;
+  swp::ThreadPoolScheduler pool(0);
+  swp::Lane lane(pool, "claimed");
+  GatedLog shared;
+  const std::vector<int>& log = shared.log;
+  std::vector<GatedJob> job = shared.jobs(1);
+  TestClaim owner, later;
+  REQUIRE(lane.try_claim(owner));
+  lane.submit(job[0]);  // the owner is between its jobs: the submitter ends the claim
+  CHECK_FALSE(lane.claimed_by(owner));
+  CHECK_FALSE(lane.claim_holds(owner));
+  CHECK_FALSE(pool.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  CHECK(log == std::vector<int>{1, -1});
+  CHECK(lane.idle());
+  // A later claim of someone else is not the first owner's: it still sees its claim revoked.
+  REQUIRE(lane.try_claim(later));
+  CHECK(lane.claim_holds(later));
+  CHECK_FALSE(lane.claim_holds(owner));
+  lane.end_claim(owner);  // not its claim: nothing happens
+  CHECK(lane.claimed_by(later));
+  lane.end_claim(later);
+  CHECK(lane.idle());
+}
+
+TEST_CASE("a lane cannot be claimed while a job is queued on it or runs") {
+  if (!claims_work()) return;
+  swp::SimScheduler sim;
+  swp::Lane lane(sim, "busy");
+  GatedLog shared;
+  std::vector<GatedJob> job = shared.jobs(1);
+  swp::Promise<> gate;
+  job[0].gate = gate.get_future();
+  TestClaim owner;
+  lane.submit(job[0]);
+  CHECK_FALSE(lane.try_claim(owner));  // queued
+  CHECK_FALSE(sim.drive_until([] { return false; }, sim.now() + 1s));
+  CHECK_FALSE(lane.try_claim(owner));  // started, suspended at its gate
+  gate.set_value();
+  REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
+  CHECK(lane.try_claim(owner));
+  lane.end_claim(owner);
+}
+
+namespace {
+// A coroutine the claim's owner starts with the lane as its resumer (no job: the claim holds
+// the lane), logging 10 before and 11 after its gate.
+swp::Co<void> owned_body(swp::Future<> gate, std::vector<int>& log) {
+  log.push_back(10);
+  co_await gate;
+  log.push_back(11);
+}
+}  // namespace
+
+TEST_CASE("under a claim, the owner's coroutine continues on the lane before revoking jobs") {
+  if (!claims_work()) return;
+  swp::SimScheduler sim;
+  swp::Lane lane(sim, "claimed");
+  GatedLog shared;
+  const std::vector<int>& log = shared.log;
+  std::vector<GatedJob> job = shared.jobs(1);
+  TestClaim owner;
+  REQUIRE(lane.try_claim(owner));
+  owner.holding = true;
+  swp::Promise<> gate;
+  std::vector<int> owned_log;
+  swp::Co<void> co = owned_body(gate.get_future(), owned_log);
+  bool done = false;
+  co.start(&lane, [](void* flag, const std::exception_ptr&) noexcept { *static_cast<bool*>(flag) = true; },
+           &done);
+  lane.submit(job[0]);  // revokes; waits for the owner's coroutine
+  CHECK(lane.activity() == swp::Lane::Activity::suspended);
+  gate.set_value();  // the continuation goes to the lane, and runs although the lane is claimed
+  CHECK_FALSE(sim.drive_until([] { return false; }, sim.now() + 1s));
+  CHECK(done);
+  CHECK(owned_log == std::vector<int>{10, 11});
+  CHECK(log.empty());
+  owner.holding = false;
+  lane.end_claim(owner);
+  REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
+  CHECK(log == std::vector<int>{1, -1});
 }

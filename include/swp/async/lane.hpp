@@ -25,6 +25,16 @@ namespace swp {
 /// their Resumer, so every continuation of the job runs on the lane too.
 /// Errors: jobs handle their own; nothing is thrown out of a lane.
 ///
+/// Claims (for engines): an owner that submits to a lane from one serial chain of its own
+/// (at most one of its jobs released at a time, each released after the last one finished)
+/// may claim the lane and run those jobs without it: as runnables on its scheduler, a
+/// coroutine's continuations still on the lane. The claim holds the lane like a job that
+/// never ends, so nothing else starts meanwhile. A submit() from anyone else revokes it: when
+/// the owner holds the lane at that moment (Claim::holds_lane), the owner ends the claim at
+/// its job's end; otherwise the submitter ends it at once. The owner looks for a revocation
+/// with a plain load at each release and each finish (claim_holds, after light_fence), the
+/// revoking submitter pays a heavy fence (see detail/asymmetric_fence.hpp).
+///
 /// Example:
 /// ```
 /// swp::ThreadPoolScheduler pool(2);
@@ -46,6 +56,17 @@ class Lane final : public Runnable, public Resumer {
 
    protected:
     ~Job() = default;
+  };
+
+  /// The owner of a claim, asked by a revoking submitter whether one of its jobs holds the
+  /// lane now: released (the owner stored that with release order, then light_fence(), then
+  /// looked at claim_holds()) and not finished (stored with release order likewise).
+  class Claim {
+   public:
+    [[nodiscard]] virtual bool holds_lane() const noexcept = 0;
+
+   protected:
+    ~Claim() = default;
   };
 
   Lane(Scheduler& scheduler, std::string name);
@@ -79,6 +100,22 @@ class Lane final : public Runnable, public Resumer {
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] Scheduler& scheduler() const noexcept { return scheduler_; }
 
+  /// Claims the lane for `owner` when it is idle and unclaimed, and heavy fences are available
+  /// (detail::asymmetric_fences_available); false otherwise. Any thread. The owner must end the
+  /// claim (end_claim) before it is destroyed.
+  [[nodiscard]] bool try_claim(const Claim& owner) noexcept;
+  /// Ends `owner`'s claim, if it still has one (a revoking submitter may have ended it): jobs
+  /// queued meanwhile start. Any thread; never while one of the owner's jobs holds the lane.
+  void end_claim(const Claim& owner) noexcept;
+  /// Whether `owner`'s claim stands: false once someone else submitted (the owner then ends
+  /// it, and runs its jobs through submit()). A relaxed load: the owner calls it after
+  /// detail::light_fence(), at each release and finish.
+  [[nodiscard]] bool claim_holds(const Claim& owner) const noexcept {
+    return holder_.load(std::memory_order_relaxed) == &owner;
+  }
+  /// Whether `owner` has a claim on the lane, revoked or not, that it did not end yet.
+  [[nodiscard]] bool claimed_by(const Claim& owner) const noexcept;
+
   /// True while no job is queued, running or suspended.
   [[nodiscard]] bool idle() const noexcept;
 
@@ -97,6 +134,11 @@ class Lane final : public Runnable, public Resumer {
 
  private:
   void submit(Job& job, bool next) noexcept;
+  // A submit() to a claimed lane: queues `job`, revokes the claim and ends it when its owner
+  // does not hold the lane; true when the lane must be posted. lock_ held.
+  bool submit_to_claimed(Job& job) noexcept;
+  // Ends the claim; true when the lane must be posted (jobs were queued). lock_ held.
+  bool end_claim_locked() noexcept;
   // Steps one run() takes in a row at most, when nothing else waits to run next on its
   // thread (Scheduler::nothing_next_here); otherwise one.
   static constexpr unsigned max_steps_in_a_row = 4;
@@ -122,6 +164,13 @@ class Lane final : public Runnable, public Resumer {
   // step without it (release / acquire: plain moves on x86). activity() reads it too, under
   // the lock, while the step may clear it.
   std::atomic<Job*> direct_{nullptr};
+  // The claim holding the lane (in_job_ is set for it meanwhile), or nullptr. Under the lock.
+  const Claim* claim_ = nullptr;
+  // claim_ while nobody else submitted, else nullptr (see claim_holds). Written under the
+  // lock; read by the owner without it. Not cleared by the end of a claim, and compared with
+  // the owner rather than read as a flag: an owner that missed the end of its revoked claim
+  // must not take a later claim of someone else for its own.
+  std::atomic<const Claim*> holder_{nullptr};
 };
 
 }  // namespace swp

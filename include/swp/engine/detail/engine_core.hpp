@@ -55,6 +55,7 @@ enum class InstanceState : std::uint8_t {
   turn,        ///< waiting for its submission turn
   running,     ///< running its body
   finished,
+  coroutine,   ///< its body is a coroutine that started: it runs or waits in an await
 };
 
 class EngineCore;
@@ -130,7 +131,7 @@ class SchedulerWaker final : public EventWaiter {
 /// Why re-arming at consumption is safe: a decrement for iteration i + E comes from an
 /// instance of iteration i + E or i + E - 1 = i + slots, which runs only after iteration
 /// i + slots was admitted, so after iteration i retired and this instance finished.
-struct Instance final : Lane::Job, CoEnvironment {
+struct Instance final : Lane::Job, Runnable, CoEnvironment {
   EngineCore* core = nullptr;
   TaskIndex task = 0;
   std::size_t entry = 0;              // sync entry: iteration % (slots + 1)
@@ -150,6 +151,10 @@ struct Instance final : Lane::Job, CoEnvironment {
   bool stream_used = false;          // the body used its stream
   bool carries_device_work = false;  // a dependency handed it device work
   bool failed = false;
+  // Released under its task's lane claim (see EngineCore::LaneClaim): it runs as a runnable of
+  // its lane's scheduler, not as a job of the lane. Set by its release, read by its finish and
+  // by the hang report.
+  std::atomic<bool> bypassed{false};
   std::atomic<TaskIndex> wait_task{0};
   std::atomic<std::int64_t> wait_iter{0};
 
@@ -169,6 +174,11 @@ struct Instance final : Lane::Job, CoEnvironment {
   }
   /// Forgets every state (a new run's hang report shows nothing of the last).
   void clear_state() noexcept { state_word.store(0, std::memory_order_relaxed); }
+  /// Released and not finished, in whichever iteration (acquire: see LaneClaim).
+  [[nodiscard]] bool holds_lane() const noexcept {
+    const auto state = static_cast<InstanceState>(state_word.load(std::memory_order_acquire) & 7);
+    return state != InstanceState::idle && state != InstanceState::finished;
+  }
 
   Instance();
   ~Instance();
@@ -177,6 +187,8 @@ struct Instance final : Lane::Job, CoEnvironment {
 
   void start(Lane& lane) noexcept override;
   void resume(Lane& lane) noexcept override;
+  /// Starts it as a runnable, released under its lane's claim.
+  void run() noexcept override;
 
  private:
   static std::uint64_t stamp(std::int64_t iter) noexcept {
@@ -354,6 +366,35 @@ class EngineCore {
     if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
   }
   void submit(Instance& in, bool step_ending = false) noexcept;
+  // A task alone on its lane in this pipeline (data-flow, not globally ordered) has a lane
+  // edge: its join counter also counts the finish of its instance of the iteration before, so
+  // its instances run one after the other in iteration order without the lane's help. For a
+  // run, its engine claims the lane (Lane::try_claim) and releases its instances as runnables
+  // of the lane's scheduler: no lane hand-off per instance. Another submitter to the lane
+  // revokes the claim; from then on, to the run's end, the task's instances go through the
+  // lane again (the edge stays: it only repeats the lane's order).
+  class LaneClaim final : public Lane::Claim {
+   public:
+    LaneClaim(const EngineCore& core, TaskIndex task) : core_(core), task_(task) {}
+    // Whether an instance of the task is released and not finished.
+    [[nodiscard]] bool holds_lane() const noexcept override;
+    [[nodiscard]] TaskIndex task() const noexcept { return task_; }
+    // The run claimed the lane and no revocation was seen yet (instances bypass the lane).
+    // Read and written by the task's releases and finishes, one after the other (the lane
+    // edge orders them), and by the caller between runs.
+    std::atomic<bool> bypassing{false};
+
+   private:
+    const EngineCore& core_;
+    TaskIndex task_;
+  };
+  // Whether `in`, released now (its state stored), may bypass its lane: its task's claim stands
+  // (after a revocation, ends the claim and says no from then on).
+  bool claim_stands(Instance& in) noexcept;
+  // Claims the lanes of the tasks with a lane edge for a run (those that cannot be claimed run
+  // through their lanes), ending any claims still held; and ends them.
+  void take_claims() noexcept;
+  void end_claims() noexcept;
   // The data-flow release of an instance whose counter reached zero (DataFlowRelease::ready;
   // inline here, so the hot path needs no virtual call to get there). Nothing decrements the
   // entry's next iteration before this instance finished (see Instance), so it is re-armed
@@ -516,11 +557,14 @@ class EngineCore {
     bool ordered = false;
     // Its finish counts towards its iteration's completion (IterationSync::remaining).
     bool counts_completion = true;
+    // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge.
+    LaneClaim* claim = nullptr;
   };
 
   std::vector<TaskIndex> serial_order_;  // topological order of intra deps, by name
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
   std::vector<TaskInfo> info_;
+  std::vector<std::unique_ptr<LaneClaim>> claims_;  // of the tasks with a lane edge
   std::size_t depth_ = 1;  // iterations in flight at most
   // How many instances of an iteration count towards its completion (counts_completion).
   int completion_count_ = 0;
