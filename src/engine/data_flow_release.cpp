@@ -15,22 +15,25 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
     rank_[t] = static_cast<int>(ordered_.size());
     ordered_.push_back(t);
   }
-  // The admission is a count of the join counter only where the instance could be counted
-  // down before its iteration is admitted: by the previous iteration (inter dependencies, the
-  // lane edge) or by the ordered chain. Any other instance hears only from producers of its own iteration,
-  // which run after the admission, so its counter needs no token (one atomic read-modify-write
-  // per instance less); one that has no producers at all is released by the admission itself.
+  // The admission is a count of the join counter only where the counter could otherwise reach
+  // zero before its iteration is admitted: an instance without producers in its own iteration
+  // that is counted down by the previous iteration (inter dependencies, the lane edge) or by
+  // the ordered chain. An instance with producers in its own iteration cannot be released
+  // before they ran, which is after the admission (their count-downs also publish the
+  // admission's writes to it), so its counter needs no token, whatever else counts it down
+  // early (one atomic read-modify-write per instance less); one that has no producers at all
+  // is released by the admission itself.
   admission_.resize(core.graph().size());
   for (TaskIndex t = 0; t < core.graph().size(); ++t) {
     const auto& info = core.info_[t];
-    if (!info.inter.empty() || info.claim != nullptr || rank_[t] >= 0) {
+    if (!info.intra.empty()) {
+      admission_[t] = Admission::none;
+    } else if (!info.inter.empty() || info.claim != nullptr || rank_[t] >= 0) {
       admission_[t] = Admission::token;
       admitted_.push_back(t);
-    } else if (info.intra.empty()) {
+    } else {
       admission_[t] = Admission::release;
       admitted_.push_back(t);
-    } else {
-      admission_[t] = Admission::none;
     }
   }
 }
