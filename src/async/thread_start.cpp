@@ -2,40 +2,43 @@
 
 #include <pthread.h>
 
-#include <algorithm>
-#include <string>
+#include <cstdio>
+#include <string_view>
 
 namespace swp {
 
 namespace {
 
 // "swp-worker3", "swp-lane:<lane>", "swp-stream:<stream>", cut to the 15 characters (plus
-// the terminator) pthread_setname_np accepts on Linux.
-std::string thread_name(const ThreadStart& start) {
-  std::string name;
+// the terminator) pthread_setname_np accepts on Linux. Written into `name` without allocating:
+// a thread may start late, inside a window where a benchmark counts the process's allocations.
+void thread_name(const ThreadStart& start, char (&name)[16]) {
+  const auto with = [&](const char* prefix, std::string_view what) {
+    std::snprintf(name, sizeof name, "%s%.*s", prefix, static_cast<int>(what.size()), what.data());
+  };
   switch (start.role) {
     case ThreadStart::Role::worker:
-      name = "swp-worker" + std::to_string(start.index);
+      std::snprintf(name, sizeof name, "swp-worker%u", start.index);
       break;
     case ThreadStart::Role::lane:
-      name = "swp-lane:" + std::string(start.name);
+      with("swp-lane:", start.name);
       break;
     case ThreadStart::Role::stream:
-      name = "swp-stream:" + std::string(start.name);
+      with("swp-stream:", start.name);
       break;
     case ThreadStart::Role::timer:
-      name = "swp-timers";
+      with("swp-timers", {});
       break;
   }
-  name.resize(std::min<std::size_t>(name.size(), 15));
-  return name;
 }
 
 }  // namespace
 
 void begin_thread(const ThreadStart& start, const ThreadStartHook& hook) noexcept {
   // A name is a convenience: failing to set one changes nothing else.
-  (void)pthread_setname_np(pthread_self(), thread_name(start).c_str());
+  char name[16] = {};
+  thread_name(start, name);
+  (void)pthread_setname_np(pthread_self(), name);
   if (hook) hook(start);
 }
 

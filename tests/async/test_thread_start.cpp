@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/alloc_counter.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/async/thread_start.hpp"
 #include "swp/async/timer_queue.hpp"
@@ -102,6 +103,21 @@ TEST_CASE("begin_thread without a hook only names the thread") {
     name = current_thread_name();
   }).join();
   CHECK(name == "swp-lane:decode");
+}
+
+TEST_CASE("begin_thread names a thread without allocating") {
+  // A runtime's threads may start late, inside a window where a benchmark counts the
+  // process's allocations (swp-bench dispatch saw the default stream's thread name there).
+  std::size_t allocations = 1;
+  std::string name;
+  std::thread([&] {
+    swp::test::AllocationCount count;
+    swp::begin_thread({Role::stream, "a-stream-with-a-long-name", 0}, {});
+    allocations = count.stop();
+    name = current_thread_name();
+  }).join();
+  CHECK(allocations == 0);
+  CHECK(name == "swp-stream:a-st");
 }
 
 TEST_CASE("a thread pool's workers each run the hook once, on themselves, before any work") {
