@@ -74,7 +74,8 @@ void Lane::end_claim(const Claim& owner) noexcept {
   bool post = false;
   {
     std::lock_guard guard(lock_);
-    if (claim_ == &owner) post = end_claim_locked();
+    // A job of the owner's still holding the lane ends the claim itself (see Claim).
+    if (claim_ == &owner && !owner.holds_lane()) post = end_claim_locked();
   }
   if (post) scheduler_.post(*this);
 }

@@ -130,9 +130,22 @@ void ClockRelease::ready(Instance& in, bool) noexcept {
 }
 
 void ClockRelease::start(Instance& in) noexcept {
+  if (in.bypassed.load(std::memory_order_relaxed)) return start_under_claim(in);
   // The start token: the dependencies may still be running (periods release an instance with
   // its producers; its lane keeps the period's order meanwhile).
   if (!core_.count_down(in)) return park(in);
+  core_.rearm(in);
+  core_.proceed(in);
+}
+
+void ClockRelease::start_under_claim(Instance& in) noexcept {
+  // Not a lane step (see EngineCore::LaneClaim): once the start token is given, the last
+  // producer may continue the instance on its lane at once, and it may run to its end, and its
+  // pipeline be destroyed, before this call returns. So the wait is recorded before the token
+  // is given (a producer finishing in between makes it a wait of no length), and nothing is
+  // touched after a token that was not the last.
+  if (in.pending.load(std::memory_order_acquire) != 1) park(in);
+  if (!core_.count_down(in)) return;
   core_.rearm(in);
   core_.proceed(in);
 }

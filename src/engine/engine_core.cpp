@@ -47,7 +47,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].inter = graph_.inter_deps(t);
   }
   serial_order_ = graph_.topological_order();
-  // Lane edges (see LaneClaim) before the policy is made: its admission counts them.
+  // Lane edges (see LaneClaim) before the policy is made: data-flow's admission counts them.
   std::map<std::string_view, int> tasks_on_lane;
   for (TaskIndex t = 0; t < n; ++t) ++tasks_on_lane[graph_.lane(t)];
   for (TaskIndex t = 0; t < n; ++t) {
@@ -58,11 +58,6 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   // Before the counters are armed: the policy says what they count besides dependencies.
   release_ = release(*this);
   start_proceeds_ = release_->start_proceeds();
-  if (!start_proceeds_) {
-    // The clock engine's lanes keep the order its periods release in: no lane edges.
-    for (TaskInfo& info : info_) info.claim = nullptr;
-    claims_.clear();
-  }
   intra_succ_.resize(n);
   inter_succ_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {
@@ -147,16 +142,20 @@ void EngineCore::shut_down() noexcept {
 int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
   const TaskInfo& info = info_[t];
   int n = static_cast<int>(info.intra.size());
-  if (iter > 0) n += static_cast<int>(info.inter.size()) + (info.claim != nullptr ? 1 : 0);
+  if (iter > 0) n += static_cast<int>(info.inter.size());
+  // Data-flow counts the lane edge here; the clock engine in the instance's gate.
+  if (iter > 0 && info.claim != nullptr && start_proceeds_) ++n;
   return n + release_->extra_degree(t, iter);
 }
 
 void EngineCore::arm_counters() {
   const std::size_t first = static_cast<std::size_t>(base_) % sync_.size();
   for (std::size_t e = 0; e < sync_.size(); ++e)
-    for (auto& in : sync_[e].instances)
+    for (auto& in : sync_[e].instances) {
       in->pending.store(e == first ? info_[in->task].degree_first : info_[in->task].degree,
                         std::memory_order_relaxed);
+      in->gate.store(e == first ? 1 : 2, std::memory_order_relaxed);  // no instance before
+    }
 }
 
 void EngineCore::reset_run_state(std::int64_t base) {
@@ -275,56 +274,104 @@ void EngineCore::begin_run() {
   release_->advance();
 }
 
-void EngineCore::submit(Instance& in, bool step_ending) noexcept {
+// Inline: on the hot path of every release of a task with a lane claim (submit).
+[[gnu::always_inline]] inline bool EngineCore::release_under_claim(Instance& in) noexcept {
+  LaneClaim& claim = *info_[in.task].claim;
+  const bool claimed = claim.bypassing.load(std::memory_order_relaxed);
+  // `bypassed` before the state (release): a revoker that sees the instance released also sees
+  // whether it holds the claimed lane.
+  in.bypassed.store(claimed, std::memory_order_relaxed);
   in.set_state(InstanceState::queued);
-  Lane& lane = *info_[in.task].lane;
-  const bool bypass = info_[in.task].claim != nullptr && claim_stands(in);
-  in.bypassed.store(bypass, std::memory_order_relaxed);
-  if (observer_ == nullptr) {
-    if (bypass) {
-      if (step_ending) {
-        lane.scheduler().post_next(in);
-      } else {
-        lane.scheduler().post(in);
-      }
-    } else if (step_ending) {
+  if (!claimed) return false;
+  // The owner's side of Lane::submit_to_claimed's store-buffering pattern: the light fence
+  // orders the stores above before the look at the claim.
+  detail::light_fence();
+  if (info_[in.task].lane->claim_holds(claim)) [[likely]]
+    return true;
+  give_up_claim(in);
+  return false;
+}
+
+void EngineCore::give_up_claim(Instance& in) noexcept {
+  // Revoked: this instance takes the lane, and so do the task's next ones; the claim ends now
+  // unless an instance released under it is left (the clock releases the next instance
+  // before the last one finished), whose finish ends it.
+  LaneClaim& claim = *info_[in.task].claim;
+  in.bypassed.store(false, std::memory_order_relaxed);
+  claim.bypassing.store(false, std::memory_order_relaxed);
+  info_[in.task].lane->end_claim(claim);
+}
+
+void EngineCore::submit(Instance& in, bool step_ending) noexcept {
+  const TaskInfo& info = info_[in.task];
+  Lane& lane = *info.lane;
+  bool bypass = false;
+  if (info.claim == nullptr) {
+    in.set_state(InstanceState::queued);
+  } else {
+    bypass = release_under_claim(in);
+  }
+  if (observer_ != nullptr) {
+    // Several threads release onto one lane (data-flow): the observer sees the lane's order.
+    std::lock_guard lock(observer_mutex_);
+    observer_->task_released(in.task, in.iter(), lane);
+    if (!bypass) {
+      lane.submit(in);
+    } else if (start_proceeds_) {
+      lane.scheduler().post(in);
+    }
+  } else if (!bypass) {
+    if (step_ending) {
       lane.submit_next(in);
     } else {
       lane.submit(in);
     }
-    return;
+  } else if (start_proceeds_) {
+    if (step_ending) {
+      lane.scheduler().post_next(in);
+    } else {
+      lane.scheduler().post(in);
+    }
   }
-  // Several threads release onto one lane (data-flow): the observer sees the lane's order.
-  std::lock_guard lock(observer_mutex_);
-  observer_->task_released(in.task, in.iter(), lane);
-  if (bypass) {
-    lane.scheduler().post(in);
+  // The clock's period is one of the lane gate's two events, whether the instance bypasses its
+  // lane or not (on its lane the gate only keeps count). Periods release on the caller's
+  // thread, which retires nothing meanwhile: the count comes before the entry's next
+  // iteration's, even when the lane ran the instance already.
+  if (info.claim != nullptr && !start_proceeds_) open_gate(in, step_ending);
+}
+
+void EngineCore::open_gate(Instance& in, bool step_ending) noexcept {
+  // As count_down: the second event takes a gate found at 1 with a load.
+  if (in.gate.load(std::memory_order_acquire) != 1 &&
+      in.gate.fetch_sub(1, std::memory_order_acq_rel) != 1)
+    return;
+  // Nothing counts the entry's next iteration down before this instance finished (see
+  // Instance), which comes after this start.
+  in.gate.store(2, std::memory_order_relaxed);
+  if (!in.bypassed.load(std::memory_order_relaxed)) return;  // its lane starts it
+  Scheduler& scheduler = info_[in.task].lane->scheduler();
+  if (step_ending) {
+    scheduler.post_next(in);
   } else {
-    lane.submit(in);
+    scheduler.post(in);
   }
 }
 
 bool EngineCore::LaneClaim::holds_lane() const noexcept {
   for (const Sync& sync : core_.sync_)
-    if (sync.instances[task_]->holds_lane()) return true;
+    if (sync.instances[task_]->holds_claimed_lane()) return true;
   return false;
 }
 
-bool EngineCore::claim_stands(Instance& in) noexcept {
+void EngineCore::finish_under_claim(Instance& in) noexcept {
   LaneClaim& claim = *info_[in.task].claim;
-  if (!claim.bypassing.load(std::memory_order_relaxed)) return false;
-  // The owner's side of Lane::submit_to_claimed's store-buffering pattern: the instance's
-  // state (released, or finished) was stored before; the light fence orders it before the
-  // look at the claim.
+  // The owner's other side of the pattern: the state stored `finished` before.
   detail::light_fence();
   Lane& lane = *info_[in.task].lane;
   if (lane.claim_holds(claim)) [[likely]]
-    return true;
-  // Revoked: no instance of the task holds the lane now (this one was not started, or has
-  // finished), so the claim can end; its instances take the lane from now on.
+    return;
   claim.bypassing.store(false, std::memory_order_relaxed);
-  lane.end_claim(claim);
-  return false;
+  lane.end_claim(claim);  // unless a later instance released under it is left
 }
 
 void EngineCore::take_claims() noexcept {
@@ -611,14 +658,20 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   } else {
     // Ends the claim if it was revoked while this instance held the lane (its state says it
     // finished: the revoker saw it run, or sees it finished and ended the claim itself).
-    claim_stands(in);
+    finish_under_claim(in);
   }
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
   // first successor released may run next on this thread.
   if (!info.inter_succ.empty() || info.claim != nullptr) {
     Sync& next = sync_of(iter + 1);
     for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
-    if (info.claim != nullptr) satisfy(*next.instances[t], true);  // the lane edge
+    if (info.claim != nullptr) {  // the lane edge
+      if (start_proceeds_) {
+        satisfy(*next.instances[t], true);
+      } else {
+        open_gate(*next.instances[t], true);
+      }
+    }
   }
   if (info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {

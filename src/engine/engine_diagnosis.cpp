@@ -88,14 +88,22 @@ std::string EngineCore::diagnose() const {
           for (TaskIndex d : graph_.intra_deps(t)) name_wait(d, iter);
           if (iter > base_) {
             for (TaskIndex d : graph_.inter_deps(t)) name_wait(d, iter - 1);
-            if (info_[t].claim != nullptr) name_wait(t, iter - 1);  // the lane edge
+            // The lane edge (data-flow's counter; the clock releases with the period).
+            if (info_[t].claim != nullptr && start_proceeds_) name_wait(t, iter - 1);
           }
           release_->explain_unreleased(out, t, iter, waits);
           break;
         }
         case InstanceState::queued: {
           if (in.bypassed.load(std::memory_order_relaxed)) {
-            out << "waits for a thread (its lane is claimed for its task)";
+            // Released under its lane's claim: behind its instance before (the clock releases
+            // it with its period), or waiting for a thread to run it.
+            if (iter > base_ && state_at(t, iter - 1) != InstanceState::finished) {
+              out << "queued on its lane behind " << graph_.name(t) << " (iter " << iter - 1
+                  << ")";
+            } else {
+              out << "waits for a thread (its lane is claimed for its task)";
+            }
           } else if (const Instance* holder = holder_of_lane(info_[t].lane)) {
             out << "queued on its lane behind " << graph_.name(holder->task) << " (iter "
                 << holder->iter() << ")";

@@ -372,6 +372,10 @@ TEST_CASE("a claimed lane starts no job until its owner ends the claim a submitt
   CHECK_FALSE(sim.drive_until([] { return false; }, sim.now() + 1s));
   CHECK(log.empty());
 
+  lane.end_claim(owner);  // one of its jobs holds the lane: that job's end must end the claim
+  CHECK(lane.claimed_by(owner));
+  CHECK_FALSE(sim.drive_until([] { return false; }, sim.now() + 1s));
+  CHECK(log.empty());
   owner.holding = false;
   lane.end_claim(owner);  // at its job's end, the owner sees the revocation and ends the claim
   CHECK_FALSE(lane.claimed_by(owner));

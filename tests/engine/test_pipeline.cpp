@@ -903,3 +903,97 @@ TEST_CASE("pipelines sharing a lane never run on it at once, and neither holds t
   CHECK(retired_b == iterations);
   CHECK(shared.most.load() == 1);
 }
+
+TEST_CASE_TEMPLATE("a pipeline's claim on a lane gives way to another pipeline's tasks there",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // A's X is alone on lane "shared", so A claims it for its run; B's Y runs there too. Both
+  // pipelines run at once, from two threads: the claim is revoked at some point of A's run
+  // (wherever B's first submission lands), and X and Y never overlap on the lane.
+  constexpr int iterations = 300;
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+  Occupancy shared;
+  const auto on_shared = [&shared](Ctx&) {
+    shared.enter();
+    std::this_thread::sleep_for(1us);
+    shared.leave();
+  };
+  swp::Plan<Ctx> plan_a;
+  auto w = plan_a.add("W", [](Ctx&) {}, {.stage = 0, .thread_group = "w"});
+  auto x = plan_a.add("X", on_shared, {.stage = 1, .thread_group = "shared"});
+  plan_a.intra_iter_deps = {{x, w}};
+  swp::Plan<Ctx> plan_b;
+  plan_b.add("Y", on_shared, {.stage = 0, .thread_group = "shared"});
+  auto a = Engine::template make<Ctx>(rt, plan_a, 4);
+  swp::DataFlowPipeline<Ctx> b(rt, plan_b, 4);
+  std::vector<std::uint64_t> batches(iterations);
+  a->fill_pipeline(batches);  // claims "shared" (B has not submitted yet)
+  std::int64_t retired_a = 0;
+  std::string error_a;
+  std::thread driver_a([&] {
+    try {
+      while (a->progress()) ++retired_a;
+    } catch (const std::exception& e) {
+      error_a = e.what();
+    }
+  });
+  const auto stats = b.run(batches);
+  driver_a.join();
+  CHECK_MESSAGE(error_a.empty(), "A failed: " << error_a);
+  CHECK(retired_a == iterations);
+  CHECK(stats.iterations == iterations);
+  CHECK(shared.most.load() == 1);
+  // The next run claims the lane again, and runs alone.
+  std::vector<std::uint64_t> more(50);
+  CHECK(a->run(more).iterations == 50);
+  CHECK(shared.most.load() == 1);
+}
+
+TEST_CASE("a revoked clock claim ends after the last instance released under it, not before") {
+  // Virtual time, one thread: deterministic. The clock engine releases X(k + 1) with its period
+  // while X(k) still runs (Z at stage 3 makes the depth 4), both under A's claim on "shared".
+  // B's Y revokes the claim while X(k) runs; X(k)'s finish must not end the claim, since
+  // X(k + 1) was released under it: Y would then share the lane with X(k + 1).
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  Occupancy shared;
+  const auto on_shared = [&shared](Ctx&, swp::TaskScope& scope) -> swp::Co<void> {
+    shared.enter();
+    co_await scope.cpu_work(10ms);
+    shared.leave();
+  };
+  swp::Plan<Ctx> plan_a;
+  auto w = plan_a.add("W", [](Ctx&) {}, {.stage = 0, .thread_group = "w"});
+  auto x = plan_a.add("X", on_shared, {.stage = 1, .thread_group = "shared"});
+  auto z = plan_a.add("Z", [](Ctx&) {}, {.stage = 3, .thread_group = "z"});
+  plan_a.intra_iter_deps = {{x, w}, {z, x}};
+  swp::Plan<Ctx> plan_b;
+  plan_b.add("Y", on_shared, {.stage = 0, .thread_group = "shared"});
+  swp::ClockPipeline<Ctx> a(rt, plan_a);
+  REQUIRE(a.depth() == 4);
+  swp::DataFlowPipeline<Ctx> b(rt, plan_b, 2);
+  a.fill_pipeline(std::vector<std::uint64_t>(12));
+  b.fill_pipeline(std::vector<std::uint64_t>(4));
+  // A runs a few iterations alone, then B's admissions submit to the claimed lane.
+  int retired_a = 0;
+  for (int i = 0; i < 3; ++i) retired_a += a.progress() ? 1 : 0;
+  int retired_b = 0;
+  bool a_open = true, b_open = true;
+  while (a_open || b_open) {
+    if (b_open) {
+      if (b.progress()) {
+        ++retired_b;
+      } else {
+        b_open = false;
+      }
+    }
+    if (a_open) {
+      if (a.progress()) {
+        ++retired_a;
+      } else {
+        a_open = false;
+      }
+    }
+  }
+  CHECK(retired_a == 12);
+  CHECK(retired_b == 4);
+  CHECK(shared.most.load() == 1);
+}

@@ -25,13 +25,14 @@ namespace swp {
 /// their Resumer, so every continuation of the job runs on the lane too.
 /// Errors: jobs handle their own; nothing is thrown out of a lane.
 ///
-/// Claims (for engines): an owner that submits to a lane from one serial chain of its own
-/// (at most one of its jobs released at a time, each released after the last one finished)
-/// may claim the lane and run those jobs without it: as runnables on its scheduler, a
+/// Claims (for engines): an owner whose jobs on a lane form one serial chain of its own (each
+/// starts after the one before finished; it may release the next before that) may claim the
+/// lane and run those jobs without it: as runnables on its scheduler, a
 /// coroutine's continuations still on the lane. The claim holds the lane like a job that
 /// never ends, so nothing else starts meanwhile. A submit() from anyone else revokes it: when
 /// the owner holds the lane at that moment (Claim::holds_lane), the owner ends the claim at
-/// its job's end; otherwise the submitter ends it at once. The owner looks for a revocation
+/// its job's end (the last one's, when it released several); otherwise the submitter ends it
+/// at once. The owner looks for a revocation
 /// with a plain load at each release and each finish (claim_holds, after light_fence), the
 /// revoking submitter pays a heavy fence (see detail/asymmetric_fence.hpp).
 ///
@@ -104,8 +105,9 @@ class Lane final : public Runnable, public Resumer {
   /// (detail::asymmetric_fences_available); false otherwise. Any thread. The owner must end the
   /// claim (end_claim) before it is destroyed.
   [[nodiscard]] bool try_claim(const Claim& owner) noexcept;
-  /// Ends `owner`'s claim, if it still has one (a revoking submitter may have ended it): jobs
-  /// queued meanwhile start. Any thread; never while one of the owner's jobs holds the lane.
+  /// Ends `owner`'s claim, if it still has one (a revoking submitter may have ended it) and
+  /// none of its jobs holds the lane (asked under the lane's lock: the job's end must end it
+  /// then): jobs queued meanwhile start. Any thread.
   void end_claim(const Claim& owner) noexcept;
   /// Whether `owner`'s claim stands: false once someone else submitted (the owner then ends
   /// it, and runs its jobs through submit()). A relaxed load: the owner calls it after

@@ -44,6 +44,8 @@ class ClockRelease final : public ReleasePolicy {
   void release_later_stages(std::int64_t period);
   // Names a producer of `in` that had not finished when it parked (diagnosis, traces).
   void park(Instance& in) noexcept;
+  // start() of an instance that runs under its lane's claim, not as a step of its lane.
+  void start_under_claim(Instance& in) noexcept;
 
   EngineCore& core_;
   std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)

@@ -139,6 +139,11 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
   std::atomic<int> pending{0};
+  // The clock engine's lane gate of a task with a lane claim: its period's release and the
+  // finish of its instance before (none in a run's first iteration), the two things a lane
+  // waits for before it starts a job; whoever brings the second starts it. Re-armed to 2 then,
+  // like `pending` (see above).
+  std::atomic<int> gate{0};
   // Made by the runtime's device (with its native handle where the backend has one).
   std::unique_ptr<Event> event;
   // Its registration with `event` while the caller waits for the iteration's device work
@@ -152,8 +157,8 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   bool carries_device_work = false;  // a dependency handed it device work
   bool failed = false;
   // Released under its task's lane claim (see EngineCore::LaneClaim): it runs as a runnable of
-  // its lane's scheduler, not as a job of the lane. Set by its release, read by its finish and
-  // by the hang report.
+  // its lane's scheduler, not as a job of the lane. Set by its release (before its state),
+  // read by its finish, by a revoking submitter and by the hang report.
   std::atomic<bool> bypassed{false};
   std::atomic<TaskIndex> wait_task{0};
   std::atomic<std::int64_t> wait_iter{0};
@@ -174,10 +179,12 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   }
   /// Forgets every state (a new run's hang report shows nothing of the last).
   void clear_state() noexcept { state_word.store(0, std::memory_order_relaxed); }
-  /// Released and not finished, in whichever iteration (acquire: see LaneClaim).
-  [[nodiscard]] bool holds_lane() const noexcept {
+  /// Released under its lane's claim and not finished, in whichever iteration (acquire: its
+  /// release stores `bypassed`, then its state; see LaneClaim).
+  [[nodiscard]] bool holds_claimed_lane() const noexcept {
     const auto state = static_cast<InstanceState>(state_word.load(std::memory_order_acquire) & 7);
-    return state != InstanceState::idle && state != InstanceState::finished;
+    return state != InstanceState::idle && state != InstanceState::finished &&
+           bypassed.load(std::memory_order_relaxed);
   }
 
   Instance();
@@ -187,7 +194,7 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
 
   void start(Lane& lane) noexcept override;
   void resume(Lane& lane) noexcept override;
-  /// Starts it as a runnable, released under its lane's claim.
+  /// Starts it as a runnable, released under its lane's claim (its lane would start it now).
   void run() noexcept override;
 
  private:
@@ -366,31 +373,44 @@ class EngineCore {
     if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
   }
   void submit(Instance& in, bool step_ending = false) noexcept;
-  // A task alone on its lane in this pipeline (data-flow, not globally ordered) has a lane
-  // edge: its join counter also counts the finish of its instance of the iteration before, so
-  // its instances run one after the other in iteration order without the lane's help. For a
-  // run, its engine claims the lane (Lane::try_claim) and releases its instances as runnables
-  // of the lane's scheduler: no lane hand-off per instance. Another submitter to the lane
-  // revokes the claim; from then on, to the run's end, the task's instances go through the
-  // lane again (the edge stays: it only repeats the lane's order).
+  // A task alone on its lane in this pipeline (not globally ordered) has a lane edge: the
+  // finish of its instance of the iteration before is one more thing its instance waits for,
+  // so its instances run one after the other in iteration order without the lane's help.
+  // Data-flow counts the edge in the join counter (the instance is released once it is done);
+  // the clock engine, which releases an instance with its period, counts it in the instance's
+  // gate (its lane would start it then). For a run, the engine claims the lane
+  // (Lane::try_claim) and runs the task's instances as runnables of the lane's scheduler: no
+  // lane hand-off per instance. Another submitter to the lane revokes the claim; from then on,
+  // to the run's end, the task's instances go through the lane again (the edge stays: it only
+  // repeats the lane's order), and the claim ends once no instance released under it is left.
   class LaneClaim final : public Lane::Claim {
    public:
     LaneClaim(const EngineCore& core, TaskIndex task) : core_(core), task_(task) {}
-    // Whether an instance of the task is released and not finished.
+    // Whether an instance of the task released under the claim has not finished.
     [[nodiscard]] bool holds_lane() const noexcept override;
     [[nodiscard]] TaskIndex task() const noexcept { return task_; }
     // The run claimed the lane and no revocation was seen yet (instances bypass the lane).
-    // Read and written by the task's releases and finishes, one after the other (the lane
-    // edge orders them), and by the caller between runs.
+    // Set by the caller between runs; cleared by the task's releases and finishes once they
+    // see the claim revoked.
     std::atomic<bool> bypassing{false};
 
    private:
     const EngineCore& core_;
     TaskIndex task_;
   };
-  // Whether `in`, released now (its state stored), may bypass its lane: its task's claim stands
-  // (after a revocation, ends the claim and says no from then on).
-  bool claim_stands(Instance& in) noexcept;
+  // The release of `in`, an instance of a task with a lane claim: stores whether it bypasses
+  // the lane, then its state, and then looks at the claim; true when it stands (after a
+  // revocation, ends the claim unless an instance released under it is left, and says no from
+  // then on).
+  bool release_under_claim(Instance& in) noexcept;
+  // release_under_claim past a revocation (cold).
+  [[gnu::noinline]] void give_up_claim(Instance& in) noexcept;
+  // The finish of `in`, released under its lane's claim (its state stored): ends a revoked
+  // claim unless a later instance released under it is left.
+  void finish_under_claim(Instance& in) noexcept;
+  // Clock: one of the two events of `in`'s lane gate; the second starts `in` if it bypasses
+  // its lane (on its lane it is the lane's job: the lane starts it).
+  void open_gate(Instance& in, bool step_ending) noexcept;
   // Claims the lanes of the tasks with a lane edge for a run (those that cannot be claimed run
   // through their lanes), ending any claims still held; and ends them.
   void take_claims() noexcept;
