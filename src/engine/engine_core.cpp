@@ -305,6 +305,10 @@ void EngineCore::give_up_claim(Instance& in) noexcept {
 void EngineCore::submit(Instance& in, bool step_ending) noexcept {
   const TaskInfo& info = info_[in.task];
   Lane& lane = *info.lane;
+  // Read now: once a data-flow instance went to its lane or its thread, it may complete the
+  // last iteration and the pipeline be destroyed before this returns (the release of a
+  // successor is its producer's last touch of the core).
+  const bool clock_gate = info.claim != nullptr && !start_proceeds_;
   bool bypass = false;
   if (info.claim == nullptr) {
     in.set_state(InstanceState::queued);
@@ -335,9 +339,9 @@ void EngineCore::submit(Instance& in, bool step_ending) noexcept {
   }
   // The clock's period is one of the lane gate's two events, whether the instance bypasses its
   // lane or not (on its lane the gate only keeps count). Periods release on the caller's
-  // thread, which retires nothing meanwhile: the count comes before the entry's next
-  // iteration's, even when the lane ran the instance already.
-  if (info.claim != nullptr && !start_proceeds_) open_gate(in, step_ending);
+  // thread, which retires nothing meanwhile (nor destroys the pipeline): the count comes
+  // before the entry's next iteration's, even when the lane ran the instance already.
+  if (clock_gate) open_gate(in, step_ending);
 }
 
 void EngineCore::open_gate(Instance& in, bool step_ending) noexcept {
