@@ -1,0 +1,257 @@
+// Lane edges and lane claims in the engines: a task alone on its lane runs without the
+// lane's hand-off, and gives the lane back to anyone else who submits there.
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/engines.hpp"
+#include "swp/engine/clock_pipeline.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/engine/task_scope.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Ctx = swp::IterContext<std::uint64_t>;
+
+}  // namespace
+
+namespace {
+
+// Opens gate i, in order, from a thread of its own, so that bodies awaiting a gate suspend and
+// continue from another thread. Stops at the end or when told.
+class GateOpener {
+ public:
+  explicit GateOpener(std::size_t n) : gates_(n) {
+    for (auto& gate : gates_) futures_.push_back(gate.get_future());
+    thread_ = std::thread([this] {
+      for (auto& gate : gates_) {
+        if (stop_.load()) return;
+        std::this_thread::sleep_for(20us);
+        gate.set_value();
+      }
+    });
+  }
+  ~GateOpener() {
+    stop_.store(true);
+    thread_.join();
+  }
+  GateOpener(const GateOpener&) = delete;
+  GateOpener& operator=(const GateOpener&) = delete;
+  // Gate i's future, for its only waiter.
+  [[nodiscard]] swp::Future<> take(std::int64_t i) {
+    return std::move(futures_[static_cast<std::size_t>(i)]);
+  }
+
+ private:
+  std::vector<swp::Promise<>> gates_;
+  std::vector<swp::Future<>> futures_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Counts the bodies running at once in a section (a lane's), keeping the most seen.
+struct Occupancy {
+  std::atomic<int> now{0}, most{0};
+  void enter() {
+    const int n = now.fetch_add(1) + 1;
+    int seen = most.load();
+    while (n > seen && !most.compare_exchange_weak(seen, n)) {
+    }
+  }
+  void leave() { now.fetch_sub(1); }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a task alone on its lane runs one instance at a time, in iteration order",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Data-flow claims such a lane and runs the task's instances without it (its join counter
+  // waits for the instance before): the lane's guarantees must hold all the same, also for a
+  // body whose continuations come from another thread.
+  constexpr int iterations = 300;
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+  GateOpener opener(iterations);
+  Occupancy lane_x;
+  std::mutex order_mutex;
+  std::vector<std::int64_t> order;
+  swp::Plan<Ctx> plan;
+  auto a = plan.add("A", [](Ctx&) {}, {.stage = 0, .thread_group = "a"});
+  auto x = plan.add("X", [&](Ctx& ctx) -> swp::Co<void> {
+    lane_x.enter();
+    {
+      std::lock_guard lock(order_mutex);
+      order.push_back(ctx.iter_idx);
+    }
+    lane_x.leave();
+    co_await opener.take(ctx.iter_idx);
+    lane_x.enter();
+    lane_x.leave();
+  }, {.stage = 1, .thread_group = "x"});
+  plan.intra_iter_deps = {{x, a}};
+  auto pipe = Engine::template make<Ctx>(rt, plan, 4);
+  std::vector<std::uint64_t> batches(iterations);
+  const auto stats = pipe->run(batches);
+  CHECK(stats.iterations == iterations);
+  CHECK(lane_x.most.load() == 1);
+  std::vector<std::int64_t> expected(iterations);
+  for (int i = 0; i < iterations; ++i) expected[i] = i;
+  CHECK(order == expected);
+}
+
+TEST_CASE("pipelines sharing a lane never run on it at once, and neither holds the other back") {
+  // A's X is alone on lane "shared" in its plan, so A claims the lane for its run; B's Y also
+  // runs there, and A's W waits for Y of the same iteration. A claim that did not give way to
+  // B's submissions (A holds no instance on the lane while W waits) would hang both.
+  constexpr int iterations = 200;
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+  std::vector<swp::Promise<>> handoff(iterations);
+  Occupancy shared;
+  swp::Plan<Ctx> plan_a;
+  auto w = plan_a.add("W", [&](Ctx& ctx) -> swp::Co<void> {
+    co_await handoff[static_cast<std::size_t>(ctx.iter_idx)].get_future();
+  }, {.stage = 0, .thread_group = "w"});
+  auto x = plan_a.add("X", [&](Ctx&) {
+    shared.enter();
+    std::this_thread::sleep_for(2us);
+    shared.leave();
+  }, {.stage = 1, .thread_group = "shared"});
+  plan_a.intra_iter_deps = {{x, w}};
+  swp::Plan<Ctx> plan_b;
+  plan_b.add("Y", [&](Ctx& ctx) {
+    shared.enter();
+    std::this_thread::sleep_for(2us);
+    shared.leave();
+    handoff[static_cast<std::size_t>(ctx.iter_idx)].set_value();
+  }, {.stage = 0, .thread_group = "shared"});
+  swp::DataFlowPipeline<Ctx> a(rt, plan_a, 4);
+  swp::DataFlowPipeline<Ctx> b(rt, plan_b, 4);
+  const swp::EngineTimeouts timeouts{.retire = 30s};  // a hang fails instead of stalling
+  a.set_timeouts(timeouts);
+  b.set_timeouts(timeouts);
+  std::vector<std::uint64_t> batches(iterations);
+  a.fill_pipeline(batches);  // A's run claims "shared" first (B has not submitted yet)
+  std::int64_t retired_a = 0;
+  std::string error_a;
+  std::thread driver_a([&] {
+    try {
+      while (a.progress()) ++retired_a;
+    } catch (const std::exception& e) {
+      error_a = e.what();
+    }
+  });
+  std::int64_t retired_b = 0;
+  b.fill_pipeline(batches);
+  try {
+    while (b.progress()) ++retired_b;
+  } catch (const std::exception& e) {
+    FAIL_CHECK("B failed: " << e.what());
+  }
+  driver_a.join();
+  CHECK_MESSAGE(error_a.empty(), "A failed: " << error_a);
+  CHECK(retired_a == iterations);
+  CHECK(retired_b == iterations);
+  CHECK(shared.most.load() == 1);
+}
+
+TEST_CASE_TEMPLATE("a pipeline's claim on a lane gives way to another pipeline's tasks there",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // A's X is alone on lane "shared", so A claims it for its run; B's Y runs there too. Both
+  // pipelines run at once, from two threads: the claim is revoked at some point of A's run
+  // (wherever B's first submission lands), and X and Y never overlap on the lane.
+  constexpr int iterations = 300;
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+  Occupancy shared;
+  const auto on_shared = [&shared](Ctx&) {
+    shared.enter();
+    std::this_thread::sleep_for(1us);
+    shared.leave();
+  };
+  swp::Plan<Ctx> plan_a;
+  auto w = plan_a.add("W", [](Ctx&) {}, {.stage = 0, .thread_group = "w"});
+  auto x = plan_a.add("X", on_shared, {.stage = 1, .thread_group = "shared"});
+  plan_a.intra_iter_deps = {{x, w}};
+  swp::Plan<Ctx> plan_b;
+  plan_b.add("Y", on_shared, {.stage = 0, .thread_group = "shared"});
+  auto a = Engine::template make<Ctx>(rt, plan_a, 4);
+  swp::DataFlowPipeline<Ctx> b(rt, plan_b, 4);
+  std::vector<std::uint64_t> batches(iterations);
+  a->fill_pipeline(batches);  // claims "shared" (B has not submitted yet)
+  std::int64_t retired_a = 0;
+  std::string error_a;
+  std::thread driver_a([&] {
+    try {
+      while (a->progress()) ++retired_a;
+    } catch (const std::exception& e) {
+      error_a = e.what();
+    }
+  });
+  const auto stats = b.run(batches);
+  driver_a.join();
+  CHECK_MESSAGE(error_a.empty(), "A failed: " << error_a);
+  CHECK(retired_a == iterations);
+  CHECK(stats.iterations == iterations);
+  CHECK(shared.most.load() == 1);
+  // The next run claims the lane again, and runs alone.
+  std::vector<std::uint64_t> more(50);
+  CHECK(a->run(more).iterations == 50);
+  CHECK(shared.most.load() == 1);
+}
+
+TEST_CASE("a revoked clock claim ends after the last instance released under it, not before") {
+  // Virtual time, one thread: deterministic. The clock engine releases X(k + 1) with its period
+  // while X(k) still runs (Z at stage 3 makes the depth 4), both under A's claim on "shared".
+  // B's Y revokes the claim while X(k) runs; X(k)'s finish must not end the claim, since
+  // X(k + 1) was released under it: Y would then share the lane with X(k + 1).
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  Occupancy shared;
+  const auto on_shared = [&shared](Ctx&, swp::TaskScope& scope) -> swp::Co<void> {
+    shared.enter();
+    co_await scope.cpu_work(10ms);
+    shared.leave();
+  };
+  swp::Plan<Ctx> plan_a;
+  auto w = plan_a.add("W", [](Ctx&) {}, {.stage = 0, .thread_group = "w"});
+  auto x = plan_a.add("X", on_shared, {.stage = 1, .thread_group = "shared"});
+  auto z = plan_a.add("Z", [](Ctx&) {}, {.stage = 3, .thread_group = "z"});
+  plan_a.intra_iter_deps = {{x, w}, {z, x}};
+  swp::Plan<Ctx> plan_b;
+  plan_b.add("Y", on_shared, {.stage = 0, .thread_group = "shared"});
+  swp::ClockPipeline<Ctx> a(rt, plan_a);
+  REQUIRE(a.depth() == 4);
+  swp::DataFlowPipeline<Ctx> b(rt, plan_b, 2);
+  a.fill_pipeline(std::vector<std::uint64_t>(12));
+  b.fill_pipeline(std::vector<std::uint64_t>(4));
+  // A runs a few iterations alone, then B's admissions submit to the claimed lane.
+  int retired_a = 0;
+  for (int i = 0; i < 3; ++i) retired_a += a.progress() ? 1 : 0;
+  int retired_b = 0;
+  bool a_open = true, b_open = true;
+  while (a_open || b_open) {
+    if (b_open) {
+      if (b.progress()) {
+        ++retired_b;
+      } else {
+        b_open = false;
+      }
+    }
+    if (a_open) {
+      if (a.progress()) {
+        ++retired_a;
+      } else {
+        a_open = false;
+      }
+    }
+  }
+  CHECK(retired_a == 12);
+  CHECK(retired_b == 4);
+  CHECK(shared.most.load() == 1);
+}
