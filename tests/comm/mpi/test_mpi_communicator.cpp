@@ -219,6 +219,8 @@ TEST_CASE("mpi: a rank that does not take part fails the others' operation by it
   if (me == 0) {
     // Rank 0 fails before its collective (a task error) and comes back to it only once every
     // other rank's operation timed out: they must not hang, and must say who timed out on what.
+    // Its own operation is expected to complete: it gets a deadline a slow host meets.
+    world->set_timeout(60s);
     std::vector<std::int32_t> told(static_cast<std::size_t>(n));
     for (int r = 1; r < n; ++r)
       finish(c, control->recv(
@@ -336,16 +338,22 @@ TEST_CASE("mpi: without the sequencer, ranks calling in different orders fail on
   if (world->size() < 2) return;
   // Rank 0 calls B before A, every other rank A before B: each task waits until the other
   // one's collective was called (it took its place in the call order), so the orders differ
-  // however the threads are scheduled.
+  // however the threads are scheduled. Neither calls before both started: the first mismatch
+  // fails the run, and a task not started by then would be cancelled, leaving the other
+  // ranks' second order check to time out in MPI (the communicator would be destroyed with
+  // it pending, and the session would end without MPI_Finalize).
+  std::atomic<int> started{0};
   std::atomic<bool> a_called{false}, b_called{false};
-  const auto wait_for = [](std::atomic<bool>& flag) {
+  const auto wait_until = [](const auto& ready) {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (!flag.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    while (!ready() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   };
   TwoCollectives run{*world, 1, /*ordered=*/false,
                      [&](char task, int) {
-                       if (task == 'A' && me == 0) wait_for(b_called);
-                       if (task == 'B' && me != 0) wait_for(a_called);
+                       ++started;
+                       wait_until([&] { return started.load() == 2; });
+                       if (task == 'A' && me == 0) wait_until([&] { return b_called.load(); });
+                       if (task == 'B' && me != 0) wait_until([&] { return a_called.load(); });
                      },
                      [&](char task, int) { (task == 'A' ? a_called : b_called) = true; }};
   swp::Runtime rt({.workers = 2});
