@@ -19,13 +19,13 @@ using detail::StreamItem;
 
 class HostStream final : public Stream, private EventWaiter {
  public:
+  // The worker thread starts with the stream's first item (see push): a runtime makes a stream
+  // for every name its plans use ("default" included), and most never queue anything.
   HostStream(std::string name, ThreadStartHook on_start)
-      : Stream(std::move(name)), on_start_(std::move(on_start)) {
-    worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
-  }
+      : Stream(std::move(name)), on_start_(std::move(on_start)) {}
 
   ~HostStream() override {
-    worker_.request_stop();
+    worker_.request_stop();  // no-op when it never started
     {
       std::lock_guard lock(mutex_);
     }
@@ -54,6 +54,7 @@ class HostStream final : public Stream, private EventWaiter {
         event.complete(generation, when);
         return generation;
       }
+      // Items are queued, so the worker runs (push started it).
       items_.push_back(StreamItem{StreamItem::Kind::record, {}, {}, &event, generation, now});
     }
     changed_.notify_all();
@@ -79,6 +80,10 @@ class HostStream final : public Stream, private EventWaiter {
     {
       std::lock_guard lock(mutex_);
       items_.push_back(std::move(item));
+      // Started under the lock: concurrent first pushes start one thread. The worker takes the
+      // lock before it reads anything, so it starts after this push.
+      if (!worker_.joinable())
+        worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
     }
     changed_.notify_all();
   }
@@ -170,7 +175,7 @@ class HostStream final : public Stream, private EventWaiter {
   Clock::time_point clock_{};       // emulated device clock: end of the last item (worker only)
   Clock::time_point idle_clock_{};  // clock_ as of the last finished item (under mutex_)
   ThreadStartHook on_start_;
-  std::jthread worker_;        // last member: started after, and joined before, the rest
+  std::jthread worker_;  // last member: joined before the rest goes; started by push (under mutex_)
 };
 
 }  // namespace

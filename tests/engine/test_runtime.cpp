@@ -168,7 +168,9 @@ TEST_CASE("a runtime's on_thread_start runs on every thread it starts, before it
     swp::Runtime rt({.workers = 1, .dedicated_lanes = {"io"}, .on_thread_start = hook});
     CHECK(wait_for(1) == Calls{{Role::worker, ""}});
     rt.lane("io");
-    rt.stream("copy").synchronize();
+    swp::Stream& copy = rt.stream("copy");
+    copy.enqueue([] {});  // a host stream's thread starts with its first item
+    copy.synchronize();
     std::atomic<bool> fired{false};
     rt.timers().schedule(swp::Clock::now(), [&] { fired.store(true); });
     auto seen = wait_for(4);
@@ -179,8 +181,23 @@ TEST_CASE("a runtime's on_thread_start runs on every thread it starts, before it
   }
   SUBCASE("a caller's scheduler: the streams' threads still") {
     swp::Runtime rt(std::make_unique<swp::ThreadPoolScheduler>(0), {.on_thread_start = hook});
-    rt.stream("compute").synchronize();
+    swp::Stream& compute = rt.stream("compute");
+    compute.enqueue([] {});
+    compute.synchronize();
     CHECK(wait_for(1) == Calls{{Role::stream, "compute"}});
+  }
+  SUBCASE("a host stream nothing is queued on starts no thread") {
+    swp::Runtime rt({.workers = 0, .on_thread_start = hook});
+    swp::Stream& idle = rt.stream("idle");
+    idle.synchronize();  // nothing to wait for
+    swp::Event event;
+    CHECK(event.reached(idle.record(event)));  // a record on an empty stream completes at once
+    swp::Stream& busy = rt.stream("busy");
+    busy.enqueue([] {});
+    busy.synchronize();
+    CHECK(wait_for(1) == Calls{{Role::stream, "busy"}});
+    std::lock_guard lock(mutex);
+    CHECK(calls.size() == 1);  // none for "idle"
   }
   SUBCASE("sim starts no threads for its streams") {
     swp::Runtime rt({.backend = swp::Backend::sim, .on_thread_start = hook});

@@ -122,7 +122,8 @@ class Device {
   /// runs in real time, on whatever scheduler the runtime brings.
   [[nodiscard]] virtual SimScheduler* virtual_time() noexcept { return nullptr; }
   /// Threads this device starts for streams made from now on begin with begin_thread(…,
-  /// hook) (host: one per stream, ThreadStart::Role::stream). Backends that start no threads
+  /// hook) (host: one per stream, ThreadStart::Role::stream, started when the stream gets its
+  /// first item: a stream nothing is queued on has no thread). Backends that start no threads
   /// of their own (sim, cuda) ignore it. A Runtime passes RuntimeOptions::on_thread_start here.
   virtual void on_thread_start(ThreadStartHook hook) { (void)hook; }
 };
