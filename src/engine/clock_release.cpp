@@ -89,7 +89,7 @@ void ClockRelease::advance() {
     period_iter_[static_cast<std::size_t>(period) & period_mask_] = admitted;
     ++next_period_;
     if (admitted < 0) continue;  // a bubble: the next period may release more
-    const auto entry = static_cast<std::size_t>(admitted) % admit_period_.size();
+    const std::size_t entry = core_.sync_ring_(admitted);  // admit_period_ has one per entry
     admit_period_[entry] = period;
     last_admit_period_ = period;
     for (TaskIndex t : first_) release(t, admitted);
@@ -172,7 +172,7 @@ void ClockRelease::ordered_finished(Instance&) noexcept {
 void ClockRelease::explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                                       bool& waits) const {
   if (waits) return;
-  const auto entry = static_cast<std::size_t>(iter) % admit_period_.size();
+  const std::size_t entry = core_.sync_ring_(iter);
   out << " (its period " << admit_period_[entry] + core_.graph().stage(task) << " has not opened)";
 }
 

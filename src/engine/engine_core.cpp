@@ -75,6 +75,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   }
   depth_ = slots;
   slots_ = std::vector<Slot>(context_slots(slots));
+  slot_ring_ = RingIndex(slots_.size());
   for (auto& slot : slots_) {
     for (TaskIndex t = 0; t < n; ++t) {
       slot.boxes.push_back(front_.make_output(t));
@@ -82,6 +83,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     }
   }
   sync_ = std::vector<Sync>(slots + 1);
+  sync_ring_ = RingIndex(sync_.size());
   for (std::size_t e = 0; e < sync_.size(); ++e) {
     auto& sync = sync_[e];
     sync.generation.assign(n, 0);
@@ -149,7 +151,7 @@ int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
 }
 
 void EngineCore::arm_counters() {
-  const std::size_t first = static_cast<std::size_t>(base_) % sync_.size();
+  const std::size_t first = sync_ring_(base_);
   for (std::size_t e = 0; e < sync_.size(); ++e)
     for (auto& in : sync_[e].instances) {
       in->pending.store(e == first ? info_[in->task].degree_first : info_[in->task].degree,

@@ -34,6 +34,7 @@
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/output_box.hpp"
 #include "swp/engine/detail/release_policy.hpp"
+#include "swp/engine/detail/ring_index.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/errors.hpp"
@@ -272,6 +273,8 @@ class EngineCore {
     return serial_order_;
   }
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
+  /// The context slot of iteration `iter` (one of context_slots(depth)).
+  [[nodiscard]] std::size_t slot_of(std::int64_t iter) const noexcept { return slot_index(iter); }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
 
   void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = std::move(t); }
@@ -332,13 +335,9 @@ class EngineCore {
     FailureKind kind = FailureKind::task;
   };
 
-  [[nodiscard]] std::size_t slot_index(std::int64_t iter) const {
-    return static_cast<std::size_t>(iter) % slots_.size();
-  }
-  Sync& sync_of(std::int64_t iter) { return sync_[static_cast<std::size_t>(iter) % sync_.size()]; }
-  const Sync& sync_of(std::int64_t iter) const {
-    return sync_[static_cast<std::size_t>(iter) % sync_.size()];
-  }
+  [[nodiscard]] std::size_t slot_index(std::int64_t iter) const noexcept { return slot_ring_(iter); }
+  Sync& sync_of(std::int64_t iter) noexcept { return sync_[sync_ring_(iter)]; }
+  const Sync& sync_of(std::int64_t iter) const noexcept { return sync_[sync_ring_(iter)]; }
   [[nodiscard]] int in_degree(TaskIndex t, std::int64_t iter) const noexcept;
   // The counter value an instance is re-armed to when consumed (for an iteration > 0).
   [[nodiscard]] int steady_degree(TaskIndex t) const noexcept { return info_[t].degree; }
@@ -593,6 +592,8 @@ class EngineCore {
   // after its successor went to its lane, so its own decrement must come after that.
   std::vector<Slot> slots_;
   std::vector<Sync> sync_;
+  RingIndex slot_ring_;  // iteration -> its slot in slots_
+  RingIndex sync_ring_;  // iteration -> its entry in sync_
   SubmissionSequencer sequencer_;
   StopSignal stop_;
   // progress()'s condition: the oldest iteration can retire, or the run stops. Made once (a
