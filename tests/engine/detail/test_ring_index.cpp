@@ -11,7 +11,8 @@ namespace {
 // Every i in [from, from + count) against the division.
 void check_range(std::size_t n, std::int64_t from, std::int64_t count) {
   const swp::detail::RingIndex ring(n);
-  for (std::int64_t i = from; i < from + count; ++i) {
+  for (std::int64_t k = 0; k < count; ++k) {  // (from + count may be past the int64 range)
+    const std::int64_t i = from + k;
     const auto expected = static_cast<std::size_t>(static_cast<std::uint64_t>(i) % n);
     if (ring(i) != expected) {
       CAPTURE(n);
