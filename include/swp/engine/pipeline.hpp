@@ -475,7 +475,7 @@ class Pipeline : private detail::FrontEnd {
 
   std::optional<Retired<Ctx>> retired(std::optional<std::int64_t> iter) const {
     if (!iter) return std::nullopt;
-    const std::size_t slot = core_.slot_of(*iter);
+    const std::size_t slot = core_.slot_index(*iter);
     return Retired<Ctx>(core_, contexts_[slot], *iter, slot, retired_error_);
   }
 

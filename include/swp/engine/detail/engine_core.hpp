@@ -274,7 +274,7 @@ class EngineCore {
   }
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
   /// The context slot of iteration `iter` (one of context_slots(depth)).
-  [[nodiscard]] std::size_t slot_of(std::int64_t iter) const noexcept { return slot_index(iter); }
+  [[nodiscard]] std::size_t slot_index(std::int64_t iter) const noexcept { return slot_ring_(iter); }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
 
   void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = std::move(t); }
@@ -335,7 +335,6 @@ class EngineCore {
     FailureKind kind = FailureKind::task;
   };
 
-  [[nodiscard]] std::size_t slot_index(std::int64_t iter) const noexcept { return slot_ring_(iter); }
   Sync& sync_of(std::int64_t iter) noexcept { return sync_[sync_ring_(iter)]; }
   const Sync& sync_of(std::int64_t iter) const noexcept { return sync_[sync_ring_(iter)]; }
   [[nodiscard]] int in_degree(TaskIndex t, std::int64_t iter) const noexcept;
