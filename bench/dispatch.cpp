@@ -3,6 +3,7 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -30,7 +31,7 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int chain_tasks = 4;
 constexpr int in_flight = 4;  // data-flow max_depth, the clock engine's depth, TBB tokens
 
-enum class Workload { empty, device };
+enum class Workload { empty, device, cpu };
 enum class Engine { tbb, data_flow, clock };
 
 const char* engine_label(Engine e) {
@@ -65,10 +66,24 @@ std::string numbered(const char* prefix, int n) {
   return name;
 }
 
-swp::PipelinePlan chain_plan(Workload workload) {
-  swp::PipelinePlan plan;
+// The cpu workload's task: `us` microseconds of the calling thread's time (the same spin in
+// the swp bodies and in oneTBB's filters).
+void spin_for(double us) {
+  const auto until = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                              std::chrono::duration<double, std::micro>(us));
+  while (SteadyClock::now() < until) {
+  }
+}
+
+// Cpu tasks have bodies that spin (synchronous: no coroutine frame).
+swp::Plan<Ctx> chain_plan(Workload workload, double task_us) {
+  swp::Plan<Ctx> plan;
   for (int s = 0; s < chain_tasks; ++s) {
     swp::TaskSchedule schedule{.stage = s, .thread_group = numbered("lane", s)};
+    if (workload == Workload::cpu) {
+      plan.add(numbered("T", s), [task_us](Ctx&) { spin_for(task_us); }, schedule);
+      continue;
+    }
     swp::SyntheticCost cost{};
     if (workload == Workload::device) {
       schedule.stream = numbered("s", s);
@@ -132,8 +147,9 @@ Measurement drive(Pipe& pipe, const Window& w) {
   return per_task(end - start, allocs_after - allocs_before, w.iters);
 }
 
-Measurement measure_swp(Engine engine, Workload workload, unsigned workers, const Window& w) {
-  const swp::PipelinePlan plan = chain_plan(workload);
+Measurement measure_swp(Engine engine, Workload workload, unsigned workers, const Window& w,
+                        double task_us = 0) {
+  const swp::Plan<Ctx> plan = chain_plan(workload, task_us);
   swp::Runtime runtime({.backend = swp::Backend::host, .workers = workers});
   if (engine == Engine::clock) {
     swp::ClockPipeline<Ctx> pipe(runtime, plan);
@@ -146,7 +162,7 @@ Measurement measure_swp(Engine engine, Workload workload, unsigned workers, cons
 // oneTBB's counterpart of the empty chain: a serial_in_order source and three serial_in_order
 // filters, `in_flight` tokens, in `arena`. The window is the same as drive()'s, read in the
 // last filter (serial: one invocation at a time, each ordered after the previous one).
-double measure_tbb_ns(tbb::task_arena& arena, const Window& w) {
+double measure_tbb_ns(tbb::task_arena& arena, const Window& w, double task_us = 0) {
   const long total = w.warmup + w.iters + in_flight;
   long produced = 0;
   long retired = 0;
@@ -156,10 +172,15 @@ double measure_tbb_ns(tbb::task_arena& arena, const Window& w) {
       fc.stop();
       return 0;
     }
+    if (task_us > 0) spin_for(task_us);
     return produced++;
   };
-  auto pass = [](long x) { return x; };
+  auto pass = [task_us](long x) {
+    if (task_us > 0) spin_for(task_us);
+    return x;
+  };
   auto sink = [&](long) {
+    if (task_us > 0) spin_for(task_us);
     ++retired;
     if (retired == w.warmup) {
       start = SteadyClock::now();
@@ -177,17 +198,32 @@ double measure_tbb_ns(tbb::task_arena& arena, const Window& w) {
   return per_task(end - start, 0, w.iters).ns_per_task;
 }
 
+const char* workload_suffix(Workload workload) {
+  switch (workload) {
+    case Workload::empty:
+      return "";
+    case Workload::device:
+      return "_device";
+    case Workload::cpu:
+      return "_cpu";
+  }
+  return "?";
+}
+
 std::string key(const char* what, Engine engine, Workload workload, const Threads& threads) {
-  return std::string(what) + "_" + engine_label(engine) +
-         (workload == Workload::device ? "_device" : "") + threads.suffix;
+  return std::string(what) + "_" + engine_label(engine) + workload_suffix(workload) +
+         threads.suffix;
 }
 
 }  // namespace
 
 void run_dispatch(const DispatchOptions& options) {
-  if (options.rounds < 1 || options.iters < 1 || options.device_iters < 1 || options.warmup < 1)
+  if (options.rounds < 1 || options.iters < 1 || options.device_iters < 1 || options.warmup < 1 ||
+      options.task_iters < 1)
     throw std::invalid_argument(
-        "dispatch: rounds, iters, device iters and warmup must be at least 1");
+        "dispatch: rounds, iters, device iters, task iters and warmup must be at least 1");
+  if (!(options.task_us >= 0))
+    throw std::invalid_argument("dispatch: --task-us must be at least 0");
   std::unique_ptr<BusyCore> hog;
   if (options.busy_core) {
     hog = std::make_unique<BusyCore>();
@@ -200,6 +236,10 @@ void run_dispatch(const DispatchOptions& options) {
 
   const Window window{.warmup = options.warmup, .iters = options.iters};
   const Window device_window{.warmup = options.warmup, .iters = options.device_iters};
+  const bool cpu = options.task_us > 0;
+  const Window cpu_window{.warmup = std::min(options.warmup, options.task_iters),
+                          .iters = options.task_iters};
+  if (cpu) metric("task_us", options.task_us, "us");
   std::map<const Threads*, std::unique_ptr<tbb::task_arena>> arenas;
   for (const Threads& t : thread_counts) {
     auto arena = std::make_unique<tbb::task_arena>(t.tbb_concurrency);
@@ -218,10 +258,19 @@ void run_dispatch(const DispatchOptions& options) {
       // Every sample on stderr, so that a reader can see the spread behind the medians.
       std::fprintf(stderr, "dispatch: round %d %s %.1f ns\n", round + 1, tbb_key.c_str(),
                    ns[tbb_key].back());
-      for (Workload workload : {Workload::empty, Workload::device}) {
+      if (cpu) {
+        const std::string cpu_key = key("ns_per_task", Engine::tbb, Workload::cpu, t);
+        ns[cpu_key].push_back(measure_tbb_ns(*arenas.at(&t), cpu_window, options.task_us));
+        std::fprintf(stderr, "dispatch: round %d %s %.1f ns\n", round + 1, cpu_key.c_str(),
+                     ns[cpu_key].back());
+      }
+      for (Workload workload : {Workload::empty, Workload::device, Workload::cpu}) {
+        if (workload == Workload::cpu && !cpu) continue;
         for (Engine e : swp_engines) {
-          const Measurement m = measure_swp(e, workload, t.swp_workers,
-                                            workload == Workload::device ? device_window : window);
+          const Window& w = workload == Workload::device ? device_window
+                            : workload == Workload::cpu  ? cpu_window
+                                                         : window;
+          const Measurement m = measure_swp(e, workload, t.swp_workers, w, options.task_us);
           const std::string ns_key = key("ns_per_task", e, workload, t);
           ns[ns_key].push_back(m.ns_per_task);
           allocs[key("allocs_per_task", e, workload, t)].push_back(m.allocs_per_task);
@@ -252,6 +301,23 @@ void run_dispatch(const DispatchOptions& options) {
       metric(name + "_min", minimum(ns.at(name)), "ns");
       metric(key("allocs_per_task", e, Workload::device, t),
              median(allocs.at(key("allocs_per_task", e, Workload::device, t))), "count");
+    }
+    if (!cpu) continue;
+    const double tbb_cpu = median(ns.at(key("ns_per_task", Engine::tbb, Workload::cpu, t)));
+    for (Engine e : {Engine::data_flow, Engine::clock, Engine::tbb}) {
+      const std::string name = key("ns_per_task", e, Workload::cpu, t);
+      metric(name, median(ns.at(name)), "ns");
+      if (e != Engine::tbb)
+        metric(std::string(engine_label(e)) + "_over_tbb_cpu" + t.suffix,
+               median(ns.at(name)) / tbb_cpu, "ratio");
+    }
+  }
+  if (cpu) {
+    // 1 thread's time over 2 threads': what the second thread adds to real work (2: ideal).
+    for (Engine e : {Engine::data_flow, Engine::clock, Engine::tbb}) {
+      const double one = median(ns.at(key("ns_per_task", e, Workload::cpu, thread_counts[1])));
+      const double two = median(ns.at(key("ns_per_task", e, Workload::cpu, thread_counts[0])));
+      metric(std::string("speedup_2t_") + engine_label(e) + "_cpu", one / two, "ratio");
     }
   }
 

@@ -14,6 +14,10 @@ struct DispatchOptions {
   /// When > 0: after the rounds, one untimed steady-state run per swp engine and workload
   /// (2 threads) records the call stacks of this many allocations, printed on stderr.
   std::size_t alloc_sites = 0;
+  /// When > 0: one more workload, "cpu", whose tasks (and oneTBB's filters) each spin this
+  /// many microseconds on the CPU: whether two threads run real work in parallel.
+  double task_us = 0;
+  long task_iters = 2'000;  ///< timed iterations per measurement of the cpu workload
 };
 
 /// Runs the dispatch benchmark and prints its metric lines; see docs/benchmarks.md.

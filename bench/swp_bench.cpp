@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   dispatch->add_flag("--busy-core", d.busy_core, "spin a thread on the last core meanwhile");
   dispatch
+      ->add_option("--task-us", d.task_us,
+                   "also measure tasks that each spin this many us of CPU (metrics *_cpu)")
+      ->check(CLI::Range(0.0, 10'000.0));
+  dispatch->add_option("--task-iters", d.task_iters, "timed iterations per measurement, --task-us")
+      ->check(CLI::Range(1L, 100'000'000L));
+  dispatch
       ->add_option("--alloc-sites", d.alloc_sites,
                    "print the call stacks of this many steady-state allocations (stderr)")
       ->check(CLI::Range(0, 64));
