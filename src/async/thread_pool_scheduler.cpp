@@ -22,6 +22,9 @@ struct alignas(64) PoolQueue {
   // drive_until). On a line of its own: the owner writes it at every step, while polling
   // threads read the slot's line on every look (and this one only when they saw lone work).
   alignas(64) std::atomic<std::uint32_t> progress{0};
+  // The owner's progress at the last look of a thief that found surplus here and left it (the
+  // owner was moving on). Only thieves touch it, on a line of its own.
+  alignas(64) std::atomic<std::uint32_t> surplus_seen{0};
 };
 
 // What a thread running a ThreadPoolScheduler's work knows about itself.
@@ -64,6 +67,13 @@ constexpr unsigned pauses_per_round = 8;
 // sides and makes the owner wait for the thief; an owner that made no progress for this long
 // is blocked in a runnable, lost its CPU, or left drive_until.
 constexpr std::chrono::microseconds lone_patience{50};
+// About what moving a runnable to another thread costs (the cache misses of its state and of
+// the queues on both sides; a few hundred ns on one socket, more across sockets or on a
+// loaded virtual machine): an idle thread takes work from a thread that would take longer to
+// get through it (see steal_surplus).
+constexpr double move_cost_ns = 1000;
+// Surplus an idle thread takes even from an owner that is moving on: more than it clears soon.
+constexpr std::size_t backlog = 32;
 constexpr unsigned deadline_check_every = 64;  // runnables between clock reads while busy
 
 inline void cpu_relax() noexcept {
@@ -78,6 +88,19 @@ inline void cpu_relax() noexcept {
 // polling thread neither floods the cache lines its victims write nor reacts late.
 inline void pause_round() noexcept {
   for (unsigned i = 0; i < pauses_per_round; ++i) cpu_relax();
+}
+
+// A poller that keeps finding nothing looks less and less often, down to one look per this
+// long: every look reads the lines its victims write, and each read costs the victim a cache
+// miss on its next push or pop. Also the window over which a look tells an owner's pace.
+constexpr double max_look_interval_ns = 3200;
+
+// The pause before the next look of a poller that has looked `looks` times without finding
+// anything: doubles from one round up to `max_rounds`. Returns the rounds paused.
+inline unsigned back_off(unsigned looks, unsigned max_rounds) noexcept {
+  const unsigned rounds = std::min(1U << std::min(looks, 31U), max_rounds);
+  for (unsigned r = 0; r < rounds; ++r) pause_round();
+  return rounds;
 }
 
 // How long one pause_round() takes here, measured once (the pause instruction costs from 10 to
@@ -95,6 +118,11 @@ double pause_round_ns() {
     return std::max(best, 1.0);
   }();
   return ns;
+}
+
+// The owner's sign of life in `q` (see PoolQueue::progress). relaxed: only the owner writes it.
+inline void bump_progress(detail::PoolQueue& q) noexcept {
+  q.progress.store(q.progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
 inline std::uint32_t next_random(std::uint32_t& state) noexcept {  // xorshift32
@@ -145,6 +173,8 @@ ThreadPoolScheduler::ThreadPoolScheduler(unsigned workers, std::chrono::microsec
                        ? 0
                        : static_cast<unsigned>(std::min(
                              1e9, static_cast<double>(spin.count()) * 1000.0 / pause_round_ns()))),
+      move_rounds_(std::max(1U, static_cast<unsigned>(move_cost_ns / pause_round_ns()))),
+      look_rounds_(std::max(1U, static_cast<unsigned>(max_look_interval_ns / pause_round_ns()))),
       queues_(new Queue[workers + max_drivers]),
       queues_in_use_(workers),
       on_start_(std::move(on_start)),
@@ -176,6 +206,9 @@ void ThreadPoolScheduler::post(Runnable& r) noexcept {
     // (a driving section admitting work) continues nothing: the queue keeps its order.
     // In a batch, every post keeps the order, announced when the batch ends.
     push_local(*c, r);
+    // Posting is progress: a driver that admits work between runnables is not slow to get to
+    // it (see steal_surplus).
+    if (c->running == nullptr) bump_progress(*c->queue);
     if (c->batch_depth > 0) {
       c->wake_owed = true;
       return;
@@ -261,7 +294,7 @@ bool ThreadPoolScheduler::has_visible_work() const noexcept {
   return false;
 }
 
-Runnable* ThreadPoolScheduler::find_work(Context& c) noexcept {
+Runnable* ThreadPoolScheduler::find_work(Context& c, unsigned paused) noexcept {
   Runnable* r = nullptr;
   if (c.queue != nullptr && c.queue->slot.load(std::memory_order_relaxed) != nullptr) {
     // relaxed: only this thread puts work in its own slot; thieves only take it (so it may
@@ -272,10 +305,10 @@ Runnable* ThreadPoolScheduler::find_work(Context& c) noexcept {
   if (c.ticks % 61 == 60 && (r = pop_injected()) != nullptr) return r;
   if (c.queue != nullptr && (r = c.queue->ring.pop()) != nullptr) return r;
   if ((r = pop_injected()) != nullptr) return r;
-  return steal_surplus(c);
+  return steal_surplus(c, paused);
 }
 
-Runnable* ThreadPoolScheduler::steal_surplus(Context& c) noexcept {
+Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexcept {
   c.lone = nullptr;
   // seq_cst: a driver queue claimed (seq_cst) before its owner posted must be looked at by a
   // thread re-checking before it parks.
@@ -285,17 +318,39 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c) noexcept {
   for (unsigned i = 0; i < n; ++i) {
     Queue& victim = queues_[(start + i) % n];
     if (&victim == c.queue) continue;
-    // More than the owner runs next: parallelism, take the oldest.
     const std::size_t queued = victim.ring.size();
-    if (queued >= 2) {
-      if (Runnable* r = victim.ring.pop()) return r;
-    }
     // seq_cst: as in has_visible_work.
-    if (c.lone == nullptr &&
-        (queued == 1 || victim.slot.load(std::memory_order_seq_cst) != nullptr)) {
+    const bool slot_full = victim.slot.load(std::memory_order_seq_cst) != nullptr;
+    const std::size_t waiting = queued + (slot_full ? 1 : 0);
+    if (waiting == 0) continue;
+    // relaxed: a sign of life; whatever is taken is taken by CAS.
+    const std::uint32_t progress = victim.progress.load(std::memory_order_relaxed);
+    // Work is worth moving when its owner would take longer to get through it than the move
+    // costs: the owner ran `ran` runnables in about the `paused` rounds since the last look at
+    // this queue, so it needs about waiting * paused / ran rounds for what waits. An owner
+    // inside a long runnable (or blocked, descheduled, gone from drive_until) ran none. An
+    // owner that moves faster keeps its work, and its lines: moving a short task costs more
+    // than running it (cache misses on both sides). Only a look after a pause can tell.
+    const std::uint32_t ran = progress - victim.surplus_seen.load(std::memory_order_relaxed);
+    const bool slow =
+        paused > 0 && (ran == 0 || static_cast<std::uint64_t>(waiting) * paused >
+                                       static_cast<std::uint64_t>(move_rounds_) * ran);
+    if (slow || queued >= backlog) {
+      // The oldest first (parallelism), then the item the owner runs next.
+      if (Runnable* r = victim.ring.pop()) return r;
+      if (slow && slot_full) {
+        Runnable* r = victim.slot.load(std::memory_order_relaxed);  // re-validated by the CAS
+        // acquire: pairs with the owner's seq_cst exchange that put it there.
+        if (r != nullptr && victim.slot.compare_exchange_strong(
+                                r, nullptr, std::memory_order_acquire, std::memory_order_relaxed))
+          return r;
+      }
+      continue;
+    }
+    victim.surplus_seen.store(progress, std::memory_order_relaxed);
+    if (c.lone == nullptr) {  // a thread about to park looks again (see take_stuck)
       c.lone = &victim;
-      // relaxed: a sign of life, compared after a wait; whatever is taken is taken by CAS.
-      c.lone_progress = victim.progress.load(std::memory_order_relaxed);
+      c.lone_progress = progress;
     }
   }
   return nullptr;
@@ -333,7 +388,7 @@ void ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
     ++c.ticks;
     if (c.queue == nullptr) return;
     // relaxed: only a sign of life for thieves (see PoolQueue::progress).
-    c.queue->progress.store(c.ticks, std::memory_order_relaxed);
+    bump_progress(*c.queue);
     // The bypass first (it continues what `r` did), then the slot. relaxed: as in find_work.
     // The slot is looked at before it is taken: an exchange on an empty slot would still
     // write its line, which polling threads read.
@@ -376,16 +431,21 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
   if (searching) searching_.fetch_add(1, std::memory_order_seq_cst);
   for (;;) {
     if (searching) {
-      for (unsigned i = 0; i <= spin_rounds_; ++i) {
+      for (unsigned looks = 0, paused = 0, last = 0;; ++looks) {
         if (stop_.load(std::memory_order_relaxed)) {  // relaxed: re-checked before parking
           stop_searching();
           return nullptr;
         }
-        if (Runnable* r = find_work(c)) {
+        if (Runnable* r = find_work(c, last)) {
           stop_searching();
           return r;
         }
-        if (i < spin_rounds_) pause_round();
+        // Work seen and left to an owner that is moving on: the pipeline is busy, and a parked
+        // thread would cost every post a wake-up. Poll on (at the slowest pace) instead.
+        if (c.lone != nullptr) paused = 0;
+        if (paused >= spin_rounds_) break;
+        last = back_off(looks, look_rounds_);
+        paused += last;
       }
       // seq_cst: store-buffering with wake_helper's load of searching_ (the look below).
       searching_.fetch_sub(1, std::memory_order_seq_cst);
@@ -532,9 +592,16 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     }
     Runnable* found = nullptr;
     bool ready = false;
-    for (unsigned i = 0; i < rounds; ++i) {
+    // `done` every round (the caller's own condition: one line, written once when it holds),
+    // other threads' queues with back-off (see max_look_interval_ns).
+    for (unsigned i = 0, looks = 0, last_look = 0, next_look = 1; i < rounds; ++i) {
       pause_round();
-      if ((ready = done()) || (found = find_work(c)) != nullptr) break;
+      if ((ready = done())) break;
+      if (i + 1 == next_look) {
+        if ((found = find_work(c, next_look - last_look)) != nullptr) break;
+        last_look = next_look;
+        next_look += std::min(1U << std::min(++looks, 31U), look_rounds_);
+      }
     }
     if (ready) return leave(true);
     if (found != nullptr) {

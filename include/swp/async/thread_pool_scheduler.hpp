@@ -41,14 +41,20 @@ struct PoolContext;
 /// - `post` from any other thread (a stream's worker, a timer, the caller outside
 ///   `drive_until`) goes to a shared injection queue, which every thread polls, first every
 ///   61st runnable so local work cannot starve it.
-/// - An idle thread steals the oldest item of another thread's ring when that thread has more
-///   queued than the one item it runs next. That one item (its slot, or its ring's last item)
-///   it leaves to the owner, unless the owner made no progress for `lone_patience` (50 µs):
-///   then the owner's runnable blocks, or it lost its CPU, or it left `drive_until`, and the
-///   work is not hidden. A thread that parks while such work is visible parks for that long
-///   and looks again.
+/// - An idle thread takes work from another thread's queue when that thread is slow to get
+///   to it: each queue publishes how many runnables its owner ran, and a look after a pause
+///   compares it with the last look at that queue. If the owner would need longer for what
+///   waits in its queue than moving a runnable costs (about 1 µs), the thief takes the ring's
+///   oldest item, or, from an owner that ran nothing meanwhile (a long runnable, blocked,
+///   descheduled, gone from `drive_until`), the item it runs next. Work an owner gets through
+///   faster stays with it (moving a short task costs more than running it: cache misses on
+///   both sides), unless its ring holds a backlog (32 items). A thread that would park while
+///   such work is visible parks for `lone_patience` (50 µs) only and looks again.
 ///
-/// Waiting. An idle thread polls for a bounded number of rounds (no clock reads), then parks.
+/// Waiting. An idle thread polls (no clock reads), looking at the queues less and less often
+/// (down to one look per ~3 µs: a look reads lines the owners write), then parks. While it
+/// sees work it leaves to an owner that is moving on, it polls on instead of parking (a
+/// parked thread would cost every post a wake-up).
 /// Workers park on one EventCount, threads in `drive_until` on another: posted work wakes a
 /// parked worker only when no thread is already polling for work (a parked driver when no
 /// worker is parked, since all are busy), and `notify()` wakes only the drivers. A post costs
@@ -127,8 +133,11 @@ class ThreadPoolScheduler final : public Scheduler {
   void worker_loop(unsigned index) noexcept;
   // Work for the thread `c`: its slot, its ring, the injection queue, then other threads'
   // surplus (notes their lone work in `c`).
-  Runnable* find_work(Context& c) noexcept;
-  Runnable* steal_surplus(Context& c) noexcept;
+  // `paused`: the pause rounds this thread spent since its last look (an idle poller's
+  // look; 0: none), over which it tells an owner that is slow to get to its work (see
+  // steal_surplus).
+  Runnable* find_work(Context& c, unsigned paused = 0) noexcept;
+  Runnable* steal_surplus(Context& c, unsigned paused) noexcept;
   // The lone work noted by the last look, if its owner made no progress since the look
   // before this thread's last (timed) park; else notes it for the next time.
   Runnable* take_stuck(Context& c) noexcept;
@@ -149,6 +158,8 @@ class ThreadPoolScheduler final : public Scheduler {
 
   unsigned worker_count_;
   unsigned spin_rounds_;  // polling rounds before parking
+  unsigned move_rounds_;  // pause rounds as long as moving work to another thread costs
+  unsigned look_rounds_;  // pause rounds between an idle poller's looks, at most
   std::unique_ptr<Queue[]> queues_;             // workers first, then max_drivers for drivers
   std::atomic<unsigned> queues_in_use_;         // how many of queues_ thieves look at
 
