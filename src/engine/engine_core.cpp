@@ -542,7 +542,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
   // Phase 2: this stream waits for each producer's event when the streams differ (phase 1,
   // the producer was submitted, is what the counter said). Only where some producer of the
   // iteration (or of the one before) recorded an event at all.
-  std::exception_ptr wait_error;
+  bool wait_failed = false;
   try {
     if (sync.device.load(std::memory_order_relaxed)) {
       for (TaskIndex d : info.intra)
@@ -561,10 +561,11 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
         }
     }
   } catch (...) {
-    wait_error = std::current_exception();
+    in.error = std::current_exception();
+    wait_failed = true;
   }
-  // Finished outside the handler (see run_routine).
-  if (wait_error) return finish(in, wait_error, true);
+  // Finished outside the handler, holding no reference (see run_routine).
+  if (wait_failed) return finish(in, in.error, true);
   if (info.ordered && sequencer_.next() != in.turn) {
     // Not its turn yet: the only step that needs a frame. It holds the lane meanwhile.
     in.set_state(InstanceState::turn);
@@ -631,19 +632,21 @@ const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) cons
 
 bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   ErasedCo body;
-  std::exception_ptr error;
+  bool threw = false;
   try {
     body = info.routine->run(in.slot(), *in.scope, box(in.slot(), in.task));
   } catch (...) {
-    error = std::current_exception();
+    in.error = std::current_exception();
+    threw = true;
   }
-  // finish() outside the handler: once it completes the iteration, the error may be read and
-  // every other reference dropped before this thread returns, and the handler's end would then
-  // destroy the exception here, in a runtime library ThreadSanitizer does not see into (the
-  // last reference is dropped by exception_ptr's release instead, a known blind spot, see
-  // tools/tsan.supp).
-  if (error) {
-    finish(in, error, true);
+  // The error goes to the instance inside the handler and finish() comes after it, so this
+  // thread holds no reference to the exception once finish() let the iteration complete.
+  // Otherwise (the handler's end, or a local exception_ptr) it may drop the last reference
+  // after the caller read the error and everybody else let go (this thread descheduled
+  // meanwhile), and free the exception inside libsupc++, whose reference count
+  // ThreadSanitizer cannot see: a false race report against the caller's read.
+  if (threw) {
+    finish(in, in.error, true);
     return false;
   }
   if (!body.valid()) return true;  // completed synchronously
