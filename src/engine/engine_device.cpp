@@ -1,0 +1,79 @@
+// EngineCore's device back-pressure: whether an iteration's device work completed, watching
+// its events while the caller waits, and the wait before a context slot is reused.
+
+#include <string>
+
+#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/errors.hpp"
+
+namespace swp::detail {
+
+bool EngineCore::device_events_done(std::int64_t iter) const {
+  const Sync& sync = sync_of(iter);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    const auto generation = sync.generation[t];
+    if (generation != 0 && !sync.instances[t]->event->reached(generation)) return false;
+  }
+  return true;
+}
+
+void EngineCore::watch_device(std::int64_t iter) {
+  Sync& sync = sync_of(iter);
+  if (!sync.device.load(std::memory_order_relaxed)) return;
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    const auto generation = sync.generation[t];
+    if (generation != 0) {
+      Instance& in = *sync.instances[t];
+      in.event->add_waiter(generation, *in.device_wait);
+    }
+  }
+}
+
+void EngineCore::unwatch_device(std::int64_t iter) {
+  Sync& sync = sync_of(iter);
+  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+    Instance& in = *sync.instances[t];
+    in.event->remove_waiter(*in.device_wait);
+  }
+}
+
+bool EngineCore::wait_device(std::int64_t iter) {
+  if (device_done(iter)) return true;
+  // The waker is a member, not a local: a stream may still be calling it after the wait below
+  // has seen the events complete.
+  watch_device(iter);
+  const bool done = wait_for([&] { return device_done(iter); }, timeouts_.retire);
+  unwatch_device(iter);
+  return done;
+}
+
+bool EngineCore::await_slot(std::int64_t iter) {
+  const auto slots = static_cast<std::int64_t>(depth_);
+  if (iter < slots || device_done(iter - slots)) return true;
+  // Decision 8: a context slot is reused only once its previous occupant's device work is
+  // complete, so the CPU may write the new batch into it. This is also the engines'
+  // back-pressure from the device: the CPU runs at most `depth` iterations ahead of it (the
+  // iteration `depth` before; its context slot is the one before, see context_slots).
+  if (wait_device(iter - slots)) return true;
+  fail("", iter, std::make_exception_ptr(slot_timeout(iter)), FailureKind::timeout);
+  return false;
+}
+
+PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
+  const std::int64_t previous = iter - static_cast<std::int64_t>(depth_);
+  return device_timeout(previous, "so iteration " + std::to_string(iter) + " cannot have its slot");
+}
+
+PipelineTimeout EngineCore::device_timeout(std::int64_t iter, const std::string& so) const {
+  const std::string unfinished = diagnose();
+  // On virtual time the wait ends unfinished only when nothing is left to run (wait_for).
+  const std::string why =
+      runtime_.scheduler().virtual_time()
+          ? " can never complete (nothing left to run: deadlock)"
+          : " did not complete within " + std::to_string(timeouts_.retire.count()) + " ms";
+  return hang_error("device work of iteration " + std::to_string(iter) + why + ", " + so +
+                    "; device work not complete:" + pending_device_work(iter) +
+                    (unfinished.empty() ? "" : "\nunfinished:" + unfinished));
+}
+
+}  // namespace swp::detail
