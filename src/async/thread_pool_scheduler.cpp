@@ -34,8 +34,9 @@ struct PoolContext {
   Runnable* running = nullptr;     // the runnable this thread is inside, if any
   Runnable* bypass = nullptr;      // runs right after `running` (post_next), seen by no other
   std::uint32_t ticks = 0;         // runnables run; every 61st looks at the injector first
-  // Left by each look at other threads' queues: one whose only work is what its owner runs
-  // next (its slot, or its ring's last item), and that owner's progress then.
+  // Left by each look at other threads' queues: one whose work the look left to its owner
+  // (the owner was getting through it fast enough, see steal_surplus), and that owner's
+  // progress then.
   PoolQueue* lone = nullptr;
   std::uint32_t lone_progress = 0;
   // The lone work seen before this thread's last timed park, to tell a stuck owner.
@@ -95,10 +96,15 @@ inline void pause_round() noexcept {
 // miss on its next push or pop. Also the window over which a look tells an owner's pace.
 constexpr double max_look_interval_ns = 3200;
 
-// The pause before the next look of a poller that has looked `looks` times without finding
-// anything: doubles from one round up to `max_rounds`. Returns the rounds paused.
+// The rounds between a poller's look number `looks` and its next one: doubling from one up to
+// `max_rounds`.
+inline unsigned rounds_to_next_look(unsigned looks, unsigned max_rounds) noexcept {
+  return std::min(1U << std::min(looks, 31U), max_rounds);
+}
+
+// Pauses until a poller's next look (see rounds_to_next_look); returns the rounds paused.
 inline unsigned back_off(unsigned looks, unsigned max_rounds) noexcept {
-  const unsigned rounds = std::min(1U << std::min(looks, 31U), max_rounds);
+  const unsigned rounds = rounds_to_next_look(looks, max_rounds);
   for (unsigned r = 0; r < rounds; ++r) pause_round();
   return rounds;
 }
@@ -600,7 +606,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
       if (i + 1 == next_look) {
         if ((found = find_work(c, next_look - last_look)) != nullptr) break;
         last_look = next_look;
-        next_look += std::min(1U << std::min(++looks, 31U), look_rounds_);
+        next_look += rounds_to_next_look(++looks, look_rounds_);
       }
     }
     if (ready) return leave(true);

@@ -138,7 +138,7 @@ class ThreadPoolScheduler final : public Scheduler {
   // steal_surplus).
   Runnable* find_work(Context& c, unsigned paused = 0) noexcept;
   Runnable* steal_surplus(Context& c, unsigned paused) noexcept;
-  // The lone work noted by the last look, if its owner made no progress since the look
+  // The work the last look left to its owner, if that owner made no progress since the look
   // before this thread's last (timed) park; else notes it for the next time.
   Runnable* take_stuck(Context& c) noexcept;
   // Runs `r`, then the chain of slot hand-offs it starts (at most max_chain).
