@@ -60,7 +60,11 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   Instance& in = *core_.sync_of(iter).instances[task];
   core_.assign_turn(in);
-  core_.submit(in);
+  // On its lane, the lane starts it, which gives its start token (start). Under its lane's
+  // claim (see EngineCore::LaneClaim) the period gives it, and whoever takes the counter to
+  // zero (this call, a producer, or the task's instance before, through the lane edge) posts
+  // it to its thread: no lane hand-off, and a producer's thread runs it next.
+  if (core_.submit(in)) start_under_claim(in);
 }
 
 void ClockRelease::advance() {
@@ -123,14 +127,24 @@ void ClockRelease::release_rest() {
   next_period_ = std::max(next_period_, last_admit_period_ + max_stage_ + 1);
 }
 
-void ClockRelease::ready(Instance& in, bool) noexcept {
-  // The instance holds its lane, parked on this dependency: it goes on on its lane.
+void ClockRelease::ready(Instance& in, bool step_ending) noexcept {
   core_.rearm(in);
+  // Under its lane's claim: it goes to its thread, as the next runnable of a producer's lane
+  // step that ends.
+  if (in.bypassed.load(std::memory_order_relaxed)) {
+    Scheduler& scheduler = core_.info_[in.task].lane->scheduler();
+    if (step_ending) {
+      scheduler.post_next(in);
+    } else {
+      scheduler.post(in);
+    }
+    return;
+  }
+  // The instance holds its lane, parked on this dependency: it goes on on its lane.
   core_.info_[in.task].lane->continue_job(in);
 }
 
 void ClockRelease::start(Instance& in) noexcept {
-  if (in.bypassed.load(std::memory_order_relaxed)) return start_under_claim(in);
   // The start token: the dependencies may still be running (periods release an instance with
   // its producers; its lane keeps the period's order meanwhile).
   if (!core_.count_down(in)) return park(in);
@@ -139,15 +153,20 @@ void ClockRelease::start(Instance& in) noexcept {
 }
 
 void ClockRelease::start_under_claim(Instance& in) noexcept {
-  // Not a lane step (see EngineCore::LaneClaim): once the start token is given, the last
-  // producer may continue the instance on its lane at once, and it may run to its end, and its
-  // pipeline be destroyed, before this call returns. So the wait is recorded before the token
-  // is given (a producer finishing in between makes it a wait of no length), and nothing is
-  // touched after a token that was not the last.
-  if (in.pending.load(std::memory_order_acquire) != 1) park(in);
+  // The period's token. Once given, the last producer may post the instance at once, and it
+  // may run to its end before this call returns (the pipeline stays: periods open on the
+  // thread that retires). So what it waits for is recorded first, as the wait on its lane it
+  // would be (a producer finishing in between makes it a wait of no length): behind its
+  // instance before, it is queued on its lane; else it holds its lane, waiting for a producer.
+  if (in.pending.load(std::memory_order_acquire) != 1) {
+    const std::int64_t iter = in.iter();
+    const bool behind =
+        iter > core_.base_ && core_.state_at(in.task, iter - 1) != InstanceState::finished;
+    if (!behind) park(in);
+  }
   if (!core_.count_down(in)) return;
   core_.rearm(in);
-  core_.proceed(in);
+  core_.info_[in.task].lane->scheduler().post(in);
 }
 
 void ClockRelease::park(Instance& in) noexcept {

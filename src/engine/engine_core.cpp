@@ -29,7 +29,7 @@ Instance::~Instance() = default;
 
 void Instance::start(Lane&) noexcept { core->start_instance(*this); }
 void Instance::resume(Lane&) noexcept { core->resume_instance(*this); }
-void Instance::run() noexcept { core->start_instance(*this); }
+void Instance::run() noexcept { core->run_instance(*this); }
 
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release,
                        std::size_t slots, FrontEnd& front)
@@ -146,8 +146,8 @@ int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
   const TaskInfo& info = info_[t];
   int n = static_cast<int>(info.intra.size());
   if (iter > 0) n += static_cast<int>(info.inter.size());
-  // Data-flow counts the lane edge here; the clock engine in the instance's gate.
-  if (iter > 0 && info.claim != nullptr && start_proceeds_) ++n;
+  // The lane edge (see LaneClaim).
+  if (iter > 0 && info.claim != nullptr) ++n;
   return n + release_->extra_degree(t, iter);
 }
 
@@ -157,7 +157,6 @@ void EngineCore::arm_counters() {
     for (auto& in : sync_[e].instances) {
       in->pending.store(e == first ? info_[in->task].degree_first : info_[in->task].degree,
                         std::memory_order_relaxed);
-      in->gate.store(e == first ? 1 : 2, std::memory_order_relaxed);  // no instance before
     }
 }
 
@@ -305,26 +304,28 @@ void EngineCore::give_up_claim(Instance& in) noexcept {
   info_[in.task].lane->end_claim(claim);
 }
 
-void EngineCore::submit(Instance& in, bool step_ending) noexcept {
-  const TaskInfo& info = info_[in.task];
-  Lane& lane = *info.lane;
-  // Read now: once a data-flow instance went to its lane or its thread, it may complete the
+bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
+  // Nothing of the core is read once the instance went: a data-flow instance may complete the
   // last iteration and the pipeline be destroyed before this returns (the release of a
   // successor is its producer's last touch of the core).
-  const bool clock_gate = info.claim != nullptr && !start_proceeds_;
+  const TaskInfo& info = info_[in.task];
+  Lane& lane = *info.lane;
   bool bypass = false;
   if (info.claim == nullptr) {
     in.set_state(InstanceState::queued);
   } else {
     bypass = release_under_claim(in);
   }
+  // The clock releases an instance with its period, before it is ready: under its lane's claim
+  // it goes to its thread once its counter reaches zero (ClockRelease::release, ready).
+  const bool post = bypass && start_proceeds_;
   if (observer_ != nullptr) {
     // Several threads release onto one lane (data-flow): the observer sees the lane's order.
     std::lock_guard lock(observer_mutex_);
     observer_->task_released(in.task, in.iter(), lane);
     if (!bypass) {
       lane.submit(in);
-    } else if (start_proceeds_) {
+    } else if (post) {
       lane.scheduler().post(in);
     }
   } else if (!bypass) {
@@ -333,35 +334,14 @@ void EngineCore::submit(Instance& in, bool step_ending) noexcept {
     } else {
       lane.submit(in);
     }
-  } else if (start_proceeds_) {
+  } else if (post) {
     if (step_ending) {
       lane.scheduler().post_next(in);
     } else {
       lane.scheduler().post(in);
     }
   }
-  // The clock's period is one of the lane gate's two events, whether the instance bypasses its
-  // lane or not (on its lane the gate only keeps count). Periods release on the caller's
-  // thread, which retires nothing meanwhile (nor destroys the pipeline): the count comes
-  // before the entry's next iteration's, even when the lane ran the instance already.
-  if (clock_gate) open_gate(in, step_ending);
-}
-
-void EngineCore::open_gate(Instance& in, bool step_ending) noexcept {
-  // As count_down: the second event takes a gate found at 1 with a load.
-  if (in.gate.load(std::memory_order_acquire) != 1 &&
-      in.gate.fetch_sub(1, std::memory_order_acq_rel) != 1)
-    return;
-  // Nothing counts the entry's next iteration down before this instance finished (see
-  // Instance), which comes after this start.
-  in.gate.store(2, std::memory_order_relaxed);
-  if (!in.bypassed.load(std::memory_order_relaxed)) return;  // its lane starts it
-  Scheduler& scheduler = info_[in.task].lane->scheduler();
-  if (step_ending) {
-    scheduler.post_next(in);
-  } else {
-    scheduler.post(in);
-  }
+  return bypass;
 }
 
 bool EngineCore::LaneClaim::holds_lane() const noexcept {
@@ -619,13 +599,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   if (!info.inter_succ.empty() || info.claim != nullptr) {
     Sync& next = sync_of(iter + 1);
     for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
-    if (info.claim != nullptr) {  // the lane edge
-      if (start_proceeds_) {
-        satisfy(*next.instances[t], true);
-      } else {
-        open_gate(*next.instances[t], true);
-      }
-    }
+    if (info.claim != nullptr) satisfy(*next.instances[t], true);  // the lane edge
   }
   if (info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {

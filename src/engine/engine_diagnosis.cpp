@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "swp/engine/detail/engine_core.hpp"
 
@@ -69,6 +71,16 @@ std::string EngineCore::diagnose() const {
       }
     return nullptr;
   };
+  // A producer of (t, iter) that has not finished, and its iteration.
+  auto unfinished_producer =
+      [&](TaskIndex t, std::int64_t iter) -> std::optional<std::pair<TaskIndex, std::int64_t>> {
+    for (TaskIndex d : graph_.intra_deps(t))
+      if (state_at(d, iter) != InstanceState::finished) return std::pair{d, iter};
+    if (iter > base_)
+      for (TaskIndex d : graph_.inter_deps(t))
+        if (state_at(d, iter - 1) != InstanceState::finished) return std::pair{d, iter - 1};
+    return std::nullopt;
+  };
   for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
     for (TaskIndex t = 0; t < graph_.size(); ++t) {
       const Instance& in = instance(t, iter);
@@ -97,10 +109,14 @@ std::string EngineCore::diagnose() const {
         case InstanceState::queued: {
           if (in.bypassed.load(std::memory_order_relaxed)) {
             // Released under its lane's claim: behind its instance before (the clock releases
-            // it with its period), or waiting for a thread to run it.
+            // it with its period), holding its lane for a producer still running (the clock
+            // again, once the instance before finished), or waiting for a thread to run it.
             if (iter > base_ && state_at(t, iter - 1) != InstanceState::finished) {
               out << "queued on its lane behind " << graph_.name(t) << " (iter " << iter - 1
                   << ")";
+            } else if (const auto producer = unfinished_producer(t, iter)) {
+              out << "holds its lane and waits for " << graph_.name(producer->first) << " (iter "
+                  << producer->second << ")";
             } else {
               out << "waits for a thread (its lane is claimed for its task)";
             }

@@ -162,6 +162,29 @@ TEST_CASE_TEMPLATE("the hang report names each waiter's lane and stream and what
   never.set_value();
 }
 
+TEST_CASE("the clock's hang report names the producer a task alone on its lane waits for") {
+  // Use is alone on its lane: the run claims the lane, and the period releases Use(1) while
+  // Use(0) still runs. Once Use(0) finished, Use(1) holds its lane waiting for Load(1).
+  swp::Runtime rt({.workers = 2});
+  swp::Promise<> never;  // what Load waits for in iteration 1; completed after the timeout
+  swp::Plan<Ctx> plan;
+  auto load = plan.add("Load", [&never](Ctx& ctx) -> swp::Co<void> {
+    if (ctx.iter_idx == 1) co_await never.get_future();
+  }, {.stage = 0, .thread_group = "io"});
+  auto use = plan.add("Use", [](Ctx& ctx) {
+    if (ctx.iter_idx == 0) std::this_thread::sleep_for(20ms);
+  }, {.stage = 0, .thread_group = "compute"});
+  plan.add("Tail", [](Ctx&) {}, {.stage = 1, .thread_group = "tail"});
+  plan.intra_iter_deps = {{use, load}};
+  swp::ClockPipeline<Ctx> pipe(rt, plan);
+  pipe.set_timeouts({.retire = 200ms, .check_interval = 10ms});
+  pipe.fill_pipeline(std::vector<int>{0, 1, 2});
+  const std::string what = timeout_message(pipe);
+  CHECK(what.find("\n  Use (iter 1) on lane 'compute', stream 'default': holds its lane and "
+                  "waits for Load (iter 1)") != std::string::npos);
+  never.set_value();
+}
+
 TEST_CASE("the hang report names the instance holding the sequencer turn a waiter needs") {
   swp::Runtime rt({.workers = 2});
   swp::Promise<> never;  // First holds turn 0 until cancelled

@@ -12,7 +12,10 @@ namespace swp::detail {
 /// Lanes receive instances in period order; an instance whose producers still run when its
 /// lane starts it parks there (holding the lane, as the seed's thread group would). Its counter
 /// counts its dependencies plus a start token the instance gives when its lane starts it;
-/// whoever takes it to zero continues it on its lane. Tasks of iterations in flight go first
+/// whoever takes it to zero continues it on its lane. A task alone on its lane whose lane the
+/// run claimed (EngineCore::LaneClaim) has no lane hand-off: its counter also counts the finish
+/// of its instance before (the lane edge), the period gives the start token, and whoever takes
+/// the counter to zero posts the instance to its thread. Tasks of iterations in flight go first
 /// in a period; the new iteration's stage-0 tasks follow once its slot is free.
 class ClockRelease final : public ReleasePolicy {
  public:
@@ -44,7 +47,8 @@ class ClockRelease final : public ReleasePolicy {
   void release_later_stages(std::int64_t period);
   // Names a producer of `in` that had not finished when it parked (diagnosis, traces).
   void park(Instance& in) noexcept;
-  // start() of an instance that runs under its lane's claim, not as a step of its lane.
+  // The period's start token for `in`, released under its lane's claim (EngineCore::submit
+  // said it bypasses its lane): posts it if that was the last thing it waited for.
   void start_under_claim(Instance& in) noexcept;
 
   EngineCore& core_;

@@ -127,7 +127,9 @@ class SchedulerWaker final : public EventWaiter {
 /// every rank and an ordered instance never holds a lane waiting for its turn).
 /// Whoever takes it to zero releases the instance to its lane. Clock: its dependencies plus
 /// a start token the instance itself gives when its lane starts it (periods release it, lanes
-/// keep their order); whoever takes it to zero runs it, on its lane.
+/// keep their order); whoever takes it to zero runs it, on its lane. A task with a lane edge
+/// (see LaneClaim) counts the edge too, and an instance released under its lane's claim gets
+/// its start token from its period: whoever takes it to zero then posts it, as data-flow does.
 ///
 /// Why re-arming at consumption is safe: a decrement for iteration i + E comes from an
 /// instance of iteration i + E or i + E - 1 = i + slots, which runs only after iteration
@@ -140,11 +142,6 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
   std::atomic<int> pending{0};
-  // The clock engine's lane gate of a task with a lane claim: its period's release and the
-  // finish of its instance before (none in a run's first iteration), the two things a lane
-  // waits for before it starts a job; whoever brings the second starts it. Re-armed to 2 then,
-  // like `pending` (see above).
-  std::atomic<int> gate{0};
   // Made by the runtime's device (with its native handle where the backend has one).
   std::unique_ptr<Event> event;
   // Its registration with `event` while the caller waits for the iteration's device work
@@ -302,7 +299,9 @@ class EngineCore {
     return *in.sync->instances[task];
   }
 
-  // The steps of an instance (Instance::start and resume call them, on its lane).
+  // The steps of an instance (Instance::start and resume call them, on its lane; run, as a
+  // runnable of its lane's scheduler, released under its lane's claim once its counter reached
+  // zero).
   void start_instance(Instance& in) noexcept {
     if (start_proceeds_) {
       proceed(in);
@@ -311,6 +310,7 @@ class EngineCore {
     }
   }
   void resume_instance(Instance& in) noexcept { proceed(in); }
+  void run_instance(Instance& in) noexcept { proceed(in); }
 
  private:
   friend class DataFlowRelease;
@@ -370,13 +370,15 @@ class EngineCore {
   void assign_turn(Instance& in) noexcept {
     if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
   }
-  void submit(Instance& in, bool step_ending = false) noexcept;
+  // Releases `in` to its lane; true when it bypasses the lane (released under its lane's
+  // claim), which the clock engine's caller then posts itself once it is ready.
+  bool submit(Instance& in, bool step_ending = false) noexcept;
   // A task alone on its lane in this pipeline (not globally ordered) has a lane edge: the
   // finish of its instance of the iteration before is one more thing its instance waits for,
   // so its instances run one after the other in iteration order without the lane's help.
-  // Data-flow counts the edge in the join counter (the instance is released once it is done);
-  // the clock engine, which releases an instance with its period, counts it in the instance's
-  // gate (its lane would start it then). For a run, the engine claims the lane
+  // Both engines count the edge in the join counter (data-flow releases the instance once it is
+  // done; the clock engine runs it then, once its period released it). For a run, the engine
+  // claims the lane
   // (Lane::try_claim) and runs the task's instances as runnables of the lane's scheduler: no
   // lane hand-off per instance. Another submitter to the lane revokes the claim; from then on,
   // to the run's end, the task's instances go through the lane again (the edge stays: it only
@@ -406,9 +408,6 @@ class EngineCore {
   // The finish of `in`, released under its lane's claim (its state stored): ends a revoked
   // claim unless a later instance released under it is left.
   void finish_under_claim(Instance& in) noexcept;
-  // Clock: one of the two events of `in`'s lane gate; the second starts `in` if it bypasses
-  // its lane (on its lane it is the lane's job: the lane starts it).
-  void open_gate(Instance& in, bool step_ending) noexcept;
   // Claims the lanes of the tasks with a lane edge for a run (those that cannot be claimed run
   // through their lanes), ending any claims still held; and ends them.
   void take_claims() noexcept;
