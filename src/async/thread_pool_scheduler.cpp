@@ -386,13 +386,15 @@ Runnable* ThreadPoolScheduler::take_stuck(Context& c) noexcept {
   return nullptr;
 }
 
-void ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
-  for (unsigned chain = 0; r != nullptr; ++chain) {
+unsigned ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
+  unsigned chain = 0;
+  while (r != nullptr) {
     Runnable* const outer = std::exchange(c.running, r);
     r->run();  // `r` may run elsewhere, or be gone, from here on
     c.running = outer;
     ++c.ticks;
-    if (c.queue == nullptr) return;
+    ++chain;
+    if (c.queue == nullptr) break;
     // relaxed: only a sign of life for thieves (see PoolQueue::progress).
     bump_progress(*c.queue);
     // The bypass first (it continues what `r` did), then the slot. relaxed: as in find_work.
@@ -401,13 +403,25 @@ void ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
     r = std::exchange(c.bypass, nullptr);
     if (r == nullptr && c.queue->slot.load(std::memory_order_relaxed) != nullptr)
       r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
-    if (r != nullptr && chain + 1 >= max_chain) {
+    if (chain >= max_chain) {
       // Long enough on the slot: the successor queues behind older work. It stays visible:
       // it was in the slot, now it is in the ring, and this thread is awake to take it.
-      push_local(c, *r);
-      return;
+      if (r != nullptr) push_local(c, *r);
+      break;
     }
+    // Nothing handed over: this thread's own queue, without going back to the loop that
+    // called (a driving thread looks at its condition once per chain, not once per runnable;
+    // a period's instances queued together run as one chain).
+    if (r == nullptr) r = local_work(c);
   }
+  return chain;
+}
+
+Runnable* ThreadPoolScheduler::local_work(Context& c) noexcept {
+  // Fairness for foreign posts, as in find_work.
+  if (c.ticks % 61 == 60)
+    if (Runnable* r = pop_injected()) return r;
+  return c.queue->ring.pop();
 }
 
 void ThreadPoolScheduler::worker_loop(unsigned index) noexcept {
@@ -573,11 +587,13 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
         searching = false;
       }
       look_again = false;
-      run_chain(c, r);
+      runs += run_chain(c, r);
       // Busy all along: look at the clock now and then, or endless work would keep this
       // thread past its deadline.
-      if (timed && ++runs % deadline_check_every == 0 && Clock::now() >= deadline)
-        return leave(done());
+      if (timed && runs >= deadline_check_every) {
+        runs = 0;
+        if (Clock::now() >= deadline) return leave(done());
+      }
       continue;
     }
     if (deadline == Clock::time_point::min()) return leave(done());  // runnable work only

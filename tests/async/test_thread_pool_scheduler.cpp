@@ -307,32 +307,52 @@ TEST_CASE("work posted from inside a runnable is taken by another thread while t
 
 TEST_CASE("work a driver leaves in its queue runs, also when that thread does not drive again") {
   // The caller runs a runnable (the only worker is busy) that re-posts itself, like a lane
-  // with another step, and makes the caller's condition true: the second step is left in the
-  // caller's queue when drive_until returns. The caller does not drive again; once free, the
-  // worker must take it over.
+  // with more steps, and makes the caller's condition true at once: the caller runs a chain of
+  // max_chain steps, and the next step is left in its queue when drive_until returns. The
+  // caller does not drive again; once free, the worker must take it over.
+  constexpr int steps_in_all = static_cast<int>(swp::ThreadPoolScheduler::max_chain) + 1;
   swp::ThreadPoolScheduler pool(1);
   Occupier occupier;
   pool.post(occupier);
   REQUIRE(eventually([&] { return occupier.started.load(); }));
-  struct TwoSteps final : swp::Runnable {
+  struct Steps final : swp::Runnable {
     swp::Scheduler* scheduler = nullptr;
     std::atomic<int> steps{0};
-    std::atomic<std::thread::id> second_on{};
+    std::atomic<std::thread::id> last_on{};
     void run() noexcept override {
-      if (steps.load() == 0) {
+      const int step = steps.load() + 1;
+      if (step < steps_in_all) {
         scheduler->post(*this);
       } else {
-        second_on.store(std::this_thread::get_id());
+        last_on.store(std::this_thread::get_id());
       }
-      steps.fetch_add(1);
+      steps.store(step);
     }
   } lane;
   lane.scheduler = &pool;
   pool.post(lane);
   REQUIRE(pool.drive_until([&] { return lane.steps.load() >= 1; }, swp::Clock::now() + 30s));
+  CHECK(lane.steps.load() == steps_in_all - 1);
   occupier.release.store(true);
-  CHECK(eventually([&] { return lane.steps.load() == 2; }));
-  CHECK(lane.second_on.load() != std::this_thread::get_id());
+  CHECK(eventually([&] { return lane.steps.load() == steps_in_all; }));
+  CHECK(lane.last_on.load() != std::this_thread::get_id());
+}
+
+TEST_CASE("a driver runs what its queue holds as one chain, then looks at its condition") {
+  // No workers: everything runs on the caller, in order. The condition holds after the first
+  // runnable, but the caller looks at it only when a chain ends: after max_chain runnables.
+  constexpr auto chain = static_cast<int>(swp::ThreadPoolScheduler::max_chain);
+  swp::ThreadPoolScheduler pool(0);
+  std::vector<int> log;
+  auto rs = logging(pool, log, chain + 8);
+  pool.drive_section([&] {
+    for (auto& r : rs) pool.post(*r);
+    CHECK(pool.drive_until([&] { return !log.empty(); }, swp::Clock::now() + 30s));
+    CHECK(log.size() == static_cast<std::size_t>(chain));
+    // The rest runs in the next drive, in order.
+    CHECK(pool.drive_until([&] { return log.size() == rs.size(); }, swp::Clock::now() + 30s));
+  });
+  for (std::size_t i = 0; i < log.size(); ++i) CHECK(log[i] == static_cast<int>(i) + 1);
 }
 
 TEST_CASE("a thread in drive_until runs posted work while every worker is busy") {

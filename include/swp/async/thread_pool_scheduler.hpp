@@ -36,8 +36,10 @@ struct PoolContext;
 ///   slot, without a queue or a wake-up. The caller promises to return at once, so the work is
 ///   hidden from other threads only for that long.
 /// - A runnable that re-posts itself (a lane with more steps) goes to the ring's tail instead,
-///   behind the work it woke: a busy lane cannot starve the others. A chain of slot hand-offs
-///   is cut after `max_chain` runs for the same reason.
+///   behind the work it woke: a busy lane cannot starve the others. A thread runs a chain
+///   — the bypass, else the slot, else its ring's next item — of at most `max_chain`
+///   runnables before it looks at anything else (its caller's condition, other queues), and
+///   the slot's occupant then goes behind the ring, for the same reason.
 /// - `post` from any other thread (a stream's worker, a timer, the caller outside
 ///   `drive_until`) goes to a shared injection queue, which every thread polls, first every
 ///   61st runnable so local work cannot starve it.
@@ -97,7 +99,7 @@ class ThreadPoolScheduler final : public Scheduler {
   void post_next(Runnable& r) noexcept override;
 
   /// Runs work until `done()` holds (true) or `deadline` passes (false; returns `done()`).
-  /// Slot chains run to their end before `done()` is checked again; when the thread goes
+  /// Chains (see above) run to their end before `done()` is checked again; when the thread goes
   /// idle, it polls then parks until the deadline, reading the clock once per idle episode
   /// (none for `time_point::max()`). While work keeps coming it checks the deadline every
   /// 64 runnables. `time_point::min()`: run what is runnable now, then return.
@@ -141,8 +143,11 @@ class ThreadPoolScheduler final : public Scheduler {
   // The work the last look left to its owner, if that owner made no progress since the look
   // before this thread's last (timed) park; else notes it for the next time.
   Runnable* take_stuck(Context& c) noexcept;
-  // Runs `r`, then the chain of slot hand-offs it starts (at most max_chain).
-  void run_chain(Context& c, Runnable* r) noexcept;
+  // Runs `r`, then the chain it starts: the bypass, the slot, else the thread's own queue
+  // (at most max_chain runnables). Returns how many it ran.
+  unsigned run_chain(Context& c, Runnable* r) noexcept;
+  // The next runnable of the thread's own queue (its ring; now and then the injection queue).
+  Runnable* local_work(Context& c) noexcept;
   // A worker with nothing to do: polls, then parks. nullptr: stop requested.
   Runnable* worker_idle(Context& c) noexcept;
   // After work was published (and a seq_cst fence or exchange): wakes a thread if none polls.
