@@ -486,14 +486,18 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
       observer_->task_waiting(t, iter, *info.lane, TaskWait{TaskWait::Kind::turn, t, iter});
     await_turn(in).start_detached(
         info.lane,
-        [](void* context, const std::exception_ptr& error) noexcept {
+        [](void* context, std::exception_ptr& error) noexcept {
           auto* waiting = static_cast<Instance*>(context);
           if (error) {
             // A turn that never came (SequencerTimeout) holds back every later turn: it fails
             // the run under any failure policy (a stopping run's Cancelled changes nothing).
+            // The error moves to the instance: this thread keeps no reference (see
+            // run_routine).
+            waiting->error = std::move(error);
             EngineCore& core = *waiting->core;
-            core.fail(core.graph_.name(waiting->task), waiting->iter(), error, FailureKind::task);
-            core.finish(*waiting, error, true);
+            core.fail(core.graph_.name(waiting->task), waiting->iter(), waiting->error,
+                      FailureKind::task);
+            core.finish(*waiting, waiting->error, true);
           } else {
             waiting->core->run_body(*waiting);
           }
@@ -567,9 +571,12 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   in.set_state(InstanceState::coroutine);
   body.start_detached(
       info.lane,
-      [](void* context, const std::exception_ptr& error) noexcept {
+      [](void* context, std::exception_ptr& error) noexcept {
         auto* running = static_cast<Instance*>(context);
-        running->core->finish(*running, error, true);
+        // The error moves to the instance, so the frame, destroyed on this thread after this
+        // call, holds no reference to it (see run_routine).
+        running->error = std::move(error);
+        running->core->finish(*running, running->error, true);
       },
       &in, &stop_, &in);
   return false;

@@ -52,9 +52,9 @@ void EngineCore::run_serial(std::int64_t iter) {
     if (body.valid()) {
       body.start(
           nullptr,
-          [](void* context, const std::exception_ptr& error) noexcept {
+          [](void* context, std::exception_ptr& error) noexcept {
             auto* o = static_cast<Outcome*>(context);
-            o->error = error;
+            o->error = std::move(error);
             Scheduler* scheduler = o->scheduler;
             o->finished.store(true, std::memory_order_seq_cst);
             scheduler->notify();

@@ -101,7 +101,7 @@ TEST_CASE("a root Co reports completion and its error to the completion callback
   auto co = fail("root");
   co.start(
       nullptr,
-      [](void* context, const std::exception_ptr& error) noexcept {
+      [](void* context, std::exception_ptr& error) noexcept {
         auto* r = static_cast<Result*>(context);
         r->called = true;
         r->failed = static_cast<bool>(error);

@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 void start_job(swp::Co<void>& co, swp::Lane& lane) {
   co.start(
       &lane,
-      [](void* context, const std::exception_ptr&) noexcept {
+      [](void* context, std::exception_ptr&) noexcept {
         static_cast<swp::Lane*>(context)->finish_job();
       },
       &lane);
@@ -453,7 +453,7 @@ TEST_CASE("under a claim, the owner's coroutine continues on the lane before rev
   std::vector<int> owned_log;
   swp::Co<void> co = owned_body(gate.get_future(), owned_log);
   bool done = false;
-  co.start(&lane, [](void* flag, const std::exception_ptr&) noexcept { *static_cast<bool*>(flag) = true; },
+  co.start(&lane, [](void* flag, std::exception_ptr&) noexcept { *static_cast<bool*>(flag) = true; },
            &done);
   lane.submit(job[0]);  // revokes; waits for the owner's coroutine
   CHECK(lane.activity() == swp::Lane::Activity::suspended);

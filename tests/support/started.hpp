@@ -20,7 +20,7 @@ struct Started {
   explicit Started(Co<void> c, const StopSignal* stop = nullptr) : co(std::move(c)) {
     co.start(
         nullptr,
-        [](void* context, const std::exception_ptr& e) noexcept {
+        [](void* context, std::exception_ptr& e) noexcept {
           auto* self = static_cast<Started*>(context);
           self->finished = true;
           self->error = e;

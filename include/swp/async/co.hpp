@@ -34,12 +34,14 @@ namespace detail {
 /// the completion callback.
 class CoPromiseBase {
  public:
-  /// The error is lent, not given: the finishing thread holds no reference of its own once the
-  /// callback returns, so a waiter the callback wakes may drop the last one (a copy made and
-  /// released on the finishing thread after the wake-up would free the exception there, behind
-  /// reference counts ThreadSanitizer cannot see in an uninstrumented libstdc++). Copy it to
-  /// keep it.
-  using Completion = void (*)(void* context, const std::exception_ptr& error) noexcept;
+  /// The error is the promise's own: a callback that keeps it moves it out (`result()` of a
+  /// `start`ed Co then has none to rethrow). Then the finishing thread holds no reference once
+  /// the callback returns, not even through the frame a detached Co destroys right after, so a
+  /// waiter the callback wakes may drop the last one (a reference released on the finishing
+  /// thread after the wake-up would free the exception there, behind reference counts
+  /// ThreadSanitizer cannot see in an uninstrumented libstdc++). A callback that copies it
+  /// leaves one reference to the frame.
+  using Completion = void (*)(void* context, std::exception_ptr& error) noexcept;
 
   struct FinalAwaiter {
     [[nodiscard]] bool await_ready() const noexcept { return false; }

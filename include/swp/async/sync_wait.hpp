@@ -19,7 +19,7 @@ T sync_wait(Co<T> co) {
   std::binary_semaphore finished{0};
   co.start(
       nullptr,
-      [](void* context, const std::exception_ptr&) noexcept {
+      [](void* context, std::exception_ptr&) noexcept {
         static_cast<std::binary_semaphore*>(context)->release();
       },
       &finished);

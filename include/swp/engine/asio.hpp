@@ -123,7 +123,7 @@ auto async_submit(Pipeline<Ctx>& pipe, typename Ctx::batch_type batch, Completio
         auto stop = std::make_shared<StopSignal>();
         const StopSignal* signal = stop.get();
         detail::async_submit_op(pipe, std::move(b), std::move(handler), std::move(stop))
-            .start_detached(nullptr, [](void*, const std::exception_ptr&) noexcept {}, nullptr,
+            .start_detached(nullptr, [](void*, std::exception_ptr&) noexcept {}, nullptr,
                             signal);
       },
       token, std::move(batch));
@@ -171,7 +171,7 @@ auto async_progress(Pipeline<Ctx>& pipe, CompletionToken&& token) {
                                      void(std::exception_ptr, std::optional<Retired<Ctx>>)>(
       [&pipe](auto handler) {
         detail::async_progress_op(pipe, std::move(handler))
-            .start_detached(nullptr, [](void*, const std::exception_ptr&) noexcept {}, nullptr);
+            .start_detached(nullptr, [](void*, std::exception_ptr&) noexcept {}, nullptr);
       },
       token);
 }

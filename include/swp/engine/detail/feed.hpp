@@ -137,11 +137,11 @@ class Feed {
     // sending on the channel, a lane completing a future, a timer).
     fetch.start_detached(
         nullptr,
-        [](void* context, const std::exception_ptr& error) noexcept {
+        [](void* context, std::exception_ptr& error) noexcept {
           auto* self = static_cast<Feed*>(context);
           Scheduler& scheduler = self->scheduler_;
           // A cancelled fetch (end()) is no error: the source simply gave nothing.
-          if (error && !self->is_cancel(error)) self->error_ = error;
+          if (error && !self->is_cancel(error)) self->error_ = std::move(error);
           // After this store the driver may take the batch; it destroys the Feed (and then
           // perhaps the runtime whose scheduler is notified here) only once `notified_` says
           // this callback touches neither anymore.
