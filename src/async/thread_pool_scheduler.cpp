@@ -411,8 +411,9 @@ unsigned ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
     }
     // Nothing handed over: this thread's own queue, without going back to the loop that
     // called (a driving thread looks at its condition once per chain, not once per runnable;
-    // a period's instances queued together run as one chain).
-    if (r == nullptr) r = local_work(c);
+    // a period's instances queued together run as one chain). Not once the scheduler is
+    // being destroyed: queued work is dropped then (relaxed: as in worker_loop).
+    if (r == nullptr && !stop_.load(std::memory_order_relaxed)) r = local_work(c);
   }
   return chain;
 }
