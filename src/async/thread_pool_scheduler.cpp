@@ -404,8 +404,8 @@ unsigned ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
     if (r == nullptr && c.queue->slot.load(std::memory_order_relaxed) != nullptr)
       r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
     if (chain >= max_chain) {
-      // Long enough on the slot: the successor queues behind older work. It stays visible:
-      // it was in the slot, now it is in the ring, and this thread is awake to take it.
+      // Long enough: what was handed over queues behind older work. It stays visible: it was
+      // in the bypass or the slot, now it is in the ring, and this thread is awake to take it.
       if (r != nullptr) push_local(c, *r);
       break;
     }
