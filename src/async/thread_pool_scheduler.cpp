@@ -302,14 +302,14 @@ bool ThreadPoolScheduler::has_visible_work() const noexcept {
 
 Runnable* ThreadPoolScheduler::find_work(Context& c, unsigned paused) noexcept {
   Runnable* r = nullptr;
-  if (c.queue != nullptr && c.queue->slot.load(std::memory_order_relaxed) != nullptr) {
+  if (c.queue != nullptr) {
     // relaxed: only this thread puts work in its own slot; thieves only take it (so it may
     // be gone by the exchange, never put back). Looked at first: see run_chain.
-    if ((r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed)) != nullptr) return r;
+    if (c.queue->slot.load(std::memory_order_relaxed) != nullptr &&
+        (r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed)) != nullptr)
+      return r;
+    if ((r = local_work(c)) != nullptr) return r;
   }
-  // Fairness for foreign posts: a thread with endless local work still serves them.
-  if (c.ticks % 61 == 60 && (r = pop_injected()) != nullptr) return r;
-  if (c.queue != nullptr && (r = c.queue->ring.pop()) != nullptr) return r;
   if ((r = pop_injected()) != nullptr) return r;
   return steal_surplus(c, paused);
 }
@@ -419,7 +419,7 @@ unsigned ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
 }
 
 Runnable* ThreadPoolScheduler::local_work(Context& c) noexcept {
-  // Fairness for foreign posts, as in find_work.
+  // Fairness for foreign posts: a thread with endless local work still serves them.
   if (c.ticks % 61 == 60)
     if (Runnable* r = pop_injected()) return r;
   return c.queue->ring.pop();

@@ -131,15 +131,7 @@ void ClockRelease::ready(Instance& in, bool step_ending) noexcept {
   core_.rearm(in);
   // Under its lane's claim: it goes to its thread, as the next runnable of a producer's lane
   // step that ends.
-  if (in.bypassed.load(std::memory_order_relaxed)) {
-    Scheduler& scheduler = core_.info_[in.task].lane->scheduler();
-    if (step_ending) {
-      scheduler.post_next(in);
-    } else {
-      scheduler.post(in);
-    }
-    return;
-  }
+  if (in.bypassed.load(std::memory_order_relaxed)) return core_.post_claimed(in, step_ending);
   // The instance holds its lane, parked on this dependency: it goes on on its lane.
   core_.info_[in.task].lane->continue_job(in);
 }
@@ -166,22 +158,15 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   }
   if (!core_.count_down(in)) return;
   core_.rearm(in);
-  core_.info_[in.task].lane->scheduler().post(in);
+  core_.post_claimed(in, false);
 }
 
 void ClockRelease::park(Instance& in) noexcept {
-  // Whoever finishes last continues the instance through its lane, after this step.
-  const PlanGraph& graph = core_.graph();
-  const auto finished = [&](TaskIndex d, std::int64_t iter) {
-    return core_.sync_of(iter).instances[d]->state_in(iter) == InstanceState::finished;
-  };
-  for (TaskIndex d : graph.intra_deps(in.task))
-    if (!finished(d, in.iter())) return core_.record_dep_wait(in, d, in.iter());
-  if (in.iter() > core_.base_)
-    for (TaskIndex d : graph.inter_deps(in.task))
-      if (!finished(d, in.iter() - 1)) return core_.record_dep_wait(in, d, in.iter() - 1);
-  // Every producer finished between the decrement and the look: the last one has already
-  // queued the continuation, so there is no wait to report.
+  // Whoever finishes last continues the instance, after this step. Every producer may have
+  // finished between the decrement and the look: the last one has already queued the
+  // continuation, so there is no wait to report.
+  if (const auto producer = core_.unfinished_producer(in.task, in.iter()))
+    core_.record_dep_wait(in, producer->first, producer->second);
 }
 
 void ClockRelease::ordered_finished(Instance&) noexcept {

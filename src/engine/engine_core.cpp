@@ -335,11 +335,7 @@ bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
       lane.submit(in);
     }
   } else if (post) {
-    if (step_ending) {
-      lane.scheduler().post_next(in);
-    } else {
-      lane.scheduler().post(in);
-    }
+    post_claimed(in, step_ending);
   }
   return bypass;
 }
@@ -395,6 +391,21 @@ void EngineCore::set_retire_after_device(bool on) {
   if (filled_)
     throw PipelineStateError("retire_after_device while the pipeline is filled; drain() first");
   retire_after_device_ = on;
+}
+
+std::optional<std::pair<TaskIndex, std::int64_t>> EngineCore::unfinished_producer(
+    TaskIndex t, std::int64_t iter) const noexcept {
+  // By the states of the producers' own iterations: an iteration retired finished them all,
+  // and its entry is not reused while (t, iter) is in flight.
+  const auto finished = [&](TaskIndex d, std::int64_t of) {
+    return sync_of(of).instances[d]->state_in(of) == InstanceState::finished;
+  };
+  for (TaskIndex d : info_[t].intra)
+    if (!finished(d, iter)) return std::pair{d, iter};
+  if (iter > base_)
+    for (TaskIndex d : info_[t].inter)
+      if (!finished(d, iter - 1)) return std::pair{d, iter - 1};
+  return std::nullopt;
 }
 
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {

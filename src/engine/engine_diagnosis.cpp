@@ -7,9 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <optional>
 #include <sstream>
-#include <utility>
 
 #include "swp/engine/detail/engine_core.hpp"
 
@@ -70,16 +68,6 @@ std::string EngineCore::diagnose() const {
           return &instance(t, iter);
       }
     return nullptr;
-  };
-  // A producer of (t, iter) that has not finished, and its iteration.
-  auto unfinished_producer =
-      [&](TaskIndex t, std::int64_t iter) -> std::optional<std::pair<TaskIndex, std::int64_t>> {
-    for (TaskIndex d : graph_.intra_deps(t))
-      if (state_at(d, iter) != InstanceState::finished) return std::pair{d, iter};
-    if (iter > base_)
-      for (TaskIndex d : graph_.inter_deps(t))
-        if (state_at(d, iter - 1) != InstanceState::finished) return std::pair{d, iter - 1};
-    return std::nullopt;
   };
   for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
     for (TaskIndex t = 0; t < graph_.size(); ++t) {

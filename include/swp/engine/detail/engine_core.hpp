@@ -373,6 +373,16 @@ class EngineCore {
   // Releases `in` to its lane; true when it bypasses the lane (released under its lane's
   // claim), which the clock engine's caller then posts itself once it is ready.
   bool submit(Instance& in, bool step_ending = false) noexcept;
+  // Posts `in`, released under its lane's claim and ready, to its lane's scheduler: as the
+  // next runnable of a lane step that ends (`step_ending`), else as new work.
+  void post_claimed(Instance& in, bool step_ending) noexcept {
+    Scheduler& scheduler = info_[in.task].lane->scheduler();
+    if (step_ending) {
+      scheduler.post_next(in);
+    } else {
+      scheduler.post(in);
+    }
+  }
   // A task alone on its lane in this pipeline (not globally ordered) has a lane edge: the
   // finish of its instance of the iteration before is one more thing its instance waits for,
   // so its instances run one after the other in iteration order without the lane's help.
@@ -424,6 +434,10 @@ class EngineCore {
   }
   // The instance holds its lane and waits for producer `dep` of iteration `iter`.
   void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
+  // A producer of (t, iter), intra first, then inter (of iter - 1), that has not finished, with
+  // its iteration; none when all have. Any thread: it reads only the producers' states.
+  [[nodiscard]] std::optional<std::pair<TaskIndex, std::int64_t>> unfinished_producer(
+      TaskIndex t, std::int64_t iter) const noexcept;
   [[nodiscard]] InstanceState state_at(TaskIndex t, std::int64_t iter) const noexcept;
   // Dependencies done: stream waits (phase 2), the turn, then the body.
   void proceed(Instance& in) noexcept;
