@@ -119,16 +119,36 @@ struct Staging {
   }
 };
 
-// CPU time the bodies spend (submitting their GPU work), over all tasks.
+// CPU time the bodies spend (submitting their GPU work), per task and over all tasks.
 struct Submission {
-  std::atomic<long long> ns{0};
-  std::atomic<long long> tasks{0};
+  static constexpr int tasks = 4;
+  std::array<std::atomic<long long>, tasks> ns{};
+  std::array<std::atomic<long long>, tasks> count{};
   template <class F>
-  void time(F&& f) {
+  void time(int task, F&& f) {
     const auto start = SteadyClock::now();
     f();
-    ns += std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
-    ++tasks;
+    ns[static_cast<std::size_t>(task)] +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
+    ++count[static_cast<std::size_t>(task)];
+  }
+  void reset() {
+    for (int t = 0; t < tasks; ++t) {
+      ns[static_cast<std::size_t>(t)] = 0;
+      count[static_cast<std::size_t>(t)] = 0;
+    }
+  }
+  double us_per_task(int task) const {
+    const auto t = static_cast<std::size_t>(task);
+    return count[t] == 0 ? 0.0 : static_cast<double>(ns[t].load()) / 1000.0 / count[t].load();
+  }
+  double us_per_task() const {
+    long long total = 0, n = 0;
+    for (int t = 0; t < tasks; ++t) {
+      total += ns[static_cast<std::size_t>(t)].load();
+      n += count[static_cast<std::size_t>(t)].load();
+    }
+    return n == 0 ? 0.0 : static_cast<double>(total) / 1000.0 / static_cast<double>(n);
   }
 };
 
@@ -177,7 +197,7 @@ swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer&
   swp::Plan<Ctx> plan;
   plan.add("H2D",
            [&](Ctx& ctx, swp::TaskScope& scope) {
-             sub.time([&] {
+             sub.time(0, [&] {
                const cudaStream_t s = native(scope);
                auto& slot = m.slot[ctx.iter_idx % slots];
                const int k = ctx.batch % staged;
@@ -194,7 +214,7 @@ swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer&
            {.stage = 0, .stream = "h2d", .thread_group = "h2d"});
   plan.add("InputDist",
            [&](Ctx& ctx, swp::TaskScope& scope) {
-             sub.time([&] {
+             sub.time(1, [&] {
                const cudaStream_t s = native(scope);
                auto& slot = m.slot[ctx.iter_idx % slots];
                timer.begin(1, s);
@@ -205,7 +225,7 @@ swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer&
            {.stage = 1, .stream = "input_dist", .thread_group = "dist"});
   plan.add("Forward",
            [&](Ctx& ctx, swp::TaskScope& scope) {
-             sub.time([&] {
+             sub.time(2, [&] {
                const cudaStream_t stream = native(scope);
                const int k = static_cast<int>(ctx.iter_idx % slots);
                auto& slot = m.slot[static_cast<std::size_t>(k)];
@@ -231,7 +251,7 @@ swp::Plan<Ctx> make_plan(Model& m, Staging& staging, Submission& sub, TaskTimer&
            {.stage = 2, .stream = "compute", .thread_group = "compute"});
   plan.add("Backward",
            [&](Ctx& ctx, swp::TaskScope& scope) {
-             sub.time([&] {
+             sub.time(3, [&] {
                const cudaStream_t stream = native(scope);
                const int k = static_cast<int>(ctx.iter_idx % slots);
                auto& slot = m.slot[static_cast<std::size_t>(k)];
@@ -314,14 +334,17 @@ int main(int argc, char** argv) {
   swp::DataFlowPipeline<Ctx> dataflow(rt, plan, slots);
   swp::ClockPipeline<Ctx> clock(rt, plan);
 
+  // Warm-up first (cuBLAS picks its kernels, the GPU leaves its idle clocks): a bound timed
+  // on a cold GPU came out 30% high on an H100.
+  us_per_iter(dataflow, 50, false);
   // Per-task device times: serial iterations, one at a time, timed with CUDA events.
   timer.on = true;
   std::array<double, TaskTimer::tasks> task_us{};
-  constexpr int calibration = 20;
+  constexpr int calibration = 50;
   for (int i = 0; i < calibration + 3; ++i) {
     dataflow.run_one_serial_iter(i, i);
     dataflow.synchronize();
-    if (i < 3) continue;  // warm-up (cuBLAS picks its kernels)
+    if (i < 3) continue;
     for (int t = 0; t < TaskTimer::tasks; ++t)
       task_us[static_cast<std::size_t>(t)] += 1000.0 * timer.ms(t) / calibration;
   }
@@ -329,36 +352,43 @@ int main(int argc, char** argv) {
   // The busiest stream: compute runs Forward and Backward, the others one task each.
   const double bound = std::max({task_us[0], task_us[1], task_us[2] + task_us[3]});
 
-  us_per_iter(dataflow, 20, false);  // warm-up of the pipelined path
   const double serial = us_per_iter(dataflow, iters, true);
-  submission.ns = 0;
-  submission.tasks = 0;
+  submission.reset();
   const double df = us_per_iter(dataflow, iters, false);
-  const double submit_us =
-      submission.ns.load() / 1000.0 / static_cast<double>(submission.tasks.load());
+  const double submit_us = submission.us_per_task();
+  std::array<double, Submission::tasks> submit_task_us{};
+  for (int t = 0; t < Submission::tasks; ++t)
+    submit_task_us[static_cast<std::size_t>(t)] = submission.us_per_task(t);
   const double ck = us_per_iter(clock, iters, false);
   // The same with Forward and Backward replayed from CUDA graphs (captured after 2 eager runs
   // per slot, in the warm-up).
   graphs.on = true;
   us_per_iter(dataflow, 20, false);
-  submission.ns = 0;
-  submission.tasks = 0;
+  submission.reset();
   const double graph_df = us_per_iter(dataflow, iters, false);
-  const double graph_submit_us =
-      submission.ns.load() / 1000.0 / static_cast<double>(submission.tasks.load());
+  const double graph_submit_us = submission.us_per_task();
   graphs.on = false;
 
-  // The same plan on a device that learns of GPU completion by polling CUDA events instead of
-  // from host functions (swp::CudaCompletion), and each mode's completion latency.
-  auto polling_device = std::make_unique<swp::CudaDevice>(0, swp::CudaCompletion::polling);
-  swp::CudaDevice& polling = *polling_device;
-  swp::Runtime polling_rt(std::move(polling_device), {.workers = 3});
-  swp::DataFlowPipeline<Ctx> polling_dataflow(polling_rt, plan, slots);
-  us_per_iter(polling_dataflow, 20, false);
-  const double polling_df = us_per_iter(polling_dataflow, iters, false);
-  swp::CudaDevice host_function(0, swp::CudaCompletion::host_function);
-  const double latency_host_function = completion_latency_us(host_function, 200);
-  const double latency_polling = completion_latency_us(polling, 200);
+  // The same plan on a device of each completion mode, named (swp::CudaCompletion), and each
+  // mode's completion latency.
+  struct ModeRun {
+    double us_per_iter = 0, submit_us = 0, latency_us = 0;
+  };
+  auto run_mode = [&](swp::CudaCompletion mode) {
+    auto owned = std::make_unique<swp::CudaDevice>(0, mode);
+    swp::CudaDevice& device = *owned;
+    swp::Runtime mode_rt(std::move(owned), {.workers = 3});
+    swp::DataFlowPipeline<Ctx> pipe(mode_rt, plan, slots);
+    us_per_iter(pipe, 20, false);
+    submission.reset();
+    ModeRun r;
+    r.us_per_iter = us_per_iter(pipe, iters, false);
+    r.submit_us = submission.us_per_task();
+    r.latency_us = completion_latency_us(device, 200);
+    return r;
+  };
+  const ModeRun polling = run_mode(swp::CudaCompletion::polling);
+  const ModeRun host_function = run_mode(swp::CudaCompletion::host_function);
 
   float loss = 0;
   check(
@@ -366,10 +396,17 @@ int main(int argc, char** argv) {
       "loss");
   if (!std::isfinite(loss)) throw std::runtime_error("the loss is not finite");
 
-  std::printf("gpu_train_step: %s, batch %d, dim %d, hidden %d, %d iterations\n",
-              rt.device().backend().data(), batch, dim, hidden, iters);
+  std::printf(
+      "gpu_train_step: %s (%s completion by default), batch %d, dim %d, hidden %d, %d "
+      "iterations\n",
+      rt.device().backend().data(),
+      dynamic_cast<swp::CudaDevice&>(rt.device()).completion() == swp::CudaCompletion::polling
+          ? "polling"
+          : "host_function",
+      batch, dim, hidden, iters);
   for (int t = 0; t < TaskTimer::tasks; ++t)
-    std::printf("  task %d device time %.1f us\n", t, task_us[static_cast<std::size_t>(t)]);
+    std::printf("  task %d device time %.1f us, cpu submit %.1f us\n", t,
+                task_us[static_cast<std::size_t>(t)], submit_task_us[static_cast<std::size_t>(t)]);
   metric("gpu_serial_us_per_iter", serial, "us");
   metric("gpu_dataflow_us_per_iter", df, "us");
   metric("gpu_clock_us_per_iter", ck, "us");
@@ -380,10 +417,14 @@ int main(int argc, char** argv) {
   metric("gpu_graph_dataflow_us_per_iter", graph_df, "us");
   metric("gpu_graph_dataflow_efficiency", bound / graph_df, "ratio");
   metric("gpu_graph_cpu_submit_us_per_task", graph_submit_us, "us");
-  metric("gpu_polling_dataflow_us_per_iter", polling_df, "us");
-  metric("gpu_polling_dataflow_efficiency", bound / polling_df, "ratio");
-  metric("gpu_completion_latency_us_host_function", latency_host_function, "us");
-  metric("gpu_completion_latency_us_polling", latency_polling, "us");
+  metric("gpu_polling_dataflow_us_per_iter", polling.us_per_iter, "us");
+  metric("gpu_polling_dataflow_efficiency", bound / polling.us_per_iter, "ratio");
+  metric("gpu_polling_cpu_submit_us_per_task", polling.submit_us, "us");
+  metric("gpu_host_function_dataflow_us_per_iter", host_function.us_per_iter, "us");
+  metric("gpu_host_function_dataflow_efficiency", bound / host_function.us_per_iter, "ratio");
+  metric("gpu_host_function_cpu_submit_us_per_task", host_function.submit_us, "us");
+  metric("gpu_completion_latency_us_host_function", host_function.latency_us, "us");
+  metric("gpu_completion_latency_us_polling", polling.latency_us, "us");
   metric("gpu_final_loss", loss, "value");
   return 0;
 }

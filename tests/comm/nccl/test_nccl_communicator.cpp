@@ -137,13 +137,19 @@ TEST_CASE("nccl: a stream of another backend is refused; a hang times out and ab
   CHECK_THROWS_AS(r.comm->all_reduce(host.stream("cpu"), std::span<const float>(x),
                                      std::span<float>(y), swp::ReduceOp::sum, "on the CPU"),
                   std::invalid_argument);
-  // A send to itself that no receive matches never completes.
-  r.comm->set_timeout(500ms);
+  // An operation that does not complete in time. One rank alone cannot make NCCL hang (a
+  // send to itself without a receive is refused at once, as invalid usage), so a callable
+  // holds the stream for 3 s: the all_reduce behind it stands for one waiting on a rank that
+  // never takes part. Its deadline passes, the communicator is aborted, and the operation
+  // fails with CommTimeout once the GPU let go of it.
+  r.comm->set_timeout(300ms);
   DeviceBuffer<float> buf(x);
-  auto stuck = r.comm->send(r.stream, std::span<const float>(buf.p, buf.n), 0, "lonely send");
+  r.stream.enqueue([] { std::this_thread::sleep_for(3s); });
+  auto stuck = r.comm->all_reduce(r.stream, std::span<const float>(buf.p, buf.n),
+                                  std::span<float>(buf.p, buf.n), swp::ReduceOp::sum, "held back");
   for (int i = 0; i < 60000 && !stuck.ready(); ++i) std::this_thread::sleep_for(1ms);
   REQUIRE(stuck.ready());
-  CHECK_THROWS_AS(stuck.get(), swp::CommTimeout);
+  CHECK_THROWS_WITH_AS(stuck.get(), doctest::Contains("'held back'"), swp::CommTimeout);
   auto after = r.comm->all_reduce(r.stream, std::span<const float>(buf.p, buf.n),
                                   std::span<float>(buf.p, buf.n), swp::ReduceOp::sum, "after");
   REQUIRE(after.ready());

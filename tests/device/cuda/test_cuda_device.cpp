@@ -40,6 +40,12 @@ bool have_gpu(const char* test) {
   return false;
 }
 
+constexpr swp::CudaCompletion completion_modes[] = {swp::CudaCompletion::polling,
+                                                    swp::CudaCompletion::host_function};
+const char* mode_name(swp::CudaCompletion mode) {
+  return mode == swp::CudaCompletion::polling ? "polling" : "host_function";
+}
+
 // Either engine on `plan` (the data-flow one with 3 iterations in flight).
 template <class Pipe>
 std::unique_ptr<Pipe> make_pipe(swp::Runtime& rt, const swp::Plan<Ctx>& plan) {
@@ -56,6 +62,7 @@ TEST_CASE("cuda: the device makes prioritized streams and events with CUDA handl
   if (!have_gpu("streams and events")) return;
   swp::CudaDevice device(0);
   CHECK(device.backend() == "cuda");
+  CHECK(device.completion() == swp::CudaCompletion::polling);  // the default (docs/gpu.md)
   const auto [least, greatest] = device.priority_range();
   CHECK(greatest <= least);
   auto high = device.make_stream("high", greatest);
@@ -72,15 +79,22 @@ TEST_CASE("cuda: the device makes prioritized streams and events with CUDA handl
 
 TEST_CASE("cuda: a recorded generation completes on the CPU side once the GPU got there") {
   if (!have_gpu("record")) return;
-  swp::CudaDevice device(0);
-  auto stream = device.make_stream("s", 0);
-  swp::Event event;  // a plain event: its CUDA events come with its first record
-  stream->enqueue_work(5ms);
-  const auto generation = stream->record(event);
-  CHECK(event.native() != nullptr);
-  stream->synchronize();
-  CHECK(event.reached(generation));
-  CHECK(event.query());
+  for (const auto mode : completion_modes) {
+    CAPTURE(mode_name(mode));
+    swp::CudaDevice device(0, mode);
+    auto stream = device.make_stream("s", 0);
+    swp::Event event;  // a plain event: its CUDA events come with its first record
+    stream->enqueue_work(5ms);
+    const auto generation = stream->record(event);
+    CHECK(event.native() != nullptr);
+    // Without anyone synchronizing: the host function or the poller completes it.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!event.reached(generation) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(100us);
+    CHECK(event.reached(generation));
+    stream->synchronize();
+    CHECK(event.query());
+  }
 }
 
 TEST_CASE("cuda: a declared cross-stream dependency is ordered by events, on the GPU") {
@@ -276,28 +290,30 @@ TEST_CASE("cuda: polling completion — records complete in order, callables kee
   for (int i = 0; i < rounds; ++i) CHECK(seen[static_cast<std::size_t>(i)] == i + 1);
 }
 
-TEST_CASE_TEMPLATE("cuda: both engines run on a device completing by polling", Pipe,
+TEST_CASE_TEMPLATE("cuda: both engines run on a device of either completion mode", Pipe,
                    swp::DataFlowPipeline<Ctx>, swp::ClockPipeline<Ctx>) {
-  if (!have_gpu("engines, polling")) return;
-  swp::Runtime rt(std::make_unique<swp::CudaDevice>(0, swp::CudaCompletion::polling),
-                  {.workers = 2});
-  constexpr int iterations = 32;
-  std::vector<int> consumed(iterations, -1);
-  swp::Plan<Ctx> plan;
-  plan.add("Produce", [](Ctx&, swp::TaskScope& scope) { scope.stream().enqueue_work(100us); },
-           {.stage = 0, .stream = "gpu"});
-  plan.add("Consume",
-           [&consumed](Ctx& ctx, swp::TaskScope& scope) {
-             const auto i = static_cast<std::size_t>(ctx.iter_idx);
-             const int batch = ctx.batch;
-             scope.enqueue([&consumed, i, batch] { consumed[i] = batch; });
-           },
-           {.stage = 1, .stream = "copy"});
-  plan.intra_iter_deps.push_back({"Consume", "Produce"});
-  auto pipe = make_pipe<Pipe>(rt, plan);
-  pipe->retire_after_device();  // retirement waits for the polled completions
-  std::vector<int> batches;
-  for (int i = 0; i < iterations; ++i) batches.push_back(i);
-  CHECK(pipe->run(batches).iterations == iterations);
-  for (int i = 0; i < iterations; ++i) CHECK(consumed[static_cast<std::size_t>(i)] == i);
+  if (!have_gpu("engines, completion modes")) return;
+  for (const auto mode : completion_modes) {
+    CAPTURE(mode_name(mode));
+    swp::Runtime rt(std::make_unique<swp::CudaDevice>(0, mode), {.workers = 2});
+    constexpr int iterations = 32;
+    std::vector<int> consumed(iterations, -1);
+    swp::Plan<Ctx> plan;
+    plan.add("Produce", [](Ctx&, swp::TaskScope& scope) { scope.stream().enqueue_work(100us); },
+             {.stage = 0, .stream = "gpu"});
+    plan.add("Consume",
+             [&consumed](Ctx& ctx, swp::TaskScope& scope) {
+               const auto i = static_cast<std::size_t>(ctx.iter_idx);
+               const int batch = ctx.batch;
+               scope.enqueue([&consumed, i, batch] { consumed[i] = batch; });
+             },
+             {.stage = 1, .stream = "copy"});
+    plan.intra_iter_deps.push_back({"Consume", "Produce"});
+    auto pipe = make_pipe<Pipe>(rt, plan);
+    pipe->retire_after_device();  // retirement waits for the GPU completions
+    std::vector<int> batches;
+    for (int i = 0; i < iterations; ++i) batches.push_back(i);
+    CHECK(pipe->run(batches).iterations == iterations);
+    for (int i = 0; i < iterations; ++i) CHECK(consumed[static_cast<std::size_t>(i)] == i);
+  }
 }
