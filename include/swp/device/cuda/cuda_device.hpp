@@ -40,8 +40,9 @@ enum class CudaCompletion {
 /// it: native handles are the opaque `CUstream_st*` / `CUevent_st*` that cudaStream_t and
 /// cudaEvent_t are.
 ///
-/// Completion: GPU completion reaches the CPU through host functions enqueued on the streams
-/// (cudaLaunchHostFunc) or, with CudaCompletion::polling, through the device's poller thread;
+/// Completion: GPU completion reaches the CPU through the device's poller thread (the default,
+/// CudaCompletion::polling) or through host functions enqueued on the streams
+/// (CudaCompletion::host_function, cudaLaunchHostFunc);
 /// either only completes swp::Events (their waiters post to schedulers): user code never runs
 /// on CUDA's callback thread, and no CPU thread blocks on the GPU except in
 /// Stream::synchronize. Cross-stream waits stay on the GPU (cudaStreamWaitEvent).

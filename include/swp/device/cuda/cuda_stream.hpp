@@ -35,8 +35,9 @@ class CudaPoller;
 /// - `enqueue(fn, modelled)`: `fn` as a host function in stream order (cudaLaunchHostFunc),
 ///   on CUDA's callback thread: it must not call CUDA (CUDA's rule) and should be short;
 ///   `modelled` is unused (sim only);
-/// - `record(e)`: cudaEventRecord of one of `e`'s CUDA events, and a host function that
-///   completes the generation on the CPU side (Event::reached, waiters) once the GPU got there;
+/// - `record(e)`: cudaEventRecord of one of `e`'s CUDA events; the device's poller (polling
+///   mode, the default) or a host function after it (host_function mode) completes the
+///   generation on the CPU side (Event::reached, waiters) once the GPU got there;
 /// - `wait(e, g)`: cudaStreamWaitEvent on the CUDA event of generation g: the GPU waits, the
 ///   CPU does not. A generation is waited for through its own CUDA event as long as `e` was
 ///   recorded fewer than 4 times since (the engines wait right after the record).
