@@ -8,7 +8,8 @@
 #                             the GPU machine lacks (Boost's)
 #   tools/gpu-check.sh run    on the GPU machine, from the repository root: prints the GPU, runs
 #                             the cuda and nccl tests (none may skip), the training-step
-#                             example's metrics and the loader example on the GPU, the cuda
+#                             example's metrics, the loader example and `swp run --backend
+#                             cuda` (both engines) on the GPU, the cuda
 #                             tests under compute-sanitizer's memcheck, then the library's other
 #                             tests (the CLI's need this machine's build paths); each step
 #                             time-boxed; exit status 1 when anything failed
@@ -35,7 +36,8 @@ pack)
     { echo "gpu-check: $dir was built without the cuda backend" >&2; exit 1; }
   rm -rf "$carry"
   mkdir -p "$carry/lib"
-  cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/examples/loader_pipeline" "$carry/"
+  cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/examples/loader_pipeline" \
+    "$dir/src/cli/swp" "$carry/"
   # libswp under the name the binaries ask for (its SONAME), as a plain file: links may not
   # travel to the other machine.
   soname=$(objdump -p "$dir/src/libswp.so" | awk '/SONAME/ { print $2 }')
@@ -79,6 +81,12 @@ run)
   step 120 "$carry/gpu_train_step" --iters 300 || status=1
   # The data loader into an H2D -> compute pipeline on the GPU (pinned batch buffers).
   step 120 "$carry/loader_pipeline" --backend cuda --records 4096 --bytes 16384 --epochs 2 || status=1
+  # The CLI on the cuda backend: a plan's synthetic device work as spin kernels on CUDA
+  # streams, both engines (metric lines: us_per_iter against the plan's bound, efficiency).
+  for engine in dataflow clock; do
+    step 60 "$carry/swp" run tests/data/plans/three_stage.json --backend cuda --engine "$engine" \
+      --iters 300 || status=1
+  done
   # The cuda tests again under compute-sanitizer's memcheck (GPU_CHECK_SANITIZER=0 leaves it
   # out): no invalid access, no leak of device memory. API errors are not reported: NCCL's
   # initialization probes kernels its build lacks (cudaErrorNoKernelImageForDevice, handled
