@@ -335,7 +335,7 @@ bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
       lane.submit(in);
     }
   } else if (post) {
-    post_claimed(in, step_ending);
+    post_claimed(in, lane.scheduler(), step_ending);
   }
   return bypass;
 }

@@ -376,7 +376,10 @@ class EngineCore {
   // Posts `in`, released under its lane's claim and ready, to its lane's scheduler: as the
   // next runnable of a lane step that ends (`step_ending`), else as new work.
   void post_claimed(Instance& in, bool step_ending) noexcept {
-    Scheduler& scheduler = info_[in.task].lane->scheduler();
+    post_claimed(in, info_[in.task].lane->scheduler(), step_ending);
+  }
+  // The same, where the caller has the lane's scheduler at hand (submit, on every release).
+  static void post_claimed(Instance& in, Scheduler& scheduler, bool step_ending) noexcept {
     if (step_ending) {
       scheduler.post_next(in);
     } else {
