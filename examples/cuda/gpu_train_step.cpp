@@ -46,6 +46,7 @@ constexpr int slots = 3;           // iterations in flight: the clock engine's d
 constexpr int staged = 8;          // distinct batches prepared in pinned memory
 constexpr int dist_rounds = 2000;  // the input-dist stand-in's work per id
 constexpr float lr = 1e-3f;
+constexpr int tasks = 4;           // H2D, InputDist, Forward, Backward (their timers' index)
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
@@ -121,7 +122,6 @@ struct Staging {
 
 // CPU time the bodies spend (submitting their GPU work), per task and over all tasks.
 struct Submission {
-  static constexpr int tasks = 4;
   std::array<std::atomic<long long>, tasks> ns{};
   std::array<std::atomic<long long>, tasks> count{};
   template <class F>
@@ -154,7 +154,6 @@ struct Submission {
 
 // Device time per task, from timing events around its work (one pair per task).
 struct TaskTimer {
-  static constexpr int tasks = 4;
   std::array<cudaEvent_t, tasks> start{}, end{};
   bool on = false;
   TaskTimer() {
@@ -339,13 +338,13 @@ int main(int argc, char** argv) {
   us_per_iter(dataflow, 50, false);
   // Per-task device times: serial iterations, one at a time, timed with CUDA events.
   timer.on = true;
-  std::array<double, TaskTimer::tasks> task_us{};
+  std::array<double, tasks> task_us{};
   constexpr int calibration = 50;
   for (int i = 0; i < calibration + 3; ++i) {
     dataflow.run_one_serial_iter(i, i);
     dataflow.synchronize();
     if (i < 3) continue;
-    for (int t = 0; t < TaskTimer::tasks; ++t)
+    for (int t = 0; t < tasks; ++t)
       task_us[static_cast<std::size_t>(t)] += 1000.0 * timer.ms(t) / calibration;
   }
   timer.on = false;
@@ -356,8 +355,8 @@ int main(int argc, char** argv) {
   submission.reset();
   const double df = us_per_iter(dataflow, iters, false);
   const double submit_us = submission.us_per_task();
-  std::array<double, Submission::tasks> submit_task_us{};
-  for (int t = 0; t < Submission::tasks; ++t)
+  std::array<double, tasks> submit_task_us{};
+  for (int t = 0; t < tasks; ++t)
     submit_task_us[static_cast<std::size_t>(t)] = submission.us_per_task(t);
   const double ck = us_per_iter(clock, iters, false);
   // The same with Forward and Backward replayed from CUDA graphs (captured after 2 eager runs
@@ -404,7 +403,7 @@ int main(int argc, char** argv) {
           ? "polling"
           : "host_function",
       batch, dim, hidden, iters);
-  for (int t = 0; t < TaskTimer::tasks; ++t)
+  for (int t = 0; t < tasks; ++t)
     std::printf("  task %d device time %.1f us, cpu submit %.1f us\n", t,
                 task_us[static_cast<std::size_t>(t)], submit_task_us[static_cast<std::size_t>(t)]);
   metric("gpu_serial_us_per_iter", serial, "us");
