@@ -15,7 +15,13 @@ namespace swp {
 namespace {
 
 // Quoted, and safe to print (a name with a control character is reported, not echoed raw).
-std::string quoted(const std::string& name) { return "'" + detail::printable(name) + "'"; }
+// (Appended: "'" + std::string draws a false -Wrestrict from g++ 12 at -O3, GCC PR 105329.)
+std::string quoted(const std::string& name) {
+  std::string out = "'";
+  out += detail::printable(name);
+  out += '\'';
+  return out;
+}
 
 struct Resolver {
   const PipelinePlan& plan;

@@ -445,7 +445,11 @@ std::string plan_to_json(const PipelinePlan& plan) {
     out += ",\n  \"" + std::string(key) + "\": [";
     for (std::size_t i = 0; i < list.size(); ++i) {
       out += i == 0 ? "\n    " : ",\n    ";
-      out += "[" + quote(list[i].task.name()) + ", " + quote(list[i].depends_on.name()) + "]";
+      out += '[';
+      out += quote(list[i].task.name());
+      out += ", ";
+      out += quote(list[i].depends_on.name());
+      out += ']';
     }
     out += list.empty() ? "]" : "\n  ]";
   };

@@ -39,8 +39,12 @@ void check_at_least_1(const char* what, int value) {
 }  // namespace
 
 std::string describe(const PpAction& a, int chunks) {
-  std::string op = (a.pass == PpPass::forward ? "F" : "B") + std::to_string(a.microbatch);
-  if (chunks > 1) op += ".c" + std::to_string(a.chunk);
+  std::string op(1, a.pass == PpPass::forward ? 'F' : 'B');
+  op += std::to_string(a.microbatch);
+  if (chunks > 1) {
+    op += ".c";
+    op += std::to_string(a.chunk);
+  }
   switch (a.kind) {
     case PpAction::Kind::compute:
       return op;
