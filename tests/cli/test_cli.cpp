@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/cli.hpp"
+#include "support/names.hpp"
 #include "support/plans.hpp"
 
 using swp::test::quoted;
@@ -157,8 +158,8 @@ TEST_CASE("swp schedule prints the seed tables byte for byte") {
     CAPTURE(name);
     const auto expected = swp::test::read_text(swp::test::seed_table_path(name));
     const int periods = name == "semi_sync" ? 6 : 5;
-    REQUIRE(contains(lines_of(expected).at(0), "P" + std::to_string(periods - 1)));
-    REQUIRE_FALSE(contains(lines_of(expected).at(0), "P" + std::to_string(periods)));
+    REQUIRE(contains(lines_of(expected).at(0), swp::test::numbered("P", periods - 1)));
+    REQUIRE_FALSE(contains(lines_of(expected).at(0), swp::test::numbered("P", periods)));
     const auto r = run_swp("schedule " + quoted(seed(name)) + " --periods " +
                            std::to_string(periods));
     CHECK(r.status == 0);

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "support/names.hpp"
 #include "support/plans.hpp"
+#include "support/seed.hpp"
 #include "swp/core/plan_json.hpp"
 
 using swp::PlanRule;
@@ -120,7 +122,7 @@ TEST_CASE("the topological order takes the smallest name among the tasks whose d
 }
 
 TEST_CASE("the topological order equals the brute-force one on random small plans") {
-  std::mt19937 rng(424242);
+  std::mt19937 rng(swp::test::seed(424242));
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int round = 0; round < 300; ++round) {
     CAPTURE(round);
@@ -381,7 +383,7 @@ TEST_CASE("rule intra_cycle: the message prints the cycle task by task") {
     constexpr int n = 20'000;
     swp::PipelinePlan plan;
     for (int i = 0; i < n; ++i) {
-      const auto t = plan.add({"t" + std::to_string(i)});
+      const auto t = plan.add({swp::test::numbered("t", i)});
       plan.intra_iter_deps.push_back({t, t});
     }
     const auto error = rejection(plan);

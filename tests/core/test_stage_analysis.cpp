@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "support/names.hpp"
 #include "support/plans.hpp"
+#include "support/seed.hpp"
 #include "swp/core/plan_json.hpp"
 
 using swp::OrderPolicy;
@@ -103,12 +105,12 @@ TEST_CASE("ready-first submits low stages first, so its LDS is only 1 on SparseD
 }
 
 TEST_CASE("the LDS is the longest strictly decreasing run of stages, equal stages never chain") {
-  std::mt19937 rng(7);
+  std::mt19937 rng(swp::test::seed(7));
   for (int round = 0; round < 200; ++round) {
     const int n = std::uniform_int_distribution<int>(1, 12)(rng);
     swp::PipelinePlan plan;
     for (int i = 0; i < n; ++i)
-      plan.add({"T" + std::to_string(i)}, {.stage = std::uniform_int_distribution<int>(0, 4)(rng)});
+      plan.add({swp::test::numbered("T", i)}, {.stage = std::uniform_int_distribution<int>(0, 4)(rng)});
     const auto graph = swp::validate(plan);
     for (auto policy : {OrderPolicy::ready_first, OrderPolicy::stage_descending}) {
       CAPTURE(round);

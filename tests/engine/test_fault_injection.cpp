@@ -21,6 +21,7 @@
 #include "support/bound_plans.hpp"
 #include "support/engines.hpp"
 #include "support/random_plans.hpp"
+#include "support/seed.hpp"
 #include "swp/async/cancelled.hpp"
 #include "swp/async/future.hpp"
 #include "swp/core/plan_json.hpp"
@@ -203,7 +204,7 @@ std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& inj
 
 template <class Engine>
 void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& tally) {
-  std::mt19937 rng(seed);
+  std::mt19937 rng(swp::test::seed(seed));
   auto uniform = [&](auto lo, auto hi) {
     return std::uniform_int_distribution<decltype(hi)>(lo, hi)(rng);
   };

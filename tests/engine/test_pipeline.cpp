@@ -20,6 +20,7 @@
 #include "support/bound_plans.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
+#include "support/seed.hpp"
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/core/plan_json.hpp"
@@ -132,7 +133,7 @@ std::unique_ptr<swp::Runtime> make_runtime(swp::Backend backend, Drive drive,
 template <class Engine>
 void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
                       Drive drive = Drive::progress, int max_iterations = 12) {
-  std::mt19937 rng(seed);
+  std::mt19937 rng(swp::test::seed(seed));
   for (int n = 0; n < plans; ++n) {
     const auto source = swp::test::random_plan(rng);
     const auto graph = swp::validate(source);
@@ -208,7 +209,7 @@ namespace {
 // counters left half-consumed by the failed run are re-armed.
 template <class Engine>
 void fail_then_refill(swp::Backend backend, int plans, std::uint32_t seed) {
-  std::mt19937 rng(seed);
+  std::mt19937 rng(swp::test::seed(seed));
   for (int n = 0; n < plans; ++n) {
     const auto source = swp::test::random_plan(rng);
     const auto graph = swp::validate(source);

@@ -42,7 +42,12 @@ class Journal final : public swp::TaskObserver {
   std::vector<std::string> of(TaskIndex t, std::int64_t i) {
     std::lock_guard lock(mutex_);
     std::vector<std::string> out;
-    const std::string key = " " + std::to_string(t) + " " + std::to_string(i) + " ";
+    // Appended (" " + std::string: a false -Wrestrict from g++ 12 at -O3, GCC PR 105329).
+    std::string key = " ";
+    key += std::to_string(t);
+    key += ' ';
+    key += std::to_string(i);
+    key += ' ';
     for (const auto& line : lines_)
       if (line.find(key) != std::string::npos) out.push_back(line);
     return out;

@@ -14,8 +14,10 @@ namespace {
 std::string computes(const swp::PpSchedule& s, int rank) {
   std::string out;
   for (const auto& a : s.programs[static_cast<std::size_t>(rank)])
-    if (a.kind == swp::PpAction::Kind::compute)
-      out += (out.empty() ? "" : " ") + swp::describe(a, s.chunks);
+    if (a.kind == swp::PpAction::Kind::compute) {
+      if (!out.empty()) out += ' ';
+      out += swp::describe(a, s.chunks);
+    }
   return out;
 }
 

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "support/alloc_counter.hpp"
+#include "support/names.hpp"
 #include "support/plans.hpp"
+#include "support/seed.hpp"
 #include "swp/core/plan_json.hpp"
 #include "swp/tune/synthetic_run.hpp"
 
@@ -27,19 +29,19 @@ swp::PipelinePlan random_plan(std::mt19937& rng) {
       cost.jitter_every = pick(1, 9);
       cost.jitter_device_us = pick(0, 8000) / 4.0;
     }
-    plan.add("T" + std::to_string(t),
+    plan.add(swp::test::numbered("T", t),
              {.stage = pick(0, 3),
-              .stream = "s" + std::to_string(pick(0, 2)),
-              .thread_group = "l" + std::to_string(pick(0, 2))},
+              .stream = swp::test::numbered("s", pick(0, 2)),
+              .thread_group = swp::test::numbered("l", pick(0, 2))},
              cost);
   }
   for (int t = 1; t < n; ++t) {
     const int d = pick(0, t - 1);
     if (pick(0, 1) == 0 && plan.tasks[d].schedule.stage <= plan.tasks[t].schedule.stage)
-      plan.intra_iter_deps.push_back({"T" + std::to_string(t), "T" + std::to_string(d)});
+      plan.intra_iter_deps.push_back({swp::test::numbered("T", t), swp::test::numbered("T", d)});
     const int e = pick(0, n - 1);
     if (pick(0, 3) == 0 && plan.tasks[e].schedule.stage - plan.tasks[t].schedule.stage <= 1)
-      plan.inter_iter_deps.push_back({"T" + std::to_string(t), "T" + std::to_string(e)});
+      plan.inter_iter_deps.push_back({swp::test::numbered("T", t), swp::test::numbered("T", e)});
   }
   return plan;
 }
@@ -50,7 +52,7 @@ TEST_CASE("on sim the measured time per iteration is never below the bound, nor 
   // Efficiency = bound / measured is at most 1 on sim by definition: the busiest stream or
   // lane cannot do an iteration's work in less time than that work takes. Short runs, jitter
   // and unsaturated plans once made the measurement report up to 33x the bound.
-  std::mt19937 rng(20240613);
+  std::mt19937 rng(swp::test::seed(20240613));
   for (int round = 0; round < 150; ++round) {
     const auto plan = random_plan(rng);
     for (const auto engine : {swp::EngineKind::clock, swp::EngineKind::data_flow}) {
