@@ -2,7 +2,7 @@
 // The seeds of the randomized tests: fixed, so that a run is repeatable, and shifted by the
 // environment variable SWP_TEST_SEED, so that a soak explores plans the suite never ran:
 //
-//   for s in $(seq 1 50); do SWP_TEST_SEED=$s ./build/tests/swp-tests -tc='random*' || break; done
+//   for s in $(seq 1 50); do SWP_TEST_SEED=$s ./build/tests/swp-tests -tc='*random*' || break; done
 //
 // With an offset set, each randomized test prints it and the seed it makes, so the plans of a
 // failing run can be run again.
@@ -27,7 +27,7 @@ inline std::uint32_t seed_offset() {
     errno = 0;
     const unsigned long long value = std::strtoull(text, &end, 10);
     if (*end != '\0' || errno != 0 || text[0] == '-') {
-      // Appended, not built with "..." + std::string: g++ 12 warns falsely about that at -O2
+      // Appended, not built with "..." + std::string: g++ 12 warns falsely about that at -O3
       // (-Wrestrict, GCC PR 105329).
       std::string message = "SWP_TEST_SEED='";
       message += text;
