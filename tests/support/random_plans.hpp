@@ -5,6 +5,7 @@
 #include <random>
 #include <string>
 
+#include "support/names.hpp"
 #include "swp/core/pipeline_plan.hpp"
 
 namespace swp::test {
@@ -25,13 +26,13 @@ inline PipelinePlan random_plan(std::mt19937& rng, const RandomPlanShape& shape 
   for (int t = 0; t < n; ++t) {
     TaskSchedule s;
     s.stage = uniform(0, shape.max_stage);
-    s.stream = "s" + std::to_string(uniform(0, shape.streams - 1));
-    s.thread_group = "l" + std::to_string(uniform(0, shape.lanes - 1));
+    s.stream = numbered("s", uniform(0, shape.streams - 1));
+    s.thread_group = numbered("l", uniform(0, shape.lanes - 1));
     s.globally_ordered = chance(shape.ordered_probability);
     SyntheticCost c;
     c.device_us = chance(0.7) ? std::uniform_real_distribution<double>(1, shape.max_device_us)(rng) : 0;
     c.cpu_us = chance(0.5) ? std::uniform_real_distribution<double>(0, shape.max_cpu_us)(rng) : 0;
-    plan.add("T" + std::to_string(t), s, c);
+    plan.add(numbered("T", t), s, c);
   }
   // Intra deps point to lower-index tasks (acyclic) at a stage <= the dependent's.
   for (int t = 0; t < n; ++t)

@@ -28,8 +28,14 @@ struct XmlElement {
   }
   /// Whether the class attribute lists `token`.
   [[nodiscard]] bool has_class(const std::string& token) const {
-    const std::string classes = " " + attr("class") + " ";
-    return classes.find(" " + token + " ") != std::string::npos;
+    // Appended (" " + std::string: a false -Wrestrict from g++ 12 at -O3, GCC PR 105329).
+    std::string classes = " ";
+    classes += attr("class");
+    classes += ' ';
+    std::string padded = " ";
+    padded += token;
+    padded += ' ';
+    return classes.find(padded) != std::string::npos;
   }
   /// Every descendant (not this element) named `element` with class `token` (any if empty).
   [[nodiscard]] std::vector<const XmlElement*> find_all(const std::string& element,
