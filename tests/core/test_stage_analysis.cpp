@@ -110,7 +110,8 @@ TEST_CASE("the LDS is the longest strictly decreasing run of stages, equal stage
     const int n = std::uniform_int_distribution<int>(1, 12)(rng);
     swp::PipelinePlan plan;
     for (int i = 0; i < n; ++i)
-      plan.add({swp::test::numbered("T", i)}, {.stage = std::uniform_int_distribution<int>(0, 4)(rng)});
+      plan.add({swp::test::numbered("T", i)},
+               {.stage = std::uniform_int_distribution<int>(0, 4)(rng)});
     const auto graph = swp::validate(plan);
     for (auto policy : {OrderPolicy::ready_first, OrderPolicy::stage_descending}) {
       CAPTURE(round);

@@ -278,7 +278,8 @@ TEST_CASE("device work of task indices past 65535 is attributed to its own task 
   // `iter << 16 | task` read task 70000 of iteration i as task 4464 of iteration i + 1.
   constexpr std::size_t wide = 70'000;
   swp::PipelinePlan plan;
-  for (std::size_t t = 0; t < wide; ++t) plan.add(swp::test::numbered("t", static_cast<long long>(t)));
+  for (std::size_t t = 0; t < wide; ++t)
+    plan.add(swp::test::numbered("t", static_cast<long long>(t)));
   plan.add("Last", {.stream = "s"}, {.device_us = 10});
   plan.add("Late", {.stage = 1, .stream = "s"}, {.device_us = 20});
   swp::TraceRecorder recorder;
