@@ -88,6 +88,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   for (std::size_t e = 0; e < sync_.size(); ++e) {
     auto& sync = sync_[e];
     sync.generation.assign(n, 0);
+    sync.recorded.assign(n, 0);
     for (TaskIndex t = 0; t < n; ++t) {
       auto in = std::make_unique<Instance>();
       in->core = this;
@@ -223,6 +224,7 @@ bool EngineCore::prepare(std::int64_t iter) {
   sync.iter = iter;
   sync.slot = s;
   sync.device.store(false, std::memory_order_relaxed);
+  sync.recorded_count.store(0, std::memory_order_relaxed);
   sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.
@@ -663,6 +665,7 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
   // that there is none: the entry's generation is from an earlier iteration otherwise).
   if (in.stream_used || in.carries_device_work) {
     sync.generation[t] = in.stream->record(*in.event);
+    sync.recorded[sync.recorded_count.fetch_add(1, std::memory_order_relaxed)] = t;
     sync.device.store(true, std::memory_order_relaxed);
   } else {
     sync.generation[t] = 0;

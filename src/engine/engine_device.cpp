@@ -8,30 +8,31 @@
 
 namespace swp::detail {
 
+std::span<const TaskIndex> EngineCore::recorded_tasks(std::int64_t iter) const noexcept {
+  // Called once iteration iter completed (every recording instance appended itself before it
+  // counted down), while its entry is not reused.
+  const Sync& sync = sync_of(iter);
+  return {sync.recorded.data(), sync.recorded_count.load(std::memory_order_relaxed)};
+}
+
 bool EngineCore::device_events_done(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
-  for (TaskIndex t = 0; t < graph_.size(); ++t) {
-    const auto generation = sync.generation[t];
-    if (generation != 0 && !sync.instances[t]->event->reached(generation)) return false;
-  }
+  for (TaskIndex t : recorded_tasks(iter))
+    if (!sync.instances[t]->event->reached(sync.generation[t])) return false;
   return true;
 }
 
 void EngineCore::watch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
-  if (!sync.device.load(std::memory_order_relaxed)) return;
-  for (TaskIndex t = 0; t < graph_.size(); ++t) {
-    const auto generation = sync.generation[t];
-    if (generation != 0) {
-      Instance& in = *sync.instances[t];
-      in.event->add_waiter(generation, *in.device_wait);
-    }
+  for (TaskIndex t : recorded_tasks(iter)) {
+    Instance& in = *sync.instances[t];
+    in.event->add_waiter(sync.generation[t], *in.device_wait);
   }
 }
 
 void EngineCore::unwatch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
-  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+  for (TaskIndex t : recorded_tasks(iter)) {
     Instance& in = *sync.instances[t];
     in.event->remove_waiter(*in.device_wait);
   }
