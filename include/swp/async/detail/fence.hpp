@@ -8,7 +8,8 @@ namespace swp::detail {
 /// the waiter count / store the registration, load the condition), never to create
 /// happens-before edges: those all come from acquire/release on the atomics themselves. That
 /// is why it is fine that ThreadSanitizer does not model fences, and why GCC's warning saying
-/// so (-Wtsan, in every file that includes a notifier) is silenced here.
+/// so (-Wtsan, in every file that includes a notifier) is silenced here (and by -Wno-tsan in
+/// ThreadSanitizer builds: the pragma does not survive a precompiled header, see meson.build).
 inline void seq_cst_fence() noexcept {
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
