@@ -14,7 +14,9 @@ namespace {
 // a thread may start late, inside a window where a benchmark counts the process's allocations.
 void thread_name(const ThreadStart& start, char (&name)[16]) {
   const auto with = [&](const char* prefix, std::string_view what) {
-    std::snprintf(name, sizeof name, "%s%.*s", prefix, static_cast<int>(what.size()), what.data());
+    // An empty view may hold a null pointer, which %.*s must not get (g++ warns at -O1+).
+    std::snprintf(name, sizeof name, "%s%.*s", prefix, static_cast<int>(what.size()),
+                  what.empty() ? "" : what.data());
   };
   switch (start.role) {
     case ThreadStart::Role::worker:
