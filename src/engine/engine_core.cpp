@@ -223,7 +223,6 @@ bool EngineCore::prepare(std::int64_t iter) {
   // reads it before. The admission touches no instance.
   sync.iter = iter;
   sync.slot = s;
-  sync.device.store(false, std::memory_order_relaxed);
   sync.recorded_count.store(0, std::memory_order_relaxed);
   sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
@@ -434,9 +433,9 @@ void EngineCore::proceed(Instance& in) noexcept {
   // is out of line: the hot path keeps few registers and a short frame.
   if (trouble_.load(std::memory_order_acquire) ||
       sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure ||
-      sync.device.load(std::memory_order_relaxed) || info.ordered ||
+      sync.device() || info.ordered ||
       (!info.inter.empty() && sync.iter > base_ &&
-       in.previous->device.load(std::memory_order_relaxed))) [[unlikely]] {
+       in.previous->device())) [[unlikely]] {
     proceed_guarded(in);
     return;
   }
@@ -470,7 +469,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
   // iteration (or of the one before) recorded an event at all.
   bool wait_failed = false;
   try {
-    if (sync.device.load(std::memory_order_relaxed)) {
+    if (sync.device()) {
       for (TaskIndex d : info.intra)
         if (const auto generation = sync.generation[d]) {
           in.carries_device_work = true;
@@ -478,7 +477,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
             info.stream->wait(*sync.instances[d]->event, generation);
         }
     }
-    if (previous != nullptr && previous->device.load(std::memory_order_relaxed)) {
+    if (previous != nullptr && previous->device()) {
       for (TaskIndex d : inter)
         if (const auto generation = previous->generation[d]) {
           in.carries_device_work = true;
@@ -666,7 +665,6 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
   if (in.stream_used || in.carries_device_work) {
     sync.generation[t] = in.stream->record(*in.event);
     sync.recorded[sync.recorded_count.fetch_add(1, std::memory_order_relaxed)] = t;
-    sync.device.store(true, std::memory_order_relaxed);
   } else {
     sync.generation[t] = 0;
   }

@@ -91,16 +91,19 @@ struct alignas(64) IterationSync {
   // line, which is written once per iteration, while the finishing threads decrement
   // `remaining` once per task without the polling caller taking their line away each time.
   alignas(64) std::atomic<std::int64_t> completed{-1};
-  // Some instance recorded an event (device_done has something to look at; consumers look
-  // at generations). Set before the instance counts down its consumers and its `remaining`.
-  std::atomic<bool> device{false};
   // The tasks whose instances recorded an event in this iteration, the first `recorded_count`
   // of them (in the order they finished; sized for every task). Whoever waits for the
   // iteration's device work looks at these, not at every task: a plan of 70,000 tasks with two
   // on streams checks two events per look, however often the wait looks. Appended by the
-  // recording instance before its count-down; read once the iteration completed.
+  // recording instance before it counts down its consumers and its `remaining`; the list is
+  // read once the iteration completed, the count also before (device()).
   std::vector<TaskIndex> recorded;
   std::atomic<std::uint32_t> recorded_count{0};
+  // Some instance recorded an event (device_done has something to look at; consumers look
+  // at generations).
+  [[nodiscard]] bool device() const noexcept {
+    return recorded_count.load(std::memory_order_relaxed) != 0;
+  }
   // FailurePolicy::skip: the task whose own error failed this iteration (the first one), or
   // no_failure. Set before the failing instance counts down its consumers.
   static constexpr TaskIndex no_failure = static_cast<TaskIndex>(-1);
@@ -473,7 +476,7 @@ class EngineCore {
   // the retire deadline) until iteration iter's context slot is free.
   [[nodiscard]] bool device_done(std::int64_t iter) const {
     // Inline: an iteration that recorded no event (every host-only iteration) costs one load.
-    return !sync_of(iter).device.load(std::memory_order_relaxed) || device_events_done(iter);
+    return !sync_of(iter).device() || device_events_done(iter);
   }
   [[nodiscard]] bool device_events_done(std::int64_t iter) const;
   // The tasks of iteration iter that recorded an event (once it completed).
