@@ -8,6 +8,8 @@
 
 #include "swp/engine/runtime.hpp"
 
+namespace test_config {  // each test file's names apart (unity builds)
+
 TEST_CASE("config.hpp carries the project's version") {
   // The version the top-level meson.build declares (and libswp's file name carries).
   std::ifstream in(SWP_SOURCE_DIR "/meson.build");
@@ -30,3 +32,5 @@ TEST_CASE("config.hpp says a backend is compiled in only when the library has it
   CHECK((SWP_HAVE_NCCL == 0 || SWP_HAVE_CUDA == 1));
   CHECK((SWP_HAVE_NVTX == 0 || SWP_HAVE_CUDA == 1));
 }
+
+}  // namespace test_config

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+namespace test_swp {  // each test file's names apart (unity builds)
+
 // The umbrella stays light: no Asio (swp/asio.hpp has it) and no JSON library (plan JSON is
 // read and written behind plan_json.hpp's functions). Every Asio header includes
 // boost/asio/detail/config.hpp, every Boost.JSON header boost/json/detail/config.hpp.
@@ -25,3 +27,5 @@ TEST_CASE("the umbrella header names every layer's main types") {
           return plan;
         }()).size() == 1);
 }
+
+}  // namespace test_swp

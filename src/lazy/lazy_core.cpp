@@ -15,7 +15,7 @@ const std::string& segment_name(const LazyCall& call) { return call.core->name(c
 
 namespace {
 
-std::string quoted(const std::string& name) { return "'" + name + "'"; }
+std::string in_quotes(const std::string& name) { return "'" + name + "'"; }
 
 }  // namespace
 
@@ -26,13 +26,13 @@ LazyCore::~LazyCore() { abandon(); }
 std::uint32_t LazyCore::add_segment(std::string name, SegmentOptions options) {
   if (name.empty()) throw LazyError("register_segment: a segment needs a name");
   if (by_name_.contains(name))
-    throw LazyError("register_segment: segment " + quoted(name) + " is registered already");
+    throw LazyError("register_segment: segment " + in_quotes(name) + " is registered already");
   for (StateId id : options.reads)
     if (id.index >= states_.size())
-      throw LazyError("register_segment: " + quoted(name) + " reads an unknown state");
+      throw LazyError("register_segment: " + in_quotes(name) + " reads an unknown state");
   for (StateId id : options.writes)
     if (id.index >= states_.size())
-      throw LazyError("register_segment: " + quoted(name) + " writes an unknown state");
+      throw LazyError("register_segment: " + in_quotes(name) + " writes an unknown state");
   const auto index = static_cast<std::uint32_t>(segments_.size());
   by_name_.emplace(name, index);
   segments_.push_back(Segment{.name = std::move(name), .options = std::move(options)});
@@ -56,9 +56,9 @@ void LazyCore::add_hook(const std::string& target, const std::string& pre, bool 
   const std::uint32_t t = find(target, where);
   (void)find(pre, where);
   if (target == pre)
-    throw LazyError(std::string(where) + ": " + quoted(target) + " cannot run before itself");
+    throw LazyError(std::string(where) + ": " + in_quotes(target) + " cannot run before itself");
   if (backward && !segments_[t].options.is_backward)
-    throw LazyError(std::string(where) + ": " + quoted(target) +
+    throw LazyError(std::string(where) + ": " + in_quotes(target) +
                     " is not a backward segment (register it with is_backward = true)");
   hooks_.push_back(Hook{target, pre, backward});
   dirty_ = true;
@@ -81,7 +81,7 @@ std::uint32_t LazyCore::find(const std::string& name, const char* where) const {
   if (it == by_name_.end()) {
     std::string known;
     for (const Segment& s : segments_) known += (known.empty() ? "" : ", ") + s.name;
-    throw LazyError(std::string(where) + ": unknown segment " + quoted(name) +
+    throw LazyError(std::string(where) + ": unknown segment " + in_quotes(name) +
                     " (registered: " + (known.empty() ? "none" : known) + ")");
   }
   return it->second;
@@ -161,16 +161,16 @@ void LazyCore::check_state_hazards() const {
       for (StateId id : delayed.options.reads) {
         if (uses(other.options.writes, id))
           throw HazardError({delayed.name, other.name},
-                            "segment " + quoted(delayed.name) + " may be delayed but reads state " +
-                                quoted(states_[id.index]) + ", which segment " +
-                                quoted(other.name) + " writes");
+                            "segment " + in_quotes(delayed.name) +
+                                " may be delayed but reads state " + in_quotes(states_[id.index]) +
+                                ", which segment " + in_quotes(other.name) + " writes");
       }
       for (StateId id : delayed.options.writes) {
         if (uses(other.options.reads, id) || uses(other.options.writes, id))
           throw HazardError({delayed.name, other.name},
-                            "segment " + quoted(delayed.name) +
-                                " may be delayed but writes state " + quoted(states_[id.index]) +
-                                ", which segment " + quoted(other.name) + " also uses");
+                            "segment " + in_quotes(delayed.name) +
+                                " may be delayed but writes state " + in_quotes(states_[id.index]) +
+                                ", which segment " + in_quotes(other.name) + " also uses");
       }
     }
   }
@@ -181,7 +181,7 @@ bool LazyCore::enter_call(std::uint32_t segment, const void* const* inputs, std:
   const Segment& s = segments_[segment];
   if (s.options.is_backward && !in_backward_)
     throw LazyError(
-        "segment " + quoted(s.name) +
+        "segment " + in_quotes(s.name) +
         " is a backward segment: it runs from LazyScheduler::backward(), not a direct call");
   if (!pending_writes_.empty()) {
     for (std::size_t k = 0; k < count; ++k) {
@@ -189,8 +189,9 @@ bool LazyCore::enter_call(std::uint32_t segment, const void* const* inputs, std:
       for (const auto& [address, writer] : pending_writes_) {
         if (address == inputs[k] && writer != segment)
           throw HazardError({s.name, segments_[writer].name},
-                            "segment " + quoted(s.name) + " reads its input " + std::to_string(k) +
-                                ", which delayed segment " + quoted(segments_[writer].name) +
+                            "segment " + in_quotes(s.name) + " reads its input " +
+                                std::to_string(k) + ", which delayed segment " +
+                                in_quotes(segments_[writer].name) +
                                 " writes and has not run yet (materialise it first)");
       }
     }
@@ -216,7 +217,7 @@ void LazyCore::end_run(std::uint32_t segment, bool ok) noexcept {
 bool LazyCore::submit(const std::shared_ptr<LazyCall>& call) {
   const std::uint32_t s = call->segment;
   if (called_[s])
-    throw LazyError("segment " + quoted(segments_[s].name) +
+    throw LazyError("segment " + in_quotes(segments_[s].name) +
                     " was called twice in one round (the schedule orders one call of each; "
                     "end the round with finish()/flush() between iterations)");
   called_[s] = 1;
@@ -249,7 +250,7 @@ bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) const {
 
 bool LazyCore::claim_now(std::uint32_t segment) {
   if (called_[segment])
-    throw LazyError("segment " + quoted(segments_[segment].name) +
+    throw LazyError("segment " + in_quotes(segments_[segment].name) +
                     " was called twice in one round (the schedule orders one call of each; "
                     "end the round with finish()/flush() between iterations)");
   if (held(segment)) return false;
@@ -280,7 +281,7 @@ void LazyCore::run_chain(std::uint32_t segment) {
 void LazyCore::execute(LazyCall& call) {
   const std::uint32_t s = call.segment;
   if (call.state == LazyCall::State::running)
-    throw LazyError("segment " + quoted(segments_[s].name) + " reads its own result");
+    throw LazyError("segment " + in_quotes(segments_[s].name) + " reads its own result");
   call.ready_inputs();  // producers of its inputs run before it
   if (call.state == LazyCall::State::done) return;
   call.state = LazyCall::State::running;
@@ -313,11 +314,11 @@ void LazyCore::drain() {
 void LazyCore::materialise(LazyCall& call) {
   if (call.state == LazyCall::State::done) return;
   if (call.state == LazyCall::State::running)
-    throw LazyError("segment " + quoted(segments_[call.segment].name) + " reads its own result");
+    throw LazyError("segment " + in_quotes(segments_[call.segment].name) + " reads its own result");
   std::uint32_t missing = 0;
   if (!runnable(call.segment, missing))
-    throw LazyError("segment " + quoted(segments_[call.segment].name) +
-                    " was materialised before segment " + quoted(segments_[missing].name) +
+    throw LazyError("segment " + in_quotes(segments_[call.segment].name) +
+                    " was materialised before segment " + in_quotes(segments_[missing].name) +
                     ", which the schedule runs before it, was called");
   run_chain(call.segment);
   drain();
@@ -332,8 +333,8 @@ void LazyCore::check_state(StateId id, bool write) const {
                   (!write && std::any_of(s.options.writes.begin(), s.options.writes.end(),
                                          [&](StateId x) { return x.index == id.index; }));
   if (!ok)
-    throw HazardError({s.name}, "segment " + quoted(s.name) + (write ? " writes" : " reads") +
-                                    " state " + quoted(states_[id.index]) +
+    throw HazardError({s.name}, "segment " + in_quotes(s.name) + (write ? " writes" : " reads") +
+                                    " state " + in_quotes(states_[id.index]) +
                                     " without declaring it");
 }
 
@@ -367,8 +368,8 @@ void LazyCore::flush() {
     if (!runnable(call->segment, missing)) {
       const std::string who = segments_[call->segment].name, what = segments_[missing].name;
       abandon();  // ends the round too
-      throw LazyError("round ended with segment " + quoted(who) + " stored: segment " +
-                      quoted(what) + ", which the schedule runs before it, was never called");
+      throw LazyError("round ended with segment " + in_quotes(who) + " stored: segment " +
+                      in_quotes(what) + ", which the schedule runs before it, was never called");
     }
     run_chain(call->segment);
     drain();
@@ -394,7 +395,7 @@ void LazyCore::abandon() noexcept {
     call->error_observed = true;
     try {
       auto error =
-          std::make_exception_ptr(LazyError("segment " + quoted(segments_[call->segment].name) +
+          std::make_exception_ptr(LazyError("segment " + in_quotes(segments_[call->segment].name) +
                                             " never ran: its round ended before it could"));
       call->cancel(error);
     } catch (...) {

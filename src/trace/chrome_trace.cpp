@@ -22,11 +22,13 @@ int pid_of(const TraceTrack& track) {
 }
 
 // A JSON string literal (Boost.JSON does the escaping).
-std::string quote(const std::string& s) { return boost::json::serialize(boost::json::string(s)); }
+std::string json_string(const std::string& s) {
+  return boost::json::serialize(boost::json::string(s));
+}
 
 // Microseconds with nanosecond digits, in plain decimal notation: every trace viewer reads it
 // (the shortest round-trip form a JSON library prints, such as 2E1, is not read by all).
-std::string micros(Clock::duration d) {
+std::string micros_text(Clock::duration d) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.3f", std::chrono::duration<double, std::micro>(d).count());
   return buf;
@@ -40,17 +42,18 @@ void metadata(std::ostream& out, const char* what, int pid, std::size_t tid, con
 }
 
 void complete_event(std::ostream& out, const Trace& trace, const TraceSlice& slice) {
-  out << "{\"name\":" << quote(trace.slice_name(slice)) << ",\"cat\":\"" << kind_name(slice.kind)
-      << "\",\"ph\":\"X\",\"ts\":" << micros(slice.start)
-      << ",\"dur\":" << micros(slice.end - slice.start)
+  out << "{\"name\":" << json_string(trace.slice_name(slice)) << ",\"cat\":\""
+      << kind_name(slice.kind) << "\",\"ph\":\"X\",\"ts\":" << micros_text(slice.start)
+      << ",\"dur\":" << micros_text(slice.end - slice.start)
       << ",\"pid\":" << pid_of(trace.tracks.at(slice.track)) << ",\"tid\":" << slice.track + 1
-      << ",\"args\":{\"task\":" << quote(trace.task_name(slice.task)) << ",\"iter\":" << slice.iter;
-  if (slice.kind == TraceSlice::Kind::segment) out << ",\"segment\":" << quote(slice.segment);
+      << ",\"args\":{\"task\":" << json_string(trace.task_name(slice.task))
+      << ",\"iter\":" << slice.iter;
+  if (slice.kind == TraceSlice::Kind::segment) out << ",\"segment\":" << json_string(slice.segment);
   if (slice.kind == TraceSlice::Kind::wait) {
     if (slice.waited_for.kind == TaskWait::Kind::turn) {
       out << ",\"waits_for\":\"submission turn\"";
     } else {
-      out << ",\"waits_for\":" << quote(trace.task_name(slice.waited_for.task))
+      out << ",\"waits_for\":" << json_string(trace.task_name(slice.waited_for.task))
           << ",\"waits_for_iter\":" << slice.waited_for.iter;
     }
   }
@@ -61,7 +64,7 @@ void complete_event(std::ostream& out, const Trace& trace, const TraceSlice& sli
 }  // namespace
 
 void write_chrome_trace(const Trace& trace, std::ostream& out) {
-  out << "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"backend\":" << quote(trace.backend)
+  out << "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"backend\":" << json_string(trace.backend)
       << ",\"clock\":\""
       << (trace.backend == "sim" ? "virtual time" : "wall time (emulated device clock)")
       << "\"},\n\"traceEvents\":[\n";
@@ -72,7 +75,7 @@ void write_chrome_trace(const Trace& trace, std::ostream& out) {
   for (std::size_t k = 0; k < trace.tracks.size(); ++k) {
     const auto& track = trace.tracks[k];
     const char* kind = track.kind == TraceTrack::Kind::stream ? "stream " : "lane ";
-    metadata(out, "thread_name", pid_of(track), k + 1, "name", quote(kind + track.name));
+    metadata(out, "thread_name", pid_of(track), k + 1, "name", json_string(kind + track.name));
     metadata(out, "thread_sort_index", pid_of(track), k + 1, "sort_index", std::to_string(k));
   }
   // Every metadata line ends with a comma: the events follow, and an empty trace ends with

@@ -11,6 +11,8 @@
 
 #include "swp/async/lane.hpp"
 
+namespace test_asio_scheduler {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -161,3 +163,5 @@ TEST_CASE("a runnable an AsioScheduler posted is skipped when it runs after the 
   io.run();  // the handler runs now, and must not touch `r` (whose owner went with the scheduler)
   CHECK(r.runs == 0);
 }
+
+}  // namespace test_asio_scheduler

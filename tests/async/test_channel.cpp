@@ -10,6 +10,8 @@
 #include "swp/async/channel.hpp"
 #include "swp/async/sync_wait.hpp"
 
+namespace test_channel {  // each test file's names apart (unity builds)
+
 namespace {
 
 using swp::test::Started;
@@ -170,3 +172,5 @@ TEST_CASE("producers and a consumer on different threads pass every value exactl
     last[static_cast<std::size_t>(v / per_producer)] = v;
   }
 }
+
+}  // namespace test_channel

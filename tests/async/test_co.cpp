@@ -7,6 +7,8 @@
 
 #include "swp/async/sync_wait.hpp"
 
+namespace test_co {  // each test file's names apart (unity builds)
+
 namespace {
 
 swp::Co<int> forty_two() { co_return 42; }
@@ -112,3 +114,5 @@ TEST_CASE("a root Co reports completion and its error to the completion callback
   CHECK(co.done());
   CHECK_THROWS_AS(co.result(), std::runtime_error);
 }
+
+}  // namespace test_co

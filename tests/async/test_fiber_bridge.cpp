@@ -17,6 +17,8 @@
 #include "swp/async/future.hpp"
 #include "swp/async/sync_wait.hpp"
 
+namespace test_fiber_bridge {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -267,3 +269,5 @@ TEST_CASE("a fiber stack below the minimum is refused with the size named") {
   CHECK_THROWS_WITH_AS(swp::blocking([] {}, 1000), message.c_str(), std::invalid_argument);
   CHECK(swp::sync_wait(swp::on_fiber([] { return 1; }, swp::min_fiber_stack)) == 1);
 }
+
+}  // namespace test_fiber_bridge

@@ -14,6 +14,8 @@
 #include "swp/async/sync_wait.hpp"
 #include "swp/device/event.hpp"
 
+namespace test_future {  // each test file's names apart (unity builds)
+
 namespace {
 
 // A stand-in stream that logs which events it was told to wait for (the future only carries
@@ -195,3 +197,5 @@ TEST_CASE("awaiting a reused promise's future allocates nothing after warm-up") 
   CHECK(sum == cycles * (cycles + 1) / 2);
   CHECK(stream.event == &event);
 }
+
+}  // namespace test_future

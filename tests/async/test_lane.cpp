@@ -13,6 +13,8 @@
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
 
+namespace test_lane {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -467,3 +469,5 @@ TEST_CASE("under a claim, the owner's coroutine continues on the lane before rev
   REQUIRE(sim.drive_until([&] { return lane.idle(); }, sim.now() + 1s));
   CHECK(log == std::vector<int>{1, -1});
 }
+
+}  // namespace test_lane

@@ -10,6 +10,8 @@
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
 
+namespace test_scheduler {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -83,3 +85,5 @@ TEST_CASE("notify wakes every thread parked in drive_until") {
   for (auto& d : drivers) d.join();
   CHECK(woke.load() == 3);
 }
+
+}  // namespace test_scheduler

@@ -14,6 +14,8 @@
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
 
+namespace test_sequencer {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -175,3 +177,5 @@ TEST_CASE("turns taken out of order by parked waiters allocate nothing after war
     CHECK(waiters[k]->finished);
   }
 }
+
+}  // namespace test_sequencer

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <vector>
 
+namespace test_sim_scheduler {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -49,3 +51,5 @@ TEST_CASE("drive_until stops virtual time at its deadline") {
   CHECK(log.size() == 1);
   CHECK(sim.elapsed() == 5s);
 }
+
+}  // namespace test_sim_scheduler

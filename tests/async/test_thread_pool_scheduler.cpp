@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_thread_pool_scheduler {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -589,3 +591,5 @@ TEST_CASE("a PostBatch announces its posts to idle workers when it ends") {
   });
   CHECK(eventually([&] { return a.runs.load() == 1 && b.runs.load() == 1; }));
 }
+
+}  // namespace test_thread_pool_scheduler

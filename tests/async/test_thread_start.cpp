@@ -16,6 +16,8 @@
 #include "swp/async/timer_queue.hpp"
 #include "swp/device/host_device.hpp"
 
+namespace test_thread_start {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -196,3 +198,5 @@ TEST_CASE("a timer queue's thread runs the hook before the first timer") {
   while (!fired.load()) std::this_thread::yield();
   CHECK(fired_on == calls[0].thread);
 }
+
+}  // namespace test_thread_start

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_timer_queue {  // each test file's names apart (unity builds)
+
 namespace {
 using namespace std::chrono_literals;
 }  // namespace
@@ -65,3 +67,5 @@ TEST_CASE("cancel waits for a callback that is running, so its state may go afte
   CHECK_FALSE(timers.cancel(id));  // it was running, not pending
   CHECK(finished.load());
 }
+
+}  // namespace test_timer_queue

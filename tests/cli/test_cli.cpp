@@ -13,6 +13,8 @@
 #include "support/names.hpp"
 #include "support/plans.hpp"
 
+namespace test_cli {  // each test file's names apart (unity builds)
+
 using swp::test::quoted;
 using swp::test::Result;
 using swp::test::run_swp;
@@ -380,3 +382,5 @@ TEST_CASE("swp run rejects bad usage with exit 2 and invalid plans with exit 1")
   CHECK(r.status == 1);
   CHECK(contains(r.err, "corollary 3"));
 }
+
+}  // namespace test_cli

@@ -9,6 +9,8 @@
 #include "support/temp_dir.hpp"
 #include "swp/io/record_file.hpp"
 
+namespace test_cli_data {  // each test file's names apart (unity builds)
+
 using swp::test::quoted;
 using swp::test::run_swp;
 
@@ -56,3 +58,5 @@ TEST_CASE("swp data gen refuses bad sizes naming the flag") {
   CHECK(small.status == 2);
   CHECK(small.err.find("--bytes") != std::string::npos);
 }
+
+}  // namespace test_cli_data

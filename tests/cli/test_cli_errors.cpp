@@ -17,6 +17,9 @@
 #include "support/plans.hpp"
 #if SWP_HAVE_CUDA
 #include "swp/device/cuda/cuda_device.hpp"
+
+namespace test_cli_errors {  // each test file's names apart (unity builds)
+
 #endif
 
 using swp::test::quoted;
@@ -263,3 +266,5 @@ TEST_CASE("--backend cuda on a machine without a usable GPU fails naming the CUD
   MESSAGE("skipped: this build has no cuda backend");
 #endif
 }
+
+}  // namespace test_cli_errors

@@ -8,6 +8,8 @@
 #include "support/cli.hpp"
 #include "support/plans.hpp"
 
+namespace test_cli_pp {  // each test file's names apart (unity builds)
+
 using swp::test::metric_values;
 using swp::test::run_swp;
 using swp::test::TempFile;
@@ -174,3 +176,5 @@ TEST_CASE("swp pp simulate reports a deadlock and bad schedules in one error lin
   CHECK(r.status == 2);
   CHECK(r.err.find("--schedule") != std::string::npos);
 }
+
+}  // namespace test_cli_pp

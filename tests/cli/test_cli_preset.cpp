@@ -12,6 +12,8 @@
 #include "support/xml_dom.hpp"
 #include "swp/presets/preset_registry.hpp"
 
+namespace test_cli_preset {  // each test file's names apart (unity builds)
+
 using swp::test::quoted;
 using swp::test::Result;
 using swp::test::run_swp;
@@ -146,3 +148,5 @@ TEST_CASE("the timelines in docs/presets.md are SVGs of each preset's tasks") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_cli_preset

@@ -7,6 +7,8 @@
 #include "support/cli.hpp"
 #include "support/plans.hpp"
 
+namespace test_cli_profile {  // each test file's names apart (unity builds)
+
 using swp::test::quoted;
 using swp::test::run_swp;
 using swp::test::TempFile;
@@ -73,3 +75,5 @@ TEST_CASE("swp profile errors: unknown --skip task (exit 2), invalid plan (exit 
   const auto bad_flag = run_swp("profile " + quoted(plan.str()) + " --measure 0");
   CHECK(bad_flag.status == 2);
 }
+
+}  // namespace test_cli_profile

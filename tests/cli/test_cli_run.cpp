@@ -11,6 +11,8 @@
 #include "support/cli.hpp"
 #include "support/plans.hpp"
 
+namespace test_cli_run {  // each test file's names apart (unity builds)
+
 using swp::test::quoted;
 using swp::test::run_swp;
 using swp::test::TempFile;
@@ -87,3 +89,5 @@ TEST_CASE("a run too short for a steady state says so instead of printing a numb
     CHECK(m.at("efficiency") == doctest::Approx(1));
   }
 }
+
+}  // namespace test_cli_run

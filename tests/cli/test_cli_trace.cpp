@@ -10,6 +10,8 @@
 #include "support/plans.hpp"
 #include "support/xml_dom.hpp"
 
+namespace test_cli_trace {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("trace");
 
 using swp::test::quoted;
@@ -60,3 +62,5 @@ TEST_CASE("swp run with an unwritable --trace or --svg path exits 2 naming it, b
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_cli_trace

@@ -9,6 +9,8 @@
 #include "support/cli.hpp"
 #include "support/plans.hpp"
 
+namespace test_cli_tune {  // each test file's names apart (unity builds)
+
 using swp::test::quoted;
 using swp::test::run_swp;
 using swp::test::TempFile;
@@ -183,3 +185,5 @@ TEST_CASE("swp tune errors: invalid plans exit 1 naming tasks, bad flags and pat
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_cli_tune

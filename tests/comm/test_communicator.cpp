@@ -12,6 +12,8 @@
 #include "swp/comm/communicator.hpp"
 #include "swp/engine/runtime.hpp"
 
+namespace test_communicator {  // each test file's names apart (unity builds)
+
 namespace {
 
 // Records the raw calls; completes every operation at once.
@@ -157,3 +159,5 @@ TEST_CASE("communicator: the order check is off unless set") {
   comm.set_order_check(true);
   CHECK(comm.order_check());
 }
+
+}  // namespace test_communicator

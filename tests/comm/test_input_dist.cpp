@@ -16,6 +16,8 @@
 #include "swp/device/stream.hpp"
 #include "swp/engine/runtime.hpp"
 
+namespace test_input_dist {  // each test file's names apart (unity builds)
+
 namespace {
 
 // One rank: every collective copies send to recv, queued on the stream (so stream order
@@ -210,3 +212,5 @@ TEST_CASE("input dist: take hands the ids over once, and only after they arrived
   swp::InputDist::Batch empty;
   CHECK_THROWS_AS((void)empty.splits(), std::logic_error);
 }
+
+}  // namespace test_input_dist

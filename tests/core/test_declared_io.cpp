@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+namespace test_declared_io {  // each test file's names apart (unity builds)
+
 TEST_CASE("declared_io captures a snapshot of shared state and restores it on replay") {
   std::map<std::string, int> shared_buffer{{"batch", 1}};
   int restores = 0;
@@ -62,3 +64,5 @@ TEST_CASE("a default DeclaredIO has neither capture nor restore") {
   CHECK_FALSE(io.capture);
   CHECK_FALSE(io.restore);
 }
+
+}  // namespace test_declared_io

@@ -16,6 +16,8 @@
 #include "swp/core/plan_json.hpp"
 #include "swp/core/schedule_table.hpp"
 
+namespace test_enqueue_order {  // each test file's names apart (unity builds)
+
 using swp::OrderPolicy;
 using swp::test::make_plan;
 using swp::test::names_of;
@@ -441,3 +443,5 @@ TEST_CASE("orders and schedules of an inspected graph with extreme stages do not
   const std::string table = swp::format_schedule(inspection.graph, 2);
   CHECK(table.find("Zero") != std::string::npos);
 }
+
+}  // namespace test_enqueue_order

@@ -7,6 +7,8 @@
 
 #include "swp/core/plan_graph.hpp"
 
+namespace test_pipeline_plan {  // each test file's names apart (unity builds)
+
 TEST_CASE("a new plan is empty with an inferred depth") {
   const swp::PipelinePlan plan;
   CHECK(plan.tasks.empty());
@@ -103,3 +105,5 @@ TEST_CASE("a plan is plain data that can be copied and edited") {
   CHECK(plan.tasks[0].schedule.stage == 0);
   CHECK_FALSE(plan.pipeline_depth);
 }
+
+}  // namespace test_pipeline_plan

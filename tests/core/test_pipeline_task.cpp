@@ -7,6 +7,8 @@
 #include <string>
 #include <type_traits>
 
+namespace test_pipeline_task {  // each test file's names apart (unity builds)
+
 TEST_CASE("a pipeline task can be named without a body") {
   swp::PipelineTask task;
   CHECK(task.name.empty());
@@ -36,3 +38,5 @@ TEST_CASE("a pipeline task carries its declared side effects") {
   task.io[1].capture();
   CHECK(captured == 1);
 }
+
+}  // namespace test_pipeline_task

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+namespace test_plan_error {  // each test file's names apart (unity builds)
+
 namespace {
 
 const swp::PlanRule all_rules[] = {
@@ -69,3 +71,5 @@ TEST_CASE("a plan error is caught as a std::runtime_error") {
   auto thrower = [] { throw swp::PlanError({{swp::PlanRule::no_tasks, {}, "no tasks: none"}}); };
   CHECK_THROWS_WITH_AS(thrower(), "invalid plan:\n  no tasks: none", std::runtime_error);
 }
+
+}  // namespace test_plan_error

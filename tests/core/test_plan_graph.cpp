@@ -16,6 +16,8 @@
 #include "support/seed.hpp"
 #include "swp/core/plan_json.hpp"
 
+namespace test_plan_graph {  // each test file's names apart (unity builds)
+
 using swp::PlanRule;
 using swp::test::make_plan;
 
@@ -585,3 +587,5 @@ TEST_CASE("inspect reports violations instead of throwing") {
     CHECK(inspection.graph.size() == 0);
   }
 }
+
+}  // namespace test_plan_graph

@@ -19,6 +19,8 @@
 #include "support/plans.hpp"
 #include "support/seed.hpp"
 
+namespace test_plan_json {  // each test file's names apart (unity builds)
+
 using swp::test::TempFile;
 
 namespace {
@@ -416,3 +418,5 @@ TEST_CASE("a name with a control character is rejected naming the field, shown e
                        [](char ch) { return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f; }));
   }
 }
+
+}  // namespace test_plan_json

@@ -10,6 +10,8 @@
 #include "support/plans.hpp"
 #include "swp/core/plan_json.hpp"
 
+namespace test_schedule_table {  // each test file's names apart (unity builds)
+
 using swp::test::make_plan;
 
 using swp::test::lines_of;
@@ -147,3 +149,5 @@ TEST_CASE("long names, lanes and streams widen their columns") {
     CHECK(lines[2] == "   0  A                  compute_lane  a_very_long_stream  | i0");
   }
 }
+
+}  // namespace test_schedule_table

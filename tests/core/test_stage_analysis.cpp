@@ -12,6 +12,8 @@
 #include "support/seed.hpp"
 #include "swp/core/plan_json.hpp"
 
+namespace test_stage_analysis {  // each test file's names apart (unity builds)
+
 using swp::OrderPolicy;
 using swp::test::make_plan;
 
@@ -135,3 +137,5 @@ TEST_CASE("the stage analysis report lists positions, indices, stages and types"
   CHECK(report.ends_with("\u2713 LDS == depth (Dilworth-optimal)\n"));
   CHECK_FALSE(contains(report, "\u2717"));
 }
+
+}  // namespace test_stage_analysis

@@ -11,6 +11,8 @@
 #include "support/random_plans.hpp"
 #include "support/seed.hpp"
 
+namespace test_stage_rules {  // each test file's names apart (unity builds)
+
 using swp::PlanRule;
 using swp::TaskIndex;
 using swp::test::make_plan;
@@ -117,3 +119,5 @@ TEST_CASE("check_stage_rules agrees with the corollaries spelt out on random sta
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_stage_rules

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+namespace test_synthetic_cost {  // each test file's names apart (unity builds)
+
 TEST_CASE("a default synthetic cost is free and has no jitter") {
   const swp::SyntheticCost c;
   CHECK(c.cpu_us == 0);
@@ -66,3 +68,5 @@ TEST_CASE("mean_device_us averages the device time over a jitter period") {
   for (long long iter = 0; iter < 3; ++iter) sum += jittery.device_us_at(iter);
   CHECK(jittery.mean_device_us() == doctest::Approx(sum / 3));
 }
+
+}  // namespace test_synthetic_cost

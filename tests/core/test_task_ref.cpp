@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+namespace test_task_ref {  // each test file's names apart (unity builds)
+
 TEST_CASE("a task handle is its position plus its name") {
   const swp::TaskHandle h{3, "Forward"};
   CHECK(h.index == 3);
@@ -45,3 +47,5 @@ TEST_CASE("task references compare by what they were made from") {
   CHECK(swp::TaskRef(swp::TaskHandle{0, "A"}) == swp::TaskRef(swp::TaskHandle{0, "A"}));
   CHECK(swp::TaskRef(swp::TaskHandle{0, "A"}) != swp::TaskRef(swp::TaskHandle{1, "A"}));
 }
+
+}  // namespace test_task_ref

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+namespace test_task_schedule {  // each test file's names apart (unity builds)
+
 TEST_CASE("a default task schedule is stage 0 on the default stream and lane, not ordered") {
   const swp::TaskSchedule s;
   CHECK(s.stage == 0);
@@ -29,3 +31,5 @@ TEST_CASE("two task schedules are equal exactly when every field is") {
   SUBCASE("globally ordered") { other.globally_ordered = true; }
   CHECK(other != base);
 }
+
+}  // namespace test_task_schedule

@@ -11,6 +11,8 @@
 
 #include "support/seed.hpp"
 
+namespace test_topological_order {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Nodes = std::vector<std::size_t>;
@@ -170,3 +172,5 @@ TEST_CASE("no nodes, no order") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_topological_order

@@ -8,6 +8,8 @@
 #include "swp/device/backends.hpp"
 #include "swp/device/event.hpp"
 
+namespace test_backends {  // each test file's names apart (unity builds)
+
 TEST_CASE("a device is made by backend name, and each one makes streams and events") {
   for (std::string_view name : swp::compiled_backends()) {
     CAPTURE(std::string(name));
@@ -52,3 +54,5 @@ TEST_CASE("an unknown backend, or one this build lacks, is refused by name") {
                        std::invalid_argument);
 #endif
 }
+
+}  // namespace test_backends

@@ -10,6 +10,8 @@
 
 #include "support/alloc_counter.hpp"
 
+namespace test_event {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -228,3 +230,5 @@ TEST_CASE("completing events and registering and removing waiters allocates noth
   CHECK(b.calls == 0);
   CHECK(c.calls == cycles + 1);
 }
+
+}  // namespace test_event

@@ -8,6 +8,8 @@
 
 #include "swp/device/sim_device.hpp"
 
+namespace test_host_device {  // each test file's names apart (unity builds)
+
 namespace {
 using namespace std::chrono_literals;
 
@@ -72,3 +74,5 @@ TEST_CASE("a stream's wait takes swp::Event itself, and orders after another dev
   consumer->synchronize();
   CHECK(saw_produced);
 }
+
+}  // namespace test_host_device

@@ -8,6 +8,8 @@
 #include "swp/device/nvtx_ranges.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_nvtx_ranges {  // each test file's names apart (unity builds)
+
 namespace {
 
 std::string name_of(std::string_view task, std::int64_t iter, bool serial, bool skip,
@@ -60,3 +62,5 @@ TEST_CASE("a pipeline emits NVTX ranges only where they are compiled in, and run
   CHECK(pipe.run(std::vector<int>{5}).iterations == 1);
   CHECK(seen.back() == 10);
 }
+
+}  // namespace test_nvtx_ranges

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+namespace test_sim_device {  // each test file's names apart (unity builds)
+
 namespace {
 using namespace std::chrono_literals;
 }
@@ -28,3 +30,5 @@ TEST_CASE("sim streams advance virtual time only and are deterministic") {
   CHECK(first == 1300us);  // b idles from 100 to 300, then works 1000
   CHECK(run() == first);
 }
+
+}  // namespace test_sim_device

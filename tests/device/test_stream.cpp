@@ -16,6 +16,8 @@
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
 
+namespace test_stream {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -286,3 +288,5 @@ TEST_CASE("a callable queued from a callable on its own stream runs after it") {
   CHECK(ran == std::vector<int>{1, 2});
   CHECK(backend.now() == t0 + 3ms);
 }
+
+}  // namespace test_stream

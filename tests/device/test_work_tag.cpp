@@ -5,6 +5,8 @@
 
 #include "swp/device/work_tag.hpp"
 
+namespace test_work_tag {  // each test file's names apart (unity builds)
+
 static_assert(swp::WorkTag{} == swp::WorkTag{.task = 0, .iter = 0});
 
 TEST_CASE("a work tag holds any task index and any iteration, each in its own field") {
@@ -19,3 +21,5 @@ TEST_CASE("a work tag holds any task index and any iteration, each in its own fi
   CHECK(extreme.iter == std::numeric_limits<std::int64_t>::max());
   CHECK(extreme == swp::WorkTag{extreme});
 }
+
+}  // namespace test_work_tag

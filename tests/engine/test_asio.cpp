@@ -22,6 +22,8 @@
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_asio {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -183,3 +185,5 @@ TEST_CASE("async_submit honours its cancellation slot: the batch is not taken, t
   CHECK(batches == std::vector<int>{1});  // 2 was never taken
   CHECK(seen == std::vector<std::optional<std::int64_t>>{0, std::nullopt});
 }
+
+}  // namespace test_asio

@@ -16,6 +16,8 @@
 #include "swp/engine/asio_runtime.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_asio_runtime {  // each test file's names apart (unity builds)
+
 namespace {
 
 struct Fields {
@@ -91,3 +93,5 @@ TEST_CASE("AsioRuntime refuses the sim backend, which needs its own scheduler") 
   CHECK_THROWS_AS(swp::AsioRuntime(io.get_executor(), {.backend = swp::Backend::sim}),
                   std::invalid_argument);
 }
+
+}  // namespace test_asio_runtime

@@ -16,6 +16,8 @@
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_engine_timeouts {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -284,3 +286,5 @@ TEST_CASE("the hang report goes to $SWP_HANG_REPORT, and a report that cannot be
           std::string::npos);
   }
 }
+
+}  // namespace test_engine_timeouts

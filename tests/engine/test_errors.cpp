@@ -16,6 +16,8 @@
 #include "swp/async/cancelled.hpp"
 #include "swp/engine/pipeline.hpp"
 
+namespace test_errors {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -344,3 +346,5 @@ TEST_CASE_TEMPLATE("a source error met while admitting surfaces from drain() as 
                        swp::CallbackError);
   CHECK(pipe->run(std::vector<int>{7, 8}).iterations == 2);
 }
+
+}  // namespace test_errors

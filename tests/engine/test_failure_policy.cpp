@@ -20,6 +20,8 @@
 #include "swp/core/plan_json.hpp"
 #include "swp/engine/pipeline.hpp"
 
+namespace test_failure_policy {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -333,3 +335,5 @@ TEST_CASE_TEMPLATE("skip on random plans: failures stay in their iteration, each
     }
   }
 }
+
+}  // namespace test_failure_policy

@@ -27,6 +27,8 @@
 #include "swp/core/plan_json.hpp"
 #include "swp/engine/errors.hpp"
 
+namespace test_fault_injection {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -294,3 +296,5 @@ TEST_CASE_TEMPLATE("injected faults surface once, drain, and the pipeline refill
     std::printf("%s%s %d", k ? ", " : "", fault_name(static_cast<Fault>(k)), tally.injected[k]);
   std::printf(")\n");
 }
+
+}  // namespace test_fault_injection

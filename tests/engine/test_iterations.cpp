@@ -9,6 +9,8 @@
 
 #include "swp/engine/clock_pipeline.hpp"
 
+namespace test_iterations {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Ctx = swp::IterContext<int>;
@@ -54,3 +56,5 @@ TEST_CASE("pipe.iterations(source) fills the pipeline and yields every retired i
   CHECK(seen == std::vector<std::int64_t>{0, 1, 2, 3});
   pipe.drain();
 }
+
+}  // namespace test_iterations

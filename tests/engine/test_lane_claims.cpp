@@ -17,6 +17,8 @@
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/task_scope.hpp"
 
+namespace test_lane_claims {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -255,3 +257,5 @@ TEST_CASE("a revoked clock claim ends after the last instance released under it,
   CHECK(retired_b == 4);
   CHECK(shared.most.load() == 1);
 }
+
+}  // namespace test_lane_claims

@@ -29,6 +29,8 @@
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/pipeline.hpp"
 
+namespace test_pipeline {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -766,3 +768,5 @@ TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by anothe
   runner.join();
   CHECK(ran.load() == 1);
 }
+
+}  // namespace test_pipeline

@@ -15,6 +15,8 @@
 #include "swp/async/sync_wait.hpp"
 #include "swp/engine/pipeline.hpp"
 
+namespace test_pipeline_cancel {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Ctx = swp::IterContext<int>;
@@ -138,3 +140,5 @@ TEST_CASE_TEMPLATE("next(stop_token) cancels the run when the token stops while 
                   swp::Cancelled);
   check_refillable(*pipe, b);
 }
+
+}  // namespace test_pipeline_cancel

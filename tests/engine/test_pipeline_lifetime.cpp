@@ -21,6 +21,8 @@
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/pipeline.hpp"
 
+namespace test_pipeline_lifetime {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -224,3 +226,5 @@ TEST_CASE_TEMPLATE("retire_after_device: an iteration retires after its device w
   }());
   CHECK(returned == expected);
 }
+
+}  // namespace test_pipeline_lifetime

@@ -21,6 +21,8 @@
 #include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/engine/pipeline.hpp"
 
+namespace test_pipeline_sources {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -361,3 +363,5 @@ TEST_CASE_TEMPLATE("a fetch completed on a producer's thread is done with the ru
     producer.join();
   }
 }
+
+}  // namespace test_pipeline_sources

@@ -12,6 +12,8 @@
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_plan {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -240,3 +242,5 @@ TEST_CASE("reading a producer neither read-declared nor a dependency names both 
                          swp::UndeclaredDependency);
   }
 }
+
+}  // namespace test_plan

@@ -11,6 +11,8 @@
 #include "swp/async/sync_wait.hpp"
 #include "swp/engine/pipeline.hpp"
 
+namespace test_retired {  // each test file's names apart (unity builds)
+
 namespace {
 
 struct Fields {
@@ -120,3 +122,5 @@ TEST_CASE("Retired::get names a task of another plan, and a task without a value
                        swp::PipelineStateError);
   pipe.drain();
 }
+
+}  // namespace test_retired

@@ -7,6 +7,8 @@
 
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_run_stats {  // each test file's names apart (unity builds)
+
 namespace {
 using namespace std::chrono_literals;
 using Ctx = swp::IterContext<int>;
@@ -32,3 +34,5 @@ TEST_CASE("run and run_serial report their iterations and the runtime's elapsed 
   CHECK(piped.iterations == 3);
   CHECK(piped.elapsed == 300us);
 }
+
+}  // namespace test_run_stats

@@ -18,6 +18,8 @@
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/runtime.hpp"
 
+namespace test_runtime {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -206,3 +208,5 @@ TEST_CASE("a runtime's on_thread_start runs on every thread it starts, before it
     CHECK(calls.empty());
   }
 }
+
+}  // namespace test_runtime

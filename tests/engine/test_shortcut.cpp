@@ -15,6 +15,8 @@
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_shortcut {  // each test file's names apart (unity builds)
+
 namespace {
 
 using swp::TaskIndex;
@@ -323,3 +325,5 @@ TEST_CASE("format_schedule marks shortcut tasks [skip]") {
   CHECK(table.find("Decode [skip]") != std::string::npos);
   CHECK(table.find("Encode [skip]") == std::string::npos);
 }
+
+}  // namespace test_shortcut

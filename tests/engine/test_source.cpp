@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+namespace test_source {  // each test file's names apart (unity builds)
+
 namespace {
 
 // Counts live copies of a range, to see who keeps a temporary alive.
@@ -68,3 +70,5 @@ TEST_CASE("a named range is read in place, a temporary is kept alive by the sour
     CHECK(Counted::alive == 0);
   }
 }
+
+}  // namespace test_source

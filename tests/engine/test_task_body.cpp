@@ -11,6 +11,8 @@
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/plan.hpp"
 
+namespace test_task_body {  // each test file's names apart (unity builds)
+
 namespace {
 
 struct Fields {
@@ -152,3 +154,5 @@ TEST_CASE("a body declares the fields it writes, which a shortcut replays") {
   CHECK(retired.labels == std::vector<std::string>{"batch 1", "batch 1"});  // declared: replayed
   CHECK(retired.values == std::vector<int>{1, 0});                          // undeclared: not
 }
+
+}  // namespace test_task_body

@@ -13,6 +13,8 @@
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_task_observer {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -158,3 +160,5 @@ TEST_CASE("a globally ordered instance reports the submission turn it waits for"
         std::vector<std::string>{"released 1 0 b", "waiting 1 0 b turn 1 0", "started 1 0 b",
                                  "finished 1 0 b ok"});
 }
+
+}  // namespace test_task_observer

@@ -10,6 +10,8 @@
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
+namespace test_task_scope {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -49,3 +51,5 @@ TEST_CASE_TEMPLATE("a callable a task queues on its stream is ordered before its
     }
   }
 }
+
+}  // namespace test_task_scope

@@ -8,6 +8,8 @@
 
 #include "support/run_command.hpp"
 
+namespace test_loader_example {  // each test file's names apart (unity builds)
+
 TEST_CASE("the loader example feeds every record once per epoch through its pipeline") {
 #ifndef SWP_LOADER_EXAMPLE
   MESSAGE("examples not built: skipped");
@@ -28,3 +30,5 @@ TEST_CASE("the loader example feeds every record once per epoch through its pipe
   CHECK(out.find('\r') == std::string::npos);
 #endif
 }
+
+}  // namespace test_loader_example

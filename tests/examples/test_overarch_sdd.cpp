@@ -7,6 +7,8 @@
 
 #include "support/run_command.hpp"
 
+namespace test_overarch_sdd {  // each test file's names apart (unity builds)
+
 TEST_CASE(
     "the OverArch/SDD example runs sdd_fwd right before func2's backward only with the hook") {
 #ifndef SWP_LAZY_EXAMPLE
@@ -24,3 +26,5 @@ TEST_CASE(
   CHECK(out.find("metric lazy_example_overlap_gain ") != std::string::npos);
 #endif
 }
+
+}  // namespace test_overarch_sdd

@@ -12,6 +12,8 @@
 
 #include "support/run_command.hpp"
 
+namespace test_readme_plan {  // each test file's names apart (unity builds)
+
 namespace {
 
 std::string read_file(const std::filesystem::path& path) {
@@ -77,3 +79,5 @@ TEST_CASE("the README's first example runs: the schedule, then each iteration's 
   for (std::size_t i = 1; i < losses.size(); ++i) CHECK(losses[i] < losses[i - 1]);
 #endif
 }
+
+}  // namespace test_readme_plan

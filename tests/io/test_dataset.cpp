@@ -10,6 +10,8 @@
 #include "swp/io/io_errors.hpp"
 #include "swp/io/record_file.hpp"
 
+namespace test_dataset {  // each test file's names apart (unity builds)
+
 TEST_CASE("a generated dataset spreads its records over its files and checks clean") {
   swp::test::TempDir dir;
   std::uint64_t last_progress = 0;
@@ -64,3 +66,5 @@ TEST_CASE("dataset errors name the directory or the argument") {
   CHECK_THROWS_WITH_AS(swp::io::generate_dataset(dir.path(), {.records = 2, .files = 3}),
                        doctest::Contains("--files"), std::invalid_argument);
 }
+
+}  // namespace test_dataset

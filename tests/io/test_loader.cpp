@@ -15,6 +15,8 @@
 #include "swp/io/loader.hpp"
 #include "swp/io/read_order.hpp"
 
+namespace test_loader {  // each test file's names apart (unity builds)
+
 namespace {
 
 using swp::test::Dataset;
@@ -226,3 +228,5 @@ TEST_CASE("bad loader options are refused, naming the option") {
                        doctest::Contains("prefetch_batches"), std::invalid_argument);
   CHECK_THROWS_AS(swp::io::Loader::open_dir(data.dir / "missing", {}), swp::io::RecordError);
 }
+
+}  // namespace test_loader

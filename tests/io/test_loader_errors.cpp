@@ -14,6 +14,8 @@
 #include "swp/io/loader.hpp"
 #include "swp/io/record_file.hpp"
 
+namespace test_loader_errors {  // each test file's names apart (unity builds)
+
 namespace {
 
 using swp::test::Dataset;
@@ -118,3 +120,5 @@ TEST_CASE_TEMPLATE("a missing or damaged file is refused when the loader opens",
                        doctest::Contains("part-00001.swprec at offset 100: truncated"),
                        swp::io::RecordError);
 }
+
+}  // namespace test_loader_errors

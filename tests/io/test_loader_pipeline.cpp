@@ -22,6 +22,8 @@
 #include "swp/io/loader.hpp"
 #include "swp/io/record_file.hpp"
 
+namespace test_loader_pipeline {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -170,3 +172,5 @@ TEST_CASE_TEMPLATE("a loader error fails the run naming the loader; the pipeline
   pipe->synchronize();
   CHECK(retired == 10);
 }
+
+}  // namespace test_loader_pipeline

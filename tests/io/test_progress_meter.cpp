@@ -7,6 +7,8 @@
 
 #include "swp/io/progress_meter.hpp"
 
+namespace test_progress_meter {  // each test file's names apart (unity builds)
+
 TEST_CASE("the progress line gives records, rates and the time left") {
   const swp::io::ProgressMeter meter("load", 1000, 2'000'000, nullptr, false);
   CHECK(meter.line(250, 500'000, std::chrono::seconds(2)) ==
@@ -32,3 +34,5 @@ TEST_CASE("a progress meter draws nothing off a terminal and redraws one line wh
   CHECK(out.ends_with("\r\033[K"));
   std::fclose(file);
 }
+
+}  // namespace test_progress_meter

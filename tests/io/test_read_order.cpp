@@ -10,6 +10,8 @@
 
 #include "swp/io/read_order.hpp"
 
+namespace test_read_order {  // each test file's names apart (unity builds)
+
 namespace {
 const std::vector<std::uint64_t> counts{5, 0, 17, 9};  // 31 records, an empty file among them
 
@@ -75,3 +77,5 @@ TEST_CASE("a rank outside the world is refused") {
                   std::invalid_argument);
   CHECK_THROWS_AS((void)swp::io::epoch_order(counts, {.world = 0}, 0), std::invalid_argument);
 }
+
+}  // namespace test_read_order

@@ -12,6 +12,8 @@
 #include "swp/io/record_file.hpp"
 #include "swp/io/record_writer.hpp"
 
+namespace test_record_file {  // each test file's names apart (unity builds)
+
 namespace {
 
 using swp::io::RecordError;
@@ -169,3 +171,5 @@ TEST_CASE("long inputs hash as the reference XXH3 does (the AVX2 path where the 
     bytes[i] = static_cast<std::byte>((i * 31 + 7) & 0xff);
   CHECK(swp::io::checksum(bytes) == 0xE0950E66CF107FE8ULL);
 }
+
+}  // namespace test_record_file

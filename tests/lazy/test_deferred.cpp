@@ -10,6 +10,8 @@
 #include "swp/lazy/deferred.hpp"
 #include "swp/lazy/lazy_scheduler.hpp"
 
+namespace test_deferred {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Order = std::vector<std::string>;
@@ -146,3 +148,5 @@ TEST_CASE("a segment that fails at its own call throws there, naming it") {
   CHECK(bad(1).get() == 1);
   CHECK_THROWS_WITH_AS((void)bad(-1), doctest::Contains("'bad'"), swp::SegmentError);
 }
+
+}  // namespace test_deferred

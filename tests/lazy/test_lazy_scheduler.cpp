@@ -6,6 +6,8 @@
 
 #include "swp/lazy/lazy_scheduler.hpp"
 
+namespace test_lazy_scheduler {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Order = std::vector<std::string>;
@@ -253,3 +255,5 @@ TEST_CASE("a scheduler serves one round at a time; a round left unfinished fails
   next.finish();
   CHECK(p.ran.empty());
 }
+
+}  // namespace test_lazy_scheduler

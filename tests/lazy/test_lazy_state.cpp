@@ -7,6 +7,8 @@
 #include "swp/lazy/lazy_scheduler.hpp"
 #include "swp/lazy/lazy_state.hpp"
 
+namespace test_lazy_state {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Table = std::map<int, int>;
@@ -80,3 +82,5 @@ TEST_CASE("touching state a segment did not declare is an error naming the segme
   t.write()[3] = 30;
   CHECK(table.size() == 2);
 }
+
+}  // namespace test_lazy_state

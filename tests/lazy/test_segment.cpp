@@ -9,6 +9,8 @@
 #include "swp/lazy/lazy_scheduler.hpp"
 #include "swp/lazy/segment.hpp"
 
+namespace test_segment {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Order = std::vector<std::string>;
@@ -138,3 +140,5 @@ TEST_CASE("a segment that runs at once is not double-run, even in debug mode") {
   CHECK(a(1).get() == 1);
   CHECK(runs == 1);
 }
+
+}  // namespace test_segment

@@ -16,6 +16,8 @@
 #include "swp/lazy/segment_observer.hpp"
 #include "swp/trace/trace_recorder.hpp"
 
+namespace test_segment_observer {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Ctx = swp::IterContext<int>;
@@ -152,3 +154,5 @@ TEST_CASE_TEMPLATE(
     CHECK(std::string(swp::kind_name(seg->kind)) == "segment");
   }
 }
+
+}  // namespace test_segment_observer

@@ -7,6 +7,8 @@
 
 #include "swp/presets/preset_registry.hpp"
 
+namespace test_preset {  // each test file's names apart (unity builds)
+
 namespace presets = swp::presets;
 
 TEST_SUITE_BEGIN("presets");
@@ -23,3 +25,5 @@ TEST_CASE("Preset::plan is the last phase's plan; on a temporary it is a value t
   CHECK(names == std::vector<std::string>{"H2D", "ZeroGrad", "WaitBatch", "Forward", "Backward",
                                           "OptimizerStep"});
 }
+
+}  // namespace test_preset

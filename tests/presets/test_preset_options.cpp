@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+namespace test_preset_options {  // each test file's names apart (unity builds)
+
 namespace presets = swp::presets;
 
 TEST_SUITE_BEGIN("presets");
@@ -28,3 +30,5 @@ TEST_CASE("default options are TorchRec's defaults") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_preset_options

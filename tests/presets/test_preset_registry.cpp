@@ -13,6 +13,8 @@
 #include "swp/core/plan_json.hpp"
 #include "swp/core/schedule_table.hpp"
 
+namespace test_preset_registry {  // each test file's names apart (unity builds)
+
 namespace presets = swp::presets;
 using presets::EmbLookupStream;
 
@@ -252,3 +254,5 @@ TEST_CASE("every phase of every preset is valid and has the same tasks") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_preset_registry

@@ -13,6 +13,8 @@
 #include "swp/engine/task_body.hpp"
 #include "swp/presets/preset_registry.hpp"
 
+namespace test_preset_runner {  // each test file's names apart (unity builds)
+
 namespace presets = swp::presets;
 using namespace std::chrono_literals;
 
@@ -200,3 +202,5 @@ TEST_CASE("progress before fill_pipeline is an error") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_preset_runner

@@ -8,6 +8,8 @@
 #include "swp/tune/synthetic_run.hpp"
 #include "swp/presets/preset_registry.hpp"
 
+namespace test_recsys_costs {  // each test file's names apart (unity builds)
+
 namespace presets = swp::presets;
 
 TEST_SUITE_BEGIN("presets");
@@ -130,3 +132,5 @@ struct Kind {
 TEST_CASE_TEMPLATE_INVOKE(order, Kind<swp::EngineKind::clock>, Kind<swp::EngineKind::data_flow>);
 
 TEST_SUITE_END();
+
+}  // namespace test_recsys_costs

@@ -10,6 +10,8 @@
 #include "swp/engine/plan.hpp"
 #include "swp/presets/preset_registry.hpp"
 
+namespace test_task_bindings {  // each test file's names apart (unity builds)
+
 namespace presets = swp::presets;
 
 TEST_SUITE_BEGIN("presets");
@@ -120,3 +122,5 @@ TEST_CASE("a name cannot be bound twice or be empty") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_task_bindings

@@ -26,6 +26,8 @@
 
 #include "../../examples/service/micro_batch_server.hpp"
 
+namespace test_micro_batch_server {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -405,3 +407,5 @@ TEST_CASE("a malformed frame closes only its own connection of the micro-batch s
   finish(server);
   CHECK(server.stats().get(server.stats().protocol_errors) == 1);
 }
+
+}  // namespace test_micro_batch_server

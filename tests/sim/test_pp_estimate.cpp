@@ -5,6 +5,8 @@
 
 #include "swp/sim/pp_estimate.hpp"
 
+namespace test_pp_estimate {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("sim");
 
 TEST_CASE("latency is the sum of stage times plus (m - 1) times the slowest") {
@@ -41,3 +43,5 @@ TEST_CASE("bad estimate inputs are named") {
                        "compute time of stage 1 (-2.000000 us) must be finite and >= 0",
                        std::invalid_argument);
 }
+
+}  // namespace test_pp_estimate

@@ -6,6 +6,8 @@
 
 #include "swp/sim/pp_schedule.hpp"
 
+namespace test_pp_schedule {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("sim");
 
 namespace {
@@ -93,3 +95,5 @@ TEST_CASE("schedule names parse and bad schedule arguments are named") {
                        "stage count 0 must be at least 1", std::invalid_argument);
   CHECK_THROWS_AS(swp::make_pp_schedule(swp::PpScheduleKind::gpipe, 2, 0), std::invalid_argument);
 }
+
+}  // namespace test_pp_schedule

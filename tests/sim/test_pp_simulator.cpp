@@ -5,6 +5,8 @@
 
 #include "swp/sim/pp_simulator.hpp"
 
+namespace test_pp_simulator {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("sim");
 
 namespace {
@@ -279,3 +281,5 @@ TEST_CASE("the simulation is deterministic") {
   CHECK(totals.slices.empty());
   CHECK(totals.latency == a.latency);
 }
+
+}  // namespace test_pp_simulator

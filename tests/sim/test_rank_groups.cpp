@@ -8,6 +8,8 @@
 
 #include "swp/sim/rank_groups.hpp"
 
+namespace test_rank_groups {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("sim");
 
 TEST_CASE("the seed's example: world 8, tp 2, pp 4, rank 4 is stage 2 of pp group 0 2 4 6") {
@@ -72,3 +74,5 @@ TEST_CASE("bad rank group arguments are named") {
       swp::make_rank_groups({.world_size = 4, .tp_size = 0, .pp_size = 2, .dp_size = 1}, 0),
       "tp size 0 must be at least 1", std::invalid_argument);
 }
+
+}  // namespace test_rank_groups

@@ -6,6 +6,8 @@
 
 #include "swp/sim/search_space.hpp"
 
+namespace test_search_space {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("sim");
 
 TEST_CASE("search sizes: absent is the default, empty is powers of two, given is checked") {
@@ -43,3 +45,5 @@ TEST_CASE("no valid combination: the error lists why each failed") {
           "= 3; tp=3 pp=5: 8 devices are not divisible by tp x pp = 15");
   }
 }
+
+}  // namespace test_search_space

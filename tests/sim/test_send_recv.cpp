@@ -6,6 +6,8 @@
 
 #include "swp/sim/send_recv.hpp"
 
+namespace test_send_recv {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("sim");
 
 TEST_CASE("a message is tokens x hidden x dtype bytes") {
@@ -49,3 +51,5 @@ TEST_CASE("send/recv events sit at the stage boundaries") {
   CHECK(swp::send_recv_events(1, 1000, link).empty());
   CHECK_THROWS_AS(swp::send_recv_events(0, 1000, link), std::invalid_argument);
 }
+
+}  // namespace test_send_recv

@@ -5,6 +5,8 @@
 
 #include "swp/sim/stage_memory.hpp"
 
+namespace test_stage_memory {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("sim");
 
 TEST_CASE("a stage holds its active layers plus the edge modules it owns") {
@@ -47,3 +49,5 @@ TEST_CASE("memory inputs that do not fit the plan are named") {
   CHECK_THROWS_AS(swp::stage_memory_peak(swp::StagePlan::uniform(6, 2), model, -5),
                   std::invalid_argument);
 }
+
+}  // namespace test_stage_memory

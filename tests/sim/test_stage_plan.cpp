@@ -5,6 +5,8 @@
 
 #include "swp/sim/stage_plan.hpp"
 
+namespace test_stage_plan {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("sim");
 
 namespace {
@@ -86,3 +88,5 @@ TEST_CASE("bad partition arguments are named") {
   CHECK_THROWS_WITH_AS((void)plan.stage(2), "stage 2 is not in 0..1", std::out_of_range);
   CHECK_THROWS_WITH_AS((void)plan.stage_of_layer(4), "layer 4 is not in 0..3", std::out_of_range);
 }
+
+}  // namespace test_stage_plan

@@ -18,7 +18,10 @@
 #include <utility>
 
 #include "support/plans.hpp"
+
 #endif
+
+namespace test_alloc_counter {  // each test file's names apart (unity builds)
 
 namespace {
 
@@ -178,3 +181,5 @@ TEST_CASE("AddressSanitizer still reports heap errors with the allocation counte
 }
 
 #endif
+
+}  // namespace test_alloc_counter

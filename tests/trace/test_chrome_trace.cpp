@@ -10,6 +10,8 @@
 
 #include "support/costed_plans.hpp"
 
+namespace test_chrome_trace {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("trace");
 
 namespace {
@@ -108,3 +110,5 @@ TEST_CASE("writing a Chrome trace to a failed stream throws") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_chrome_trace

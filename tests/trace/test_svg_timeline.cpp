@@ -10,6 +10,8 @@
 #include "support/costed_plans.hpp"
 #include "support/xml_dom.hpp"
 
+namespace test_svg_timeline {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("trace");
 
 namespace {
@@ -103,3 +105,5 @@ TEST_CASE("the test XML reader rejects documents that are not well-formed") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_svg_timeline

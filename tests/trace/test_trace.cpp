@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+namespace test_trace {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("trace");
 
 using namespace std::chrono_literals;
@@ -32,3 +34,5 @@ TEST_CASE("a trace names its slices task/iter and waits by what they wait for") 
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_trace

@@ -12,6 +12,8 @@
 #include "support/engines.hpp"
 #include "support/names.hpp"
 
+namespace test_trace_recorder {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("trace");
 
 namespace {
@@ -301,3 +303,5 @@ TEST_CASE("device work of task indices past 65535 is attributed to its own task 
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_trace_recorder

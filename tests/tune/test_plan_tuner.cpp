@@ -15,6 +15,8 @@
 #include "swp/presets/preset_registry.hpp"
 #include "swp/presets/recsys_costs.hpp"
 
+namespace test_plan_tuner {  // each test file's names apart (unity builds)
+
 namespace {
 
 // Short runs: every candidate is simulated, and the suite also runs under the sanitizers.
@@ -287,3 +289,5 @@ TEST_CASE("with_stages gives a plan with bodies the tuned stages and keeps its b
   other.add({"X"});
   CHECK_THROWS_AS((void)swp::with_stages(plan, other), std::invalid_argument);
 }
+
+}  // namespace test_plan_tuner

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <stdexcept>
 
+namespace test_profile_result {  // each test file's names apart (unity builds)
+
 TEST_CASE("ProfileResult prints the seed's report and sums exposed times") {
   swp::ProfileResult r;
   r.baseline_s = 8.503e-3;
@@ -38,3 +40,5 @@ TEST_CASE("ProfileResult widens the task column for long names") {
   rule.append(" ---------- ------------");
   CHECK(report.find(rule) != std::string::npos);
 }
+
+}  // namespace test_profile_result

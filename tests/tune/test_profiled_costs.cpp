@@ -7,6 +7,8 @@
 #include "support/plans.hpp"
 #include "swp/tune/profiled_costs.hpp"
 
+namespace test_profiled_costs {  // each test file's names apart (unity builds)
+
 namespace {
 
 swp::ProfileResult measured(std::initializer_list<std::pair<const char*, double>> exposed_us) {
@@ -85,3 +87,5 @@ TEST_CASE("with_profiled_costs rejects a profile of another plan, naming the tas
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_profiled_costs

@@ -11,6 +11,8 @@
 #include "swp/core/plan_json.hpp"
 #include "swp/tune/synthetic_run.hpp"
 
+namespace test_synthetic_run {  // each test file's names apart (unity builds)
+
 TEST_SUITE_BEGIN("tune");
 
 namespace {
@@ -170,3 +172,5 @@ TEST_CASE("a run's memory does not grow with its number of iterations") {
 }
 
 TEST_SUITE_END();
+
+}  // namespace test_synthetic_run

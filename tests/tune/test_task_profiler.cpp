@@ -13,6 +13,8 @@
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/tune/synthetic_run.hpp"
 
+namespace test_task_profiler {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -166,3 +168,5 @@ TEST_CASE("TaskProfiler errors: bad options, unknown skip_tasks, a filled pipeli
   REQUIRE(r.tasks.size() == 1);
   CHECK(r.tasks[0].task == "Steady");
 }
+
+}  // namespace test_task_profiler

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <thread>
 
+namespace test_asymmetric_fence {  // each test file's names apart (unity builds)
+
 TEST_CASE("a light and a heavy fence order store-buffering on both sides") {
   if (!swp::detail::asymmetric_fences_available()) {
     MESSAGE("skipped: no heavy fences (membarrier) here");
@@ -43,3 +45,5 @@ TEST_CASE("a light and a heavy fence order store-buffering on both sides") {
   light.join();
   CHECK(both_missed == 0);
 }
+
+}  // namespace test_asymmetric_fence

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_event_count {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -139,3 +141,5 @@ TEST_CASE("an EventCount loses no wake-up when the notifier races the waiter's r
   CHECK(lost.load() == 0);
   CHECK(ec.waiting() == 0);
 }
+
+}  // namespace test_event_count

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+namespace test_frame_allocator {  // each test file's names apart (unity builds)
+
 namespace {
 
 // The address the allocator hands out for a frame of `size` right after one of the same size
@@ -41,3 +43,5 @@ TEST_CASE("frames larger than the pooled sizes are never recycled, and every fra
   allocate_twice(swp::detail::max_pooled_frame + 1);
   CHECK(swp::detail::frames_allocated_here() - before == 2);
 }
+
+}  // namespace test_frame_allocator

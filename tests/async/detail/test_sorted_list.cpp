@@ -4,6 +4,8 @@
 
 #include <vector>
 
+namespace test_sorted_list {  // each test file's names apart (unity builds)
+
 namespace {
 
 struct Node {
@@ -57,3 +59,5 @@ TEST_CASE("unlink_from removes a node from the head, the middle and the tail") {
   CHECK(head == nullptr);
   CHECK(tail == nullptr);
 }
+
+}  // namespace test_sorted_list

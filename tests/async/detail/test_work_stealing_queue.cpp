@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+namespace test_work_stealing_queue {  // each test file's names apart (unity builds)
+
 namespace {
 
 using Queue = swp::detail::WorkStealingQueue<int, 8>;
@@ -95,3 +97,5 @@ TEST_CASE("with the owner pushing and popping against several thieves, each item
   CHECK(wrong == 0);
   CHECK(q.empty());
 }
+
+}  // namespace test_work_stealing_queue

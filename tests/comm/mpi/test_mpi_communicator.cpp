@@ -25,6 +25,8 @@
 #include "swp/engine/errors.hpp"
 #include "swp/engine/runtime.hpp"
 
+namespace test_mpi_communicator {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -382,8 +384,11 @@ TEST_CASE("mpi: without the sequencer, ranks calling in different orders fail on
   }
 }
 
+}  // namespace test_mpi_communicator
+
 int main(int argc, char** argv) {
   swp::MpiSession mpi(argc, argv);
   doctest::Context context(argc, argv);
   return context.run();
 }
+

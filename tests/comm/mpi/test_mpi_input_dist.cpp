@@ -24,6 +24,8 @@
 #include "swp/presets/preset_registry.hpp"
 #include "swp/presets/task_bindings.hpp"
 
+namespace test_mpi_input_dist {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -303,3 +305,5 @@ TEST_CASE("mpi: a task failing on one rank fails the run on every rank, naming r
     late.get();
   }
 }
+
+}  // namespace test_mpi_input_dist

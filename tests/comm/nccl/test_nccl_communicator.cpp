@@ -23,6 +23,8 @@
 #include "swp/device/cuda/cuda_stream.hpp"
 #include "swp/engine/runtime.hpp"
 
+namespace test_nccl_communicator {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -156,3 +158,5 @@ TEST_CASE("nccl: a stream of another backend is refused; a hang times out and ab
   CHECK_THROWS_WITH_AS(after.get(), doctest::Contains("was not run: the communicator was aborted"),
                        swp::CommError);
 }
+
+}  // namespace test_nccl_communicator

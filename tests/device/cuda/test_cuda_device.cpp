@@ -28,6 +28,8 @@
 #include "swp/presets/preset_runner.hpp"
 #include "swp/presets/recsys_costs.hpp"
 
+namespace test_cuda_device {  // each test file's names apart (unity builds)
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -317,3 +319,5 @@ TEST_CASE_TEMPLATE("cuda: both engines run on a device of either completion mode
     for (int i = 0; i < iterations; ++i) CHECK(consumed[static_cast<std::size_t>(i)] == i);
   }
 }
+
+}  // namespace test_cuda_device

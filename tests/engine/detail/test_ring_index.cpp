@@ -8,6 +8,8 @@
 
 #include "support/seed.hpp"
 
+namespace test_ring_index {  // each test file's names apart (unity builds)
+
 namespace {
 
 // Every i in [from, from + count) against the division.
@@ -52,3 +54,5 @@ TEST_CASE("a ring index is the remainder of the division, for every ring size an
   // The default ring has one entry.
   CHECK(swp::detail::RingIndex{}(top) == 0);
 }
+
+}  // namespace test_ring_index
