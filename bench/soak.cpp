@@ -25,26 +25,26 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Fields {
+struct SoakFields {
   std::int64_t loss = 0;
 };
-using Ctx = swp::IterContext<std::int64_t, Fields>;
+using SoakCtx = swp::IterContext<std::int64_t, SoakFields>;
 
 // Load (stream "copy") yields a small heap buffer, Decode sums it on a fiber, Train (stream
 // "compute") reads the sum and waits for its own previous iteration: what a steady state
 // exercises (frames, futures, fibers, stream events, buffers allocated and freed per
 // iteration) in a plan small enough for a million iterations.
-swp::Plan<Ctx> soak_plan() {
-  swp::Plan<Ctx> plan;
-  auto load = plan.add("Load", [](Ctx& ctx, swp::TaskScope& scope) -> swp::Co<std::vector<int>> {
+swp::Plan<SoakCtx> soak_plan() {
+  swp::Plan<SoakCtx> plan;
+  auto load = plan.add("Load", [](SoakCtx& ctx, swp::TaskScope& scope) -> swp::Co<std::vector<int>> {
     scope.device_work(1ns);
     co_return std::vector<int>(64, static_cast<int>(ctx.batch % 1000));
   }, {.stage = 0, .stream = "copy", .thread_group = "io"});
-  auto decode = plan.add("Decode", swp::blocking([load](Ctx& ctx) -> std::int64_t {
+  auto decode = plan.add("Decode", swp::blocking([load](SoakCtx& ctx) -> std::int64_t {
     const auto& values = swp::blocking_await(ctx.get(load));
     return std::accumulate(values.begin(), values.end(), std::int64_t{0});
   }), {.stage = 1, .thread_group = "cpu"}, swp::reads(load));
-  auto train = plan.add("Train", [decode](Ctx& ctx, swp::TaskScope& scope) -> swp::Co<void> {
+  auto train = plan.add("Train", [decode](SoakCtx& ctx, swp::TaskScope& scope) -> swp::Co<void> {
     ctx.loss = co_await ctx.get(decode);
     scope.device_work(1ns);
   }, {.stage = 1, .stream = "compute", .thread_group = "compute"}, swp::reads(decode));
@@ -84,7 +84,7 @@ Readings soak_engine(const SoakOptions& o, Depth... depth) {
   swp::Runtime runtime;  // host, default workers
   Pipe pipe(runtime, soak_plan(), depth...);
   std::int64_t checksum = 0;
-  pipe.on_retire([&](const Ctx& ctx) { checksum += ctx.loss; });
+  pipe.on_retire([&](const SoakCtx& ctx) { checksum += ctx.loss; });
   std::int64_t next = 0;
   pipe.fill_pipeline([&]() -> std::optional<std::int64_t> {
     if (next >= o.iters) return std::nullopt;
@@ -164,8 +164,8 @@ void run_soak(const SoakOptions& options) {
   if (o.warmup < 1 || o.warmup >= o.iters)
     throw std::invalid_argument("soak: --warmup must be at least 1 and below --iters (" +
                                 std::to_string(o.iters) + ")");
-  report("dataflow", soak_engine<swp::DataFlowPipeline<Ctx>>(o, 3));
-  report("clock", soak_engine<swp::ClockPipeline<Ctx>>(o));
+  report("dataflow", soak_engine<swp::DataFlowPipeline<SoakCtx>>(o, 3));
+  report("clock", soak_engine<swp::ClockPipeline<SoakCtx>>(o));
   report("swp_run", soak_swp_run(o));
 }
 
