@@ -7,10 +7,12 @@
 # (pkg-config and meson), and end with the plain build's doctest summary. Any failure fails
 # the script.
 #
-# Each sanitizer suite runs while the next build compiles (the suite keeps about one core
-# busy; a build at a lower priority takes what is left), and its output follows once both
-# ended. The builds compile in unity chunks (several files per compiler run: about a third
-# less compile time). docs/building.md has the stage times.
+# Each suite runs in the background while the next stage works (the ASan + UBSan suite during
+# the TSan build, the TSan suite during the fuzz and plain builds, the plain suite during the
+# MPI tests and the consumer build): a suite keeps about one core busy, and a build at a lower
+# priority takes what is left. A suite's output follows once it ended. The builds compile in
+# unity chunks (several files per compiler run: about a third less compile time).
+# docs/building.md has the stage times.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
