@@ -31,9 +31,10 @@ setup() {  # setup DIR TARGET [meson options...]: configures once, builds TARGET
     meson setup "$dir" -Dcpp_args=-g1 -Dunity=on -Dunity_size=8 "$@" >/dev/null
   # What `meson test` of swp-tests needs (meson-test-prereq: the suite, the CLI, the examples
   # it runs) but the multi-rank MPI tests, which only the plain build runs.
-  [ "$target" != suite ] ||
+  if [ "$target" = suite ]; then
     target=$(ninja -C "$dir" -t query meson-test-prereq |
       awk '/input:/ { f = 1; next } /outputs:/ { f = 0 } f && !/swp-mpi-tests/ { print $1 }')
+  fi
   # Below the suite running meanwhile: its waits and deadlines keep their pace.
   nice -n 10 ninja -C "$dir" -j "$jobs" $target
 }
@@ -54,14 +55,19 @@ end_suite() {
   stage "output of the tests $name"
   cat "${suite_log[$name]}"
   rm -f "${suite_log[$name]}"
-  unset "suite_pid[$name]"
+  unset "suite_pid[$name]" "suite_log[$name]"
   if [ "$status" -ne 0 ]; then
     echo "error: the tests $name failed (exit status $status)" >&2
     exit "$status"
   fi
 }
-# A failing build ends the script: no suite outlives it.
-trap 'for pid in "${suite_pid[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT
+# A failing stage ends the script: no suite outlives it, and no log of one is left behind.
+end_all_suites() {
+  local name
+  for name in "${!suite_pid[@]}"; do kill "${suite_pid[$name]}" 2>/dev/null || true; done
+  for name in "${!suite_log[@]}"; do rm -f "${suite_log[$name]}"; done
+}
+trap end_all_suites EXIT
 
 # Coroutine frames from operator new (no pooling), so ASan sees a use of a freed frame.
 # The sanitizer builds build what the test suite runs (swp-tests, the CLI, the examples it runs),
@@ -85,7 +91,7 @@ start_suite "under ThreadSanitizer" \
   ./build-tsan/tests/swp-tests --no-intro --minimal
 
 stage "fuzzing, ${SWP_FUZZ_SECONDS:-15} s per target"
-nice -n 10 bash tools/fuzz.sh "${SWP_FUZZ_SECONDS:-15}"
+bash tools/fuzz.sh "${SWP_FUZZ_SECONDS:-15}"
 
 stage "plain build"
 setup build ''
