@@ -61,7 +61,7 @@ void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   Instance& in = *core_.sync_of(iter).instances[task];
   core_.assign_turn(in);
   // On its lane, the lane starts it, which gives its start token (start). Under its lane's
-  // claim (see EngineCore::LaneClaim) the period gives it, and whoever takes the counter to
+  // claim (see LaneClaim) the period gives it, and whoever takes the counter to
   // zero (this call, a producer, or the task's instance before, through the lane edge) posts
   // it to its thread: no lane hand-off, and a producer's thread runs it next.
   if (core_.submit(in)) start_under_claim(in);
@@ -133,7 +133,7 @@ void ClockRelease::ready(Instance& in, bool step_ending) noexcept {
   // step that ends.
   if (in.bypassed.load(std::memory_order_relaxed)) return core_.post_claimed(in, step_ending);
   // The instance holds its lane, parked on this dependency: it goes on on its lane.
-  core_.info_[in.task].lane->continue_job(in);
+  in.info->lane->continue_job(in);
 }
 
 void ClockRelease::start(Instance& in) noexcept {

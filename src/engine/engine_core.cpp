@@ -92,10 +92,12 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     for (TaskIndex t = 0; t < n; ++t) {
       auto in = std::make_unique<Instance>();
       in->core = this;
+      in->info = &info_[t];
       in->task = t;
       in->entry = e;
       in->sync = &sync;
       in->previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
+      in->next = &sync_[(e + 1) % sync_.size()];
       in->stream = info_[t].stream;
       in->event = runtime_.device().make_event();
       in->scope = std::make_unique<TaskScope>(*this, *in);
@@ -279,7 +281,7 @@ void EngineCore::begin_run() {
 
 // Inline: on the hot path of every release of a task with a lane claim (submit).
 [[gnu::always_inline]] inline bool EngineCore::release_under_claim(Instance& in) noexcept {
-  LaneClaim& claim = *info_[in.task].claim;
+  LaneClaim& claim = *in.info->claim;
   const bool claimed = claim.bypassing.load(std::memory_order_relaxed);
   // `bypassed` before the state (release): a revoker that sees the instance released also sees
   // whether it holds the claimed lane.
@@ -289,7 +291,7 @@ void EngineCore::begin_run() {
   // The owner's side of Lane::submit_to_claimed's store-buffering pattern: the light fence
   // orders the stores above before the look at the claim.
   detail::light_fence();
-  if (info_[in.task].lane->claim_holds(claim)) [[likely]]
+  if (in.info->lane->claim_holds(claim)) [[likely]]
     return true;
   give_up_claim(in);
   return false;
@@ -299,17 +301,17 @@ void EngineCore::give_up_claim(Instance& in) noexcept {
   // Revoked: this instance takes the lane, and so do the task's next ones; the claim ends now
   // unless an instance released under it is left (the clock releases the next instance
   // before the last one finished), whose finish ends it.
-  LaneClaim& claim = *info_[in.task].claim;
+  LaneClaim& claim = *in.info->claim;
   in.bypassed.store(false, std::memory_order_relaxed);
   claim.bypassing.store(false, std::memory_order_relaxed);
-  info_[in.task].lane->end_claim(claim);
+  in.info->lane->end_claim(claim);
 }
 
 bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   // Nothing of the core is read once the instance went: a data-flow instance may complete the
   // last iteration and the pipeline be destroyed before this returns (the release of a
   // successor is its producer's last touch of the core).
-  const TaskInfo& info = info_[in.task];
+  const TaskInfo& info = *in.info;
   Lane& lane = *info.lane;
   bool bypass = false;
   if (info.claim == nullptr) {
@@ -341,17 +343,17 @@ bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   return bypass;
 }
 
-bool EngineCore::LaneClaim::holds_lane() const noexcept {
-  for (const Sync& sync : core_.sync_)
+bool LaneClaim::holds_lane() const noexcept {
+  for (const IterationSync& sync : core_.sync_)
     if (sync.instances[task_]->holds_claimed_lane()) return true;
   return false;
 }
 
 void EngineCore::finish_under_claim(Instance& in) noexcept {
-  LaneClaim& claim = *info_[in.task].claim;
+  LaneClaim& claim = *in.info->claim;
   // The owner's other side of the pattern: the state stored `finished` before.
   detail::light_fence();
-  Lane& lane = *info_[in.task].lane;
+  Lane& lane = *in.info->lane;
   if (lane.claim_holds(claim)) [[likely]]
     return;
   claim.bypassing.store(false, std::memory_order_relaxed);
@@ -414,12 +416,12 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
   in.wait_iter.store(iter, std::memory_order_relaxed);
   in.set_state(InstanceState::dependency);
   if (observer_ != nullptr)
-    observer_->task_waiting(in.task, in.iter(), *info_[in.task].lane,
+    observer_->task_waiting(in.task, in.iter(), *in.info->lane,
                             TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
 void EngineCore::proceed(Instance& in) noexcept {
-  const TaskInfo& info = info_[in.task];
+  const TaskInfo& info = *in.info;
   // This execution's state; consumers read it only after this instance finished.
   in.stream = info.stream;
   in.stream_used = false;
@@ -444,7 +446,7 @@ void EngineCore::proceed(Instance& in) noexcept {
 
 void EngineCore::proceed_guarded(Instance& in) noexcept {
   const TaskIndex t = in.task;
-  const TaskInfo& info = info_[t];
+  const TaskInfo& info = *in.info;
   const std::int64_t iter = in.iter();
   const Sync& sync = *in.sync;
   const Sync* previous = iter > base_ ? in.previous : nullptr;
@@ -525,7 +527,7 @@ Co<void> EngineCore::await_turn(Instance& in) {
 }
 
 void EngineCore::start_range(Instance& in, bool serial) const noexcept {
-  const TaskRoutine* routine = info_[in.task].routine;
+  const TaskRoutine* routine = in.info->routine;
   char name[128];
   nvtx_range_name(name, sizeof name, graph_.name(in.task), in.iter(), serial,
                   routine != nullptr && routine->shortcut());
@@ -534,7 +536,7 @@ void EngineCore::start_range(Instance& in, bool serial) const noexcept {
 
 void EngineCore::run_body(Instance& in) noexcept {
   in.set_state(InstanceState::running);
-  const TaskInfo& info = info_[in.task];
+  const TaskInfo& info = *in.info;
   if (observer_ != nullptr || nvtx_ || in.error) [[unlikely]] {
     if (observer_ != nullptr) observer_->task_started(in.task, in.iter(), *info.lane);
     if (nvtx_) start_range(in, false);
@@ -549,7 +551,7 @@ void EngineCore::run_body(Instance& in) noexcept {
 }
 
 const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) const noexcept {
-  const TaskInfo& info = info_[in.task];
+  const TaskInfo& info = *in.info;
   const Sync& sync = *in.sync;
   for (TaskIndex d : info.intra)
     if (sync.instances[d]->failed) return &sync.instances[d]->error;
@@ -598,7 +600,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   const TaskIndex t = in.task;
   const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
-  const TaskInfo& info = info_[t];
+  const TaskInfo& info = *in.info;
   if (in.stream_used || in.carries_device_work || info.ordered || error ||
       in.nvtx_range != 0 || observer_ != nullptr) [[unlikely]] {
     finish_guarded(in, error, own);
@@ -616,7 +618,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
   // first successor released may run next on this thread.
   if (!info.inter_succ.empty() || info.claim != nullptr) {
-    Sync& next = sync_of(iter + 1);
+    Sync& next = *in.next;
     for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
     if (info.claim != nullptr) satisfy(*next.instances[t], true);  // the lane edge
   }
@@ -659,7 +661,7 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
   const TaskIndex t = in.task;
   const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
-  const TaskInfo& info = info_[t];
+  const TaskInfo& info = *in.info;
   // Submission is over (or failed): publish the device point consumers must wait for (or
   // that there is none: the entry's generation is from an earlier iteration otherwise).
   if (in.stream_used || in.carries_device_work) {

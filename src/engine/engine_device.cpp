@@ -48,9 +48,8 @@ bool EngineCore::wait_device(std::int64_t iter) {
   return done;
 }
 
-bool EngineCore::await_slot(std::int64_t iter) {
+bool EngineCore::await_slot_device(std::int64_t iter) {
   const auto slots = static_cast<std::int64_t>(depth_);
-  if (iter < slots || device_done(iter - slots)) return true;
   // Decision 8: a context slot is reused only once its previous occupant's device work is
   // complete, so the CPU may write the new batch into it. This is also the engines'
   // back-pressure from the device: the CPU runs at most `depth` iterations ahead of it (the

@@ -13,7 +13,7 @@ namespace swp::detail {
 /// lane starts it parks there (holding the lane, as the seed's thread group would). Its counter
 /// counts its dependencies plus a start token the instance gives when its lane starts it;
 /// whoever takes it to zero continues it on its lane. A task alone on its lane whose lane the
-/// run claimed (EngineCore::LaneClaim) has no lane hand-off: its counter also counts the finish
+/// run claimed (LaneClaim) has no lane hand-off: its counter also counts the finish
 /// of its instance before (the lane edge), the period gives the start token, and whoever takes
 /// the counter to zero posts the instance to its thread. Tasks of iterations in flight go first
 /// in a period; the new iteration's stage-0 tasks follow once its slot is free.

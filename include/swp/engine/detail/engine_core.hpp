@@ -65,6 +65,52 @@ struct Instance;
 /// This thread's marker for EngineCore::waiting_thread_ (its address names the thread).
 [[gnu::tls_model("initial-exec")]] extern thread_local const char this_thread_marker;
 
+/// A task alone on its lane in this pipeline (not globally ordered) has a lane edge: the
+/// finish of its instance of the iteration before is one more thing its instance waits for,
+/// so its instances run one after the other in iteration order without the lane's help.
+/// Both engines count the edge in the join counter (data-flow releases the instance once it
+/// is done; the clock engine runs it then, once its period released it). For a run, the
+/// engine claims the lane (Lane::try_claim) and runs the task's instances as runnables of the
+/// lane's scheduler: no lane hand-off per instance. Another submitter to the lane revokes the
+/// claim; from then on, to the run's end, the task's instances go through the lane again (the
+/// edge stays: it only repeats the lane's order), and the claim ends once no instance released
+/// under it is left.
+class LaneClaim final : public Lane::Claim {
+ public:
+  LaneClaim(const EngineCore& core, TaskIndex task) noexcept : core_(core), task_(task) {}
+  // Whether an instance of the task released under the claim has not finished.
+  [[nodiscard]] bool holds_lane() const noexcept override;
+  [[nodiscard]] TaskIndex task() const noexcept { return task_; }
+  // The run claimed the lane and no revocation was seen yet (instances bypass the lane).
+  // Set by the caller between runs; cleared by the task's releases and finishes once they
+  // see the claim revoked.
+  std::atomic<bool> bypassing{false};
+
+ private:
+  const EngineCore& core_;
+  TaskIndex task_;
+};
+
+/// What the hot path reads about a task, in one place (the core's, one per task; each
+/// instance points at its task's).
+struct TaskInfo {
+  std::span<const TaskIndex> intra, inter;            // dependencies
+  std::span<const TaskIndex> intra_succ, inter_succ;  // dependents
+  Lane* lane = nullptr;
+  Stream* stream = nullptr;
+  TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
+  int degree_first = 0;            // join counter of iteration 0 (see in_degree)
+  int degree = 0;                  // join counter of every later iteration
+  // The counter counts one event in every iteration: whoever brings it is the only one to
+  // touch it, so it takes no atomic decrement (see count_down).
+  bool counts_one = false;
+  bool ordered = false;
+  // Its finish counts towards its iteration's completion (IterationSync::remaining).
+  bool counts_completion = true;
+  // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge.
+  LaneClaim* claim = nullptr;
+};
+
 /// Synchronization state of one iteration: instances, events. The core has one more of these
 /// than context slots, so that the state of iteration i - 1 stays intact until iteration i
 /// retired: inter-iteration dependencies read it without racing slot reuse.
@@ -146,10 +192,12 @@ class SchedulerWaker final : public EventWaiter {
 /// i + slots was admitted, so after iteration i retired and this instance finished.
 struct Instance final : Lane::Job, Runnable, CoEnvironment {
   EngineCore* core = nullptr;
+  const TaskInfo* info = nullptr;  // its task's (one load on the hot path, not an index)
   TaskIndex task = 0;
   std::size_t entry = 0;              // sync entry: iteration % (slots + 1)
   IterationSync* sync = nullptr;      // its entry's state
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
+  IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
   std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
   std::atomic<int> pending{0};
   // Made by the runtime's device (with its native handle where the backend has one).
@@ -164,7 +212,7 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   bool stream_used = false;          // the body used its stream
   bool carries_device_work = false;  // a dependency handed it device work
   bool failed = false;
-  // Released under its task's lane claim (see EngineCore::LaneClaim): it runs as a runnable of
+  // Released under its task's lane claim (see LaneClaim): it runs as a runnable of
   // its lane's scheduler, not as a job of the lane. Set by its release (before its state),
   // read by its finish, by a revoking submitter and by the hang report.
   std::atomic<bool> bypassed{false};
@@ -325,6 +373,7 @@ class EngineCore {
  private:
   friend class DataFlowRelease;
   friend class ClockRelease;
+  friend class LaneClaim;
 
   using Sync = IterationSync;
 
@@ -348,8 +397,6 @@ class EngineCore {
   Sync& sync_of(std::int64_t iter) noexcept { return sync_[sync_ring_(iter)]; }
   const Sync& sync_of(std::int64_t iter) const noexcept { return sync_[sync_ring_(iter)]; }
   [[nodiscard]] int in_degree(TaskIndex t, std::int64_t iter) const noexcept;
-  // The counter value an instance is re-armed to when consumed (for an iteration > 0).
-  [[nodiscard]] int steady_degree(TaskIndex t) const noexcept { return info_[t].degree; }
   void arm_counters();
   void reset_run_state(std::int64_t base);
   // Fetches iteration iter's batch and resets its slot and sync entry (prepare), and
@@ -370,15 +417,15 @@ class EngineCore {
     // decrement would): nobody else touches it until it is re-armed, so no read-modify-write
     // (the clock's start token, usually given after its producers finished, and the last of
     // several producers).
-    return info_[in.task].counts_one || in.pending.load(std::memory_order_acquire) == 1 ||
+    return in.info->counts_one || in.pending.load(std::memory_order_acquire) == 1 ||
            in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
   }
   void rearm(Instance& in) noexcept {
-    in.pending.store(steady_degree(in.task), std::memory_order_relaxed);
+    in.pending.store(in.info->degree, std::memory_order_relaxed);
   }
   // Hands a globally ordered instance its sequencer turn as it is released.
   void assign_turn(Instance& in) noexcept {
-    if (info_[in.task].ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
+    if (in.info->ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
   }
   // Releases `in` to its lane; true when it bypasses the lane (released under its lane's
   // claim), which the clock engine's caller then posts itself once it is ready.
@@ -386,7 +433,7 @@ class EngineCore {
   // Posts `in`, released under its lane's claim and ready, to its lane's scheduler: as the
   // next runnable of a lane step that ends (`step_ending`), else as new work.
   void post_claimed(Instance& in, bool step_ending) noexcept {
-    post_claimed(in, info_[in.task].lane->scheduler(), step_ending);
+    post_claimed(in, in.info->lane->scheduler(), step_ending);
   }
   // The same, where the caller has the lane's scheduler at hand (submit, on every release).
   static void post_claimed(Instance& in, Scheduler& scheduler, bool step_ending) noexcept {
@@ -396,31 +443,6 @@ class EngineCore {
       scheduler.post(in);
     }
   }
-  // A task alone on its lane in this pipeline (not globally ordered) has a lane edge: the
-  // finish of its instance of the iteration before is one more thing its instance waits for,
-  // so its instances run one after the other in iteration order without the lane's help.
-  // Both engines count the edge in the join counter (data-flow releases the instance once it is
-  // done; the clock engine runs it then, once its period released it). For a run, the engine
-  // claims the lane
-  // (Lane::try_claim) and runs the task's instances as runnables of the lane's scheduler: no
-  // lane hand-off per instance. Another submitter to the lane revokes the claim; from then on,
-  // to the run's end, the task's instances go through the lane again (the edge stays: it only
-  // repeats the lane's order), and the claim ends once no instance released under it is left.
-  class LaneClaim final : public Lane::Claim {
-   public:
-    LaneClaim(const EngineCore& core, TaskIndex task) : core_(core), task_(task) {}
-    // Whether an instance of the task released under the claim has not finished.
-    [[nodiscard]] bool holds_lane() const noexcept override;
-    [[nodiscard]] TaskIndex task() const noexcept { return task_; }
-    // The run claimed the lane and no revocation was seen yet (instances bypass the lane).
-    // Set by the caller between runs; cleared by the task's releases and finishes once they
-    // see the claim revoked.
-    std::atomic<bool> bypassing{false};
-
-   private:
-    const EngineCore& core_;
-    TaskIndex task_;
-  };
   // The release of `in`, an instance of a task with a lane claim: stores whether it bypasses
   // the lane, then its state, and then looks at the claim; true when it stands (after a
   // revocation, ends the claim unless an instance released under it is left, and says no from
@@ -464,7 +486,6 @@ class EngineCore {
   }
   // Runs the task's routine: true when it completed synchronously and without an error (the
   // caller finishes the instance); false when it finished it or started its coroutine.
-  struct TaskInfo;
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
   void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
   // finish() past the common case: device work to record, a turn to pass on, an error, an
@@ -484,7 +505,13 @@ class EngineCore {
   // The device waker listens to (stops listening to) iteration iter's recorded events.
   void watch_device(std::int64_t iter);
   void unwatch_device(std::int64_t iter);
-  bool await_slot(std::int64_t iter);
+  bool await_slot(std::int64_t iter) {
+    // Inline: a slot whose previous occupant recorded no device work costs one load.
+    const auto slots = static_cast<std::int64_t>(depth_);
+    return iter < slots || device_done(iter - slots) || await_slot_device(iter);
+  }
+  // await_slot past the common case: the previous occupant's device work is not complete.
+  [[gnu::noinline]] bool await_slot_device(std::int64_t iter);
   // Waits (with the retire deadline) until iteration iter's device work completed; false past
   // the deadline (the caller fails the run).
   bool wait_device(std::int64_t iter);
@@ -588,24 +615,6 @@ class EngineCore {
   TaskObserver* observer_ = nullptr;
   std::mutex observer_mutex_;  // releases and lane submissions in one order for the observer
 
-  // What the hot path reads about a task, in one place.
-  struct TaskInfo {
-    std::span<const TaskIndex> intra, inter;            // dependencies
-    std::span<const TaskIndex> intra_succ, inter_succ;  // dependents
-    Lane* lane = nullptr;
-    Stream* stream = nullptr;
-    TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
-    int degree_first = 0;            // join counter of iteration 0 (see in_degree)
-    int degree = 0;                  // join counter of every later iteration
-    // The counter counts one event in every iteration: whoever brings it is the only one to
-    // touch it, so it takes no atomic decrement (see count_down).
-    bool counts_one = false;
-    bool ordered = false;
-    // Its finish counts towards its iteration's completion (IterationSync::remaining).
-    bool counts_completion = true;
-    // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge.
-    LaneClaim* claim = nullptr;
-  };
 
   std::vector<TaskIndex> serial_order_;  // topological order of intra deps, by name
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
