@@ -1,6 +1,7 @@
 #include "swp/async/thread_pool_scheduler.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <mutex>
 #include <utility>
@@ -516,35 +517,33 @@ void ThreadPoolScheduler::end_post_batch() noexcept {
 }
 
 ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
-  Queue* const drivers = &queues_[worker_count_];
-  // acquire: pairs with the release in release_driver_queue, so this thread's pushes come
-  // after the previous owner's (the ring has one producer at a time).
-  const auto claim = [](Queue& q) {
-    return !q.claimed.load(std::memory_order_relaxed) &&
-           !q.claimed.exchange(true, std::memory_order_acquire);
-  };
-  // The queue this thread left last, if it is one of ours (compared by address: a queue of a
-  // scheduler that is gone is never touched): usually free (a pipeline's caller drives again
-  // and again), so it is tried first on its own, then the others after it.
-  Queue* q = nullptr;
+  const unsigned first = worker_count_;
   unsigned hint = 0;
-  if (last_scheduler == this && last_queue >= drivers && last_queue < drivers + max_drivers) {
-    if (claim(*last_queue)) q = last_queue;
-    hint = static_cast<unsigned>(last_queue - drivers) + 1;
+  // The queue this thread left last, if it is one of ours. Compared as an address, and only
+  // the index is taken from it: the pointer may be a gone scheduler's that falls into this
+  // one's array by chance, between two of its queues (dereferenced, it once corrupted
+  // queues_in_use_), so it is never touched.
+  const auto left = reinterpret_cast<std::uintptr_t>(last_queue);
+  const auto drivers = reinterpret_cast<std::uintptr_t>(&queues_[first]);
+  if (last_scheduler == this && left >= drivers && left < drivers + max_drivers * sizeof(Queue))
+    hint = static_cast<unsigned>((left - drivers) / sizeof(Queue));
+  for (unsigned k = 0; k < max_drivers; ++k) {
+    const unsigned i = first + (hint + k) % max_drivers;
+    Queue& q = queues_[i];
+    // acquire: pairs with the release in release_driver_queue, so this thread's pushes come
+    // after the previous owner's (the ring has one producer at a time).
+    if (q.claimed.load(std::memory_order_relaxed) ||
+        q.claimed.exchange(true, std::memory_order_acquire))
+      continue;
+    unsigned in_use = queues_in_use_.load(std::memory_order_relaxed);
+    // seq_cst: see steal_surplus.
+    while (in_use < i + 1 &&
+           !queues_in_use_.compare_exchange_weak(in_use, i + 1, std::memory_order_seq_cst,
+                                                 std::memory_order_relaxed)) {
+    }
+    return &q;
   }
-  for (unsigned k = 0; q == nullptr && k < max_drivers; ++k) {
-    Queue& other = drivers[(hint + k) % max_drivers];
-    if (claim(other)) q = &other;
-  }
-  if (q == nullptr) return nullptr;
-  const auto used = static_cast<unsigned>(q - &queues_[0]) + 1;
-  unsigned in_use = queues_in_use_.load(std::memory_order_relaxed);
-  // seq_cst: see steal_surplus.
-  while (in_use < used &&
-         !queues_in_use_.compare_exchange_weak(in_use, used, std::memory_order_seq_cst,
-                                               std::memory_order_relaxed)) {
-  }
-  return q;
+  return nullptr;
 }
 
 void ThreadPoolScheduler::release_driver_queue(Queue& q) noexcept {

@@ -58,7 +58,7 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 }
 
 void ClockRelease::release(TaskIndex task, std::int64_t iter) {
-  Instance& in = *core_.sync_of(iter).instances[task];
+  Instance& in = *core_.sync_in_flight(iter).instances[task];
   core_.assign_turn(in);
   // On its lane, the lane starts it, which gives its start token (start). Under its lane's
   // claim (see LaneClaim) the period gives it, and whoever takes the counter to
@@ -85,15 +85,15 @@ void ClockRelease::advance() {
     }
     std::int64_t admitted = -1;
     const std::int64_t next = c.next_admit_;
+    const std::size_t entry = c.admit_entry_;  // admit_period_ has one per entry
     // Once the source said "not yet" in this call, bubbles do not ask it again.
-    if (!c.starved_ && next < c.end_ && c.await_slot(next) && c.admit(next)) admitted = next;
+    if (!c.starved_ && next < c.end_ && c.await_slot() && c.admit()) admitted = next;
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;
     period_iter_[static_cast<std::size_t>(period) & period_mask_] = admitted;
     ++next_period_;
     if (admitted < 0) continue;  // a bubble: the next period may release more
-    const std::size_t entry = core_.sync_ring_(admitted);  // admit_period_ has one per entry
     admit_period_[entry] = period;
     last_admit_period_ = period;
     for (TaskIndex t : first_) release(t, admitted);

@@ -57,12 +57,12 @@ void DataFlowRelease::advance() {
     const std::int64_t iter = c.next_admit_;
     if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)
       break;
-    if (!c.await_slot(iter)) return;
+    if (!c.await_slot()) return;
     // The user's source runs before the admission tokens: the entry being prepared is
     // invisible to the lanes until then.
-    if (!c.prepare(iter)) break;
-    c.next_admit_ = iter + 1;
-    const auto& instances = c.sync_of(iter).instances;
+    if (!c.prepare()) break;
+    const auto& instances = c.sync_[c.admit_entry_].instances;
+    c.count_admitted();
     for (TaskIndex t : admitted_) {
       if (admission_[t] == Admission::token) {
         c.satisfy(*instances[t]);

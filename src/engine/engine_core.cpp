@@ -105,6 +105,8 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       sync.instances.push_back(std::move(in));
     }
   }
+  for (auto& sync : sync_)
+    for (auto& in : sync.instances) in->after = in->next->instances[in->task].get();
 }
 
 EngineCore::~EngineCore() {
@@ -181,6 +183,7 @@ void EngineCore::reset_run_state(std::int64_t base) {
   next_admit_ = base;
   end_ = INT64_MAX;
   oldest_ = base;
+  admit_entry_ = oldest_entry_ = sync_ring_(base);
   starved_ = false;
   next_turn_.store(0);
   trouble_.store(false);
@@ -191,15 +194,16 @@ void EngineCore::reset_run_state(std::int64_t base) {
   release_->reset();
 }
 
-bool EngineCore::admit(std::int64_t iter) {
-  if (!prepare(iter)) return false;
-  next_admit_ = iter + 1;
+bool EngineCore::admit() {
+  if (!prepare()) return false;
+  count_admitted();
   return true;
 }
 
-bool EngineCore::prepare(std::int64_t iter) {
+bool EngineCore::prepare() {
+  const std::int64_t iter = next_admit_;
   if (iter >= end_ || failed_.load(std::memory_order_acquire)) return false;
-  const std::size_t s = slot_index(iter);
+  const std::size_t s = admit_entry_;  // its slot (see entry_after)
   Admission admission = Admission::end;
   try {
     admission = front_.admit(iter, s);
@@ -219,7 +223,7 @@ bool EngineCore::prepare(std::int64_t iter) {
   }
   Slot& slot = slots_[s];
   for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
-  Sync& sync = sync_of(iter);
+  Sync& sync = sync_[admit_entry_];
   // Its instances are idle in the new iteration by their state's stamp; the rest of an
   // instance's per-iteration state is reset by the instance as it starts (proceed): nobody
   // reads it before. The admission touches no instance.
@@ -618,9 +622,8 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
   // first successor released may run next on this thread.
   if (!info.inter_succ.empty() || info.claim != nullptr) {
-    Sync& next = *in.next;
-    for (TaskIndex s : info.inter_succ) satisfy(*next.instances[s], true);
-    if (info.claim != nullptr) satisfy(*next.instances[t], true);  // the lane edge
+    for (TaskIndex s : info.inter_succ) satisfy(*in.next->instances[s], true);
+    if (info.claim != nullptr) satisfy(*in.after, true);  // the lane edge
   }
   if (info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {

@@ -83,7 +83,9 @@ class EngineCore::AsyncWait final : private Runnable {
   bool watching_ = false;
 };
 
-bool EngineCore::retirable() const noexcept { return complete(oldest_); }
+bool EngineCore::retirable() const noexcept {
+  return sync_[oldest_entry_].completed.load(std::memory_order_seq_cst) == oldest_;  // complete()
+}
 
 bool EngineCore::retire_ready() const noexcept {
   if (stop_.stop_requested()) return true;
@@ -210,9 +212,9 @@ void EngineCore::abort_run(bool drained) {
   // Every iteration in flight is accounted for (FailurePolicy): failed or cancelled.
   std::exception_ptr report_error;  // what the first throwing on_failure threw
   std::int64_t report_iter = -1;
-  for (; oldest_ < next_admit_; ++oldest_) {
+  for (; oldest_ < next_admit_; count_retired()) {
     try {
-      front_.retire(oldest_, slot_index(oldest_), abandoned_error(failure, oldest_));
+      front_.retire(oldest_, oldest_entry_, abandoned_error(failure, oldest_));
     } catch (...) {
       if (!report_error) {
         report_error = std::current_exception();
@@ -250,17 +252,17 @@ std::int64_t EngineCore::retire_oldest() {
   // visible): an iteration of a failed run never retires, it is reported by the abort.
   if (failed_.load(std::memory_order_acquire)) return -1;
   const std::int64_t retired_iter = oldest_;
-  const std::exception_ptr error = iteration_error(retired_iter);
+  const std::exception_ptr error = iteration_error(retired_iter, sync_[oldest_entry_]);
   try {
-    front_.retire(retired_iter, slot_index(retired_iter), error);
+    front_.retire(retired_iter, oldest_entry_, error);  // its slot (see entry_after)
   } catch (...) {
     // Its callback had it: the abort that follows does not report it again.
-    ++oldest_;
+    count_retired();
     fail_callback(error ? CallbackError::Callback::on_failure : CallbackError::Callback::on_retire,
                   retired_iter);
     return -1;
   }
-  ++oldest_;
+  count_retired();
   release_->advance();
   return retired_iter;
 }

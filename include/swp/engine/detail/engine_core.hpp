@@ -198,6 +198,7 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   IterationSync* sync = nullptr;      // its entry's state
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
+  Instance* after = nullptr;          // its task's instance there (the lane edge's successor)
   std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
   std::atomic<int> pending{0};
   // Made by the runtime's device (with its native handle where the backend has one).
@@ -399,10 +400,32 @@ class EngineCore {
   [[nodiscard]] int in_degree(TaskIndex t, std::int64_t iter) const noexcept;
   void arm_counters();
   void reset_run_state(std::int64_t base);
-  // Fetches iteration iter's batch and resets its slot and sync entry (prepare), and
-  // publishes it (admit = prepare + next_admit_ = iter + 1).
-  bool prepare(std::int64_t iter);
-  bool admit(std::int64_t iter);
+  // Fetches iteration next_admit_'s batch and resets its slot and sync entry (prepare), and
+  // publishes it (admit = prepare + count_admitted()).
+  bool prepare();
+  bool admit();
+  // The entry after entry `e` in the ring of sync entries (and of context slots: the two
+  // rings are one size, so an iteration's slot and entry have one index).
+  [[nodiscard]] std::size_t entry_after(std::size_t e) const noexcept {
+    return e + 1 == sync_.size() ? 0 : e + 1;
+  }
+  // next_admit_ and oldest_ move on by one, their entries with them (no ring arithmetic on
+  // the caller's path).
+  void count_admitted() noexcept {
+    ++next_admit_;
+    admit_entry_ = entry_after(admit_entry_);
+  }
+  void count_retired() noexcept {
+    ++oldest_;
+    oldest_entry_ = entry_after(oldest_entry_);
+  }
+  // The entry of iteration iter, in flight or next_admit_ (oldest_ <= iter <= next_admit_, so
+  // less than a ring apart from oldest_): one addition, no ring arithmetic.
+  [[nodiscard]] Sync& sync_in_flight(std::int64_t iter) noexcept {
+    std::size_t e = oldest_entry_ + static_cast<std::size_t>(iter - oldest_);
+    if (e >= sync_.size()) e -= sync_.size();
+    return sync_[e];
+  }
   // One thing `in` waited for happened; the last one tells the release policy.
   // `step_ending`: called at the end of a lane step (see ReleasePolicy::ready).
   void satisfy(Instance& in, bool step_ending = false) noexcept;
@@ -505,12 +528,13 @@ class EngineCore {
   // The device waker listens to (stops listening to) iteration iter's recorded events.
   void watch_device(std::int64_t iter);
   void unwatch_device(std::int64_t iter);
-  bool await_slot(std::int64_t iter) {
-    // Inline: a slot whose previous occupant recorded no device work costs one load.
-    const auto slots = static_cast<std::int64_t>(depth_);
-    return iter < slots || device_done(iter - slots) || await_slot_device(iter);
+  // For next_admit_ (its slot's previous occupant, iteration next_admit_ - depth, has the
+  // entry after its own). Inline: an occupant that recorded no device work costs one load.
+  bool await_slot() {
+    return next_admit_ < static_cast<std::int64_t>(depth_) ||
+           !sync_[entry_after(admit_entry_)].device() || await_slot_device(next_admit_);
   }
-  // await_slot past the common case: the previous occupant's device work is not complete.
+  // await_slot past the common case: the previous occupant recorded device work.
   [[gnu::noinline]] bool await_slot_device(std::int64_t iter);
   // Waits (with the retire deadline) until iteration iter's device work completed; false past
   // the deadline (the caller fails the run).
@@ -589,7 +613,10 @@ class EngineCore {
   std::int64_t retire_oldest();
   // The error of an iteration that failed under FailurePolicy::skip (nullptr: it did not).
   [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter) const {
-    const TaskIndex task = sync_of(iter).failed_task.load(std::memory_order_acquire);
+    return iteration_error(iter, sync_of(iter));
+  }
+  [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter, const Sync& sync) const {
+    const TaskIndex task = sync.failed_task.load(std::memory_order_acquire);
     return task == Sync::no_failure ? nullptr : task_error(iter, task);
   }
   [[nodiscard]] std::exception_ptr task_error(std::int64_t iter, TaskIndex task) const;
@@ -657,6 +684,9 @@ class EngineCore {
   std::int64_t next_admit_ = 0;   // next iteration to fetch
   std::int64_t end_ = INT64_MAX;  // first iteration with no batch
   std::int64_t oldest_ = 0;       // oldest unretired iteration
+  // Their entries (and slots): sync_ring_(next_admit_), sync_ring_(oldest_).
+  std::size_t admit_entry_ = 0;
+  std::size_t oldest_entry_ = 0;
   // When instances go to their lanes (made before the counters are armed).
   std::unique_ptr<ReleasePolicy> release_;
   // Next sequencer turn to hand out at release. Clock: the caller's; data-flow: ordered
