@@ -9,22 +9,15 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
+
 namespace test_thread_pool_scheduler {  // each test file's names apart (unity builds)
+
+using swp::test::eventually;
 
 namespace {
 
 using namespace std::chrono_literals;
-
-// Spins (yielding) until `pred` holds or `limit` passes; returns pred().
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = 30s) {
-  const auto deadline = swp::Clock::now() + limit;
-  while (!pred()) {
-    if (swp::Clock::now() >= deadline) return pred();
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 struct CountingRunnable final : swp::Runnable {
   std::atomic<int>* count = nullptr;

@@ -12,9 +12,11 @@
 #include "support/cli.hpp"
 #include "support/names.hpp"
 #include "support/plans.hpp"
+#include "support/text.hpp"
 
 namespace test_cli {  // each test file's names apart (unity builds)
 
+using swp::test::contains;
 using swp::test::quoted;
 using swp::test::Result;
 using swp::test::run_swp;
@@ -23,10 +25,6 @@ using swp::test::TempFile;
 using swp::test::lines_of;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::string seed(const std::string& name) { return swp::test::seed_plan_path(name).string(); }
 

@@ -9,11 +9,13 @@
 
 #include "support/cli.hpp"
 #include "support/plans.hpp"
+#include "support/text.hpp"
 #include "support/xml_dom.hpp"
 #include "swp/presets/preset_registry.hpp"
 
 namespace test_cli_preset {  // each test file's names apart (unity builds)
 
+using swp::test::contains;
 using swp::test::quoted;
 using swp::test::Result;
 using swp::test::run_swp;
@@ -21,10 +23,6 @@ using swp::test::run_swp;
 TEST_SUITE_BEGIN("cli preset");
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // `swp <producer> | swp <consumer>`: the consumer reads the producer's output on stdin.
 Result piped(const std::string& producer, const std::string& consumer) {

@@ -6,18 +6,16 @@
 
 #include "support/cli.hpp"
 #include "support/plans.hpp"
+#include "support/text.hpp"
 
 namespace test_cli_profile {  // each test file's names apart (unity builds)
 
+using swp::test::contains;
 using swp::test::quoted;
 using swp::test::run_swp;
 using swp::test::TempFile;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A (cpu 10) -> B (cpu 5, device 100) -> C (cpu 5): closed form in test_task_profiler.cpp.
 const char* kPlan = R"({"tasks": [

@@ -14,18 +14,16 @@
 #include "support/names.hpp"
 #include "support/plans.hpp"
 #include "support/seed.hpp"
+#include "support/text.hpp"
 #include "swp/core/plan_json.hpp"
 
 namespace test_plan_graph {  // each test file's names apart (unity builds)
 
 using swp::PlanRule;
+using swp::test::contains;
 using swp::test::make_plan;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::vector<swp::TaskIndex> as_vector(std::span<const swp::TaskIndex> s) {
   return {s.begin(), s.end()};

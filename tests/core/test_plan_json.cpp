@@ -18,16 +18,14 @@
 
 #include "support/plans.hpp"
 #include "support/seed.hpp"
+#include "support/text.hpp"
 
 namespace test_plan_json {  // each test file's names apart (unity builds)
 
+using swp::test::contains;
 using swp::test::TempFile;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Compares two plans field by field (task bodies and DeclaredIO aside); dependencies by name.
 void check_same_plan(const swp::PipelinePlan& got, const swp::PipelinePlan& want) {

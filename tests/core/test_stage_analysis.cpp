@@ -10,18 +10,16 @@
 #include "support/names.hpp"
 #include "support/plans.hpp"
 #include "support/seed.hpp"
+#include "support/text.hpp"
 #include "swp/core/plan_json.hpp"
 
 namespace test_stage_analysis {  // each test file's names apart (unity builds)
 
 using swp::OrderPolicy;
+using swp::test::contains;
 using swp::test::make_plan;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // The LDS tasks appear along the order with strictly decreasing stages.
 void check_lds_is_decreasing_subsequence(const swp::PlanGraph& graph,

@@ -8,23 +8,16 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
+
 namespace test_event_count {  // each test file's names apart (unity builds)
+
+using swp::test::eventually;
 
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-// Spins (yielding) until `pred` holds or `limit` passes; returns pred().
-template <class Pred>
-bool eventually(Pred pred, Clock::duration limit = 30s) {
-  const auto deadline = Clock::now() + limit;
-  while (!pred()) {
-    if (Clock::now() >= deadline) return pred();
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 // Sleeps as `ec.commit_wait_until(key, now + limit)`; true when notified before the deadline.
 // (commit_wait_until itself also returns true for a notification that came in time but whose

@@ -407,7 +407,7 @@ class EngineCore {
   // The entry after entry `e` in the ring of sync entries (and of context slots: the two
   // rings are one size, so an iteration's slot and entry have one index).
   [[nodiscard]] std::size_t entry_after(std::size_t e) const noexcept {
-    return e + 1 == sync_.size() ? 0 : e + 1;
+    return e + 1 == sync_ring_.size() ? 0 : e + 1;
   }
   // next_admit_ and oldest_ move on by one, their entries with them (no ring arithmetic on
   // the caller's path).
@@ -423,7 +423,7 @@ class EngineCore {
   // less than a ring apart from oldest_): one addition, no ring arithmetic.
   [[nodiscard]] Sync& sync_in_flight(std::int64_t iter) noexcept {
     std::size_t e = oldest_entry_ + static_cast<std::size_t>(iter - oldest_);
-    if (e >= sync_.size()) e -= sync_.size();
+    if (e >= sync_ring_.size()) e -= sync_ring_.size();
     return sync_[e];
   }
   // One thing `in` waited for happened; the last one tells the release policy.
