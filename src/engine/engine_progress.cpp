@@ -83,9 +83,7 @@ class EngineCore::AsyncWait final : private Runnable {
   bool watching_ = false;
 };
 
-bool EngineCore::retirable() const noexcept {
-  return sync_[oldest_entry_].completed.load(std::memory_order_seq_cst) == oldest_;  // complete()
-}
+bool EngineCore::retirable() const noexcept { return complete(oldest_, sync_[oldest_entry_]); }
 
 bool EngineCore::retire_ready() const noexcept {
   if (stop_.stop_requested()) return true;

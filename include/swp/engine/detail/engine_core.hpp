@@ -595,7 +595,11 @@ class EngineCore {
   [[nodiscard]] bool retirable() const noexcept;
   // Every instance of iteration iter finished and none touches the core any more.
   [[nodiscard]] bool complete(std::int64_t iter) const noexcept {
-    return sync_of(iter).completed.load(std::memory_order_seq_cst) == iter;
+    return complete(iter, sync_of(iter));
+  }
+  // The same, with the iteration's entry at hand.
+  [[nodiscard]] static bool complete(std::int64_t iter, const Sync& sync) noexcept {
+    return sync.completed.load(std::memory_order_seq_cst) == iter;
   }
   [[nodiscard]] bool retire_ready() const noexcept;
   [[nodiscard]] bool drained() const noexcept;
@@ -641,7 +645,6 @@ class EngineCore {
   EngineTimeouts timeouts_;
   TaskObserver* observer_ = nullptr;
   std::mutex observer_mutex_;  // releases and lane submissions in one order for the observer
-
 
   std::vector<TaskIndex> serial_order_;  // topological order of intra deps, by name
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
