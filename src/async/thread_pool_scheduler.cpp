@@ -1,6 +1,7 @@
 #include "swp/async/thread_pool_scheduler.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <mutex>
@@ -57,11 +58,12 @@ namespace {
 // The context of the scheduler whose work this thread runs (innermost, when nested).
 [[gnu::tls_model("initial-exec")]] thread_local detail::PoolContext* current = nullptr;
 
-// The driver queue this thread released last, and whose it was: a thread that drives again
-// takes the same one back, with the work it left there. (initial-exec: read on every
-// drive_until, they must not cost a __tls_get_addr call from the shared library.)
+// The driver queue this thread released last (its index among the driver queues), and whose
+// it was: a thread that drives again takes the same one back, with the work it left there.
+// (initial-exec: read on every drive_until, they must not cost a __tls_get_addr call from the
+// shared library.)
 [[gnu::tls_model("initial-exec")]] thread_local const ThreadPoolScheduler* last_scheduler = nullptr;
-[[gnu::tls_model("initial-exec")]] thread_local detail::PoolQueue* last_queue = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local unsigned last_driver = 0;
 
 constexpr unsigned pauses_per_round = 8;
 // How long an idle thread leaves another thread the one piece of work that thread runs next:
@@ -198,6 +200,13 @@ ThreadPoolScheduler::~ThreadPoolScheduler() {
   threads_.clear();  // joins
 }
 
+// Inline: once per post (a period's releases post every instance).
+[[gnu::always_inline]] inline void ThreadPoolScheduler::push_local(Context& c,
+                                                                   Runnable& r) noexcept {
+  if (!c.queue->ring.push(&r)) [[unlikely]]
+    inject(r);  // ring full: overflow to the shared queue
+}
+
 void ThreadPoolScheduler::post(Runnable& r) noexcept {
   Context* c = current;
   if (c == nullptr || c->scheduler != this || c->queue == nullptr) {
@@ -243,10 +252,6 @@ void ThreadPoolScheduler::post_next(Runnable& r) noexcept {
     return;
   }
   post(r);
-}
-
-void ThreadPoolScheduler::push_local(Context& c, Runnable& r) noexcept {
-  if (!c.queue->ring.push(&r)) inject(r);  // ring full: overflow to the shared queue
 }
 
 void ThreadPoolScheduler::inject(Runnable& r) noexcept {
@@ -518,15 +523,12 @@ void ThreadPoolScheduler::end_post_batch() noexcept {
 
 ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
   const unsigned first = worker_count_;
-  unsigned hint = 0;
-  // The queue this thread left last, if it is one of ours. Compared as an address, and only
-  // the index is taken from it: the pointer may be a gone scheduler's that falls into this
-  // one's array by chance, between two of its queues (dereferenced, it once corrupted
-  // queues_in_use_), so it is never touched.
-  const auto left = reinterpret_cast<std::uintptr_t>(last_queue);
-  const auto drivers = reinterpret_cast<std::uintptr_t>(&queues_[first]);
-  if (last_scheduler == this && left >= drivers && left < drivers + max_drivers * sizeof(Queue))
-    hint = static_cast<unsigned>((left - drivers) / sizeof(Queue));
+  // The driver queue this thread left last, if it was one of ours: kept as an index, never as
+  // a pointer (a gone scheduler's queue pointer may fall into this one's array by chance,
+  // between two of its queues; dereferenced, it once corrupted queues_in_use_). A stale
+  // index of a gone scheduler at the same address is only a hint: any index is a queue here.
+  const unsigned hint = last_scheduler == this ? last_driver : 0;
+  static_assert(std::has_single_bit(max_drivers));  // the modulo below is a mask
   for (unsigned k = 0; k < max_drivers; ++k) {
     const unsigned i = first + (hint + k) % max_drivers;
     Queue& q = queues_[i];
@@ -554,7 +556,7 @@ void ThreadPoolScheduler::release_driver_queue(Queue& q) noexcept {
   // every item was announced when it was posted (post's wake_helper), and a thread that saw
   // it as lone work looks again after the patience.
   last_scheduler = this;
-  last_queue = &q;
+  last_driver = static_cast<unsigned>(&q - &queues_[worker_count_]);
   // release: the next owner's pushes come after this thread's (see claim_driver_queue).
   q.claimed.store(false, std::memory_order_release);
 }

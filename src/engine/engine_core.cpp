@@ -22,14 +22,20 @@ const std::exception_ptr no_error;
 
 // What EngineCore::waiting_thread_ holds for this thread (initial-exec: read on the hot path
 // from the shared library without a __tls_get_addr call).
-[[gnu::tls_model("initial-exec")]] thread_local const char this_thread_marker = 0;
+[[gnu::tls_model("initial-exec")]] constinit thread_local const char this_thread_marker = 0;
 
 Instance::Instance() = default;
 Instance::~Instance() = default;
 
 void Instance::start(Lane&) noexcept { core->start_instance(*this); }
 void Instance::resume(Lane&) noexcept { core->resume_instance(*this); }
-void Instance::run() noexcept { core->run_instance(*this); }
+// Flattened: an instance's step as a runnable (released under its lane's claim: every task
+// alone on its lane) is one function — proceed, run_body, finish, the successors' count-downs
+// and releases — without a call, a prologue and reloads of the instance's fields at each of
+// them (412 -> 369 instructions per task on the dispatch chain, docs/benchmarks.md). What is
+// out of line stays so (proceed_guarded, finish_guarded: [[gnu::noinline]]); virtual calls
+// (the scheduler, a body's routine) are not inlined.
+[[gnu::flatten]] void Instance::run() noexcept { core->run_instance(*this); }
 
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release,
                        std::size_t slots, FrontEnd& front)
@@ -194,51 +200,6 @@ void EngineCore::reset_run_state(std::int64_t base) {
   release_->reset();
 }
 
-bool EngineCore::admit() {
-  if (!prepare()) return false;
-  count_admitted();
-  return true;
-}
-
-bool EngineCore::prepare() {
-  const std::int64_t iter = next_admit_;
-  if (iter >= end_ || failed_.load(std::memory_order_acquire)) return false;
-  const std::size_t s = admit_entry_;  // its slot (see entry_after)
-  Admission admission = Admission::end;
-  try {
-    admission = front_.admit(iter, s);
-  } catch (...) {
-    // The run fails (and surfaces it from the call that is in progress, or the next one);
-    // iteration iter was not admitted, so nothing of it runs or retires.
-    fail_callback(CallbackError::Callback::source, iter);
-    return false;
-  }
-  if (admission == Admission::pending) {
-    starved_ = true;  // the driver admits it once the source answers (admissible())
-    return false;
-  }
-  if (admission == Admission::end) {
-    end_ = iter;
-    return false;
-  }
-  Slot& slot = slots_[s];
-  for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
-  Sync& sync = sync_[admit_entry_];
-  // Its instances are idle in the new iteration by their state's stamp; the rest of an
-  // instance's per-iteration state is reset by the instance as it starts (proceed): nobody
-  // reads it before. The admission touches no instance.
-  sync.iter = iter;
-  sync.slot = s;
-  sync.recorded_count.store(0, std::memory_order_relaxed);
-  sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
-  // Published by the admission decrements (data-flow) or the lane submissions (clock), both
-  // of which order these writes before the instances run.
-  sync.counts_all = observer_ != nullptr;
-  sync.remaining.store(sync.counts_all ? static_cast<int>(graph_.size()) : completion_count_,
-                       std::memory_order_relaxed);
-  return true;
-}
-
 void EngineCore::check_fillable() {
   if (broken_) {
     // The bodies that kept the last run from draining ignored cancellation: once they all
@@ -277,30 +238,6 @@ void EngineCore::fill() {
   begin_pending_ = true;
 }
 
-void EngineCore::begin_run() {
-  if (!begin_pending_) return;
-  begin_pending_ = false;
-  release_->advance();
-}
-
-// Inline: on the hot path of every release of a task with a lane claim (submit).
-[[gnu::always_inline]] inline bool EngineCore::release_under_claim(Instance& in) noexcept {
-  LaneClaim& claim = *in.info->claim;
-  const bool claimed = claim.bypassing.load(std::memory_order_relaxed);
-  // `bypassed` before the state (release): a revoker that sees the instance released also sees
-  // whether it holds the claimed lane.
-  in.bypassed.store(claimed, std::memory_order_relaxed);
-  in.set_state(InstanceState::queued);
-  if (!claimed) return false;
-  // The owner's side of Lane::submit_to_claimed's store-buffering pattern: the light fence
-  // orders the stores above before the look at the claim.
-  detail::light_fence();
-  if (in.info->lane->claim_holds(claim)) [[likely]]
-    return true;
-  give_up_claim(in);
-  return false;
-}
-
 void EngineCore::give_up_claim(Instance& in) noexcept {
   // Revoked: this instance takes the lane, and so do the task's next ones; the claim ends now
   // unless an instance released under it is left (the clock releases the next instance
@@ -309,42 +246,6 @@ void EngineCore::give_up_claim(Instance& in) noexcept {
   in.bypassed.store(false, std::memory_order_relaxed);
   claim.bypassing.store(false, std::memory_order_relaxed);
   in.info->lane->end_claim(claim);
-}
-
-bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
-  // Nothing of the core is read once the instance went: a data-flow instance may complete the
-  // last iteration and the pipeline be destroyed before this returns (the release of a
-  // successor is its producer's last touch of the core).
-  const TaskInfo& info = *in.info;
-  Lane& lane = *info.lane;
-  bool bypass = false;
-  if (info.claim == nullptr) {
-    in.set_state(InstanceState::queued);
-  } else {
-    bypass = release_under_claim(in);
-  }
-  // The clock releases an instance with its period, before it is ready: under its lane's claim
-  // it goes to its thread once its counter reaches zero (ClockRelease::release, ready).
-  const bool post = bypass && start_proceeds_;
-  if (observer_ != nullptr) {
-    // Several threads release onto one lane (data-flow): the observer sees the lane's order.
-    std::lock_guard lock(observer_mutex_);
-    observer_->task_released(in.task, in.iter(), lane);
-    if (!bypass) {
-      lane.submit(in);
-    } else if (post) {
-      lane.scheduler().post(in);
-    }
-  } else if (!bypass) {
-    if (step_ending) {
-      lane.submit_next(in);
-    } else {
-      lane.submit(in);
-    }
-  } else if (post) {
-    post_claimed(in, lane.scheduler(), step_ending);
-  }
-  return bypass;
 }
 
 bool LaneClaim::holds_lane() const noexcept {

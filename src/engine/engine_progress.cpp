@@ -244,7 +244,9 @@ std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int6
                                            " cancelled: the run failed: " + describe(failure)));
 }
 
-std::int64_t EngineCore::retire_oldest() {
+// Inline into its two callers (progress()'s loop and next()): once per iteration, on the
+// caller's path.
+[[gnu::always_inline]] inline std::int64_t EngineCore::retire_oldest() {
   // The run may have failed since the caller last looked (its failing instance completes the
   // iteration right after fail(), whose stores a completion seen by the caller makes
   // visible): an iteration of a failed run never retires, it is reported by the abort.
@@ -273,8 +275,7 @@ std::chrono::milliseconds EngineCore::retire_time_left(
                   std::chrono::milliseconds(0));
 }
 
-void EngineCore::refuse_blocking(const char* call, bool would_wait) const {
-  if (!would_wait || !runtime_.scheduler().must_not_block_here()) return;
+void EngineCore::throw_blocking(const char* call) const {
   throw PipelineStateError(
       std::string(call) +
       " called on a thread running the io_context the pipeline's lanes run on, while it would "

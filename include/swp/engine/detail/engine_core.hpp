@@ -23,6 +23,7 @@
 
 #include "swp/async/cancelled.hpp"
 #include "swp/async/co.hpp"
+#include "swp/async/detail/asymmetric_fence.hpp"
 #include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/lane.hpp"
@@ -63,7 +64,8 @@ class EngineCore;
 struct Instance;
 
 /// This thread's marker for EngineCore::waiting_thread_ (its address names the thread).
-[[gnu::tls_model("initial-exec")]] extern thread_local const char this_thread_marker;
+// constinit: no check for a dynamic initializer at each use.
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local const char this_thread_marker;
 
 /// A task alone on its lane in this pipeline (not globally ordered) has a lane edge: the
 /// finish of its instance of the iteration before is one more thing its instance waits for,
@@ -579,14 +581,22 @@ class EngineCore {
     return admissible() || stop_.stop_requested();
   }
   // The first admissions of a run (fill() calls no source).
-  void begin_run();
+  void begin_run() {
+    if (!begin_pending_) return;
+    begin_pending_ = false;
+    release_->advance();
+  }
   // progress() and drain() without refuse_blocking (the destructor's drain, next() on sim).
   std::optional<std::int64_t> retire_next();
   // retire_next inside the scheduler's driving section.
   std::optional<std::int64_t> retire_next_driving();
   void end_run();
   // Throws PipelineStateError when `would_wait` and the calling thread must not block.
-  void refuse_blocking(const char* call, bool would_wait) const;
+  void refuse_blocking(const char* call, bool would_wait) const {
+    if (would_wait && runtime_.scheduler().must_not_block_here()) [[unlikely]]
+      throw_blocking(call);
+  }
+  [[noreturn, gnu::noinline]] void throw_blocking(const char* call) const;
   // Waits, without a deadline (a service may idle for hours), until the source has its
   // answer or the run stops; false on virtual time when nothing left to run can answer it.
   bool wait_for_source();
@@ -721,6 +731,108 @@ class EngineCore {
   std::optional<Failure> failure_;
   std::atomic<bool> failed_{false};  // failure_ is set; readable without the lock
 };
+
+// On the hot path of every release of a task with a lane claim (submit).
+[[gnu::always_inline]] inline bool EngineCore::release_under_claim(Instance& in) noexcept {
+  LaneClaim& claim = *in.info->claim;
+  const bool claimed = claim.bypassing.load(std::memory_order_relaxed);
+  // `bypassed` before the state (release): a revoker that sees the instance released also sees
+  // whether it holds the claimed lane.
+  in.bypassed.store(claimed, std::memory_order_relaxed);
+  in.set_state(InstanceState::queued);
+  if (!claimed) return false;
+  // The owner's side of Lane::submit_to_claimed's store-buffering pattern: the light fence
+  // orders the stores above before the look at the claim.
+  detail::light_fence();
+  if (in.info->lane->claim_holds(claim)) [[likely]]
+    return true;
+  give_up_claim(in);
+  return false;
+}
+
+// In the header, with release_under_claim: the release policies' hot paths (the clock's
+// period releases) inline it from their own files.
+inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
+  // Nothing of the core is read once the instance went: a data-flow instance may complete the
+  // last iteration and the pipeline be destroyed before this returns (the release of a
+  // successor is its producer's last touch of the core).
+  const TaskInfo& info = *in.info;
+  Lane& lane = *info.lane;
+  bool bypass = false;
+  if (info.claim == nullptr) {
+    in.set_state(InstanceState::queued);
+  } else {
+    bypass = release_under_claim(in);
+  }
+  // The clock releases an instance with its period, before it is ready: under its lane's claim
+  // it goes to its thread once its counter reaches zero (ClockRelease::release, ready).
+  const bool post = bypass && start_proceeds_;
+  if (observer_ != nullptr) {
+    // Several threads release onto one lane (data-flow): the observer sees the lane's order.
+    std::lock_guard lock(observer_mutex_);
+    observer_->task_released(in.task, in.iter(), lane);
+    if (!bypass) {
+      lane.submit(in);
+    } else if (post) {
+      lane.scheduler().post(in);
+    }
+  } else if (!bypass) {
+    if (step_ending) {
+      lane.submit_next(in);
+    } else {
+      lane.submit(in);
+    }
+  } else if (post) {
+    post_claimed(in, lane.scheduler(), step_ending);
+  }
+  return bypass;
+}
+
+inline bool EngineCore::admit() {
+  if (!prepare()) return false;
+  count_admitted();
+  return true;
+}
+
+// In the header: the release policies' admissions (once per iteration) inline it.
+inline bool EngineCore::prepare() {
+  const std::int64_t iter = next_admit_;
+  if (iter >= end_ || failed_.load(std::memory_order_acquire)) return false;
+  const std::size_t s = admit_entry_;  // its slot (see entry_after)
+  Admission admission = Admission::end;
+  try {
+    admission = front_.admit(iter, s);
+  } catch (...) {
+    // The run fails (and surfaces it from the call that is in progress, or the next one);
+    // iteration iter was not admitted, so nothing of it runs or retires.
+    fail_callback(CallbackError::Callback::source, iter);
+    return false;
+  }
+  if (admission == Admission::pending) {
+    starved_ = true;  // the driver admits it once the source answers (admissible())
+    return false;
+  }
+  if (admission == Admission::end) {
+    end_ = iter;
+    return false;
+  }
+  Slot& slot = slots_[s];
+  for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
+  Sync& sync = sync_[admit_entry_];
+  // Its instances are idle in the new iteration by their state's stamp; the rest of an
+  // instance's per-iteration state is reset by the instance as it starts (proceed): nobody
+  // reads it before. The admission touches no instance.
+  sync.iter = iter;
+  sync.slot = s;
+  sync.recorded_count.store(0, std::memory_order_relaxed);
+  sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
+  // Published by the admission decrements (data-flow) or the lane submissions (clock), both
+  // of which order these writes before the instances run.
+  sync.counts_all = observer_ != nullptr;
+  sync.remaining.store(sync.counts_all ? static_cast<int>(graph_.size()) : completion_count_,
+                       std::memory_order_relaxed);
+  return true;
+}
 
 }  // namespace detail
 }  // namespace swp

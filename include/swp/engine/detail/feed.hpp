@@ -66,6 +66,28 @@ class Feed {
       if (!out) ended_ = true;
       return out ? Admission::admitted : Admission::end;
     }
+    return fetch(out);
+  }
+  /// A fetch finished: take() will not say pending. Any thread.
+  [[nodiscard]] bool ready() const noexcept {
+    return state_.load(std::memory_order_acquire) == done;
+  }
+  /// No fetch runs. Any thread.
+  [[nodiscard]] bool idle() const noexcept {
+    return state_.load(std::memory_order_acquire) != running;
+  }
+  /// Ends the source for this run: take() says end from now on, after a batch a fetch already
+  /// received. A running fetch is cancelled (its waits on swp awaitables throw Cancelled, so a
+  /// channel gives up nothing); it still finishes in the background (see idle()).
+  void end() {
+    ended_ = true;
+    if (state_.load(std::memory_order_acquire) == running) fetch_stop_.request_stop("source ended");
+  }
+
+ private:
+  // take() for a source that is not a pull source (out of line: the pull source's path stays
+  // short enough to inline into the admission).
+  [[gnu::noinline]] Admission fetch(std::optional<Batch>& out) {
     if (state_.load(std::memory_order_acquire) == running) return Admission::pending;
     if (state_.load(std::memory_order_relaxed) == done)
       state_.store(no_fetch, std::memory_order_relaxed);
@@ -95,23 +117,6 @@ class Feed {
     return Admission::pending;
   }
 
-  /// A fetch finished: take() will not say pending. Any thread.
-  [[nodiscard]] bool ready() const noexcept {
-    return state_.load(std::memory_order_acquire) == done;
-  }
-  /// No fetch runs. Any thread.
-  [[nodiscard]] bool idle() const noexcept {
-    return state_.load(std::memory_order_acquire) != running;
-  }
-  /// Ends the source for this run: take() says end from now on, after a batch a fetch already
-  /// received. A running fetch is cancelled (its waits on swp awaitables throw Cancelled, so a
-  /// channel gives up nothing); it still finishes in the background (see idle()).
-  void end() {
-    ended_ = true;
-    if (state_.load(std::memory_order_acquire) == running) fetch_stop_.request_stop("source ended");
-  }
-
- private:
   enum : int { no_fetch = 0, running = 1, done = 2 };
 
   Co<void> call_source() { keep(co_await async_()); }
