@@ -15,6 +15,9 @@
 #     mpi belongs to that backend; a backend not compiled in must not install its headers);
 #   - a backend config.hpp says is compiled in is linked into libswp (cuda: libcudart, nccl:
 #     libnccl);
+#   - each of those headers compiles on its own with the installed package's flags (the
+#     consumer includes them all in one file, where one header's includes hide another's
+#     missing ones, as the library's unity chunks do);
 #   - the consumer (tests/consumer/consumer.cpp) includes all those headers in one file, uses
 #     swp::blocking, runs a data-flow and a clock pipeline, and exits 0.
 set -euo pipefail
@@ -103,6 +106,27 @@ mkdir -p "$work/pkgconfig"
 [[ -f "$lib/pkgconfig/swp.pc" ]] || fail "swp.pc is not installed in $lib/pkgconfig"
 sed "s|^prefix=.*|prefix=$stage$prefix|" "$lib/pkgconfig/swp.pc" > "$work/pkgconfig/swp.pc"
 export PKG_CONFIG_PATH="$work/pkgconfig"
+
+echo "== consumer: each public header on its own"
+# One compiler run per header (syntax only), as many at once as there are cores; a header
+# that fails is named with the compiler's first lines.
+cflags="$(pkg-config --cflags swp)"
+mkdir -p "$work/headers"
+export cflags work
+xargs -P "$(nproc)" -I{} bash -c '
+  log="$work/headers/$(echo "{}" | tr / _).log"
+  # shellcheck disable=SC2086  # cflags is a list of words
+  echo "#include <{}>" | g++ -std=c++20 -Wall -Wextra -Werror -fsyntax-only $cflags -x c++ - \
+    > "$log" 2>&1 || echo "{}" >> "$work/headers/failed"
+' < "$expected"
+if [[ -s "$work/headers/failed" ]]; then
+  while read -r h; do
+    echo "--- $h" >&2
+    head -n 20 "$work/headers/$(echo "$h" | tr / _).log" >&2
+  done < <(sort "$work/headers/failed")
+  fail "$(wc -l < "$work/headers/failed") public header(s) do not compile on their own: \
+$(sort "$work/headers/failed" | tr '\n' ' ')"
+fi
 
 run_consumer() {  # run_consumer EXE HOW
   local exe=$1 how=$2 resolved
