@@ -1,0 +1,240 @@
+#pragma once
+// A task instance and the state around it (not for direct use): what the engine core's hot
+// path reads and writes per (task, iteration) — the instance with its join counter, its
+// task's TaskInfo, its iteration's IterationSync, a lane claim — apart from the core that
+// drives them (engine_core.hpp).
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "swp/async/co.hpp"
+#include "swp/async/lane.hpp"
+#include "swp/async/scheduler.hpp"
+#include "swp/core/plan_graph.hpp"
+#include "swp/device/event.hpp"
+#include "swp/device/stream.hpp"
+#include "swp/engine/detail/task_routine.hpp"
+
+namespace swp {
+
+class TaskScope;
+
+namespace detail {
+
+class EngineCore;
+struct Instance;
+
+/// What a task instance is doing, for the hang diagnosis.
+enum class InstanceState : std::uint8_t {
+  idle,        ///< not released in this slot's current iteration
+  queued,      ///< released, waiting for its lane
+  dependency,  ///< holds its lane, waits for a dependency (see wait_task / wait_iter)
+  turn,        ///< waiting for its submission turn
+  running,     ///< running its body
+  finished,
+  coroutine,   ///< its body is a coroutine that started: it runs or waits in an await
+};
+
+/// A task alone on its lane in this pipeline (not globally ordered) has a lane edge: the
+/// finish of its instance of the iteration before is one more thing its instance waits for,
+/// so its instances run one after the other in iteration order without the lane's help.
+/// Both engines count the edge in the join counter (data-flow releases the instance once it
+/// is done; the clock engine runs it then, once its period released it). For a run, the
+/// engine claims the lane (Lane::try_claim) and runs the task's instances as runnables of the
+/// lane's scheduler: no lane hand-off per instance. Another submitter to the lane revokes the
+/// claim; from then on, to the run's end, the task's instances go through the lane again (the
+/// edge stays: it only repeats the lane's order), and the claim ends once no instance released
+/// under it is left.
+class LaneClaim final : public Lane::Claim {
+ public:
+  LaneClaim(const EngineCore& core, TaskIndex task) noexcept : core_(core), task_(task) {}
+  // Whether an instance of the task released under the claim has not finished.
+  [[nodiscard]] bool holds_lane() const noexcept override;
+  [[nodiscard]] TaskIndex task() const noexcept { return task_; }
+  // The run claimed the lane and no revocation was seen yet (instances bypass the lane).
+  // Set by the caller between runs; cleared by the task's releases and finishes once they
+  // see the claim revoked.
+  std::atomic<bool> bypassing{false};
+
+ private:
+  const EngineCore& core_;
+  TaskIndex task_;
+};
+
+/// What the hot path reads about a task, in one place (the core's, one per task; each
+/// instance points at its task's).
+struct TaskInfo {
+  std::span<const TaskIndex> intra, inter;            // dependencies
+  std::span<const TaskIndex> intra_succ, inter_succ;  // dependents
+  Lane* lane = nullptr;
+  Stream* stream = nullptr;
+  TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
+  int degree_first = 0;            // join counter of iteration 0 (see in_degree)
+  int degree = 0;                  // join counter of every later iteration
+  // The counter counts one event in every iteration: whoever brings it is the only one to
+  // touch it, so it takes no atomic decrement (see count_down).
+  bool counts_one = false;
+  bool ordered = false;
+  // Its finish counts towards its iteration's completion (IterationSync::remaining).
+  bool counts_completion = true;
+  // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge.
+  LaneClaim* claim = nullptr;
+};
+
+/// Synchronization state of one iteration: instances, events. The core has one more of these
+/// than context slots, so that the state of iteration i - 1 stays intact until iteration i
+/// retired: inter-iteration dependencies read it without racing slot reuse.
+/// Each entry has cache lines of its own (the entries sit side by side in a vector), and its
+/// `remaining`, which every finishing instance decrements and the waiting caller polls, one
+/// apart from what the instances read on every step.
+struct alignas(64) IterationSync {
+  // The iteration the entry holds and its context slot: written when it is admitted, before
+  // anything of it is released (so its instances read them without synchronizing), and kept
+  // here rather than in every instance, so an admission writes one cache line, not one per
+  // task (with several threads, lines the lanes own).
+  std::int64_t iter = -1;
+  std::size_t slot = 0;
+  std::vector<std::unique_ptr<Instance>> instances;
+  std::vector<std::uint64_t> generation;      // event generation each task recorded (0: none)
+  // Instances whose finish counts towards the iteration's completion and that have not
+  // finished yet. Under a policy that releases every instance (data-flow) only the sinks
+  // count (instances with no intra-iteration dependent): every other instance's last touch of
+  // the core is its count-down of its last dependent, which some sink's finish follows.
+  // Otherwise (clock) every instance counts.
+  alignas(64) std::atomic<int> remaining{0};
+  // The iteration whose instances all finished, stored by its last finisher after its
+  // decrement (its last touch of the core). Apart from `remaining`: the caller polls this
+  // line, which is written once per iteration, while the finishing threads decrement
+  // `remaining` once per task without the polling caller taking their line away each time.
+  alignas(64) std::atomic<std::int64_t> completed{-1};
+  // The tasks whose instances recorded an event in this iteration, the first `recorded_count`
+  // of them (in the order they finished; sized for every task). Whoever waits for the
+  // iteration's device work looks at these, not at every task: a plan of 70,000 tasks with two
+  // on streams checks two events per look, however often the wait looks. Appended by the
+  // recording instance before it counts down its consumers and its `remaining`; the list is
+  // read once the iteration completed, the count also before (device()).
+  std::vector<TaskIndex> recorded;
+  std::atomic<std::uint32_t> recorded_count{0};
+  // Some instance recorded an event (device_done has something to look at; consumers look
+  // at generations).
+  [[nodiscard]] bool device() const noexcept {
+    return recorded_count.load(std::memory_order_relaxed) != 0;
+  }
+  // FailurePolicy::skip: the task whose own error failed this iteration (the first one), or
+  // no_failure. Set before the failing instance counts down its consumers.
+  static constexpr TaskIndex no_failure = static_cast<TaskIndex>(-1);
+  std::atomic<TaskIndex> failed_task{no_failure};
+  // Every instance counts towards `remaining` in this iteration, not only the sinks (an
+  // observer was attached when it was admitted; see EngineCore::completion_count_).
+  // Written at admission, before anything of it is released.
+  bool counts_all = false;
+};
+
+/// Wakes the thread waiting in a scheduler's drive_until when an event it needs completes.
+class SchedulerWaker final : public EventWaiter {
+ public:
+  explicit SchedulerWaker(Scheduler& scheduler) : scheduler_(scheduler) {}
+  void event_completed() noexcept override { scheduler_.notify(); }
+
+ private:
+  Scheduler& scheduler_;
+};
+
+/// One (task, sync entry): a static join counter, the lane job, the event, the outcome.
+/// Nothing here is allocated per iteration: an entry serves iteration e, e + E, e + 2E, ...
+/// (E = slots + 1), and its counter is re-armed to the task's in-degree when it is consumed.
+///
+/// The join counter `pending` counts what the instance still waits for. Data-flow: its intra
+/// dependencies, its inter dependencies (of iteration i - 1, none for i = 0), the admission of
+/// its iteration where something could count the counter down before it (inter dependencies,
+/// the ordered chain; an instance with no dependencies is released by the admission itself),
+/// and for a globally ordered task the ordered task before it (one chain over
+/// (iteration, rank) finishing one after the other, so turns go out in the same order on
+/// every rank and an ordered instance never holds a lane waiting for its turn).
+/// Whoever takes it to zero releases the instance to its lane. Clock: its dependencies plus
+/// a start token the instance itself gives when its lane starts it (periods release it, lanes
+/// keep their order); whoever takes it to zero runs it, on its lane. A task with a lane edge
+/// (see LaneClaim) counts the edge too, and an instance released under its lane's claim gets
+/// its start token from its period: whoever takes it to zero then posts it, as data-flow does.
+///
+/// Why re-arming at consumption is safe: a decrement for iteration i + E comes from an
+/// instance of iteration i + E or i + E - 1 = i + slots, which runs only after iteration
+/// i + slots was admitted, so after iteration i retired and this instance finished.
+struct Instance final : Lane::Job, Runnable, CoEnvironment {
+  EngineCore* core = nullptr;
+  const TaskInfo* info = nullptr;  // its task's (one load on the hot path, not an index)
+  TaskIndex task = 0;
+  std::size_t entry = 0;              // sync entry: iteration % (slots + 1)
+  IterationSync* sync = nullptr;      // its entry's state
+  IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
+  IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
+  Instance* after = nullptr;          // its task's instance there (the lane edge's successor)
+  std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
+  std::atomic<int> pending{0};
+  // Made by the runtime's device (with its native handle where the backend has one).
+  std::unique_ptr<Event> event;
+  // Its registration with `event` while the caller waits for the iteration's device work
+  // (slot reuse, next()): one node per instance, so watching never allocates.
+  std::optional<EventWait> device_wait;
+  Stream* stream = nullptr;          // where this execution queues device work
+  std::unique_ptr<TaskScope> scope;  // handed to the body; lives as long as the instance
+  std::exception_ptr error;          // why it failed (its own error or a dependency's)
+  std::uint64_t nvtx_range = 0;      // its NVTX range while it runs (0: none)
+  bool stream_used = false;          // the body used its stream
+  bool carries_device_work = false;  // a dependency handed it device work
+  bool failed = false;
+  // Released under its task's lane claim (see LaneClaim): it runs as a runnable of
+  // its lane's scheduler, not as a job of the lane. Set by its release (before its state),
+  // read by its finish, by a revoking submitter and by the hang report.
+  std::atomic<bool> bypassed{false};
+  std::atomic<TaskIndex> wait_task{0};
+  std::atomic<std::int64_t> wait_iter{0};
+
+  /// The iteration it runs in, and that iteration's context slot.
+  [[nodiscard]] std::int64_t iter() const noexcept { return sync->iter; }
+  [[nodiscard]] std::size_t slot() const noexcept { return sync->slot; }
+
+  /// Its state in iteration `of`: a state is stamped with the iteration it was set in, so an
+  /// instance is idle in a new iteration without a reset at admission.
+  [[nodiscard]] InstanceState state_in(std::int64_t of) const noexcept {
+    const std::uint64_t word = state_word.load(std::memory_order_acquire);
+    return word >> 3 == stamp(of) ? static_cast<InstanceState>(word & 7) : InstanceState::idle;
+  }
+  /// Sets its state in its current iteration (release: the hang report reads it elsewhere).
+  void set_state(InstanceState s) noexcept {
+    state_word.store(stamp(iter()) << 3 | static_cast<std::uint64_t>(s), std::memory_order_release);
+  }
+  /// Forgets every state (a new run's hang report shows nothing of the last).
+  void clear_state() noexcept { state_word.store(0, std::memory_order_relaxed); }
+  /// Released under its lane's claim and not finished, in whichever iteration (acquire: its
+  /// release stores `bypassed`, then its state; see LaneClaim).
+  [[nodiscard]] bool holds_claimed_lane() const noexcept {
+    const auto state = static_cast<InstanceState>(state_word.load(std::memory_order_acquire) & 7);
+    return state != InstanceState::idle && state != InstanceState::finished &&
+           bypassed.load(std::memory_order_relaxed);
+  }
+
+  Instance();
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+
+  void start(Lane& lane) noexcept override;
+  void resume(Lane& lane) noexcept override;
+  /// Starts it as a runnable, released under its lane's claim (its lane would start it now).
+  void run() noexcept override;
+
+ private:
+  static std::uint64_t stamp(std::int64_t iter) noexcept {
+    return static_cast<std::uint64_t>(iter) + 1;  // 0: no state in this run
+  }
+  std::atomic<std::uint64_t> state_word{0};  // stamp(iteration) << 3 | InstanceState
+};
+
+}  // namespace detail
+}  // namespace swp
