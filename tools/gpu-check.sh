@@ -9,19 +9,55 @@
 #   tools/gpu-check.sh run    on the GPU machine, from the repository root: prints the GPU, runs
 #                             the cuda and nccl tests (none may skip), the training-step
 #                             example's metrics, the loader example and `swp run --backend
-#                             cuda` (both engines) on the GPU, the cuda tests under
+#                             cuda` (both engines) on the GPU, NVTX ranges (recorded
+#                             through NVTX's injection; nsys where it works), the cuda tests under
 #                             compute-sanitizer's memcheck, then the library's other tests (the
 #                             CLI's need this machine's build paths); each step time-boxed;
 #                             exit status 1 when anything failed
 #
+#   tools/gpu-check.sh nsys   on the GPU machine: only the Nsight Systems step (see nsys_summary)
+#
 # With the device tool: `tools/gpu-check.sh pack` here, then run `bash tools/gpu-check.sh run`
 # with carry ["build-gpu-carry"] (it must stay under the tool's 64 MiB: pack prints its size).
+# GPU_CHECK_OUT=DIR keeps the recorded NVTX ranges (and an Nsight Systems report) there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mode=${1:?usage: tools/gpu-check.sh pack|run}
+mode=${1:?usage: tools/gpu-check.sh pack|run|nsys}
 dir=build-gpu
 carry=build-gpu-carry
+
+# Nsight Systems, where the machine has one, on the CLI's run with --nvtx: the NVTX ranges'
+# summary from its report. The lent machines have nsys only inside Nsight Compute, which
+# writes the raw .qdstrm and cannot turn it into a report itself; its QdstrmImporter can, given
+# libdw (carried by pack, in nsys-lib/). Best effort: not counted in the exit status.
+nsys_summary() {
+  local nsys importer rep=/tmp/swp-nvtx
+  nsys=$(command -v nsys || find /opt /usr/local -name nsys -type f -perm -u+x 2>/dev/null | head -n 1 || true)
+  if [ -z "$nsys" ]; then
+    echo "gpu-check: no nsys on this machine (not counted)"
+    return 0
+  fi
+  echo "gpu-check: nsys at $nsys (not counted)"
+  rm -f "$rep".*
+  timeout --kill-after=10 90 "$nsys" profile --trace=nvtx,cuda --sample=none --cpuctxsw=none \
+    --force-overwrite true -o "$rep" "$carry/swp" run tests/data/plans/three_stage.json \
+    --backend cuda --iters 100 --nvtx >/dev/null 2>&1 || echo "gpu-check: nsys profile failed"
+  if [ -f "$rep.qdstrm" ] && [ ! -f "$rep.nsys-rep" ]; then
+    importer=$(find "$(dirname "$(dirname "$nsys")")" -name QdstrmImporter -type f 2>/dev/null | head -n 1 || true)
+    if [ -n "$importer" ]; then
+      echo "gpu-check: $importer -i $rep.qdstrm"
+      LD_LIBRARY_PATH="$PWD/$carry/nsys-lib:$LD_LIBRARY_PATH" timeout 150 "$importer" \
+        -i "$rep.qdstrm" 2>&1 | tail -n 3 || echo "gpu-check: QdstrmImporter failed"
+    fi
+  fi
+  ls -l "$rep".* 2>/dev/null || true
+  if [ -f "$rep.nsys-rep" ]; then
+    timeout 90 "$nsys" stats --report nvtx_sum "$rep.nsys-rep" 2>&1 | head -n 24 || true
+    if [ -n "${GPU_CHECK_OUT:-}" ]; then cp "$rep.nsys-rep" "$GPU_CHECK_OUT/"; fi
+  fi
+  return 0
+}
 
 case "$mode" in
 pack)
@@ -37,7 +73,7 @@ pack)
   rm -rf "$carry"
   mkdir -p "$carry/lib"
   cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/examples/loader_pipeline" \
-    "$dir/src/cli/swp" "$carry/"
+    "$dir/src/cli/swp" "$dir/tests/libswp-nvtx-recorder.so" "$carry/"
   # libswp under the name the binaries ask for (its SONAME), as a plain file: links may not
   # travel to the other machine.
   soname=$(objdump -p "$dir/src/libswp.so" | awk '/SONAME/ { print $2 }')
@@ -45,9 +81,15 @@ pack)
   # What the binaries link from outside the CUDA prefix and the base system: Boost.
   ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/src/libswp.so" | awk '/=> \// { print $3 }' |
     grep -E 'libboost_|libxxhash|liburing' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+  # What Nsight Compute's QdstrmImporter misses there (see nsys_summary), where this machine has it.
+  mkdir -p "$carry/nsys-lib"
+  for lib in libdw.so.1 libelf.so.1; do
+    path=$(ldconfig -p | awk -v name="$lib" '$1 == name { print $NF; exit }')
+    if [ -n "$path" ]; then cp -L "$path" "$carry/nsys-lib/"; fi
+  done
   du -sh "$carry" | sed 's/^/gpu-check: carry /'
   ;;
-run)
+run|nsys)
   # GPU_CHECK_SUITE=0 leaves out the library's other tests (minutes; device time is scarce).
   # Each step prints its command; the last line is "gpu-check: exit N".
   export LD_LIBRARY_PATH="$PWD/$carry/lib:${LD_LIBRARY_PATH:-}"
@@ -67,6 +109,7 @@ run)
       echo "gpu-check: $lib is missing on this machine" >&2
     fi
   done
+  if [ "$mode" = nsys ]; then nsys_summary; exit 0; fi
   status=0
   # Each step is time-boxed: a hang costs its box, not the whole lease.
   step() { local box=$1; shift; echo "gpu-check: $*"; timeout --kill-after=10 "$box" "$@"; }
@@ -87,6 +130,30 @@ run)
     step 60 "$carry/swp" run tests/data/plans/three_stage.json --backend cuda --engine "$engine" \
       --iters 300 || status=1
   done
+  # NVTX: each task instance one range, as a profiler sees them. The recorder attaches through
+  # NVTX's injection variable, the way Nsight Systems does, and writes the ranges down; every
+  # one must have started and ended once (3 tasks x 300 iterations; the training step's
+  # pipelined and serial iterations).
+  nvtx_check() {  # nvtx_check RECORD EXPECTED_STARTS_OR_0 PATTERN
+    awk -v want="$2" -v pattern="$3" '
+      $1 == "start" { starts++; open[$2] = 1; if ($4 ~ pattern) named++ }
+      $1 == "end" { if ($2 in open) { delete open[$2]; ends++ } else bad++ }
+      END {
+        left = 0; for (id in open) left++
+        printf "gpu-check: nvtx ranges: %d started, %d ended, %d matching %s\n", starts, ends, named, pattern
+        exit !(starts > 0 && starts == ends && left == 0 && bad == 0 && named == starts &&
+               (want == 0 || starts == want))
+      }' "$1"
+  }
+  record=$(mktemp)
+  NVTX_INJECTION64_PATH="$PWD/$carry/libswp-nvtx-recorder.so" SWP_NVTX_RECORD="$record" \
+    step 60 "$carry/swp" run tests/data/plans/three_stage.json --backend cuda --iters 300 --nvtx &&
+    nvtx_check "$record" 900 '^SWP/(Load|Dist|Fwd)/iter[0-9]+$' || status=1
+  NVTX_INJECTION64_PATH="$PWD/$carry/libswp-nvtx-recorder.so" SWP_NVTX_RECORD="$record" \
+    step 120 "$carry/gpu_train_step" --iters 100 --nvtx >/dev/null &&
+    nvtx_check "$record" 0 '^SWP(_serial)?/(H2D|InputDist|Forward|Backward)/iter[0-9]+$' || status=1
+  [ -n "${GPU_CHECK_OUT:-}" ] && cp "$record" "$GPU_CHECK_OUT/nvtx-ranges.txt"
+  nsys_summary
   # The cuda tests again under compute-sanitizer's memcheck (GPU_CHECK_SANITIZER=0 leaves it
   # out): no invalid access, no leak of device memory. API errors are not reported: NCCL's
   # initialization probes kernels its build lacks (cudaErrorNoKernelImageForDevice, handled
@@ -106,7 +173,7 @@ run)
   exit "$status"
   ;;
 *)
-  echo "usage: tools/gpu-check.sh pack|run" >&2
+  echo "usage: tools/gpu-check.sh pack|run|nsys" >&2
   exit 2
   ;;
 esac

@@ -11,7 +11,7 @@
 // Prints metric lines: serial and pipelined µs per iteration, the bound (the busiest stream's
 // per-iteration device time, measured task by task with CUDA timing events), the efficiency
 // (bound / pipelined) and the CPU time bodies spend submitting, per task.
-// Usage: gpu_train_step [--iters N]   (exits 0 with a message where there is no GPU)
+// Usage: gpu_train_step [--iters N] [--nvtx]   (exits 0 with a message where there is no GPU)
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -317,8 +317,11 @@ void metric(const char* name, double value, const char* unit) {
 
 int main(int argc, char** argv) {
   int iters = 200;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--iters") == 0) iters = std::atoi(argv[i + 1]);
+  bool nvtx = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--nvtx") == 0) nvtx = true;
+  }
   if (swp::CudaDevice::count() == 0) {
     std::printf("gpu_train_step: no CUDA device on this machine; nothing to run\n");
     return 0;
@@ -332,6 +335,10 @@ int main(int argc, char** argv) {
   const swp::Plan<Ctx> plan = make_plan(model, staging, submission, timer, graphs);
   swp::DataFlowPipeline<Ctx> dataflow(rt, plan, slots);
   swp::ClockPipeline<Ctx> clock(rt, plan);
+  // Each task instance of both engines as an NVTX range SWP/{task}/iter{N} (serial
+  // iterations: SWP_serial/...), for Nsight Systems: `nsys profile gpu_train_step --nvtx`.
+  if (nvtx && !(dataflow.enable_nvtx() && clock.enable_nvtx()))
+    std::printf("gpu_train_step: --nvtx: this build of swp has no NVTX; running without\n");
 
   // Warm-up first (cuBLAS picks its kernels, the GPU leaves its idle clocks): a bound timed
   // on a cold GPU came out 30% high on an H100.

@@ -10,6 +10,7 @@
 #include "options.hpp"
 #include "plan_input.hpp"
 #include "trace_output.hpp"
+#include "swp/device/nvtx_ranges.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/tune/synthetic_run.hpp"
 #include "swp/trace/trace_recorder.hpp"
@@ -27,6 +28,7 @@ struct RunFlags {
   unsigned workers = ThreadPoolScheduler::default_workers();
   std::string trace_path;  // --trace: Chrome-trace JSON
   std::string svg_path;    // --svg: SVG timeline
+  bool nvtx = false;       // --nvtx: task ranges for a profiler
 };
 
 void metric(const char* name, double value, const char* unit) {
@@ -63,6 +65,11 @@ int run(const RunFlags& flags, bool max_depth_given) {
                 "max(stage) + 1 of the plan");
     return Exit::bad_usage;
   }
+  if (flags.nvtx && !nvtx_compiled()) {
+    print_error("--nvtx: this build of swp emits no NVTX ranges (they need CUDA's nvtx3 headers; "
+                "configure with -Dcuda=enabled -Dnvtx=enabled)");
+    return Exit::bad_usage;
+  }
   auto plan = load_checked(flags.path, Strictness::valid);
   if (!plan) return Exit::invalid_plan;
   TraceOutputs outputs;
@@ -80,6 +87,7 @@ int run(const RunFlags& flags, bool max_depth_given) {
   options.iters = flags.iters;
   options.runtime.backend = backend;
   options.runtime.workers = flags.workers;
+  options.nvtx = flags.nvtx;
   if (outputs.wanted()) options.observer = &recorder;
   try {
     const auto result = run_synthetic(plan->plan, options);
@@ -122,6 +130,9 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--trace", flags->trace_path,
                   "write the run's timeline as Chrome-trace JSON (ui.perfetto.dev) to this file");
   cmd->add_option("--svg", flags->svg_path, "write the run's timeline as an SVG picture to this file");
+  cmd->add_flag("--nvtx", flags->nvtx,
+                "each task instance as an NVTX range SWP/{task}/iter{N}, for a profiler such as "
+                "Nsight Systems (builds with NVTX only)");
   cmd->callback([&action, flags, depth] {
     action = [flags, depth] { return run(*flags, depth->count() > 0); };
   });

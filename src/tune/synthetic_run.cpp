@@ -11,6 +11,7 @@
 
 #include "run_meter.hpp"
 
+#include "swp/device/nvtx_ranges.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
@@ -71,6 +72,10 @@ void check_horizon(const PlanGraph& graph, double runs) {
 SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOptions& options) {
   const PlanGraph graph = validate(plan);
   if (options.iters < 1) throw std::invalid_argument("iters must be at least 1");
+  if (options.nvtx && !nvtx_compiled())
+    throw std::invalid_argument(
+        "NVTX ranges were asked for, but this build of swp has none (they need CUDA's nvtx3 "
+        "headers and the nvtx feature)");
   const int slots = options.engine == EngineKind::clock
                         ? graph.depth()
                         : (options.max_depth > 0 ? options.max_depth : graph.depth());
@@ -92,6 +97,7 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
   } else {
     pipe = std::make_unique<DataFlowPipeline<Ctx>>(runtime, plan, slots);
   }
+  pipe->enable_nvtx(options.nvtx);
   std::int64_t next = 0;
   auto source = [&]() -> std::optional<std::int64_t> {
     if (next >= options.iters) return std::nullopt;

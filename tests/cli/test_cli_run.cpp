@@ -90,4 +90,69 @@ TEST_CASE("a run too short for a steady state says so instead of printing a numb
   }
 }
 
+// Each task instance a range, as a profiler attached through NVTX's injection sees them: the
+// recorder (tests/device/nvtx_recorder.cpp) is loaded the way Nsight Systems is.
+TEST_CASE("swp run --nvtx: each task instance is one NVTX range, started once and ended once") {
+  const auto plan = quoted((swp::test::data_dir() / "plans" / "three_stage.json").string());
+#ifdef SWP_NVTX_RECORDER
+  for (const char* engine : {"clock", "dataflow"}) {
+    for (const char* backend : {"host", "sim"}) {
+      CAPTURE(engine);
+      CAPTURE(backend);
+      const TempFile record("", ".nvtx");
+      const std::string env = "NVTX_INJECTION64_PATH=" + quoted(SWP_NVTX_RECORDER) +
+                              " SWP_NVTX_RECORD=" + quoted(record.str());
+      const int iters = 12;
+      const auto r = run_swp("run " + plan + " --engine " + engine + " --backend " + backend +
+                                 " --iters " + std::to_string(iters) + " --nvtx",
+                             env);
+      REQUIRE(r.status == 0);
+      std::map<std::string, int> started;             // name -> how often
+      std::map<unsigned long long, std::string> open;  // id -> name, until it ends
+      int ended = 0;
+      std::istringstream in(swp::test::read_text(record.path()));
+      for (std::string line; std::getline(in, line);) {
+        std::istringstream words(line);
+        std::string kind, name;
+        unsigned long long id = 0;
+        int thread = 0;
+        REQUIRE(static_cast<bool>(words >> kind >> id >> thread));
+        if (kind == "start") {
+          REQUIRE(static_cast<bool>(words >> name));
+          ++started[name];
+          CHECK(open.emplace(id, name).second);
+        } else {
+          REQUIRE(kind == "end");
+          CHECK(open.erase(id) == 1);  // ends a range that started before, once
+          ++ended;
+        }
+      }
+      CHECK(open.empty());
+      CHECK(ended == 3 * iters);
+      CHECK(started.size() == 3 * iters);
+      for (const char* task : {"Load", "Dist", "Fwd"})
+        for (int i = 0; i < iters; ++i) {
+          const std::string name = std::string("SWP/") + task + "/iter" + std::to_string(i);
+          CAPTURE(name);
+          CHECK(started[name] == 1);
+        }
+      // Without the flag the process makes no NVTX call: the recorder is never loaded.
+      const TempFile none("", ".nvtx");
+      const auto quiet = run_swp("run " + plan + " --engine " + engine + " --backend " +
+                                     backend + " --iters 4",
+                                 "NVTX_INJECTION64_PATH=" + quoted(SWP_NVTX_RECORDER) +
+                                     " SWP_NVTX_RECORD=" + quoted(none.str()));
+      REQUIRE(quiet.status == 0);
+      CHECK(swp::test::read_text(none.path()).empty());
+    }
+  }
+#else
+  // A build without NVTX refuses the flag, naming it, rather than running without ranges.
+  const auto r = run_swp("run " + plan + " --iters 4 --nvtx");
+  CHECK(r.status == 2);
+  CHECK(r.err.find("--nvtx") != std::string::npos);
+  CHECK(r.out.empty());
+#endif
+}
+
 }  // namespace test_cli_run

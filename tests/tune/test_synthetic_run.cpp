@@ -9,6 +9,7 @@
 #include "support/plans.hpp"
 #include "support/seed.hpp"
 #include "swp/core/plan_json.hpp"
+#include "swp/device/nvtx_ranges.hpp"
 #include "swp/tune/synthetic_run.hpp"
 
 namespace test_synthetic_run {  // each test file's names apart (unity builds)
@@ -148,6 +149,24 @@ TEST_CASE("run_synthetic rejects a cost or a run length the clock cannot represe
                           .plan;
     options.iters = 100'000'000;
     CHECK_THROWS_AS((void)swp::run_synthetic(plan, options), std::invalid_argument);
+  }
+}
+
+TEST_CASE("run_synthetic emits NVTX ranges where they are compiled in and refuses them elsewhere") {
+  const auto plan = swp::parse_plan(R"({"tasks": [{"name": "A", "cpu_us": 1},
+                                                  {"name": "B", "stage": 1, "device_us": 2}]})")
+                        .plan;
+  for (const auto engine : {swp::EngineKind::data_flow, swp::EngineKind::clock}) {
+    swp::SyntheticRunOptions options{
+        .engine = engine, .iters = 20, .runtime = {.backend = swp::Backend::sim}, .nvtx = true};
+    if (swp::nvtx_compiled()) {
+      CHECK(swp::run_synthetic(plan, options).stats.iterations == 20);
+    } else {
+      CHECK_THROWS_WITH_AS((void)swp::run_synthetic(plan, options),
+                           doctest::Contains("NVTX"), std::invalid_argument);
+    }
+    options.nvtx = false;
+    CHECK(swp::run_synthetic(plan, options).stats.iterations == 20);
   }
 }
 

@@ -26,6 +26,10 @@ struct SyntheticRunOptions {
   RuntimeOptions runtime = {};
   /// Watches the run (e.g. a swp::TraceRecorder); nullptr: nothing is observed, at no cost.
   RunObserver* observer = nullptr;
+  /// Each task instance as an NVTX range (Pipeline::enable_nvtx) for a profiler attached to
+  /// the process; run_synthetic throws std::invalid_argument where NVTX is not compiled in
+  /// (swp::nvtx_compiled()).
+  bool nvtx = false;
 };
 
 /// The longest a synthetic run may last, in microseconds of its clock (about 31 years; the
