@@ -16,6 +16,8 @@
 #                             exit status 1 when anything failed
 #
 #   tools/gpu-check.sh nsys   on the GPU machine: only the Nsight Systems step (see nsys_summary)
+#   tools/gpu-check.sh dispatch   on the GPU machine: `swp-bench dispatch` (issue 12's per-task
+#                             figures against oneTBB) on its CPUs, quiet and with --busy-core
 #
 # With the device tool: `tools/gpu-check.sh pack` here, then run `bash tools/gpu-check.sh run`
 # with carry ["build-gpu-carry"] (it must stay under the tool's 64 MiB: pack prints its size).
@@ -23,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mode=${1:?usage: tools/gpu-check.sh pack|run|nsys}
+mode=${1:?usage: tools/gpu-check.sh pack|run|nsys|dispatch}
 dir=build-gpu
 carry=build-gpu-carry
 
@@ -66,21 +68,22 @@ pack)
       -Dmpi=disabled >/dev/null
   fi
   # The GPU machine has no Open MPI: a libswp linked against libmpi would not load there.
-  meson setup --reconfigure "$dir" -Dmpi=disabled >/dev/null
+  # The benchmarks (oneTBB's pipeline beside swp's engines) for the dispatch mode.
+  meson setup --reconfigure "$dir" -Dmpi=disabled -Dbench=enabled >/dev/null
   ninja -C "$dir" >/dev/null
   grep -q 'define SWP_HAVE_CUDA 1' "$dir/include/swp/config.hpp" ||
     { echo "gpu-check: $dir was built without the cuda backend" >&2; exit 1; }
   rm -rf "$carry"
   mkdir -p "$carry/lib"
   cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/examples/loader_pipeline" \
-    "$dir/src/cli/swp" "$dir/tests/libswp-nvtx-recorder.so" "$carry/"
+    "$dir/src/cli/swp" "$dir/tests/libswp-nvtx-recorder.so" "$dir/bench/swp-bench" "$carry/"
   # libswp under the name the binaries ask for (its SONAME), as a plain file: links may not
   # travel to the other machine.
   soname=$(objdump -p "$dir/src/libswp.so" | awk '/SONAME/ { print $2 }')
   cp -L "$dir/src/libswp.so" "$carry/lib/$soname"
   # What the binaries link from outside the CUDA prefix and the base system: Boost.
-  ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/src/libswp.so" | awk '/=> \// { print $3 }' |
-    grep -E 'libboost_|libxxhash|liburing' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+  ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/src/libswp.so" "$dir/bench/swp-bench" |
+    awk '/=> \// { print $3 }' | grep -E 'libboost_|libxxhash|liburing|libtbb' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
   # What Nsight Compute's QdstrmImporter misses there (see nsys_summary), where this machine has it.
   mkdir -p "$carry/nsys-lib"
   for lib in libdw.so.1 libelf.so.1; do
@@ -89,7 +92,7 @@ pack)
   done
   du -sh "$carry" | sed 's/^/gpu-check: carry /'
   ;;
-run|nsys)
+run|nsys|dispatch)
   # GPU_CHECK_SUITE=0 leaves out the library's other tests (minutes; device time is scarce).
   # Each step prints its command; the last line is "gpu-check: exit N".
   export LD_LIBRARY_PATH="$PWD/$carry/lib:${LD_LIBRARY_PATH:-}"
@@ -110,6 +113,14 @@ run|nsys)
     fi
   done
   if [ "$mode" = nsys ]; then nsys_summary; exit 0; fi
+  if [ "$mode" = dispatch ]; then
+    # Issue 12's dispatch benchmark on this machine's CPUs (another CPU than CI's kind).
+    lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket)' || true
+    for busy in "" --busy-core; do
+      "$carry/swp-bench" dispatch --rounds 5 --iters 100000 --device-iters 2000 $busy
+    done
+    exit 0
+  fi
   status=0
   # Each step is time-boxed: a hang costs its box, not the whole lease.
   step() { local box=$1; shift; echo "gpu-check: $*"; timeout --kill-after=10 "$box" "$@"; }
@@ -173,7 +184,7 @@ run|nsys)
   exit "$status"
   ;;
 *)
-  echo "usage: tools/gpu-check.sh pack|run|nsys" >&2
+  echo "usage: tools/gpu-check.sh pack|run|nsys|dispatch" >&2
   exit 2
   ;;
 esac
