@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, step 2: build and run the whole test suite — under AddressSanitizer +
-# UndefinedBehaviorSanitizer, under ThreadSanitizer, a short run of the fuzz targets
-# (tools/fuzz.sh, SWP_FUZZ_SECONDS per target, 15 by default), then the plain build with the
-# MPI communicator's multi-rank tests (tools/mpi-tests.sh); then
+# UndefinedBehaviorSanitizer, under ThreadSanitizer (a CPU-only build), a short run of the
+# fuzz targets (tools/fuzz.sh, SWP_FUZZ_SECONDS per target, 15 by default), then the plain
+# build with the MPI communicator's multi-rank tests (tools/mpi-tests.sh); then
 # install the plain build into a temporary root and build and run a program against it
 # (pkg-config and meson), and end with the plain build's doctest summary. Any failure fails
 # the script.
@@ -82,8 +82,13 @@ start_suite "under AddressSanitizer + UndefinedBehaviorSanitizer" \
 
 # -O1: TSan instruments every access at any optimization level (its docs ask for -O1 or
 # more); the suite compiles in two thirds of -O2's time (docs/building.md has the figures).
-stage "build under ThreadSanitizer"
-setup build-tsan suite -Db_sanitize=thread -Doptimization=1 -Ddebug=true -Dbench=disabled
+# Without the CUDA backend (a CPU-only build, as on a machine without CUDA): the other builds
+# compile and link every CUDA source where CUDA is installed, this one the CPU-only paths
+# (#if SWP_HAVE_CUDA's other side, and the CLI's refusals of cuda and --nvtx). Its cuda tests
+# would only skip without a GPU anyway.
+stage "build under ThreadSanitizer (CPU-only: -Dcuda=disabled)"
+setup build-tsan suite -Db_sanitize=thread -Doptimization=1 -Ddebug=true -Dbench=disabled \
+  -Dcuda=disabled
 end_suite "under AddressSanitizer + UndefinedBehaviorSanitizer"
 stage "tests under ThreadSanitizer start (output below)"
 start_suite "under ThreadSanitizer" \

@@ -17,10 +17,9 @@
 #include "support/plans.hpp"
 #if SWP_HAVE_CUDA
 #include "swp/device/cuda/cuda_device.hpp"
+#endif
 
 namespace test_cli_errors {  // each test file's names apart (unity builds)
-
-#endif
 
 using swp::test::quoted;
 using swp::test::run_swp;
