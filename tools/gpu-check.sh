@@ -18,6 +18,7 @@
 #   tools/gpu-check.sh nsys   on the GPU machine: only the Nsight Systems step (see nsys_summary)
 #   tools/gpu-check.sh dispatch   on the GPU machine: `swp-bench dispatch` (issue 12's per-task
 #                             figures against oneTBB) on its CPUs, quiet and with --busy-core
+#   tools/gpu-check.sh service    on the GPU machine: issue 15's service load test on its CPUs
 #
 # With the device tool: `tools/gpu-check.sh pack` here, then run `bash tools/gpu-check.sh run`
 # with carry ["build-gpu-carry"] (it must stay under the tool's 64 MiB: pack prints its size).
@@ -25,7 +26,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mode=${1:?usage: tools/gpu-check.sh pack|run|nsys|dispatch}
+mode=${1:?usage: tools/gpu-check.sh pack|run|nsys|dispatch|service}
 dir=build-gpu
 carry=build-gpu-carry
 
@@ -76,7 +77,9 @@ pack)
   rm -rf "$carry"
   mkdir -p "$carry/lib"
   cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/examples/loader_pipeline" \
-    "$dir/src/cli/swp" "$dir/tests/libswp-nvtx-recorder.so" "$dir/bench/swp-bench" "$carry/"
+    "$dir/src/cli/swp" "$dir/tests/libswp-nvtx-recorder.so" "$dir/bench/swp-bench" \
+    "$dir/examples/micro_batch_service" "$dir/examples/service_load" \
+    "$dir/examples/cpu_steadiness" "$carry/"
   # libswp under the name the binaries ask for (its SONAME), as a plain file: links may not
   # travel to the other machine.
   soname=$(objdump -p "$dir/src/libswp.so" | awk '/SONAME/ { print $2 }')
@@ -92,7 +95,7 @@ pack)
   done
   du -sh "$carry" | sed 's/^/gpu-check: carry /'
   ;;
-run|nsys|dispatch)
+run|nsys|dispatch|service)
   # GPU_CHECK_SUITE=0 leaves out the library's other tests (minutes; device time is scarce).
   # Each step prints its command; the last line is "gpu-check: exit N".
   export LD_LIBRARY_PATH="$PWD/$carry/lib:${LD_LIBRARY_PATH:-}"
@@ -113,6 +116,18 @@ run|nsys|dispatch)
     fi
   done
   if [ "$mode" = nsys ]; then nsys_summary; exit 0; fi
+  if [ "$mode" = service ]; then
+    # Issue 15's service load test on this machine's CPUs (docs/service.md), server defaults,
+    # GPU_CHECK_SERVICE_RUNS runs (3), then how steady the CPUs are (cpu_steadiness).
+    lscpu | grep -E '^(Model name|CPU\(s\))' || true
+    for run in $(seq "${GPU_CHECK_SERVICE_RUNS:-3}"); do
+      echo "gpu-check: service run $run"
+      timeout --kill-after=10 120 "$carry/service_load" --spawn "$carry/micro_batch_service" |
+        grep -E '^metric ' || echo "gpu-check: service run $run failed"
+    done
+    "$carry/cpu_steadiness" --seconds 20 | grep -E '^metric ' || true
+    exit 0
+  fi
   if [ "$mode" = dispatch ]; then
     # Issue 12's dispatch benchmark on this machine's CPUs (another CPU than CI's kind).
     lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket)' || true
@@ -184,7 +199,7 @@ run|nsys|dispatch)
   exit "$status"
   ;;
 *)
-  echo "usage: tools/gpu-check.sh pack|run|nsys|dispatch" >&2
+  echo "usage: tools/gpu-check.sh pack|run|nsys|dispatch|service" >&2
   exit 2
   ;;
 esac
