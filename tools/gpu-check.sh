@@ -65,7 +65,7 @@ nsys_summary() {
 case "$mode" in
 pack)
   if [ ! -f "$dir/build.ninja" ]; then
-    meson setup "$dir" --buildtype=release -Dcuda=enabled -Dnvtx=enabled -Dbench=disabled \
+    meson setup "$dir" --buildtype=release -Dcuda=enabled -Dnvtx=enabled -Dbench=enabled \
       -Dmpi=disabled >/dev/null
   fi
   # The GPU machine has no Open MPI: a libswp linked against libmpi would not load there.
