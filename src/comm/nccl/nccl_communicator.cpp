@@ -116,6 +116,8 @@ struct NcclCommunicator::Impl {
   bool aborted = false;  // ncclCommAbort was called: comm is gone
   int in_call = 0;       // calls between their failure check and the end of their enqueue
   std::condition_variable calls_done;
+  int finishing = 0;  // operations the watchdog took off `pending` and is finishing
+  std::condition_variable finished;  // after each finish
   bool stopping = false;
   std::thread watchdog;
 
@@ -157,9 +159,12 @@ struct NcclCommunicator::Impl {
         Pending done = std::move(*it);
         pending.erase(it);
         progressed = true;
+        ++finishing;
         lock.unlock();
         finish(done, q);
         lock.lock();
+        --finishing;
+        finished.notify_all();
         break;
       }
       ncclResult_t async = ncclSuccess;
@@ -178,6 +183,25 @@ struct NcclCommunicator::Impl {
         wake.wait_for(lock, pause);
         pause = std::min(pause * 2, std::chrono::microseconds(1000));
       }
+    }
+  }
+
+  // With `mutex` held, once a stream synchronized: waits until every operation the GPU has
+  // completed is finished, its staged results copied into the caller's host buffers. The
+  // stream's completion says the GPU is done, not that the watchdog delivered what it staged:
+  // without this wait a later call reading those buffers on the host (all_to_all_v with counts
+  // read when it starts) could see them unwritten. Operations still running on other streams
+  // are not waited for.
+  void await_delivered(std::unique_lock<std::mutex>& lock) {
+    const auto delivered = [&] {
+      if (finishing > 0) return false;
+      for (const Pending& p : pending)
+        if (cudaEventQuery(p.event) == cudaSuccess) return false;
+      return true;
+    };
+    while (!delivered()) {
+      wake.notify_all();  // the watchdog may be sleeping between polls
+      finished.wait_for(lock, std::chrono::milliseconds(1));
     }
   }
 
@@ -345,6 +369,9 @@ Future<void> run(NcclCommunicator::Impl& impl, Stream& stream, std::chrono::mill
       return failed(std::make_exception_ptr(CommError(
           impl.rank, op,
           description + ": waiting for the work before it failed: " + cudaGetErrorString(rc))));
+    // And for what that work staged for the host (the counts this call may read).
+    std::unique_lock lock(impl.mutex);
+    impl.await_delivered(lock);
   }
   {
     std::lock_guard lock(impl.mutex);

@@ -112,6 +112,31 @@ TEST_CASE("nccl: the input distribution runs on one rank, its counts read when i
   CHECK(batch.take("ec").values == std::vector<std::int64_t>{7});
 }
 
+// The tensors' receive counts come from the splits' result, which the splits staged through
+// device memory into a host buffer; the GPU finishing the splits is not yet that buffer
+// written. Read too early (memcheck's slower kernels showed it once in three runs on an H200),
+// the counts said 0 while the send said n: NCCL wrote a self-send into a null buffer. Many
+// batches of changing sizes, back to back: each must come out whole.
+TEST_CASE("nccl: counts read when an exchange starts see the splits before it, batch after batch") {
+  if (!have_gpu("input dist, many batches")) return;
+  OneRank r;
+  swp::InputDist dist;
+  dist.add_module("ebc", *r.comm).add_module("ec", *r.comm);
+  for (int b = 0; b < 200; ++b) {
+    CAPTURE(b);
+    std::vector<std::int64_t> ebc(static_cast<std::size_t>(b % 7 + 1));
+    std::vector<std::int64_t> ec(static_cast<std::size_t>(b % 3));
+    for (std::size_t k = 0; k < ebc.size(); ++k) ebc[k] = b * 100 + static_cast<std::int64_t>(k);
+    for (std::size_t k = 0; k < ec.size(); ++k) ec[k] = -b * 100 - static_cast<std::int64_t>(k);
+    auto batch = dist.start(r.stream, {{"ebc", {{ebc}}}, {"ec", {{ec}}}}, "batch");
+    for (const auto& f : batch.splits()) finish(r.stream, f);
+    finish(r.stream, batch.tensors("ebc"));
+    finish(r.stream, batch.tensors("ec"));
+    REQUIRE(batch.take("ebc").values == ebc);
+    REQUIRE(batch.take("ec").values == ec);
+  }
+}
+
 TEST_CASE("nccl: bootstraps from a file and from one process's devices") {
   if (!have_gpu("bootstrap")) return;
   swp::CudaDevice device(0);
