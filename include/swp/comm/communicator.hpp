@@ -155,7 +155,8 @@ class Communicator {
   }
   /// all_to_all_v whose counts are not known yet when it is called: `when_started` is called
   /// in stream order, when the operation starts — after the stream's earlier work, such as
-  /// the exchange of the splits that give the counts, completed — and returns the buffers and
+  /// the exchange of the splits that give the counts, completed, results it received into
+  /// host buffers included — and returns the buffers and
   /// counts (it may allocate `recv` then). The operation takes its place in the call order
   /// now, so calling both levels of an input distribution from one globally ordered task keeps
   /// the ranks in step. Errors: an exception from `when_started`, or counts that do not have
