@@ -19,6 +19,9 @@
 #   tools/gpu-check.sh dispatch   on the GPU machine: `swp-bench dispatch` (issue 12's per-task
 #                             figures against oneTBB) on its CPUs, quiet and with --busy-core
 #   tools/gpu-check.sh service    on the GPU machine: issue 15's service load test on its CPUs
+#   tools/gpu-check.sh memcheck   on the GPU machine: the nccl tests under compute-sanitizer's
+#                             memcheck, GPU_CHECK_MEMCHECK_RUNS times (5; a race shows in some
+#                             runs only), GPU_CHECK_MEMCHECK_TESTS selecting them ('nccl*')
 #
 # With the device tool: `tools/gpu-check.sh pack` here, then run `bash tools/gpu-check.sh run`
 # with carry ["build-gpu-carry"] (it must stay under the tool's 64 MiB: pack prints its size).
@@ -26,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mode=${1:?usage: tools/gpu-check.sh pack|run|nsys|dispatch|service}
+mode=${1:?usage: tools/gpu-check.sh pack|run|nsys|dispatch|service|memcheck}
 dir=build-gpu
 carry=build-gpu-carry
 
@@ -95,7 +98,7 @@ pack)
   done
   du -sh "$carry" | sed 's/^/gpu-check: carry /'
   ;;
-run|nsys|dispatch|service)
+run|nsys|dispatch|service|memcheck)
   # GPU_CHECK_SUITE=0 leaves out the library's other tests (minutes; device time is scarce).
   # Each step prints its command; the last line is "gpu-check: exit N".
   export LD_LIBRARY_PATH="$PWD/$carry/lib:${LD_LIBRARY_PATH:-}"
@@ -110,12 +113,34 @@ run|nsys|dispatch|service)
     found=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -n 1 || true)
     if [ -n "$found" ]; then
       echo "gpu-check: $lib from $found"
-      export LD_LIBRARY_PATH="$(dirname "$found"):$LD_LIBRARY_PATH"
+      found_dir=$(dirname "$found")
+      export LD_LIBRARY_PATH="$found_dir:$LD_LIBRARY_PATH"
     else
       echo "gpu-check: $lib is missing on this machine" >&2
     fi
   done
+  # Each step is time-boxed: a hang costs its box, not the whole lease.
+  step() { local box=$1; shift; echo "gpu-check: $*"; timeout --kill-after=10 "$box" "$@"; }
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # API errors are not reported: NCCL's initialization probes kernels its build lacks
+  # (cudaErrorNoKernelImageForDevice, handled inside NCCL), and swp checks each CUDA call's
+  # result itself.
+  memcheck() {  # memcheck TEST_CASES: no invalid access, no leak of device memory
+    step 240 "$sanitizer" --tool memcheck --leak-check full --report-api-errors no \
+      --error-exitcode 9 "$carry/swp-tests" --test-case="$1" --minimal
+  }
   if [ "$mode" = nsys ]; then nsys_summary; exit 0; fi
+  if [ "$mode" = memcheck ]; then
+    runs=${GPU_CHECK_MEMCHECK_RUNS:-5}
+    failed=0
+    for run in $(seq "$runs"); do
+      echo "gpu-check: memcheck run $run of $runs"
+      memcheck "${GPU_CHECK_MEMCHECK_TESTS:-nccl*}" || failed=$((failed + 1))
+    done
+    echo "gpu-check: memcheck failed in $failed of $runs runs"
+    echo "gpu-check: exit $((failed > 0))"
+    exit $((failed > 0))
+  fi
   if [ "$mode" = service ]; then
     # Issue 15's service load test on this machine's CPUs (docs/service.md), server defaults,
     # GPU_CHECK_SERVICE_RUNS runs (3), then how steady the CPUs are (cpu_steadiness).
@@ -137,8 +162,6 @@ run|nsys|dispatch|service)
     exit 0
   fi
   status=0
-  # Each step is time-boxed: a hang costs its box, not the whole lease.
-  step() { local box=$1; shift; echo "gpu-check: $*"; timeout --kill-after=10 "$box" "$@"; }
   # The cuda tests first, alone: not one may skip on a GPU machine.
   log=$(mktemp)
   step 180 "$carry/swp-tests" --test-case='cuda*,nccl*' 2>&1 | tee "$log" || status=1
@@ -181,14 +204,8 @@ run|nsys|dispatch|service)
   [ -n "${GPU_CHECK_OUT:-}" ] && cp "$record" "$GPU_CHECK_OUT/nvtx-ranges.txt"
   nsys_summary
   # The cuda tests again under compute-sanitizer's memcheck (GPU_CHECK_SANITIZER=0 leaves it
-  # out): no invalid access, no leak of device memory. API errors are not reported: NCCL's
-  # initialization probes kernels its build lacks (cudaErrorNoKernelImageForDevice, handled
-  # inside NCCL), and swp checks each CUDA call's result itself.
-  if [ "${GPU_CHECK_SANITIZER:-1}" != 0 ]; then
-    sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-    step 240 "$sanitizer" --tool memcheck --leak-check full --report-api-errors no --error-exitcode 9 \
-      "$carry/swp-tests" --test-case='cuda*,nccl*' --minimal || status=1
-  fi
+  # out).
+  if [ "${GPU_CHECK_SANITIZER:-1}" != 0 ]; then memcheck 'cuda*,nccl*' || status=1; fi
   # Then the library's other tests, on this machine's many cores (the CLI's and the examples'
   # run binaries at this machine's build paths).
   if [ "${GPU_CHECK_SUITE:-1}" != 0 ]; then
@@ -199,7 +216,7 @@ run|nsys|dispatch|service)
   exit "$status"
   ;;
 *)
-  echo "usage: tools/gpu-check.sh pack|run|nsys|dispatch|service" >&2
+  echo "usage: tools/gpu-check.sh pack|run|nsys|dispatch|service|memcheck" >&2
   exit 2
   ;;
 esac
