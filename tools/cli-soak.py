@@ -89,6 +89,8 @@ def main():
                 continue
             valid += 1
             for cmd, trace in commands(args.swp, rng, path, scratch, len(plan["tasks"])):
+                if trace is not None and os.path.exists(trace):
+                    os.remove(trace)  # the last plan's trace must not stand in for this one's
                 try:
                     r = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
                     ok, why = r.returncode == 0, f"exit {r.returncode}: {r.stderr[-800:]}"
@@ -97,7 +99,7 @@ def main():
                             json.load(f)  # a trace that is not JSON fails here
                 except subprocess.TimeoutExpired:
                     ok, why = False, f"still running after {args.timeout} s"
-                except ValueError as e:
+                except (OSError, ValueError) as e:  # no file, or not JSON
                     ok, why = False, f"--trace wrote no JSON: {e}"
                 if not ok:
                     failures += 1
