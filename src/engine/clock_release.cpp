@@ -77,14 +77,20 @@ void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   // on the new iteration.
   EngineCore& c = core_;
   c.starved_ = false;  // set again if the source answers "not yet" below
+  Scheduler& scheduler = c.runtime().scheduler();
+  runs_here_ = scheduler.sole_runner_here() ? &scheduler : nullptr;
   for (;;) {
     const std::int64_t period = next_period_;
     if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
     const bool in_flight_need = needed(period);
     if (in_flight_need) {
-      // Announced to idle threads once, before the source runs (which may block).
-      const Scheduler::PostBatch batch(c.runtime().scheduler());
-      release_later_stages(period);
+      if (runs_here_ != nullptr) {
+        release_later_stages(period);  // what is ready runs now: nothing to announce
+      } else {
+        // Announced to idle threads once, before the source runs (which may block).
+        const Scheduler::PostBatch batch(scheduler);
+        release_later_stages(period);
+      }
     }
     std::int64_t admitted = -1;
     const std::int64_t next = c.next_admit_;
@@ -122,6 +128,8 @@ void ClockRelease::release_later_stages(std::int64_t period) {
 }
 
 void ClockRelease::release_rest() {
+  Scheduler& scheduler = core_.runtime().scheduler();
+  runs_here_ = scheduler.sole_runner_here() ? &scheduler : nullptr;
   // The periods that would have opened, opened now in their order: an instance still goes to
   // its lane after its producers (lanes keep the period order), so none parks for good.
   for (std::int64_t period = next_period_; period <= last_admit_period_ + max_stage_; ++period) {
@@ -161,6 +169,11 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   }
   if (!core_.count_down(in)) return;
   core_.rearm(in);
+  // With one thread (a pool without workers, driven by this call's thread) it runs now, as
+  // its post would have made it run next: no queue's round trip. With one thread this is
+  // every instance: a producer always finishes before its successor's period opens
+  // (docs/benchmarks.md).
+  if (runs_here_ == &in.info->lane->scheduler()) return in.run();
   core_.post_claimed(in, false);
 }
 

@@ -361,8 +361,10 @@ void EngineCore::starve_timeout() {
 
 Co<std::optional<std::int64_t>> EngineCore::next() {
   if (!filled_) throw PipelineStateError("next() called before fill_pipeline()");
-  // Virtual time advances only while someone drives the sim scheduler: progress() does.
-  if (runtime_.scheduler().virtual_time()) co_return retire_next();
+  // Virtual time advances only while someone drives the sim scheduler, and a pool without
+  // workers runs only while someone drives it: progress() does, on the awaiting thread (a
+  // parked wait would never be run).
+  if (runtime_.scheduler().runs_only_when_driven()) co_return retire_next();
   begin_run();
   std::optional<Clock::time_point> started;
   for (;;) {

@@ -41,6 +41,15 @@ TEST_CASE("runnables run as handlers on the caller's io_context threads") {
   CHECK(r.ran_on == runner_id);
 }
 
+TEST_CASE("an io_context's threads run the work: not only when driven, never in place") {
+  boost::asio::io_context io;
+  swp::AsioScheduler scheduler(io.get_executor());
+  CHECK_FALSE(scheduler.runs_only_when_driven());
+  bool inside = true;
+  scheduler.drive_section([&] { inside = scheduler.sole_runner_here(); });
+  CHECK_FALSE(inside);
+}
+
 TEST_CASE("drive_until waits for notify off the context, and runs handlers on it") {
   boost::asio::io_context io;
   swp::AsioScheduler scheduler(io.get_executor());

@@ -39,6 +39,14 @@ TEST_CASE("virtual time advances to timers only when nothing is runnable") {
   CHECK(sim.elapsed() == 300us);
 }
 
+TEST_CASE("virtual time runs only when driven, and no post may run in place") {
+  swp::SimScheduler sim;
+  CHECK(sim.runs_only_when_driven());
+  bool inside = true;
+  sim.drive_section([&] { inside = sim.sole_runner_here(); });
+  CHECK_FALSE(inside);  // a post there runs at its virtual time, not now
+}
+
 TEST_CASE("drive_until stops virtual time at its deadline") {
   swp::SimScheduler sim;
   Log log;

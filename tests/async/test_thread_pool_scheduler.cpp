@@ -526,6 +526,55 @@ TEST_CASE("posts from a drive_section outside any runnable run in their order on
   CHECK(log == std::vector<int>{1, 2, 3});
 }
 
+// Says whether the pool is its thread's sole runner when it runs.
+struct SoleRunnerProbe final : swp::Runnable {
+  swp::Scheduler* scheduler = nullptr;
+  std::atomic<int> runs{0};
+  std::atomic<bool> sole{true};
+  void run() noexcept override {
+    sole.store(scheduler->sole_runner_here());
+    runs.fetch_add(1);
+  }
+};
+
+TEST_CASE("sole_runner_here: only a thread driving a pool without workers, outside any runnable") {
+  SUBCASE("no workers: inside a drive_section, not outside it nor inside a runnable") {
+    swp::ThreadPoolScheduler pool(0);
+    CHECK_FALSE(pool.sole_runner_here());  // not driving
+    SoleRunnerProbe probe;
+    probe.scheduler = &pool;
+    bool inside = false;
+    bool nested = false;
+    pool.drive_section([&] {
+      inside = pool.sole_runner_here();
+      pool.post(probe);
+      nested = pool.drive_until([&] { return probe.runs.load() == 1; }, swp::Clock::now() + 30s);
+    });
+    CHECK(inside);
+    CHECK(nested);
+    CHECK_FALSE(probe.sole.load());  // a runnable may not run work in place of its post
+    CHECK_FALSE(pool.sole_runner_here());
+  }
+  SUBCASE("a driver of another pool is not this one's runner") {
+    swp::ThreadPoolScheduler pool(0);
+    swp::ThreadPoolScheduler other(0);
+    bool here = true;
+    other.drive_section([&] { here = pool.sole_runner_here(); });
+    CHECK_FALSE(here);
+  }
+  SUBCASE("with a worker, never: posted work may run there") {
+    swp::ThreadPoolScheduler pool(1);
+    bool inside = true;
+    pool.drive_section([&] { inside = pool.sole_runner_here(); });
+    CHECK_FALSE(inside);
+  }
+}
+
+TEST_CASE("runs_only_when_driven: a pool without workers") {
+  CHECK(swp::ThreadPoolScheduler(0).runs_only_when_driven());
+  CHECK_FALSE(swp::ThreadPoolScheduler(1).runs_only_when_driven());
+}
+
 TEST_CASE("drive_section propagates what its section throws and leaves the scheduler usable") {
   swp::ThreadPoolScheduler pool(0);
   CountingRunnable r;

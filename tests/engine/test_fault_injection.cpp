@@ -205,7 +205,8 @@ std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& inj
 }
 
 template <class Engine>
-void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& tally) {
+void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& tally,
+                   unsigned workers = 2) {
   std::mt19937 rng(swp::test::seed(seed));
   auto uniform = [&](auto lo, auto hi) {
     return std::uniform_int_distribution<decltype(hi)>(lo, hi)(rng);
@@ -234,7 +235,7 @@ void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& ta
       return injector.fault_for(t, i);
     };
     swp::test::Results results;
-    swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+    swp::Runtime rt({.backend = swp::Backend::host, .workers = workers});
     auto plan = swp::test::bind(source, results, {~TaskIndex{0}, -1}, &hook);
     auto pipe = Engine::template make<BoundCtx>(rt, plan, max_depth);
     const auto slots = static_cast<int>(pipe->slots());
@@ -295,6 +296,15 @@ TEST_CASE_TEMPLATE("injected faults surface once, drain, and the pipeline refill
   for (int k = 0; k < fault_kinds; ++k)
     std::printf("%s%s %d", k ? ", " : "", fault_name(static_cast<Fault>(k)), tally.injected[k]);
   std::printf(")\n");
+}
+
+TEST_CASE_TEMPLATE("injected faults surface once with the caller the only thread", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // No workers: the clock engine runs a period's ready instances as it releases them, inside
+  // the call that opened the period; a fault there must surface the same way.
+  Tally tally;
+  inject_faults<Engine>(Engine::name[0] == 'c' ? 1307 : 1309, 20, 24, tally, 0);
+  for (int k = 0; k < fault_kinds; ++k) CHECK(tally.surfaced[k] == tally.injected[k]);
 }
 
 }  // namespace test_fault_injection

@@ -126,15 +126,17 @@ std::vector<std::int64_t> async_all(swp::Pipeline<Ctx>& pipe, boost::asio::io_co
 }
 
 std::unique_ptr<swp::Runtime> make_runtime(swp::Backend backend, Drive drive,
-                                           boost::asio::io_context& io) {
+                                           boost::asio::io_context& io, unsigned workers) {
   if (drive == Drive::asio)
     return std::make_unique<swp::Runtime>(std::make_unique<swp::AsioScheduler>(io.get_executor()));
-  return std::make_unique<swp::Runtime>(swp::RuntimeOptions{.backend = backend, .workers = 2});
+  return std::make_unique<swp::Runtime>(
+      swp::RuntimeOptions{.backend = backend, .workers = workers});
 }
 
 template <class Engine>
 void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
-                      Drive drive = Drive::progress, int max_iterations = 12) {
+                      Drive drive = Drive::progress, int max_iterations = 12,
+                      unsigned workers = 2) {
   std::mt19937 rng(swp::test::seed(seed));
   for (int n = 0; n < plans; ++n) {
     const auto source = swp::test::random_plan(rng);
@@ -156,7 +158,7 @@ void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
     Results results;
     swp::test::RunTrace trace;
     boost::asio::io_context io;
-    auto runtime = make_runtime(backend, drive, io);
+    auto runtime = make_runtime(backend, drive, io, workers);
     swp::Runtime& rt = *runtime;
     auto plan = bind(source, results);
     auto pipe = Engine::template make<Ctx>(rt, plan, max_depth);
@@ -188,6 +190,14 @@ void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
 TEST_CASE_TEMPLATE("random valid plans honour every dependency and match a serial run", Engine,
                    swp::test::UseClock, swp::test::UseDataFlow) {
   SUBCASE("host backend, real threads") { run_random_plans<Engine>(swp::Backend::host, 120, 7); }
+  SUBCASE("host backend, the caller the only thread") {
+    // No workers: the clock engine runs a period's ready instances as it releases them
+    // (Scheduler::sole_runner_here), data-flow posts them to the caller's queue.
+    run_random_plans<Engine>(swp::Backend::host, 120, 23, Drive::progress, 12, 0);
+  }
+  SUBCASE("host backend, the caller the only thread, co_await next()") {
+    run_random_plans<Engine>(swp::Backend::host, 60, 29, Drive::next, 12, 0);
+  }
   SUBCASE("sim backend") { run_random_plans<Engine>(swp::Backend::sim, 120, 11); }
   SUBCASE("host backend, co_await next()") {
     run_random_plans<Engine>(swp::Backend::host, 60, 13, Drive::next);

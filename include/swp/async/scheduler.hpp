@@ -66,6 +66,22 @@ class Scheduler {
   /// The default says false.
   [[nodiscard]] virtual bool nothing_next_here() const noexcept { return false; }
 
+  /// True when nothing runs this scheduler's work but the threads that drive it (drive_until,
+  /// drive_section): a pool without workers, virtual time. A wait that holds no thread (a
+  /// coroutine parked until work completes) would never end there: the pipelines' next()
+  /// drives on the awaiting thread instead, as progress() does. The default says so for
+  /// virtual time.
+  [[nodiscard]] virtual bool runs_only_when_driven() const noexcept { return virtual_time(); }
+
+  /// True when work posted from the calling thread now would run on this thread, once it is
+  /// back in the scheduler, and on no other: the thread drives this scheduler (drive_section,
+  /// drive_until) outside any runnable, and the scheduler has no thread of its own (a pool
+  /// without workers). A caller with ready work may then run it at once, in the order it
+  /// would have posted it, instead of posting it: the same thread runs it, without a queue's
+  /// round trip. (Another thread driving the same pool at that moment could have taken some
+  /// of it.) The clock engine's period releases do, with one thread. The default says false.
+  [[nodiscard]] virtual bool sole_runner_here() const noexcept { return false; }
+
   /// Posts made on this thread while a PostBatch lives are announced to other threads once,
   /// when the (outermost) batch ends, instead of once each: one fence and one look for idle
   /// threads per batch. Nothing may block while a batch is open (the posts may be hidden

@@ -112,6 +112,13 @@ class ThreadPoolScheduler final : public Scheduler {
   /// No bypass and an empty slot on the calling thread (see Scheduler::nothing_next_here).
   [[nodiscard]] bool nothing_next_here() const noexcept override;
 
+  /// No workers (see Scheduler::runs_only_when_driven).
+  [[nodiscard]] bool runs_only_when_driven() const noexcept override { return worker_count_ == 0; }
+
+  /// No workers, and the calling thread drives this pool outside any runnable (see
+  /// Scheduler::sole_runner_here).
+  [[nodiscard]] bool sole_runner_here() const noexcept override;
+
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
 
   [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }

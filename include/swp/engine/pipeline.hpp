@@ -157,9 +157,10 @@ class Pipeline : private detail::FrontEnd {
   /// suspends (no thread blocks) until the oldest in-flight iteration retired and the slot it
   /// frees may take the next batch. The retirement (on_retire, the source's next batch) then
   /// runs on the thread that resumes the coroutine (its Resumer's, or the one that completed
-  /// the wait). Lanes must keep running meanwhile: on the runtime's workers (workers >= 1) or
-  /// on the Asio threads of an AsioScheduler. On the sim backend it is progress(), which
-  /// drives virtual time on the awaiting thread. Deadlines are progress()'s, kept by a timer.
+  /// the wait). Lanes keep running meanwhile on the runtime's workers (workers >= 1) or on the
+  /// Asio threads of an AsioScheduler. Where nothing but a driving thread runs them — the sim
+  /// backend, a pool without workers (Scheduler::runs_only_when_driven) — it is progress(),
+  /// which drives on the awaiting thread. Deadlines are progress()'s, kept by a timer.
   /// One progress()/next()/async_progress() at a time; keep the pipeline alive until it ends.
   /// The Asio completion-token form is `swp::async_progress(pipe, token)` (swp/engine/asio.hpp).
   ///

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "swp/async/scheduler.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 
 namespace swp::detail {
@@ -52,6 +53,10 @@ class ClockRelease final : public ReleasePolicy {
   void start_under_claim(Instance& in) noexcept;
 
   EngineCore& core_;
+  // Set by each advance() and release_rest(): the runtime's scheduler when this thread is its
+  // only runner (Scheduler::sole_runner_here), so a released instance that is ready runs at
+  // once instead of being posted; else nullptr.
+  Scheduler* runs_here_ = nullptr;
   std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)
   // order_ split: the stage-0 tasks (released with their iteration's admission), and the
   // others with their stage (released by the periods after it), each in order_'s order.
