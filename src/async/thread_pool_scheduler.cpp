@@ -571,8 +571,8 @@ bool ThreadPoolScheduler::nothing_next_here() const noexcept {
 bool ThreadPoolScheduler::sole_runner_here() const noexcept {
   const Context* c = current;
   // A driver beyond max_drivers (no queue) posts to the injector, which other drivers serve.
-  return worker_count_ == 0 && c != nullptr && c->scheduler == this && c->queue != nullptr &&
-         c->running == nullptr;
+  return runs_only_when_driven() && c != nullptr && c->scheduler == this &&
+         c->queue != nullptr && c->running == nullptr;
 }
 
 void ThreadPoolScheduler::drive_section(detail::FunctionRef<void()> section) {

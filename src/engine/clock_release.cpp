@@ -78,7 +78,7 @@ void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   EngineCore& c = core_;
   c.starved_ = false;  // set again if the source answers "not yet" below
   Scheduler& scheduler = c.runtime().scheduler();
-  runs_here_ = scheduler.sole_runner_here() ? &scheduler : nullptr;
+  look_who_runs();
   for (;;) {
     const std::int64_t period = next_period_;
     if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
@@ -127,9 +127,13 @@ void ClockRelease::release_later_stages(std::int64_t period) {
   }
 }
 
-void ClockRelease::release_rest() {
+void ClockRelease::look_who_runs() noexcept {
   Scheduler& scheduler = core_.runtime().scheduler();
   runs_here_ = scheduler.sole_runner_here() ? &scheduler : nullptr;
+}
+
+void ClockRelease::release_rest() {
+  look_who_runs();
   // The periods that would have opened, opened now in their order: an instance still goes to
   // its lane after its producers (lanes keep the period order), so none parks for good.
   for (std::int64_t period = next_period_; period <= last_admit_period_ + max_stage_; ++period) {

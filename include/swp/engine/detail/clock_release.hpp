@@ -52,10 +52,13 @@ class ClockRelease final : public ReleasePolicy {
   // said it bypasses its lane): posts it if that was the last thing it waited for.
   void start_under_claim(Instance& in) noexcept;
 
+  // Sets runs_here_; called first by advance() and release_rest(), the only callers of
+  // release().
+  void look_who_runs() noexcept;
+
   EngineCore& core_;
-  // Set by each advance() and release_rest(): the runtime's scheduler when this thread is its
-  // only runner (Scheduler::sole_runner_here), so a released instance that is ready runs at
-  // once instead of being posted; else nullptr.
+  // The runtime's scheduler when this thread is its only runner (Scheduler::sole_runner_here),
+  // so a released instance that is ready runs at once instead of being posted; else nullptr.
   Scheduler* runs_here_ = nullptr;
   std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)
   // order_ split: the stage-0 tasks (released with their iteration's admission), and the
