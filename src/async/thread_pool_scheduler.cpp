@@ -568,11 +568,10 @@ bool ThreadPoolScheduler::nothing_next_here() const noexcept {
          (c->queue == nullptr || c->queue->slot.load(std::memory_order_relaxed) == nullptr);
 }
 
-bool ThreadPoolScheduler::sole_runner_here() const noexcept {
+bool ThreadPoolScheduler::drives_here() const noexcept {
   const Context* c = current;
   // A driver beyond max_drivers (no queue) posts to the injector, which other drivers serve.
-  return runs_only_when_driven() && c != nullptr && c->scheduler == this &&
-         c->queue != nullptr && c->running == nullptr;
+  return c != nullptr && c->scheduler == this && c->queue != nullptr && c->running == nullptr;
 }
 
 void ThreadPoolScheduler::drive_section(detail::FunctionRef<void()> section) {

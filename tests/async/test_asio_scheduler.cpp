@@ -46,8 +46,13 @@ TEST_CASE("an io_context's threads run the work: not only when driven, never in 
   swp::AsioScheduler scheduler(io.get_executor());
   CHECK_FALSE(scheduler.runs_only_when_driven());
   bool inside = true;
-  scheduler.drive_section([&] { inside = scheduler.sole_runner_here(); });
+  bool drives = true;
+  scheduler.drive_section([&] {
+    inside = scheduler.sole_runner_here();
+    drives = scheduler.drives_here();
+  });
   CHECK_FALSE(inside);
+  CHECK_FALSE(drives);  // posts go to the io_context, not to a queue of this thread's
 }
 
 TEST_CASE("drive_until waits for notify off the context, and runs handlers on it") {

@@ -43,8 +43,13 @@ TEST_CASE("virtual time runs only when driven, and no post may run in place") {
   swp::SimScheduler sim;
   CHECK(sim.runs_only_when_driven());
   bool inside = true;
-  sim.drive_section([&] { inside = sim.sole_runner_here(); });
+  bool drives = true;
+  sim.drive_section([&] {
+    inside = sim.sole_runner_here();
+    drives = sim.drives_here();
+  });
   CHECK_FALSE(inside);  // a post there runs at its virtual time, not now
+  CHECK_FALSE(drives);
 }
 
 TEST_CASE("drive_until stops virtual time at its deadline") {

@@ -565,8 +565,49 @@ TEST_CASE("sole_runner_here: only a thread driving a pool without workers, outsi
   SUBCASE("with a worker, never: posted work may run there") {
     swp::ThreadPoolScheduler pool(1);
     bool inside = true;
-    pool.drive_section([&] { inside = pool.sole_runner_here(); });
+    bool drives = false;
+    pool.drive_section([&] {
+      inside = pool.sole_runner_here();
+      drives = pool.drives_here();
+    });
     CHECK_FALSE(inside);
+    CHECK(drives);  // it drives the pool, but shares it with the worker
+  }
+}
+
+// Says whether the calling thread drives the pool when it runs.
+struct DrivesHereProbe final : swp::Runnable {
+  swp::Scheduler* scheduler = nullptr;
+  std::atomic<int> runs{0};
+  std::atomic<bool> drives{true};
+  void run() noexcept override {
+    drives.store(scheduler->drives_here());
+    runs.fetch_add(1);
+  }
+};
+
+TEST_CASE("drives_here: a thread driving the pool outside any runnable, workers or not") {
+  for (const unsigned workers : {0U, 1U}) {
+    CAPTURE(workers);
+    swp::ThreadPoolScheduler pool(workers);
+    swp::ThreadPoolScheduler other(0);
+    CHECK_FALSE(pool.drives_here());  // not driving
+    DrivesHereProbe probe;
+    probe.scheduler = &pool;
+    bool inside = false;
+    bool in_other = true;
+    bool ran = false;
+    pool.drive_section([&] {
+      inside = pool.drives_here();
+      pool.post(probe);
+      ran = pool.drive_until([&] { return probe.runs.load() == 1; }, swp::Clock::now() + 30s);
+    });
+    other.drive_section([&] { in_other = pool.drives_here(); });
+    CHECK(inside);
+    CHECK(ran);
+    CHECK_FALSE(probe.drives.load());  // inside a runnable (on whichever thread ran it)
+    CHECK_FALSE(in_other);             // a driver of another pool
+    CHECK_FALSE(pool.drives_here());   // the section ended
   }
 }
 

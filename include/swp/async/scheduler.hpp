@@ -73,14 +73,24 @@ class Scheduler {
   /// virtual time.
   [[nodiscard]] virtual bool runs_only_when_driven() const noexcept { return virtual_time(); }
 
+  /// True when the calling thread drives this scheduler (drive_section, drive_until) outside
+  /// any runnable, with a run queue of its own: work it posts now goes to that queue, where it
+  /// runs next unless an idle thread takes it. A caller with several ready runnables may then
+  /// run one of them at once instead of posting it (the one this thread would have run anyway)
+  /// and post the rest for other threads to take: the clock engine's period releases do. The
+  /// default says false.
+  [[nodiscard]] virtual bool drives_here() const noexcept { return false; }
+
   /// True when work posted from the calling thread now would run on this thread, once it is
-  /// back in the scheduler, and on no other: the thread drives this scheduler (drive_section,
-  /// drive_until) outside any runnable, and the scheduler has no thread of its own (a pool
-  /// without workers). A caller with ready work may then run it at once, in the order it
-  /// would have posted it, instead of posting it: the same thread runs it, without a queue's
-  /// round trip. (Another thread driving the same pool at that moment could have taken some
-  /// of it.) The clock engine's period releases do, with one thread. The default says false.
-  [[nodiscard]] virtual bool sole_runner_here() const noexcept { return false; }
+  /// back in the scheduler, and on no other: it drives this scheduler outside any runnable
+  /// (drives_here) and the scheduler has no thread of its own (runs_only_when_driven: a pool
+  /// without workers). A caller with ready work may then run all of it at once, in the order
+  /// it would have posted it, instead of posting it: the same thread runs it, without a
+  /// queue's round trip. (Another thread driving the same pool at that moment could have taken
+  /// some of it.) The clock engine's period releases do, with one thread.
+  [[nodiscard]] bool sole_runner_here() const noexcept {
+    return drives_here() && runs_only_when_driven();
+  }
 
   /// Posts made on this thread while a PostBatch lives are announced to other threads once,
   /// when the (outermost) batch ends, instead of once each: one fence and one look for idle

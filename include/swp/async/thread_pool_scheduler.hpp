@@ -115,9 +115,9 @@ class ThreadPoolScheduler final : public Scheduler {
   /// No workers (see Scheduler::runs_only_when_driven).
   [[nodiscard]] bool runs_only_when_driven() const noexcept override { return worker_count_ == 0; }
 
-  /// No workers, and the calling thread drives this pool outside any runnable (see
-  /// Scheduler::sole_runner_here).
-  [[nodiscard]] bool sole_runner_here() const noexcept override;
+  /// The calling thread drives this pool outside any runnable, with a driver queue (a driver
+  /// beyond max_drivers posts to the shared injector instead; see Scheduler::drives_here).
+  [[nodiscard]] bool drives_here() const noexcept override;
 
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
 
