@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <utility>
 
 #include "swp/async/detail/work_stealing_queue.hpp"
@@ -143,20 +144,35 @@ inline std::uint32_t next_random(std::uint32_t& state) noexcept {  // xorshift32
 
 }  // namespace
 
+// The context of a thread driving a pool outside any other pool's work (the usual driver: a
+// pipeline's progress(), once per call): kept across its drive sections, so entering one sets
+// only what a section changes. Free whenever `current` is null.
+[[gnu::tls_model("initial-exec")]] thread_local detail::PoolContext outermost_driver;
+
 // Gives a thread entering drive_until its context: the one it already has when it runs this
-// scheduler's work (a worker, or a nested drive_until), else a fresh one with a driver queue.
+// scheduler's work (a worker, or a nested drive_until), else a driver context with a driver
+// queue (outermost_driver when the thread runs no pool's work, else one of its own).
 class ThreadPoolScheduler::DriverScope {
  public:
   explicit DriverScope(ThreadPoolScheduler& s) : scheduler_(s), outer_(current) {
     if (outer_ != nullptr && outer_->scheduler == &s) return;
-    own_.scheduler = &s;
-    own_.queue = s.claim_driver_queue();
-    own_.rng ^= static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&own_) >> 4);
-    current = &own_;
+    Context& c = outer_ == nullptr ? outermost_driver : *new (&own_) Context;
+    if (c.scheduler != &s) {
+      // New, or its last section drove another pool: what it saw of that one's queues means
+      // nothing here (and those queues may be gone).
+      c.lone = nullptr;
+      c.watched = nullptr;
+      c.scheduler = &s;
+      c.rng ^= static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&c) >> 4);
+    }
+    // A section leaves nothing running, nothing to bypass and no batch open (each is undone
+    // before the runnable or the batch scope returns), so the rest is as it was.
+    c.queue = s.claim_driver_queue();
+    current = &c;
   }
   ~DriverScope() {
-    if (current != &own_) return;  // nested: the outer drive_until or worker owns the context
-    if (own_.queue != nullptr) scheduler_.release_driver_queue(*own_.queue);
+    if (current == outer_) return;  // nested: the outer drive_until or worker owns the context
+    if (current->queue != nullptr) scheduler_.release_driver_queue(*current->queue);
     current = outer_;
   }
   DriverScope(const DriverScope&) = delete;
@@ -167,7 +183,11 @@ class ThreadPoolScheduler::DriverScope {
  private:
   ThreadPoolScheduler& scheduler_;
   Context* outer_;
-  Context own_;
+  // A context of its own, made only when the thread runs another pool's work meanwhile (its
+  // outermost_driver may be in use). Trivially destructible: nothing to end.
+  union {
+    Context own_;
+  };
 };
 
 unsigned ThreadPoolScheduler::default_workers() noexcept {

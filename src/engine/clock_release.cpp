@@ -14,6 +14,7 @@ namespace swp::detail {
 
 ClockRelease::ClockRelease(EngineCore& core)
     : core_(core),
+      only_driven_(core.runtime().scheduler().runs_only_when_driven()),
       order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {
   for (TaskIndex t = 0; t < core.graph().size(); ++t)
     max_stage_ = std::max(max_stage_, core.graph().stage(t));
@@ -137,7 +138,7 @@ void ClockRelease::look_who_runs() noexcept {
   runs_here_ = nullptr;
   holds_here_ = nullptr;
   if (!scheduler.drives_here()) return;
-  (scheduler.runs_only_when_driven() ? runs_here_ : holds_here_) = &scheduler;
+  (only_driven_ ? runs_here_ : holds_here_) = &scheduler;
 }
 
 void ClockRelease::run_held() noexcept {

@@ -59,6 +59,9 @@ class ClockRelease final : public ReleasePolicy {
   void run_held() noexcept;
 
   EngineCore& core_;
+  // The runtime's scheduler runs only when driven (a pool without workers; it has them or not
+  // for its whole life): a thread that drives it is its only runner.
+  bool only_driven_;
   // The runtime's scheduler when this thread is its only runner (Scheduler::sole_runner_here),
   // so a released instance that is ready runs at once instead of being posted; else nullptr.
   Scheduler* runs_here_ = nullptr;
