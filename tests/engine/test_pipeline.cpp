@@ -782,8 +782,9 @@ TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by anothe
 TEST_CASE_TEMPLATE("ready tasks of one iteration run at once on the caller and a worker", Engine,
                    swp::test::UseClock, swp::test::UseDataFlow) {
   // Two independent tasks meet in each iteration: each waits (up to a deadline, no hang) until
-  // the other arrived. The caller, driving, keeps one ready instance for itself (the clock
-  // runs it in place once it posted the other); the worker must get the other meanwhile.
+  // the other arrived. Whichever the caller runs while it drives, the worker must get the
+  // other meanwhile: no engine may run a period's (or an admission's) ready instances on the
+  // driving thread one after the other when another thread could take them.
   swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
   constexpr std::int64_t iterations = 6;
   std::atomic<int> arrived{0};

@@ -75,10 +75,7 @@ class Scheduler {
 
   /// True when the calling thread drives this scheduler (drive_section, drive_until) outside
   /// any runnable, with a run queue of its own: work it posts now goes to that queue, where it
-  /// runs next unless an idle thread takes it. A caller with several ready runnables may then
-  /// run one of them at once instead of posting it (the one this thread would have run anyway)
-  /// and post the rest for other threads to take: the clock engine's period releases do. The
-  /// default says false.
+  /// runs next unless another thread takes it. The default says false.
   [[nodiscard]] virtual bool drives_here() const noexcept { return false; }
 
   /// True when work posted from the calling thread now would run on this thread, once it is

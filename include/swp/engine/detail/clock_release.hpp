@@ -52,11 +52,9 @@ class ClockRelease final : public ReleasePolicy {
   // said it bypasses its lane): posts it if that was the last thing it waited for.
   void start_under_claim(Instance& in) noexcept;
 
-  // Sets runs_here_ and holds_here_; called first by advance() and release_rest(), the only
-  // callers of release().
+  // Sets runs_here_; called first by advance() and release_rest(), the only callers of
+  // release().
   void look_who_runs() noexcept;
-  // Runs the instance held back from a period's releases (holds_here_), if any.
-  void run_held() noexcept;
 
   EngineCore& core_;
   // The runtime's scheduler runs only when driven (a pool without workers; it has them or not
@@ -65,13 +63,6 @@ class ClockRelease final : public ReleasePolicy {
   // The runtime's scheduler when this thread is its only runner (Scheduler::sole_runner_here),
   // so a released instance that is ready runs at once instead of being posted; else nullptr.
   Scheduler* runs_here_ = nullptr;
-  // The runtime's scheduler when this thread drives it but shares it with workers
-  // (Scheduler::drives_here): of the instances a period's releases make ready, the last one
-  // is held back (held_) and runs on this thread once the others were posted (run_held), as
-  // the one its queue would have given it next; the others are there for idle threads to
-  // take. Else nullptr.
-  Scheduler* holds_here_ = nullptr;
-  Instance* held_ = nullptr;
   std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)
   // order_ split: the stage-0 tasks (released with their iteration's admission), and the
   // others with their stage (released by the periods after it), each in order_'s order.
