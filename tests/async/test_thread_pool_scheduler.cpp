@@ -526,13 +526,15 @@ TEST_CASE("posts from a drive_section outside any runnable run in their order on
   CHECK(log == std::vector<int>{1, 2, 3});
 }
 
-// Says whether the pool is its thread's sole runner when it runs.
-struct SoleRunnerProbe final : swp::Runnable {
+// Says whether, when it runs, its thread drives the pool and is its sole runner.
+struct WhereProbe final : swp::Runnable {
   swp::Scheduler* scheduler = nullptr;
   std::atomic<int> runs{0};
   std::atomic<bool> sole{true};
+  std::atomic<bool> drives{true};
   void run() noexcept override {
     sole.store(scheduler->sole_runner_here());
+    drives.store(scheduler->drives_here());
     runs.fetch_add(1);
   }
 };
@@ -541,7 +543,7 @@ TEST_CASE("sole_runner_here: only a thread driving a pool without workers, outsi
   SUBCASE("no workers: inside a drive_section, not outside it nor inside a runnable") {
     swp::ThreadPoolScheduler pool(0);
     CHECK_FALSE(pool.sole_runner_here());  // not driving
-    SoleRunnerProbe probe;
+    WhereProbe probe;
     probe.scheduler = &pool;
     bool inside = false;
     bool nested = false;
@@ -575,24 +577,13 @@ TEST_CASE("sole_runner_here: only a thread driving a pool without workers, outsi
   }
 }
 
-// Says whether the calling thread drives the pool when it runs.
-struct DrivesHereProbe final : swp::Runnable {
-  swp::Scheduler* scheduler = nullptr;
-  std::atomic<int> runs{0};
-  std::atomic<bool> drives{true};
-  void run() noexcept override {
-    drives.store(scheduler->drives_here());
-    runs.fetch_add(1);
-  }
-};
-
 TEST_CASE("drives_here: a thread driving the pool outside any runnable, workers or not") {
   for (const unsigned workers : {0U, 1U}) {
     CAPTURE(workers);
     swp::ThreadPoolScheduler pool(workers);
     swp::ThreadPoolScheduler other(0);
     CHECK_FALSE(pool.drives_here());  // not driving
-    DrivesHereProbe probe;
+    WhereProbe probe;
     probe.scheduler = &pool;
     bool inside = false;
     bool in_other = true;
