@@ -157,16 +157,15 @@ class ThreadPoolScheduler::DriverScope {
   explicit DriverScope(ThreadPoolScheduler& s) : scheduler_(s), outer_(current) {
     if (outer_ != nullptr && outer_->scheduler == &s) return;
     Context& c = outer_ == nullptr ? outermost_driver : *new (&own_) Context;
-    if (c.scheduler != &s) {
-      // New, or its last section drove another pool: what it saw of that one's queues means
-      // nothing here (and those queues may be gone).
-      c.lone = nullptr;
-      c.watched = nullptr;
+    if (c.scheduler != &s) {  // new, or its last section drove another pool
       c.scheduler = &s;
       c.rng ^= static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&c) >> 4);
     }
-    // A section leaves nothing running, nothing to bypass and no batch open (each is undone
-    // before the runnable or the batch scope returns), so the rest is as it was.
+    // What the last section saw of other queues is stale (they may even be another pool's,
+    // gone, whose address this one took). A section leaves nothing running, nothing to bypass
+    // and no batch open (each is undone before its runnable or batch scope returns).
+    c.lone = nullptr;
+    c.watched = nullptr;
     c.queue = s.claim_driver_queue();
     current = &c;
   }
