@@ -593,6 +593,8 @@ bool ThreadPoolScheduler::drives_here() const noexcept {
   return c != nullptr && c->scheduler == this && c->queue != nullptr && c->running == nullptr;
 }
 
+bool ThreadPoolScheduler::runs_no_work_here() const noexcept { return current == nullptr; }
+
 void ThreadPoolScheduler::drive_section(detail::FunctionRef<void()> section) {
   DriverScope scope(*this);
   section();

@@ -131,7 +131,9 @@ void ClockRelease::release_later_stages(std::int64_t period) {
 void ClockRelease::look_who_runs() noexcept {
   // Scheduler::sole_runner_here, with the half that never changes asked once.
   Scheduler& scheduler = core_.runtime().scheduler();
-  runs_here_ = only_driven_ && scheduler.drives_here() ? &scheduler : nullptr;
+  runs_here_ = only_driven_ && (scheduler.drives_here() || scheduler.runs_no_work_here())
+                   ? &scheduler
+                   : nullptr;
 }
 
 void ClockRelease::release_rest() {

@@ -65,6 +65,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   // Before the counters are armed: the policy says what they count besides dependencies.
   release_ = release(*this);
   start_proceeds_ = release_->start_proceeds();
+  retires_undriven_ = release_->retires_undriven();
   intra_succ_.resize(n);
   inter_succ_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {

@@ -293,6 +293,11 @@ std::optional<std::int64_t> EngineCore::progress() {
 }
 
 std::optional<std::int64_t> EngineCore::retire_next() {
+  // The oldest iteration already complete, with a policy that runs what its retirement makes
+  // ready where it is released (the clock with one thread): no driving section, nothing to
+  // wait for. (Should it wait after all, each wait drives for itself.)
+  if (retires_undriven_ && retirable() && runtime_.scheduler().runs_no_work_here())
+    return retire_next_driving();
   // One driving stretch for the whole call: the admissions after a retirement post the first
   // tasks of the new iterations to this thread's run queue, where its next waits find them,
   // and the waits claim no queue each.

@@ -51,6 +51,7 @@ TEST_CASE("an io_context's threads run the work: not only when driven, never in 
     inside = scheduler.sole_runner_here();
     drives = scheduler.drives_here();
   });
+  CHECK_FALSE(scheduler.runs_no_work_here());  // (a shared queue of its own kind: none)
   CHECK_FALSE(inside);
   CHECK_FALSE(drives);  // posts go to the io_context, not to a queue of this thread's
 }

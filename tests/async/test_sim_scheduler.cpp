@@ -48,6 +48,7 @@ TEST_CASE("virtual time runs only when driven, and no post may run in place") {
     inside = sim.sole_runner_here();
     drives = sim.drives_here();
   });
+  CHECK_FALSE(sim.runs_no_work_here());  // (a shared queue of its own kind: none)
   CHECK_FALSE(inside);  // a post there runs at its virtual time, not now
   CHECK_FALSE(drives);
 }

@@ -526,23 +526,25 @@ TEST_CASE("posts from a drive_section outside any runnable run in their order on
   CHECK(log == std::vector<int>{1, 2, 3});
 }
 
-// Says whether, when it runs, its thread drives the pool and is its sole runner.
+// Says what its thread is to the pool when it runs: its sole runner, a driver, free of work.
 struct WhereProbe final : swp::Runnable {
   swp::Scheduler* scheduler = nullptr;
   std::atomic<int> runs{0};
   std::atomic<bool> sole{true};
   std::atomic<bool> drives{true};
+  std::atomic<bool> no_work{true};
   void run() noexcept override {
     sole.store(scheduler->sole_runner_here());
     drives.store(scheduler->drives_here());
+    no_work.store(scheduler->runs_no_work_here());
     runs.fetch_add(1);
   }
 };
 
-TEST_CASE("sole_runner_here: only a thread driving a pool without workers, outside any runnable") {
-  SUBCASE("no workers: inside a drive_section, not outside it nor inside a runnable") {
+TEST_CASE("sole_runner_here: a thread outside any runnable of a pool without workers") {
+  SUBCASE("no workers: driving it or running no work, not inside a runnable") {
     swp::ThreadPoolScheduler pool(0);
-    CHECK_FALSE(pool.sole_runner_here());  // not driving
+    CHECK(pool.sole_runner_here());  // running no work: what it posts waits for a driver
     WhereProbe probe;
     probe.scheduler = &pool;
     bool inside = false;
@@ -555,7 +557,7 @@ TEST_CASE("sole_runner_here: only a thread driving a pool without workers, outsi
     CHECK(inside);
     CHECK(nested);
     CHECK_FALSE(probe.sole.load());  // a runnable may not run work in place of its post
-    CHECK_FALSE(pool.sole_runner_here());
+    CHECK(pool.sole_runner_here());
   }
   SUBCASE("a driver of another pool is not this one's runner") {
     swp::ThreadPoolScheduler pool(0);
@@ -574,6 +576,31 @@ TEST_CASE("sole_runner_here: only a thread driving a pool without workers, outsi
     });
     CHECK_FALSE(inside);
     CHECK(drives);  // it drives the pool, but shares it with the worker
+  }
+}
+
+TEST_CASE("runs_no_work_here: a thread inside no pool's runnable and driving none") {
+  for (const unsigned workers : {0U, 1U}) {
+    CAPTURE(workers);
+    swp::ThreadPoolScheduler pool(workers);
+    swp::ThreadPoolScheduler other(0);
+    CHECK(pool.runs_no_work_here());
+    WhereProbe probe;
+    probe.scheduler = &pool;
+    bool driving = true;
+    bool driving_other = true;
+    bool ran = false;
+    pool.drive_section([&] {
+      driving = pool.runs_no_work_here();
+      pool.post(probe);
+      ran = pool.drive_until([&] { return probe.runs.load() == 1; }, swp::Clock::now() + 30s);
+    });
+    other.drive_section([&] { driving_other = pool.runs_no_work_here(); });
+    CHECK(ran);
+    CHECK_FALSE(driving);
+    CHECK_FALSE(probe.no_work.load());  // inside a runnable (on whichever thread ran it)
+    CHECK_FALSE(driving_other);  // another pool's work: not free of work
+    CHECK(pool.runs_no_work_here());
   }
 }
 

@@ -78,15 +78,21 @@ class Scheduler {
   /// runs next unless another thread takes it. The default says false.
   [[nodiscard]] virtual bool drives_here() const noexcept { return false; }
 
+  /// True when the calling thread runs no work of this scheduler at all, nor of another of its
+  /// kind (a thread pool: inside none of any pool's runnables, driving none): work it posts
+  /// goes to the scheduler's shared queue. The default says false.
+  [[nodiscard]] virtual bool runs_no_work_here() const noexcept { return false; }
+
   /// True when work posted from the calling thread now would run on this thread, once it is
-  /// back in the scheduler, and on no other: it drives this scheduler outside any runnable
-  /// (drives_here) and the scheduler has no thread of its own (runs_only_when_driven: a pool
-  /// without workers). A caller with ready work may then run all of it at once, in the order
-  /// it would have posted it, instead of posting it: the same thread runs it, without a
-  /// queue's round trip. (Another thread driving the same pool at that moment could have taken
-  /// some of it.) The clock engine's period releases do, with one thread.
+  /// back in the scheduler, and on no other: the scheduler has no thread of its own
+  /// (runs_only_when_driven: a pool without workers) and this thread is outside any of its
+  /// runnables, driving it (drives_here) or running no work at all (runs_no_work_here). A
+  /// caller with ready work may then run all of it at once, in the order it would have posted
+  /// it, instead of posting it: the same thread runs it, without a queue's round trip.
+  /// (Another thread driving the same pool at that moment could have taken some of it.) The
+  /// clock engine's period releases do, with one thread.
   [[nodiscard]] bool sole_runner_here() const noexcept {
-    return drives_here() && runs_only_when_driven();
+    return runs_only_when_driven() && (drives_here() || runs_no_work_here());
   }
 
   /// Posts made on this thread while a PostBatch lives are announced to other threads once,

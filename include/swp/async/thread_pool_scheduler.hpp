@@ -118,6 +118,9 @@ class ThreadPoolScheduler final : public Scheduler {
   /// The calling thread drives this pool outside any runnable, with a driver queue (a driver
   /// beyond max_drivers posts to the shared injector instead; see Scheduler::drives_here).
   [[nodiscard]] bool drives_here() const noexcept override;
+  /// The calling thread is inside no pool's runnable and drives none (see
+  /// Scheduler::runs_no_work_here).
+  [[nodiscard]] bool runs_no_work_here() const noexcept override;
 
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
 

@@ -31,6 +31,9 @@ class ClockRelease final : public ReleasePolicy {
   void start(Instance& in) noexcept override;
   void ordered_finished(Instance& in) noexcept override;
   [[nodiscard]] bool releases_every_instance() const noexcept override { return true; }
+  // With one thread (a pool without workers) a period's ready instances run where they are
+  // released, driving or not.
+  [[nodiscard]] bool retires_undriven() const noexcept override { return only_driven_; }
   // The periods the stopped run will not open, released at once (in period order).
   void release_rest() override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,

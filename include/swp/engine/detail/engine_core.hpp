@@ -504,6 +504,8 @@ class EngineCore {
   // The release policy's start is proceed and its ready is release_now (data-flow): no
   // virtual call to get to either.
   bool start_proceeds_ = false;
+  // ReleasePolicy::retires_undriven: a retirement that needs no wait takes no driving section.
+  bool retires_undriven_ = false;
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;
   bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)

@@ -45,6 +45,10 @@ class ReleasePolicy {
   /// Whether `start` is just EngineCore::proceed and `ready` just EngineCore::release_now (the
   /// core then calls those directly).
   [[nodiscard]] virtual bool start_proceeds() const noexcept { return false; }
+  /// Whether a retirement that needs no wait may run without a driving section where the
+  /// calling thread runs none of the scheduler's work (Scheduler::runs_no_work_here): what
+  /// advance() then makes ready it runs at once or posts to the scheduler's shared queue.
+  [[nodiscard]] virtual bool retires_undriven() const noexcept { return false; }
   /// Whether every instance of an admitted iteration is released sooner or later, failures
   /// included (after release_rest on a stopped run). Then an iteration's completion needs
   /// counting only at its sinks (see IterationSync::remaining); otherwise every instance
