@@ -579,53 +579,41 @@ TEST_CASE("sole_runner_here: a thread outside any runnable of a pool without wor
   }
 }
 
-TEST_CASE("runs_no_work_here: a thread inside no pool's runnable and driving none") {
-  for (const unsigned workers : {0U, 1U}) {
-    CAPTURE(workers);
-    swp::ThreadPoolScheduler pool(workers);
-    swp::ThreadPoolScheduler other(0);
-    CHECK(pool.runs_no_work_here());
-    WhereProbe probe;
-    probe.scheduler = &pool;
-    bool driving = true;
-    bool driving_other = true;
-    bool ran = false;
-    pool.drive_section([&] {
-      driving = pool.runs_no_work_here();
-      pool.post(probe);
-      ran = pool.drive_until([&] { return probe.runs.load() == 1; }, swp::Clock::now() + 30s);
-    });
-    other.drive_section([&] { driving_other = pool.runs_no_work_here(); });
-    CHECK(ran);
-    CHECK_FALSE(driving);
-    CHECK_FALSE(probe.no_work.load());  // inside a runnable (on whichever thread ran it)
-    CHECK_FALSE(driving_other);  // another pool's work: not free of work
-    CHECK(pool.runs_no_work_here());
-  }
+// Where a thread stands to a pool, as drives_here and runs_no_work_here say it.
+struct Standing {
+  bool drives = false;
+  bool no_work = false;
+  bool operator==(const Standing&) const = default;
+};
+Standing standing(const swp::Scheduler& pool) {
+  return {pool.drives_here(), pool.runs_no_work_here()};
 }
 
-TEST_CASE("drives_here: a thread driving the pool outside any runnable, workers or not") {
+TEST_CASE("drives_here and runs_no_work_here: driving the pool, inside a runnable, or neither") {
   for (const unsigned workers : {0U, 1U}) {
     CAPTURE(workers);
     swp::ThreadPoolScheduler pool(workers);
     swp::ThreadPoolScheduler other(0);
-    CHECK_FALSE(pool.drives_here());  // not driving
+    const Standing before = standing(pool);
     WhereProbe probe;
     probe.scheduler = &pool;
-    bool inside = false;
-    bool in_other = true;
+    Standing driving;
+    Standing driving_other{true, true};
     bool ran = false;
     pool.drive_section([&] {
-      inside = pool.drives_here();
+      driving = standing(pool);
       pool.post(probe);
       ran = pool.drive_until([&] { return probe.runs.load() == 1; }, swp::Clock::now() + 30s);
     });
-    other.drive_section([&] { in_other = pool.drives_here(); });
-    CHECK(inside);
+    other.drive_section([&] { driving_other = standing(pool); });
     CHECK(ran);
-    CHECK_FALSE(probe.drives.load());  // inside a runnable (on whichever thread ran it)
-    CHECK_FALSE(in_other);             // a driver of another pool
-    CHECK_FALSE(pool.drives_here());   // the section ended
+    CHECK(before == Standing{false, true});  // no work at all
+    CHECK(driving == Standing{true, false});
+    // Inside a runnable (on whichever thread ran it): neither.
+    CHECK_FALSE(probe.drives.load());
+    CHECK_FALSE(probe.no_work.load());
+    CHECK(driving_other == Standing{false, false});  // another pool's driver
+    CHECK(standing(pool) == Standing{false, true});   // the section ended
   }
 }
 
