@@ -177,13 +177,12 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   }
   if (!core_.count_down(in)) return;
   core_.rearm(in);
-  // With one thread (a pool without workers, driven by this call's thread) it runs now, as
-  // its post would have made it run next: no queue's round trip. With one thread this is
-  // every instance: a producer always finishes before its successor's period opens
-  // (docs/benchmarks.md).
-  // With workers it is posted even when this thread drives the pool: kept back and run here
-  // once the period's releases are over (the others posted), a period of 5 µs tasks ran at
-  // 1.3-1.6x the time on two threads, for 10% less on empty ones (docs/benchmarks.md).
+  // With one thread (a pool without workers, and this thread outside any of its runnables) it
+  // runs now, as its post would have made it run next: no queue's round trip. With one thread
+  // this is every instance: a producer always finishes before its successor's period opens
+  // (docs/benchmarks.md). With workers it is posted, also from a driving thread: keeping the
+  // last ready one back to run here once the others were posted made a period of 5 µs tasks
+  // 1.3-1.6x slower on two threads, for 10% on empty ones.
   if (runs_here_ == &in.info->lane->scheduler()) return in.run();
   core_.post_claimed(in, false);
 }
