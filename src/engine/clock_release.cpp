@@ -129,9 +129,11 @@ void ClockRelease::release_later_stages(std::int64_t period) {
 }
 
 void ClockRelease::look_who_runs() noexcept {
-  // Scheduler::sole_runner_here, with the half that never changes asked once.
+  // Scheduler::sole_runner_here, with the half that never changes asked once, and nothing
+  // asked in an undriven retirement (which holds only where the other half does).
   Scheduler& scheduler = core_.runtime().scheduler();
-  runs_here_ = only_driven_ && (scheduler.drives_here() || scheduler.runs_no_work_here())
+  runs_here_ = core_.retiring_undriven_ || (only_driven_ && (scheduler.drives_here() ||
+                                                             scheduler.runs_no_work_here()))
                    ? &scheduler
                    : nullptr;
 }
@@ -169,13 +171,15 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   // thread that retires). So what it waits for is recorded first, as the wait on its lane it
   // would be (a producer finishing in between makes it a wait of no length): behind its
   // instance before, it is queued on its lane; else it holds its lane, waiting for a producer.
+  // A counter at 1 waits only for this token: the instance is ready (count_down's shortcut,
+  // taken here on the load this call makes anyway).
   if (in.pending.load(std::memory_order_acquire) != 1) {
     const std::int64_t iter = in.iter();
     const bool behind =
         iter > core_.base_ && core_.state_at(in.task, iter - 1) != InstanceState::finished;
     if (!behind) park(in);
+    if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   }
-  if (!core_.count_down(in)) return;
   core_.rearm(in);
   // With one thread (a pool without workers, and this thread outside any of its runnables) it
   // runs now, as its post would have made it run next: no queue's round trip. With one thread

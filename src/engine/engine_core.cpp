@@ -52,6 +52,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].ordered = graph_.schedule(t).globally_ordered;
     info_[t].intra = graph_.intra_deps(t);
     info_[t].inter = graph_.inter_deps(t);
+    info_[t].proceeds_guarded = info_[t].ordered || !info_[t].inter.empty();
   }
   serial_order_ = graph_.topological_order();
   // Lane edges (see LaneClaim) before the policy is made: data-flow's admission counts them.
@@ -340,14 +341,17 @@ void EngineCore::proceed(Instance& in) noexcept {
   // Everything but the common case (no trouble, no device work to wait for, no turn to take)
   // is out of line: the hot path keeps few registers and a short frame.
   if (trouble_.load(std::memory_order_acquire) ||
-      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure ||
-      sync.device() || info.ordered ||
-      (!info.inter.empty() && sync.iter > base_ &&
-       in.previous->device())) [[unlikely]] {
+      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure || sync.device() ||
+      (info.proceeds_guarded &&
+       (info.ordered || (sync.iter > base_ && in.previous->device())))) [[unlikely]] {
     proceed_guarded(in);
     return;
   }
-  run_body(in);
+  if (hooks_) [[unlikely]] {
+    run_body(in);
+    return;
+  }
+  run_plain_body(in);
 }
 
 void EngineCore::proceed_guarded(Instance& in) noexcept {
@@ -456,6 +460,12 @@ void EngineCore::run_body(Instance& in) noexcept {
   if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
 }
 
+void EngineCore::run_plain_body(Instance& in) noexcept {
+  in.set_state(InstanceState::running);
+  const TaskInfo& info = *in.info;
+  if (info.routine == nullptr || run_routine(in, info)) finish_as<true>(in, no_error, true);
+}
+
 const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) const noexcept {
   const TaskInfo& info = *in.info;
   const Sync& sync = *in.sync;
@@ -502,13 +512,15 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   return false;
 }
 
-void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own) noexcept {
+template <bool Plain>
+void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept {
   const TaskIndex t = in.task;
   const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
-  if (in.stream_used || in.carries_device_work || info.ordered || error ||
-      in.nvtx_range != 0 || observer_ != nullptr) [[unlikely]] {
+  if (in.stream_used ||
+      (!Plain && (in.carries_device_work || info.ordered || error || in.nvtx_range != 0 ||
+                  observer_ != nullptr))) [[unlikely]] {
     finish_guarded(in, error, own);
   } else {
     sync.generation[t] = 0;  // no device point (the entry's is from an earlier iteration)
@@ -527,7 +539,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
     for (TaskIndex s : info.inter_succ) satisfy(*in.next->instances[s], true);
     if (info.claim != nullptr) satisfy(*in.after, true);  // the lane edge
   }
-  if (info.ordered) release_->ordered_finished(in);
+  if (!Plain && info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {
     // Not a sink, under a policy that releases every instance: a sink of this iteration
     // finishes only after the count-down of this instance's last dependent, which may let the
@@ -560,6 +572,10 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   } else if (stopping) {
     scheduler.notify();
   }
+}
+
+void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own) noexcept {
+  finish_as<false>(in, error, own);
 }
 
 void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, bool own) noexcept {

@@ -12,6 +12,7 @@
 #include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
+#include "support/engines.hpp"
 
 namespace test_task_observer {  // each test file's names apart (unity builds)
 
@@ -159,6 +160,41 @@ TEST_CASE("a globally ordered instance reports the submission turn it waits for"
   CHECK(journal.of(second.index, 0) ==
         std::vector<std::string>{"released 1 0 b", "waiting 1 0 b turn 1 0", "started 1 0 b",
                                  "finished 1 0 b ok"});
+}
+
+TEST_CASE_TEMPLATE("an observer attached between runs sees exactly the runs it was attached for",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Host, one thread: the step that tells no observer is a different path from the one that
+  // does; attaching and detaching between runs switches between them.
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 0});
+  swp::Plan<Ctx> plan;
+  int ran = 0;
+  auto first = plan.add("First", [&](Ctx&) { ++ran; }, {.stage = 0, .thread_group = "a"});
+  auto second = plan.add("Second", [&](Ctx&) { ++ran; }, {.stage = 1, .thread_group = "b"});
+  plan.intra_iter_deps = {{second, first}};
+  auto pipe = Engine::template make<Ctx>(rt, plan);
+  Journal journal;
+  const auto run_two = [&] {
+    pipe->fill_pipeline(std::vector<int>{0, 1});
+    while (pipe->progress()) {
+    }
+  };
+  run_two();  // iterations 0 and 1
+  pipe->set_observer(&journal);
+  run_two();  // 2 and 3
+  pipe->set_observer(nullptr);
+  run_two();  // 4 and 5
+  CHECK(ran == 12);
+  for (const auto task : {first.index, second.index}) {
+    for (std::int64_t iter : {0, 1, 4, 5}) CHECK(journal.of(task, iter).empty());
+    for (std::int64_t iter : {2, 3}) {
+      const auto lines = journal.of(task, iter);
+      REQUIRE(lines.size() == 3);
+      CHECK(lines.front().rfind("released", 0) == 0);
+      CHECK(lines[1].rfind("started", 0) == 0);
+      CHECK(lines.back().rfind("finished", 0) == 0);
+    }
+  }
 }
 
 }  // namespace test_task_observer

@@ -135,10 +135,14 @@ class EngineCore {
   [[nodiscard]] bool retire_after_device() const noexcept { return retire_after_device_; }
   /// The signal every instance's waits listen to; fired when the run fails or times out.
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
-  void set_observer(TaskObserver* observer) noexcept { observer_ = observer; }
+  void set_observer(TaskObserver* observer) noexcept {
+    observer_ = observer;
+    hooks_ = observer_ != nullptr || nvtx_;
+  }
   /// NVTX ranges for instances (where compiled in): returns whether they are on.
   bool set_nvtx(bool on) noexcept {
     nvtx_ = on && nvtx_compiled();
+    hooks_ = observer_ != nullptr || nvtx_;
     return nvtx_;
   }
 
@@ -295,6 +299,9 @@ class EngineCore {
   // proceed() past the common case: trouble, device waits, a turn to take.
   [[gnu::noinline]] void proceed_guarded(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
+  // run_body for an instance that proceeded the common way (see proceed) with no hooks_: no
+  // dependency's error to take, nothing to tell; its finish has only its stream to look at.
+  void run_plain_body(Instance& in) noexcept;
   // The NVTX range of `in` starting (ranges on) and ending (if it has one).
   void start_range(Instance& in, bool serial) const noexcept;
   static void end_range(Instance& in) noexcept {
@@ -304,6 +311,11 @@ class EngineCore {
   // caller finishes the instance); false when it finished it or started its coroutine.
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
   void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
+  // finish(): `Plain`, for run_plain_body's instance that completed synchronously without an
+  // error (no device work carried in, not ordered, no NVTX range, no observer), which checks
+  // only whether its body used its stream.
+  template <bool Plain>
+  void finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept;
   // finish() past the common case: device work to record, a turn to pass on, an error, an
   // NVTX range, an observer.
   [[gnu::noinline]] void finish_guarded(Instance& in, const std::exception_ptr& error,
@@ -381,6 +393,9 @@ class EngineCore {
   std::optional<std::int64_t> retire_next();
   // retire_next inside the scheduler's driving section.
   std::optional<std::int64_t> retire_next_driving();
+  // retire_next_driving where retires_undriven_ lets it go without a driving section (see
+  // retiring_undriven_).
+  [[gnu::noinline]] std::optional<std::int64_t> retire_undriven();
   void end_run();
   // Throws PipelineStateError when `would_wait` and the calling thread must not block.
   void refuse_blocking(const char* call, bool would_wait) const {
@@ -506,9 +521,15 @@ class EngineCore {
   bool start_proceeds_ = false;
   // ReleasePolicy::retires_undriven: a retirement that needs no wait takes no driving section.
   bool retires_undriven_ = false;
+  // Such a retirement is in progress: the caller is the pool's only runner and runs none of
+  // its work (the release policy's advance need not ask the scheduler who runs where).
+  bool retiring_undriven_ = false;
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;
   bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
+  // An observer or NVTX ranges: an instance's step tells them (one load on the hot path for
+  // both; set with them, between runs).
+  bool hooks_ = false;
 
   // The thread waiting in progress() (retire_next) for this pipeline's iterations, as the
   // address of its thread_local marker (nullptr: none, or the waiter holds no thread). An

@@ -80,6 +80,9 @@ struct TaskInfo {
   // touch it, so it takes no atomic decrement (see count_down).
   bool counts_one = false;
   bool ordered = false;
+  // Ordered, or with inter dependencies (whose device work it may have to wait for): its
+  // proceed looks at more than the common case's conditions.
+  bool proceeds_guarded = false;
   // Its finish counts towards its iteration's completion (IterationSync::remaining).
   bool counts_completion = true;
   // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge.
