@@ -129,11 +129,9 @@ void ClockRelease::release_later_stages(std::int64_t period) {
 }
 
 void ClockRelease::look_who_runs() noexcept {
-  // Scheduler::sole_runner_here, with the half that never changes asked once, and nothing
-  // asked in an undriven retirement (which holds only where the other half does).
+  // Scheduler::sole_runner_here, with the half that never changes asked once.
   Scheduler& scheduler = core_.runtime().scheduler();
-  runs_here_ = core_.retiring_undriven_ || (only_driven_ && (scheduler.drives_here() ||
-                                                             scheduler.runs_no_work_here()))
+  runs_here_ = only_driven_ && (scheduler.drives_here() || scheduler.runs_no_work_here())
                    ? &scheduler
                    : nullptr;
 }

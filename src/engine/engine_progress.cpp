@@ -297,25 +297,13 @@ std::optional<std::int64_t> EngineCore::retire_next() {
   // ready where it is released (the clock with one thread): no driving section, nothing to
   // wait for. (Should it wait after all, each wait drives for itself.)
   if (retires_undriven_ && retirable() && runtime_.scheduler().runs_no_work_here())
-    return retire_undriven();
+    return retire_next_driving();
   // One driving stretch for the whole call: the admissions after a retirement post the first
   // tasks of the new iterations to this thread's run queue, where its next waits find them,
   // and the waits claim no queue each.
   std::optional<std::int64_t> retired;
   runtime_.scheduler().drive_section([&] { retired = retire_next_driving(); });
   return retired;
-}
-
-std::optional<std::int64_t> EngineCore::retire_undriven() {
-  retiring_undriven_ = true;
-  try {
-    auto retired = retire_next_driving();
-    retiring_undriven_ = false;
-    return retired;
-  } catch (...) {
-    retiring_undriven_ = false;
-    throw;
-  }
 }
 
 // Marks the calling thread as the one waiting in retire_next (see waiting_thread_).

@@ -393,9 +393,6 @@ class EngineCore {
   std::optional<std::int64_t> retire_next();
   // retire_next inside the scheduler's driving section.
   std::optional<std::int64_t> retire_next_driving();
-  // retire_next_driving where retires_undriven_ lets it go without a driving section (see
-  // retiring_undriven_).
-  [[gnu::noinline]] std::optional<std::int64_t> retire_undriven();
   void end_run();
   // Throws PipelineStateError when `would_wait` and the calling thread must not block.
   void refuse_blocking(const char* call, bool would_wait) const {
@@ -521,9 +518,6 @@ class EngineCore {
   bool start_proceeds_ = false;
   // ReleasePolicy::retires_undriven: a retirement that needs no wait takes no driving section.
   bool retires_undriven_ = false;
-  // Such a retirement is in progress: the caller is the pool's only runner and runs none of
-  // its work (the release policy's advance need not ask the scheduler who runs where).
-  bool retiring_undriven_ = false;
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;
   bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
