@@ -8,6 +8,7 @@
 #include <new>
 #include <utility>
 
+#include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/async/detail/work_stealing_queue.hpp"
 
 namespace swp {
@@ -50,6 +51,9 @@ struct PoolContext {
   // announced (end_post_batch).
   unsigned batch_depth = 0;
   bool wake_owed = false;
+  // An open RunHere (see begin_run_here): posts made outside runnables wait in `kept`.
+  bool keeping = false;
+  IntrusiveFifo<Runnable, &Runnable::next_runnable> kept;
 };
 
 }  // namespace detail
@@ -80,6 +84,9 @@ constexpr double move_cost_ns = 1000;
 // Surplus an idle thread takes even from an owner that is moving on: more than it clears soon.
 constexpr std::size_t backlog = 32;
 constexpr unsigned deadline_check_every = 64;  // runnables between clock reads while busy
+// Runnables a RunHere runs where it ends before it posts the rest as usual: a runnable that
+// keeps re-posting itself must not hold the thread inside the scope's end.
+constexpr unsigned run_here_limit = 64;
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -155,7 +162,15 @@ inline std::uint32_t next_random(std::uint32_t& state) noexcept {  // xorshift32
 class ThreadPoolScheduler::DriverScope {
  public:
   explicit DriverScope(ThreadPoolScheduler& s) : scheduler_(s), outer_(current) {
-    if (outer_ != nullptr && outer_->scheduler == &s) return;
+    // The context of the pool's work this thread runs, unless it is a RunHere's without a
+    // queue (below).
+    if (outer_ != nullptr && outer_->scheduler == &s &&
+        !(outer_->keeping && outer_->queue == nullptr)) {
+      // A drive inside a RunHere of this thread's drive section: what the scope kept is
+      // what it may wait for (see take_kept).
+      if (outer_->keeping) s.take_kept(*outer_);
+      return;
+    }
     Context& c = outer_ == nullptr ? outermost_driver : *new (&own_) Context;
     if (c.scheduler != &s) {  // new, or its last section drove another pool
       c.scheduler = &s;
@@ -167,6 +182,9 @@ class ThreadPoolScheduler::DriverScope {
     c.lone = nullptr;
     c.watched = nullptr;
     c.queue = s.claim_driver_queue();
+    // Inside a RunHere outside any drive (its context has no queue): the drive is a driving
+    // thread's, with a queue of its own, and takes what the scope kept (see take_kept).
+    if (outer_ != nullptr && outer_->keeping) s.take_kept(*outer_, &c);
     current = &c;
   }
   ~DriverScope() {
@@ -229,10 +247,20 @@ ThreadPoolScheduler::~ThreadPoolScheduler() {
 void ThreadPoolScheduler::post(Runnable& r) noexcept {
   Context* c = current;
   if (c == nullptr || c->scheduler != this || c->queue == nullptr) {
+    // In a RunHere outside any drive: kept from the scope's own posts, run when it ends (see
+    // begin_run_here); a runnable's goes to the injector, the next drive's first look.
+    if (c != nullptr && c->keeping && c->running == nullptr && c->scheduler == this) {
+      c->kept.push(r);
+      return;
+    }
     inject(r);
     // seq_cst fence: orders the push before wake_helper's loads (see wake_helper).
     detail::seq_cst_fence();
     wake_helper();
+    return;
+  }
+  if (c->keeping && c->running == nullptr) [[unlikely]] {
+    c->kept.push(r);  // an open RunHere: run when it ends
     return;
   }
   if (&r == c->running || c->running == nullptr || c->batch_depth > 0) {
@@ -264,8 +292,9 @@ void ThreadPoolScheduler::post(Runnable& r) noexcept {
 
 void ThreadPoolScheduler::post_next(Runnable& r) noexcept {
   Context* c = current;
-  if (c != nullptr && c->scheduler == this && c->queue != nullptr && c->running != nullptr &&
-      c->bypass == nullptr && &r != c->running) {
+  // A runnable that a RunHere runs where it ends has no queue, and a bypass like any other.
+  if (c != nullptr && c->scheduler == this && (c->queue != nullptr || c->keeping) &&
+      c->running != nullptr && c->bypass == nullptr && &r != c->running) {
     // Hidden from thieves only until `running` returns, which its caller promised is now.
     c->bypass = &r;
     return;
@@ -526,6 +555,75 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
 }
 
 void ThreadPoolScheduler::wake_drivers() noexcept { idle_drivers_.notify_all_after_fence(); }
+
+bool ThreadPoolScheduler::begin_run_here() noexcept {
+  // With workers, kept work would be hidden from threads that could run it sooner.
+  if (worker_count_ != 0) return false;
+  Context* c = current;
+  if (c == nullptr) {
+    // Outside any pool's work: a context without a queue (no claim: the scope needs none, and
+    // its runnables' successors run as their bypasses). outermost_driver is free whenever
+    // `current` is null.
+    c = &outermost_driver;
+    c->scheduler = this;
+    c->queue = nullptr;
+    c->lone = nullptr;
+    c->watched = nullptr;
+    current = c;
+  } else if (c->scheduler != this || c->queue == nullptr || c->running != nullptr ||
+             c->keeping || c->batch_depth > 0) {
+    return false;  // another pool's work, inside a runnable, or already keeping
+  }
+  c->keeping = true;
+  return true;
+}
+
+void ThreadPoolScheduler::end_run_here() noexcept {
+  Context& c = *current;
+  if (c.queue != nullptr) {
+    // A drive section's: its runnables post as a driver's do.
+    c.keeping = false;
+    while (Runnable* r = c.kept.pop()) run_chain(c, r);
+    return;
+  }
+  // Runs what was kept, each with its bypass chain; what a runnable posts otherwise goes to
+  // the injector (post), and `keeping` stays set meanwhile so a drive inside a runnable takes
+  // the rest (DriverScope).
+  unsigned ran = 0;
+  Runnable* r = c.kept.pop();
+  while (r != nullptr && ran < run_here_limit) {
+    c.running = r;
+    r->run();
+    c.running = nullptr;
+    ++ran;
+    r = std::exchange(c.bypass, nullptr);
+    if (r == nullptr) r = c.kept.pop();
+  }
+  c.keeping = false;
+  current = nullptr;
+  // Past the limit: the rest is posted as usual (from outside any pool's work: the injector).
+  if (r != nullptr) post(*r);
+  while (Runnable* rest = c.kept.pop()) post(*rest);
+}
+
+void ThreadPoolScheduler::take_kept(Context& from, Context* to) noexcept {
+  // Pushed to the drive's queue in their order, where the drive (or a thief) finds them.
+  Context& target = to != nullptr ? *to : from;
+  bool moved = false;
+  while (Runnable* r = from.kept.pop()) {
+    if (target.queue != nullptr) {
+      push_local(target, *r);
+    } else {
+      inject(*r);  // a driver beyond max_drivers
+    }
+    moved = true;
+  }
+  if (to == nullptr) from.keeping = false;  // the drive uses this context: posts go as usual
+  if (moved) {
+    detail::seq_cst_fence();  // announced as posts are (see post)
+    wake_helper();
+  }
+}
 
 void ThreadPoolScheduler::begin_post_batch() noexcept {
   Context* c = current;

@@ -9,7 +9,9 @@
 namespace swp::detail {
 
 DataFlowRelease::DataFlowRelease(EngineCore& core)
-    : core_(core), rank_(core.graph().size(), -1) {
+    : core_(core),
+      only_driven_(core.runtime().scheduler().runs_only_when_driven()),
+      rank_(core.graph().size(), -1) {
   for (TaskIndex t : core.serial_order()) {
     if (!core.info_[t].ordered) continue;
     rank_[t] = static_cast<int>(ordered_.size());
@@ -63,6 +65,10 @@ void DataFlowRelease::advance() {
     if (!c.prepare()) break;
     const auto& instances = c.sync_[c.admit_entry_].instances;
     c.count_admitted();
+    // With one thread, what the admission makes ready runs as the scope ends, on this
+    // thread, before the next source call (which may block): no queue's round trip, and no
+    // drive needed to run it (docs/benchmarks.md). Elsewhere the scope changes nothing.
+    const Scheduler::RunHere here(c.runtime().scheduler());
     for (TaskIndex t : admitted_) {
       if (admission_[t] == Admission::token) {
         c.satisfy(*instances[t]);

@@ -294,8 +294,8 @@ std::optional<std::int64_t> EngineCore::progress() {
 
 std::optional<std::int64_t> EngineCore::retire_next() {
   // The oldest iteration already complete, with a policy that runs what its retirement makes
-  // ready where it is released (the clock with one thread): no driving section, nothing to
-  // wait for. (Should it wait after all, each wait drives for itself.)
+  // ready where it is released (either engine with one thread): no driving section, nothing
+  // to wait for. (Should it wait after all, each wait drives for itself.)
   if (retires_undriven_ && retirable() && runtime_.scheduler().runs_no_work_here())
     return retire_next_driving();
   // One driving stretch for the whole call: the admissions after a retirement post the first

@@ -112,6 +112,38 @@ class Scheduler {
     Scheduler& scheduler_;
   };
 
+  /// Where the calling thread is this scheduler's only runner and drives it from outside any
+  /// runnable (a pool without workers: the thread in a pipeline's progress()), posts made on
+  /// this thread while a RunHere lives are kept and run by this thread when the scope ends,
+  /// before its destructor returns: in post order, each followed by what it posts in turn
+  /// (its post_next first), as the thread's next drive would have run them, but without a
+  /// queue's round trip and without waiting for that drive. Elsewhere (a scheduler with
+  /// threads of its own, inside a runnable, a PostBatch open) the scope changes nothing and
+  /// posts go as usual.
+  ///
+  /// Completion: everything posted in the scope has run, or was posted as usual after a long
+  /// run of work (a runnable that keeps re-posting itself cannot hold the thread: after a
+  /// bounded number of runnables the rest goes to the scheduler, where the next drive finds
+  /// it). Errors: none (runnables do not throw). Nothing may block in the scope: what it posted
+  /// is hidden from every thread until it ends; take no lock a posted runnable could need.
+  /// The engines open one around an admission's releases (the source is called before it),
+  /// so with one thread an admitted iteration's ready tasks run at once.
+  ///
+  /// Example: `{ Scheduler::RunHere here(scheduler); lane.submit(job); }  // job ran here`
+  class RunHere {
+   public:
+    explicit RunHere(Scheduler& s) noexcept : scheduler_(s), open_(s.begin_run_here()) {}
+    ~RunHere() {
+      if (open_) scheduler_.end_run_here();
+    }
+    RunHere(const RunHere&) = delete;
+    RunHere& operator=(const RunHere&) = delete;
+
+   private:
+    Scheduler& scheduler_;
+    bool open_;
+  };
+
   /// Wakes threads inside `drive_until` so they evaluate `done()` again, and posts every
   /// Runnable parked with `park_unless`. Any thread. When none waits it costs one fence and
   /// a load or two, so it can follow every task completion.
@@ -169,6 +201,11 @@ class Scheduler {
   /// A PostBatch begins / ends on this thread (the default announces every post at once).
   virtual void begin_post_batch() noexcept {}
   virtual void end_post_batch() noexcept {}
+  /// A RunHere begins on this thread: true when it keeps this thread's posts (then
+  /// end_run_here follows, on this thread); the default keeps nothing.
+  virtual bool begin_run_here() noexcept { return false; }
+  /// The RunHere that begin_run_here kept posts for ends: run them.
+  virtual void end_run_here() noexcept {}
 
  private:
   void post_parked() noexcept {

@@ -64,6 +64,11 @@ struct PoolContext;
 /// load or two more when none does; `notify()` with nobody parked, a fence and two loads.
 /// A thread woken for work polls again, so a burst of posts wakes one thread, not one each.
 ///
+/// Running here. A thread that is a worker-less pool's only runner may keep its posts for
+/// itself (Scheduler::RunHere) and run them when the scope ends, as a chain, with no queue,
+/// fence or wake-up: no worker could have run them sooner (another thread driving the same
+/// pool meanwhile could have taken some).
+///
 /// Destruction joins the workers after their current runnable; work still queued is dropped,
 /// not run. No thread may be inside `drive_until` then.
 ///
@@ -136,6 +141,10 @@ class ThreadPoolScheduler final : public Scheduler {
   /// batch is open; the batch's end announces them once. Elsewhere, posts announce at once.
   void begin_post_batch() noexcept override;
   void end_post_batch() noexcept override;
+  /// Keeps posts only in a pool without workers, from a thread outside any of its runnables
+  /// (driving it or running no pool's work at all) with no PostBatch open.
+  bool begin_run_here() noexcept override;
+  void end_run_here() noexcept override;
 
  private:
   using Queue = detail::PoolQueue;
@@ -169,6 +178,9 @@ class ThreadPoolScheduler final : public Scheduler {
   void inject(Runnable& r) noexcept;
   Runnable* pop_injected() noexcept;
   Queue* claim_driver_queue() noexcept;
+  // A drive starts inside a RunHere of this thread: what the scope kept goes to the queue of
+  // the drive's context `to` (null: `from` itself, which then keeps nothing more).
+  void take_kept(Context& from, Context* to = nullptr) noexcept;
   void release_driver_queue(Queue& q) noexcept;
 
   unsigned worker_count_;

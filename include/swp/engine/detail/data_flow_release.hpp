@@ -29,6 +29,9 @@ class DataFlowRelease final : public ReleasePolicy {
   void start(Instance& in) noexcept override;
   [[nodiscard]] bool start_proceeds() const noexcept override { return true; }
   [[nodiscard]] bool releases_every_instance() const noexcept override { return true; }
+  // With one thread (a pool without workers) an admission's ready instances run at once
+  // (Scheduler::RunHere), driving or not.
+  [[nodiscard]] bool retires_undriven() const noexcept override { return only_driven_; }
   void ordered_finished(Instance& in) noexcept override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                           bool& waits) const override;
@@ -39,6 +42,8 @@ class DataFlowRelease final : public ReleasePolicy {
   [[nodiscard]] Instance& next_ordered(const Instance& in) const noexcept;
 
   EngineCore& core_;
+  // The runtime's scheduler runs only when driven (see ClockRelease::only_driven_).
+  bool only_driven_;
   std::vector<TaskIndex> ordered_;  // globally ordered tasks in intra-topological order
   std::vector<int> rank_;           // per task: its position in ordered_, or -1
   // Per task, how its admission goes (see Admission in data_flow_release.cpp).
