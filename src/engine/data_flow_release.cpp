@@ -44,6 +44,8 @@ std::unique_ptr<ReleasePolicy> DataFlowRelease::make(EngineCore& core) {
   return std::make_unique<DataFlowRelease>(core);
 }
 
+void DataFlowRelease::reset() { core_.retires_undriven_ = only_driven_; }
+
 int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexcept {
   // The admission of its iteration where it needs one (see the constructor); for an ordered
   // task also the ordered instance before it, except for the very first one.
@@ -55,6 +57,15 @@ void DataFlowRelease::advance() {
   EngineCore& c = core_;
   const auto slots = static_cast<std::int64_t>(c.depth_);
   c.starved_ = false;  // set again if the source answers "not yet" below
+  // With one thread, what an admission makes ready runs as the admission ends, on this
+  // thread (below) — until the run's tasks use their streams: then it waits for the thread's
+  // next drive, which is mostly a wait for the device, so the submissions come while the
+  // streams are busy (run at once, they met idle stream threads: twice the futex calls and
+  // 1.3-1.5x the time per task on the dispatch chain with host streams, docs/benchmarks.md).
+  // Its posts then need a driving section to go to: no undriven retirement either.
+  if (c.retires_undriven_ && c.device_used_.load(std::memory_order_relaxed))
+    c.retires_undriven_ = false;
+  const bool run_here = c.retires_undriven_;
   for (;;) {
     const std::int64_t iter = c.next_admit_;
     if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)
@@ -65,16 +76,24 @@ void DataFlowRelease::advance() {
     if (!c.prepare()) break;
     const auto& instances = c.sync_[c.admit_entry_].instances;
     c.count_admitted();
-    // With one thread, what the admission makes ready runs as the scope ends, on this
-    // thread, before the next source call (which may block): no queue's round trip, and no
-    // drive needed to run it (docs/benchmarks.md). Elsewhere the scope changes nothing.
-    const Scheduler::RunHere here(c.runtime().scheduler());
-    for (TaskIndex t : admitted_) {
-      if (admission_[t] == Admission::token) {
-        c.satisfy(*instances[t]);
-      } else {
-        ready(*instances[t], false);
-      }
+    if (run_here) {
+      // Run as the scope ends, before the next source call (which may block): no queue's
+      // round trip, and no drive needed to run it (docs/benchmarks.md). Where this thread is
+      // not the only runner after all (inside a runnable), the scope changes nothing.
+      const Scheduler::RunHere here(c.runtime().scheduler());
+      release_admitted(instances);
+    } else {
+      release_admitted(instances);
+    }
+  }
+}
+
+void DataFlowRelease::release_admitted(const std::vector<std::unique_ptr<Instance>>& instances) {
+  for (TaskIndex t : admitted_) {
+    if (admission_[t] == Admission::token) {
+      core_.satisfy(*instances[t]);
+    } else {
+      ready(*instances[t], false);
     }
   }
 }

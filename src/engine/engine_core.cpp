@@ -199,6 +199,7 @@ void EngineCore::reset_run_state(std::int64_t base) {
   failed_.store(false);
   sequencer_.reset();
   stop_.reset();
+  device_used_.store(false, std::memory_order_relaxed);
   release_->reset();
 }
 
@@ -586,6 +587,8 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
   // Submission is over (or failed): publish the device point consumers must wait for (or
   // that there is none: the entry's generation is from an earlier iteration otherwise).
   if (in.stream_used || in.carries_device_work) {
+    if (!device_used_.load(std::memory_order_relaxed))
+      device_used_.store(true, std::memory_order_relaxed);
     sync.generation[t] = in.stream->record(*in.event);
     sync.recorded[sync.recorded_count.fetch_add(1, std::memory_order_relaxed)] = t;
   } else {

@@ -136,10 +136,10 @@ std::unique_ptr<swp::Runtime> make_runtime(swp::Backend backend, Drive drive,
 template <class Engine>
 void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
                       Drive drive = Drive::progress, int max_iterations = 12,
-                      unsigned workers = 2) {
+                      unsigned workers = 2, const swp::test::RandomPlanShape& shape = {}) {
   std::mt19937 rng(swp::test::seed(seed));
   for (int n = 0; n < plans; ++n) {
-    const auto source = swp::test::random_plan(rng);
+    const auto source = swp::test::random_plan(rng, shape);
     const auto graph = swp::validate(source);
     const std::int64_t iterations = std::uniform_int_distribution<int>(1, max_iterations)(rng);
     const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
@@ -195,6 +195,12 @@ TEST_CASE_TEMPLATE("random valid plans honour every dependency and match a seria
     // (Scheduler::sole_runner_here), data-flow an admission's as the admission ends
     // (Scheduler::RunHere), both often without a driving section.
     run_random_plans<Engine>(swp::Backend::host, 120, 23, Drive::progress, 12, 0);
+  }
+  SUBCASE("host backend, the caller the only thread, no device work") {
+    // Data-flow runs an admission's ready instances in place only until a task uses its
+    // stream: without device work, every admission of the run does.
+    run_random_plans<Engine>(swp::Backend::host, 80, 31, Drive::progress, 12, 0,
+                             {.device_probability = 0});
   }
   SUBCASE("host backend, the caller the only thread, co_await next()") {
     run_random_plans<Engine>(swp::Backend::host, 60, 29, Drive::next, 12, 0);

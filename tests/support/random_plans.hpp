@@ -16,6 +16,7 @@ struct RandomPlanShape {
   int streams = 3, lanes = 3;
   double intra_probability = 0.35, inter_probability = 0.15, ordered_probability = 0.15;
   double max_device_us = 40, max_cpu_us = 8;
+  double device_probability = 0.7;  // that a task has device work
 };
 
 inline PipelinePlan random_plan(std::mt19937& rng, const RandomPlanShape& shape = {}) {
@@ -30,7 +31,7 @@ inline PipelinePlan random_plan(std::mt19937& rng, const RandomPlanShape& shape 
     s.thread_group = numbered("l", uniform(0, shape.lanes - 1));
     s.globally_ordered = chance(shape.ordered_probability);
     SyntheticCost c;
-    c.device_us = chance(0.7) ? std::uniform_real_distribution<double>(1, shape.max_device_us)(rng) : 0;
+    c.device_us = chance(shape.device_probability) ? std::uniform_real_distribution<double>(1, shape.max_device_us)(rng) : 0;
     c.cpu_us = chance(0.5) ? std::uniform_real_distribution<double>(0, shape.max_cpu_us)(rng) : 0;
     plan.add(numbered("T", t), s, c);
   }

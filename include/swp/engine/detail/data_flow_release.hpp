@@ -2,6 +2,7 @@
 // DataFlowRelease: the data-flow engine's release policy — an instance goes to its lane as soon
 // as everything it depends on finished and its iteration holds a slot.
 
+#include <memory>
 #include <vector>
 
 #include "swp/engine/detail/release_policy.hpp"
@@ -21,7 +22,8 @@ class DataFlowRelease final : public ReleasePolicy {
   static std::unique_ptr<ReleasePolicy> make(EngineCore& core);
 
   [[nodiscard]] int extra_degree(TaskIndex task, std::int64_t iter) const noexcept override;
-  void reset() override {}
+  // A run starts: it may retire undriven again (see advance).
+  void reset() override;
   // Admits what can go: while a slot is free and the source has batches.
   void advance() override;
   [[nodiscard]] bool drained() const noexcept override;
@@ -40,6 +42,8 @@ class DataFlowRelease final : public ReleasePolicy {
   // The ordered instance released after (task, iter) finished: (next task, iter) or
   // (first task, iter + 1); and the one before.
   [[nodiscard]] Instance& next_ordered(const Instance& in) const noexcept;
+  // Counts down (or releases) the admitted iteration's instances that the admission counts.
+  void release_admitted(const std::vector<std::unique_ptr<Instance>>& instances);
 
   EngineCore& core_;
   // The runtime's scheduler runs only when driven (see ClockRelease::only_driven_).

@@ -517,7 +517,12 @@ class EngineCore {
   // virtual call to get to either.
   bool start_proceeds_ = false;
   // ReleasePolicy::retires_undriven: a retirement that needs no wait takes no driving section.
+  // Set from the policy when it is made; the data-flow policy clears it for the rest of a run
+  // once its tasks use their streams (DataFlowRelease::advance) and sets it again at the next.
   bool retires_undriven_ = false;
+  // A task of this run used its stream (finish_guarded); relaxed: a hint for the release
+  // policy, read on the driving thread.
+  std::atomic<bool> device_used_{false};
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;
   bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
