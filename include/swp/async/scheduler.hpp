@@ -125,9 +125,10 @@ class Scheduler {
   /// run of work (a runnable that keeps re-posting itself cannot hold the thread: after a
   /// bounded number of runnables the rest goes to the scheduler, where the next drive finds
   /// it). Errors: none (runnables do not throw). Nothing may block in the scope: what it posted
-  /// is hidden from every thread until it ends; take no lock a posted runnable could need.
-  /// The engines open one around an admission's releases (the source is called before it),
-  /// so with one thread an admitted iteration's ready tasks run at once.
+  /// is hidden from every thread until it ends (a drive_until inside it, or inside a runnable
+  /// its end runs, first takes what it kept); take no lock a posted runnable could need. The
+  /// data-flow engine opens one around an admission's releases (the source is called before
+  /// it), so with one thread an admitted iteration's ready tasks run at once.
   ///
   /// Example: `{ Scheduler::RunHere here(scheduler); lane.submit(job); }  // job ran here`
   class RunHere {
