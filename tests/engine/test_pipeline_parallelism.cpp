@@ -3,9 +3,11 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -53,6 +55,42 @@ TEST_CASE_TEMPLATE("ready tasks of one iteration run at once on the caller and a
   while (pipe->progress()) ++retired;
   CHECK(retired == iterations);
   CHECK_FALSE(alone.load());
+}
+
+TEST_CASE_TEMPLATE("pipelines driven from several threads share a runtime without workers",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Each caller is its pool's only runner while it drives: the data-flow engine runs an
+  // admission's ready tasks where it is (Scheduler::RunHere), the clock a period's. The
+  // pipelines share two lanes, so one caller's kept or in-place work is another's lane turn:
+  // every pipeline must still retire every iteration, each body once.
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 0});
+  constexpr int callers = 3;
+  constexpr int runs = 4;
+  constexpr std::int64_t iterations = 300;
+  constexpr int tasks = 4;
+  std::atomic<long> bodies{0};
+  const std::array<std::string, tasks> names{"T0", "T1", "T2", "T3"};
+  swp::Plan<Ctx> plan;
+  for (int s = 0; s < tasks; ++s)
+    plan.add(names[static_cast<std::size_t>(s)], [&bodies](Ctx&) { bodies.fetch_add(1); },
+             {.stage = s, .thread_group = s % 2 == 0 ? "lane0" : "lane1"});
+  for (std::size_t s = 1; s < tasks; ++s) plan.intra_iter_deps.emplace_back(names[s], names[s - 1]);
+  plan.inter_iter_deps.emplace_back("T1", "T2");
+  std::vector<std::int64_t> retired(callers, 0);
+  {
+    std::vector<std::jthread> threads;
+    for (int c = 0; c < callers; ++c) {
+      threads.emplace_back([&, c] {
+        for (int r = 0; r < runs; ++r) {
+          auto pipe = Engine::template make<Ctx>(rt, plan, 3);
+          pipe->fill_pipeline(std::vector<std::uint64_t>(iterations));
+          while (pipe->progress()) ++retired[static_cast<std::size_t>(c)];
+        }
+      });
+    }
+  }
+  for (int c = 0; c < callers; ++c) CHECK(retired[static_cast<std::size_t>(c)] == runs * iterations);
+  CHECK(bodies.load() == long{callers} * runs * iterations * tasks);
 }
 
 }  // namespace test_pipeline_parallelism
