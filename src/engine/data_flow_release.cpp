@@ -2,6 +2,7 @@
 
 #include "swp/engine/detail/data_flow_release.hpp"
 
+#include <optional>
 #include <ostream>
 
 #include "swp/engine/detail/engine_core.hpp"
@@ -76,24 +77,17 @@ void DataFlowRelease::advance() {
     if (!c.prepare()) break;
     const auto& instances = c.sync_[c.admit_entry_].instances;
     c.count_admitted();
-    if (run_here) {
-      // Run as the scope ends, before the next source call (which may block): no queue's
-      // round trip, and no drive needed to run it (docs/benchmarks.md). Where this thread is
-      // not the only runner after all (inside a runnable), the scope changes nothing.
-      const Scheduler::RunHere here(c.runtime().scheduler());
-      release_admitted(instances);
-    } else {
-      release_admitted(instances);
-    }
-  }
-}
-
-void DataFlowRelease::release_admitted(const std::vector<std::unique_ptr<Instance>>& instances) {
-  for (TaskIndex t : admitted_) {
-    if (admission_[t] == Admission::token) {
-      core_.satisfy(*instances[t]);
-    } else {
-      ready(*instances[t], false);
+    // In place: run as the scope ends, before the next source call (which may block): no
+    // queue's round trip, and no drive needed to run it (docs/benchmarks.md). Where this
+    // thread is not the only runner after all (inside a runnable), the scope changes nothing.
+    std::optional<Scheduler::RunHere> here;
+    if (run_here) here.emplace(c.runtime().scheduler());
+    for (TaskIndex t : admitted_) {
+      if (admission_[t] == Admission::token) {
+        c.satisfy(*instances[t]);
+      } else {
+        ready(*instances[t], false);
+      }
     }
   }
 }

@@ -2,7 +2,6 @@
 // DataFlowRelease: the data-flow engine's release policy — an instance goes to its lane as soon
 // as everything it depends on finished and its iteration holds a slot.
 
-#include <memory>
 #include <vector>
 
 #include "swp/engine/detail/release_policy.hpp"
@@ -42,8 +41,6 @@ class DataFlowRelease final : public ReleasePolicy {
   // The ordered instance released after (task, iter) finished: (next task, iter) or
   // (first task, iter + 1); and the one before.
   [[nodiscard]] Instance& next_ordered(const Instance& in) const noexcept;
-  // Counts down (or releases) the admitted iteration's instances that the admission counts.
-  void release_admitted(const std::vector<std::unique_ptr<Instance>>& instances);
 
   EngineCore& core_;
   // The runtime's scheduler runs only when driven (see ClockRelease::only_driven_).
