@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "swp/async/detail/intrusive_fifo.hpp"
+#include "swp/async/detail/polling.hpp"
 #include "swp/async/detail/work_stealing_queue.hpp"
 
 namespace swp {
@@ -70,7 +71,6 @@ namespace {
 [[gnu::tls_model("initial-exec")]] thread_local const ThreadPoolScheduler* last_scheduler = nullptr;
 [[gnu::tls_model("initial-exec")]] thread_local unsigned last_driver = 0;
 
-constexpr unsigned pauses_per_round = 8;
 // How long an idle thread leaves another thread the one piece of work that thread runs next:
 // the owner normally runs it within nanoseconds, and moving it costs cache misses on both
 // sides and makes the owner wait for the thief; an owner that made no progress for this long
@@ -88,54 +88,11 @@ constexpr unsigned deadline_check_every = 64;  // runnables between clock reads 
 // keeps re-posting itself must not hold the thread inside the scope's end.
 constexpr unsigned run_here_limit = 64;
 
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-// One polling round's pause: a few hundred cycles without touching shared memory, so a
-// polling thread neither floods the cache lines its victims write nor reacts late.
-inline void pause_round() noexcept {
-  for (unsigned i = 0; i < pauses_per_round; ++i) cpu_relax();
-}
-
-// A poller that keeps finding nothing looks less and less often, down to one look per this
-// long: every look reads the lines its victims write, and each read costs the victim a cache
-// miss on its next push or pop. Also the window over which a look tells an owner's pace.
-constexpr double max_look_interval_ns = 3200;
-
-// The rounds between a poller's look number `looks` and its next one: doubling from one up to
-// `max_rounds`.
-inline unsigned rounds_to_next_look(unsigned looks, unsigned max_rounds) noexcept {
-  return std::min(1U << std::min(looks, 31U), max_rounds);
-}
-
-// Pauses until a poller's next look (see rounds_to_next_look); returns the rounds paused.
-inline unsigned back_off(unsigned looks, unsigned max_rounds) noexcept {
-  const unsigned rounds = rounds_to_next_look(looks, max_rounds);
-  for (unsigned r = 0; r < rounds; ++r) pause_round();
-  return rounds;
-}
-
-// How long one pause_round() takes here, measured once (the pause instruction costs from 10 to
-// 140 cycles depending on the CPU); the best of a few tries, so a preemption does not count.
-double pause_round_ns() {
-  static const double ns = [] {
-    double best = std::numeric_limits<double>::max();
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      constexpr int rounds = 64;
-      const auto start = Clock::now();
-      for (int i = 0; i < rounds; ++i) pause_round();
-      const std::chrono::duration<double, std::nano> took = Clock::now() - start;
-      best = std::min(best, took.count() / rounds);
-    }
-    return std::max(best, 1.0);
-  }();
-  return ns;
-}
+using detail::back_off;
+using detail::max_look_interval_ns;
+using detail::pause_round;
+using detail::pause_round_ns;
+using detail::rounds_to_next_look;
 
 // The owner's sign of life in `q` (see PoolQueue::progress). relaxed: only the owner writes it.
 inline void bump_progress(detail::PoolQueue& q) noexcept {
