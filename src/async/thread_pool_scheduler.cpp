@@ -79,8 +79,10 @@ constexpr std::chrono::microseconds lone_patience{50};
 // About what moving a runnable to another thread costs (the cache misses of its state and of
 // the queues on both sides; a few hundred ns on one socket, more across sockets or on a
 // loaded virtual machine): an idle thread takes work from a thread that would take longer to
-// get through it (see steal_surplus).
-constexpr double move_cost_ns = 1000;
+// get through it (see steal_surplus). 1 µs kept two threads at one thread's speed (or below)
+// on 0.4-0.8 µs tasks; 250 ns moves them and still leaves a 30 ns task's chain on its thread
+// (docs/benchmarks.md, twenty-fifth session).
+constexpr double move_cost_ns = 250;
 // Surplus an idle thread takes even from an owner that is moving on: more than it clears soon.
 constexpr std::size_t backlog = 32;
 constexpr unsigned deadline_check_every = 64;  // runnables between clock reads while busy
