@@ -202,15 +202,29 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   [[nodiscard]] std::int64_t iter() const noexcept { return sync->iter; }
   [[nodiscard]] std::size_t slot() const noexcept { return sync->slot; }
 
-  /// Its state in iteration `of`: a state is stamped with the iteration it was set in, so an
-  /// instance is idle in a new iteration without a reset at admission.
+  /// Its state in iteration `of`, the iteration its entry holds (in flight, or retired and not
+  /// reused yet). `finished` is stamped with the iteration it was set in, so an instance is idle
+  /// in a new iteration without a reset at admission: until its release it still reads
+  /// `finished` from the iteration before, of another stamp. The states between its release
+  /// and its finish carry no stamp: an instance in one of them is in its entry's current
+  /// iteration (the one before finished before that iteration was admitted).
   [[nodiscard]] InstanceState state_in(std::int64_t of) const noexcept {
     const std::uint64_t word = state_word.load(std::memory_order_acquire);
-    return word >> 3 == stamp(of) ? static_cast<InstanceState>(word & 7) : InstanceState::idle;
+    const std::uint64_t stamped = word >> 3;
+    return stamped == unstamped || stamped == stamp(of) ? static_cast<InstanceState>(word & 7)
+                                                        : InstanceState::idle;
   }
   /// Sets its state in its current iteration (release: the hang report reads it elsewhere).
+  /// Only `finished` reads the iteration for its stamp: the release, the start and the waits
+  /// store a constant (three loads and a computation less per instance on the hot path, 2% of
+  /// the clock engine's time per task with one thread; docs/benchmarks.md).
   void set_state(InstanceState s) noexcept {
-    state_word.store(stamp(iter()) << 3 | static_cast<std::uint64_t>(s), std::memory_order_release);
+    const std::uint64_t bits = static_cast<std::uint64_t>(s);
+    if (s == InstanceState::finished) {
+      state_word.store(stamp(iter()) << 3 | bits, std::memory_order_release);
+    } else {
+      state_word.store(unstamped << 3 | bits, std::memory_order_release);
+    }
   }
   /// Forgets every state (a new run's hang report shows nothing of the last).
   void clear_state() noexcept { state_word.store(0, std::memory_order_relaxed); }
@@ -233,8 +247,10 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   void run() noexcept override;
 
  private:
+  // A state without an iteration (see state_in); a cleared word (0) is idle without one.
+  static constexpr std::uint64_t unstamped = 0;
   static std::uint64_t stamp(std::int64_t iter) noexcept {
-    return static_cast<std::uint64_t>(iter) + 1;  // 0: no state in this run
+    return static_cast<std::uint64_t>(iter) + 1;  // never `unstamped`
   }
   std::atomic<std::uint64_t> state_word{0};  // stamp(iteration) << 3 | InstanceState
 };
