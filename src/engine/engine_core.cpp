@@ -78,7 +78,6 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].inter_succ = inter_succ_[t];
     info_[t].degree_first = in_degree(t, 0);
     info_[t].degree = in_degree(t, 1);
-    info_[t].counts_one = info_[t].degree_first == 1 && info_[t].degree == 1;
     info_[t].counts_completion = !release_->releases_every_instance() || intra_succ_[t].empty();
     if (info_[t].counts_completion) ++completion_count_;
   }

@@ -231,13 +231,14 @@ class EngineCore {
   bool count_down(Instance& in) noexcept {
     // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
     // and event generation, the admission's fields); the last one acquires them all. A
-    // counter of one event has no other decrement to order with, and the release of the
-    // instance (a lane's queue) publishes the rest. A counter found at 1 waits only for this
-    // call (the others all counted, and the acquire load sees their writes as the last
-    // decrement would): nobody else touches it until it is re-armed, so no read-modify-write
-    // (the clock's start token, usually given after its producers finished, and the last of
-    // several producers).
-    return in.info->counts_one || in.pending.load(std::memory_order_acquire) == 1 ||
+    // counter found at 1 waits only for this call (the others all counted, and the acquire
+    // load sees their writes as the last decrement would): nobody else touches it until it is
+    // re-armed, so no read-modify-write (a counter of one event, whose counter is never
+    // decremented; the clock's start token, usually given after its producers finished; the
+    // last of several producers). The load is the whole test: asking the task first whether
+    // its counter counts one event cost the clock engine 0.55 ns per task with one thread
+    // (2.5%; docs/benchmarks.md).
+    return in.pending.load(std::memory_order_acquire) == 1 ||
            in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
   }
   void rearm(Instance& in) noexcept {

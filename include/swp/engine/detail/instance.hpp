@@ -76,9 +76,6 @@ struct TaskInfo {
   TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
   int degree_first = 0;            // join counter of iteration 0 (see in_degree)
   int degree = 0;                  // join counter of every later iteration
-  // The counter counts one event in every iteration: whoever brings it is the only one to
-  // touch it, so it takes no atomic decrement (see count_down).
-  bool counts_one = false;
   bool ordered = false;
   // Ordered, or with inter dependencies (whose device work it may have to wait for): its
   // proceed looks at more than the common case's conditions.
