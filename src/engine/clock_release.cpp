@@ -185,7 +185,9 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   // (docs/benchmarks.md). With workers it is posted, also from a driving thread: keeping the
   // last ready one back to run here once the others were posted made a period of 5 µs tasks
   // 1.3-1.6x slower on two threads, for 10% on empty ones.
-  if (runs_here_ == &in.info->lane->scheduler()) return in.run();
+  // (Compiled for the clock's release: see EngineCore::Releasing.)
+  if (runs_here_ == &in.info->lane->scheduler())
+    return core_.proceed_as<EngineCore::Releasing::clock>(in);
   core_.post_claimed(in, false);
 }
 

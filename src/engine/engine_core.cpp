@@ -283,12 +283,21 @@ void EngineCore::end_claims() noexcept {
 }
 
 void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
+  satisfy_as<Releasing::either>(in, step_ending);
+}
+
+template <EngineCore::Releasing R>
+void EngineCore::satisfy_as(Instance& in, bool step_ending) noexcept {
   if (!count_down(in)) return;
-  if (start_proceeds_) {
+  if (R == Releasing::data_flow || (R == Releasing::either && start_proceeds_)) {
     release_now(in, step_ending);  // data-flow: what DataFlowRelease::ready does
   } else {
-    release_->ready(in, step_ending);
+    ready_by_policy(in, step_ending);
   }
+}
+
+void EngineCore::ready_by_policy(Instance& in, bool step_ending) noexcept {
+  release_->ready(in, step_ending);
 }
 
 void EngineCore::set_failure_policy(FailurePolicy policy) {
@@ -327,7 +336,10 @@ void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter)
                             TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
-void EngineCore::proceed(Instance& in) noexcept {
+void EngineCore::proceed(Instance& in) noexcept { proceed_as<Releasing::either>(in); }
+
+template <EngineCore::Releasing R>
+void EngineCore::proceed_as(Instance& in) noexcept {
   const TaskInfo& info = *in.info;
   // This execution's state; consumers read it only after this instance finished.
   in.stream = info.stream;
@@ -351,7 +363,7 @@ void EngineCore::proceed(Instance& in) noexcept {
     run_body(in);
     return;
   }
-  run_plain_body(in);
+  run_plain_body_as<R>(in);
 }
 
 void EngineCore::proceed_guarded(Instance& in) noexcept {
@@ -460,10 +472,13 @@ void EngineCore::run_body(Instance& in) noexcept {
   if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
 }
 
-void EngineCore::run_plain_body(Instance& in) noexcept {
+void EngineCore::run_plain_body(Instance& in) noexcept { run_plain_body_as<Releasing::either>(in); }
+
+template <EngineCore::Releasing R>
+void EngineCore::run_plain_body_as(Instance& in) noexcept {
   in.set_state(InstanceState::running);
   const TaskInfo& info = *in.info;
-  if (info.routine == nullptr || run_routine(in, info)) finish_as<true>(in, no_error, true);
+  if (info.routine == nullptr || run_routine(in, info)) finish_as<true, R>(in, no_error, true);
 }
 
 const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) const noexcept {
@@ -512,7 +527,7 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   return false;
 }
 
-template <bool Plain>
+template <bool Plain, EngineCore::Releasing R>
 void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept {
   const TaskIndex t = in.task;
   const std::int64_t iter = in.iter();
@@ -536,8 +551,8 @@ void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool o
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
   // first successor released may run next on this thread.
   if (!info.inter_succ.empty() || info.claim != nullptr) {
-    for (TaskIndex s : info.inter_succ) satisfy(*in.next->instances[s], true);
-    if (info.claim != nullptr) satisfy(*in.after, true);  // the lane edge
+    for (TaskIndex s : info.inter_succ) satisfy_as<R>(*in.next->instances[s], true);
+    if (info.claim != nullptr) satisfy_as<R>(*in.after, true);  // the lane edge
   }
   if (!Plain && info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {
@@ -547,11 +562,11 @@ void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool o
     // it may make) is this instance's last touch of `this`; its dependents are read first.
     const std::span<const TaskIndex> succ = info.intra_succ;
     const auto& instances = sync.instances;
-    for (std::size_t k = 0; k + 1 < succ.size(); ++k) satisfy(*instances[succ[k]], true);
-    satisfy(*instances[succ.back()], true);
+    for (std::size_t k = 0; k + 1 < succ.size(); ++k) satisfy_as<R>(*instances[succ[k]], true);
+    satisfy_as<R>(*instances[succ.back()], true);
     return;
   }
-  for (TaskIndex s : info.intra_succ) satisfy(*sync.instances[s], true);
+  for (TaskIndex s : info.intra_succ) satisfy_as<R>(*sync.instances[s], true);
   // After the last decrement's `completed`, or after any decrement of a stopping run (whose
   // drain counts them), the caller may retire the iteration and even destroy the pipeline:
   // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives
@@ -651,5 +666,8 @@ void EngineCore::fail_callback(CallbackError::Callback which, std::int64_t iter)
   fail("", iter, std::make_exception_ptr(CallbackError(which, iter, std::current_exception())),
        FailureKind::callback);
 }
+
+// ClockRelease's period (clock_release.cpp) runs ready instances through it.
+template void EngineCore::proceed_as<EngineCore::Releasing::clock>(Instance&) noexcept;
 
 }  // namespace swp::detail

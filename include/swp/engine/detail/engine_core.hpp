@@ -226,6 +226,17 @@ class EngineCore {
   // One thing `in` waited for happened; the last one tells the release policy.
   // `step_ending`: called at the end of a lane step (see ReleasePolicy::ready).
   void satisfy(Instance& in, bool step_ending = false) noexcept;
+  // Which engine's release a step is compiled for. The flattened hot paths inline every step
+  // below them: compiled for `either`, the clock's period (ClockRelease::advance) carried
+  // data-flow's release of a successor at each of its count-downs, and its hooks' and errors'
+  // finish besides (38 KB of code, against 13 KB compiled for `clock`, which made the clock
+  // 6% faster per task with one thread; docs/benchmarks.md). `either` asks start_proceeds_.
+  enum class Releasing : std::uint8_t { either, data_flow, clock };
+  template <Releasing R>
+  void satisfy_as(Instance& in, bool step_ending) noexcept;
+  // The release policy's ready, out of line: where the clock's instances are released once
+  // ready (a call per release) rather than a copy at each count-down.
+  [[gnu::noinline]] void ready_by_policy(Instance& in, bool step_ending) noexcept;
   // Re-arms the counter of a consumed instance for iteration iter + E (see Instance).
   // One of the events `in`'s join counter counts happened: true when it was the last.
   bool count_down(Instance& in) noexcept {
@@ -297,12 +308,18 @@ class EngineCore {
   [[nodiscard]] InstanceState state_at(TaskIndex t, std::int64_t iter) const noexcept;
   // Dependencies done: stream waits (phase 2), the turn, then the body.
   void proceed(Instance& in) noexcept;
+  // proceed() compiled for one engine's release (see Releasing); the clock's period runs its
+  // ready instances through proceed_as<Releasing::clock>.
+  template <Releasing R>
+  void proceed_as(Instance& in) noexcept;
   // proceed() past the common case: trouble, device waits, a turn to take.
   [[gnu::noinline]] void proceed_guarded(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
   // run_body for an instance that proceeded the common way (see proceed) with no hooks_: no
   // dependency's error to take, nothing to tell; its finish has only its stream to look at.
   void run_plain_body(Instance& in) noexcept;
+  template <Releasing R>
+  void run_plain_body_as(Instance& in) noexcept;
   // The NVTX range of `in` starting (ranges on) and ending (if it has one).
   void start_range(Instance& in, bool serial) const noexcept;
   static void end_range(Instance& in) noexcept {
@@ -311,11 +328,12 @@ class EngineCore {
   // Runs the task's routine: true when it completed synchronously and without an error (the
   // caller finishes the instance); false when it finished it or started its coroutine.
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
-  void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
+  // Out of line: the finish of hooks, errors and coroutines, kept out of the flattened paths.
+  [[gnu::noinline]] void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
   // finish(): `Plain`, for run_plain_body's instance that completed synchronously without an
   // error (no device work carried in, not ordered, no NVTX range, no observer), which checks
   // only whether its body used its stream.
-  template <bool Plain>
+  template <bool Plain, Releasing R = Releasing::either>
   void finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept;
   // finish() past the common case: device work to record, a turn to pass on, an error, an
   // NVTX range, an observer.
