@@ -289,7 +289,7 @@ void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
 template <EngineCore::Releasing R>
 void EngineCore::satisfy_as(Instance& in, bool step_ending) noexcept {
   if (!count_down(in)) return;
-  if (R == Releasing::data_flow || (R == Releasing::either && start_proceeds_)) {
+  if (R == Releasing::either && start_proceeds_) {
     release_now(in, step_ending);  // data-flow: what DataFlowRelease::ready does
   } else {
     ready_by_policy(in, step_ending);
@@ -363,7 +363,7 @@ void EngineCore::proceed_as(Instance& in) noexcept {
     run_body(in);
     return;
   }
-  run_plain_body_as<R>(in);
+  run_plain_body<R>(in);
 }
 
 void EngineCore::proceed_guarded(Instance& in) noexcept {
@@ -472,10 +472,8 @@ void EngineCore::run_body(Instance& in) noexcept {
   if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
 }
 
-void EngineCore::run_plain_body(Instance& in) noexcept { run_plain_body_as<Releasing::either>(in); }
-
 template <EngineCore::Releasing R>
-void EngineCore::run_plain_body_as(Instance& in) noexcept {
+void EngineCore::run_plain_body(Instance& in) noexcept {
   in.set_state(InstanceState::running);
   const TaskInfo& info = *in.info;
   if (info.routine == nullptr || run_routine(in, info)) finish_as<true, R>(in, no_error, true);

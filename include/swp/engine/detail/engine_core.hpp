@@ -230,8 +230,9 @@ class EngineCore {
   // below them: compiled for `either`, the clock's period (ClockRelease::advance) carried
   // data-flow's release of a successor at each of its count-downs, and its hooks' and errors'
   // finish besides (38 KB of code, against 13 KB compiled for `clock`, which made the clock
-  // 6% faster per task with one thread; docs/benchmarks.md). `either` asks start_proceeds_.
-  enum class Releasing : std::uint8_t { either, data_flow, clock };
+  // 6% faster per task with one thread; docs/benchmarks.md). `either` asks start_proceeds_
+  // (data-flow's steps are compiled for it: its successor's release inlined helps them).
+  enum class Releasing : std::uint8_t { either, clock };
   template <Releasing R>
   void satisfy_as(Instance& in, bool step_ending) noexcept;
   // The release policy's ready, out of line: where the clock's instances are released once
@@ -317,9 +318,8 @@ class EngineCore {
   void run_body(Instance& in) noexcept;
   // run_body for an instance that proceeded the common way (see proceed) with no hooks_: no
   // dependency's error to take, nothing to tell; its finish has only its stream to look at.
-  void run_plain_body(Instance& in) noexcept;
   template <Releasing R>
-  void run_plain_body_as(Instance& in) noexcept;
+  void run_plain_body(Instance& in) noexcept;
   // The NVTX range of `in` starting (ranges on) and ending (if it has one).
   void start_range(Instance& in, bool serial) const noexcept;
   static void end_range(Instance& in) noexcept {
