@@ -261,6 +261,40 @@ void ThreadPoolScheduler::post_next(Runnable& r) noexcept {
   post(r);
 }
 
+bool ThreadPoolScheduler::offer(Runnable& r) noexcept {
+  Context* c = current;
+  if (c == nullptr || c->scheduler != this || c->queue == nullptr || c->running != nullptr ||
+      c->keeping || c->batch_depth > 0)
+    return false;
+  // relaxed: only this thread puts work in its slot.
+  if (c->queue->slot.load(std::memory_order_relaxed) != nullptr) return false;
+  // seq_cst: publishes `r` (and what the caller wrote for it) to thieves, and orders like a
+  // fence before wake_helper's loads, as a post's exchange does.
+  c->queue->slot.exchange(&r, std::memory_order_seq_cst);
+  wake_helper();
+  return true;
+}
+
+bool ThreadPoolScheduler::withdraw(Runnable& r) noexcept {
+  Context& c = *current;
+  // relaxed: the slot only says who holds `r`; the caller's in-place work and a thief's meet
+  // through `r`'s own atomics.
+  Runnable* back = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
+  if (back == &r) return true;
+  if (back != nullptr) {
+    // A drive inside the in-place work took `r` and a runnable it ran posted this: queued.
+    push_local(c, *back);
+    detail::seq_cst_fence();  // as in post()
+    wake_helper();
+  }
+  return false;
+}
+
+void ThreadPoolScheduler::ran_in_place() noexcept {
+  Context* c = current;
+  if (c != nullptr && c->scheduler == this && c->queue != nullptr) bump_progress(*c->queue);
+}
+
 void ThreadPoolScheduler::inject(Runnable& r) noexcept {
   std::lock_guard lock(inject_lock_);
   injected_.push(r);

@@ -14,6 +14,7 @@ namespace swp::detail {
 ClockRelease::ClockRelease(EngineCore& core)
     : core_(core),
       only_driven_(core.runtime().scheduler().runs_only_when_driven()),
+      share_(core, core.runtime().scheduler()),
       order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {
   for (TaskIndex t = 0; t < core.graph().size(); ++t)
     max_stage_ = std::max(max_stage_, core.graph().stage(t));
@@ -44,6 +45,9 @@ void ClockRelease::reset() {
   period_iter_.assign(std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1), -1);
   period_mask_ = period_iter_.size() - 1;
   admit_period_.assign(core_.sync_.size(), -1);
+  // One advance() opens at most the periods up to the gate and the later stages' releases
+  // (fewer than period_iter_ holds), each releasing at most one instance per task.
+  share_capacity_ = core_.graph().size() * period_iter_.size();
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
@@ -68,10 +72,65 @@ void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   if (core_.submit(in)) start_under_claim(in);
 }
 
+void ClockRelease::advance() {
+  look_who_runs();
+  // With workers, a thread that drives the pool outside any runnable collects its ready
+  // instances (a share still held by another thread from an earlier call: posted as before).
+  collecting_ = !only_driven_ && !share_.busy() && core_.runtime().scheduler().drives_here();
+  if (!collecting_) return open_periods();
+  share_.start(share_capacity_);
+  // Also when the periods end early by an exception (a slot's deadline): nothing collected is
+  // left behind.
+  class RunCollected {
+   public:
+    explicit RunCollected(ClockRelease& release) noexcept : release_(release) {}
+    RunCollected(const RunCollected&) = delete;
+    RunCollected& operator=(const RunCollected&) = delete;
+    ~RunCollected() { release_.run_collected(); }
+
+   private:
+    ClockRelease& release_;
+  } const at_end(*this);
+  open_periods();
+}
+
+void ClockRelease::expose_collected() noexcept {
+  if (!collecting_ || share_.offered() || share_.added() == 0) return;
+  if (share_.offer(false)) return;  // sealed once the new iteration's are added (run_collected)
+  collecting_ = false;
+  post_unclaimed();
+}
+
+void ClockRelease::run_collected() noexcept {
+  if (!collecting_) return;
+  collecting_ = false;
+  if (share_.offered()) {
+    // Offered before the source: the new iteration's join what the share offers.
+    if (!share_.seal()) return post_unclaimed();
+  } else {
+    const std::size_t n = share_.added();
+    if (n == 0) return;
+    // Alone, it runs here: nothing of this call waits behind it.
+    if (n == 1) return core_.proceed_as<EngineCore::Releasing::clock>(share_.item(0));
+    if (!share_.offer(true)) return post_unclaimed();
+  }
+  Scheduler& scheduler = core_.runtime().scheduler();
+  while (Instance* in = share_.claim()) {
+    core_.proceed_as<EngineCore::Releasing::clock>(*in);
+    scheduler.ran_in_place();
+  }
+  share_.withdraw();
+}
+
+void ClockRelease::post_unclaimed() noexcept {
+  const Scheduler::PostBatch batch(core_.runtime().scheduler());
+  while (Instance* in = share_.claim()) core_.post_claimed(*in, false);
+}
+
 // Flattened: a period's releases (release, EngineCore::submit from the core's header,
 // start_under_claim) run without a call each (578 -> 514 instructions per task on the
 // dispatch chain, with Instance::run flattened too; docs/benchmarks.md).
-[[gnu::flatten]] void ClockRelease::advance() {
+[[gnu::flatten]] void ClockRelease::open_periods() {
   // Tasks of iterations already in flight go first, in the period's enqueue order; the new
   // iteration needs its slot, which may still wait for its previous occupant's device work.
   // Deferring stage-0 tasks keeps the order topological: nothing else in this period depends
@@ -79,14 +138,13 @@ void ClockRelease::release(TaskIndex task, std::int64_t iter) {
   EngineCore& c = core_;
   c.starved_ = false;  // set again if the source answers "not yet" below
   Scheduler& scheduler = c.runtime().scheduler();
-  look_who_runs();
   for (;;) {
     const std::int64_t period = next_period_;
     if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
     const bool in_flight_need = needed(period);
     if (in_flight_need) {
-      if (runs_here_ != nullptr) {
-        release_later_stages(period);  // what is ready runs now: nothing to announce
+      if (runs_here_ != nullptr || collecting_) {
+        release_later_stages(period);  // what is ready runs now, or is collected
       } else {
         // Announced to idle threads once, before the source runs (which may block).
         const Scheduler::PostBatch batch(scheduler);
@@ -97,7 +155,10 @@ void ClockRelease::release(TaskIndex task, std::int64_t iter) {
     const std::int64_t next = c.next_admit_;
     const std::size_t entry = c.admit_entry_;  // admit_period_ has one per entry
     // Once the source said "not yet" in this call, bubbles do not ask it again.
-    if (!c.starved_ && next < c.end_ && c.await_slot() && c.admit()) admitted = next;
+    if (!c.starved_ && next < c.end_) {
+      expose_collected();  // before a wait and the source, which may block
+      if (c.await_slot() && c.admit()) admitted = next;
+    }
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;
@@ -115,7 +176,8 @@ bool ClockRelease::drained() const noexcept {
   // once the run stopped), so each iteration completes.
   for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
     if (!core_.complete(iter)) return false;
-  return true;
+  // A share a thread took late (still queued, or running its last claim) refers to this policy.
+  return !share_.busy();
 }
 
 void ClockRelease::release_later_stages(std::int64_t period) {
@@ -186,8 +248,10 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   // last ready one back to run here once the others were posted made a period of 5 µs tasks
   // 1.3-1.6x slower on two threads, for 10% on empty ones.
   // (Compiled for the clock's release: see EngineCore::Releasing.)
-  if (runs_here_ == &in.info->lane->scheduler())
-    return core_.proceed_as<EngineCore::Releasing::clock>(in);
+  Scheduler& scheduler = in.info->lane->scheduler();
+  if (runs_here_ == &scheduler) return core_.proceed_as<EngineCore::Releasing::clock>(in);
+  // With workers: collected, to run here while offered to other threads (see PeriodShare).
+  if (collecting_ && &scheduler == &core_.runtime().scheduler() && share_.add(in)) return;
   core_.post_claimed(in, false);
 }
 

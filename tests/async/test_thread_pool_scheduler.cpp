@@ -644,4 +644,89 @@ TEST_CASE("a PostBatch announces its posts to idle workers when it ends") {
   CHECK(eventually([&] { return a.runs.load() == 1 && b.runs.load() == 1; }));
 }
 
+TEST_CASE("offer says no where the thread does not drive the pool outside a runnable") {
+  swp::ThreadPoolScheduler pool(1);
+  CountingRunnable r;
+  CHECK_FALSE(pool.offer(r));  // no drive at all
+  swp::ThreadPoolScheduler other(0);
+  other.drive_section([&] { CHECK_FALSE(pool.offer(r)); });  // another pool's driver
+  struct Offerer final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    swp::Runnable* offered = nullptr;
+    std::atomic<int> answer{-1};
+    void run() noexcept override { answer.store(scheduler->offer(*offered) ? 1 : 0); }
+  } inside;
+  inside.scheduler = &pool;
+  inside.offered = &r;
+  pool.post(inside);
+  CHECK(eventually([&] { return inside.answer.load() >= 0; }));
+  CHECK(inside.answer.load() == 0);  // inside a runnable
+  // Inside a PostBatch of the driving thread too: its posts are not announced yet.
+  pool.drive_section([&] {
+    const swp::Scheduler::PostBatch batch(pool);
+    CHECK_FALSE(pool.offer(r));
+  });
+  CHECK(r.runs.load() == 0);
+}
+
+TEST_CASE("an offered runnable is either withdrawn unrun or run once by another thread") {
+  // The driver makes progress (ran_in_place) while it holds the offer: a worker may still
+  // take it between two of its looks, so both answers are legal; each must match what happened.
+  swp::ThreadPoolScheduler pool(1);
+  for (int round = 0; round < 200; ++round) {
+    CountingRunnable r;
+    bool offered = false;
+    bool back = false;
+    pool.drive_section([&] {
+      offered = pool.offer(r);
+      if (!offered) return;
+      for (int k = 0; k < 10; ++k) pool.ran_in_place();
+      back = pool.withdraw(r);
+    });
+    REQUIRE(offered);
+    if (back) {
+      std::this_thread::yield();
+      CHECK(r.runs.load() == 0);
+    } else {
+      CHECK(eventually([&] { return r.runs.load() == 1; }));
+      CHECK(r.ran_on.load() != std::this_thread::get_id());
+    }
+  }
+}
+
+TEST_CASE("an offered runnable is taken by a worker while its thread makes no progress") {
+  // The driver offers, then waits (without ran_in_place) for the offered runnable: only a
+  // worker that takes it from the driver's slot can run it.
+  swp::ThreadPoolScheduler pool(1);
+  std::this_thread::sleep_for(10ms);  // the worker goes idle (parks, or polls)
+  CountingRunnable r;
+  bool ran_elsewhere = false;
+  bool back = true;
+  pool.drive_section([&] {
+    REQUIRE(pool.offer(r));
+    ran_elsewhere = eventually([&] { return r.runs.load() == 1; });
+    back = pool.withdraw(r);
+  });
+  CHECK(ran_elsewhere);
+  CHECK_FALSE(back);
+  CHECK(r.ran_on.load() != std::this_thread::get_id());
+}
+
+TEST_CASE("a drive inside in-place work runs the offer itself; withdraw then says it was taken") {
+  swp::ThreadPoolScheduler pool(0);
+  CountingRunnable r;
+  CountingRunnable posted;
+  bool back = true;
+  pool.drive_section([&] {
+    REQUIRE(pool.offer(r));
+    pool.post(posted);
+    // A nested wait on this thread takes its own next work: the offered runnable first.
+    CHECK(pool.drive_until([&] { return r.runs.load() == 1 && posted.runs.load() == 1; },
+                           swp::Clock::now() + 30s));
+    back = pool.withdraw(r);
+  });
+  CHECK_FALSE(back);
+  CHECK(r.runs.load() == 1);
+}
+
 }  // namespace test_thread_pool_scheduler

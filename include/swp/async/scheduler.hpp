@@ -145,6 +145,40 @@ class Scheduler {
     bool open_;
   };
 
+  /// Offers `r` from a thread that drives this scheduler outside any runnable (drives_here):
+  /// `r` becomes this thread's next work, which another thread takes only when this one is slow
+  /// to get to it (as any thread's next work: it made no progress for a while; see
+  /// ThreadPoolScheduler), and idle threads are told, as for a post. The caller then does, in
+  /// place, the work `r` stands for, piece by piece (calling ran_in_place after each), and
+  /// takes `r` back with withdraw(r). Meant for a batch of work items that `r` claims one at a
+  /// time when another thread runs it: the caller runs items in place at no queue's cost while
+  /// the ones it has not reached yet stay where an idle thread can take them (the clock
+  /// engine's period, detail::PeriodShare).
+  ///
+  /// Completion: returns at once. True: `r` is offered (it may run elsewhere from now on, and
+  /// be posted again by whoever runs it). False: nothing was offered (a scheduler without
+  /// run queues — the default —, a thread inside a runnable, with a PostBatch or RunHere open,
+  /// or whose next work is taken): the caller posts its work instead. Errors, cancellation:
+  /// none.
+  ///
+  /// Example: `if (s.offer(batch)) { while (batch.run_one()) s.ran_in_place();
+  ///           s.withdraw(batch); }`
+  virtual bool offer(Runnable& r) noexcept {
+    static_cast<void>(r);
+    return false;
+  }
+  /// Takes back what this thread offered last (offer returned true). True: no other thread
+  /// took it (it runs nowhere now and is the caller's again). False: another thread took it,
+  /// and runs it or ran it. Work this thread's runnables handed it meanwhile (a drive inside
+  /// the in-place work) stays queued.
+  virtual bool withdraw(Runnable& r) noexcept {
+    static_cast<void>(r);
+    return true;
+  }
+  /// The calling thread, between offer and withdraw, finished a piece of its in-place work: a
+  /// sign of life for threads deciding whether it is slow to get to its offered work.
+  virtual void ran_in_place() noexcept {}
+
   /// Wakes threads inside `drive_until` so they evaluate `done()` again, and posts every
   /// Runnable parked with `park_unless`. Any thread. When none waits it costs one fence and
   /// a load or two, so it can follow every task completion.

@@ -64,6 +64,11 @@ struct PoolContext;
 /// load or two more when none does; `notify()` with nobody parked, a fence and two loads.
 /// A thread woken for work polls again, so a burst of posts wakes one thread, not one each.
 ///
+/// Offering. A driving thread may offer a runnable (Scheduler::offer) and do its work in
+/// place: the runnable sits in the thread's slot, where a thief finds it only once the thread
+/// stops making progress (ran_in_place counts as progress), as it finds any slot. Withdrawn
+/// untouched, it cost one exchange each way and no queue.
+///
 /// Running here. A thread that is a worker-less pool's only runner may keep its posts for
 /// itself (Scheduler::RunHere) and run them when the scope ends, as a chain, with no queue,
 /// fence or wake-up: no worker could have run them sooner (another thread driving the same
@@ -102,6 +107,13 @@ class ThreadPoolScheduler final : public Scheduler {
   /// From a runnable running on this scheduler's thread: `r` runs right after it there (one
   /// bypass per runnable; further ones are posted). Elsewhere: post(r).
   void post_next(Runnable& r) noexcept override;
+
+  /// From a thread inside drive_until / drive_section, outside any runnable and with a driver
+  /// queue whose slot is empty: `r` goes to the slot (see Scheduler::offer); thieves take it
+  /// as they take any slot, from an owner that made no progress since their last look.
+  bool offer(Runnable& r) noexcept override;
+  bool withdraw(Runnable& r) noexcept override;
+  void ran_in_place() noexcept override;
 
   /// Runs work until `done()` holds (true) or `deadline` passes (false; returns `done()`).
   /// Chains (see above) run to their end before `done()` is checked again; when the thread goes

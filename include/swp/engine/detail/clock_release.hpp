@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "swp/async/scheduler.hpp"
+#include "swp/engine/detail/period_share.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 
 namespace swp::detail {
@@ -18,6 +19,12 @@ namespace swp::detail {
 /// of its instance before (the lane edge), the period gives the start token, and whoever takes
 /// the counter to zero posts the instance to its thread. Tasks of iterations in flight go first
 /// in a period; the new iteration's stage-0 tasks follow once its slot is free.
+///
+/// Where the pool has workers and the thread opening periods drives it (a pipeline's
+/// progress()), the ready instances a call opens are not posted one by one: they go to a
+/// PeriodShare, which the thread offers to the others (before the source is called, which may
+/// block, and again with the new iteration's) and then runs in place, while an idle thread
+/// may take what it has not reached.
 class ClockRelease final : public ReleasePolicy {
  public:
   explicit ClockRelease(EngineCore& core);
@@ -58,11 +65,25 @@ class ClockRelease final : public ReleasePolicy {
   // Sets runs_here_; called first by advance() and release_rest(), the only callers of
   // release().
   void look_who_runs() noexcept;
+  // advance() past look_who_runs: opens the periods that may open (flattened).
+  void open_periods();
+  // Before the source is asked: the instances collected so far are offered to other threads
+  // (the source may block); if they cannot be, they are posted and nothing more is collected.
+  void expose_collected() noexcept;
+  // advance()'s end: what was collected runs here, offered meanwhile (see PeriodShare), or is
+  // posted where it cannot be offered.
+  void run_collected() noexcept;
+  // Posts what the share still holds unclaimed (only where no other thread can claim).
+  void post_unclaimed() noexcept;
 
   EngineCore& core_;
   // The runtime's scheduler runs only when driven (a pool without workers; it has them or not
   // for its whole life): a thread that drives it is its only runner.
   bool only_driven_;
+  // This advance() collects its ready instances in share_ (see the class comment).
+  bool collecting_ = false;
+  PeriodShare share_;
+  std::size_t share_capacity_ = 0;  // instances one advance() can release (see reset)
   // The runtime's scheduler when this thread is its only runner (Scheduler::sole_runner_here),
   // so a released instance that is ready runs at once instead of being posted; else nullptr.
   Scheduler* runs_here_ = nullptr;

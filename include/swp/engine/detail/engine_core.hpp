@@ -172,6 +172,7 @@ class EngineCore {
   friend class DataFlowRelease;
   friend class ClockRelease;
   friend class LaneClaim;
+  friend class PeriodShare;
 
   using Sync = IterationSync;
 
