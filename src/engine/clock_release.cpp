@@ -46,8 +46,11 @@ void ClockRelease::reset() {
   period_mask_ = period_iter_.size() - 1;
   admit_period_.assign(core_.sync_.size(), -1);
   // One advance() opens at most the periods up to the gate and the later stages' releases
-  // (fewer than period_iter_ holds), each releasing at most one instance per task.
-  share_capacity_ = core_.graph().size() * period_iter_.size();
+  // (fewer than period_iter_ holds), each releasing at most one instance per task; in steady
+  // state it opens one. The share starts with room for one period and grows (doubling, up
+  // to the most) when a call releases more: a plan of 100k tasks would otherwise hold
+  // period_iter_.size() times its size in pointers for nothing.
+  share_most_ = core_.graph().size() * period_iter_.size();
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
@@ -78,7 +81,7 @@ void ClockRelease::advance() {
   // instances (a share still held by another thread from an earlier call: posted as before).
   collecting_ = !only_driven_ && !share_.busy() && core_.runtime().scheduler().drives_here();
   if (!collecting_) return open_periods();
-  share_.start(share_capacity_);
+  share_.start(core_.graph().size(), share_most_);
   // Also when the periods end early by an exception (a slot's deadline): nothing collected is
   // left behind.
   class RunCollected {

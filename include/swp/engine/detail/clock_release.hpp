@@ -83,7 +83,7 @@ class ClockRelease final : public ReleasePolicy {
   // This advance() collects its ready instances in share_ (see the class comment).
   bool collecting_ = false;
   PeriodShare share_;
-  std::size_t share_capacity_ = 0;  // instances one advance() can release (see reset)
+  std::size_t share_most_ = 0;  // instances one advance() can release (see reset)
   // The runtime's scheduler when this thread is its only runner (Scheduler::sole_runner_here),
   // so a released instance that is ready runs at once instead of being posted; else nullptr.
   Scheduler* runs_here_ = nullptr;

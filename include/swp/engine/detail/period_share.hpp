@@ -45,12 +45,17 @@ class PeriodShare final : public Runnable {
 
   /// Some thread may still run it or find it queued. Any thread.
   [[nodiscard]] bool busy() const noexcept { return busy_.load(std::memory_order_acquire); }
-  /// Owner, not busy: empty, with room for `capacity` instances (allocates only to grow).
-  void start(std::size_t capacity);
-  /// Owner: collects a ready instance; false when full (the caller posts it instead). Other
-  /// threads see it once offered or sealed.
+  /// Owner, not busy: empty, with room for at least `wanted` instances, and twice the last
+  /// room (up to `most`) if the last fill ran out of it. Allocates only to grow: once per run
+  /// at most, and then only while its calls release more than the share holds.
+  void start(std::size_t wanted, std::size_t most);
+  /// Owner: collects a ready instance; false when full (the caller posts it instead; the next
+  /// start makes more room). Other threads see it once offered or sealed.
   bool add(Instance& in) noexcept {
-    if (added_ == items_.size()) return false;
+    if (added_ == items_.size()) {
+      ran_out_ = true;
+      return false;
+    }
     items_[added_++] = &in;
     return true;
   }
@@ -105,6 +110,7 @@ class PeriodShare final : public Runnable {
   std::vector<Instance*> items_;
   std::size_t added_ = 0;  // owner
   bool offered_ = false;   // owner
+  bool ran_out_ = false;   // owner: an add since the last start found it full
   // The claimable count; sealed_bit once the owner adds no more; dropped_bit once a taker
   // found nothing before the seal (see the class comment).
   std::atomic<std::size_t> state_{0};
