@@ -247,13 +247,13 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   // With one thread (a pool without workers, and this thread outside any of its runnables) it
   // runs now, as its post would have made it run next: no queue's round trip. With one thread
   // this is every instance: a producer always finishes before its successor's period opens
-  // (docs/benchmarks.md). With workers it is posted, also from a driving thread: keeping the
-  // last ready one back to run here once the others were posted made a period of 5 µs tasks
-  // 1.3-1.6x slower on two threads, for 10% on empty ones.
-  // (Compiled for the clock's release: see EngineCore::Releasing.)
+  // (docs/benchmarks.md). (Compiled for the clock's release: see EngineCore::Releasing.)
   Scheduler& scheduler = in.info->lane->scheduler();
   if (runs_here_ == &scheduler) return core_.proceed_as<EngineCore::Releasing::clock>(in);
-  // With workers: collected, to run here while offered to other threads (see PeriodShare).
+  // With workers, from the thread that drives the pool: collected, to run here while offered
+  // to the other threads (see PeriodShare); holding the last ready one back instead, with the
+  // others posted, made a period of 5 µs tasks 1.3-1.6x slower on two threads. Elsewhere
+  // (inside a runnable, a lane's own pool) it is posted.
   if (collecting_ && &scheduler == &core_.runtime().scheduler() && share_.add(in)) return;
   core_.post_claimed(in, false);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/engines.hpp"
+#include "support/eventually.hpp"
 #include "swp/engine/pipeline.hpp"
 
 namespace test_pipeline_parallelism {  // each test file's names apart (unity builds)
@@ -76,14 +77,8 @@ TEST_CASE_TEMPLATE("a source that waits for a released task of an earlier iterat
   pipe->fill_pipeline([&]() -> std::optional<std::uint64_t> {
     if (next == iterations) return std::nullopt;
     const auto previous = static_cast<std::int64_t>(next) - 1;
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (b_done.load() < previous) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        starved.store(true);
-        break;
-      }
-      std::this_thread::yield();
-    }
+    if (!swp::test::eventually([&] { return b_done.load() >= previous; }, 20s))
+      starved.store(true);
     return next++;
   });
   std::int64_t retired = 0;

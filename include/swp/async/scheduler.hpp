@@ -161,8 +161,9 @@ class Scheduler {
   /// or whose next work is taken): the caller posts its work instead. Errors, cancellation:
   /// none.
   ///
-  /// Example: `if (s.offer(batch)) { while (batch.run_one()) s.ran_in_place();
-  ///           s.withdraw(batch); }`
+  /// Example (`batch` a Runnable whose run() claims one item, posts itself, runs the item):
+  /// `if (s.offer(batch)) { while (Item* i = batch.claim()) { run(*i); s.ran_in_place(); }
+  ///                        s.withdraw(batch); }`
   virtual bool offer(Runnable& r) noexcept {
     static_cast<void>(r);
     return false;
