@@ -104,7 +104,7 @@ void ClockRelease::expose_collected() noexcept {
   post_unclaimed();
 }
 
-void ClockRelease::run_collected() noexcept {
+[[gnu::flatten]] void ClockRelease::run_collected() noexcept {
   if (!collecting_) return;
   collecting_ = false;
   if (share_.offered()) {
@@ -118,10 +118,13 @@ void ClockRelease::run_collected() noexcept {
     if (!share_.offer(true)) return post_unclaimed();
   }
   Scheduler& scheduler = core_.runtime().scheduler();
-  while (Instance* in = share_.claim()) {
+  // A sign of life for thieves every few instances (a call each cost 13 instructions per
+  // instance), and at the end.
+  for (unsigned ran = 1; Instance* in = share_.claim(); ++ran) {
     core_.proceed_as<EngineCore::Releasing::clock>(*in);
-    scheduler.ran_in_place();
+    if (ran % 8 == 0) scheduler.ran_in_place();
   }
+  scheduler.ran_in_place();
   share_.withdraw();
 }
 

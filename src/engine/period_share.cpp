@@ -8,16 +8,11 @@
 
 namespace swp::detail {
 
-void PeriodShare::start(std::size_t wanted, std::size_t most) {
+void PeriodShare::grow(std::size_t wanted, std::size_t most) {
   std::size_t room = std::max(items_.size(), wanted);
   if (ran_out_) room = std::min(std::max(2 * items_.size(), wanted), std::max(most, wanted));
   ran_out_ = false;
   if (items_.size() < room) items_.resize(room);
-  added_ = 0;
-  offered_ = false;
-  // relaxed: published by the offer (the scheduler's seq_cst exchange) to whoever takes it.
-  state_.store(0, std::memory_order_relaxed);
-  next_.store(0, std::memory_order_relaxed);
 }
 
 bool PeriodShare::offer(bool sealed) noexcept {

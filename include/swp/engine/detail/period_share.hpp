@@ -48,7 +48,15 @@ class PeriodShare final : public Runnable {
   /// Owner, not busy: empty, with room for at least `wanted` instances, and twice the last
   /// room (up to `most`) if the last fill ran out of it. Allocates only to grow: once per run
   /// at most, and then only while its calls release more than the share holds.
-  void start(std::size_t wanted, std::size_t most);
+  void start(std::size_t wanted, std::size_t most) {
+    if (ran_out_ || items_.size() < wanted) [[unlikely]]
+      grow(wanted, most);
+    added_ = 0;
+    offered_ = false;
+    // relaxed: published by the offer (the scheduler's seq_cst exchange) to whoever takes it.
+    state_.store(0, std::memory_order_relaxed);
+    next_.store(0, std::memory_order_relaxed);
+  }
   /// Owner: collects a ready instance; false when full (the caller posts it instead; the next
   /// start makes more room). Other threads see it once offered or sealed.
   bool add(Instance& in) noexcept {
@@ -91,6 +99,8 @@ class PeriodShare final : public Runnable {
   static constexpr std::size_t dropped_bit = sealed_bit >> 1;
   static constexpr std::size_t limit_mask = dropped_bit - 1;
 
+  // start() past the common case: more room.
+  void grow(std::size_t wanted, std::size_t most);
   // The next claimable item, below the limit of the state it read into `seen`.
   Instance* claim(std::size_t& seen) noexcept {
     std::size_t k = next_.load(std::memory_order_relaxed);
