@@ -22,6 +22,9 @@ struct alignas(64) PoolQueue {
   // Only the owning thread stores non-null; the owner and thieves take it by exchange / CAS.
   alignas(64) std::atomic<Runnable*> slot{nullptr};
   std::atomic<bool> claimed{false};  // driver queues: a thread in drive_until owns this one
+  // The slot holds the owner's offer (Scheduler::offer): lone work that needs no polling
+  // thread (see worker_idle). relaxed: a hint; the slot says what is there.
+  std::atomic<bool> offering{false};
   // Runnables the owner has run, published after each: a thief that finds it unchanged after
   // waiting a while knows the owner is stuck (blocked in a runnable, descheduled, or gone from
   // drive_until). On a line of its own: the owner writes it at every step, while polling
@@ -44,6 +47,11 @@ struct PoolContext {
   // progress then.
   PoolQueue* lone = nullptr;
   std::uint32_t lone_progress = 0;
+  bool lone_offer = false;  // `lone` held only an offer
+  // Timed parks left before an untimed one, once a look saw an offer (see worker_idle), and
+  // the offering owner's progress at the last of them.
+  unsigned patience_left = 0;
+  std::uint32_t patience_base = 0;
   // The lone work seen before this thread's last timed park, to tell a stuck owner.
   PoolQueue* watched = nullptr;
   std::uint32_t watched_progress = 0;
@@ -76,6 +84,15 @@ namespace {
 // sides and makes the owner wait for the thief; an owner that made no progress for this long
 // is blocked in a runnable, lost its CPU, or left drive_until.
 constexpr std::chrono::microseconds lone_patience{50};
+// The progress over one polling episode (spin) of an owner whose offers a worker leaves to it
+// and parks: 16 in 20 µs is a step every 1.25 µs (the clock engine's periods of 4 tasks of
+// 300 ns and less; see worker_idle).
+constexpr std::uint32_t fast_owner_progress = 16;
+// How many polling episodes (spins) one patience is long: an owner's progress over a patience
+// is held against fast_owner_progress times this.
+constexpr std::uint32_t patience_per_spin = 2;
+// Timed parks a worker makes after one whose look saw an offer, before it parks untimed.
+constexpr unsigned offer_patience_rounds = 8;
 // About what moving a runnable to another thread costs (the cache misses of its state and of
 // the queues on both sides; a few hundred ns on one socket, more across sockets or on a
 // loaded virtual machine): an idle thread takes work from a thread that would take longer to
@@ -268,10 +285,11 @@ bool ThreadPoolScheduler::offer(Runnable& r) noexcept {
     return false;
   // relaxed: only this thread puts work in its slot.
   if (c->queue->slot.load(std::memory_order_relaxed) != nullptr) return false;
+  c->queue->offering.store(true, std::memory_order_relaxed);
   // seq_cst: publishes `r` (and what the caller wrote for it) to thieves, and orders like a
-  // fence before wake_helper's loads, as a post's exchange does.
+  // fence before wake_for_offer's loads, as a post's exchange does.
   c->queue->slot.exchange(&r, std::memory_order_seq_cst);
-  wake_helper();
+  wake_for_offer();
   return true;
 }
 
@@ -280,6 +298,7 @@ bool ThreadPoolScheduler::withdraw(Runnable& r) noexcept {
   // relaxed: the slot only says who holds `r`; the caller's in-place work and a thief's meet
   // through `r`'s own atomics.
   Runnable* back = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
+  c.queue->offering.store(false, std::memory_order_relaxed);
   if (back == &r) return true;
   if (back != nullptr) {
     // A drive inside the in-place work took `r` and a runnable it ran posted this: queued.
@@ -327,6 +346,16 @@ void ThreadPoolScheduler::wake_helper() noexcept {
   // No worker parked (all busy): a parked driver can run it meanwhile; with zero workers the
   // drivers are the only threads there are.
   idle_drivers_.notify_one_after_fence();
+}
+
+void ThreadPoolScheduler::wake_for_offer() noexcept {
+  // An offer is lone work: a thread takes it only once its owner stops making progress, so a
+  // worker that waits out the patience (it looks again within it, see worker_idle) need not
+  // be woken for it, and the owner's offers stay free of wake-ups while the pool's only
+  // other thread sleeps. seq_cst: store-buffering with a worker that stops being patient
+  // (it counts as polling first, then looks), as in wake_helper.
+  if (patient_.load(std::memory_order_seq_cst) > 0) return;
+  wake_helper();
 }
 
 void ThreadPoolScheduler::stop_searching() noexcept {
@@ -404,6 +433,7 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
     if (c.lone == nullptr) {  // a thread about to park looks again (see take_stuck)
       c.lone = &victim;
       c.lone_progress = progress;
+      c.lone_offer = queued == 0 && victim.offering.load(std::memory_order_relaxed);
     }
   }
   return nullptr;
@@ -497,8 +527,13 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
   // relaxed: only a heuristic.
   bool searching = 2 * searching_.load(std::memory_order_relaxed) < static_cast<int>(worker_count_);
   if (searching) searching_.fetch_add(1, std::memory_order_seq_cst);
+  bool look_once = false;  // back from a patience that ran out, counted as polling (below)
+  bool from_patience = false;  // the same, until the look after it decided
   for (;;) {
     if (searching) {
+      // The first lone work of this episode, and its owner's progress then.
+      const Queue* first_lone = nullptr;
+      std::uint32_t first_progress = 0;
       for (unsigned looks = 0, paused = 0, last = 0;; ++looks) {
         if (stop_.load(std::memory_order_relaxed)) {  // relaxed: re-checked before parking
           stop_searching();
@@ -509,8 +544,19 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
           return r;
         }
         // Work seen and left to an owner that is moving on: the pipeline is busy, and a parked
-        // thread would cost every post a wake-up. Poll on (at the slowest pace) instead.
-        if (c.lone != nullptr) paused = 0;
+        // thread would cost every post a wake-up. Poll on (at the slowest pace) instead. Not
+        // for the offers of an owner that gets through them fast (short tasks): its next
+        // offers need no wake-up once this thread parks for the patience (wake_for_offer), and
+        // a look every few microseconds would cost it the cache misses of its slot and
+        // progress lines (2 ns of a 30 ns task on two threads). An owner of longer tasks keeps
+        // a polling thread, which takes what it offers as soon as it is slow to get to it.
+        if (c.lone != nullptr && c.lone != first_lone) {
+          first_lone = c.lone;
+          first_progress = c.lone_progress;
+        }
+        if (c.lone != nullptr &&
+            !(c.lone_offer && c.lone_progress - first_progress >= fast_owner_progress))
+          paused = 0;
         if (paused >= spin_rounds_) break;
         last = back_off(looks, look_rounds_);
         paused += last;
@@ -520,6 +566,12 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       searching = false;
     }
     const auto key = idle_workers_.prepare_wait();
+    if (look_once) {
+      // Registered: a post or offer from here on wakes this thread, so it stops counting as
+      // polling (the look below is the one a thread that stops polling owes).
+      searching_.fetch_sub(1, std::memory_order_seq_cst);
+      look_once = false;
+    }
     // seq_cst: the destructor stores stop_ and then notifies (EventCount's protocol).
     if (stop_.load(std::memory_order_seq_cst)) {
       idle_workers_.cancel_wait();
@@ -534,15 +586,47 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       stop_searching();
       return r;
     }
-    if (c.watched != nullptr) {
+    if (c.watched != nullptr && c.lone_offer) {
+      // Back from a patience: an owner that slowed down (longer tasks) gets a polling thread
+      // again, which takes its offers as soon as it is slow to get to them (a patient one
+      // takes them only from an owner that made no progress at all).
+      if (from_patience &&
+          c.lone_progress - c.patience_base < fast_owner_progress * patience_per_spin) {
+        idle_workers_.cancel_wait();
+        c.patience_left = 0;
+        searching_.fetch_add(1, std::memory_order_seq_cst);
+        searching = true;
+        from_patience = false;
+        continue;
+      }
+      c.patience_base = c.lone_progress;
+      c.patience_left = offer_patience_rounds;
+    }
+    from_patience = false;
+    if (c.watched != nullptr || c.patience_left > 0) {
       // Another thread's next work waits for its owner: look again after the patience, so
-      // an owner blocked in a runnable cannot hide it, and without polling meanwhile.
-      if (!idle_workers_.commit_wait_until(key, Clock::now() + lone_patience)) continue;
+      // an owner blocked in a runnable cannot hide it, and without polling meanwhile. After
+      // an offer, a few times more even when the look saw none (the owner's next offer is
+      // due any moment, and it wakes no patient worker: wake_for_offer).
+      if (c.watched == nullptr) --c.patience_left;
+      // seq_cst: before the wait, store-buffering with wake_for_offer (as searching_).
+      patient_.fetch_add(1, std::memory_order_seq_cst);
+      const bool woken = idle_workers_.commit_wait_until(key, Clock::now() + lone_patience);
+      // Counted as polling before it stops being patient: never seen as neither while it has
+      // not looked again. A patience that ran out: one look (below the loop's registration),
+      // not another round of polling.
+      searching_.fetch_add(1, std::memory_order_seq_cst);
+      patient_.fetch_sub(1, std::memory_order_seq_cst);
+      if (!woken) {
+        look_once = true;
+        from_patience = true;
+        continue;
+      }
     } else {
       idle_workers_.commit_wait(key);
+      // Woken for work: poll (and count as polling, so further posts need not wake another).
+      searching_.fetch_add(1, std::memory_order_seq_cst);
     }
-    // Woken for work: poll (and count as polling, so further posts need not wake another).
-    searching_.fetch_add(1, std::memory_order_seq_cst);
     searching = true;
   }
 }

@@ -712,6 +712,37 @@ TEST_CASE("an offered runnable is taken by a worker while its thread makes no pr
   CHECK(r.ran_on.load() != std::this_thread::get_id());
 }
 
+TEST_CASE("a worker that parked beside fast offers still takes an offer whose thread stops") {
+  // A stream of offers withdrawn at once, with progress between them: the worker sees an
+  // owner getting through its offers and parks for the patience, and offers no longer wake
+  // it (ThreadPoolScheduler::wake_for_offer). An offer whose thread then makes no progress
+  // must still be taken: the patient worker looks again within its patience.
+  swp::ThreadPoolScheduler pool(1);
+  CountingRunnable quick;
+  CountingRunnable r;
+  bool offered = true;
+  bool ran_elsewhere = false;
+  bool back = true;
+  pool.drive_section([&] {
+    const auto until = std::chrono::steady_clock::now() + 50ms;
+    while (offered && std::chrono::steady_clock::now() < until) {
+      const int before = quick.runs.load();
+      offered = pool.offer(quick);
+      pool.ran_in_place();
+      // Taken meanwhile (this thread lost its CPU): offered again only once it ran.
+      if (offered && !pool.withdraw(quick))
+        offered = eventually([&] { return quick.runs.load() > before; });
+    }
+    REQUIRE(offered);
+    REQUIRE(pool.offer(r));
+    ran_elsewhere = eventually([&] { return r.runs.load() == 1; });
+    back = pool.withdraw(r);
+  });
+  CHECK(ran_elsewhere);
+  CHECK_FALSE(back);
+  CHECK(r.ran_on.load() != std::this_thread::get_id());
+}
+
 TEST_CASE("a drive inside in-place work runs the offer itself; withdraw then says it was taken") {
   swp::ThreadPoolScheduler pool(0);
   CountingRunnable r;

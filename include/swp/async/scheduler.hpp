@@ -148,13 +148,14 @@ class Scheduler {
   /// Offers `r` from a thread that drives this scheduler outside any runnable (drives_here):
   /// `r` becomes this thread's next work, which another thread takes only when this one is slow
   /// to get to it (as any thread's next work: it made no progress for a while; see
-  /// ThreadPoolScheduler), and idle threads are told, as for a post. The caller then does, in
-  /// place, the work `r` stands for, piece by piece (calling ran_in_place after each piece, or
-  /// after every few when pieces are short, and once at the end), and takes `r` back with
-  /// withdraw(r). Meant for a batch of work items that `r` claims one at a time when another
-  /// thread runs it: the caller runs items in place at no queue's cost while the ones it has
-  /// not reached yet stay where an idle thread can take them (the clock engine's period,
-  /// detail::PeriodShare).
+  /// ThreadPoolScheduler), and idle threads are told, as for a post (all but one that looks
+  /// again within a patience, which takes `r` too if this one stops making progress). The
+  /// caller then does, in place, the work `r` stands for, piece by piece (calling
+  /// ran_in_place after each piece, or after every few when pieces are short, and once at the
+  /// end), and takes `r` back with withdraw(r). Meant for a batch of work items that `r`
+  /// claims one at a time when another thread runs it: the caller runs items in place at no
+  /// queue's cost while the ones it has not reached yet stay where an idle thread can take
+  /// them (the clock engine's period, detail::PeriodShare).
   ///
   /// Completion: returns at once. True: `r` is offered (it may run elsewhere from now on, and
   /// be posted again by whoever runs it). False: nothing was offered (a scheduler without
