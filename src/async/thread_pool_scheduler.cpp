@@ -1,3 +1,6 @@
+// ThreadPoolScheduler: its threads, run queues, stealing, parking and driving (what a thread
+// does in place on its own work: thread_pool_in_place.cpp).
+
 #include "swp/async/thread_pool_scheduler.hpp"
 
 #include <algorithm>
@@ -8,69 +11,12 @@
 #include <new>
 #include <utility>
 
-#include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/async/detail/polling.hpp"
-#include "swp/async/detail/work_stealing_queue.hpp"
+#include "thread_pool_context.hpp"
 
 namespace swp {
 
-namespace detail {
-
-// A thread's run queue: the "next" slot and the ring behind it.
-struct alignas(64) PoolQueue {
-  WorkStealingQueue<Runnable> ring;
-  // Only the owning thread stores non-null; the owner and thieves take it by exchange / CAS.
-  alignas(64) std::atomic<Runnable*> slot{nullptr};
-  std::atomic<bool> claimed{false};  // driver queues: a thread in drive_until owns this one
-  // The slot holds the owner's offer (Scheduler::offer): lone work that needs no polling
-  // thread (see worker_idle). relaxed: a hint; the slot says what is there.
-  std::atomic<bool> offering{false};
-  // Runnables the owner has run, published after each: a thief that finds it unchanged after
-  // waiting a while knows the owner is stuck (blocked in a runnable, descheduled, or gone from
-  // drive_until). On a line of its own: the owner writes it at every step, while polling
-  // threads read the slot's line on every look (and this one only when they saw lone work).
-  alignas(64) std::atomic<std::uint32_t> progress{0};
-  // The owner's progress at the last look of a thief that found surplus here and left it (the
-  // owner was moving on). Only thieves touch it, on a line of its own.
-  alignas(64) std::atomic<std::uint32_t> surplus_seen{0};
-};
-
-// What a thread running a ThreadPoolScheduler's work knows about itself.
-struct PoolContext {
-  ThreadPoolScheduler* scheduler = nullptr;
-  PoolQueue* queue = nullptr;      // null: a driver beyond max_drivers (posts go to the injector)
-  Runnable* running = nullptr;     // the runnable this thread is inside, if any
-  Runnable* bypass = nullptr;      // runs right after `running` (post_next), seen by no other
-  std::uint32_t ticks = 0;         // runnables run; every 61st looks at the injector first
-  // Left by each look at other threads' queues: one whose work the look left to its owner
-  // (the owner was getting through it fast enough, see steal_surplus), and that owner's
-  // progress then.
-  PoolQueue* lone = nullptr;
-  std::uint32_t lone_progress = 0;
-  bool lone_offer = false;  // `lone` held only an offer
-  // Timed parks left before an untimed one, once a look saw an offer (see worker_idle), and
-  // the offering owner's progress at the last of them.
-  unsigned patience_left = 0;
-  std::uint32_t patience_base = 0;
-  // The lone work seen before this thread's last timed park, to tell a stuck owner.
-  PoolQueue* watched = nullptr;
-  std::uint32_t watched_progress = 0;
-  std::uint32_t rng = 0x9e3779b9;  // victim choice
-  // Open PostBatch scopes on this thread, and whether a post inside them is still to be
-  // announced (end_post_batch).
-  unsigned batch_depth = 0;
-  bool wake_owed = false;
-  // An open RunHere (see begin_run_here): posts made outside runnables wait in `kept`.
-  bool keeping = false;
-  IntrusiveFifo<Runnable, &Runnable::next_runnable> kept;
-};
-
-}  // namespace detail
-
 namespace {
-
-// The context of the scheduler whose work this thread runs (innermost, when nested).
-[[gnu::tls_model("initial-exec")]] thread_local detail::PoolContext* current = nullptr;
 
 // The driver queue this thread released last (its index among the driver queues), and whose
 // it was: a thread that drives again takes the same one back, with the work it left there.
@@ -103,20 +49,12 @@ constexpr double move_cost_ns = 250;
 // Surplus an idle thread takes even from an owner that is moving on: more than it clears soon.
 constexpr std::size_t backlog = 32;
 constexpr unsigned deadline_check_every = 64;  // runnables between clock reads while busy
-// Runnables a RunHere runs where it ends before it posts the rest as usual: a runnable that
-// keeps re-posting itself must not hold the thread inside the scope's end.
-constexpr unsigned run_here_limit = 64;
 
 using detail::back_off;
 using detail::max_look_interval_ns;
 using detail::pause_round;
 using detail::pause_round_ns;
 using detail::rounds_to_next_look;
-
-// The owner's sign of life in `q` (see PoolQueue::progress). relaxed: only the owner writes it.
-inline void bump_progress(detail::PoolQueue& q) noexcept {
-  q.progress.store(q.progress.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
 
 inline std::uint32_t next_random(std::uint32_t& state) noexcept {  // xorshift32
   state ^= state << 13;
@@ -127,10 +65,19 @@ inline std::uint32_t next_random(std::uint32_t& state) noexcept {  // xorshift32
 
 }  // namespace
 
-// The context of a thread driving a pool outside any other pool's work (the usual driver: a
-// pipeline's progress(), once per call): kept across its drive sections, so entering one sets
-// only what a section changes. Free whenever `current` is null.
-[[gnu::tls_model("initial-exec")]] thread_local detail::PoolContext outermost_driver;
+namespace detail {
+
+// (The attributes again: a definition without them would make them global-dynamic here.)
+[[gnu::tls_model("initial-exec"), gnu::visibility("hidden")]] constinit thread_local
+    PoolContext* current = nullptr;
+[[gnu::tls_model("initial-exec"), gnu::visibility("hidden")]] constinit thread_local
+    PoolContext outermost_driver;
+
+}  // namespace detail
+
+using detail::bump_progress;
+using detail::current;
+using detail::outermost_driver;
 
 // Gives a thread entering drive_until its context: the one it already has when it runs this
 // scheduler's work (a worker, or a nested drive_until), else a driver context with a driver
@@ -213,13 +160,6 @@ ThreadPoolScheduler::~ThreadPoolScheduler() {
   threads_.clear();  // joins
 }
 
-// Inline: once per post (a period's releases post every instance).
-[[gnu::always_inline]] inline void ThreadPoolScheduler::push_local(Context& c,
-                                                                   Runnable& r) noexcept {
-  if (!c.queue->ring.push(&r)) [[unlikely]]
-    inject(r);  // ring full: overflow to the shared queue
-}
-
 void ThreadPoolScheduler::post(Runnable& r) noexcept {
   Context* c = current;
   if (c == nullptr || c->scheduler != this || c->queue == nullptr) {
@@ -276,42 +216,6 @@ void ThreadPoolScheduler::post_next(Runnable& r) noexcept {
     return;
   }
   post(r);
-}
-
-bool ThreadPoolScheduler::offer(Runnable& r) noexcept {
-  Context* c = current;
-  if (c == nullptr || c->scheduler != this || c->queue == nullptr || c->running != nullptr ||
-      c->keeping || c->batch_depth > 0)
-    return false;
-  // relaxed: only this thread puts work in its slot.
-  if (c->queue->slot.load(std::memory_order_relaxed) != nullptr) return false;
-  c->queue->offering.store(true, std::memory_order_relaxed);
-  // seq_cst: publishes `r` (and what the caller wrote for it) to thieves, and orders like a
-  // fence before wake_for_offer's loads, as a post's exchange does.
-  c->queue->slot.exchange(&r, std::memory_order_seq_cst);
-  wake_for_offer();
-  return true;
-}
-
-bool ThreadPoolScheduler::withdraw(Runnable& r) noexcept {
-  Context& c = *current;
-  // relaxed: the slot only says who holds `r`; the caller's in-place work and a thief's meet
-  // through `r`'s own atomics.
-  Runnable* back = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
-  c.queue->offering.store(false, std::memory_order_relaxed);
-  if (back == &r) return true;
-  if (back != nullptr) {
-    // A drive inside the in-place work took `r` and a runnable it ran posted this: queued.
-    push_local(c, *back);
-    detail::seq_cst_fence();  // as in post()
-    wake_helper();
-  }
-  return false;
-}
-
-void ThreadPoolScheduler::ran_in_place() noexcept {
-  Context* c = current;
-  if (c != nullptr && c->scheduler == this && c->queue != nullptr) bump_progress(*c->queue);
 }
 
 void ThreadPoolScheduler::inject(Runnable& r) noexcept {
@@ -633,88 +537,6 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
 
 void ThreadPoolScheduler::wake_drivers() noexcept { idle_drivers_.notify_all_after_fence(); }
 
-bool ThreadPoolScheduler::begin_run_here() noexcept {
-  // With workers, kept work would be hidden from threads that could run it sooner.
-  if (worker_count_ != 0) return false;
-  Context* c = current;
-  if (c == nullptr) {
-    // Outside any pool's work: a context without a queue (no claim: the scope needs none, and
-    // its runnables' successors run as their bypasses). outermost_driver is free whenever
-    // `current` is null.
-    c = &outermost_driver;
-    c->scheduler = this;
-    c->queue = nullptr;
-    c->lone = nullptr;
-    c->watched = nullptr;
-    current = c;
-  } else if (c->scheduler != this || c->queue == nullptr || c->running != nullptr ||
-             c->keeping || c->batch_depth > 0) {
-    return false;  // another pool's work, inside a runnable, or already keeping
-  }
-  c->keeping = true;
-  return true;
-}
-
-void ThreadPoolScheduler::end_run_here() noexcept {
-  Context& c = *current;
-  if (c.queue != nullptr) {
-    // A drive section's: its runnables post as a driver's do.
-    c.keeping = false;
-    while (Runnable* r = c.kept.pop()) run_chain(c, r);
-    return;
-  }
-  // Runs what was kept, each with its bypass chain; what a runnable posts otherwise goes to
-  // the injector (post), and `keeping` stays set meanwhile so a drive inside a runnable takes
-  // the rest (DriverScope).
-  unsigned ran = 0;
-  Runnable* r = c.kept.pop();
-  while (r != nullptr && ran < run_here_limit) {
-    c.running = r;
-    r->run();
-    c.running = nullptr;
-    ++ran;
-    r = std::exchange(c.bypass, nullptr);
-    if (r == nullptr) r = c.kept.pop();
-  }
-  c.keeping = false;
-  current = nullptr;
-  // Past the limit: the rest is posted as usual (from outside any pool's work: the injector).
-  if (r != nullptr) post(*r);
-  while (Runnable* rest = c.kept.pop()) post(*rest);
-}
-
-void ThreadPoolScheduler::take_kept(Context& from, Context* to) noexcept {
-  // Pushed to the drive's queue in their order, where the drive (or a thief) finds them.
-  Context& target = to != nullptr ? *to : from;
-  bool moved = false;
-  while (Runnable* r = from.kept.pop()) {
-    if (target.queue != nullptr) {
-      push_local(target, *r);
-    } else {
-      inject(*r);  // a driver beyond max_drivers
-    }
-    moved = true;
-  }
-  if (to == nullptr) from.keeping = false;  // the drive uses this context: posts go as usual
-  if (moved) {
-    detail::seq_cst_fence();  // announced as posts are (see post)
-    wake_helper();
-  }
-}
-
-void ThreadPoolScheduler::begin_post_batch() noexcept {
-  Context* c = current;
-  if (c != nullptr && c->scheduler == this && c->queue != nullptr) ++c->batch_depth;
-}
-
-void ThreadPoolScheduler::end_post_batch() noexcept {
-  Context* c = current;
-  if (c == nullptr || c->scheduler != this || c->queue == nullptr || c->batch_depth == 0) return;
-  if (--c->batch_depth > 0 || !std::exchange(c->wake_owed, false)) return;
-  detail::seq_cst_fence();  // orders the pushes before wake_helper's loads (as in post())
-  wake_helper();
-}
-
 ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
   const unsigned first = worker_count_;
   // The driver queue this thread left last, if it was one of ours: kept as an index, never as
@@ -754,21 +576,6 @@ void ThreadPoolScheduler::release_driver_queue(Queue& q) noexcept {
   // release: the next owner's pushes come after this thread's (see claim_driver_queue).
   q.claimed.store(false, std::memory_order_release);
 }
-
-bool ThreadPoolScheduler::nothing_next_here() const noexcept {
-  const Context* c = current;
-  // relaxed: only this thread puts work in its own slot (see find_work).
-  return c != nullptr && c->scheduler == this && c->bypass == nullptr &&
-         (c->queue == nullptr || c->queue->slot.load(std::memory_order_relaxed) == nullptr);
-}
-
-bool ThreadPoolScheduler::drives_here() const noexcept {
-  const Context* c = current;
-  // A driver beyond max_drivers (no queue) posts to the injector, which other drivers serve.
-  return c != nullptr && c->scheduler == this && c->queue != nullptr && c->running == nullptr;
-}
-
-bool ThreadPoolScheduler::runs_no_work_here() const noexcept { return current == nullptr; }
 
 void ThreadPoolScheduler::drive_section(detail::FunctionRef<void()> section) {
   DriverScope scope(*this);
