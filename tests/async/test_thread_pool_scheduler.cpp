@@ -694,15 +694,15 @@ TEST_CASE("an offered runnable is either withdrawn unrun or run once by another 
   }
 }
 
-TEST_CASE("an offered runnable is taken by a worker while its thread makes no progress") {
-  // The driver offers, then waits (without ran_in_place) for the offered runnable: only a
-  // worker that takes it from the driver's slot can run it.
-  swp::ThreadPoolScheduler pool(1);
-  std::this_thread::sleep_for(10ms);  // the worker goes idle (parks, or polls)
+// In a drive section, after `first`: offers a runnable, then makes no progress (no
+// ran_in_place) until it ran; only a worker that takes it from the thread's slot can run it.
+template <class First>
+void check_taken_from_stuck_owner(swp::ThreadPoolScheduler& pool, First first) {
   CountingRunnable r;
   bool ran_elsewhere = false;
   bool back = true;
   pool.drive_section([&] {
+    first();
     REQUIRE(pool.offer(r));
     ran_elsewhere = eventually([&] { return r.runs.load() == 1; });
     back = pool.withdraw(r);
@@ -712,18 +712,21 @@ TEST_CASE("an offered runnable is taken by a worker while its thread makes no pr
   CHECK(r.ran_on.load() != std::this_thread::get_id());
 }
 
+TEST_CASE("an offered runnable is taken by a worker while its thread makes no progress") {
+  swp::ThreadPoolScheduler pool(1);
+  std::this_thread::sleep_for(10ms);  // the worker goes idle (parks, or polls)
+  check_taken_from_stuck_owner(pool, [] {});
+}
+
 TEST_CASE("a worker that parked beside fast offers still takes an offer whose thread stops") {
-  // A stream of offers withdrawn at once, with progress between them: the worker sees an
-  // owner getting through its offers and parks for the patience, and offers no longer wake
-  // it (ThreadPoolScheduler::wake_for_offer). An offer whose thread then makes no progress
-  // must still be taken: the patient worker looks again within its patience.
+  // First a stream of offers withdrawn at once, with progress between them: the worker sees
+  // an owner getting through its offers and parks for the patience, and offers no longer
+  // wake it (ThreadPoolScheduler::wake_for_offer). The patient worker must still look again
+  // within its patience and take the offer of a thread that stopped.
   swp::ThreadPoolScheduler pool(1);
   CountingRunnable quick;
-  CountingRunnable r;
-  bool offered = true;
-  bool ran_elsewhere = false;
-  bool back = true;
-  pool.drive_section([&] {
+  check_taken_from_stuck_owner(pool, [&] {
+    bool offered = true;
     const auto until = std::chrono::steady_clock::now() + 50ms;
     while (offered && std::chrono::steady_clock::now() < until) {
       const int before = quick.runs.load();
@@ -734,13 +737,7 @@ TEST_CASE("a worker that parked beside fast offers still takes an offer whose th
         offered = eventually([&] { return quick.runs.load() > before; });
     }
     REQUIRE(offered);
-    REQUIRE(pool.offer(r));
-    ran_elsewhere = eventually([&] { return r.runs.load() == 1; });
-    back = pool.withdraw(r);
   });
-  CHECK(ran_elsewhere);
-  CHECK_FALSE(back);
-  CHECK(r.ran_on.load() != std::this_thread::get_id());
 }
 
 TEST_CASE("a drive inside in-place work runs the offer itself; withdraw then says it was taken") {
