@@ -165,33 +165,44 @@ class SchedulerWaker final : public EventWaiter {
 /// Why re-arming at consumption is safe: a decrement for iteration i + E comes from an
 /// instance of iteration i + E or i + E - 1 = i + slots, which runs only after iteration
 /// i + slots was admitted, so after iteration i retired and this instance finished.
-struct Instance final : Lane::Job, Runnable, CoEnvironment {
-  EngineCore* core = nullptr;
+///
+/// Layout: what every step of an instance reads or writes comes first, in the cache line of
+/// its bases' links (the object is line-aligned); what only device work, errors, waits,
+/// turns, coroutines and the report touch comes after. A period touches each of its
+/// instances' first line (and the second for the lane edge, the stream and the scope), not
+/// four lines each.
+struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   const TaskInfo* info = nullptr;  // its task's (one load on the hot path, not an index)
+  IterationSync* sync = nullptr;   // its entry's state
+  std::atomic<int> pending{0};
+  // Released under its task's lane claim (see LaneClaim): it runs as a runnable of
+  // its lane's scheduler, not as a job of the lane. Set by its release (before its state),
+  // read by its finish, by a revoking submitter and by the hang report.
+  std::atomic<bool> bypassed{false};
+  bool stream_used = false;          // the body used its stream
+  bool carries_device_work = false;  // a dependency handed it device work
+  bool failed = false;
+
+ private:
+  std::atomic<std::uint64_t> state_word{0};  // stamp(iteration) << 3 | InstanceState
+
+ public:
+  Instance* after = nullptr;          // its task's instance there (the lane edge's successor)
+  Stream* stream = nullptr;           // where this execution queues device work
+  std::unique_ptr<TaskScope> scope;   // handed to the body; lives as long as the instance
+  EngineCore* core = nullptr;
   TaskIndex task = 0;
   std::size_t entry = 0;              // sync entry: iteration % (slots + 1)
-  IterationSync* sync = nullptr;      // its entry's state
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
-  Instance* after = nullptr;          // its task's instance there (the lane edge's successor)
   std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
-  std::atomic<int> pending{0};
   // Made by the runtime's device (with its native handle where the backend has one).
   std::unique_ptr<Event> event;
   // Its registration with `event` while the caller waits for the iteration's device work
   // (slot reuse, next()): one node per instance, so watching never allocates.
   std::optional<EventWait> device_wait;
-  Stream* stream = nullptr;          // where this execution queues device work
-  std::unique_ptr<TaskScope> scope;  // handed to the body; lives as long as the instance
-  std::exception_ptr error;          // why it failed (its own error or a dependency's)
-  std::uint64_t nvtx_range = 0;      // its NVTX range while it runs (0: none)
-  bool stream_used = false;          // the body used its stream
-  bool carries_device_work = false;  // a dependency handed it device work
-  bool failed = false;
-  // Released under its task's lane claim (see LaneClaim): it runs as a runnable of
-  // its lane's scheduler, not as a job of the lane. Set by its release (before its state),
-  // read by its finish, by a revoking submitter and by the hang report.
-  std::atomic<bool> bypassed{false};
+  std::exception_ptr error;       // why it failed (its own error or a dependency's)
+  std::uint64_t nvtx_range = 0;   // its NVTX range while it runs (0: none)
   std::atomic<TaskIndex> wait_task{0};
   std::atomic<std::int64_t> wait_iter{0};
 
@@ -249,7 +260,6 @@ struct Instance final : Lane::Job, Runnable, CoEnvironment {
   static std::uint64_t stamp(std::int64_t iter) noexcept {
     return static_cast<std::uint64_t>(iter) + 1;  // never `unstamped`
   }
-  std::atomic<std::uint64_t> state_word{0};  // stamp(iteration) << 3 | InstanceState
 };
 
 }  // namespace detail
