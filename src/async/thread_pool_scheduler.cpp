@@ -431,8 +431,9 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
   // relaxed: only a heuristic.
   bool searching = 2 * searching_.load(std::memory_order_relaxed) < static_cast<int>(worker_count_);
   if (searching) searching_.fetch_add(1, std::memory_order_seq_cst);
-  bool look_once = false;  // back from a patience that ran out, counted as polling (below)
-  bool from_patience = false;  // the same, until the look after it decided
+  // Back from a patience that ran out: counted as polling until registered (below), and the
+  // look after it decides whether the owner it watched slowed down.
+  bool from_patience = false;
   for (;;) {
     if (searching) {
       // The first lone work of this episode, and its owner's progress then.
@@ -470,11 +471,10 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       searching = false;
     }
     const auto key = idle_workers_.prepare_wait();
-    if (look_once) {
+    if (from_patience) {
       // Registered: a post or offer from here on wakes this thread, so it stops counting as
       // polling (the look below is the one a thread that stops polling owes).
       searching_.fetch_sub(1, std::memory_order_seq_cst);
-      look_once = false;
     }
     // seq_cst: the destructor stores stop_ and then notifies (EventCount's protocol).
     if (stop_.load(std::memory_order_seq_cst)) {
@@ -522,7 +522,6 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       searching_.fetch_add(1, std::memory_order_seq_cst);
       patient_.fetch_sub(1, std::memory_order_seq_cst);
       if (!woken) {
-        look_once = true;
         from_patience = true;
         continue;
       }
