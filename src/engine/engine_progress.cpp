@@ -292,20 +292,6 @@ std::optional<std::int64_t> EngineCore::progress() {
   return retire_next();
 }
 
-std::optional<std::int64_t> EngineCore::retire_next() {
-  // The oldest iteration already complete, with a policy that runs what its retirement makes
-  // ready where it is released (either engine with one thread): no driving section, nothing
-  // to wait for. (Should it wait after all, each wait drives for itself.)
-  if (retires_undriven_ && retirable() && runtime_.scheduler().runs_no_work_here())
-    return retire_next_driving();
-  // One driving stretch for the whole call: the admissions after a retirement post the first
-  // tasks of the new iterations to this thread's run queue, where its next waits find them,
-  // and the waits claim no queue each.
-  std::optional<std::int64_t> retired;
-  runtime_.scheduler().drive_section([&] { retired = retire_next_driving(); });
-  return retired;
-}
-
 // Marks the calling thread as the one waiting in retire_next (see waiting_thread_).
 class EngineCore::WaitingThread {
  public:
@@ -319,6 +305,29 @@ class EngineCore::WaitingThread {
  private:
   EngineCore& core_;
 };
+
+std::optional<std::int64_t> EngineCore::retire_next() {
+  // The oldest iteration already complete, with a policy that runs what its retirement makes
+  // ready where it is released (either engine with one thread): no driving section, nothing
+  // to wait for. (Should it wait after all, each wait drives for itself.)
+  if (retires_undriven_ && retirable() && runtime_.scheduler().runs_no_work_here()) {
+    // The common case retires right here: no first admissions to make, no stop, no device
+    // work holding the oldest back (retire_next_driving's loop would retire at once, about 20
+    // instructions per iteration later). A failure on the way surfaces from there.
+    if (!begin_pending_ && !stop_.stop_requested() && !device_holds_oldest()) {
+      const WaitingThread waiting(*this);
+      if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0)
+        return retired_iter;
+    }
+    return retire_next_driving();
+  }
+  // One driving stretch for the whole call: the admissions after a retirement post the first
+  // tasks of the new iterations to this thread's run queue, where its next waits find them,
+  // and the waits claim no queue each.
+  std::optional<std::int64_t> retired;
+  runtime_.scheduler().drive_section([&] { retired = retire_next_driving(); });
+  return retired;
+}
 
 std::optional<std::int64_t> EngineCore::retire_next_driving() {
   const WaitingThread waiting(*this);
