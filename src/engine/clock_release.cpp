@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <ostream>
 
 #include "swp/core/enqueue_order.hpp"
@@ -44,6 +45,7 @@ void ClockRelease::reset() {
   // Lookups reach back S periods (the gate) and max_stage periods (releases): no aliasing.
   period_iter_.assign(std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1), -1);
   period_mask_ = period_iter_.size() - 1;
+  period_sync_.assign(period_iter_.size(), nullptr);
   admit_period_.assign(core_.sync_.size(), -1);
   // One advance() opens at most the periods up to the gate and the later stages' releases
   // (fewer than period_iter_ holds), each releasing at most one instance per task; in steady
@@ -65,9 +67,14 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
   return core_.next_admit_ > core_.oldest_ && last_admit_period_ + max_stage_ >= period;
 }
 
-void ClockRelease::release(TaskIndex task, std::int64_t iter) {
-  Instance& in = *core_.sync_in_flight(iter).instances[task];
-  core_.assign_turn(in);
+void ClockRelease::release(TaskIndex task, IterationSync& sync) {
+  Instance& in = *sync.instances[task];
+  // With one thread, a ready instance of a task alone on its lane runs now (see run_in_place):
+  // its counter at 1 waits only for the period's token.
+  if (runs_here_ != nullptr && in.info->in_place &&
+      in.pending.load(std::memory_order_acquire) == 1 &&
+      core_.run_in_place<EngineCore::Releasing::clock>(in))
+    return;
   // On its lane, the lane starts it, which gives its start token (start). Under its lane's
   // claim (see LaneClaim) the period gives it, and whoever takes the counter to
   // zero (this call, a producer, or the task's instance before, through the lane edge) posts
@@ -169,11 +176,13 @@ void ClockRelease::post_unclaimed() noexcept {
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;
     period_iter_[static_cast<std::size_t>(period) & period_mask_] = admitted;
+    period_sync_[static_cast<std::size_t>(period) & period_mask_] =
+        admitted < 0 ? nullptr : &c.sync_[entry];
     ++next_period_;
     if (admitted < 0) continue;  // a bubble: the next period may release more
     admit_period_[entry] = period;
     last_admit_period_ = period;
-    for (TaskIndex t : first_) release(t, admitted);
+    for (TaskIndex t : first_) release(t, c.sync_[entry]);
   }
 }
 
@@ -189,10 +198,15 @@ bool ClockRelease::drained() const noexcept {
 void ClockRelease::release_later_stages(std::int64_t period) {
   for (const Later& later : later_) {
     const std::int64_t from = period - later.stage;
-    // Only periods that admitted something hold an iteration (later ones are not opened yet).
+    // Only periods that admitted something hold an iteration (later ones are not opened yet;
+    // a bubble holds none).
     if (from < 0 || from > last_admit_period_) continue;
-    const std::int64_t iter = iter_of_period(from);
-    if (iter >= core_.oldest_) release(later.task, iter);
+    IterationSync* sync = sync_of_period(from);
+    if (sync == nullptr) continue;
+    // Still in flight: an iteration retires only once its last stage (max_stage_, which every
+    // iteration has) was released, in period from + max_stage_ >= this one.
+    assert(sync->iter == iter_of_period(from) && sync->iter >= core_.oldest_);
+    release(later.task, *sync);
   }
 }
 

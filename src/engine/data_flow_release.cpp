@@ -82,11 +82,16 @@ void DataFlowRelease::advance() {
     // thread is not the only runner after all (inside a runnable), the scope changes nothing.
     std::optional<Scheduler::RunHere> here;
     if (run_here) here.emplace(c.runtime().scheduler());
+    // This thread is the only runner until the scope ends: what the admission makes ready
+    // runs in place at once, with what its finishes make ready after it (run_chain_here).
+    const bool chain = here && here->open();
     for (TaskIndex t : admitted_) {
-      if (admission_[t] == Admission::token) {
-        c.satisfy(*instances[t]);
+      Instance& in = *instances[t];
+      if (admission_[t] == Admission::token && !c.count_down(in)) continue;
+      if (chain && in.info->in_place) {
+        c.run_chain_here(in);
       } else {
-        ready(*instances[t], false);
+        c.release_now(in, false);
       }
     }
   }

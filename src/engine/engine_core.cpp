@@ -92,6 +92,10 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   }
   sync_ = std::vector<Sync>(slots + 1);
   sync_ring_ = RingIndex(sync_.size());
+  for (TaskInfo& info : info_) {
+    info.in_place = info.claim != nullptr && info.inter.empty() &&
+                    &info.lane->scheduler() == &runtime_.scheduler();
+  }
   for (std::size_t e = 0; e < sync_.size(); ++e) {
     auto& sync = sync_[e];
     sync.generation.assign(n, 0);
@@ -177,7 +181,14 @@ void EngineCore::reset_run_state(std::int64_t base) {
   for (auto& sync : sync_) {
     // States are stamped with their iteration, which no later run reuses; cleared anyway, so
     // the hang report of this run shows nothing of the last.
-    for (auto& in : sync.instances) in->clear_state();
+    for (auto& in : sync.instances) {
+      in->clear_state();
+      // What run_serial changed (it runs on the "default" stream), and what the executions
+      // then keep from one to the next: nothing, as every finish clears its flags.
+      in->stream = info_[in->task].stream;
+      in->stream_used = false;
+      in->carries_device_work = false;
+    }
     sync.remaining.store(0);
     sync.completed.store(-1);
     // The event generations stay: device work of the last run's iterations may still run on
@@ -193,7 +204,7 @@ void EngineCore::reset_run_state(std::int64_t base) {
   admit_entry_ = oldest_entry_ = sync_ring_(base);
   starved_ = false;
   next_turn_.store(0);
-  trouble_.store(false);
+  attention_.fetch_and(static_cast<std::uint8_t>(~trouble_bit));
   failure_.reset();
   failed_.store(false);
   sequencer_.reset();
@@ -257,10 +268,11 @@ bool LaneClaim::holds_lane() const noexcept {
 }
 
 void EngineCore::finish_under_claim(Instance& in) noexcept {
-  LaneClaim& claim = *in.info->claim;
+  const TaskInfo& info = *in.info;
+  LaneClaim& claim = *info.claim;
+  Lane& lane = *info.lane;  // before the fence (see release_under_claim)
   // The owner's other side of the pattern: the state stored `finished` before.
   detail::light_fence();
-  Lane& lane = *in.info->lane;
   if (lane.claim_holds(claim)) [[likely]]
     return;
   claim.bypassing.store(false, std::memory_order_relaxed);
@@ -290,7 +302,9 @@ template <EngineCore::Releasing R>
 void EngineCore::satisfy_as(Instance& in, bool step_ending) noexcept {
   if (!count_down(in)) return;
   if (R == Releasing::either && start_proceeds_) {
-    release_now(in, step_ending);  // data-flow: what DataFlowRelease::ready does
+    // Data-flow: what DataFlowRelease::ready does, unless a chain on this thread runs it next.
+    if (step_ending && chained_here(in)) return;
+    release_now(in, step_ending);
   } else {
     ready_by_policy(in, step_ending);
   }
@@ -341,10 +355,9 @@ void EngineCore::proceed(Instance& in) noexcept { proceed_as<Releasing::either>(
 template <EngineCore::Releasing R>
 void EngineCore::proceed_as(Instance& in) noexcept {
   const TaskInfo& info = *in.info;
-  // This execution's state; consumers read it only after this instance finished.
-  in.stream = info.stream;
-  in.stream_used = false;
-  in.carries_device_work = false;
+  // This execution's state; consumers read it only after this instance finished. Its stream
+  // and device flags need no reset here: finish_guarded, the only path where a flag is set,
+  // clears them, and a run starts with them cleared (reset_run_state, after run_serial).
   if (in.failed) [[unlikely]] {
     in.failed = false;
     in.error = nullptr;
@@ -352,15 +365,12 @@ void EngineCore::proceed_as(Instance& in) noexcept {
   const Sync& sync = *in.sync;
   // Everything but the common case (no trouble, no device work to wait for, no turn to take)
   // is out of line: the hot path keeps few registers and a short frame.
-  if (trouble_.load(std::memory_order_acquire) ||
+  // (Hooks go that way too: its end is run_body.)
+  if (attention_.load(std::memory_order_acquire) != 0 ||
       sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure || sync.device() ||
       (info.proceeds_guarded &&
        (info.ordered || (sync.iter > base_ && in.previous->device())))) [[unlikely]] {
     proceed_guarded(in);
-    return;
-  }
-  if (hooks_) [[unlikely]] {
-    run_body(in);
     return;
   }
   run_plain_body<R>(in);
@@ -375,8 +385,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
   const auto inter = previous != nullptr ? info.inter : std::span<const TaskIndex>{};
   // Trouble in the run, or (skip) in this iteration: the failing instance set it before it
   // counted down its consumers, so a consumer of it sees it here.
-  if (trouble_.load(std::memory_order_acquire) ||
-      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure) {
+  if (trouble() || sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure) {
     if (stop_.stop_requested()) {
       finish(in, std::make_exception_ptr(Cancelled(stop_.reason())), false);
       return;
@@ -470,6 +479,44 @@ void EngineCore::run_body(Instance& in) noexcept {
   // Nothing to run (no call, no coroutine), or a body that completed synchronously: it
   // finishes here, as a tail call (nothing of this frame lives on after it).
   if (info.routine == nullptr || run_routine(in, info)) finish(in, no_error, true);
+}
+
+// Flattened: the whole step in one function (the finish and its count-downs inline).
+template <EngineCore::Releasing R>
+[[gnu::flatten]] bool EngineCore::run_in_place(Instance& in) noexcept {
+  const TaskInfo& info = *in.info;
+  const Sync& sync = *in.sync;
+  LaneClaim& claim = *info.claim;
+  Lane& lane = *info.lane;  // before the fence (see release_under_claim)
+  if (attention_.load(std::memory_order_acquire) != 0 ||
+      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure || sync.device() ||
+      !claim.bypassing.load(std::memory_order_relaxed)) [[unlikely]]
+    return false;
+  // The release's side of the claim (see release_under_claim), with the state it runs in. A
+  // revoked claim leaves these to submit(), which stores them again, gives the claim up and
+  // queues the instance on its lane (a revoker that saw it running waits for that).
+  in.bypassed.store(true, std::memory_order_relaxed);
+  in.set_state(InstanceState::running);
+  detail::light_fence();
+  if (!lane.claim_holds(claim)) [[unlikely]]
+    return false;
+  rearm(in);
+  if (in.failed) [[unlikely]] {  // from its entry's iteration before (see proceed_as)
+    in.failed = false;
+    in.error = nullptr;
+  }
+  if (info.routine == nullptr || run_routine(in, info)) finish_as<true, R>(in, no_error, true);
+  return true;
+}
+
+void EngineCore::run_chain_here(Instance& first) noexcept {
+  chain_thread_.store(&this_thread_marker, std::memory_order_relaxed);
+  Instance* in = &first;
+  do {
+    if (!run_in_place<Releasing::either>(*in)) release_now(*in, false);
+    in = std::exchange(run_next_, nullptr);
+  } while (in != nullptr);
+  chain_thread_.store(nullptr, std::memory_order_relaxed);
 }
 
 template <EngineCore::Releasing R>
@@ -572,7 +619,7 @@ void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool o
   // for every released instance) on every finish.
   Scheduler& scheduler = runtime_.scheduler();
   // Read before the decrement: after it, `this` may be gone.
-  const bool stopping = trouble_.load(std::memory_order_acquire);
+  const bool stopping = trouble();
   const bool last = !sync.counts_all && completion_count_ == 1;
   const bool waiter_is_here =
       waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
@@ -603,6 +650,9 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
       device_used_.store(true, std::memory_order_relaxed);
     sync.generation[t] = in.stream->record(*in.event);
     sync.recorded[sync.recorded_count.fetch_add(1, std::memory_order_relaxed)] = t;
+    // Cleared for the instance's next execution (which does not reset them as it starts).
+    in.stream_used = false;
+    in.carries_device_work = false;
   } else {
     sync.generation[t] = 0;
   }
@@ -612,7 +662,7 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
   if (error) {
     in.failed = true;
     in.error = error;
-    if (policy_ == FailurePolicy::skip && !trouble_.load(std::memory_order_acquire)) {
+    if (policy_ == FailurePolicy::skip && !trouble()) {
       // The iteration fails, not the run: its first own error is the one it reports.
       TaskIndex none = Sync::no_failure;
       if (own) sync.failed_task.compare_exchange_strong(none, t, std::memory_order_release);
@@ -620,7 +670,7 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
       // Its own error, a swp::Cancelled of its own included. A Cancelled caused by the run's
       // stop comes after the failure that fired the stop, and the first root cause wins.
       if (own) fail(graph_.name(t), iter, error, FailureKind::task);
-      trouble_.store(true, std::memory_order_release);
+      set_trouble(std::memory_order_release);
     }
   }
   // Observed before the successors learn: whoever they wake starts after this.
@@ -650,7 +700,7 @@ void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception
     }
   }
   // Wake every cancellable wait (turns, bodies' awaits): the run drains instead of hanging.
-  trouble_.store(true, std::memory_order_seq_cst);
+  set_trouble(std::memory_order_seq_cst);
   stop_.request_stop(reason);
   runtime_.scheduler().notify();
 }
@@ -667,5 +717,6 @@ void EngineCore::fail_callback(CallbackError::Callback which, std::int64_t iter)
 
 // ClockRelease's period (clock_release.cpp) runs ready instances through it.
 template void EngineCore::proceed_as<EngineCore::Releasing::clock>(Instance&) noexcept;
+template bool EngineCore::run_in_place<EngineCore::Releasing::clock>(Instance&) noexcept;
 
 }  // namespace swp::detail

@@ -28,6 +28,7 @@ TEST_CASE("a RunHere on a pool without workers runs its posts on this thread as 
     log.clear();
     {
       const swp::Scheduler::RunHere here(pool);
+      CHECK(here.open());  // this thread is the pool's only runner until the scope ends
       pool.post(*rs[0]);
       pool.post(*rs[1]);
       CHECK(log.empty());  // kept: no queue, no other thread
@@ -54,6 +55,7 @@ TEST_CASE("a RunHere changes nothing where other threads run the pool's work") {
     swp::ThreadPoolScheduler pool(1);
     CountingRunnable r;
     const swp::Scheduler::RunHere here(pool);
+    CHECK_FALSE(here.open());
     pool.post(r);
     CHECK(eventually([&] { return r.runs.load() == 1; }));  // before the scope ends
     CHECK(r.ran_on.load() != std::this_thread::get_id());
@@ -64,8 +66,10 @@ TEST_CASE("a RunHere changes nothing where other threads run the pool's work") {
     struct Opener final : swp::Runnable {
       swp::Scheduler* scheduler = nullptr;
       swp::Runnable* post = nullptr;
+      bool open = true;
       void run() noexcept override {
         const swp::Scheduler::RunHere here(*scheduler);
+        open = here.open();
         scheduler->post(*post);
       }
     } opener;
@@ -73,6 +77,7 @@ TEST_CASE("a RunHere changes nothing where other threads run the pool's work") {
     opener.post = &inner;
     pool.post(opener);
     CHECK(pool.drive_until([&] { return inner.runs.load() == 1; }, swp::Clock::now() + 30s));
+    CHECK_FALSE(opener.open);
   }
 }
 

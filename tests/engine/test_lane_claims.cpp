@@ -168,44 +168,49 @@ TEST_CASE_TEMPLATE("a pipeline's claim on a lane gives way to another pipeline's
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   // A's X is alone on lane "shared", so A claims it for its run; B's Y runs there too. Both
   // pipelines run at once, from two threads: the claim is revoked at some point of A's run
-  // (wherever B's first submission lands), and X and Y never overlap on the lane.
+  // (wherever B's first submission lands), and X and Y never overlap on the lane. Without
+  // workers, each thread drives the pool and A's instances run in place where they are
+  // released (EngineCore::run_in_place): the revocation meets them there.
   constexpr int iterations = 300;
-  swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
-  Occupancy shared;
-  const auto on_shared = [&shared](Ctx&) {
-    shared.enter();
-    std::this_thread::sleep_for(1us);
-    shared.leave();
-  };
-  swp::Plan<Ctx> plan_a;
-  auto w = plan_a.add("W", [](Ctx&) {}, {.stage = 0, .thread_group = "w"});
-  auto x = plan_a.add("X", on_shared, {.stage = 1, .thread_group = "shared"});
-  plan_a.intra_iter_deps = {{x, w}};
-  swp::Plan<Ctx> plan_b;
-  plan_b.add("Y", on_shared, {.stage = 0, .thread_group = "shared"});
-  auto a = Engine::template make<Ctx>(rt, plan_a, 4);
-  swp::DataFlowPipeline<Ctx> b(rt, plan_b, 4);
-  std::vector<std::uint64_t> batches(iterations);
-  a->fill_pipeline(batches);  // claims "shared" (B has not submitted yet)
-  std::int64_t retired_a = 0;
-  std::string error_a;
-  std::thread driver_a([&] {
-    try {
-      while (a->progress()) ++retired_a;
-    } catch (const std::exception& e) {
-      error_a = e.what();
-    }
-  });
-  const auto stats = b.run(batches);
-  driver_a.join();
-  CHECK_MESSAGE(error_a.empty(), "A failed: " << error_a);
-  CHECK(retired_a == iterations);
-  CHECK(stats.iterations == iterations);
-  CHECK(shared.most.load() == 1);
-  // The next run claims the lane again, and runs alone.
-  std::vector<std::uint64_t> more(50);
-  CHECK(a->run(more).iterations == 50);
-  CHECK(shared.most.load() == 1);
+  for (const unsigned workers : {2U, 0U}) {
+    CAPTURE(workers);
+    swp::Runtime rt({.backend = swp::Backend::host, .workers = workers});
+    Occupancy shared;
+    const auto on_shared = [&shared](Ctx&) {
+      shared.enter();
+      std::this_thread::sleep_for(1us);
+      shared.leave();
+    };
+    swp::Plan<Ctx> plan_a;
+    auto w = plan_a.add("W", [](Ctx&) {}, {.stage = 0, .thread_group = "w"});
+    auto x = plan_a.add("X", on_shared, {.stage = 1, .thread_group = "shared"});
+    plan_a.intra_iter_deps = {{x, w}};
+    swp::Plan<Ctx> plan_b;
+    plan_b.add("Y", on_shared, {.stage = 0, .thread_group = "shared"});
+    auto a = Engine::template make<Ctx>(rt, plan_a, 4);
+    swp::DataFlowPipeline<Ctx> b(rt, plan_b, 4);
+    std::vector<std::uint64_t> batches(iterations);
+    a->fill_pipeline(batches);  // claims "shared" (B has not submitted yet)
+    std::int64_t retired_a = 0;
+    std::string error_a;
+    std::thread driver_a([&] {
+      try {
+        while (a->progress()) ++retired_a;
+      } catch (const std::exception& e) {
+        error_a = e.what();
+      }
+    });
+    const auto stats = b.run(batches);
+    driver_a.join();
+    CHECK_MESSAGE(error_a.empty(), "A failed: " << error_a);
+    CHECK(retired_a == iterations);
+    CHECK(stats.iterations == iterations);
+    CHECK(shared.most.load() == 1);
+    // The next run claims the lane again, and runs alone.
+    std::vector<std::uint64_t> more(50);
+    CHECK(a->run(more).iterations == 50);
+    CHECK(shared.most.load() == 1);
+  }
 }
 
 TEST_CASE("a revoked clock claim ends after the last instance released under it, not before") {

@@ -140,6 +140,10 @@ class Scheduler {
     RunHere(const RunHere&) = delete;
     RunHere& operator=(const RunHere&) = delete;
 
+    /// Whether posts are kept to run here as the scope ends (false where the scope changes
+    /// nothing): this thread is then the scheduler's only runner until it ends.
+    [[nodiscard]] bool open() const noexcept { return open_; }
+
    private:
     Scheduler& scheduler_;
     bool open_;

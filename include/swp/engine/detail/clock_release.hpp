@@ -11,6 +11,8 @@
 
 namespace swp::detail {
 
+struct IterationSync;
+
 /// Lanes receive instances in period order; an instance whose producers still run when its
 /// lane starts it parks there (holding the lane, as the seed's thread group would). Its counter
 /// counts its dependencies plus a start token the instance gives when its lane starts it;
@@ -52,7 +54,8 @@ class ClockRelease final : public ReleasePolicy {
   [[nodiscard]] bool can_open(std::int64_t period) const noexcept;
   // Some iteration in flight still has a stage to release in `period`.
   [[nodiscard]] bool needed(std::int64_t period) const noexcept;
-  void release(TaskIndex task, std::int64_t iter);
+  // Releases `task`'s instance in the iteration `sync` holds.
+  void release(TaskIndex task, IterationSync& sync);
   // Releases (task, period − stage) of every task of a later stage whose iteration is in
   // flight (period's releases of iterations already admitted).
   void release_later_stages(std::int64_t period);
@@ -105,6 +108,12 @@ class ClockRelease final : public ReleasePolicy {
   std::size_t period_mask_ = 0;
   [[nodiscard]] std::int64_t iter_of_period(std::int64_t period) const noexcept {
     return period_iter_[static_cast<std::size_t>(period) & period_mask_];
+  }
+  // The same ring: the sync entry of the iteration period p admitted (nullptr: none), so a
+  // release finds its instance without the ring arithmetic from the iteration to its entry.
+  std::vector<IterationSync*> period_sync_;
+  [[nodiscard]] IterationSync* sync_of_period(std::int64_t period) const noexcept {
+    return period_sync_[static_cast<std::size_t>(period) & period_mask_];
   }
   std::vector<std::int64_t> admit_period_;  // per sync entry: the period its iteration came in
   std::int64_t next_period_ = 0;

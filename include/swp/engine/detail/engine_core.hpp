@@ -137,12 +137,12 @@ class EngineCore {
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
   void set_observer(TaskObserver* observer) noexcept {
     observer_ = observer;
-    hooks_ = observer_ != nullptr || nvtx_;
+    update_hooks();
   }
   /// NVTX ranges for instances (where compiled in): returns whether they are on.
   bool set_nvtx(bool on) noexcept {
     nvtx_ = on && nvtx_compiled();
-    hooks_ = observer_ != nullptr || nvtx_;
+    update_hooks();
     return nvtx_;
   }
 
@@ -217,13 +217,6 @@ class EngineCore {
     ++oldest_;
     oldest_entry_ = entry_after(oldest_entry_);
   }
-  // The entry of iteration iter, in flight or next_admit_ (oldest_ <= iter <= next_admit_, so
-  // less than a ring apart from oldest_): one addition, no ring arithmetic.
-  [[nodiscard]] Sync& sync_in_flight(std::int64_t iter) noexcept {
-    std::size_t e = oldest_entry_ + static_cast<std::size_t>(iter - oldest_);
-    if (e >= sync_ring_.size()) e -= sync_ring_.size();
-    return sync_[e];
-  }
   // One thing `in` waited for happened; the last one tells the release policy.
   // `step_ending`: called at the end of a lane step (see ReleasePolicy::ready).
   void satisfy(Instance& in, bool step_ending = false) noexcept;
@@ -261,8 +254,9 @@ class EngineCore {
   void assign_turn(Instance& in) noexcept {
     if (in.info->ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
   }
-  // Releases `in` to its lane; true when it bypasses the lane (released under its lane's
-  // claim), which the clock engine's caller then posts itself once it is ready.
+  // Releases `in` to its lane (a globally ordered one with its sequencer turn); true when it
+  // bypasses the lane (released under its lane's claim), which the clock engine's caller then
+  // posts itself once it is ready.
   bool submit(Instance& in, bool step_ending = false) noexcept;
   // Posts `in`, released under its lane's claim and ready, to its lane's scheduler: as the
   // next runnable of a lane step that ends (`step_ending`), else as new work.
@@ -298,7 +292,6 @@ class EngineCore {
   // rank) order.
   void release_now(Instance& in, bool step_ending) noexcept {
     rearm(in);
-    assign_turn(in);
     submit(in, step_ending);
   }
   // The instance holds its lane and waits for producer `dep` of iteration `iter`.
@@ -317,7 +310,34 @@ class EngineCore {
   // proceed() past the common case: trouble, device waits, a turn to take.
   [[gnu::noinline]] void proceed_guarded(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
-  // run_body for an instance that proceeded the common way (see proceed) with no hooks_: no
+  // The release of `in`, a ready instance of a TaskInfo::in_place task, on the thread that is
+  // its scheduler's only runner (the clock's period with one thread: its start token is all it
+  // waits for; data-flow: its counter reached zero in run_chain_here): when nothing unusual
+  // goes on (no trouble or hooks, no failure or device work in its iteration) and its lane's
+  // claim stands, it is re-armed and runs here and now, as release_now() or
+  // ClockRelease::start_under_claim and proceed() would run it on their common path, without
+  // their questions about the other cases (docs/benchmarks.md). False: it did nothing that
+  // matters, its counter untouched (the caller releases it the general way, which then finds
+  // what differs). Compiled for the engine that calls it (see Releasing: the clock's period
+  // inlines it).
+  template <Releasing R>
+  bool run_in_place(Instance& in) noexcept;
+  // Data-flow with one thread (an admission's Scheduler::RunHere open): runs `first`, ready,
+  // in place, and after it each in-place instance the finishes make ready, one after the
+  // other on this thread (run_next_), instead of a post and a run queue's round trip each.
+  // What cannot run in place is released as usual (to the RunHere, which runs it next).
+  void run_chain_here(Instance& first) noexcept;
+  // In run_chain_here on this thread: `in`, made ready by a finish, runs next in the chain
+  // (true), unless one is chosen already or `in` cannot run in place.
+  bool chained_here(Instance& in) noexcept {
+    if (!in.info->in_place) return false;
+    // The marker first: only the chain's thread reads run_next_.
+    if (chain_thread_.load(std::memory_order_relaxed) != &this_thread_marker) return false;
+    if (run_next_ != nullptr) return false;
+    run_next_ = &in;
+    return true;
+  }
+  // run_body for an instance that proceeded the common way (see proceed) with no hooks: no
   // dependency's error to take, nothing to tell; its finish has only its stream to look at.
   template <Releasing R>
   void run_plain_body(Instance& in) noexcept;
@@ -529,10 +549,31 @@ class EngineCore {
   // releases form one chain (each happens after the one before), so a plain counter would do;
   // it is atomic so that the lanes' hand-offs need no reasoning about it.
   std::atomic<std::uint64_t> next_turn_{0};
-  // Some instance failed in this run, or the run is stopping: the one flag the hot path reads
-  // (proceed, finish) before it looks at the stop signal and at its dependencies' outcomes.
-  // Set before the stop is requested and before a failed instance counts down its consumers.
-  std::atomic<bool> trouble_{false};
+  // What an instance's proceed looks at first, in one byte (one load and one test on the hot
+  // path for both):
+  // - trouble_bit: some instance failed in this run, or the run is stopping: the one flag the
+  //   hot path reads (proceed, finish) before it looks at the stop signal and at its
+  //   dependencies' outcomes. Set before the stop is requested and before a failed instance
+  //   counts down its consumers; cleared when a run starts.
+  // - hooks_bit: an observer or NVTX ranges: an instance's step tells them. Set with them,
+  //   between runs.
+  // Each bit is set and cleared with a read-modify-write (failure paths and set-up only), so
+  // neither writer loses the other's bit (a straggler of a broken run may still fail while
+  // the caller attaches an observer).
+  static constexpr std::uint8_t trouble_bit = 1;
+  static constexpr std::uint8_t hooks_bit = 2;
+  std::atomic<std::uint8_t> attention_{0};
+  [[nodiscard]] bool trouble() const noexcept {
+    return (attention_.load(std::memory_order_acquire) & trouble_bit) != 0;
+  }
+  void set_trouble(std::memory_order order) noexcept { attention_.fetch_or(trouble_bit, order); }
+  void update_hooks() noexcept {
+    if (observer_ != nullptr || nvtx_) {
+      attention_.fetch_or(hooks_bit, std::memory_order_relaxed);
+    } else {
+      attention_.fetch_and(static_cast<std::uint8_t>(~hooks_bit), std::memory_order_relaxed);
+    }
+  }
   // The release policy's start is proceed and its ready is release_now (data-flow): no
   // virtual call to get to either.
   bool start_proceeds_ = false;
@@ -546,9 +587,6 @@ class EngineCore {
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;
   bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
-  // An observer or NVTX ranges: an instance's step tells them (one load on the hot path for
-  // both; set with them, between runs).
-  bool hooks_ = false;
 
   // The thread waiting in progress() (retire_next) for this pipeline's iterations, as the
   // address of its thread_local marker (nullptr: none, or the waiter holds no thread). An
@@ -557,6 +595,11 @@ class EngineCore {
   // relaxed: only the waiting thread stores its own marker, so a thread reading its own
   // address reads its own latest store; any other value means "notify".
   std::atomic<const void*> waiting_thread_{nullptr};
+  // The thread in run_chain_here (the address of its marker; nullptr: none), and the next
+  // instance its chain runs. Only that thread writes either; an instance finishing on
+  // another thread reads a marker that is not its own and releases as usual.
+  std::atomic<const void*> chain_thread_{nullptr};
+  Instance* run_next_ = nullptr;
   class WaitingThread;
 
   // The failure record: the first root cause wins.
@@ -567,7 +610,10 @@ class EngineCore {
 
 // On the hot path of every release of a task with a lane claim (submit).
 [[gnu::always_inline]] inline bool EngineCore::release_under_claim(Instance& in) noexcept {
-  LaneClaim& claim = *in.info->claim;
+  const TaskInfo& info = *in.info;
+  LaneClaim& claim = *info.claim;
+  // Read before the fence, which makes the compiler read again whatever it reads after it.
+  const Lane& lane = *info.lane;
   const bool claimed = claim.bypassing.load(std::memory_order_relaxed);
   // `bypassed` before the state (release): a revoker that sees the instance released also sees
   // whether it holds the claimed lane.
@@ -577,7 +623,7 @@ class EngineCore {
   // The owner's side of Lane::submit_to_claimed's store-buffering pattern: the light fence
   // orders the stores above before the look at the claim.
   detail::light_fence();
-  if (in.info->lane->claim_holds(claim)) [[likely]]
+  if (lane.claim_holds(claim)) [[likely]]
     return true;
   give_up_claim(in);
   return false;
@@ -593,6 +639,7 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   Lane& lane = *info.lane;
   bool bypass = false;
   if (info.claim == nullptr) {
+    assign_turn(in);  // only a task with no lane edge can be globally ordered
     in.set_state(InstanceState::queued);
   } else {
     bypass = release_under_claim(in);

@@ -84,6 +84,10 @@ struct TaskInfo {
   bool counts_completion = true;
   // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge.
   LaneClaim* claim = nullptr;
+  // It has a lane edge (so it is not globally ordered), no inter dependencies, and its lane
+  // runs on the runtime's scheduler: with one thread, the clock runs its ready instances where
+  // it releases them (EngineCore::run_in_place).
+  bool in_place = false;
 };
 
 /// Synchronization state of one iteration: instances, events. The core has one more of these
