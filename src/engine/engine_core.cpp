@@ -509,7 +509,9 @@ template <EngineCore::Releasing R>
   return true;
 }
 
-void EngineCore::run_chain_here(Instance& first) noexcept {
+// Flattened: the chain's steps inline, one frame for the whole chain (a call and a prologue per
+// instance otherwise).
+[[gnu::flatten]] void EngineCore::run_chain_here(Instance& first) noexcept {
   chain_thread_.store(&this_thread_marker, std::memory_order_relaxed);
   Instance* in = &first;
   do {
