@@ -93,8 +93,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   sync_ = std::vector<Sync>(slots + 1);
   sync_ring_ = RingIndex(sync_.size());
   for (TaskInfo& info : info_) {
-    info.in_place = info.claim != nullptr && info.inter.empty() &&
-                    &info.lane->scheduler() == &runtime_.scheduler();
+    info.in_place = info.claim != nullptr && &info.lane->scheduler() == &runtime_.scheduler();
   }
   for (std::size_t e = 0; e < sync_.size(); ++e) {
     auto& sync = sync_[e];
@@ -488,9 +487,13 @@ template <EngineCore::Releasing R>
   const Sync& sync = *in.sync;
   LaneClaim& claim = *info.claim;
   Lane& lane = *info.lane;  // before the fence (see release_under_claim)
+  // (A task with a lane edge is never globally ordered: proceeds_guarded says it has inter
+  // dependencies, whose device work in the iteration before proceed_guarded would wait for.)
   if (attention_.load(std::memory_order_acquire) != 0 ||
       sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure || sync.device() ||
       !claim.bypassing.load(std::memory_order_relaxed)) [[unlikely]]
+    return false;
+  if (info.proceeds_guarded && sync.iter > base_ && in.previous->device()) [[unlikely]]
     return false;
   // The release's side of the claim (see release_under_claim), with the state it runs in. A
   // revoked claim leaves these to submit(), which stores them again, gives the claim up and

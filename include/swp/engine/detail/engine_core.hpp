@@ -313,13 +313,13 @@ class EngineCore {
   // The release of `in`, a ready instance of a TaskInfo::in_place task, on the thread that is
   // its scheduler's only runner (the clock's period with one thread: its start token is all it
   // waits for; data-flow: its counter reached zero in run_chain_here): when nothing unusual
-  // goes on (no trouble or hooks, no failure or device work in its iteration) and its lane's
-  // claim stands, it is re-armed and runs here and now, as release_now() or
-  // ClockRelease::start_under_claim and proceed() would run it on their common path, without
-  // their questions about the other cases (docs/benchmarks.md). False: it did nothing that
-  // matters, its counter untouched (the caller releases it the general way, which then finds
-  // what differs). Compiled for the engine that calls it (see Releasing: the clock's period
-  // inlines it).
+  // goes on (no trouble or hooks, no failure or device work in its iteration, none in the
+  // iteration before where it has inter dependencies) and its lane's claim stands, it is
+  // re-armed and runs here and now, as release_now() or ClockRelease::start_under_claim and
+  // proceed() would run it on their common path, without their questions about the other
+  // cases (docs/benchmarks.md). False: it did nothing that matters, its counter untouched (the
+  // caller releases it the general way, which then finds what differs). Compiled for the
+  // engine that calls it (see Releasing: the clock's period inlines it).
   template <Releasing R>
   bool run_in_place(Instance& in) noexcept;
   // Data-flow with one thread (an admission's Scheduler::RunHere open): runs `first`, ready,

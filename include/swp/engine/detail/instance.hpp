@@ -84,9 +84,9 @@ struct TaskInfo {
   bool counts_completion = true;
   // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge.
   LaneClaim* claim = nullptr;
-  // It has a lane edge (so it is not globally ordered), no inter dependencies, and its lane
-  // runs on the runtime's scheduler: with one thread, the clock runs its ready instances where
-  // it releases them (EngineCore::run_in_place).
+  // It has a lane edge (so it is not globally ordered) and its lane runs on the runtime's
+  // scheduler: with one thread, both engines run its ready instances where they release them
+  // (EngineCore::run_in_place).
   bool in_place = false;
 };
 
