@@ -43,16 +43,15 @@ void ClockRelease::reset() {
   next_period_ = 0;
   last_admit_period_ = -1;
   // Lookups reach back S periods (the gate) and max_stage periods (releases): no aliasing.
-  period_iter_.assign(std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1), -1);
-  period_mask_ = period_iter_.size() - 1;
-  period_sync_.assign(period_iter_.size(), nullptr);
+  periods_.assign(std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1), Admitted{});
+  period_mask_ = periods_.size() - 1;
   admit_period_.assign(core_.sync_.size(), -1);
   // One advance() opens at most the periods up to the gate and the later stages' releases
-  // (fewer than period_iter_ holds), each releasing at most one instance per task; in steady
+  // (fewer than periods_ holds), each releasing at most one instance per task; in steady
   // state it opens one. The share starts with room for one period and grows (doubling, up
   // to the most) when a call releases more: a plan of 100k tasks would otherwise hold
-  // period_iter_.size() times its size in pointers for nothing.
-  share_most_ = core_.graph().size() * period_iter_.size();
+  // periods_.size() times its size in pointers for nothing.
+  share_most_ = core_.graph().size() * periods_.size();
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
@@ -175,9 +174,8 @@ void ClockRelease::post_unclaimed() noexcept {
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;
-    period_iter_[static_cast<std::size_t>(period) & period_mask_] = admitted;
-    period_sync_[static_cast<std::size_t>(period) & period_mask_] =
-        admitted < 0 ? nullptr : &c.sync_[entry];
+    periods_[static_cast<std::size_t>(period) & period_mask_] =
+        admitted < 0 ? Admitted{} : Admitted{admitted, &c.sync_[entry]};
     ++next_period_;
     if (admitted < 0) continue;  // a bubble: the next period may release more
     admit_period_[entry] = period;
@@ -201,7 +199,7 @@ void ClockRelease::release_later_stages(std::int64_t period) {
     // Only periods that admitted something hold an iteration (later ones are not opened yet;
     // a bubble holds none).
     if (from < 0 || from > last_admit_period_) continue;
-    IterationSync* sync = sync_of_period(from);
+    IterationSync* sync = admitted_in(from).sync;
     if (sync == nullptr) continue;
     // Still in flight: an iteration retires only once its last stage (max_stage_, which every
     // iteration has) was released, in period from + max_stage_ >= this one.

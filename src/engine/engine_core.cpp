@@ -353,22 +353,10 @@ void EngineCore::proceed(Instance& in) noexcept { proceed_as<Releasing::either>(
 
 template <EngineCore::Releasing R>
 void EngineCore::proceed_as(Instance& in) noexcept {
-  const TaskInfo& info = *in.info;
-  // This execution's state; consumers read it only after this instance finished. Its stream
-  // and device flags need no reset here: finish_guarded, the only path where a flag is set,
-  // clears them, and a run starts with them cleared (reset_run_state, after run_serial).
-  if (in.failed) [[unlikely]] {
-    in.failed = false;
-    in.error = nullptr;
-  }
-  const Sync& sync = *in.sync;
-  // Everything but the common case (no trouble, no device work to wait for, no turn to take)
-  // is out of line: the hot path keeps few registers and a short frame.
-  // (Hooks go that way too: its end is run_body.)
-  if (attention_.load(std::memory_order_acquire) != 0 ||
-      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure || sync.device() ||
-      (info.proceeds_guarded &&
-       (info.ordered || (sync.iter > base_ && in.previous->device())))) [[unlikely]] {
+  forget_last_failure(in);
+  // Everything but the common case is out of line: the hot path keeps few registers and a
+  // short frame. (Hooks go that way too: its end is run_body.)
+  if (!proceeds_plainly(in)) [[unlikely]] {
     proceed_guarded(in);
     return;
   }
@@ -484,30 +472,17 @@ void EngineCore::run_body(Instance& in) noexcept {
 template <EngineCore::Releasing R>
 [[gnu::flatten]] bool EngineCore::run_in_place(Instance& in) noexcept {
   const TaskInfo& info = *in.info;
-  const Sync& sync = *in.sync;
   LaneClaim& claim = *info.claim;
-  Lane& lane = *info.lane;  // before the fence (see release_under_claim)
-  // (A task with a lane edge is never globally ordered: proceeds_guarded says it has inter
-  // dependencies, whose device work in the iteration before proceed_guarded would wait for.)
-  if (attention_.load(std::memory_order_acquire) != 0 ||
-      sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure || sync.device() ||
-      !claim.bypassing.load(std::memory_order_relaxed)) [[unlikely]]
+  Lane& lane = *info.lane;  // before the fence (see holds_claimed_lane)
+  if (!claim.bypassing.load(std::memory_order_relaxed) || !proceeds_plainly(in)) [[unlikely]]
     return false;
-  if (info.proceeds_guarded && sync.iter > base_ && in.previous->device()) [[unlikely]]
-    return false;
-  // The release's side of the claim (see release_under_claim), with the state it runs in. A
-  // revoked claim leaves these to submit(), which stores them again, gives the claim up and
-  // queues the instance on its lane (a revoker that saw it running waits for that).
-  in.bypassed.store(true, std::memory_order_relaxed);
-  in.set_state(InstanceState::running);
-  detail::light_fence();
-  if (!lane.claim_holds(claim)) [[unlikely]]
+  // The release's side of the claim, with the state it runs in. A revoked claim leaves the rest
+  // to submit(), which stores them again, gives the claim up and queues the instance on its
+  // lane (a revoker that saw it running waits for that).
+  if (!holds_claimed_lane(in, lane, claim, InstanceState::running)) [[unlikely]]
     return false;
   rearm(in);
-  if (in.failed) [[unlikely]] {  // from its entry's iteration before (see proceed_as)
-    in.failed = false;
-    in.error = nullptr;
-  }
+  forget_last_failure(in);
   if (info.routine == nullptr || run_routine(in, info)) finish_as<true, R>(in, no_error, true);
   return true;
 }

@@ -102,18 +102,20 @@ class ClockRelease final : public ReleasePolicy {
   // Periods and iterations part ways when the source answers "not yet": a period then opens
   // without admitting (a bubble) if an iteration in flight needs its later stages released,
   // and an iteration admitted at period a has its stage-k tasks released at period a + k.
-  // Ring (a power of two long, indexed with period_mask_): the iteration period p admitted
-  // (-1: none).
-  std::vector<std::int64_t> period_iter_;
+  // Ring (a power of two long, indexed with period_mask_): the iteration period p admitted and
+  // its sync entry (-1 and nullptr: none), so a release finds its instance without the ring
+  // arithmetic from the iteration to its entry.
+  struct Admitted {
+    std::int64_t iter = -1;
+    IterationSync* sync = nullptr;
+  };
+  std::vector<Admitted> periods_;
   std::size_t period_mask_ = 0;
-  [[nodiscard]] std::int64_t iter_of_period(std::int64_t period) const noexcept {
-    return period_iter_[static_cast<std::size_t>(period) & period_mask_];
+  [[nodiscard]] const Admitted& admitted_in(std::int64_t period) const noexcept {
+    return periods_[static_cast<std::size_t>(period) & period_mask_];
   }
-  // The same ring: the sync entry of the iteration period p admitted (nullptr: none), so a
-  // release finds its instance without the ring arithmetic from the iteration to its entry.
-  std::vector<IterationSync*> period_sync_;
-  [[nodiscard]] IterationSync* sync_of_period(std::int64_t period) const noexcept {
-    return period_sync_[static_cast<std::size_t>(period) & period_mask_];
+  [[nodiscard]] std::int64_t iter_of_period(std::int64_t period) const noexcept {
+    return admitted_in(period).iter;
   }
   std::vector<std::int64_t> admit_period_;  // per sync entry: the period its iteration came in
   std::int64_t next_period_ = 0;

@@ -276,6 +276,19 @@ class EngineCore {
   // revocation, ends the claim unless an instance released under it is left, and says no from
   // then on).
   bool release_under_claim(Instance& in) noexcept;
+  // The owner's side of Lane::submit_to_claimed's store-buffering pattern, for `in` released
+  // under its task's claim in `state`: stores that it holds the claimed lane (`bypassed` before
+  // the state, release: a revoker that sees it released also sees that), then, after the light
+  // fence that orders those stores before the look, whether the claim stands. `lane` and
+  // `claim` are read by the caller before the fence, which makes the compiler read again
+  // whatever is read after it.
+  static bool holds_claimed_lane(Instance& in, const Lane& lane, const LaneClaim& claim,
+                                 InstanceState state) noexcept {
+    in.bypassed.store(true, std::memory_order_relaxed);
+    in.set_state(state);
+    detail::light_fence();
+    return lane.claim_holds(claim);
+  }
   // release_under_claim past a revocation (cold).
   [[gnu::noinline]] void give_up_claim(Instance& in) noexcept;
   // The finish of `in`, released under its lane's claim (its state stored): ends a revoked
@@ -307,6 +320,28 @@ class EngineCore {
   // ready instances through proceed_as<Releasing::clock>.
   template <Releasing R>
   void proceed_as(Instance& in) noexcept;
+  // The common case of proceed() (and run_in_place): no trouble or hooks, no failure and no
+  // device work in its iteration, no turn to take, no device work of the iteration before to
+  // wait for where it has inter dependencies.
+  [[nodiscard]] bool proceeds_plainly(const Instance& in) const noexcept {
+    const TaskInfo& info = *in.info;
+    const Sync& sync = *in.sync;
+    if (attention_.load(std::memory_order_acquire) != 0 ||
+        sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure || sync.device())
+      return false;
+    return !info.proceeds_guarded ||
+           (!info.ordered && (sync.iter <= base_ || !in.previous->device()));
+  }
+  // An execution of `in` starts: the failure of its entry's iteration before is forgotten
+  // (consumers read it only after this instance finished). Its stream and device flags need
+  // no reset: finish_guarded, the only path where a flag is set, clears them, and a run starts
+  // with them cleared (reset_run_state, after run_serial).
+  static void forget_last_failure(Instance& in) noexcept {
+    if (in.failed) [[unlikely]] {
+      in.failed = false;
+      in.error = nullptr;
+    }
+  }
   // proceed() past the common case: trouble, device waits, a turn to take.
   [[gnu::noinline]] void proceed_guarded(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
@@ -614,16 +649,12 @@ class EngineCore {
   LaneClaim& claim = *info.claim;
   // Read before the fence, which makes the compiler read again whatever it reads after it.
   const Lane& lane = *info.lane;
-  const bool claimed = claim.bypassing.load(std::memory_order_relaxed);
-  // `bypassed` before the state (release): a revoker that sees the instance released also sees
-  // whether it holds the claimed lane.
-  in.bypassed.store(claimed, std::memory_order_relaxed);
-  in.set_state(InstanceState::queued);
-  if (!claimed) return false;
-  // The owner's side of Lane::submit_to_claimed's store-buffering pattern: the light fence
-  // orders the stores above before the look at the claim.
-  detail::light_fence();
-  if (lane.claim_holds(claim)) [[likely]]
+  if (!claim.bypassing.load(std::memory_order_relaxed)) {
+    in.bypassed.store(false, std::memory_order_relaxed);
+    in.set_state(InstanceState::queued);
+    return false;
+  }
+  if (holds_claimed_lane(in, lane, claim, InstanceState::queued)) [[likely]]
     return true;
   give_up_claim(in);
   return false;
