@@ -27,6 +27,23 @@ ClockRelease::ClockRelease(EngineCore& core)
       later_.push_back({t, stage});
     }
   }
+  // A period releases the later stages first, then stage 0: where a producer is released in
+  // the same period as its consumer (same stage; an inter dependency one stage later), it
+  // must come first for an uncounted period (a producer in a later period rules it out).
+  const PlanGraph& graph = core.graph();
+  std::vector<std::size_t> position(graph.size());
+  std::size_t next = 0;
+  for (const Later& later : later_) position[later.task] = next++;
+  for (TaskIndex t : first_) position[t] = next++;
+  for (TaskIndex t = 0; t < graph.size(); ++t) {
+    const int stage = graph.stage(t);
+    for (TaskIndex d : graph.intra_deps(t))
+      if (graph.stage(d) > stage || (graph.stage(d) == stage && position[d] > position[t]))
+        period_ordered_ = false;
+    for (TaskIndex d : graph.inter_deps(t))
+      if (graph.stage(d) > stage + 1 || (graph.stage(d) == stage + 1 && position[d] > position[t]))
+        period_ordered_ = false;
+  }
 }
 
 std::unique_ptr<ReleasePolicy> ClockRelease::make(EngineCore& core) {
@@ -52,6 +69,8 @@ void ClockRelease::reset() {
   // to the most) when a call releases more: a plan of 100k tasks would otherwise hold
   // periods_.size() times its size in pointers for nothing.
   share_most_ = core_.graph().size() * periods_.size();
+  // The counters are armed afresh for the run (and count once an instance is handed over).
+  uncounted_ = only_driven_ && period_ordered_ && core_.all_in_place_;
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
@@ -68,6 +87,7 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 
 void ClockRelease::release(TaskIndex task, IterationSync& sync) {
   Instance& in = *sync.instances[task];
+  if (uncounted_ && release_uncounted(in)) return;
   // With one thread, a ready instance of a task alone on its lane runs now (see run_in_place):
   // its counter at 1 waits only for the period's token.
   if (runs_here_ != nullptr && in.info->in_place &&
@@ -79,6 +99,38 @@ void ClockRelease::release(TaskIndex task, IterationSync& sync) {
   // zero (this call, a producer, or the task's instance before, through the lane edge) posts
   // it to its thread: no lane hand-off, and a producer's thread runs it next.
   if (core_.submit(in)) start_under_claim(in);
+}
+
+bool ClockRelease::release_uncounted(Instance& in) noexcept {
+  // Not the only runner here (called inside a runnable; virtual time): the periods count.
+  if (runs_here_ == nullptr) {
+    count_again(nullptr);
+    return false;
+  }
+  const auto hand_over = [this, &in](bool started) { count_again(started ? &in : nullptr); };
+  switch (core_.run_uncounted(in, hand_over)) {
+    case EngineCore::Uncounted::ran: {
+      // Only the sinks count (see TaskInfo::counts_completion; no observer: it would have
+      // handed over). The only thread that finishes anything of the run: no
+      // read-modify-write.
+      if (!in.info->counts_completion) return true;
+      IterationSync& sync = *in.sync;
+      const int left = sync.remaining.load(std::memory_order_relaxed) - 1;
+      sync.remaining.store(left, std::memory_order_relaxed);
+      if (left == 0) core_.complete_here(sync);
+      return true;
+    }
+    case EngineCore::Uncounted::handed_over:
+      return true;
+    case EngineCore::Uncounted::not_started:
+      break;
+  }
+  return false;
+}
+
+void ClockRelease::count_again(const Instance* running) noexcept {
+  uncounted_ = false;
+  core_.count_afresh(running);
 }
 
 void ClockRelease::advance() {

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <ostream>
+#include <utility>
 
 #include "swp/engine/detail/engine_core.hpp"
 
@@ -45,7 +46,10 @@ std::unique_ptr<ReleasePolicy> DataFlowRelease::make(EngineCore& core) {
   return std::make_unique<DataFlowRelease>(core);
 }
 
-void DataFlowRelease::reset() { core_.retires_undriven_ = only_driven_; }
+void DataFlowRelease::reset() {
+  core_.retires_undriven_ = only_driven_;
+  next_owed_ = false;  // the counters are armed afresh
+}
 
 int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexcept {
   // The admission of its iteration where it needs one (see the constructor); for an ordered
@@ -67,6 +71,11 @@ void DataFlowRelease::advance() {
   if (c.retires_undriven_ && c.device_used_.load(std::memory_order_relaxed))
     c.retires_undriven_ = false;
   const bool run_here = c.retires_undriven_;
+  // This thread the only runner (run_here: a pool without workers; outside its runnables):
+  // whole iterations may run in place (EngineCore::run_iteration_here).
+  Scheduler& scheduler = c.runtime().scheduler();
+  const bool whole =
+      run_here && c.all_in_place_ && (scheduler.runs_no_work_here() || scheduler.drives_here());
   for (;;) {
     const std::int64_t iter = c.next_admit_;
     if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)
@@ -75,13 +84,21 @@ void DataFlowRelease::advance() {
     // The user's source runs before the admission tokens: the entry being prepared is
     // invisible to the lanes until then.
     if (!c.prepare()) break;
-    const auto& instances = c.sync_[c.admit_entry_].instances;
+    EngineCore::Sync& sync = c.sync_[c.admit_entry_];
+    const auto& instances = sync.instances;
     c.count_admitted();
     // In place: run as the scope ends, before the next source call (which may block): no
     // queue's round trip, and no drive needed to run it (docs/benchmarks.md). Where this
     // thread is not the only runner after all (inside a runnable), the scope changes nothing.
     std::optional<Scheduler::RunHere> here;
-    if (run_here) here.emplace(c.runtime().scheduler());
+    if (whole && c.runs_whole_here(sync)) {
+      next_owed_ = c.run_iteration_here(sync, here);
+      continue;
+    }
+    // The iteration before ran whole in place: the count-downs it owes this one come first.
+    if (std::exchange(next_owed_, false))
+      c.count_down_next(*instances.front()->previous, c.serial_order_.size());
+    if (run_here) here.emplace(scheduler);
     // This thread is the only runner until the scope ends: what the admission makes ready
     // runs in place at once, with what its finishes make ready after it (run_chain_here).
     const bool chain = here && here->open();

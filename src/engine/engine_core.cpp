@@ -92,8 +92,16 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   }
   sync_ = std::vector<Sync>(slots + 1);
   sync_ring_ = RingIndex(sync_.size());
+  all_in_place_ = n > 0;
   for (TaskInfo& info : info_) {
     info.in_place = info.claim != nullptr && &info.lane->scheduler() == &runtime_.scheduler();
+    all_in_place_ = all_in_place_ && info.in_place;
+  }
+  serial_position_.resize(n);
+  completions_from_.assign(n + 1, 0);
+  for (std::size_t k = n; k-- > 0;) {
+    serial_position_[serial_order_[k]] = k;
+    completions_from_[k] = completions_from_[k + 1] + (info_[serial_order_[k]].counts_completion ? 1 : 0);
   }
   for (std::size_t e = 0; e < sync_.size(); ++e) {
     auto& sync = sync_[e];
@@ -266,14 +274,7 @@ bool LaneClaim::holds_lane() const noexcept {
   return false;
 }
 
-void EngineCore::finish_under_claim(Instance& in) noexcept {
-  const TaskInfo& info = *in.info;
-  LaneClaim& claim = *info.claim;
-  Lane& lane = *info.lane;  // before the fence (see release_under_claim)
-  // The owner's other side of the pattern: the state stored `finished` before.
-  detail::light_fence();
-  if (lane.claim_holds(claim)) [[likely]]
-    return;
+void EngineCore::end_revoked_claim(LaneClaim& claim, Lane& lane) noexcept {
   claim.bypassing.store(false, std::memory_order_relaxed);
   lane.end_claim(claim);  // unless a later instance released under it is left
 }
@@ -409,7 +410,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
     in.error = std::current_exception();
     wait_failed = true;
   }
-  // Finished outside the handler, holding no reference (see run_routine).
+  // Finished outside the handler, holding no reference (see call_routine).
   if (wait_failed) return finish(in, in.error, true);
   if (info.ordered && sequencer_.next() != in.turn) {
     // Not its turn yet: the only step that needs a frame. It holds the lane meanwhile.
@@ -424,7 +425,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
             // A turn that never came (SequencerTimeout) holds back every later turn: it fails
             // the run under any failure policy (a stopping run's Cancelled changes nothing).
             // The error moves to the instance: this thread keeps no reference (see
-            // run_routine).
+            // call_routine).
             waiting->error = std::move(error);
             EngineCore& core = *waiting->core;
             core.fail(core.graph_.name(waiting->task), waiting->iter(), waiting->error,
@@ -519,12 +520,21 @@ const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) cons
 
 bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   ErasedCo body;
-  bool threw = false;
+  if (!call_routine(in, info, body)) {
+    finish(in, in.error, true);
+    return false;
+  }
+  if (!body.valid()) return true;  // completed synchronously
+  start_body(in, info, body);
+  return false;
+}
+
+bool EngineCore::call_routine(Instance& in, const TaskInfo& info, ErasedCo& body) const noexcept {
   try {
     body = info.routine->run(in.slot(), *in.scope, box(in.slot(), in.task));
   } catch (...) {
     in.error = std::current_exception();
-    threw = true;
+    return false;
   }
   // The error goes to the instance inside the handler and finish() comes after it, so this
   // thread holds no reference to the exception once finish() let the iteration complete.
@@ -532,11 +542,10 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   // after the caller read the error and everybody else let go (this thread descheduled
   // meanwhile), and free the exception inside libsupc++, whose reference count
   // ThreadSanitizer cannot see: a false race report against the caller's read.
-  if (threw) {
-    finish(in, in.error, true);
-    return false;
-  }
-  if (!body.valid()) return true;  // completed synchronously
+  return true;
+}
+
+void EngineCore::start_body(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept {
   // Its continuations run on its lane (which says whether it runs or waits, for the report).
   in.set_state(InstanceState::coroutine);
   body.start_detached(
@@ -544,12 +553,11 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
       [](void* context, std::exception_ptr& error) noexcept {
         auto* running = static_cast<Instance*>(context);
         // The error moves to the instance, so the frame, destroyed on this thread after this
-        // call, holds no reference to it (see run_routine).
+        // call, holds no reference to it (see call_routine).
         running->error = std::move(error);
         running->core->finish(*running, running->error, true);
       },
       &in, &stop_, &in);
-  return false;
 }
 
 template <bool Plain, EngineCore::Releasing R>

@@ -191,6 +191,107 @@ TEST_CASE_TEMPLATE("fail_run: the failed iteration and every other one in flight
   CHECK_FALSE(pipe->progress());
 }
 
+namespace {
+
+// Every task alone on its lane, none globally ordered, plain (not coroutine) bodies: with one
+// thread the engines run these without join counters (data-flow's whole iterations, the
+// clock's uncounted periods), and a body that throws hands its instance over to the general
+// path from inside that run. Load -> Work (throws for `fails`) -> After; Sum carries a total
+// from one iteration to the next.
+template <class Fails>
+swp::Plan<Ctx> plain_alone_plan(Counters& counters, Fails fails) {
+  swp::Plan<Ctx> plan;
+  auto load = plan.add("Load", [](Ctx& ctx) { return ctx.batch; }, {.stage = 0, .thread_group = "load"});
+  auto work = plan.add(
+      "Work",
+      [fails](Ctx& ctx) {
+        if (fails(ctx.batch)) throw std::runtime_error("bad batch " + std::to_string(ctx.batch));
+        return ctx.batch * 10;
+      },
+      {.stage = 1, .thread_group = "work"}, swp::reads(load));
+  plan.add(
+      "After", [&counters](Ctx&) { ++counters.after_runs; }, {.stage = 2, .thread_group = "after"},
+      swp::reads(work));
+  auto sum = plan.add("Sum",
+                      [&counters](Ctx& ctx) {
+                        std::lock_guard lock(counters.mutex);
+                        const int before =
+                            ctx.has_previous() ? counters.total.at(ctx.iter_idx - 1) : 0;
+                        ctx.total = before + ctx.batch;
+                        counters.total[ctx.iter_idx] = ctx.total;
+                      },
+                      {.stage = 0, .thread_group = "sum"});
+  plan.inter_iter_deps = {{sum, sum}};
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("with the caller the only thread, a plain body that throws is accounted for "
+                   "under both policies",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  SUBCASE("skip") {
+    for (const unsigned depth : {1u, 3u}) {
+      CAPTURE(depth);
+      Counters counters;
+      swp::Runtime rt({.workers = 0});
+      auto pipe = Engine::template make<Ctx>(
+          rt, plain_alone_plan(counters, [](int v) { return v % 3 == 0; }), depth);
+      pipe->set_failure_policy(swp::FailurePolicy::skip);
+      Ledger ledger;
+      ledger.attach(*pipe);
+      pipe->fill_pipeline(one_to(10));
+      std::vector<std::int64_t> failed;
+      while (auto r = pipe->progress())
+        if (r->failed()) failed.push_back(r->iter());
+      CHECK(failed == std::vector<std::int64_t>{2, 5, 8});  // batches 3, 6, 9
+      ledger.check_accounts_for(10);
+      for (const auto& [iter, why] : ledger.failed) {
+        CHECK_THROWS_AS(std::rethrow_exception(why), swp::TaskError);
+        CHECK(what(why).find("task 'Work' failed in iteration " + std::to_string(iter)) !=
+              std::string::npos);
+      }
+      CHECK(counters.after_runs == 7);
+      CHECK(counters.total.at(9) == 55);  // Sum went on through every iteration
+    }
+  }
+  SUBCASE("fail_run, then a refill") {
+    for (const unsigned depth : {1u, 3u}) {
+      CAPTURE(depth);
+      Counters counters;
+      swp::Runtime rt({.workers = 0});
+      auto pipe = Engine::template make<Ctx>(
+          rt, plain_alone_plan(counters, [](int v) { return v == 5; }), depth);
+      Ledger ledger;
+      ledger.attach(*pipe);
+      pipe->fill_pipeline(one_to(10));
+      std::vector<std::int64_t> retired;
+      try {
+        while (auto r = pipe->progress()) retired.push_back(r->iter());
+        FAIL("the error did not surface");
+      } catch (const swp::TaskError& e) {
+        CHECK(e.task() == "Work");
+        CHECK(e.iter() == 4);
+      }
+      // Iterations retire in order, none past the failed one.
+      CHECK(retired.size() <= 4);
+      for (std::size_t i = 0; i < retired.size(); ++i)
+        CHECK(retired[i] == static_cast<std::int64_t>(i));
+      const std::int64_t admitted = pipe->next_iteration();
+      ledger.check_accounts_for(admitted);
+      REQUIRE(ledger.failed.count(4) == 1);
+      CHECK_THROWS_AS(std::rethrow_exception(ledger.failed[4]), swp::TaskError);
+      // A clean run after it, numbered on, with every task run.
+      const int after_before = counters.after_runs.load();
+      pipe->fill_pipeline(std::vector<int>{1, 2, 3, 4, 6, 7});
+      for (std::int64_t i = 0; i < 6; ++i) CHECK(pipe->progress() == admitted + i);
+      CHECK_FALSE(pipe->progress());
+      CHECK(counters.after_runs == after_before + 6);
+      CHECK(counters.total.at(admitted + 5) == 23);
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE("cancel(): every iteration in flight is reported cancelled", Engine,
                    swp::test::UseClock, swp::test::UseDataFlow) {
   Counters counters;

@@ -204,16 +204,17 @@ std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& inj
   return error;
 }
 
+// Small costs: the faults, not the work, are what is exercised (device work still records
+// events and stream waits that a failure must drain).
+constexpr swp::test::RandomPlanShape small_costs{.max_device_us = 3, .max_cpu_us = 2};
+
 template <class Engine>
 void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& tally,
-                   unsigned workers = 2) {
+                   unsigned workers = 2, const swp::test::RandomPlanShape& shape = small_costs) {
   std::mt19937 rng(swp::test::seed(seed));
   auto uniform = [&](auto lo, auto hi) {
     return std::uniform_int_distribution<decltype(hi)>(lo, hi)(rng);
   };
-  // Small costs: the faults, not the work, are what is exercised (device work still records
-  // events and stream waits that a failure must drain).
-  const swp::test::RandomPlanShape shape{.max_device_us = 3, .max_cpu_us = 2};
   for (int n = 0; n < plans; ++n) {
     const auto source = swp::test::random_plan(rng, shape);
     const auto graph = swp::validate(source);
@@ -305,6 +306,25 @@ TEST_CASE_TEMPLATE("injected faults surface once with the caller the only thread
   Tally tally;
   inject_faults<Engine>(Engine::name[0] == 'c' ? 1307 : 1309, 20, 24, tally, 0);
   for (int k = 0; k < fault_kinds; ++k) CHECK(tally.surfaced[k] == tally.injected[k]);
+}
+
+TEST_CASE_TEMPLATE("injected faults surface once with the caller the only thread and every task "
+                   "alone on its lane",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Data-flow runs whole iterations in place then (EngineCore::run_iteration_here): a fault
+  // hands the rest of its iteration to the general path, which must surface it the same way.
+  // Little device work: a run's first stream use ends that for the run.
+  Tally tally;
+  constexpr swp::test::RandomPlanShape alone{.lanes = 1000,
+                                             .ordered_probability = 0,
+                                             .max_device_us = 3,
+                                             .max_cpu_us = 2,
+                                             .device_probability = 0.05};
+  inject_faults<Engine>(Engine::name[0] == 'c' ? 1311 : 1313, 20, 24, tally, 0, alone);
+  for (int k = 0; k < fault_kinds; ++k) {
+    CHECK(tally.injected[k] > 0);
+    CHECK(tally.surfaced[k] == tally.injected[k]);
+  }
 }
 
 }  // namespace test_fault_injection

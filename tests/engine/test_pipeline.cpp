@@ -223,6 +223,117 @@ TEST_CASE_TEMPLATE("random valid plans honour every dependency and match a seria
 
 namespace {
 
+// A body that suspends until another thread resumes it (through its lane), about 50 µs later.
+swp::Co<void> resumed_by_another_thread(std::vector<std::thread>& threads, std::mutex& mutex) {
+  swp::Promise<> promise;
+  swp::Future<> resumed = promise.get_future();
+  {
+    std::lock_guard lock(mutex);
+    threads.emplace_back([promise]() mutable {
+      std::this_thread::sleep_for(50us);
+      promise.set_value();
+    });
+  }
+  co_await resumed;
+}
+
+// Every task alone on its lane, not globally ordered, the caller the only thread, no observer:
+// data-flow runs each admitted iteration whole in place (EngineCore::run_iteration_here), and
+// hands the rest of an iteration to its general path when a body suspends (here: resumed by
+// another thread) or uses its stream. Each body checks, as it ends, that what it waits for ran
+// before it: its producers in the iteration and in the one before, and its task's instance of
+// the iteration before (its lane's order). The values must match a serial run's.
+template <class Engine>
+void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspend_probability,
+                        double device_probability) {
+  std::mt19937 rng(swp::test::seed(seed));
+  const swp::test::RandomPlanShape shape{.lanes = 1000,
+                                         .ordered_probability = 0,
+                                         .max_device_us = 3,
+                                         .max_cpu_us = 2,
+                                         .device_probability = device_probability};
+  for (int n = 0; n < plans; ++n) {
+    const auto source = swp::test::random_plan(rng, shape);
+    const auto graph = swp::validate(source);
+    const std::int64_t iterations = std::uniform_int_distribution<int>(1, 40)(rng);
+    const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
+    std::vector<std::uint64_t> batches;
+    for (std::int64_t i = 0; i < iterations; ++i) batches.push_back(rng());
+    std::set<std::pair<TaskIndex, std::int64_t>> suspending;
+    for (std::int64_t i = 0; i < iterations; ++i)
+      for (TaskIndex t = 0; t < graph.size(); ++t)
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < suspend_probability)
+          suspending.insert({t, i});
+    CAPTURE(n);
+    CAPTURE(swp::plan_to_json(source));
+
+    Results serial_results;
+    {
+      swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+      auto plan = bind(source, serial_results);
+      Engine::template make<Ctx>(rt, plan, max_depth)->run_serial(batches);
+    }
+    Results results;
+    std::atomic<int> out_of_order{0};
+    std::vector<std::thread> resumers;
+    std::mutex resumers_mutex;
+    const swp::test::BodyHook hook = [&](TaskIndex t, std::int64_t i) -> swp::Co<void> {
+      {
+        std::lock_guard lock(results.mutex);
+        const auto ran = [&](TaskIndex d, std::int64_t at) { return results.value.contains({d, at}); };
+        for (TaskIndex d : graph.intra_deps(t))
+          if (!ran(d, i)) ++out_of_order;
+        if (i > 0) {
+          for (TaskIndex d : graph.inter_deps(t))
+            if (!ran(d, i - 1)) ++out_of_order;
+          if (!ran(t, i - 1)) ++out_of_order;
+        }
+      }
+      if (suspending.contains({t, i})) return resumed_by_another_thread(resumers, resumers_mutex);
+      return {};
+    };
+    {
+      swp::Runtime rt({.backend = swp::Backend::host, .workers = 0});
+      auto plan = bind(source, results, {~TaskIndex{0}, -1}, &hook);
+      auto pipe = Engine::template make<Ctx>(rt, plan, max_depth);
+      pipe->set_timeouts({.retire = 20s});
+      std::vector<std::int64_t> retired;
+      pipe->fill_pipeline(batches);
+      if (drive == Drive::next) {
+        retired = swp::sync_wait(next_all(*pipe));
+      } else {
+        while (auto i = pipe->progress()) retired.push_back(*i);
+      }
+      std::vector<std::int64_t> expected(static_cast<std::size_t>(iterations));
+      for (std::int64_t i = 0; i < iterations; ++i) expected[static_cast<std::size_t>(i)] = i;
+      CHECK(retired == expected);
+      pipe->drain();
+      pipe->synchronize();
+    }
+    for (std::thread& resumer : resumers) resumer.join();
+    CHECK(out_of_order.load() == 0);
+    CHECK(results.value == serial_results.value);
+    for (const auto& [key, runs] : results.runs) CHECK(runs == 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("with the caller the only thread and every task alone on its lane, the "
+                   "iterations match a serial run",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  SUBCASE("bodies that complete at once") {
+    run_alone_on_lanes<Engine>(60, 41, Drive::progress, 0, 0);
+  }
+  SUBCASE("some bodies resumed by another thread") {
+    run_alone_on_lanes<Engine>(40, 43, Drive::progress, 0.05, 0);
+  }
+  SUBCASE("device work") { run_alone_on_lanes<Engine>(40, 47, Drive::progress, 0.02, 0.2); }
+  SUBCASE("co_await next()") { run_alone_on_lanes<Engine>(30, 53, Drive::next, 0.05, 0); }
+}
+
+namespace {
+
 // A random plan fails at a random (task, iteration); the error names them, and the pipeline,
 // filled again, runs the iterations before the failure exactly like a serial run: the join
 // counters left half-consumed by the failed run are re-armed.

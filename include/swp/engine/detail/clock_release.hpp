@@ -56,6 +56,12 @@ class ClockRelease final : public ReleasePolicy {
   [[nodiscard]] bool needed(std::int64_t period) const noexcept;
   // Releases `task`'s instance in the iteration `sync` holds.
   void release(TaskIndex task, IterationSync& sync);
+  // An uncounted period's release (see uncounted_): false when the instance did not start
+  // and the periods count again (release() goes on the general way).
+  bool release_uncounted(Instance& in) noexcept;
+  // The periods count again from now on in this run: every counter set to what counting
+  // would have left (EngineCore::count_afresh; `running`: the instance handed over, started).
+  void count_again(const Instance* running) noexcept;
   // Releases (task, period − stage) of every task of a later stage whose iteration is in
   // flight (period's releases of iterations already admitted).
   void release_later_stages(std::int64_t period);
@@ -118,6 +124,15 @@ class ClockRelease final : public ReleasePolicy {
     return admitted_in(period).iter;
   }
   std::vector<std::int64_t> admit_period_;  // per sync entry: the period its iteration came in
+  // Uncounted periods: with one thread and every task in place (EngineCore::all_in_place_),
+  // each instance a period releases is ready (its producers were released before it, in an
+  // earlier period or earlier in this one, and ran where they were released), so it runs
+  // where it is released without its join counter (EngineCore::run_uncounted), and nothing
+  // counts anything down. Until something unusual hands an instance over to the general path
+  // (count_again); the run counts from then on. Possible when the plan's releases within a
+  // period come after the producers released in the same period (period_ordered_).
+  bool period_ordered_ = true;
+  bool uncounted_ = false;
   std::int64_t next_period_ = 0;
   std::int64_t last_admit_period_ = -1;
   int max_stage_ = 0;

@@ -51,6 +51,10 @@ class DataFlowRelease final : public ReleasePolicy {
   enum class Admission : unsigned char { token, release, none };
   std::vector<Admission> admission_;
   std::vector<TaskIndex> admitted_;  // the tasks whose admission is not `none`, in task order
+  // The iteration admitted last ran whole in place (EngineCore::run_iteration_here): the
+  // count-downs its instances owe the next one's counters are still to be made, before that
+  // one is admitted the general way (EngineCore::count_down_next).
+  bool next_owed_ = false;
 };
 
 }  // namespace swp::detail

@@ -293,7 +293,18 @@ class EngineCore {
   [[gnu::noinline]] void give_up_claim(Instance& in) noexcept;
   // The finish of `in`, released under its lane's claim (its state stored): ends a revoked
   // claim unless a later instance released under it is left.
-  void finish_under_claim(Instance& in) noexcept;
+  void finish_under_claim(Instance& in) noexcept {
+    const TaskInfo& info = *in.info;
+    LaneClaim& claim = *info.claim;
+    Lane& lane = *info.lane;  // before the fence (see release_under_claim)
+    // The owner's other side of the pattern: the state stored `finished` before.
+    detail::light_fence();
+    if (lane.claim_holds(claim)) [[likely]]
+      return;
+    end_revoked_claim(claim, lane);
+  }
+  // finish_under_claim past a revocation (cold).
+  [[gnu::noinline]] static void end_revoked_claim(LaneClaim& claim, Lane& lane) noexcept;
   // Claims the lanes of the tasks with a lane edge for a run (those that cannot be claimed run
   // through their lanes), ending any claims still held; and ends them.
   void take_claims() noexcept;
@@ -362,6 +373,77 @@ class EngineCore {
   // other on this thread (run_next_), instead of a post and a run queue's round trip each.
   // What cannot run in place is released as usual (to the RunHere, which runs it next).
   void run_chain_here(Instance& first) noexcept;
+  // The last instance of the iteration of `sync` finished on this thread in a run that keeps
+  // no counters (run_iteration_here, the clock's uncounted periods): it is complete, as the
+  // last finish would store it (see finish_as).
+  void complete_here(Sync& sync) noexcept {
+    const bool waiter_is_here =
+        waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
+    sync.completed.store(sync.iter, std::memory_order_release);
+    if (!waiter_is_here) runtime_.scheduler().notify();
+  }
+  // Data-flow with one thread (DataFlowRelease::advance, this thread the scheduler's only
+  // runner): whether iteration `sync.iter`, just admitted, can run whole in place
+  // (run_iteration_here): every task in place (all_in_place_), nothing unusual going on (no
+  // trouble or hooks), and the iteration before complete without device work, so each of its
+  // instances is ready once its producers in the iteration ran.
+  [[nodiscard]] bool runs_whole_here(const Sync& sync) const noexcept {
+    if (attention_.load(std::memory_order_acquire) != 0) return false;
+    if (sync.iter == base_) return true;
+    const Sync& previous = *sync.instances.front()->previous;
+    return complete(sync.iter - 1, previous) && !previous.device();
+  }
+  // Runs the admitted iteration of `sync` (runs_whole_here) on this thread, its tasks one
+  // after the other in serial order (run_uncounted), each re-armed for its entry's next
+  // iteration: every producer ran before it. No count-down, no hand-off, no queue; the
+  // iteration completes at the end (true). What the instances owe the next iteration's
+  // counters (their lane edges' and inter dependencies' count-downs) is left owed: the
+  // caller pays it (count_down_next) if the next iteration goes the general way. Anything
+  // unusual on the way (trouble, a revoked claim, a body that throws, suspends or uses its
+  // stream) hands the rest of the iteration to the general path (go_on_generally) and
+  // returns false, with nothing owed.
+  bool run_iteration_here(Sync& sync, std::optional<Scheduler::RunHere>& here) noexcept;
+  // What run_uncounted did with an instance.
+  enum class Uncounted : std::uint8_t {
+    ran,           // it ran and finished here (the caller counts its completion)
+    not_started,   // it did not start: handed over, the caller releases it the general way
+    handed_over,   // it started and is finished (or will be) the general way
+  };
+  // One instance of a run that keeps no join counters (data-flow's whole iterations in place,
+  // the clock's uncounted periods), on the thread that is its scheduler's only runner, every
+  // producer finished: its release under its lane's claim, its body and a plain finish (its
+  // state, its device point, the claim's side of it), as run_in_place, without counting down
+  // anything or re-arming its counter. Anything unusual (trouble, a revoked claim, a body that
+  // throws, suspends or uses its stream) calls `hand_over(started)` first, which sets the
+  // counters the general path counts down, and then finishes the instance the general way (or
+  // leaves it to its coroutine), or leaves it not started. Flattened into its callers.
+  template <class HandOver>
+  Uncounted run_uncounted(Instance& in, HandOver&& hand_over) noexcept;
+  // run_uncounted's start of a body that did not complete in its call (a coroutine):
+  // true when it completed while starting (its error, if any, in in.error), and the caller
+  // finishes it; false when it suspended, still the caller's to hand over (body_here_).
+  bool ran_body_here(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept;
+  // The rest of run_iteration_here's iteration goes the general way from serial position
+  // `k`, whose instance is either not started (`started` false: released now, the general
+  // way) or ran and is finishing (true: the caller finishes it or starts its body): opens
+  // `here` (what is released from now on runs as the admission ends), pays what the
+  // instances before k owe the next iteration, and sets the counters of the instances after
+  // k (and the iteration's `remaining`) as if each instance before k had counted them down;
+  // those left with nothing to wait for are released.
+  [[gnu::noinline]] void go_on_generally(Sync& sync, std::size_t k, bool started,
+                                         std::optional<Scheduler::RunHere>& here) noexcept;
+  // Sets every join counter to what the general path would have left, after a stretch of
+  // uncounted runs (the clock's periods): an instance of an iteration in flight (or of the
+  // next one, not admitted yet) that has not finished waits for its producers that have not
+  // finished (in its iteration and the one before, its lane edge) and for its period's start
+  // token; one that finished, or `running` (started, finished the general way), is re-armed
+  // for its entry's next iteration, as is every instance of the entries nobody uses yet.
+  void count_afresh(const Instance* running) noexcept;
+  // The count-downs the instances at serial positions [0, upto) of the iteration of `sync`
+  // owe the iteration after it (lane edges, inter dependencies): made when they ran in place
+  // without making them (run_iteration_here). None of them is the last (the next iteration
+  // is not admitted: its admission token, or a producer of its own, is still counted).
+  void count_down_next(Sync& sync, std::size_t upto) noexcept;
   // In run_chain_here on this thread: `in`, made ready by a finish, runs next in the chain
   // (true), unless one is chosen already or `in` cannot run in place.
   bool chained_here(Instance& in) noexcept {
@@ -384,6 +466,11 @@ class EngineCore {
   // Runs the task's routine: true when it completed synchronously and without an error (the
   // caller finishes the instance); false when it finished it or started its coroutine.
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
+  // run_routine's two halves: calls the routine (false: it threw, its error in in.error; the
+  // caller finishes the instance after the handler), and starts a body that did not complete
+  // synchronously (its continuations finish the instance).
+  bool call_routine(Instance& in, const TaskInfo& info, ErasedCo& body) const noexcept;
+  void start_body(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept;
   // Out of line: the finish of hooks, errors and coroutines, kept out of the flattened paths.
   [[gnu::noinline]] void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;
   // finish(): `Plain`, for run_plain_body's instance that completed synchronously without an
@@ -535,6 +622,12 @@ class EngineCore {
   std::mutex observer_mutex_;  // releases and lane submissions in one order for the observer
 
   std::vector<TaskIndex> serial_order_;  // topological order of intra deps, by name
+  // Every task is in place (TaskInfo::in_place), so data-flow with one thread may run whole
+  // iterations in place (run_iteration_here); with, per task, its position in serial_order_,
+  // and per position, how many instances from there on count towards completion.
+  bool all_in_place_ = false;
+  std::vector<std::size_t> serial_position_;
+  std::vector<int> completions_from_;
   std::vector<std::vector<TaskIndex>> intra_succ_, inter_succ_;
   std::vector<TaskInfo> info_;
   std::vector<std::unique_ptr<LaneClaim>> claims_;  // of the tasks with a lane edge
@@ -635,6 +728,13 @@ class EngineCore {
   // another thread reads a marker that is not its own and releases as usual.
   std::atomic<const void*> chain_thread_{nullptr};
   Instance* run_next_ = nullptr;
+  // The instance whose coroutine body run_uncounted started and has not seen suspend or
+  // complete (nullptr: none). Whichever clears it — the body's completion, or the runner after
+  // the hand-over of a body that suspended — leaves the finish to the runner, or to the
+  // completion: exactly one of them finishes the instance, and the general finish only ever
+  // comes after the hand-over set the counters it counts down (the body may be resumed by
+  // another thread driving the same pool).
+  std::atomic<Instance*> body_here_{nullptr};
   class WaitingThread;
 
   // The failure record: the first root cause wins.
@@ -697,6 +797,57 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
     post_claimed(in, lane.scheduler(), step_ending);
   }
   return bypass;
+}
+
+template <class HandOver>
+[[gnu::always_inline]] inline EngineCore::Uncounted EngineCore::run_uncounted(
+    Instance& in, HandOver&& hand_over) noexcept {
+  const TaskInfo& info = *in.info;
+  LaneClaim& claim = *info.claim;  // every task is in place: each has its lane's claim
+  const Lane& lane = *info.lane;   // before the fence (see holds_claimed_lane)
+  // The release's side of the claim, with the state it runs in, as run_in_place does; a
+  // revoked claim (or trouble) leaves the instance to the general release, which stores them
+  // again, gives the claim up and queues it on its lane.
+  if (attention_.load(std::memory_order_acquire) != 0 ||
+      !claim.bypassing.load(std::memory_order_relaxed) ||
+      !holds_claimed_lane(in, lane, claim, InstanceState::running)) [[unlikely]] {
+    hand_over(false);
+    return Uncounted::not_started;
+  }
+  forget_last_failure(in);
+  if (info.routine != nullptr) {
+    ErasedCo body;
+    if (!call_routine(in, info, body)) [[unlikely]] {
+      hand_over(true);
+      finish(in, in.error, true);
+      return Uncounted::handed_over;
+    }
+    if (body.valid()) {
+      if (!ran_body_here(in, info, body)) [[unlikely]] {
+        // It suspended: once resumed, it finishes the general way, after the hand-over, or
+        // (resumed and completed meanwhile elsewhere) here.
+        hand_over(true);
+        Instance* starting = &in;
+        if (!body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
+          finish(in, in.error, true);
+        return Uncounted::handed_over;
+      }
+      if (in.error) [[unlikely]] {
+        hand_over(true);
+        finish(in, in.error, true);
+        return Uncounted::handed_over;
+      }
+    }
+  }
+  if (in.stream_used) [[unlikely]] {
+    hand_over(true);
+    finish(in, std::exception_ptr(), true);  // it records its device work
+    return Uncounted::handed_over;
+  }
+  in.sync->generation[in.task] = 0;  // no device point (see finish_as)
+  in.set_state(InstanceState::finished);
+  finish_under_claim(in);  // released under the claim (bypassed)
+  return Uncounted::ran;
 }
 
 inline bool EngineCore::admit() {

@@ -106,10 +106,10 @@ struct alignas(64) IterationSync {
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<std::uint64_t> generation;      // event generation each task recorded (0: none)
   // Instances whose finish counts towards the iteration's completion and that have not
-  // finished yet. Under a policy that releases every instance (data-flow) only the sinks
+  // finished yet. Under a policy that releases every instance (both engines') only the sinks
   // count (instances with no intra-iteration dependent): every other instance's last touch of
   // the core is its count-down of its last dependent, which some sink's finish follows.
-  // Otherwise (clock) every instance counts.
+  // Otherwise every instance would count.
   alignas(64) std::atomic<int> remaining{0};
   // The iteration whose instances all finished, stored by its last finisher after its
   // decrement (its last touch of the core). Apart from `remaining`: the caller polls this

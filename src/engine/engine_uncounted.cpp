@@ -1,0 +1,140 @@
+// Runs without join counters, with one thread: data-flow's whole iterations in place
+// (EngineCore::run_iteration_here) and the hand-over of one to the general path midway; the
+// clock's uncounted periods' recount when they end (EngineCore::count_afresh); and the body
+// start both share (EngineCore::run_uncounted, in the header).
+//
+// Why data-flow's is sound. With one thread, the data-flow engine runs what an admission makes
+// ready inside that admission, so the iteration before is complete when the next is admitted,
+// and every instance of the new iteration waits only for its producers in the iteration:
+// running the tasks in serial (topological) order runs each one after everything it waits for,
+// as the counters would have released it. The counters are what the rest of the engine reads,
+// so they stay exact wherever the general path could look: each instance is re-armed for its
+// entry's next iteration as it starts (as release_now does); the count-downs it owes the next
+// iteration (lane edge, inter dependencies) are made before that iteration is admitted the
+// general way (count_down_next); and a hand-over midway sets the counters of what has not run
+// to what the count-downs of what ran would have left (go_on_generally).
+
+#include <cassert>
+#include <optional>
+
+#include "swp/engine/detail/engine_core.hpp"
+
+namespace swp::detail {
+
+
+// Flattened: each step inline, one frame for the whole iteration.
+[[gnu::flatten]] bool EngineCore::run_iteration_here(Sync& sync,
+                                                      std::optional<Scheduler::RunHere>& here) noexcept {
+  const auto& instances = sync.instances;
+  const std::size_t n = serial_order_.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    Instance& in = *instances[serial_order_[k]];
+    rearm(in);  // for its entry's next iteration, as release_now would
+    const auto hand_over = [&](bool started) { go_on_generally(sync, k, started, here); };
+    if (run_uncounted(in, hand_over) != Uncounted::ran) [[unlikely]]
+      return false;
+  }
+  // Nobody counted `remaining`, which the next admission of the entry resets.
+  complete_here(sync);
+  return true;
+}
+
+bool EngineCore::ran_body_here(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept {
+  in.set_state(InstanceState::coroutine);
+  body_here_.store(&in, std::memory_order_relaxed);
+  body.start_detached(
+      info.lane,
+      [](void* context, std::exception_ptr& error) noexcept {
+        auto* done = static_cast<Instance*>(context);
+        // The error moves to the instance (see call_routine); nullptr when it succeeded.
+        done->error = std::move(error);
+        EngineCore& core = *done->core;
+        // Still the body run_iteration_here started (and has not handed over): it finishes it.
+        Instance* starting = done;
+        if (core.body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
+          return;
+        core.finish(*done, done->error, true);
+      },
+      &in, &stop_, &in);
+  // acquire: the completion's error, when it completed (here, or meanwhile elsewhere).
+  return body_here_.load(std::memory_order_acquire) != &in;
+}
+
+void EngineCore::go_on_generally(Sync& sync, std::size_t k, bool started,
+                                 std::optional<Scheduler::RunHere>& here) noexcept {
+  // What is released from now on is kept and runs as the admission ends (as an admission's
+  // releases do with one thread), not before this returns.
+  here.emplace(runtime_.scheduler());
+  count_down_next(sync, k);
+  // The sinks at k and after have not finished (the one at k, if any, is finishing).
+  sync.remaining.store(completions_from_[k], std::memory_order_relaxed);
+  const auto& instances = sync.instances;
+  const std::size_t n = serial_order_.size();
+  // An instance after k waits for its producers at k and after; the admission (its token)
+  // happened, and the iteration before completed (runs_whole_here). The counters first, then
+  // the releases (a release submits; nothing it submits runs before `here` ends).
+  for (std::size_t v = started ? k + 1 : k; v < n; ++v) {
+    Instance& in = *instances[serial_order_[v]];
+    int waits = 0;
+    for (TaskIndex d : in.info->intra)
+      if (serial_position_[d] >= k) ++waits;
+    in.pending.store(waits, std::memory_order_relaxed);
+  }
+  for (std::size_t v = started ? k + 1 : k; v < n; ++v) {
+    Instance& in = *instances[serial_order_[v]];
+    if (in.pending.load(std::memory_order_relaxed) == 0) release_now(in, false);
+  }
+}
+
+void EngineCore::count_down_next(Sync& sync, std::size_t upto) noexcept {
+  const auto& instances = sync.instances;
+  for (std::size_t u = 0; u < upto; ++u) {
+    const Instance& in = *instances[serial_order_[u]];
+    const TaskInfo& info = *in.info;
+    for (TaskIndex s : info.inter_succ) {
+      [[maybe_unused]] const bool last = count_down(*in.next->instances[s]);
+      assert(!last);
+    }
+    if (info.claim != nullptr) {
+      [[maybe_unused]] const bool last = count_down(*in.after);
+      assert(!last);
+    }
+  }
+}
+
+}  // namespace swp::detail
+
+namespace swp::detail {
+
+void EngineCore::count_afresh(const Instance* running) noexcept {
+  // Entries nobody uses yet (and instances finished, or running): re-armed.
+  for (Sync& sync : sync_)
+    for (const auto& in : sync.instances) rearm(*in);
+  const auto finished = [this](const Instance& in, std::int64_t iter) {
+    return iter < oldest_ || in.state_in(iter) == InstanceState::finished;
+  };
+  // The iterations in flight, and the next one (its entry is free: at most depth_ are in
+  // flight, in depth_ + 1 entries), whose instances the lane edges and inter dependencies of
+  // the last one in flight count down before it is admitted.
+  for (std::int64_t iter = oldest_; iter <= next_admit_; ++iter) {
+    const Sync& sync = sync_of(iter);
+    const Sync* previous = iter > base_ ? &sync_of(iter - 1) : nullptr;
+    const bool admitted = iter < next_admit_;
+    for (const auto& held : sync.instances) {
+      Instance& in = *held;
+      if (admitted && (&in == running || finished(in, iter))) continue;
+      const TaskInfo& info = *in.info;
+      int waits = release_->extra_degree(in.task, iter);  // the clock's start token
+      for (TaskIndex d : info.intra)
+        if (!admitted || !finished(*sync.instances[d], iter)) ++waits;
+      if (previous != nullptr) {
+        for (TaskIndex d : info.inter)
+          if (!finished(*previous->instances[d], iter - 1)) ++waits;
+        if (info.claim != nullptr && !finished(*previous->instances[in.task], iter - 1)) ++waits;
+      }
+      in.pending.store(waits, std::memory_order_relaxed);
+    }
+  }
+}
+
+}  // namespace swp::detail
