@@ -38,9 +38,23 @@ struct Counters {
   std::map<std::int64_t, int> total;  // Sum's running totals, by iteration
 };
 
+// Sum adds the batch to the previous iteration's total (an inter-iteration dependency that
+// must go on past a skipped iteration), on its own lane.
+void add_sum(swp::Plan<Ctx>& plan, Counters& counters) {
+  auto sum = plan.add("Sum",
+                      [&counters](Ctx& ctx) {
+                        std::lock_guard lock(counters.mutex);
+                        const int before =
+                            ctx.has_previous() ? counters.total.at(ctx.iter_idx - 1) : 0;
+                        ctx.total = before + ctx.batch;
+                        counters.total[ctx.iter_idx] = ctx.total;
+                      },
+                      {.stage = 0, .thread_group = "sum"});
+  plan.inter_iter_deps = {{sum, sum}};
+}
+
 // Load -> Work (throws for the batches `fails` says) -> After, and Ordered (globally ordered,
-// reads Work); Sum adds the batch to the previous iteration's total (an inter-iteration
-// dependency that must go on past a skipped iteration).
+// reads Work); and Sum (add_sum).
 template <class Fails>
 swp::Plan<Ctx> plan(Counters& counters, Fails fails) {
   swp::Plan<Ctx> plan;
@@ -59,16 +73,7 @@ swp::Plan<Ctx> plan(Counters& counters, Fails fails) {
   plan.add(
       "Ordered", [&counters](Ctx&) { ++counters.ordered_runs; },
       {.stage = 2, .globally_ordered = true}, swp::reads(work));
-  auto sum = plan.add("Sum",
-                      [&counters](Ctx& ctx) {
-                        std::lock_guard lock(counters.mutex);
-                        const int before =
-                            ctx.has_previous() ? counters.total.at(ctx.iter_idx - 1) : 0;
-                        ctx.total = before + ctx.batch;
-                        counters.total[ctx.iter_idx] = ctx.total;
-                      },
-                      {.stage = 0, .thread_group = "sum"});
-  plan.inter_iter_deps = {{sum, sum}};
+  add_sum(plan, counters);
   return plan;
 }
 
@@ -212,16 +217,7 @@ swp::Plan<Ctx> plain_alone_plan(Counters& counters, Fails fails) {
   plan.add(
       "After", [&counters](Ctx&) { ++counters.after_runs; }, {.stage = 2, .thread_group = "after"},
       swp::reads(work));
-  auto sum = plan.add("Sum",
-                      [&counters](Ctx& ctx) {
-                        std::lock_guard lock(counters.mutex);
-                        const int before =
-                            ctx.has_previous() ? counters.total.at(ctx.iter_idx - 1) : 0;
-                        ctx.total = before + ctx.batch;
-                        counters.total[ctx.iter_idx] = ctx.total;
-                      },
-                      {.stage = 0, .thread_group = "sum"});
-  plan.inter_iter_deps = {{sum, sum}};
+  add_sum(plan, counters);
   return plan;
 }
 
