@@ -21,7 +21,6 @@
 
 namespace swp::detail {
 
-
 // Flattened: each step inline, one frame for the whole iteration.
 [[gnu::flatten]] bool EngineCore::run_iteration_here(Sync& sync,
                                                       std::optional<Scheduler::RunHere>& here) noexcept {
@@ -101,10 +100,6 @@ void EngineCore::count_down_next(Sync& sync, std::size_t upto) noexcept {
     }
   }
 }
-
-}  // namespace swp::detail
-
-namespace swp::detail {
 
 void EngineCore::count_afresh(const Instance* running) noexcept {
   // Entries nobody uses yet (and instances finished, or running): re-armed.
