@@ -70,7 +70,9 @@ void ClockRelease::reset() {
   // periods_.size() times its size in pointers for nothing.
   share_most_ = core_.graph().size() * periods_.size();
   // The counters are armed afresh for the run (and count once an instance is handed over).
-  uncounted_ = only_driven_ && period_ordered_ && core_.all_in_place_;
+  // Not on virtual time, which never runs anything where it is released (runs_here_).
+  uncounted_ = only_driven_ && !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
+               core_.all_in_place_;
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
