@@ -551,11 +551,18 @@ void EngineCore::start_body(Instance& in, const TaskInfo& info, ErasedCo& body) 
   body.start_detached(
       info.lane,
       [](void* context, std::exception_ptr& error) noexcept {
-        auto* running = static_cast<Instance*>(context);
+        auto* done = static_cast<Instance*>(context);
         // The error moves to the instance, so the frame, destroyed on this thread after this
-        // call, holds no reference to it (see call_routine).
-        running->error = std::move(error);
-        running->core->finish(*running, running->error, true);
+        // call, holds no reference to it (see call_routine); nullptr when it succeeded.
+        done->error = std::move(error);
+        EngineCore& core = *done->core;
+        // Started by run_uncounted, which has not handed it over yet: it finishes it (see
+        // body_here_; one load on the general path).
+        Instance* starting = done;
+        if (core.body_here_.load(std::memory_order_relaxed) == done &&
+            core.body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
+          return;
+        core.finish(*done, done->error, true);
       },
       &in, &stop_, &in);
 }

@@ -39,22 +39,8 @@ namespace swp::detail {
 }
 
 bool EngineCore::ran_body_here(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept {
-  in.set_state(InstanceState::coroutine);
   body_here_.store(&in, std::memory_order_relaxed);
-  body.start_detached(
-      info.lane,
-      [](void* context, std::exception_ptr& error) noexcept {
-        auto* done = static_cast<Instance*>(context);
-        // The error moves to the instance (see call_routine); nullptr when it succeeded.
-        done->error = std::move(error);
-        EngineCore& core = *done->core;
-        // Still the body run_iteration_here started (and has not handed over): it finishes it.
-        Instance* starting = done;
-        if (core.body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
-          return;
-        core.finish(*done, done->error, true);
-      },
-      &in, &stop_, &in);
+  start_body(in, info, body);
   // acquire: the completion's error, when it completed (here, or meanwhile elsewhere).
   return body_here_.load(std::memory_order_acquire) != &in;
 }
