@@ -567,27 +567,13 @@ void EngineCore::start_body(Instance& in, const TaskInfo& info, ErasedCo& body) 
       &in, &stop_, &in);
 }
 
+// The count-downs of a finished instance (its state stored, its lane or claim done): its
+// successors', then its iteration's completion. Inline in finish_as.
 template <bool Plain, EngineCore::Releasing R>
-void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept {
-  const TaskIndex t = in.task;
+[[gnu::always_inline]] inline void EngineCore::count_finished(Instance& in) noexcept {
   const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
-  if (in.stream_used ||
-      (!Plain && (in.carries_device_work || info.ordered || error || in.nvtx_range != 0 ||
-                  observer_ != nullptr))) [[unlikely]] {
-    finish_guarded(in, error, own);
-  } else {
-    sync.generation[t] = 0;  // no device point (the entry's is from an earlier iteration)
-  }
-  in.set_state(InstanceState::finished);
-  if (!in.bypassed.load(std::memory_order_relaxed)) {
-    info.lane->finish_job();
-  } else {
-    // Ends the claim if it was revoked while this instance held the lane (its state says it
-    // finished: the revoker saw it run, or sees it finished and ended the claim itself).
-    finish_under_claim(in);
-  }
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
   // first successor released may run next on this thread.
   if (!info.inter_succ.empty() || info.claim != nullptr) {
@@ -627,6 +613,31 @@ void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool o
   } else if (stopping) {
     scheduler.notify();
   }
+}
+
+void EngineCore::count_down_finished(Instance& in) noexcept { count_finished<false>(in); }
+
+template <bool Plain, EngineCore::Releasing R>
+void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept {
+  const TaskIndex t = in.task;
+  Sync& sync = *in.sync;
+  const TaskInfo& info = *in.info;
+  if (in.stream_used ||
+      (!Plain && (in.carries_device_work || info.ordered || error || in.nvtx_range != 0 ||
+                  observer_ != nullptr))) [[unlikely]] {
+    finish_guarded(in, error, own);
+  } else {
+    sync.generation[t] = 0;  // no device point (the entry's is from an earlier iteration)
+  }
+  in.set_state(InstanceState::finished);
+  if (!in.bypassed.load(std::memory_order_relaxed)) {
+    info.lane->finish_job();
+  } else {
+    // Ends the claim if it was revoked while this instance held the lane (its state says it
+    // finished: the revoker saw it run, or sees it finished and ended the claim itself).
+    finish_under_claim(in);
+  }
+  count_finished<Plain, R>(in);
 }
 
 void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own) noexcept {

@@ -48,27 +48,102 @@ bool EngineCore::ran_body_here(Instance& in, const TaskInfo& info, ErasedCo& bod
 void EngineCore::go_on_generally(Sync& sync, std::size_t k, bool started,
                                  std::optional<Scheduler::RunHere>& here) noexcept {
   // What is released from now on is kept and runs as the admission ends (as an admission's
-  // releases do with one thread), not before this returns.
+  // releases do with one thread), not before this returns. (With workers the scope changes
+  // nothing: the counters are set before any release, so what runs early counts right.)
   here.emplace(runtime_.scheduler());
   count_down_next(sync, k);
-  // The sinks at k and after have not finished (the one at k, if any, is finishing).
-  sync.remaining.store(completions_from_[k], std::memory_order_relaxed);
-  const auto& instances = sync.instances;
-  const std::size_t n = serial_order_.size();
   // An instance after k waits for its producers at k and after; the admission (its token)
   // happened, and the iteration before completed (runs_whole_here). The counters first, then
   // the releases (a release submits; nothing it submits runs before `here` ends).
-  for (std::size_t v = started ? k + 1 : k; v < n; ++v) {
+  const std::size_t first = started ? k + 1 : k;
+  set_counters_from(sync, k, first);
+  release_unblocked_from(sync, k, first);
+}
+
+void EngineCore::set_counters_from(Sync& sync, std::size_t k, std::size_t first) noexcept {
+  // The sinks at k and after have not finished (the one at k, if any, is finishing).
+  sync.remaining.store(completions_from_[k], std::memory_order_relaxed);
+  const auto& instances = sync.instances;
+  for (std::size_t v = first; v < serial_order_.size(); ++v) {
     Instance& in = *instances[serial_order_[v]];
-    int waits = 0;
-    for (TaskIndex d : in.info->intra)
-      if (serial_position_[d] >= k) ++waits;
-    in.pending.store(waits, std::memory_order_relaxed);
+    in.pending.store(waits_from(in, k), std::memory_order_relaxed);
   }
-  for (std::size_t v = started ? k + 1 : k; v < n; ++v) {
+}
+
+void EngineCore::release_unblocked_from(Sync& sync, std::size_t k, std::size_t first) noexcept {
+  // Decided from the plan, not from the counters: a released instance may run at once and
+  // count others down to zero, which it then releases itself. The iteration cannot complete
+  // meanwhile (the instance at k, or its count-downs, are still to come).
+  const auto& instances = sync.instances;
+  for (std::size_t v = first; v < serial_order_.size(); ++v) {
     Instance& in = *instances[serial_order_[v]];
-    if (in.pending.load(std::memory_order_relaxed) == 0) release_now(in, false);
+    if (waits_from(in, k) == 0) release_now(in, false);
   }
+}
+
+// Flattened, as run_iteration_here.
+[[gnu::flatten]] EngineCore::Offered EngineCore::run_iteration_offered(Sync& sync) noexcept {
+  Scheduler& scheduler = runtime_.scheduler();
+  if (!offer_.offer(scheduler, sync)) return Offered::not_offered;
+  const auto& instances = sync.instances;
+  const std::size_t n = serial_order_.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    if (offer_.taken_before(k)) [[unlikely]] {
+      go_on_after_taker(sync, k);  // k < n: something is handed over
+      offer_.withdraw(scheduler);
+      return Offered::handed_over;
+    }
+    Instance& in = *instances[serial_order_[k]];
+    rearm(in);  // for its entry's next iteration, as release_now would
+    const auto hand_over = [&](bool started) { hand_over_offered(sync, k, started); };
+    if (run_uncounted(in, hand_over) != Uncounted::ran) [[unlikely]] {
+      offer_.withdraw(scheduler);
+      return Offered::handed_over;
+    }
+    // A sign of life: a thread looking at the offer leaves it to an owner moving on this fast.
+    scheduler.ran_in_place();
+  }
+  const bool handed_over = offer_.taken_before(n) && go_on_after_taker(sync, n);
+  offer_.withdraw(scheduler);
+  if (handed_over) return Offered::handed_over;
+  // Nobody counted `remaining`, which the next admission of the entry resets.
+  complete_here(sync);
+  return Offered::whole;
+}
+
+void EngineCore::hand_over_offered(Sync& sync, std::size_t k, bool started) noexcept {
+  if (offer_.claim_for_owner()) {
+    std::optional<Scheduler::RunHere> here;
+    go_on_generally(sync, k, started, here);
+    return;
+  }
+  // The taker has the rest, from k (this thread is at k: it looked before it started it).
+  [[maybe_unused]] const std::size_t q = offer_.taken_at();
+  assert(q == k);
+  // Started, it finishes the general way (run_uncounted); else it is released here.
+  if (!started) release_now(*sync.instances[serial_order_[k]], false);
+}
+
+bool EngineCore::go_on_after_taker(Sync& sync, std::size_t k) noexcept {
+  const std::size_t q = offer_.taken_at();
+  // The taker read the position this thread stored last (k) or the one before it, whose
+  // instance finished here uncounted (see IterationOffer).
+  assert(q == k || q + 1 == k);
+  if (q == serial_order_.size()) return false;  // it found everything done
+  Instance& in = *sync.instances[serial_order_[q]];
+  if (q == k) {
+    release_now(in, false);  // not started: the taker's counters leave it to this thread
+  } else {
+    count_down_finished(in);  // finished here: its count-downs were not made
+  }
+  return true;
+}
+
+void EngineCore::take_over(Sync& sync, std::size_t q) noexcept {
+  if (q >= serial_order_.size()) return;  // the owner ran everything
+  count_down_next(sync, q);
+  set_counters_from(sync, q, q + 1);
+  release_unblocked_from(sync, q, q + 1);
 }
 
 void EngineCore::count_down_next(Sync& sync, std::size_t upto) noexcept {

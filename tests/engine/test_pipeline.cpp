@@ -246,9 +246,13 @@ swp::Co<void> resumed_by_another_thread(std::vector<std::thread>& threads, std::
 // `second_driver`: another thread drives the same pool meanwhile (as a second pipeline's
 // progress() would), so it may run what the first posts: the continuation of a suspended body
 // among it, possibly while the caller is still handing that body's iteration over.
+// `workers`: the pool's workers besides the caller (data-flow offers each iteration it runs in
+// place, EngineCore::run_iteration_offered); `stall_probability`: a body stalls for 300 µs,
+// past a worker's patience, so that the worker takes the rest of its iteration over.
 template <class Engine>
 void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspend_probability,
-                        double device_probability, bool second_driver = false) {
+                        double device_probability, bool second_driver = false,
+                        unsigned workers = 0, double stall_probability = 0) {
   std::mt19937 rng(swp::test::seed(seed));
   const swp::test::RandomPlanShape shape{.lanes = 1000,
                                          .ordered_probability = 0,
@@ -262,11 +266,15 @@ void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspe
     const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
     std::vector<std::uint64_t> batches;
     for (std::int64_t i = 0; i < iterations; ++i) batches.push_back(rng());
-    std::set<std::pair<TaskIndex, std::int64_t>> suspending;
-    for (std::int64_t i = 0; i < iterations; ++i)
-      for (TaskIndex t = 0; t < graph.size(); ++t)
+    std::set<std::pair<TaskIndex, std::int64_t>> suspending, stalling;
+    for (std::int64_t i = 0; i < iterations; ++i) {
+      for (TaskIndex t = 0; t < graph.size(); ++t) {
         if (std::uniform_real_distribution<double>(0, 1)(rng) < suspend_probability)
           suspending.insert({t, i});
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < stall_probability)
+          stalling.insert({t, i});
+      }
+    }
     CAPTURE(n);
     CAPTURE(swp::plan_to_json(source));
 
@@ -297,11 +305,12 @@ void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspe
           if (on_lane.at(std::string(graph.lane(t))) == 1 && !ran(t, i - 1)) ++out_of_order;
         }
       }
+      if (stalling.contains({t, i})) std::this_thread::sleep_for(300us);
       if (suspending.contains({t, i})) return resumed_by_another_thread(resumers, resumers_mutex);
       return {};
     };
     {
-      swp::Runtime rt({.backend = swp::Backend::host, .workers = 0});
+      swp::Runtime rt({.backend = swp::Backend::host, .workers = workers});
       auto plan = bind(source, results, {~TaskIndex{0}, -1}, &hook);
       auto pipe = Engine::template make<Ctx>(rt, plan, max_depth);
       pipe->set_timeouts({.retire = 20s});
@@ -353,6 +362,26 @@ TEST_CASE_TEMPLATE("with the caller the only thread and every task alone on its 
   SUBCASE("co_await next()") { run_alone_on_lanes<Engine>(30, 53, Drive::next, 0.05, 0); }
   SUBCASE("bodies resumed by another thread, which a second thread driving the pool may run") {
     run_alone_on_lanes<Engine>(30, 59, Drive::progress, 0.1, 0, true);
+  }
+}
+
+TEST_CASE_TEMPLATE("with a worker and every task alone on its lane, iterations run in place "
+                   "and taken over midway match a serial run",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Data-flow runs each iteration whose predecessor completed in place on the caller, offered
+  // to the worker (EngineCore::run_iteration_offered); a body that stalls makes the worker
+  // take the rest over at the caller's serial position (IterationOffer).
+  SUBCASE("bodies that stall now and then") {
+    run_alone_on_lanes<Engine>(40, 61, Drive::progress, 0, 0, false, 1, 0.05);
+  }
+  SUBCASE("stalls, bodies resumed by another thread, device work") {
+    run_alone_on_lanes<Engine>(30, 67, Drive::progress, 0.05, 0.1, false, 1, 0.05);
+  }
+  SUBCASE("stalls, with a second thread driving the pool") {
+    run_alone_on_lanes<Engine>(30, 71, Drive::progress, 0.05, 0, true, 1, 0.05);
+  }
+  SUBCASE("bodies that complete at once, two workers") {
+    run_alone_on_lanes<Engine>(40, 73, Drive::progress, 0, 0, false, 2, 0);
   }
 }
 

@@ -34,6 +34,7 @@
 #include "swp/device/stream.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/instance.hpp"
+#include "swp/engine/detail/iteration_offer.hpp"
 #include "swp/engine/detail/output_box.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/ring_index.hpp"
@@ -171,6 +172,7 @@ class EngineCore {
  private:
   friend class DataFlowRelease;
   friend class ClockRelease;
+  friend class IterationOffer;
   friend class LaneClaim;
   friend class PeriodShare;
 
@@ -432,6 +434,41 @@ class EngineCore {
   // those left with nothing to wait for are released.
   [[gnu::noinline]] void go_on_generally(Sync& sync, std::size_t k, bool started,
                                          std::optional<Scheduler::RunHere>& here) noexcept;
+  // How many of the intra producers of `in` are at serial position `k` or after (those a
+  // hand-over at k leaves unfinished).
+  [[nodiscard]] int waits_from(const Instance& in, std::size_t k) const noexcept {
+    int waits = 0;
+    for (TaskIndex d : in.info->intra)
+      if (serial_position_[d] >= k) ++waits;
+    return waits;
+  }
+  // A hand-over at serial position k of the iteration of `sync`: the instances at positions
+  // `first` and after get the counters the count-downs of those before k would have left.
+  void set_counters_from(Sync& sync, std::size_t k, std::size_t first) noexcept;
+  // ... and those of them with nothing to wait for are released.
+  void release_unblocked_from(Sync& sync, std::size_t k, std::size_t first) noexcept;
+  // Data-flow with workers (DataFlowRelease::advance, on the thread that drives the pool):
+  // runs the admitted iteration of `sync` (runs_whole_here) whole in place as
+  // run_iteration_here does, while offering it (IterationOffer): another thread that takes the
+  // offer takes over what this one has not reached. `whole`: it ran here (and completed; what
+  // it owes the next iteration is owed, see run_iteration_here); `handed_over`: it goes on
+  // the general way, nothing owed; `not_offered`: nothing done (run it the general way).
+  enum class Offered : std::uint8_t { whole, handed_over, not_offered };
+  Offered run_iteration_offered(Sync& sync) noexcept;
+  // run_iteration_offered's hand-over of an unusual instance at serial position k (see
+  // run_uncounted's hand_over): this thread's (go_on_generally) unless a taker has it.
+  [[gnu::noinline]] void hand_over_offered(Sync& sync, std::size_t k, bool started) noexcept;
+  // run_iteration_offered found the offer taken before serial position k: waits for the
+  // taker's counters and does what falls to this thread (see IterationOffer); false when the
+  // taker found everything done (the iteration ran whole here).
+  [[gnu::noinline]] bool go_on_after_taker(Sync& sync, std::size_t k) noexcept;
+  // The taker of an IterationOffer at serial position q (q = the number of tasks: nothing to
+  // take): the count-downs the instances before q owe the next iteration, the counters of
+  // those after q, with q unfinished, and the release of those that wait for nothing.
+  void take_over(Sync& sync, std::size_t q) noexcept;
+  // The count-downs of `in`, which finished in place without them (its state, device point
+  // and claim done): what finish() does after those, the general way.
+  void count_down_finished(Instance& in) noexcept;
   // Sets every join counter to what the general path would have left, after a stretch of
   // uncounted runs (the clock's periods): an instance of an iteration in flight (or of the
   // next one, not admitted yet) that has not finished waits for its producers that have not
@@ -478,6 +515,9 @@ class EngineCore {
   // only whether its body used its stream.
   template <bool Plain, Releasing R = Releasing::either>
   void finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept;
+  // finish_as past the instance's own state: its count-downs (count_down_finished).
+  template <bool Plain, Releasing R = Releasing::either>
+  void count_finished(Instance& in) noexcept;
   // finish() past the common case: device work to record, a turn to pass on, an error, an
   // NVTX range, an observer.
   [[gnu::noinline]] void finish_guarded(Instance& in, const std::exception_ptr& error,
@@ -735,6 +775,8 @@ class EngineCore {
   // comes after the hand-over set the counters it counts down (the body may be resumed by
   // another thread driving the same pool).
   std::atomic<Instance*> body_here_{nullptr};
+  // Data-flow with workers: the iteration run in place, offered (run_iteration_offered).
+  IterationOffer offer_{*this};
   class WaitingThread;
 
   // The failure record: the first root cause wins.
