@@ -71,8 +71,18 @@ void ClockRelease::reset() {
   share_most_ = core_.graph().size() * periods_.size();
   // The counters are armed afresh for the run (and count once an instance is handed over).
   // Not on virtual time, which never runs anything where it is released (runs_here_).
-  uncounted_ = only_driven_ && !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
+  uncounted_ = !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
                core_.all_in_place_;
+  // With workers, uncounted periods need the thread that drives the pool (batches_here).
+  shares_uncounted_ = uncounted_ && !only_driven_;
+  batching_ = false;
+  batch_.clear();
+  if (shares_uncounted_) batch_.reserve(core_.graph().size());
+  // The share's room for one period made now (between runs it is not busy: drained() waits
+  // for it), not at its first use, which after a hand-over falls in the steady state.
+  if (!only_driven_ && !share_.busy()) share_.start(core_.graph().size(), share_most_);
+  reentry_backoff_ = 0;
+  reentry_skip_ = 0;
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
@@ -89,7 +99,13 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 
 void ClockRelease::release(TaskIndex task, IterationSync& sync) {
   Instance& in = *sync.instances[task];
-  if (uncounted_ && release_uncounted(in)) return;
+  if (uncounted_) {
+    if (batching_) {
+      batch_.push_back(&in);  // runs with its batch (run_batch)
+      return;
+    }
+    if (release_uncounted(in)) return;
+  }
   // With one thread, a ready instance of a task alone on its lane runs now (see run_in_place):
   // its counter at 1 waits only for the period's token.
   if (runs_here_ != nullptr && in.info->in_place &&
@@ -137,6 +153,26 @@ void ClockRelease::count_again(const Instance* running) noexcept {
 
 void ClockRelease::advance() {
   look_who_runs();
+  if (shares_uncounted_ && batches_here()) {
+    // Also when the periods end early by an exception (a slot's deadline): what was collected
+    // runs.
+    class RunBatch {
+     public:
+      explicit RunBatch(ClockRelease& release) noexcept : release_(release) {
+        release_.batching_ = true;
+      }
+      RunBatch(const RunBatch&) = delete;
+      RunBatch& operator=(const RunBatch&) = delete;
+      ~RunBatch() {
+        release_.run_batch();
+        release_.batching_ = false;
+      }
+
+     private:
+      ClockRelease& release_;
+    } const at_end(*this);
+    return open_periods();
+  }
   // With workers, a thread that drives the pool outside any runnable collects its ready
   // instances (a share still held by another thread from an earlier call: posted as before).
   collecting_ = !only_driven_ && !share_.busy() && core_.runtime().scheduler().drives_here();
@@ -158,6 +194,9 @@ void ClockRelease::advance() {
 }
 
 void ClockRelease::expose_collected() noexcept {
+  // Uncounted with workers: what the period released so far runs before the source (its
+  // batch), as with one thread.
+  if (batching_) return run_batch();
   if (!collecting_ || share_.offered() || share_.added() == 0) return;
   if (share_.offer(false)) return;  // sealed once the new iteration's are added (run_collected)
   collecting_ = false;

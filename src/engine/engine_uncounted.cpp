@@ -139,6 +139,8 @@ bool EngineCore::go_on_after_taker(Sync& sync, std::size_t k) noexcept {
   return true;
 }
 
+void IterationOffer::take_over(std::size_t q) noexcept { core_.take_over(*sync_, q); }
+
 void EngineCore::take_over(Sync& sync, std::size_t q) noexcept {
   if (q >= serial_order_.size()) return;  // the owner ran everything
   count_down_next(sync, q);
@@ -162,33 +164,42 @@ void EngineCore::count_down_next(Sync& sync, std::size_t upto) noexcept {
   }
 }
 
+int EngineCore::afresh_count(const Instance& in, std::int64_t iter, bool admitted,
+                             const Instance* running) const noexcept {
+  // `running` counts as unfinished whatever its state says (a taker's recount: the owner may
+  // finish it meanwhile, and then counts down its successors itself).
+  const auto finished = [this, running](const Instance& producer, std::int64_t at) {
+    return &producer != running &&
+           (at < oldest_ || producer.state_in(at) == InstanceState::finished);
+  };
+  const Sync& sync = sync_of(iter);
+  const TaskInfo& info = *in.info;
+  int waits = release_->extra_degree(in.task, iter);  // the clock's start token
+  for (TaskIndex d : info.intra)
+    if (!admitted || !finished(*sync.instances[d], iter)) ++waits;
+  if (iter > base_) {
+    const Sync& previous = sync_of(iter - 1);
+    for (TaskIndex d : info.inter)
+      if (!finished(*previous.instances[d], iter - 1)) ++waits;
+    if (info.claim != nullptr && !finished(*previous.instances[in.task], iter - 1)) ++waits;
+  }
+  return waits;
+}
+
 void EngineCore::count_afresh(const Instance* running) noexcept {
   // Entries nobody uses yet (and instances finished, or running): re-armed.
   for (Sync& sync : sync_)
     for (const auto& in : sync.instances) rearm(*in);
-  const auto finished = [this](const Instance& in, std::int64_t iter) {
-    return iter < oldest_ || in.state_in(iter) == InstanceState::finished;
-  };
   // The iterations in flight, and the next one (its entry is free: at most depth_ are in
   // flight, in depth_ + 1 entries), whose instances the lane edges and inter dependencies of
   // the last one in flight count down before it is admitted.
   for (std::int64_t iter = oldest_; iter <= next_admit_; ++iter) {
     const Sync& sync = sync_of(iter);
-    const Sync* previous = iter > base_ ? &sync_of(iter - 1) : nullptr;
     const bool admitted = iter < next_admit_;
     for (const auto& held : sync.instances) {
       Instance& in = *held;
-      if (admitted && (&in == running || finished(in, iter))) continue;
-      const TaskInfo& info = *in.info;
-      int waits = release_->extra_degree(in.task, iter);  // the clock's start token
-      for (TaskIndex d : info.intra)
-        if (!admitted || !finished(*sync.instances[d], iter)) ++waits;
-      if (previous != nullptr) {
-        for (TaskIndex d : info.inter)
-          if (!finished(*previous->instances[d], iter - 1)) ++waits;
-        if (info.claim != nullptr && !finished(*previous->instances[in.task], iter - 1)) ++waits;
-      }
-      in.pending.store(waits, std::memory_order_relaxed);
+      if (admitted && (&in == running || in.state_in(iter) == InstanceState::finished)) continue;
+      in.pending.store(afresh_count(in, iter, admitted, running), std::memory_order_relaxed);
     }
   }
 }

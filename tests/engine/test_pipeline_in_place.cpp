@@ -67,7 +67,8 @@ swp::Co<void> resumed_by_another_thread(std::vector<std::thread>& threads, std::
 template <class Engine>
 void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspend_probability,
                         double device_probability, bool second_driver = false,
-                        unsigned workers = 0, double stall_probability = 0) {
+                        unsigned workers = 0, double stall_probability = 0,
+                        int max_iterations = 40) {
   std::mt19937 rng(swp::test::seed(seed));
   const swp::test::RandomPlanShape shape{.lanes = 1000,
                                          .ordered_probability = 0,
@@ -77,7 +78,7 @@ void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspe
   for (int n = 0; n < plans; ++n) {
     const auto source = swp::test::random_plan(rng, shape);
     const auto graph = swp::validate(source);
-    const std::int64_t iterations = std::uniform_int_distribution<int>(1, 40)(rng);
+    const std::int64_t iterations = std::uniform_int_distribution<int>(1, max_iterations)(rng);
     const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
     std::vector<std::uint64_t> batches;
     for (std::int64_t i = 0; i < iterations; ++i) batches.push_back(rng());
@@ -184,8 +185,9 @@ TEST_CASE_TEMPLATE("with a worker and every task alone on its lane, iterations r
                    "and taken over midway match a serial run",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   // Data-flow runs each iteration whose predecessor completed in place on the caller, offered
-  // to the worker (EngineCore::run_iteration_offered); a body that stalls makes the worker
-  // take the rest over at the caller's serial position (IterationOffer).
+  // to the worker (EngineCore::run_iteration_offered); the clock runs each batch of a period's
+  // releases so (ClockRelease::run_batch). A body that stalls makes the worker take the rest
+  // over at the caller's position (InPlaceOffer).
   SUBCASE("bodies that stall now and then") {
     run_alone_on_lanes<Engine>(40, 61, Drive::progress, 0, 0, false, 1, 0.05);
   }
@@ -197,6 +199,11 @@ TEST_CASE_TEMPLATE("with a worker and every task alone on its lane, iterations r
   }
   SUBCASE("bodies that complete at once, two workers") {
     run_alone_on_lanes<Engine>(40, 73, Drive::progress, 0, 0, false, 2, 0);
+  }
+  SUBCASE("long runs with rare stalls: runs that count after a hand-over go back to uncounted") {
+    // (The clock: after a hand-over its periods count for at least 64 calls, then go back once
+    // everything released finished; data-flow offers again after its backoff.)
+    run_alone_on_lanes<Engine>(8, 79, Drive::progress, 0, 0, false, 1, 0.002, 600);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "swp/async/scheduler.hpp"
+#include "swp/engine/detail/in_place_offer.hpp"
 #include "swp/engine/detail/period_share.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 
@@ -133,6 +134,55 @@ class ClockRelease final : public ReleasePolicy {
   // period come after the producers released in the same period (period_ordered_).
   bool period_ordered_ = true;
   bool uncounted_ = false;
+  // Uncounted periods with workers, on the thread that drives the pool: a period's releases
+  // are collected in batches (batching_: those before its source call, and those after), each
+  // run in place in release order while offered (InPlaceOffer: a worker that takes it takes
+  // the rest over, with counters, from the owner's position; a batch of one is not offered,
+  // nothing waits behind it). After a hand-over the periods count, and go back to uncounted
+  // once everything released finished, at the earliest `reentry_skip_` calls later.
+  class BatchOffer final : public InPlaceOffer {
+   public:
+    explicit BatchOffer(ClockRelease& release) noexcept : release_(release) {}
+
+   private:
+    void take_over(std::size_t q) noexcept override { release_.take_over_batch(q); }
+    ClockRelease& release_;
+  };
+  bool shares_uncounted_ = false;  // uncounted periods with workers are possible in this run
+  bool batching_ = false;
+  std::vector<Instance*> batch_;
+  BatchOffer batch_offer_{*this};
+  // The taker has the rest of the batch (hand_over_batch lost the decision).
+  bool taker_has_rest_ = false;
+  unsigned reentry_backoff_ = 0;
+  unsigned reentry_skip_ = 0;
+  static constexpr unsigned min_reentry_backoff = 64;
+  static constexpr unsigned max_reentry_backoff = 4096;
+  // Whether this call runs uncounted with workers (and goes back to it, when due).
+  bool batches_here() noexcept;
+  // Uncounted periods may come back: everything released finished, nothing shared is held,
+  // and every counter of what is not released yet holds what a recount would give it.
+  [[nodiscard]] bool quiescent() const noexcept;
+  // Runs batch_ in place (offered where it holds more than one), then empties it.
+  void run_batch() noexcept;
+  // After the batch's instance at k - 1 ran here uncounted: whether the taker took the rest
+  // before position k (then this thread's part of the hand-over is done: false); else its
+  // completion is counted (true).
+  bool go_on_batch(std::size_t k) noexcept;
+  // The owner's hand-over of an unusual instance at batch position k (see run_uncounted).
+  void hand_over_batch(std::size_t k, bool started, bool offered) noexcept;
+  // A batch's instance ran uncounted: a sink counts its iteration's completion.
+  void count_sink(Instance& in) noexcept;
+  // The taker: the counters from the instances' states (the one at q unfinished), and the
+  // general release of the batch's instances after q.
+  void take_over_batch(std::size_t q) noexcept;
+  // The release of a batch's instance that did not start, every producer finished.
+  void release_ready(Instance& in) noexcept;
+  // The general release of a batch's instance, its counter set (count_afresh, release_ready).
+  void release_counted(Instance& in) noexcept;
+  // Whether a batch ran whole (else a hand-over): the backoff before uncounted periods come
+  // back.
+  void batch_ran(bool whole) noexcept;
   std::int64_t next_period_ = 0;
   std::int64_t last_admit_period_ = -1;
   int max_stage_ = 0;

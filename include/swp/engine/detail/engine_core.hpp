@@ -476,6 +476,9 @@ class EngineCore {
   // token; one that finished, or `running` (started, finished the general way), is re-armed
   // for its entry's next iteration, as is every instance of the entries nobody uses yet.
   void count_afresh(const Instance* running) noexcept;
+  // What count_afresh sets the counter of `in` (of iteration `iter`, `admitted` or the next) to.
+  [[nodiscard]] int afresh_count(const Instance& in, std::int64_t iter, bool admitted,
+                                 const Instance* running) const noexcept;
   // The count-downs the instances at serial positions [0, upto) of the iteration of `sync`
   // owe the iteration after it (lane edges, inter dependencies): made when they ran in place
   // without making them (run_iteration_here). None of them is the last (the next iteration

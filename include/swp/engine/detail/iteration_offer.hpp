@@ -1,99 +1,33 @@
 #pragma once
-// IterationOffer: a data-flow iteration that the driving thread runs whole in place, with workers,
-// while another thread may take over the part it has not reached.
+// IterationOffer: a data-flow iteration that the driving thread runs whole in place, with
+// workers, while another thread may take over the part it has not reached.
 
-#include <atomic>
 #include <cstddef>
-#include <cstdint>
 
-#include "swp/async/detail/asymmetric_fence.hpp"
-#include "swp/async/scheduler.hpp"
+#include "swp/engine/detail/in_place_offer.hpp"
 
 namespace swp::detail {
 
 class EngineCore;
 struct IterationSync;
 
-/// With one thread the data-flow engine runs an admitted iteration whole in place, its tasks in
-/// serial order and without join counters (EngineCore::run_iteration_here). With workers the
-/// same would break a promise: an instance that is ready must not wait behind one that the
-/// driving thread is running (two tasks of an iteration that wait for each other would hang,
-/// tests/engine/test_pipeline_parallelism.cpp). So the driving thread offers the iteration
-/// (Scheduler::offer: a thief takes it only from a thread that stopped making progress, which
-/// also keeps tasks long enough to be worth moving on two threads) and runs it; a thread that
-/// takes the offer takes over the rest.
-///
-/// Who has which instance, without a read-modify-write on the owner's path: before each serial
-/// position the owner stores it and looks at `taken_` (a light fence between); the taker stores
-/// `taken_` and reads the position (a heavy fence between: the store-buffering pattern, see
-/// asymmetric_fence.hpp). The taker thus reads a position q at which the owner either is (its
-/// instance not started, or running), or has finished it and is about to look again; from
-/// then on the owner starts nothing after q. One compare-and-swap on `decision_` settles who
-/// hands the iteration over, the owner (an unusual instance: EngineCore::go_on_generally) or
-/// the taker, which sets the counters of the instances after q as if q were unfinished
-/// (EngineCore::take_over), publishes q, and releases those with nothing to wait for. The owner
-/// then finishes q the general way, or releases it if it had not started it.
-///
-/// Threads: the owner (the thread in DataFlowRelease::advance) offers, looks, withdraws; the
-/// thread that runs the offer is the taker. The offer is the owner's again (free to be offered
-/// anew) once withdrawn untouched, or once the taker published its decision or its defeat
-/// (the taker's last touch of it).
-class IterationOffer final : public Runnable {
+/// The InPlaceOffer of EngineCore::run_iteration_offered: the positions are the iteration's
+/// serial positions, and the taker's part is EngineCore::take_over.
+class IterationOffer final : public InPlaceOffer {
  public:
   explicit IterationOffer(EngineCore& core) noexcept : core_(core) {}
-  IterationOffer(const IterationOffer&) = delete;
-  IterationOffer& operator=(const IterationOffer&) = delete;
 
-  /// Owner: offers iteration `sync`, about to run in place (false: not offered, see
-  /// Scheduler::offer; the owner runs it the general way).
+  /// Owner: offers iteration `sync`, about to run in place (see InPlaceOffer::offer).
   bool offer(Scheduler& scheduler, IterationSync& sync) noexcept {
     sync_ = &sync;
-    // relaxed: published by the offer (the scheduler's seq_cst exchange) to whoever takes it.
-    position_.store(0, std::memory_order_relaxed);
-    taken_.store(false, std::memory_order_relaxed);
-    decision_.store(undecided, std::memory_order_relaxed);
-    return scheduler.offer(*this);
+    return InPlaceOffer::offer(scheduler);
   }
-  /// Owner, before serial position `k` (k = the number of tasks: after the last): true when a
-  /// thread took the offer; the owner then starts nothing more (see taken_at).
-  [[nodiscard]] bool taken_before(std::size_t k) noexcept {
-    // release: the instances before k, finished here, are the taker's to read once it reads k.
-    position_.store(k, std::memory_order_release);
-    light_fence();
-    return taken_.load(std::memory_order_relaxed);
-  }
-  /// Owner, once taken_before returned true, or once it lost the claim below: waits until the
-  /// taker has set the counters, and returns the position q it took over at.
-  std::size_t taken_at() const noexcept;
-  /// Owner: claims the hand-over of the iteration for itself, at the position it is at (an
-  /// unusual instance there). False: the taker has it (see taken_at).
-  bool claim_for_owner() noexcept {
-    std::uint64_t expected = undecided;
-    return decision_.compare_exchange_strong(expected, owner, std::memory_order_acq_rel,
-                                             std::memory_order_acquire);
-  }
-  /// Owner, at the end: takes the offer back. A thread that took it meanwhile is waited for
-  /// until it no longer touches the offer (its decision or its defeat published).
-  void withdraw(Scheduler& scheduler) noexcept;
-
-  /// The taker: see the class comment.
-  void run() noexcept override;
 
  private:
-  // decision_: the state in the low two bits, taker_gone, and the taker's position above them.
-  static constexpr std::uint64_t undecided = 0;
-  static constexpr std::uint64_t owner = 1;   // the owner hands over (a taker leaves)
-  static constexpr std::uint64_t taking = 2;  // the taker sets the counters
-  static constexpr std::uint64_t ready = 3;   // ... and has set them, from its position
-  static constexpr std::uint64_t state_mask = 3;
-  static constexpr std::uint64_t taker_gone = 4;  // with `owner`: a defeated taker left
-  static constexpr int position_shift = 3;
+  void take_over(std::size_t q) noexcept override;
 
   EngineCore& core_;
   IterationSync* sync_ = nullptr;
-  std::atomic<std::size_t> position_{0};
-  std::atomic<bool> taken_{false};
-  std::atomic<std::uint64_t> decision_{undecided};
 };
 
 }  // namespace swp::detail

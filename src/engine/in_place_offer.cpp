@@ -1,11 +1,10 @@
-// IterationOffer: the taker's side, and the owner's waits for it.
+// InPlaceOffer: the taker's side, and the owner's waits for it.
 
-#include "swp/engine/detail/iteration_offer.hpp"
+#include "swp/engine/detail/in_place_offer.hpp"
 
 #include <thread>
 
 #include "swp/async/detail/polling.hpp"
-#include "swp/engine/detail/engine_core.hpp"
 
 namespace swp::detail {
 
@@ -26,7 +25,7 @@ void wait_for_taker(Done done) noexcept {
 
 }  // namespace
 
-std::size_t IterationOffer::taken_at() const noexcept {
+std::size_t InPlaceOffer::taken_at() const noexcept {
   std::uint64_t decision = 0;
   // acquire: the counters the taker set, and what it counted down.
   wait_for_taker([&] {
@@ -36,7 +35,7 @@ std::size_t IterationOffer::taken_at() const noexcept {
   return static_cast<std::size_t>(decision >> position_shift);
 }
 
-void IterationOffer::withdraw(Scheduler& scheduler) noexcept {
+void InPlaceOffer::withdraw(Scheduler& scheduler) noexcept {
   if (scheduler.withdraw(*this)) return;  // nobody took it
   // Taken: the taker touches the offer until it published its decision (ready) or, beaten by
   // the owner's, that it left.
@@ -46,13 +45,11 @@ void IterationOffer::withdraw(Scheduler& scheduler) noexcept {
   });
 }
 
-void IterationOffer::run() noexcept {
+void InPlaceOffer::run() noexcept {
   taken_.store(true, std::memory_order_relaxed);
   heavy_fence();
   // acquire: pairs with taken_before's release: the instances before q finished.
   const std::size_t q = position_.load(std::memory_order_acquire);
-  IterationSync& sync = *sync_;
-  EngineCore& core = core_;
   std::uint64_t expected = undecided;
   if (!decision_.compare_exchange_strong(expected, taking, std::memory_order_acq_rel,
                                          std::memory_order_acquire)) {
@@ -61,13 +58,12 @@ void IterationOffer::run() noexcept {
     decision_.store(expected | taker_gone, std::memory_order_release);
     return;
   }
-  // Counters and releases before the decision is published: the iteration cannot complete
-  // before the owner has seen it (the instance at q, or its count-downs, are still to come),
-  // so the pipeline stays while this reads it.
-  core.take_over(sync, q);
+  // Counters and releases before the decision is published: the owner waits for it before it
+  // returns, so the pipeline stays while this runs.
+  take_over(q);
   // release: the counters and count-downs, for the owner's part (its instance at q). The last
-  // touch of the offer and of the core: the owner may offer it again, and go on to retire the
-  // iteration, from here on.
+  // touch of the offer and of the pipeline: the owner may offer it again, and return, from
+  // here on.
   decision_.store((static_cast<std::uint64_t>(q) << position_shift) | ready,
                   std::memory_order_release);
 }
