@@ -14,8 +14,6 @@
 // started it. An instance's completion is counted at the owner's next look, once it is known
 // who counts it.
 
-#include <algorithm>
-
 #include "swp/engine/detail/clock_release.hpp"
 #include "swp/engine/detail/engine_core.hpp"
 
@@ -33,12 +31,9 @@ bool ClockRelease::batches_here() noexcept {
     return false;
   }
   if (!here) return false;
-  if (reentry_skip_ > 0) {
-    --reentry_skip_;
-    return false;
-  }
+  if (!reentry_.allows()) return false;
   if (!quiescent()) {
-    reentry_skip_ = min_reentry_backoff;
+    reentry_.defer();
     return false;
   }
   uncounted_ = true;
@@ -115,7 +110,7 @@ void ClockRelease::run_batch() noexcept {
   }
   for (std::size_t k = counted_from; k < n; ++k) release_counted(*batch_[k]);
   batch_.clear();
-  batch_ran(uncounted_);
+  reentry_.ran(uncounted_);
 }
 
 bool ClockRelease::go_on_batch(std::size_t k) noexcept {
@@ -178,18 +173,6 @@ void ClockRelease::release_ready(Instance& in) noexcept {
 
 void ClockRelease::release_counted(Instance& in) noexcept {
   if (core_.submit(in)) start_under_claim(in);
-}
-
-void ClockRelease::batch_ran(bool whole) noexcept {
-  // After a hand-over the periods count for at least the next min_reentry_backoff calls,
-  // twice as many while hand-overs come in a row (up to max_reentry_backoff), an eighth less
-  // per batch that ran whole (see DataFlowRelease::offered_ran: a hand-over costs µs).
-  if (whole) {
-    reentry_backoff_ -= reentry_backoff_ / 8;
-    return;
-  }
-  reentry_backoff_ = std::clamp(2 * reentry_backoff_, min_reentry_backoff, max_reentry_backoff);
-  reentry_skip_ = reentry_backoff_;
 }
 
 }  // namespace swp::detail

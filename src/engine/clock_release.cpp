@@ -81,8 +81,7 @@ void ClockRelease::reset() {
   // The share's room for one period made now (between runs it is not busy: drained() waits
   // for it), not at its first use, which after a hand-over falls in the steady state.
   if (!only_driven_ && !share_.busy()) share_.start(core_.graph().size(), share_most_);
-  reentry_backoff_ = 0;
-  reentry_skip_ = 0;
+  reentry_.reset();
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {

@@ -2,7 +2,6 @@
 
 #include "swp/engine/detail/data_flow_release.hpp"
 
-#include <algorithm>
 #include <optional>
 #include <ostream>
 #include <utility>
@@ -50,8 +49,7 @@ std::unique_ptr<ReleasePolicy> DataFlowRelease::make(EngineCore& core) {
 void DataFlowRelease::reset() {
   core_.retires_undriven_ = only_driven_;
   next_owed_ = false;  // the counters are armed afresh
-  offer_backoff_ = 0;
-  offer_skip_ = 0;
+  offers_.reset();
 }
 
 int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexcept {
@@ -102,10 +100,10 @@ void DataFlowRelease::advance() {
       next_owed_ = c.run_iteration_here(sync, here);
       continue;
     }
-    if (offered && c.runs_whole_here(sync) && offer_now()) {
+    if (offered && c.runs_whole_here(sync) && offers_.allows()) {
       const EngineCore::Offered ran = c.run_iteration_offered(sync);
       if (ran != EngineCore::Offered::not_offered) {
-        offered_ran(ran == EngineCore::Offered::whole);
+        offers_.ran(ran == EngineCore::Offered::whole);
         next_owed_ = ran == EngineCore::Offered::whole;
         continue;
       }
@@ -127,28 +125,6 @@ void DataFlowRelease::advance() {
       }
     }
   }
-}
-
-bool DataFlowRelease::offer_now() noexcept {
-  if (offer_skip_ == 0) return true;
-  --offer_skip_;
-  return false;
-}
-
-void DataFlowRelease::offered_ran(bool whole) noexcept {
-  // A hand-over (mostly a worker taking the rest from an owner slow to get through the tasks)
-  // costs a heavy fence, the counters' set-up and the owner's wait for it: several µs. Tasks
-  // that long run no worse the general way, with a worker, and a backoff keeps them there:
-  // each hand-over makes the next `offer_backoff_` admissions go the general way (at least
-  // min_offer_backoff, doubling while they come in a row), and each iteration that ran whole
-  // takes an eighth off, so the offers come back when the tasks got short again, while a
-  // hand-over in more than one offered iteration of eight keeps them rare.
-  if (whole) {
-    offer_backoff_ -= offer_backoff_ / 8;
-    return;
-  }
-  offer_backoff_ = std::clamp(2 * offer_backoff_, min_offer_backoff, max_offer_backoff);
-  offer_skip_ = offer_backoff_;
 }
 
 bool DataFlowRelease::drained() const noexcept {

@@ -133,12 +133,8 @@ void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
                       unsigned workers = 2, const swp::test::RandomPlanShape& shape = {}) {
   std::mt19937 rng(swp::test::seed(seed));
   for (int n = 0; n < plans; ++n) {
-    const auto source = swp::test::random_plan(rng, shape);
-    const auto graph = swp::validate(source);
-    const std::int64_t iterations = std::uniform_int_distribution<int>(1, max_iterations)(rng);
-    const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
-    std::vector<std::uint64_t> batches;
-    for (std::int64_t i = 0; i < iterations; ++i) batches.push_back(rng());
+    const auto [source, graph, iterations, max_depth, batches] =
+        swp::test::random_run(rng, max_iterations, shape);
     CAPTURE(n);
     CAPTURE(swp::plan_to_json(source));
 

@@ -76,12 +76,8 @@ void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspe
                                          .max_cpu_us = 2,
                                          .device_probability = device_probability};
   for (int n = 0; n < plans; ++n) {
-    const auto source = swp::test::random_plan(rng, shape);
-    const auto graph = swp::validate(source);
-    const std::int64_t iterations = std::uniform_int_distribution<int>(1, max_iterations)(rng);
-    const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
-    std::vector<std::uint64_t> batches;
-    for (std::int64_t i = 0; i < iterations; ++i) batches.push_back(rng());
+    const auto [source, graph, iterations, max_depth, batches] =
+        swp::test::random_run(rng, max_iterations, shape);
     std::set<std::pair<TaskIndex, std::int64_t>> suspending, stalling;
     for (std::int64_t i = 0; i < iterations; ++i) {
       for (TaskIndex t = 0; t < graph.size(); ++t) {

@@ -2,11 +2,14 @@
 // Random valid plans for property tests: stages, streams, lanes, ordered tasks, intra and
 // inter dependencies within the corollaries, synthetic costs. Deterministic per seed.
 
+#include <cstdint>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "support/names.hpp"
 #include "swp/core/pipeline_plan.hpp"
+#include "swp/core/plan_graph.hpp"
 
 namespace swp::test {
 
@@ -48,6 +51,27 @@ inline PipelinePlan random_plan(std::mt19937& rng, const RandomPlanShape& shape 
           chance(shape.inter_probability))
         plan.inter_iter_deps.push_back({plan.tasks[t].task.name, plan.tasks[d].task.name});
   return plan;
+}
+
+/// A random plan and a run of it: 1 to `max_iterations` iterations, a depth of 1 to 5, one
+/// batch per iteration.
+struct RandomRun {
+  PipelinePlan source;
+  PlanGraph graph;
+  std::int64_t iterations;
+  int max_depth;
+  std::vector<std::uint64_t> batches;
+};
+
+inline RandomRun random_run(std::mt19937& rng, int max_iterations,
+                            const RandomPlanShape& shape = {}) {
+  PipelinePlan source = random_plan(rng, shape);
+  PlanGraph graph = validate(source);
+  const std::int64_t iterations = std::uniform_int_distribution<int>(1, max_iterations)(rng);
+  const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
+  std::vector<std::uint64_t> batches;
+  for (std::int64_t i = 0; i < iterations; ++i) batches.push_back(rng());
+  return {std::move(source), std::move(graph), iterations, max_depth, std::move(batches)};
 }
 
 }  // namespace swp::test

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "swp/async/scheduler.hpp"
+#include "swp/engine/detail/hand_over_backoff.hpp"
 #include "swp/engine/detail/in_place_offer.hpp"
 #include "swp/engine/detail/period_share.hpp"
 #include "swp/engine/detail/release_policy.hpp"
@@ -139,7 +140,7 @@ class ClockRelease final : public ReleasePolicy {
   // run in place in release order while offered (InPlaceOffer: a worker that takes it takes
   // the rest over, with counters, from the owner's position; a batch of one is not offered,
   // nothing waits behind it). After a hand-over the periods count, and go back to uncounted
-  // once everything released finished, at the earliest `reentry_skip_` calls later.
+  // once everything released finished, at the earliest after the backoff (`reentry_`).
   class BatchOffer final : public InPlaceOffer {
    public:
     explicit BatchOffer(ClockRelease& release) noexcept : release_(release) {}
@@ -154,10 +155,7 @@ class ClockRelease final : public ReleasePolicy {
   BatchOffer batch_offer_{*this};
   // The taker has the rest of the batch (hand_over_batch lost the decision).
   bool taker_has_rest_ = false;
-  unsigned reentry_backoff_ = 0;
-  unsigned reentry_skip_ = 0;
-  static constexpr unsigned min_reentry_backoff = 64;
-  static constexpr unsigned max_reentry_backoff = 4096;
+  HandOverBackoff reentry_;  // when uncounted periods may come back (batches_here)
   // Whether this call runs uncounted with workers (and goes back to it, when due).
   bool batches_here() noexcept;
   // Uncounted periods may come back: everything released finished, nothing shared is held,
@@ -180,9 +178,6 @@ class ClockRelease final : public ReleasePolicy {
   void release_ready(Instance& in) noexcept;
   // The general release of a batch's instance, its counter set (count_afresh, release_ready).
   void release_counted(Instance& in) noexcept;
-  // Whether a batch ran whole (else a hand-over): the backoff before uncounted periods come
-  // back.
-  void batch_ran(bool whole) noexcept;
   std::int64_t next_period_ = 0;
   std::int64_t last_admit_period_ = -1;
   int max_stage_ = 0;

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "swp/engine/detail/hand_over_backoff.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 
 namespace swp::detail {
@@ -55,15 +56,9 @@ class DataFlowRelease final : public ReleasePolicy {
   // count-downs its instances owe the next one's counters are still to be made, before that
   // one is admitted the general way (EngineCore::count_down_next).
   bool next_owed_ = false;
-  // With workers: whether this admission may be offered (EngineCore::run_iteration_offered),
-  // and what an offered one did (see offered_ran): after hand-overs, `offer_skip_` admissions
-  // go the general way.
-  bool offer_now() noexcept;
-  void offered_ran(bool whole) noexcept;
-  static constexpr unsigned min_offer_backoff = 64;
-  static constexpr unsigned max_offer_backoff = 4096;
-  unsigned offer_backoff_ = 0;
-  unsigned offer_skip_ = 0;
+  // With workers: whether an admission is offered (EngineCore::run_iteration_offered) after
+  // hand-overs.
+  HandOverBackoff offers_;
 };
 
 }  // namespace swp::detail
