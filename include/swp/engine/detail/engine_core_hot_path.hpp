@@ -1,0 +1,167 @@
+#pragma once
+// EngineCore's hot paths, inline (not for direct use; included by engine_core.hpp): the release
+// of an instance (submit, release_under_claim), one instance of a run without join counters
+// (run_uncounted), and an admission (prepare, admit). In a header so that the release policies'
+// flattened paths, compiled in their own files, inline them.
+
+#include <exception>
+#include <utility>
+
+#include "swp/engine/detail/engine_core.hpp"
+
+namespace swp::detail {
+
+// On the hot path of every release of a task with a lane claim (submit).
+[[gnu::always_inline]] inline bool EngineCore::release_under_claim(Instance& in) noexcept {
+  const TaskInfo& info = *in.info;
+  LaneClaim& claim = *info.claim;
+  // Read before the fence, which makes the compiler read again whatever it reads after it.
+  const Lane& lane = *info.lane;
+  if (!claim.bypassing.load(std::memory_order_relaxed)) {
+    in.bypassed.store(false, std::memory_order_relaxed);
+    in.set_state(InstanceState::queued);
+    return false;
+  }
+  if (holds_claimed_lane(in, lane, claim, InstanceState::queued)) [[likely]]
+    return true;
+  give_up_claim(in);
+  return false;
+}
+
+// In the header, with release_under_claim: the release policies' hot paths (the clock's
+// period releases) inline it from their own files.
+inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
+  // Nothing of the core is read once the instance went: a data-flow instance may complete the
+  // last iteration and the pipeline be destroyed before this returns (the release of a
+  // successor is its producer's last touch of the core).
+  const TaskInfo& info = *in.info;
+  Lane& lane = *info.lane;
+  bool bypass = false;
+  if (info.claim == nullptr) {
+    assign_turn(in);  // only a task with no lane edge can be globally ordered
+    in.set_state(InstanceState::queued);
+  } else {
+    bypass = release_under_claim(in);
+  }
+  // The clock releases an instance with its period, before it is ready: under its lane's claim
+  // it goes to its thread once its counter reaches zero (ClockRelease::release, ready).
+  const bool post = bypass && start_proceeds_;
+  if (observer_ != nullptr) {
+    // Several threads release onto one lane (data-flow): the observer sees the lane's order.
+    std::lock_guard lock(observer_mutex_);
+    observer_->task_released(in.task, in.iter(), lane);
+    if (!bypass) {
+      lane.submit(in);
+    } else if (post) {
+      lane.scheduler().post(in);
+    }
+  } else if (!bypass) {
+    if (step_ending) {
+      lane.submit_next(in);
+    } else {
+      lane.submit(in);
+    }
+  } else if (post) {
+    post_claimed(in, lane.scheduler(), step_ending);
+  }
+  return bypass;
+}
+
+template <class HandOver>
+[[gnu::always_inline]] inline EngineCore::Uncounted EngineCore::run_uncounted(
+    Instance& in, HandOver&& hand_over) noexcept {
+  const TaskInfo& info = *in.info;
+  LaneClaim& claim = *info.claim;  // every task is in place: each has its lane's claim
+  const Lane& lane = *info.lane;   // before the fence (see holds_claimed_lane)
+  // The release's side of the claim, with the state it runs in, as run_in_place does; a
+  // revoked claim (or trouble) leaves the instance to the general release, which stores them
+  // again, gives the claim up and queues it on its lane.
+  if (attention_.load(std::memory_order_acquire) != 0 ||
+      !claim.bypassing.load(std::memory_order_relaxed) ||
+      !holds_claimed_lane(in, lane, claim, InstanceState::running)) [[unlikely]] {
+    hand_over(false);
+    return Uncounted::not_started;
+  }
+  forget_last_failure(in);
+  if (info.routine != nullptr) {
+    ErasedCo body;
+    if (!call_routine(in, info, body)) [[unlikely]] {
+      hand_over(true);
+      finish(in, in.error, true);
+      return Uncounted::handed_over;
+    }
+    if (body.valid()) {
+      if (!ran_body_here(in, info, body)) [[unlikely]] {
+        // It suspended: once resumed, it finishes the general way, after the hand-over, or
+        // (resumed and completed meanwhile elsewhere) here.
+        hand_over(true);
+        Instance* starting = &in;
+        if (!body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
+          finish(in, in.error, true);
+        return Uncounted::handed_over;
+      }
+      if (in.error) [[unlikely]] {
+        hand_over(true);
+        finish(in, in.error, true);
+        return Uncounted::handed_over;
+      }
+    }
+  }
+  if (in.stream_used) [[unlikely]] {
+    hand_over(true);
+    finish(in, std::exception_ptr(), true);  // it records its device work
+    return Uncounted::handed_over;
+  }
+  in.sync->generation[in.task] = 0;  // no device point (see finish_as)
+  in.set_state(InstanceState::finished);
+  finish_under_claim(in);  // released under the claim (bypassed)
+  return Uncounted::ran;
+}
+
+inline bool EngineCore::admit() {
+  if (!prepare()) return false;
+  count_admitted();
+  return true;
+}
+
+// In the header: the release policies' admissions (once per iteration) inline it.
+inline bool EngineCore::prepare() {
+  const std::int64_t iter = next_admit_;
+  if (iter >= end_ || failed_.load(std::memory_order_acquire)) return false;
+  const std::size_t s = admit_entry_;  // its slot (see entry_after)
+  Admission admission = Admission::end;
+  try {
+    admission = front_.admit(iter, s);
+  } catch (...) {
+    // The run fails (and surfaces it from the call that is in progress, or the next one);
+    // iteration iter was not admitted, so nothing of it runs or retires.
+    fail_callback(CallbackError::Callback::source, iter);
+    return false;
+  }
+  if (admission == Admission::pending) {
+    starved_ = true;  // the driver admits it once the source answers (admissible())
+    return false;
+  }
+  if (admission == Admission::end) {
+    end_ = iter;
+    return false;
+  }
+  Slot& slot = slots_[s];
+  for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
+  Sync& sync = sync_[admit_entry_];
+  // Its instances are idle in the new iteration by their state's stamp; the rest of an
+  // instance's per-iteration state is reset by the instance as it starts (proceed): nobody
+  // reads it before. The admission touches no instance.
+  sync.iter = iter;
+  sync.slot = s;
+  sync.recorded_count.store(0, std::memory_order_relaxed);
+  sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
+  // Published by the admission decrements (data-flow) or the lane submissions (clock), both
+  // of which order these writes before the instances run.
+  sync.counts_all = observer_ != nullptr;
+  sync.remaining.store(sync.counts_all ? static_cast<int>(graph_.size()) : completion_count_,
+                       std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace swp::detail
