@@ -18,7 +18,10 @@ struct alignas(64) PoolQueue {
   WorkStealingQueue<Runnable> ring;
   // Only the owning thread stores non-null; the owner and thieves take it by exchange / CAS.
   alignas(64) std::atomic<Runnable*> slot{nullptr};
-  std::atomic<bool> claimed{false};  // driver queues: a thread in drive_until owns this one
+  // Driver queues: a thread in drive_until owns this one. Watch queues: in use.
+  std::atomic<bool> claimed{false};
+  // Watch queues: the watched runnable (relaxed: written and read by its owner only).
+  std::atomic<const Runnable*> watched_work{nullptr};
   // The slot holds the owner's offer (Scheduler::offer): lone work that needs no polling
   // thread (see worker_idle). relaxed: a hint; the slot says what is there.
   std::atomic<bool> offering{false};
@@ -45,6 +48,9 @@ struct PoolContext {
   PoolQueue* lone = nullptr;
   std::uint32_t lone_progress = 0;
   bool lone_offer = false;  // `lone` held only an offer
+  // `lone` is a watch queue whose owner is between its pieces of work (see watch): not slow,
+  // only away, and no reason to keep polling for it.
+  bool lone_away = false;
   // Timed parks left before an untimed one, once a look saw an offer (see worker_idle), and
   // the offering owner's progress at the last of them.
   unsigned patience_left = 0;

@@ -52,6 +52,56 @@ bool ThreadPoolScheduler::withdraw(Runnable& r) noexcept {
   return false;
 }
 
+std::atomic<std::uint32_t>* ThreadPoolScheduler::watch(Runnable& r) noexcept {
+  // Nobody to take it over.
+  if (worker_count_ == 0) return nullptr;
+  for (unsigned i = first_watch_queue(); i < first_watch_queue() + max_watched; ++i) {
+    Queue& q = queues_[i];
+    // acquire: after the last watch's unwatch (its release).
+    if (q.claimed.load(std::memory_order_relaxed) ||
+        q.claimed.exchange(true, std::memory_order_acquire))
+      continue;
+    q.watched_work.store(&r, std::memory_order_relaxed);
+    q.offering.store(true, std::memory_order_relaxed);
+    unsigned in_use = queues_in_use_.load(std::memory_order_relaxed);
+    // seq_cst: see steal_surplus.
+    while (in_use < i + 1 &&
+           !queues_in_use_.compare_exchange_weak(in_use, i + 1, std::memory_order_seq_cst,
+                                                 std::memory_order_relaxed)) {
+    }
+    rewatch(r);
+    return &q.progress;
+  }
+  return nullptr;
+}
+
+ThreadPoolScheduler::Queue& ThreadPoolScheduler::watch_queue_of(const Runnable& r) noexcept {
+  unsigned i = first_watch_queue();
+  while (queues_[i].watched_work.load(std::memory_order_relaxed) != &r) ++i;
+  return queues_[i];
+}
+
+void ThreadPoolScheduler::rewatch(Runnable& r) noexcept {
+  // seq_cst: as in offer (publishes what the owner wrote for `r`; a fence before the loads of
+  // wake_for_offer).
+  watch_queue_of(r).slot.exchange(&r, std::memory_order_seq_cst);
+  wake_for_offer();
+}
+
+bool ThreadPoolScheduler::take_back(Runnable& r) noexcept {
+  // acquire: a thief's CAS is the other taker; whoever gets it owns it.
+  return watch_queue_of(r).slot.exchange(nullptr, std::memory_order_acquire) == &r;
+}
+
+void ThreadPoolScheduler::unwatch(Runnable& r) noexcept {
+  Queue& q = watch_queue_of(r);
+  q.offering.store(false, std::memory_order_relaxed);
+  q.watched_work.store(nullptr, std::memory_order_relaxed);
+  // release: the next watch of this queue comes after. queues_in_use_ stays: thieves find an
+  // empty queue there.
+  q.claimed.store(false, std::memory_order_release);
+}
+
 void ThreadPoolScheduler::ran_in_place() noexcept {
   Context* c = current;
   if (c != nullptr && c->scheduler == this && c->queue != nullptr) bump_progress(*c->queue);

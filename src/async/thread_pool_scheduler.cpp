@@ -144,7 +144,7 @@ ThreadPoolScheduler::ThreadPoolScheduler(unsigned workers, std::chrono::microsec
                              1e9, static_cast<double>(spin.count()) * 1000.0 / pause_round_ns()))),
       move_rounds_(std::max(1U, static_cast<unsigned>(move_cost_ns / pause_round_ns()))),
       look_rounds_(std::max(1U, static_cast<unsigned>(max_look_interval_ns / pause_round_ns()))),
-      queues_(new Queue[workers + max_drivers]),
+      queues_(new Queue[workers + max_drivers + max_watched]),
       queues_in_use_(workers),
       on_start_(std::move(on_start)),
       lane_(std::move(lane)) {
@@ -272,7 +272,10 @@ void ThreadPoolScheduler::stop_searching() noexcept {
 bool ThreadPoolScheduler::has_visible_work() const noexcept {
   // seq_cst loads throughout: see wake_helper.
   if (injected_count_.load(std::memory_order_seq_cst) != 0) return true;
-  const unsigned n = queues_in_use_.load(std::memory_order_seq_cst);
+  // Not the watch queues: watched work is lone work, announced when it is offered (watch,
+  // rewatch), and it stays offered for long: counted here, it would wake a thread each time
+  // one stops polling.
+  const unsigned n = std::min(queues_in_use_.load(std::memory_order_seq_cst), first_watch_queue());
   for (unsigned i = 0; i < n; ++i) {
     if (!queues_[i].ring.empty() || queues_[i].slot.load(std::memory_order_seq_cst) != nullptr)
       return true;
@@ -309,18 +312,29 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
     const bool slot_full = victim.slot.load(std::memory_order_seq_cst) != nullptr;
     const std::size_t waiting = queued + (slot_full ? 1 : 0);
     if (waiting == 0) continue;
-    // relaxed: a sign of life; whatever is taken is taken by CAS.
-    const std::uint32_t progress = victim.progress.load(std::memory_order_relaxed);
+    // relaxed: a sign of life; whatever is taken is taken by CAS. A watch queue's (see watch)
+    // says whether its owner is inside its work, and counts its pieces below that.
+    const bool watched = static_cast<unsigned>(&victim - queues_.get()) >= first_watch_queue();
+    std::uint32_t progress = victim.progress.load(std::memory_order_relaxed);
+    const bool inside = !watched || (progress & watch_inside) != 0;
+    if (watched) progress &= ~watch_inside;
     // Work is worth moving when its owner would take longer to get through it than the move
     // costs: the owner ran `ran` runnables in about the `paused` rounds since the last look at
     // this queue, so it needs about waiting * paused / ran rounds for what waits. An owner
     // inside a long runnable (or blocked, descheduled, gone from drive_until) ran none. An
     // owner that moves faster keeps its work, and its lines: moving a short task costs more
     // than running it (cache misses on both sides). Only a look after a pause can tell.
-    const std::uint32_t ran = progress - victim.surplus_seen.load(std::memory_order_relaxed);
+    std::uint32_t ran = progress - victim.surplus_seen.load(std::memory_order_relaxed);
+    if (watched) ran &= ~watch_inside;  // its count wraps below watch_inside
+    // Watched work (see watch) is slow only while its owner is inside it (watch_inside):
+    // between its pieces of work the owner is not stuck in them, only elsewhere (a pipeline's
+    // source), and taking it then would cost both threads for nothing. An owner that stays
+    // away for a whole patience loses it all the same (take_stuck), so that idle threads need
+    // not watch it meanwhile.
     const bool slow =
-        paused > 0 && (ran == 0 || static_cast<std::uint64_t>(waiting) * paused >
-                                       static_cast<std::uint64_t>(move_rounds_) * ran);
+        paused > 0 && inside &&
+        (ran == 0 || static_cast<std::uint64_t>(waiting) * paused >
+                         static_cast<std::uint64_t>(move_rounds_) * ran);
     if (slow || queued >= backlog) {
       // The oldest first (parallelism), then the item the owner runs next.
       if (Runnable* r = victim.ring.pop()) return r;
@@ -338,6 +352,7 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
       c.lone = &victim;
       c.lone_progress = progress;
       c.lone_offer = queued == 0 && victim.offering.load(std::memory_order_relaxed);
+      c.lone_away = !inside;
     }
   }
   return nullptr;
@@ -459,7 +474,9 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
           first_lone = c.lone;
           first_progress = c.lone_progress;
         }
-        if (c.lone != nullptr &&
+        // Nor for watched work whose owner is away (between its pieces): a look takes it
+        // only once the owner stayed away for a patience (take_stuck), after this parks.
+        if (c.lone != nullptr && !c.lone_away &&
             !(c.lone_offer && c.lone_progress - first_progress >= fast_owner_progress))
           paused = 0;
         if (paused >= spin_rounds_) break;
@@ -507,6 +524,14 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       c.patience_left = offer_patience_rounds;
     }
     from_patience = false;
+    // An offer needs one watcher: with another worker patient already, this one parks until
+    // woken (a worker watching an offer is woken for work like any parked one, and comes back
+    // to watch it once that work is done; meanwhile it would only add wake-ups, 20,000 a
+    // second per worker, beside a long-lived watched offer). seq_cst: as below.
+    if (c.watched != nullptr && c.lone_offer && patient_.load(std::memory_order_seq_cst) > 0) {
+      c.watched = nullptr;
+      c.patience_left = 0;
+    }
     if (c.watched != nullptr || c.patience_left > 0) {
       // Another thread's next work waits for its owner: look again after the patience, so
       // an owner blocked in a runnable cannot hide it, and without polling meanwhile. After

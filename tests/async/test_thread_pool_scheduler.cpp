@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -738,6 +739,94 @@ TEST_CASE("a worker that parked beside fast offers still takes an offer whose th
     }
     REQUIRE(offered);
   });
+}
+
+TEST_CASE("watch says no without workers and beyond max_watched; unwatch frees a watch") {
+  CountingRunnable r;
+  swp::ThreadPoolScheduler lone(0);
+  CHECK(lone.watch(r) == nullptr);  // nobody could take it over
+
+  swp::ThreadPoolScheduler pool(1);
+  std::vector<std::unique_ptr<CountingRunnable>> watched;
+  for (unsigned i = 0; i < swp::ThreadPoolScheduler::max_watched; ++i) {
+    watched.push_back(std::make_unique<CountingRunnable>());
+    REQUIRE(pool.watch(*watched.back()) != nullptr);
+  }
+  CHECK(pool.watch(r) == nullptr);  // every watch in use
+  // Ended (taken back first, or waited for where a worker took it meanwhile): its place is
+  // free again.
+  if (!pool.take_back(*watched.front()))
+    CHECK(eventually([&] { return watched.front()->runs.load() == 1; }));
+  pool.unwatch(*watched.front());
+  CHECK(pool.watch(r) != nullptr);
+  for (std::size_t i = 1; i < watched.size(); ++i) {
+    if (!pool.take_back(*watched[i]))
+      CHECK(eventually([&] { return watched[i]->runs.load() == 1; }));
+    pool.unwatch(*watched[i]);
+  }
+  if (!pool.take_back(r)) CHECK(eventually([&] { return r.runs.load() == 1; }));
+  pool.unwatch(r);
+}
+
+// Bumps `life` like an owner inside its in-place work (Scheduler::watch_inside) getting
+// through short pieces of it, for `how_long`; the owner is still inside when it returns.
+void make_progress(std::atomic<std::uint32_t>& life, std::chrono::milliseconds how_long) {
+  life.store(life.load() | swp::Scheduler::watch_inside);
+  const auto until = std::chrono::steady_clock::now() + how_long;
+  while (std::chrono::steady_clock::now() < until)
+    for (int k = 0; k < 100; ++k) life.store(life.load(std::memory_order_relaxed) + 1);
+}
+
+TEST_CASE("a watched runnable is taken by a worker once its owner stops, and offered again") {
+  // Outside any drive: the watch needs no run queue of the owner's. Each round the owner first
+  // moves on fast for a while (longer than a worker's patience, many times over: the worker
+  // parks beside it and must keep watching), then stops.
+  swp::ThreadPoolScheduler pool(1);
+  CountingRunnable r;
+  std::atomic<std::uint32_t>* life = pool.watch(r);
+  REQUIRE(life != nullptr);
+  for (int round = 1; round <= 3; ++round) {
+    make_progress(*life, 20ms);
+    CHECK(eventually([&] { return r.runs.load() == round; }));
+    CHECK(r.ran_on.load() != std::this_thread::get_id());
+    CHECK_FALSE(pool.take_back(r));  // taken: nothing in the offer
+    pool.rewatch(r);
+  }
+  if (!pool.take_back(r)) CHECK(eventually([&] { return r.runs.load() == 4; }));
+  pool.unwatch(r);
+}
+
+TEST_CASE("a watched runnable whose owner is between its pieces of work is taken once it stays away") {
+  // Outside its work (watch_inside clear) the owner is not slow, only elsewhere: a worker
+  // leaves it the work while it looks busy elsewhere, and takes it (to leave at once, in a
+  // real owner's runnable) only once the owner made no progress over a whole patience, so
+  // that idle threads need not watch it meanwhile.
+  swp::ThreadPoolScheduler pool(1);
+  CountingRunnable r;
+  std::atomic<std::uint32_t>* life = pool.watch(r);
+  REQUIRE(life != nullptr);
+  make_progress(*life, 5ms);
+  life->store(life->load() & ~swp::Scheduler::watch_inside);
+  CHECK(eventually([&] { return r.runs.load() == 1; }));
+  CHECK_FALSE(pool.take_back(r));
+  pool.unwatch(r);
+}
+
+TEST_CASE("a watched runnable is either taken back unrun or run once by another thread") {
+  swp::ThreadPoolScheduler pool(1);
+  for (int round = 0; round < 50; ++round) {
+    CountingRunnable r;
+    std::atomic<std::uint32_t>* life = pool.watch(r);
+    REQUIRE(life != nullptr);
+    make_progress(*life, 1ms);
+    if (pool.take_back(r)) {
+      std::this_thread::yield();
+      CHECK(r.runs.load() == 0);
+    } else {
+      CHECK(eventually([&] { return r.runs.load() == 1; }));
+    }
+    pool.unwatch(r);
+  }
 }
 
 TEST_CASE("a drive inside in-place work runs the offer itself; withdraw then says it was taken") {

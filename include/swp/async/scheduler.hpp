@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 
@@ -185,6 +186,45 @@ class Scheduler {
   /// The calling thread, between offer and withdraw, finished a piece of its in-place work: a
   /// sign of life for threads deciding whether it is slow to get to its offered work.
   virtual void ran_in_place() noexcept {}
+
+  /// Watched work: an offer (see offer) that outlives calls, for in-place work that comes
+  /// again and again (a pipeline's iterations, each run whole on the thread that drives it).
+  /// watch(r) offers `r` where idle threads see it, from any thread and outside any drive,
+  /// and returns the counter that is its owner's sign of life: the owner (its only writer,
+  /// relaxed) keeps `watch_inside` set in it while it is inside its in-place work and clear
+  /// between, and adds 1 after each piece, as ran_in_place does for an offer (the count wraps
+  /// below `watch_inside`). An idle thread takes `r` (runs it) as it takes an offer: from an
+  /// owner that made no progress over a patience (blocked in its work, descheduled, or doing
+  /// something else for a while), or, while it is inside, that is slow to get through its
+  /// pieces (work worth moving); so `r`'s
+  /// run() must find out whether the owner is inside its work, and leave at once if not. A
+  /// taken `r` is in no offer until rewatch(r) (once its run is over, the owner's to tell).
+  /// Nothing per piece but the counter: no read-modify-write, no queue.
+  ///
+  /// Completion: returns at once. The counter (it lives as long as the watch): `r` is
+  /// watched; idle threads are told, as for an offer. nullptr: not watched (a scheduler
+  /// without other threads — the default —, or every watch in use): the owner does its work
+  /// another way. Errors, cancellation: none.
+  ///
+  /// Example: `if (auto* life = s.watch(w)) { ... inside: life->store(life->load() | inside);
+  ///            each piece: life->store(life->load() + 1); between: & ~watch_inside ...;
+  ///            ... if (!s.take_back(w)) wait_until_its_run_is_over(); s.unwatch(w); }`
+  static constexpr std::uint32_t watch_inside = std::uint32_t{1} << 31;
+  virtual std::atomic<std::uint32_t>* watch(Runnable& r) noexcept {
+    static_cast<void>(r);
+    return nullptr;
+  }
+  /// Offers watched `r` again, which is in no offer now (taken, its run over; or taken back).
+  virtual void rewatch(Runnable& r) noexcept { static_cast<void>(r); }
+  /// Takes watched `r` out of its offer. True: it was there (no thread has it). False: a
+  /// thread took it (it runs, or ran).
+  virtual bool take_back(Runnable& r) noexcept {
+    static_cast<void>(r);
+    return false;
+  }
+  /// Ends the watch of `r`, which is in no offer (taken back, or taken and its run over):
+  /// nothing of the scheduler refers to it afterwards.
+  virtual void unwatch(Runnable& r) noexcept { static_cast<void>(r); }
 
   /// Wakes threads inside `drive_until` so they evaluate `done()` again, and posts every
   /// Runnable parked with `park_unless`. Any thread. When none waits it costs one fence and

@@ -119,6 +119,16 @@ class ThreadPoolScheduler final : public Scheduler {
   bool withdraw(Runnable& r) noexcept override;
   void ran_in_place() noexcept override;
 
+  /// At most this many runnables are watched at once (Scheduler::watch); more are refused.
+  static constexpr unsigned max_watched = 16;
+  /// Each watched runnable has a queue of its own (a watch queue): its slot holds the
+  /// runnable, its progress counter is the owner's sign of life, and thieves treat it as the
+  /// slot of a thread that offered it (see Offering). nullptr: no workers, or all in use.
+  std::atomic<std::uint32_t>* watch(Runnable& r) noexcept override;
+  void rewatch(Runnable& r) noexcept override;
+  bool take_back(Runnable& r) noexcept override;
+  void unwatch(Runnable& r) noexcept override;
+
   /// Runs work until `done()` holds (true) or `deadline` passes (false; returns `done()`).
   /// Chains (see above) run to their end before `done()` is checked again; when the thread goes
   /// idle, it polls then parks until the deadline, reading the clock once per idle episode
@@ -200,12 +210,16 @@ class ThreadPoolScheduler final : public Scheduler {
   // the drive's context `to` (null: `from` itself, which then keeps nothing more).
   void take_kept(Context& from, Context* to = nullptr) noexcept;
   void release_driver_queue(Queue& q) noexcept;
+  // The watch queue that holds `r` (Scheduler::watch).
+  Queue& watch_queue_of(const Runnable& r) noexcept;
+  [[nodiscard]] unsigned first_watch_queue() const noexcept { return worker_count_ + max_drivers; }
 
   unsigned worker_count_;
   unsigned spin_rounds_;  // polling rounds before parking
   unsigned move_rounds_;  // pause rounds as long as moving work to another thread costs
   unsigned look_rounds_;  // pause rounds between an idle poller's looks, at most
-  std::unique_ptr<Queue[]> queues_;             // workers first, then max_drivers for drivers
+  // Workers first, then max_drivers for drivers, then max_watched watch queues.
+  std::unique_ptr<Queue[]> queues_;
   std::atomic<unsigned> queues_in_use_;         // how many of queues_ thieves look at
 
   detail::SpinLock inject_lock_;
