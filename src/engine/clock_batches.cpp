@@ -14,14 +14,20 @@
 // started it. An instance's completion is counted at the owner's next look, once it is known
 // who counts it.
 
+#include <cassert>
+
 #include "swp/engine/detail/clock_release.hpp"
 #include "swp/engine/detail/engine_core.hpp"
 
 namespace swp::detail {
 
 bool ClockRelease::batches_here() noexcept {
-  const bool here = core_.runtime().scheduler().drives_here() &&
-                    !core_.device_used_.load(std::memory_order_relaxed);
+  // On a thread outside the pool's runnables (driving it, or not even that: see
+  // EngineCore::retire_next), no device work, and the batches watched.
+  Scheduler& scheduler = core_.runtime().scheduler();
+  const bool here = !core_.device_used_.load(std::memory_order_relaxed) &&
+                    (scheduler.runs_no_work_here() || scheduler.drives_here()) &&
+                    core_.watch(batch_offer_);
   if (uncounted_) {
     if (here) return true;
     // Not the driving thread (next() on a worker, say), or device work: this call counts, and
@@ -65,32 +71,27 @@ bool ClockRelease::quiescent() const noexcept {
 }
 
 void ClockRelease::run_batch() noexcept {
-  const std::size_t n = batch_.size();
+  const std::size_t n = batch_size_;
   if (n == 0) return;
-  Scheduler& scheduler = core_.runtime().scheduler();
-  // One instance has nothing behind it to hold back: not offered.
-  const bool offered = n > 1 && batch_offer_.offer(scheduler);
+  if (n == 1) return run_alone();
   std::size_t counted_from = n;  // released the general way from here on, by this thread
-  if (n > 1 && !offered) {
+  if (!batch_offer_.begin()) {
     count_again(nullptr);  // nothing ran: each is released with its counter
     counted_from = 0;
   } else {
     bool taken = false;
     for (std::size_t k = 0; k < n; ++k) {
-      if (offered && !go_on_batch(k)) [[unlikely]] {
+      if (!go_on_batch(k)) [[unlikely]] {
         taken = true;
         break;
       }
       Instance& in = *batch_[k];
       taker_has_rest_ = false;
-      const auto hand_over = [this, k, offered](bool started) {
-        hand_over_batch(k, started, offered);
-      };
+      const auto hand_over = [this, k](bool started) { hand_over_batch(k, started); };
       const EngineCore::Uncounted ran = core_.run_uncounted(in, hand_over);
-      if (ran == EngineCore::Uncounted::ran) [[likely]] {
-        if (!offered) count_sink(in);  // else at the next look (go_on_batch)
+      // Its completion is counted at the next look (go_on_batch).
+      if (ran == EngineCore::Uncounted::ran) [[likely]]
         continue;
-      }
       const bool started = ran == EngineCore::Uncounted::handed_over;
       if (taker_has_rest_) {
         if (!started) release_ready(in);  // the taker released the rest
@@ -99,30 +100,42 @@ void ClockRelease::run_batch() noexcept {
       }
       break;
     }
-    if (offered) {
-      if (uncounted_ && !taken) go_on_batch(n);
-      // One sign of life per batch, not per instance: a worker then leaves the batches to an
-      // owner that gets through them fast (empty tasks), and takes them over from one whose
-      // instances take microseconds, where two threads run the periods faster counted.
-      scheduler.ran_in_place();
-      batch_offer_.withdraw(scheduler);
-    }
+    if (uncounted_ && !taken) go_on_batch(n);
+    // One sign of life per batch, not per instance: a worker then leaves the batches to an
+    // owner that gets through them fast (empty tasks), and takes them over from one whose
+    // instances take microseconds, where two threads run the periods faster counted.
+    batch_offer_.ran_one();
   }
   for (std::size_t k = counted_from; k < n; ++k) release_counted(*batch_[k]);
-  batch_.clear();
+  batch_size_ = 0;
+  reentry_.ran(uncounted_);
+}
+
+void ClockRelease::run_alone() noexcept {
+  // Nothing behind it to hold back: not offered, it runs as with one thread.
+  batch_size_ = 0;
+  Instance& in = *batch_[0];
+  const auto hand_over = [this, &in](bool started) { count_again(started ? &in : nullptr); };
+  switch (core_.run_uncounted(in, hand_over)) {
+    case EngineCore::Uncounted::ran:
+      count_sink(in);
+      break;
+    case EngineCore::Uncounted::handed_over:
+      break;  // started: it finishes the general way
+    case EngineCore::Uncounted::not_started:
+      release_counted(in);
+      break;
+  }
   reentry_.ran(uncounted_);
 }
 
 bool ClockRelease::go_on_batch(std::size_t k) noexcept {
-  if (!batch_offer_.taken_before(k)) {
+  // After the last one, the batch is over for takers (InPlaceOffer::taken_at_end).
+  if (k < batch_size_ ? !batch_offer_.taken_before(k) : !batch_offer_.taken_at_end()) {
     if (k > 0) count_sink(*batch_[k - 1]);
     return true;
   }
   const std::size_t q = batch_offer_.taken_at();
-  if (q == batch_.size()) {
-    count_sink(*batch_[k - 1]);  // it found the batch done (k is the end): nothing changes
-    return true;
-  }
   uncounted_ = false;
   if (q == k) {
     // The taker found the one before finished, and left this one, not started, to this thread.
@@ -146,8 +159,8 @@ void ClockRelease::count_sink(Instance& in) noexcept {
     core_.complete_here(sync);
 }
 
-void ClockRelease::hand_over_batch(std::size_t k, bool started, bool offered) noexcept {
-  if (!offered || batch_offer_.claim_for_owner()) {
+void ClockRelease::hand_over_batch(std::size_t k, bool started) noexcept {
+  if (batch_offer_.claim_for_owner()) {
     // This thread's: recounted, the rest of the batch released by run_batch.
     count_again(started ? batch_[k] : nullptr);
     return;
@@ -159,10 +172,10 @@ void ClockRelease::hand_over_batch(std::size_t k, bool started, bool offered) no
 }
 
 void ClockRelease::take_over_batch(std::size_t q) noexcept {
-  if (q >= batch_.size()) return;  // the owner ran everything
+  assert(q < batch_size_);  // a taker that found the batch over declined
   core_.count_afresh(batch_[q]);
   // Released by their periods: each gives its start token now, through its lane's claim.
-  for (std::size_t k = q + 1; k < batch_.size(); ++k) release_counted(*batch_[k]);
+  for (std::size_t k = q + 1; k < batch_size_; ++k) release_counted(*batch_[k]);
 }
 
 void ClockRelease::release_ready(Instance& in) noexcept {
@@ -174,5 +187,12 @@ void ClockRelease::release_ready(Instance& in) noexcept {
 void ClockRelease::release_counted(Instance& in) noexcept {
   if (core_.submit(in)) start_under_claim(in);
 }
+
+bool ClockRelease::admits_in_place() const noexcept {
+  return uncounted_ && batch_offer_.watched() &&
+         !core_.device_used_.load(std::memory_order_relaxed);
+}
+
+void ClockRelease::unwatch() noexcept { batch_offer_.unwatch(); }
 
 }  // namespace swp::detail

@@ -76,8 +76,10 @@ void ClockRelease::reset() {
   // With workers, uncounted periods need the thread that drives the pool (batches_here).
   shares_uncounted_ = uncounted_ && !only_driven_;
   batching_ = false;
-  batch_.clear();
-  if (shares_uncounted_) batch_.reserve(core_.graph().size());
+  // Room for one period's releases now (a batch holds at most those of the periods one
+  // advance() opens; more make more room, once).
+  batch_size_ = 0;
+  if (shares_uncounted_ && batch_.size() < core_.graph().size()) batch_.resize(core_.graph().size());
   // The share's room for one period made now (between runs it is not busy: drained() waits
   // for it), not at its first use, which after a hand-over falls in the steady state.
   if (!only_driven_ && !share_.busy()) share_.start(core_.graph().size(), share_most_);
@@ -100,7 +102,10 @@ void ClockRelease::release(TaskIndex task, IterationSync& sync) {
   Instance& in = *sync.instances[task];
   if (uncounted_) {
     if (batching_) {
-      batch_.push_back(&in);  // runs with its batch (run_batch)
+      // Runs with its batch (run_batch).
+      if (batch_size_ == batch_.size()) [[unlikely]]
+        batch_.resize(std::max<std::size_t>(2 * batch_.size(), 1));
+      batch_[batch_size_++] = &in;
       return;
     }
     if (release_uncounted(in)) return;
@@ -247,7 +252,7 @@ void ClockRelease::post_unclaimed() noexcept {
     if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
     const bool in_flight_need = needed(period);
     if (in_flight_need) {
-      if (runs_here_ != nullptr || collecting_) {
+      if (runs_here_ != nullptr || collecting_ || batching_) {
         release_later_stages(period);  // what is ready runs now, or is collected
       } else {
         // Announced to idle threads once, before the source runs (which may block).

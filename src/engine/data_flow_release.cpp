@@ -77,10 +77,13 @@ void DataFlowRelease::advance() {
   Scheduler& scheduler = c.runtime().scheduler();
   const bool whole =
       run_here && c.all_in_place_ && (scheduler.runs_no_work_here() || scheduler.drives_here());
-  // With workers, on the thread that drives the pool outside any runnable: offered while they
-  // run in place (EngineCore::run_iteration_offered), until the tasks use their streams.
+  // With workers, on a thread outside the pool's runnables (driving it, or not even that: see
+  // EngineCore::retire_next): watched while they run in place
+  // (EngineCore::run_iteration_offered), until the tasks use their streams.
   const bool offered = !only_driven_ && c.all_in_place_ &&
-                       !c.device_used_.load(std::memory_order_relaxed) && scheduler.drives_here();
+                       !c.device_used_.load(std::memory_order_relaxed) &&
+                       (scheduler.runs_no_work_here() || scheduler.drives_here()) &&
+                       c.watch(c.offer_);
   for (;;) {
     const std::int64_t iter = c.next_admit_;
     if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)
@@ -125,6 +128,12 @@ void DataFlowRelease::advance() {
       }
     }
   }
+}
+
+bool DataFlowRelease::admits_in_place() const noexcept {
+  const EngineCore& c = core_;
+  return c.offer_.watched() && !offers_.skipping() &&
+         !c.device_used_.load(std::memory_order_relaxed);
 }
 
 bool DataFlowRelease::drained() const noexcept {

@@ -155,6 +155,8 @@ void EngineCore::shut_down() noexcept {
       // Destruction cannot report; the error was the caller's to collect via progress().
     }
   }
+  // A taker of an in-place offer finishes its part before the watch ends.
+  unwatch_offers();
   // An iteration retires when its instances' counts dropped; their lanes may still be on the
   // way out of finish(). Wait until the last of them let go of this core. After a run that
   // could not drain (broken), bodies that ignored cancellation still run, and will write
@@ -217,6 +219,7 @@ void EngineCore::reset_run_state(std::int64_t base) {
   sequencer_.reset();
   stop_.reset();
   device_used_.store(false, std::memory_order_relaxed);
+  watch_refused_ = false;
   release_->reset();
 }
 

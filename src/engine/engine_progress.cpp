@@ -310,7 +310,10 @@ std::optional<std::int64_t> EngineCore::retire_next() {
   // The oldest iteration already complete, with a policy that runs what its retirement makes
   // ready where it is released (either engine with one thread): no driving section, nothing
   // to wait for. (Should it wait after all, each wait drives for itself.)
-  if (retires_undriven_ && retirable() && runtime_.scheduler().runs_no_work_here()) {
+  // With workers, the same where the admissions after it run in place, watched (the offer is
+  // the scheduler's to watch, the thread needs no run queue).
+  if (retirable() && (retires_undriven_ || release_->admits_in_place()) &&
+      runtime_.scheduler().runs_no_work_here()) {
     // The common case retires right here: no first admissions to make, no stop, no device
     // work holding the oldest back (retire_next_driving's loop would retire at once, about 20
     // instructions per iteration later). A failure on the way surfaces from there.
@@ -319,7 +322,7 @@ std::optional<std::int64_t> EngineCore::retire_next() {
       if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0)
         return retired_iter;
     }
-    return retire_next_driving();
+    if (retires_undriven_) return retire_next_driving();
   }
   // One driving stretch for the whole call: the admissions after a retirement post the first
   // tasks of the new iterations to this thread's run queue, where its next waits find them,
@@ -337,7 +340,10 @@ std::optional<std::int64_t> EngineCore::retire_next_driving() {
     // A failure met while admitting (the source, a slot deadline) is still to surface, also
     // when nothing is left in flight (drain() relies on it).
     if (stop_.stop_requested()) break;
-    if (at_end()) return std::nullopt;
+    if (at_end()) {
+      unwatch_offers();
+      return std::nullopt;
+    }
     // Already retirable (other threads ran it meanwhile): no wait, no scheduler call.
     if (retirable()) {
       if (device_holds_oldest() && !wait_device(oldest_)) {
@@ -426,6 +432,7 @@ void EngineCore::end_run() {
   stop_source();
   while (retire_next()) {
   }
+  unwatch_offers();
   end_claims();  // every iteration retired: no instance holds its lane
   filled_ = false;
   live_.store(false, std::memory_order_release);

@@ -83,29 +83,26 @@ void EngineCore::release_unblocked_from(Sync& sync, std::size_t k, std::size_t f
 
 // Flattened, as run_iteration_here.
 [[gnu::flatten]] EngineCore::Offered EngineCore::run_iteration_offered(Sync& sync) noexcept {
-  Scheduler& scheduler = runtime_.scheduler();
-  if (!offer_.offer(scheduler, sync)) return Offered::not_offered;
+  if (!offer_.begin(sync)) return Offered::not_offered;
   const auto& instances = sync.instances;
   const std::size_t n = serial_order_.size();
   for (std::size_t k = 0; k < n; ++k) {
     if (offer_.taken_before(k)) [[unlikely]] {
-      go_on_after_taker(sync, k);  // k < n: something is handed over
-      offer_.withdraw(scheduler);
+      go_on_after_taker(sync, k);
       return Offered::handed_over;
     }
     Instance& in = *instances[serial_order_[k]];
     rearm(in);  // for its entry's next iteration, as release_now would
     const auto hand_over = [&](bool started) { hand_over_offered(sync, k, started); };
-    if (run_uncounted(in, hand_over) != Uncounted::ran) [[unlikely]] {
-      offer_.withdraw(scheduler);
+    if (run_uncounted(in, hand_over) != Uncounted::ran) [[unlikely]]
       return Offered::handed_over;
-    }
     // A sign of life: a thread looking at the offer leaves it to an owner moving on this fast.
-    scheduler.ran_in_place();
+    offer_.ran_one();
   }
-  const bool handed_over = offer_.taken_before(n) && go_on_after_taker(sync, n);
-  offer_.withdraw(scheduler);
-  if (handed_over) return Offered::handed_over;
+  if (offer_.taken_at_end()) [[unlikely]] {
+    go_on_after_taker(sync, n);
+    return Offered::handed_over;
+  }
   // Nobody counted `remaining`, which the next admission of the entry resets.
   complete_here(sync);
   return Offered::whole;
@@ -124,25 +121,23 @@ void EngineCore::hand_over_offered(Sync& sync, std::size_t k, bool started) noex
   if (!started) release_now(*sync.instances[serial_order_[k]], false);
 }
 
-bool EngineCore::go_on_after_taker(Sync& sync, std::size_t k) noexcept {
+void EngineCore::go_on_after_taker(Sync& sync, std::size_t k) noexcept {
   const std::size_t q = offer_.taken_at();
-  // The taker read the position this thread stored last (k) or the one before it, whose
-  // instance finished here uncounted (see IterationOffer).
-  assert(q == k || q + 1 == k);
-  if (q == serial_order_.size()) return false;  // it found everything done
+  // The taker read the position this thread stored last (k; at the end the run was over for
+  // it) or the one before it, whose instance finished here uncounted (see IterationOffer).
+  assert((q == k && k < serial_order_.size()) || q + 1 == k);
   Instance& in = *sync.instances[serial_order_[q]];
   if (q == k) {
     release_now(in, false);  // not started: the taker's counters leave it to this thread
   } else {
     count_down_finished(in);  // finished here: its count-downs were not made
   }
-  return true;
 }
 
 void IterationOffer::take_over(std::size_t q) noexcept { core_.take_over(*sync_, q); }
 
 void EngineCore::take_over(Sync& sync, std::size_t q) noexcept {
-  if (q >= serial_order_.size()) return;  // the owner ran everything
+  assert(q < serial_order_.size());  // a taker that found the run over declined
   count_down_next(sync, q);
   set_counters_from(sync, q, q + 1);
   release_unblocked_from(sync, q, q + 1);

@@ -1,7 +1,8 @@
-// InPlaceOffer: the taker's side, and the owner's waits for it.
+// InPlaceOffer: the taker's side, the owner's waits for it, and the watch.
 
 #include "swp/engine/detail/in_place_offer.hpp"
 
+#include <cassert>
 #include <thread>
 
 #include "swp/async/detail/polling.hpp"
@@ -25,42 +26,110 @@ void wait_for_taker(Done done) noexcept {
 
 }  // namespace
 
-std::size_t InPlaceOffer::taken_at() const noexcept {
+bool InPlaceOffer::watch(Scheduler& scheduler) noexcept {
+  if (life_ != nullptr) return true;
+  if (!asymmetric_fences_available()) return false;
+  // Fresh: the last watch ended with the offer in no thread's hands (unwatch).
+  position_.store(idle, std::memory_order_relaxed);
+  taken_.store(false, std::memory_order_relaxed);
+  decision_.store(undecided, std::memory_order_relaxed);
+  // Published by the watch's offer (a seq_cst exchange) to whoever takes it.
+  life_ = scheduler.watch(*this);
+  if (life_ == nullptr) return false;
+  scheduler_ = &scheduler;
+  armed_ = true;
+  return true;
+}
+
+void InPlaceOffer::unwatch() noexcept {
+  if (life_ == nullptr) return;
+  if (armed_) {
+    // Between runs (position idle): a thread that took it declines; its decision is its last
+    // touch.
+    if (!scheduler_->take_back(*this)) {
+      wait_for_taker([&] {
+        return (decision_.load(std::memory_order_acquire) & state_mask) == ready;
+      });
+    }
+  } else {
+    rearm_wait();
+  }
+  scheduler_->unwatch(*this);
+  life_ = nullptr;
+  scheduler_ = nullptr;
+  armed_ = false;
+}
+
+void InPlaceOffer::rearm_wait() noexcept {
+  // After a take the owner saw the decision (taken_at): the taker is done with it. After the
+  // owner's own claim a thread may hold it still, or take it before it is back here: it loses
+  // the decision and leaves (taker_gone).
+  if ((decision_.load(std::memory_order_relaxed) & state_mask) != owner) return;
+  if (scheduler_->take_back(*this)) return;
+  wait_for_taker(
+      [&] { return (decision_.load(std::memory_order_acquire) & taker_gone) != 0; });
+}
+
+void InPlaceOffer::rearm() noexcept {
+  rearm_wait();
+  position_.store(idle, std::memory_order_relaxed);
+  taken_.store(false, std::memory_order_relaxed);
+  decision_.store(undecided, std::memory_order_relaxed);
+  // Published by rewatch's seq_cst exchange to whoever takes it next.
+  scheduler_->rewatch(*this);
+  armed_ = true;
+}
+
+bool InPlaceOffer::taken_now(std::size_t k) noexcept {
+  for (;;) {
+    std::uint64_t decision = 0;
+    // acquire: the counters the taker set, and what it counted down.
+    wait_for_taker([&] {
+      decision = decision_.load(std::memory_order_acquire);
+      return (decision & state_mask) == ready;
+    });
+    armed_ = false;
+    if ((decision >> position_shift) != idle) return true;  // taken_at reads it
+    // It took the offer between runs, and left: offered again, and this position looked at
+    // afresh.
+    rearm();
+    position_.store(k, std::memory_order_release);
+    light_fence();
+    if (!taken_.load(std::memory_order_relaxed)) return false;
+  }
+}
+
+std::size_t InPlaceOffer::taken_at() noexcept {
   std::uint64_t decision = 0;
-  // acquire: the counters the taker set, and what it counted down.
+  // acquire: as in taken_now (a look that returned true waited already; a lost claim waits
+  // here).
   wait_for_taker([&] {
     decision = decision_.load(std::memory_order_acquire);
     return (decision & state_mask) == ready;
   });
-  return static_cast<std::size_t>(decision >> position_shift);
-}
-
-void InPlaceOffer::withdraw(Scheduler& scheduler) noexcept {
-  if (scheduler.withdraw(*this)) return;  // nobody took it
-  // Taken: the taker touches the offer until it published its decision (ready) or, beaten by
-  // the owner's, that it left.
-  wait_for_taker([&] {
-    const std::uint64_t decision = decision_.load(std::memory_order_acquire);
-    return (decision & state_mask) == ready || (decision & taker_gone) != 0;
-  });
+  armed_ = false;
+  const auto q = static_cast<std::size_t>(decision >> position_shift);
+  assert(q != idle);
+  return q;
 }
 
 void InPlaceOffer::run() noexcept {
   taken_.store(true, std::memory_order_relaxed);
   heavy_fence();
-  // acquire: pairs with taken_before's release: the instances before q finished.
+  // acquire: pairs with look's release: the instances before q finished.
   const std::size_t q = position_.load(std::memory_order_acquire);
   std::uint64_t expected = undecided;
   if (!decision_.compare_exchange_strong(expected, taking, std::memory_order_acq_rel,
                                          std::memory_order_acquire)) {
-    // The owner hands the iteration over itself. release: the owner may offer this again
-    // once it sees this store, the last touch of the offer here.
+    // The owner hands the run over itself. release: the owner may offer this again once it
+    // sees this store, the last touch of the offer here.
     decision_.store(expected | taker_gone, std::memory_order_release);
     return;
   }
-  // Counters and releases before the decision is published: the owner waits for it before it
-  // returns, so the pipeline stays while this runs.
-  take_over(q);
+  // Between runs: nothing to take (the owner offers it again at its next look). Else the
+  // counters and releases before the decision is published: the owner waits for it before it
+  // goes on, so the pipeline stays while this runs.
+  if (q != idle) take_over(q);
   // release: the counters and count-downs, for the owner's part (its instance at q). The last
   // touch of the offer and of the pipeline: the owner may offer it again, and return, from
   // here on.

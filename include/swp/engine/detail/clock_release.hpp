@@ -45,6 +45,9 @@ class ClockRelease final : public ReleasePolicy {
   // With one thread (a pool without workers) a period's ready instances run where they are
   // released, driving or not.
   [[nodiscard]] bool retires_undriven() const noexcept override { return only_driven_; }
+  // With workers: the next period runs uncounted, in watched batches (run_batch).
+  [[nodiscard]] bool admits_in_place() const noexcept override;
+  void unwatch() noexcept override;
   // The periods the stopped run will not open, released at once (in period order).
   void release_rest() override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
@@ -151,7 +154,8 @@ class ClockRelease final : public ReleasePolicy {
   };
   bool shares_uncounted_ = false;  // uncounted periods with workers are possible in this run
   bool batching_ = false;
-  std::vector<Instance*> batch_;
+  std::vector<Instance*> batch_;  // the batch: its first batch_size_ (the rest is room)
+  std::size_t batch_size_ = 0;
   BatchOffer batch_offer_{*this};
   // The taker has the rest of the batch (hand_over_batch lost the decision).
   bool taker_has_rest_ = false;
@@ -163,12 +167,14 @@ class ClockRelease final : public ReleasePolicy {
   [[nodiscard]] bool quiescent() const noexcept;
   // Runs batch_ in place (offered where it holds more than one), then empties it.
   void run_batch() noexcept;
+  // run_batch's batch of one.
+  void run_alone() noexcept;
   // After the batch's instance at k - 1 ran here uncounted: whether the taker took the rest
   // before position k (then this thread's part of the hand-over is done: false); else its
   // completion is counted (true).
   bool go_on_batch(std::size_t k) noexcept;
   // The owner's hand-over of an unusual instance at batch position k (see run_uncounted).
-  void hand_over_batch(std::size_t k, bool started, bool offered) noexcept;
+  void hand_over_batch(std::size_t k, bool started) noexcept;
   // A batch's instance ran uncounted: a sink counts its iteration's completion.
   void count_sink(Instance& in) noexcept;
   // The taker: the counters from the instances' states (the one at q unfinished), and the

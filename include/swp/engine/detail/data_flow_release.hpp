@@ -34,6 +34,8 @@ class DataFlowRelease final : public ReleasePolicy {
   // With one thread (a pool without workers) an admission's ready instances run at once
   // (Scheduler::RunHere), driving or not.
   [[nodiscard]] bool retires_undriven() const noexcept override { return only_driven_; }
+  // With workers: the next admission runs in place, watched (EngineCore::run_iteration_offered).
+  [[nodiscard]] bool admits_in_place() const noexcept override;
   void ordered_finished(Instance& in) noexcept override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                           bool& waits) const override;

@@ -458,10 +458,9 @@ class EngineCore {
   // run_iteration_offered's hand-over of an unusual instance at serial position k (see
   // run_uncounted's hand_over): this thread's (go_on_generally) unless a taker has it.
   [[gnu::noinline]] void hand_over_offered(Sync& sync, std::size_t k, bool started) noexcept;
-  // run_iteration_offered found the offer taken before serial position k: waits for the
-  // taker's counters and does what falls to this thread (see IterationOffer); false when the
-  // taker found everything done (the iteration ran whole here).
-  [[gnu::noinline]] bool go_on_after_taker(Sync& sync, std::size_t k) noexcept;
+  // run_iteration_offered found the offer taken before serial position k (n: at its end):
+  // does what falls to this thread once the taker set the counters (see IterationOffer).
+  [[gnu::noinline]] void go_on_after_taker(Sync& sync, std::size_t k) noexcept;
   // The taker of an IterationOffer at serial position q (q = the number of tasks: nothing to
   // take): the count-downs the instances before q owe the next iteration, the counters of
   // those after q, with q unfinished, and the release of those that wait for nothing.
@@ -778,8 +777,22 @@ class EngineCore {
   // comes after the hand-over set the counters it counts down (the body may be resumed by
   // another thread driving the same pool).
   std::atomic<Instance*> body_here_{nullptr};
-  // Data-flow with workers: the iteration run in place, offered (run_iteration_offered).
+  // Data-flow with workers: the iteration run in place, watched (run_iteration_offered).
   IterationOffer offer_{*this};
+  // Has the scheduler watch `offer` (InPlaceOffer::watch), unless it refused already in this
+  // run (every watch in use: the run goes the general way). The driving thread's.
+  bool watch(InPlaceOffer& offer) noexcept {
+    if (offer.watched()) return true;
+    if (watch_refused_) return false;
+    watch_refused_ = !offer.watch(runtime_.scheduler());
+    return !watch_refused_;
+  }
+  bool watch_refused_ = false;
+  // The run is over: no offer of this engine is watched (a watch is one of few).
+  void unwatch_offers() noexcept {
+    offer_.unwatch();
+    release_->unwatch();
+  }
   class WaitingThread;
 
   // The failure record: the first root cause wins.

@@ -23,6 +23,8 @@ class HandOverBackoff {
     --skip_;
     return false;
   }
+  /// Whether the next chance is a skipped one (allows() would say false).
+  [[nodiscard]] bool skipping() const noexcept { return skip_ != 0; }
   /// What the in-place run did: went whole, or was handed over.
   void ran(bool whole) noexcept {
     if (whole) {

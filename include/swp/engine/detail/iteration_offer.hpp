@@ -17,10 +17,10 @@ class IterationOffer final : public InPlaceOffer {
  public:
   explicit IterationOffer(EngineCore& core) noexcept : core_(core) {}
 
-  /// Owner: offers iteration `sync`, about to run in place (see InPlaceOffer::offer).
-  bool offer(Scheduler& scheduler, IterationSync& sync) noexcept {
+  /// Owner: iteration `sync` is about to run in place (see InPlaceOffer::begin).
+  bool begin(IterationSync& sync) noexcept {
     sync_ = &sync;
-    return InPlaceOffer::offer(scheduler);
+    return InPlaceOffer::begin();
   }
 
  private:
