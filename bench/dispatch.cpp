@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "busy_core.hpp"
@@ -30,6 +31,12 @@ using SteadyClock = std::chrono::steady_clock;
 
 constexpr int chain_tasks = 4;
 constexpr int in_flight = 4;  // data-flow max_depth, the clock engine's depth, TBB tokens
+
+// Before each measurement: oneTBB's workers spin for a while after a parallel_pipeline
+// returns, and a measurement started meanwhile shares the cores with them (on two cores the
+// data-flow engine measured right after oneTBB read 12-16 ns per task instead of 8 in most
+// rounds). Every measurement starts on quiet cores instead.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
 
 enum class Workload { empty, device, cpu };
 enum class Engine { tbb, data_flow, clock };
@@ -255,12 +262,14 @@ void run_dispatch(const DispatchOptions& options) {
   for (int round = 0; round < options.rounds; ++round) {
     for (const Threads& t : thread_counts) {
       const std::string tbb_key = key("ns_per_task", Engine::tbb, Workload::empty, t);
+      settle();
       ns[tbb_key].push_back(measure_tbb_ns(*arenas.at(&t), window));
       // Every sample on stderr, so that a reader can see the spread behind the medians.
       std::fprintf(stderr, "dispatch: round %d %s %.1f ns\n", round + 1, tbb_key.c_str(),
                    ns[tbb_key].back());
       if (cpu) {
         const std::string cpu_key = key("ns_per_task", Engine::tbb, Workload::cpu, t);
+        settle();
         ns[cpu_key].push_back(measure_tbb_ns(*arenas.at(&t), cpu_window, options.task_us));
         std::fprintf(stderr, "dispatch: round %d %s %.1f ns\n", round + 1, cpu_key.c_str(),
                      ns[cpu_key].back());
@@ -271,6 +280,7 @@ void run_dispatch(const DispatchOptions& options) {
           const Window& w = workload == Workload::device ? device_window
                             : workload == Workload::cpu  ? cpu_window
                                                          : window;
+          settle();
           const Measurement m = measure_swp(e, workload, t.swp_workers, w, options.task_us);
           const std::string ns_key = key("ns_per_task", e, workload, t);
           ns[ns_key].push_back(m.ns_per_task);
