@@ -461,9 +461,10 @@ class EngineCore {
   // run_iteration_offered found the offer taken before serial position k (n: at its end):
   // does what falls to this thread once the taker set the counters (see IterationOffer).
   [[gnu::noinline]] void go_on_after_taker(Sync& sync, std::size_t k) noexcept;
-  // The taker of an IterationOffer at serial position q (q = the number of tasks: nothing to
-  // take): the count-downs the instances before q owe the next iteration, the counters of
-  // those after q, with q unfinished, and the release of those that wait for nothing.
+  // The taker of an IterationOffer at serial position q (< the number of tasks: a taker that
+  // finds the owner between iterations declines): the count-downs the instances before q owe
+  // the next iteration, the counters of those after q, with q unfinished, and the release of
+  // those that wait for nothing.
   void take_over(Sync& sync, std::size_t q) noexcept;
   // The count-downs of `in`, which finished in place without them (its state, device point
   // and claim done): what finish() does after those, the general way.
