@@ -2,6 +2,7 @@
 // What the translation units of ThreadPoolScheduler share (not installed): a thread's run
 // queue and context, and the thread-local that says which context the thread runs in.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 
@@ -58,6 +59,13 @@ struct PoolContext {
   // The lone work seen before this thread's last timed park, to tell a stuck owner.
   PoolQueue* watched = nullptr;
   std::uint32_t watched_progress = 0;
+  // The same for every watch queue at once (ThreadPoolScheduler::watch; many pipelines may
+  // each have one, and `watched` follows only one): each one's progress at this thread's
+  // last look before a park, where the bit in watch_seen_valid says it was seen.
+  std::array<std::uint32_t, ThreadPoolScheduler::max_watched> watch_seen{};
+  std::uint32_t watch_seen_valid = 0;
+  // How many of those looks in a row found each one's owner away (see take_stuck_watched).
+  std::array<std::uint8_t, ThreadPoolScheduler::max_watched> watch_away{};
   std::uint32_t rng = 0x9e3779b9;  // victim choice
   // Open PostBatch scopes on this thread, and whether a post inside them is still to be
   // announced (end_post_batch).

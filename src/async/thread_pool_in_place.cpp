@@ -120,6 +120,7 @@ bool ThreadPoolScheduler::begin_run_here() noexcept {
     c->queue = nullptr;
     c->lone = nullptr;
     c->watched = nullptr;
+    c->watch_seen_valid = 0;
     current = c;
   } else if (c->scheduler != this || c->queue == nullptr || c->running != nullptr || c->keeping ||
              c->batch_depth > 0) {

@@ -39,6 +39,9 @@ constexpr std::uint32_t fast_owner_progress = 16;
 constexpr std::uint32_t patience_per_spin = 2;
 // Timed parks a worker makes after one whose look saw an offer, before it parks untimed.
 constexpr unsigned offer_patience_rounds = 8;
+// Looks before a park (about a patience apart) that find a watched offer's owner away with no
+// progress before a thread takes it (see take_stuck_watched): about 1 ms.
+constexpr std::uint8_t watch_away_looks = 20;
 // About what moving a runnable to another thread costs (the cache misses of its state and of
 // the queues on both sides; a few hundred ns on one socket, more across sockets or on a
 // loaded virtual machine): an idle thread takes work from a thread that would take longer to
@@ -104,6 +107,7 @@ class ThreadPoolScheduler::DriverScope {
     // and no batch open (each is undone before its runnable or batch scope returns).
     c.lone = nullptr;
     c.watched = nullptr;
+    c.watch_seen_valid = 0;
     c.queue = s.claim_driver_queue();
     // Inside a RunHere outside any drive (its context has no queue): the drive is a driving
     // thread's, with a queue of its own, and takes what the scope kept (see take_kept).
@@ -315,17 +319,22 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
     // relaxed: a sign of life; whatever is taken is taken by CAS. A watch queue's (see watch)
     // says whether its owner is inside its work, and counts its pieces below that.
     const bool watched = static_cast<unsigned>(&victim - queues_.get()) >= first_watch_queue();
-    std::uint32_t progress = victim.progress.load(std::memory_order_relaxed);
+    const std::uint32_t progress = victim.progress.load(std::memory_order_relaxed);
     const bool inside = !watched || (progress & watch_inside) != 0;
-    if (watched) progress &= ~watch_inside;
     // Work is worth moving when its owner would take longer to get through it than the move
     // costs: the owner ran `ran` runnables in about the `paused` rounds since the last look at
     // this queue, so it needs about waiting * paused / ran rounds for what waits. An owner
     // inside a long runnable (or blocked, descheduled, gone from drive_until) ran none. An
     // owner that moves faster keeps its work, and its lines: moving a short task costs more
     // than running it (cache misses on both sides). Only a look after a pause can tell.
-    std::uint32_t ran = progress - victim.surplus_seen.load(std::memory_order_relaxed);
-    if (watched) ran &= ~watch_inside;  // its count wraps below watch_inside
+    const std::uint32_t seen = victim.surplus_seen.load(std::memory_order_relaxed);
+    std::uint32_t ran = progress - seen;
+    if (watched) {
+      // Its count wraps below watch_inside; an owner that went in or out since made progress
+      // (one that has just come back has not been slow inside yet).
+      ran &= ~watch_inside;
+      if (ran == 0 && progress != seen) ran = 1;
+    }
     // Watched work (see watch) is slow only while its owner is inside it (watch_inside):
     // between its pieces of work the owner is not stuck in them, only elsewhere (a pipeline's
     // source), and taking it then would cost both threads for nothing. An owner that stays
@@ -350,7 +359,7 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
     victim.surplus_seen.store(progress, std::memory_order_relaxed);
     if (c.lone == nullptr) {  // a thread about to park looks again (see take_stuck)
       c.lone = &victim;
-      c.lone_progress = progress;
+      c.lone_progress = watched ? progress & ~watch_inside : progress;
       c.lone_offer = queued == 0 && victim.offering.load(std::memory_order_relaxed);
       c.lone_away = !inside;
     }
@@ -358,7 +367,45 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
   return nullptr;
 }
 
+Runnable* ThreadPoolScheduler::take_stuck_watched(Context& c) noexcept {
+  static_assert(max_watched <= 32);  // watch_seen_valid's bits
+  const unsigned first = first_watch_queue();
+  const unsigned n = queues_in_use_.load(std::memory_order_relaxed);
+  for (unsigned i = first; i < n; ++i) {
+    Queue& q = queues_[i];
+    const std::uint32_t bit = std::uint32_t{1} << (i - first);
+    // relaxed: as in take_stuck (a full slot is re-validated by the CAS).
+    Runnable* r = q.slot.load(std::memory_order_relaxed);
+    if (r == nullptr) {
+      c.watch_seen_valid &= ~bit;
+      continue;
+    }
+    // With watch_inside: an owner that went in or out since made progress.
+    const std::uint32_t raw = q.progress.load(std::memory_order_relaxed);
+    if ((c.watch_seen_valid & bit) != 0 && c.watch_seen[i - first] == raw) {
+      // No progress since this thread's last park: its owner is stuck inside. Or away (between
+      // its pieces of work): taken only once it stayed away for watch_away_looks (the watched
+      // runnable then leaves at once, and the owner offers it again when it comes back, which
+      // wakes a watcher): no thread need watch it meanwhile. Not sooner: a thread that drives
+      // many pipelines in turns is away from each for a while, and every such take costs both
+      // threads (a heavy fence, a wake-up).
+      if ((raw & watch_inside) == 0 && ++c.watch_away[i - first] < watch_away_looks) continue;
+      c.watch_seen_valid &= ~bit;
+      // acquire: as in take_stuck.
+      if (q.slot.compare_exchange_strong(r, nullptr, std::memory_order_acquire,
+                                         std::memory_order_relaxed))
+        return r;
+      continue;
+    }
+    c.watch_seen[i - first] = raw;
+    c.watch_seen_valid |= bit;
+    c.watch_away[i - first] = 0;
+  }
+  return nullptr;
+}
+
 Runnable* ThreadPoolScheduler::take_stuck(Context& c) noexcept {
+  if (Runnable* r = take_stuck_watched(c)) return r;
   if (c.lone == nullptr) {
     c.watched = nullptr;
     return nullptr;
@@ -369,6 +416,8 @@ Runnable* ThreadPoolScheduler::take_stuck(Context& c) noexcept {
     c.watched_progress = c.lone_progress;
     return nullptr;
   }
+  // Watched work is take_stuck_watched's to take (this thread goes on watching it).
+  if (static_cast<unsigned>(c.lone - queues_.get()) >= first_watch_queue()) return nullptr;
   c.watched = nullptr;
   Queue& victim = *c.lone;
   if (Runnable* r = victim.ring.pop()) return r;

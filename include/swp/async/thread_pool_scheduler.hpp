@@ -188,6 +188,9 @@ class ThreadPoolScheduler final : public Scheduler {
   // The work the last look left to its owner, if that owner made no progress since the look
   // before this thread's last (timed) park; else notes it for the next time.
   Runnable* take_stuck(Context& c) noexcept;
+  // take_stuck for every watch queue: the watched runnable of one whose owner made no progress
+  // since this thread's last look before a park.
+  Runnable* take_stuck_watched(Context& c) noexcept;
   // Runs `r`, then the chain it starts: the bypass, the slot, else the thread's own queue
   // (at most max_chain runnables). Returns how many it ran.
   unsigned run_chain(Context& c, Runnable* r) noexcept;
