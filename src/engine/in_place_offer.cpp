@@ -4,6 +4,7 @@
 
 #include <cassert>
 #include <thread>
+#include <utility>
 
 #include "swp/async/detail/polling.hpp"
 
@@ -60,12 +61,26 @@ void InPlaceOffer::unwatch() noexcept {
   armed_ = false;
 }
 
+bool InPlaceOffer::claim_for_owner() noexcept {
+  std::uint64_t expected = undecided;
+  if (!decision_.compare_exchange_strong(expected, owner, std::memory_order_acq_rel,
+                                         std::memory_order_acquire))
+    return false;
+  armed_ = false;
+  // The run goes on the general way, where this thread may wait a while: out of the offer, so
+  // that no idle thread takes it only to lose (a heavy fence for nothing). One that took it
+  // already loses the decision and leaves (see rearm_wait).
+  took_back_ = scheduler_->take_back(*this);
+  life_->store(life_->load(std::memory_order_relaxed) & ~Scheduler::watch_inside,
+               std::memory_order_relaxed);
+  return true;
+}
+
 void InPlaceOffer::rearm_wait() noexcept {
   // After a take the owner saw the decision (taken_at): the taker is done with it. After the
-  // owner's own claim a thread may hold it still, or take it before it is back here: it loses
-  // the decision and leaves (taker_gone).
+  // owner's own claim a thread that took it first loses the decision and leaves (taker_gone).
   if ((decision_.load(std::memory_order_relaxed) & state_mask) != owner) return;
-  if (scheduler_->take_back(*this)) return;
+  if (std::exchange(took_back_, false) || scheduler_->take_back(*this)) return;
   wait_for_taker(
       [&] { return (decision_.load(std::memory_order_acquire) & taker_gone) != 0; });
 }

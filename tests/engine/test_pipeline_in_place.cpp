@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -22,6 +23,7 @@
 #include "support/seed.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/sync_wait.hpp"
+#include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/core/plan_json.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
@@ -203,5 +205,76 @@ TEST_CASE_TEMPLATE("with a worker and every task alone on its lane, iterations r
   }
 }
 
+
+TEST_CASE_TEMPLATE("more pipelines than the pool watches, driven in turns by one thread, each "
+                   "match a serial run",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // A pool watches at most max_watched in-place offers (Scheduler::watch): the pipelines past
+  // that run the general way. Driven in turns, each pipeline's caller is away while the others
+  // make progress, so a worker takes a watched offer from an owner between runs (and finds
+  // none to take over), and the owner offers it again at its next run; a body stalls now and
+  // then, past the worker's patience, for takes in the middle of a run.
+  constexpr int pipelines = static_cast<int>(swp::ThreadPoolScheduler::max_watched) + 4;
+  std::mt19937 rng(swp::test::seed(83));
+  const swp::test::RandomPlanShape shape{.lanes = 1000, .ordered_probability = 0,
+                                         .max_device_us = 0, .max_cpu_us = 0,
+                                         .device_probability = 0};
+  for (int n = 0; n < 3; ++n) {
+    const auto [source, graph, iterations, max_depth, batches] =
+        swp::test::random_run(rng, 40, shape);
+    CAPTURE(n);
+    CAPTURE(swp::plan_to_json(source));
+    Results serial_results;
+    {
+      swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+      auto plan = bind(source, serial_results);
+      Engine::template make<Ctx>(rt, plan, max_depth)->run_serial(batches);
+    }
+    std::set<std::pair<TaskIndex, std::int64_t>> stalling;
+    for (std::int64_t i = 0; i < iterations; ++i)
+      for (TaskIndex t = 0; t < graph.size(); ++t)
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.05) stalling.insert({t, i});
+    const swp::test::BodyHook hook = [&](TaskIndex t, std::int64_t i) -> swp::Co<void> {
+      if (stalling.contains({t, i})) std::this_thread::sleep_for(300us);
+      return {};
+    };
+    swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+    std::vector<std::unique_ptr<Results>> results;
+    std::vector<swp::Plan<Ctx>> plans;
+    plans.reserve(pipelines);  // each pipeline keeps its plan's bodies where they are
+    std::vector<std::unique_ptr<swp::Pipeline<Ctx>>> pipes;
+    for (int k = 0; k < pipelines; ++k) {
+      results.push_back(std::make_unique<Results>());
+      // Lanes of its own: a lane is the runtime's, and in place needs each task alone on it.
+      swp::PipelinePlan own = source;
+      std::string suffix(1, '_');
+      suffix += std::to_string(k);
+      for (auto& task : own.tasks) task.schedule.thread_group.append(suffix);
+      plans.push_back(bind(own, *results.back(), {~TaskIndex{0}, -1}, &hook));
+      pipes.push_back(Engine::template make<Ctx>(rt, plans.back(), max_depth));
+      pipes.back()->set_timeouts({.retire = 20s});
+      pipes.back()->fill_pipeline(batches);
+    }
+    std::vector<std::vector<std::int64_t>> retired(pipelines);
+    for (bool any = true; any;) {
+      any = false;
+      for (int k = 0; k < pipelines; ++k) {
+        if (auto i = pipes[static_cast<std::size_t>(k)]->progress()) {
+          retired[static_cast<std::size_t>(k)].push_back(*i);
+          any = true;
+        }
+      }
+    }
+    std::vector<std::int64_t> expected(static_cast<std::size_t>(iterations));
+    for (std::int64_t i = 0; i < iterations; ++i) expected[static_cast<std::size_t>(i)] = i;
+    for (int k = 0; k < pipelines; ++k) {
+      CAPTURE(k);
+      CHECK(retired[static_cast<std::size_t>(k)] == expected);
+      pipes[static_cast<std::size_t>(k)]->drain();
+      CHECK(results[static_cast<std::size_t>(k)]->value == serial_results.value);
+      for (const auto& [key, runs] : results[static_cast<std::size_t>(k)]->runs) CHECK(runs == 1);
+    }
+  }
+}
 
 }  // namespace test_pipeline_in_place

@@ -88,13 +88,7 @@ class InPlaceOffer : public Runnable {
   std::size_t taken_at() noexcept;
   /// Owner: claims the hand-over of the run for itself, at the position it is at (an unusual
   /// instance there). False: the taker has it (see taken_at).
-  bool claim_for_owner() noexcept {
-    std::uint64_t expected = undecided;
-    const bool won = decision_.compare_exchange_strong(expected, owner, std::memory_order_acq_rel,
-                                                       std::memory_order_acquire);
-    if (won) armed_ = false;  // a taker may still come, and lose (see rearm)
-    return won;
-  }
+  bool claim_for_owner() noexcept;
 
   /// The taker: see the class comment.
   void run() noexcept final;
@@ -137,6 +131,7 @@ class InPlaceOffer : public Runnable {
   Scheduler* scheduler_ = nullptr;
   std::atomic<std::uint32_t>* life_ = nullptr;  // the watch's sign of life; null: not watched
   bool armed_ = false;                          // owner: offered, fields fresh
+  bool took_back_ = false;  // owner: after its claim, it took the offer back (see rearm_wait)
   // The owner's position: the taker's to read. alignas: the owner writes it at every step.
   alignas(64) std::atomic<std::size_t> position_{idle};
   std::atomic<bool> taken_{false};
