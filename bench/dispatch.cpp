@@ -32,10 +32,12 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int chain_tasks = 4;
 constexpr int in_flight = 4;  // data-flow max_depth, the clock engine's depth, TBB tokens
 
-// Before each measurement: oneTBB's workers spin for a while after a parallel_pipeline
+// Before each swp measurement: oneTBB's workers spin for a while after a parallel_pipeline
 // returns, and a measurement started meanwhile shares the cores with them (on two cores the
 // data-flow engine measured right after oneTBB read 12-16 ns per task instead of 8 in most
-// rounds). Every measurement starts on quiet cores instead.
+// rounds). Not before oneTBB's: its measurement follows an swp one, whose threads are gone
+// with its runtime, and after an idle gap oneTBB's two threads fell into a slow mode in most
+// rounds (120-150 ns per task instead of 26-29): each is measured in its best conditions.
 void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
 
 enum class Workload { empty, device, cpu };
@@ -262,14 +264,12 @@ void run_dispatch(const DispatchOptions& options) {
   for (int round = 0; round < options.rounds; ++round) {
     for (const Threads& t : thread_counts) {
       const std::string tbb_key = key("ns_per_task", Engine::tbb, Workload::empty, t);
-      settle();
       ns[tbb_key].push_back(measure_tbb_ns(*arenas.at(&t), window));
       // Every sample on stderr, so that a reader can see the spread behind the medians.
       std::fprintf(stderr, "dispatch: round %d %s %.1f ns\n", round + 1, tbb_key.c_str(),
                    ns[tbb_key].back());
       if (cpu) {
         const std::string cpu_key = key("ns_per_task", Engine::tbb, Workload::cpu, t);
-        settle();
         ns[cpu_key].push_back(measure_tbb_ns(*arenas.at(&t), cpu_window, options.task_us));
         std::fprintf(stderr, "dispatch: round %d %s %.1f ns\n", round + 1, cpu_key.c_str(),
                      ns[cpu_key].back());
