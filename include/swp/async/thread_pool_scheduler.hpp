@@ -73,6 +73,13 @@ struct PoolContext;
 /// and takes the offer of an owner that made no progress since): the owner of a stream of
 /// short offers runs alone, at no other thread's cache misses and no wake-up's cost.
 ///
+/// Watching. An offer that outlives calls (Scheduler::watch: a pipeline's in-place runs) sits
+/// in a watch queue of its own, whose progress counter the owner keeps (a bit for "inside its
+/// work", a count of pieces): thieves take it as an offer from an owner inside that is slow or
+/// stuck, and from one away (between pieces) only after about 1 ms; every watch queue is
+/// followed at once by a thread about to park, one patient worker watches, and the owner pays a
+/// store per piece, no exchange.
+///
 /// Running here. A thread that is a worker-less pool's only runner may keep its posts for
 /// itself (Scheduler::RunHere) and run them when the scope ends, as a chain, with no queue,
 /// fence or wake-up: no worker could have run them sooner (another thread driving the same
