@@ -54,6 +54,15 @@ swp::Co<void> resumed_by_another_thread(std::vector<std::thread>& threads, std::
   co_await resumed;
 }
 
+// The values a serial run of `source` gives: what a run with threads must match.
+template <class Engine, class Batches>
+void run_serially(const swp::PipelinePlan& source, int max_depth, const Batches& batches,
+                  Results& out) {
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+  auto plan = bind(source, out);
+  Engine::template make<Ctx>(rt, plan, max_depth)->run_serial(batches);
+}
+
 // Every task alone on its lane, not globally ordered, the caller the only thread, no observer:
 // data-flow runs each admitted iteration whole in place (EngineCore::run_iteration_here), and
 // hands the rest of an iteration to its general path when a body suspends (here: resumed by
@@ -93,11 +102,7 @@ void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspe
     CAPTURE(swp::plan_to_json(source));
 
     Results serial_results;
-    {
-      swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
-      auto plan = bind(source, serial_results);
-      Engine::template make<Ctx>(rt, plan, max_depth)->run_serial(batches);
-    }
+    run_serially<Engine>(source, max_depth, batches, serial_results);
     // The lane edge (a task's instance waits for its instance before) holds for a task alone
     // on its lane; with 1000 lane names a plan rarely puts two on one, whose lane then keeps
     // the release order only.
@@ -225,11 +230,7 @@ TEST_CASE_TEMPLATE("more pipelines than the pool watches, driven in turns by one
     CAPTURE(n);
     CAPTURE(swp::plan_to_json(source));
     Results serial_results;
-    {
-      swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
-      auto plan = bind(source, serial_results);
-      Engine::template make<Ctx>(rt, plan, max_depth)->run_serial(batches);
-    }
+    run_serially<Engine>(source, max_depth, batches, serial_results);
     std::set<std::pair<TaskIndex, std::int64_t>> stalling;
     for (std::int64_t i = 0; i < iterations; ++i)
       for (TaskIndex t = 0; t < graph.size(); ++t)
