@@ -39,6 +39,10 @@ constexpr std::uint32_t fast_owner_progress = 16;
 constexpr std::uint32_t patience_per_spin = 2;
 // Timed parks a worker makes after one whose look saw an offer, before it parks untimed.
 constexpr unsigned offer_patience_rounds = 8;
+// How long a worker beside another one watching an offer parks before it looks again itself
+// (see worker_idle): what a stuck owner waits at most while the watching worker runs a long
+// runnable.
+constexpr std::chrono::microseconds backup_patience{1000};
 // Looks before a park (about a patience apart) that find a watched offer's owner away with no
 // progress before a thread takes it (see take_stuck_watched): about 1 ms.
 constexpr std::uint8_t watch_away_looks = 20;
@@ -573,14 +577,13 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       c.patience_left = offer_patience_rounds;
     }
     from_patience = false;
-    // An offer needs one watcher: with another worker patient already, this one parks until
-    // woken (a worker watching an offer is woken for work like any parked one, and comes back
-    // to watch it once that work is done; meanwhile it would only add wake-ups, 20,000 a
-    // second per worker, beside a long-lived watched offer). seq_cst: as below.
-    if (c.watched != nullptr && c.lone_offer && patient_.load(std::memory_order_seq_cst) > 0) {
-      c.watched = nullptr;
-      c.patience_left = 0;
-    }
+    // An offer needs one watcher: with another worker patient already, this one looks again
+    // only after backup_patience (a worker watching an offer is woken for work like any parked
+    // one, and may then run a long runnable; patient beside it, this one would add 20,000
+    // wake-ups a second beside a long-lived watched offer). It does not count as patient, so
+    // an offer's wake-up may wake it. seq_cst: as below.
+    const bool backup =
+        c.watched != nullptr && c.lone_offer && patient_.load(std::memory_order_seq_cst) > 0;
     if (c.watched != nullptr || c.patience_left > 0) {
       // Another thread's next work waits for its owner: look again after the patience, so
       // an owner blocked in a runnable cannot hide it, and without polling meanwhile. After
@@ -588,13 +591,14 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       // due any moment, and it wakes no patient worker: wake_for_offer).
       if (c.watched == nullptr) --c.patience_left;
       // seq_cst: before the wait, store-buffering with wake_for_offer (as searching_).
-      patient_.fetch_add(1, std::memory_order_seq_cst);
-      const bool woken = idle_workers_.commit_wait_until(key, Clock::now() + lone_patience);
+      if (!backup) patient_.fetch_add(1, std::memory_order_seq_cst);
+      const bool woken = idle_workers_.commit_wait_until(
+          key, Clock::now() + (backup ? backup_patience : lone_patience));
       // Counted as polling before it stops being patient: never seen as neither while it has
       // not looked again. A patience that ran out: one look (below the loop's registration),
       // not another round of polling.
       searching_.fetch_add(1, std::memory_order_seq_cst);
-      patient_.fetch_sub(1, std::memory_order_seq_cst);
+      if (!backup) patient_.fetch_sub(1, std::memory_order_seq_cst);
       if (!woken) {
         from_patience = true;
         continue;
