@@ -77,8 +77,8 @@ struct PoolContext;
 /// in a watch queue of its own, whose progress counter the owner keeps (a bit for "inside its
 /// work", a count of pieces): thieves take it as an offer from an owner inside that is slow or
 /// stuck, and from one away (between pieces) only after about 1 ms; every watch queue is
-/// followed at once by a thread about to park, one patient worker watches, and the owner pays a
-/// store per piece, no exchange.
+/// followed at once by a thread about to park, one patient worker watches (the others look
+/// every millisecond), and the owner pays a store per piece, no exchange.
 ///
 /// Running here. A thread that is a worker-less pool's only runner may keep its posts for
 /// itself (Scheduler::RunHere) and run them when the scope ends, as a chain, with no queue,
