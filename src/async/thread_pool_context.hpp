@@ -95,6 +95,10 @@ inline void bump_progress(PoolQueue& q) noexcept {
 
 }  // namespace detail
 
+inline bool ThreadPoolScheduler::is_watch_queue(const Queue& q) const noexcept {
+  return static_cast<unsigned>(&q - queues_.get()) >= first_watch_queue();
+}
+
 // Inline: once per post (a period's releases post every instance).
 [[gnu::always_inline]] inline void ThreadPoolScheduler::push_local(Context& c,
                                                                    Runnable& r) noexcept {

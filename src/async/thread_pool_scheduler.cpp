@@ -322,7 +322,7 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
     if (waiting == 0) continue;
     // relaxed: a sign of life; whatever is taken is taken by CAS. A watch queue's (see watch)
     // says whether its owner is inside its work, and counts its pieces below that.
-    const bool watched = static_cast<unsigned>(&victim - queues_.get()) >= first_watch_queue();
+    const bool watched = is_watch_queue(victim);
     const std::uint32_t progress = victim.progress.load(std::memory_order_relaxed);
     const bool inside = !watched || (progress & watch_inside) != 0;
     // Work is worth moving when its owner would take longer to get through it than the move
@@ -421,7 +421,7 @@ Runnable* ThreadPoolScheduler::take_stuck(Context& c) noexcept {
     return nullptr;
   }
   // Watched work is take_stuck_watched's to take (this thread goes on watching it).
-  if (static_cast<unsigned>(c.lone - queues_.get()) >= first_watch_queue()) return nullptr;
+  if (is_watch_queue(*c.lone)) return nullptr;
   c.watched = nullptr;
   Queue& victim = *c.lone;
   if (Runnable* r = victim.ring.pop()) return r;

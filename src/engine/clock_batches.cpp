@@ -80,13 +80,13 @@ void ClockRelease::run_batch() noexcept {
     counted_from = 0;
   } else {
     bool taken = false;
+    taker_has_rest_ = false;  // set by a hand-over, after which the loop ends
     for (std::size_t k = 0; k < n; ++k) {
       if (!go_on_batch(k)) [[unlikely]] {
         taken = true;
         break;
       }
       Instance& in = *batch_[k];
-      taker_has_rest_ = false;
       const auto hand_over = [this, k](bool started) { hand_over_batch(k, started); };
       const EngineCore::Uncounted ran = core_.run_uncounted(in, hand_over);
       // Its completion is counted at the next look (go_on_batch).

@@ -223,6 +223,7 @@ class ThreadPoolScheduler final : public Scheduler {
   // The watch queue that holds `r` (Scheduler::watch).
   Queue& watch_queue_of(const Runnable& r) noexcept;
   [[nodiscard]] unsigned first_watch_queue() const noexcept { return worker_count_ + max_drivers; }
+  [[nodiscard]] bool is_watch_queue(const Queue& q) const noexcept;
 
   unsigned worker_count_;
   unsigned spin_rounds_;  // polling rounds before parking

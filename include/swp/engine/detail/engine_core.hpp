@@ -378,23 +378,13 @@ class EngineCore {
   // The last instance of the iteration of `sync` finished on this thread in a run that keeps
   // no counters (run_iteration_here, the clock's uncounted periods): it is complete, as the
   // last finish would store it (see finish_as).
-  void complete_here(Sync& sync) noexcept {
-    const bool waiter_is_here =
-        waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
-    sync.completed.store(sync.iter, std::memory_order_release);
-    if (!waiter_is_here) runtime_.scheduler().notify();
-  }
+  void complete_here(Sync& sync) noexcept;
   // Data-flow with one thread (DataFlowRelease::advance, this thread the scheduler's only
   // runner): whether iteration `sync.iter`, just admitted, can run whole in place
   // (run_iteration_here): every task in place (all_in_place_), nothing unusual going on (no
   // trouble or hooks), and the iteration before complete without device work, so each of its
   // instances is ready once its producers in the iteration ran.
-  [[nodiscard]] bool runs_whole_here(const Sync& sync) const noexcept {
-    if (attention_.load(std::memory_order_acquire) != 0) return false;
-    if (sync.iter == base_) return true;
-    const Sync& previous = *sync.instances.front()->previous;
-    return complete(sync.iter - 1, previous) && !previous.device();
-  }
+  [[nodiscard]] bool runs_whole_here(const Sync& sync) const noexcept;
   // Runs the admitted iteration of `sync` (runs_whole_here) on this thread, its tasks one
   // after the other in serial order (run_uncounted), each re-armed for its entry's next
   // iteration: every producer ran before it. No count-down, no hand-off, no queue; the
@@ -436,12 +426,7 @@ class EngineCore {
                                          std::optional<Scheduler::RunHere>& here) noexcept;
   // How many of the intra producers of `in` are at serial position `k` or after (those a
   // hand-over at k leaves unfinished).
-  [[nodiscard]] int waits_from(const Instance& in, std::size_t k) const noexcept {
-    int waits = 0;
-    for (TaskIndex d : in.info->intra)
-      if (serial_position_[d] >= k) ++waits;
-    return waits;
-  }
+  [[nodiscard]] int waits_from(const Instance& in, std::size_t k) const noexcept;
   // A hand-over at serial position k of the iteration of `sync`: the instances at positions
   // `first` and after get the counters the count-downs of those before k would have left.
   void set_counters_from(Sync& sync, std::size_t k, std::size_t first) noexcept;
@@ -782,18 +767,10 @@ class EngineCore {
   IterationOffer offer_{*this};
   // Has the scheduler watch `offer` (InPlaceOffer::watch), unless it refused already in this
   // run (every watch in use: the run goes the general way). The driving thread's.
-  bool watch(InPlaceOffer& offer) noexcept {
-    if (offer.watched()) return true;
-    if (watch_refused_) return false;
-    watch_refused_ = !offer.watch(runtime_.scheduler());
-    return !watch_refused_;
-  }
+  bool watch(InPlaceOffer& offer) noexcept;
   bool watch_refused_ = false;
   // The run is over: no offer of this engine is watched (a watch is one of few).
-  void unwatch_offers() noexcept {
-    offer_.unwatch();
-    release_->unwatch();
-  }
+  void unwatch_offers() noexcept;
   class WaitingThread;
 
   // The failure record: the first root cause wins.

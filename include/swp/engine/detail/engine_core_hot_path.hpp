@@ -1,8 +1,8 @@
 #pragma once
 // EngineCore's hot paths, inline (not for direct use; included by engine_core.hpp): the release
 // of an instance (submit, release_under_claim), one instance of a run without join counters
-// (run_uncounted), and an admission (prepare, admit). In a header so that the release policies'
-// flattened paths, compiled in their own files, inline them.
+// (run_uncounted) and the in-place runs' helpers, and an admission (prepare, admit). In a header
+// so that the release policies' flattened paths, compiled in their own files, inline them.
 
 #include <exception>
 #include <utility>
@@ -162,6 +162,41 @@ inline bool EngineCore::prepare() {
   sync.remaining.store(sync.counts_all ? static_cast<int>(graph_.size()) : completion_count_,
                        std::memory_order_relaxed);
   return true;
+}
+
+// The in-place runs' helpers (data-flow's whole iterations, the clock's uncounted periods).
+
+inline void EngineCore::complete_here(Sync& sync) noexcept {
+  const bool waiter_is_here =
+      waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
+  sync.completed.store(sync.iter, std::memory_order_release);
+  if (!waiter_is_here) runtime_.scheduler().notify();
+}
+
+inline bool EngineCore::runs_whole_here(const Sync& sync) const noexcept {
+  if (attention_.load(std::memory_order_acquire) != 0) return false;
+  if (sync.iter == base_) return true;
+  const Sync& previous = *sync.instances.front()->previous;
+  return complete(sync.iter - 1, previous) && !previous.device();
+}
+
+inline int EngineCore::waits_from(const Instance& in, std::size_t k) const noexcept {
+  int waits = 0;
+  for (TaskIndex d : in.info->intra)
+    if (serial_position_[d] >= k) ++waits;
+  return waits;
+}
+
+inline bool EngineCore::watch(InPlaceOffer& offer) noexcept {
+  if (offer.watched()) return true;
+  if (watch_refused_) return false;
+  watch_refused_ = !offer.watch(runtime_.scheduler());
+  return !watch_refused_;
+}
+
+inline void EngineCore::unwatch_offers() noexcept {
+  offer_.unwatch();
+  release_->unwatch();
 }
 
 }  // namespace swp::detail
