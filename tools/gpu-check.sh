@@ -82,7 +82,7 @@ pack)
   cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/examples/loader_pipeline" \
     "$dir/src/cli/swp" "$dir/tests/libswp-nvtx-recorder.so" "$dir/bench/swp-bench" \
     "$dir/examples/micro_batch_service" "$dir/examples/service_load" \
-    "$dir/examples/cpu_steadiness" "$carry/"
+    "$dir/examples/cpu_steadiness" "$dir/tests/swp-cuda-fault-check" "$carry/"
   # libswp under the name the binaries ask for (its SONAME), as a plain file: links may not
   # travel to the other machine.
   soname=$(objdump -p "$dir/src/libswp.so" | awk '/SONAME/ { print $2 }')
@@ -169,6 +169,11 @@ run|nsys|dispatch|service|memcheck)
     echo "gpu-check: cuda tests skipped on a GPU machine" >&2
     status=1
   fi
+  # A real device fault (a trapping kernel) fails the run with a TaskError naming the task and
+  # iteration within 1 s, in each completion mode; a process each (the context breaks).
+  for completion in polling host_function; do
+    step 60 "$carry/swp-cuda-fault-check" "$completion" || status=1
+  done
   # The training step, pipelined by both engines against the serial loop (metric lines).
   step 120 "$carry/gpu_train_step" --iters 300 || status=1
   # The data loader into an H2D -> compute pipeline on the GPU (pinned batch buffers).

@@ -3,6 +3,7 @@
 // swp/device/cuda/cuda_device.hpp where SWP_HAVE_CUDA).
 
 #include "swp/device/backends.hpp"
+#include "swp/device/device_fault.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"

@@ -121,6 +121,29 @@ void Event::remove_waiter(EventWaiter& w) noexcept {
   });
 }
 
+std::exception_ptr Event::error(std::uint64_t generation) const noexcept {
+  // acquire: fail() stores failed_last_ after failure_ (both under lock_), release.
+  const std::uint64_t last = failed_last_.load(std::memory_order_acquire);
+  if (last == 0 || generation > last) return nullptr;
+  Lock lock(lock_);
+  if (generation < failed_first_.load(std::memory_order_relaxed)) return nullptr;
+  return failure_;
+}
+
+void Event::fail(std::uint64_t generation, Clock::time_point when,
+                 std::exception_ptr error) noexcept {
+  {
+    std::lock_guard lock(lock_);
+    if (failed_last_.load(std::memory_order_relaxed) == 0 ||
+        generation < failed_first_.load(std::memory_order_relaxed))
+      failed_first_.store(generation, std::memory_order_relaxed);
+    failure_ = std::move(error);
+    if (generation > failed_last_.load(std::memory_order_relaxed))
+      failed_last_.store(generation, std::memory_order_release);
+  }
+  complete(generation, when);  // published before: a waiter that sees it reached sees why
+}
+
 void Event::complete(std::uint64_t generation, Clock::time_point when) noexcept {
   Lock lock(lock_);
   when_[generation % remembered].store(when.time_since_epoch().count(),

@@ -9,6 +9,7 @@
 
 #include "item_queue.hpp"
 #include "stream_item.hpp"
+#include "swp/device/device_fault.hpp"
 #include "swp/device/host_device.hpp"
 
 namespace swp {
@@ -51,7 +52,11 @@ class HostStream final : public Stream, private EventWaiter {
         // worker a wake-up, which matters for pipelines of small tasks.
         const auto when = std::max(idle_clock_, now);
         lock.unlock();
-        event.complete(generation, when);
+        if (faulted()) {
+          event.fail(generation, when, fault());
+        } else {
+          event.complete(generation, when);
+        }
         return generation;
       }
       // Items are queued, so the worker runs (push started it).
@@ -64,14 +69,23 @@ class HostStream final : public Stream, private EventWaiter {
   void wait(const Event& event, std::uint64_t generation) override {
     if (event.recorded_on() == this) return;
     if (generation == 0) generation = event.armed_generation();
-    if (generation == 0 || event.reached(generation)) return;  // nothing left to wait for
+    if (generation == 0) return;
+    if (event.reached(generation)) {  // nothing left to wait for, unless it failed
+      if (auto failed = event.error(generation)) push(detail::fault_item(failed, Clock::now()));
+      return;
+    }
     push(StreamItem{StreamItem::Kind::wait, {}, {}, const_cast<Event*>(&event), generation,
                     Clock::now()});
+  }
+
+  void enqueue_fault(std::string what) override {
+    push(detail::fault_item(std::make_exception_ptr(DeviceFault(name(), what)), Clock::now()));
   }
 
   void synchronize() override {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return items_.empty() && !busy_; });
+    if (faulted()) std::rethrow_exception(fault());
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
@@ -119,7 +133,14 @@ class HostStream final : public Stream, private EventWaiter {
   }
 
   void run(const StreamItem& item, const std::stop_token& stop) {
+    if (faulted()) {
+      detail::run_faulted(item, fault(), clock_);
+      return;
+    }
     switch (item.kind) {
+      case StreamItem::Kind::fault:
+        set_fault(item.fault);
+        break;
       case StreamItem::Kind::work: {
         const auto start = std::max(item.enqueued, clock_);
         const auto end = start + item.duration;
@@ -161,6 +182,8 @@ class HostStream final : public Stream, private EventWaiter {
         }
         clock_ = std::max(clock_, detail::ideal_completion(*item.event, item.generation,
                                                            Clock::now()));
+        // What it waited for will never be done: nothing after it may run (as on a GPU).
+        if (auto failed = item.event->error(item.generation)) set_fault(failed);
         break;
       }
     }

@@ -5,6 +5,7 @@
 
 #include "item_queue.hpp"
 #include "stream_item.hpp"
+#include "swp/device/device_fault.hpp"
 #include "swp/device/sim_device.hpp"
 
 namespace swp {
@@ -36,7 +37,11 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
   std::uint64_t record(Event& event) override {
     const auto generation = event.arm(this);
     if (items_.empty() && !in_work_) {  // idle: the point is already passed
-      event.complete(generation, scheduler_.now());
+      if (faulted()) {
+        event.fail(generation, scheduler_.now(), fault());
+      } else {
+        event.complete(generation, scheduler_.now());
+      }
       return generation;
     }
     push(StreamItem{StreamItem::Kind::record, {}, {}, &event, generation, scheduler_.now()});
@@ -46,9 +51,19 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
   void wait(const Event& event, std::uint64_t generation) override {
     if (event.recorded_on() == this) return;
     if (generation == 0) generation = event.armed_generation();
-    if (generation == 0 || event.reached(generation)) return;
+    if (generation == 0) return;
+    if (event.reached(generation)) {  // nothing left to wait for, unless it failed
+      if (auto failed = event.error(generation))
+        push(detail::fault_item(failed, scheduler_.now()));
+      return;
+    }
     push(StreamItem{StreamItem::Kind::wait, {}, {}, const_cast<Event*>(&event), generation,
                     scheduler_.now()});
+  }
+
+  void enqueue_fault(std::string what) override {
+    push(detail::fault_item(std::make_exception_ptr(DeviceFault(name(), what)),
+                            scheduler_.now()));
   }
 
   void synchronize() override {
@@ -57,6 +72,7 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
     if (!empty)
       throw std::runtime_error("sim stream '" + name() +
                                "' can never drain: it waits for an event nothing will record");
+    if (faulted()) std::rethrow_exception(fault());
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
@@ -91,7 +107,15 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
       // A copy: completing an event runs waiters' callbacks, which may queue more items. (A
       // call's callable is moved out: it runs once, and its modelled time follows as work.)
       const StreamItem item = std::move(items_.front());
+      if (faulted()) {  // nothing runs, nothing takes device time; records fail
+        detail::run_faulted(item, fault(), scheduler_.now());
+        items_.pop_front();
+        continue;
+      }
       switch (item.kind) {
+        case StreamItem::Kind::fault:
+          set_fault(item.fault);
+          break;
         case StreamItem::Kind::call:
           // Counted as working meanwhile: what the call queues on this stream waits behind it
           // instead of waking the stream.
@@ -118,6 +142,8 @@ class SimStream final : public Stream, private Runnable, private EventWaiter {
             waiting_on_ = item.event;
             return;
           }
+          // What it waited for will never be done: nothing after it may run.
+          if (auto failed = item.event->error(item.generation)) set_fault(failed);
           break;
       }
       items_.pop_front();

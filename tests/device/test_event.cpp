@@ -5,6 +5,8 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <exception>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -229,6 +231,24 @@ TEST_CASE("completing events and registering and removing waiters allocates noth
   CHECK(a.calls == cycles + 1);
   CHECK(b.calls == 0);
   CHECK(c.calls == cycles + 1);
+}
+
+TEST_CASE("a failed generation wakes its waiters and says why; the others stay healthy") {
+  swp::Event e;
+  Flag waiter;
+  const auto g1 = e.arm(nullptr);
+  const auto g2 = e.arm(nullptr);
+  REQUIRE(e.add_waiter(g2, waiter));
+  e.complete(g1, swp::Clock::now());
+  CHECK(e.error(g1) == nullptr);
+  e.fail(g2, swp::Clock::now(), std::make_exception_ptr(std::runtime_error("device fault")));
+  CHECK(waiter.calls.load() == 1);
+  CHECK(e.reached(g2));
+  CHECK(e.error(g1) == nullptr);
+  REQUIRE(e.error(g2) != nullptr);
+  CHECK_THROWS_WITH_AS(std::rethrow_exception(e.error(g2)), "device fault", std::runtime_error);
+  const auto g3 = e.arm(nullptr);
+  CHECK(e.error(g3) == nullptr);  // not failed (not even reached)
 }
 
 }  // namespace test_event

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "support/alloc_counter.hpp"
+#include "swp/device/device_fault.hpp"
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
 
@@ -287,6 +288,53 @@ TEST_CASE("a callable queued from a callable on its own stream runs after it") {
   backend.settle(*s);
   CHECK(ran == std::vector<int>{1, 2});
   CHECK(backend.now() == t0 + 3ms);
+}
+
+TEST_CASE_TEMPLATE("a fault is sticky: later work does not run, records fail, waiters fault too", B,
+                   HostBackend, SimBackend) {
+  B backend;
+  auto gpu = backend.device.make_stream("compute");
+  auto copy = backend.device.make_stream("memcpy");
+  swp::Event before, after, consumed;
+  bool before_ran = false, after_ran = false, consumer_ran = false;
+  gpu->enqueue([&] { before_ran = true; });
+  const auto g_before = gpu->record(before);
+  gpu->enqueue_fault("illegal address in kernel 'gather'");
+  gpu->enqueue([&] { after_ran = true; });
+  gpu->enqueue_work(1ms);
+  const auto g_after = gpu->record(after);
+  copy->wait(after, g_after);  // waits on work that will never be done
+  copy->enqueue([&] { consumer_ran = true; });
+  const auto g_consumed = copy->record(consumed);
+  CHECK_THROWS_WITH_AS(gpu->synchronize(),
+                       "stream 'compute' faulted: illegal address in kernel 'gather'",
+                       swp::DeviceFault);
+  CHECK_THROWS_AS(copy->synchronize(), swp::DeviceFault);  // the same fault, passed on
+  CHECK(before_ran);
+  CHECK_FALSE(after_ran);
+  CHECK_FALSE(consumer_ran);
+  // Every generation completed (nothing hangs); those after the fault say why.
+  CHECK(before.reached(g_before));
+  CHECK(before.error(g_before) == nullptr);
+  REQUIRE(after.reached(g_after));
+  REQUIRE(after.error(g_after) != nullptr);
+  CHECK_THROWS_WITH_AS(std::rethrow_exception(after.error(g_after)),
+                       "stream 'compute' faulted: illegal address in kernel 'gather'",
+                       swp::DeviceFault);
+  REQUIRE(consumed.reached(g_consumed));
+  CHECK(consumed.error(g_consumed) != nullptr);
+  // Sticky: an idle faulted stream fails a record at once, and keeps throwing.
+  swp::Event later;
+  const auto g_later = gpu->record(later);
+  CHECK(later.reached(g_later));
+  CHECK(later.error(g_later) != nullptr);
+  REQUIRE(gpu->fault() != nullptr);
+  CHECK(gpu->faulted());
+  CHECK_THROWS_AS(gpu->synchronize(), swp::DeviceFault);
+  // A wait on a generation that already failed faults the waiting stream too.
+  auto late = backend.device.make_stream("late");
+  late->wait(after, g_after);
+  CHECK_THROWS_AS(late->synchronize(), swp::DeviceFault);
 }
 
 }  // namespace test_stream

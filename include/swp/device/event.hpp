@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -82,6 +83,11 @@ class Event final {
     return completed_.load(std::memory_order_acquire) >= generation;
   }
 
+  /// Why `generation` completed without its work done — the device faulted before it (see
+  /// DeviceFault) — or nullptr: it completed normally, or has not completed yet. Meaningful
+  /// once reached(generation).
+  [[nodiscard]] std::exception_ptr error(std::uint64_t generation) const noexcept;
+
   /// Ideal completion time of `generation` (the emulated device clock), if still remembered.
   [[nodiscard]] Clock::time_point completed_at(std::uint64_t generation) const noexcept;
 
@@ -129,6 +135,11 @@ class Event final {
   /// waiters to that thread, which calls them before it returns.
   void complete(std::uint64_t generation, Clock::time_point when) noexcept;
 
+  /// Completes `generation` as failed: its work will never be done (the device faulted).
+  /// Waiters wake as for complete(), so none hangs; error(generation) then says why. Called
+  /// by streams. Never allocates (the exception is shared).
+  void fail(std::uint64_t generation, Clock::time_point when, std::exception_ptr error) noexcept;
+
  private:
   static constexpr std::size_t remembered = 8;
   using Lock = std::unique_lock<detail::SpinLock>;
@@ -144,8 +155,13 @@ class Event final {
   std::atomic<std::uint64_t> armed_{0};
   std::atomic<std::uint64_t> completed_{0};
   std::array<std::atomic<Clock::rep>, remembered> when_{};
+  // The generations that failed, [failed_first_, failed_last_] (0: none), and why: a faulted
+  // stream fails every generation it reaches after the fault. Written under lock_.
+  std::atomic<std::uint64_t> failed_first_{0};
+  std::atomic<std::uint64_t> failed_last_{0};
+  std::exception_ptr failure_;
   // Everything below is guarded by lock_.
-  detail::SpinLock lock_;
+  mutable detail::SpinLock lock_;
   EventWait* head_ = nullptr;  // registrations, sorted by generation (FIFO among equals)
   EventWait* tail_ = nullptr;
   EventWait* pool_ = nullptr;       // free nodes of the EventWaiter& form, linked by next_

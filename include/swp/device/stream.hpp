@@ -2,9 +2,12 @@
 // Stream: an ordered queue of device work, event records and event waits (a CUDA stream or
 // its stand-in).
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -84,17 +87,39 @@ class Stream {
 
 
   /// Blocks (host) or drives virtual time (sim) until everything queued so far is done.
-  /// Rethrows the first exception a callable queued with enqueue() threw since the last call.
+  /// Rethrows the first exception a callable queued with enqueue() threw since the last call;
+  /// on a faulted stream throws its DeviceFault (every time: a fault is sticky).
   virtual void synchronize() = 0;
+
+  /// The stream's device fault (a DeviceFault, or the backend's error on cuda), or nullptr
+  /// while it is healthy. Sticky: once faulted, work queued on the stream no longer runs
+  /// (callables included), every event it records completes failed (Event::error) instead of
+  /// hanging, and a stream that waits on a failed event faults too. Any thread.
+  [[nodiscard]] std::exception_ptr fault() const;
+  [[nodiscard]] bool faulted() const noexcept { return faulted_.load(std::memory_order_acquire); }
+
+  /// Emulates a device fault at this point of the stream — what a kernel that hits an illegal
+  /// address does on a GPU: once the stream reaches it, it faults with DeviceFault(name(),
+  /// what). For fault-injection tests of what runs on the streams. host and sim; cuda
+  /// launches a kernel that traps, which breaks the whole CUDA context of the process (a
+  /// real fault: for a test process of its own).
+  /// Example: `stream.enqueue_fault("illegal address in kernel 'gather'");`
+  virtual void enqueue_fault(std::string what) = 0;
 
   /// Attaches an observer (nullptr detaches). Set before work is queued.
   void set_observer(DeviceObserver* observer) noexcept { observer_ = observer; }
 
  protected:
+  /// Makes the stream faulted with `error` (the first one stays); true for the first call.
+  bool set_fault(std::exception_ptr error) noexcept;
+
   DeviceObserver* observer_ = nullptr;
 
  private:
   std::string name_;
+  mutable std::mutex fault_mutex_;
+  std::exception_ptr fault_;  // under fault_mutex_
+  std::atomic<bool> faulted_{false};
 };
 
 /// One backend's device: makes the streams and the events its work is ordered with.

@@ -21,7 +21,10 @@ CudaDevice::CudaDevice(int ordinal, CudaCompletion completion)
   make_current();
   detail::cuda_check(cudaDeviceGetStreamPriorityRange(&priorities_.first, &priorities_.second),
                      "cudaDeviceGetStreamPriorityRange");
-  if (completion_ == CudaCompletion::polling) poller_ = std::make_unique<detail::CudaPoller>();
+  // Polling mode completes items by polling; host-function mode only watches for faults.
+  poller_ = std::make_unique<detail::CudaPoller>(completion_ == CudaCompletion::polling
+                                                     ? detail::CudaPoller::Pace::polling
+                                                     : detail::CudaPoller::Pace::fault_watch);
 }
 
 CudaDevice::~CudaDevice() = default;

@@ -8,7 +8,7 @@
 
 namespace swp::detail {
 
-CudaPoller::CudaPoller() : thread_([this] { loop(); }) {}
+CudaPoller::CudaPoller(Pace pace) : pace_(pace), thread_([this] { loop(); }) {}
 
 CudaPoller::~CudaPoller() {
   {
@@ -58,6 +58,11 @@ void CudaPoller::loop() {
     if (completed) {
       idle_passes = 0;
       pause = std::chrono::microseconds(1);
+    }
+    if (waiting && pace_ == Pace::fault_watch) {
+      // Host functions complete the items; this only looks for a fault that stops them.
+      wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_; });
+      continue;
     }
     if (waiting) {
       // The GPU has not got there yet: look again soon, less eagerly the longer it takes.

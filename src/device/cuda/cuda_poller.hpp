@@ -23,7 +23,12 @@ namespace swp::detail {
 /// callables queued with Stream::enqueue run on it, as they would on CUDA's callback thread.
 class CudaPoller {
  public:
-  CudaPoller();
+  /// How eagerly it looks while something is pending: `polling` (CudaCompletion::polling:
+  /// the back-off above), or `fault_watch` (CudaCompletion::host_function, where host
+  /// functions complete the items: a look every 100 ms while host functions are pending, for
+  /// a device fault that keeps them from ever running).
+  enum class Pace { polling, fault_watch };
+  explicit CudaPoller(Pace pace = Pace::polling);
   ~CudaPoller();  // stops and joins the thread; every stream was removed before
   CudaPoller(const CudaPoller&) = delete;
   CudaPoller& operator=(const CudaPoller&) = delete;
@@ -40,6 +45,7 @@ class CudaPoller {
  private:
   void loop();
 
+  Pace pace_;
   std::mutex mutex_;  // streams_, stop_; held during a pass
   std::condition_variable wake_;
   std::vector<CudaStream*> streams_;

@@ -63,20 +63,29 @@ CudaStream::CudaStream(const CudaDevice& device, std::string name, int priority)
   detail::cuda_check(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority),
                      "cudaStreamCreateWithPriority", "stream '" + this->name() + "'");
   stream_ = stream;
+  polling_ = device_.completion() == CudaCompletion::polling;
   poller_ = device_.poller();
   if (poller_ != nullptr) poller_->add(*this);
 }
 
 CudaStream::~CudaStream() {
   // Everything queued finishes first: host functions still to run point at this stream.
-  (void)cudaStreamSynchronize(stream_);
-  if (poller_ != nullptr) {
+  const cudaError_t status = cudaStreamSynchronize(stream_);
+  if (status != cudaSuccess) fault_with(status, "cudaStreamSynchronize");
+  if (poller_ != nullptr) poller_->remove(*this);
+  // After a fault, host functions behind it never run: their items fail here.
+  fail_pending();
+  if (polling_) {
     // The GPU got through everything: what the poller has not run yet runs here, in order
     // (waiters of recorded generations are completed, none hangs).
-    poller_->remove(*this);
     auto& polled = pending_->polled;
     for (; !polled.empty(); polled.pop_front()) {
-      run_item(polled.front().item);
+      StreamItem& item = polled.front().item;
+      if (faulted() && item.kind == StreamItem::Kind::record) {
+        item.event->fail(item.generation, Clock::now(), fault());
+      } else {
+        run_item(item);
+      }
       pending_->spare_events.push_back(polled.front().event);
     }
     for (CUevent_st* event : pending_->spare_events) (void)cudaEventDestroy(event);
@@ -89,10 +98,51 @@ void CudaStream::run_pending() noexcept {
   StreamItem item;
   {
     std::lock_guard lock(mutex_);
+    if (pending_->items.empty()) return;  // failed already (fail_pending, after a fault)
     item = std::move(pending_->items.front());
     pending_->items.pop_front();
   }
   run_item(item);
+}
+
+void CudaStream::fault_with(int status, const char* call) noexcept {
+  try {
+    detail::cuda_check(static_cast<cudaError_t>(status), call, "stream '" + name() + "'");
+  } catch (...) {
+    set_fault(std::current_exception());
+  }
+}
+
+void CudaStream::fail_pending() noexcept {
+  if (!faulted()) return;
+  for (;;) {
+    StreamItem item;
+    {
+      std::lock_guard lock(mutex_);
+      if (pending_->items.empty()) return;
+      item = std::move(pending_->items.front());
+      pending_->items.pop_front();
+    }
+    // Records fail (no waiter hangs); callables and observed work never ran on the device.
+    if (item.kind == StreamItem::Kind::record)
+      item.event->fail(item.generation, Clock::now(), fault());
+  }
+}
+
+CudaStream::PollResult CudaStream::watch_fault() noexcept {
+  std::lock_guard polling(poll_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (pending_->items.empty()) return {};
+  }
+  if (!faulted()) {
+    const cudaError_t status = cudaStreamQuery(stream_);
+    if (status == cudaSuccess || status == cudaErrorNotReady) return {.waiting = true};
+    (void)cudaGetLastError();
+    fault_with(status, "cudaStreamQuery");
+  }
+  fail_pending();
+  return {.completed = true};
 }
 
 void CudaStream::run_item(StreamItem& item) noexcept {
@@ -128,7 +178,8 @@ void CudaStream::run_item(StreamItem& item) noexcept {
       return;
     }
     case StreamItem::Kind::wait:
-      return;  // never queued here: waits are the GPU's (cudaStreamWaitEvent)
+    case StreamItem::Kind::fault:
+      return;  // never queued here: waits are the GPU's, faults a trapping kernel
   }
 }
 
@@ -149,6 +200,7 @@ CUevent_st* CudaStream::take_event() {
 }
 
 CudaStream::PollResult CudaStream::poll() noexcept {
+  if (!polling_) return watch_fault();
   std::lock_guard polling(poll_mutex_);  // items complete in order, on one thread at a time
   PollResult result;
   for (;;) {
@@ -163,23 +215,21 @@ CudaStream::PollResult CudaStream::poll() noexcept {
       result.waiting = true;
       return result;
     }
+    // The stream failed (a kernel fault, sticky): the item completes failed, so that no
+    // waiter hangs; synchronize() reports the fault.
+    if (status != cudaSuccess) fault_with(status, "cudaEventQuery");
     StreamItem item;
     {
       std::lock_guard lock(mutex_);
-      if (status != cudaSuccess && !error_) {
-        // The stream failed (a kernel fault): the item still completes, so that no waiter
-        // hangs; synchronize() reports the error.
-        try {
-          detail::cuda_check(status, "cudaEventQuery", "stream '" + name() + "'");
-        } catch (...) {
-          error_ = std::current_exception();
-        }
-      }
       item = std::move(pending_->polled.front().item);
       pending_->polled.pop_front();
       pending_->spare_events.push_back(event);
     }
-    run_item(item);
+    if (faulted() && item.kind == StreamItem::Kind::record) {
+      item.event->fail(item.generation, Clock::now(), fault());
+    } else {
+      run_item(item);
+    }
     result.completed = true;
   }
 }
@@ -189,7 +239,7 @@ void CudaStream::enqueue_host_function(StreamItem&& item) {
   // the poller completes the item once the event completed. Callables stay host functions:
   // GPU work queued after a callable must wait for it (a consumer on another stream waits for
   // an event recorded after it), which only a host function gives.
-  if (poller_ != nullptr && item.kind != StreamItem::Kind::call) {
+  if (polling_ && item.kind != StreamItem::Kind::call) {
     device_.make_current();
     CUevent_st* event = take_event();
     cudaError_t status = cudaSuccess;
@@ -219,6 +269,14 @@ void CudaStream::enqueue_host_function(StreamItem&& item) {
     }
     detail::cuda_check(status, "cudaLaunchHostFunc", "stream '" + name() + "'");
   }
+  // Host-function mode: the poller watches for a fault that would keep it from running.
+  if (poller_ != nullptr) poller_->nudge();
+}
+
+void CudaStream::enqueue_fault(std::string) {
+  device_.make_current();
+  const int status = detail::launch_trap(stream_);
+  if (status != 0) fault_with(status, "cudaLaunchKernel");
 }
 
 void CudaStream::enqueue_work(Clock::duration duration, WorkTag tag) {
@@ -256,17 +314,21 @@ void CudaStream::enqueue(std::function<void()> work, Clock::duration, WorkTag ta
 std::uint64_t CudaStream::record(Event& event) {
   detail::CudaNativeEvent& native = native_of(event, device_, name());
   const std::uint64_t generation = event.arm(this);
-  try {
-    detail::cuda_check(cudaEventRecord(native.of(generation), stream_), "cudaEventRecord",
-                       "stream '" + name() + "'");
-    enqueue_host_function(
-        StreamItem{StreamItem::Kind::record, {}, {}, &event, generation, Clock::now()});
-  } catch (...) {
-    // Armed but never to be completed by the GPU: complete it here, so no CPU waiter hangs
-    // on a generation that failed to record (the error reaches the caller).
-    event.complete(generation, Clock::now());
-    throw;
+  if (!faulted()) {
+    try {
+      detail::cuda_check(cudaEventRecord(native.of(generation), stream_), "cudaEventRecord",
+                         "stream '" + name() + "'");
+      enqueue_host_function(
+          StreamItem{StreamItem::Kind::record, {}, {}, &event, generation, Clock::now()});
+      return generation;
+    } catch (...) {
+      // A record fails after a device fault (CUDA's errors are sticky): the stream faulted.
+      set_fault(std::current_exception());
+    }
   }
+  // Armed but never to be completed by the GPU: failed here, so no CPU waiter hangs on it
+  // and whoever waits for it learns why (Event::error).
+  event.fail(generation, Clock::now(), fault());
   return generation;
 }
 
@@ -298,8 +360,13 @@ std::uint64_t CudaStream::graph_replays() const {
 }
 
 void CudaStream::synchronize() {
-  detail::cuda_check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize",
-                     "stream '" + name() + "'");
+  if (faulted()) std::rethrow_exception(fault());
+  const cudaError_t status = cudaStreamSynchronize(stream_);
+  if (status != cudaSuccess) {
+    fault_with(status, "cudaStreamSynchronize");
+    fail_pending();
+    std::rethrow_exception(fault());
+  }
   // Polling mode: the GPU got there, the poller may not have yet; what was queued before this
   // call runs now (host functions have run when cudaStreamSynchronize returns).
   if (poller_ != nullptr) (void)poll();

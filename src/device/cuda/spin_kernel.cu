@@ -22,7 +22,16 @@ __global__ void spin(std::uint64_t ns) {
   }
 }
 
+// A device fault on purpose (Stream::enqueue_fault): the kernel traps, which CUDA reports
+// as a sticky launch failure of the whole context.
+__global__ void trap() { __trap(); }
+
 }  // namespace
+
+int launch_trap(CUstream_st* stream) noexcept {
+  trap<<<1, 1, 0, stream>>>();
+  return static_cast<int>(cudaGetLastError());
+}
 
 int launch_spin(CUstream_st* stream, std::uint64_t ns) noexcept {
   spin<<<1, 1, 0, stream>>>(ns);

@@ -96,7 +96,9 @@ class CudaDevice final : public Device {
   }
 
   [[nodiscard]] CudaCompletion completion() const noexcept { return completion_; }
-  /// The poller of polling mode (nullptr in host_function mode); its streams register there.
+  /// The device's poller thread, where its streams register: it completes items in polling
+  /// mode, and watches for device faults in host_function mode (a fault keeps the host
+  /// functions behind it from running: the poller fails their events within 100 ms).
   [[nodiscard]] detail::CudaPoller* poller() const noexcept { return poller_.get(); }
 
  private:

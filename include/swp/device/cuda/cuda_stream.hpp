@@ -63,6 +63,8 @@ class CudaStream final : public Stream {
   using Stream::wait;
   void wait(const Event& event, std::uint64_t generation) override;
   void synchronize() override;
+  /// Launches a kernel that traps: a real fault of the whole CUDA context (see Stream).
+  void enqueue_fault(std::string what) override;
 
   /// The cudaStream_t, for the caller's own kernels and library calls (cuBLAS, NCCL).
   [[nodiscard]] CUstream_st* native_handle() const noexcept { return stream_; }
@@ -96,9 +98,16 @@ class CudaStream final : public Stream {
   CUevent_st* take_event();
   // What an item does once the GPU got there (run_pending's and poll()'s).
   void run_item(detail::StreamItem& item) noexcept;
+  // The stream faulted with CUDA error `status` from `call` (kept as a CudaError).
+  void fault_with(int status, const char* call) noexcept;
+  // Faulted: the host-function items left never run; their records fail.
+  void fail_pending() noexcept;
+  // Host-function mode's poll(): looks for a fault while host functions are pending.
+  PollResult watch_fault() noexcept;
 
   const CudaDevice& device_;
-  detail::CudaPoller* poller_ = nullptr;  // the device's, in polling mode
+  detail::CudaPoller* poller_ = nullptr;  // the device's (polls, or watches for faults)
+  bool polling_ = true;                   // CudaCompletion::polling
   CUstream_st* stream_ = nullptr;
   int priority_ = 0;
   std::mutex mutex_;  // pending_, error_, last_end_
