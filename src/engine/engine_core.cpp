@@ -249,8 +249,10 @@ void EngineCore::fill() {
   check_fillable();
   if (filled_) {
     // The run goes on: counters, turns and the iteration before stay as they are, so the
-    // next iteration depends on the last one as within a run.
+    // next iteration depends on the last one as within a run. It is live again (cancel()).
+    std::lock_guard lock(live_mutex_);
     end_ = INT64_MAX;
+    live_.store(true, std::memory_order_release);
   } else {
     std::lock_guard lock(live_mutex_);
     reset_run_state(next_admit_);
@@ -317,15 +319,21 @@ void EngineCore::ready_by_policy(Instance& in, bool step_ending) noexcept {
   release_->ready(in, step_ending);
 }
 
+void EngineCore::require_between_runs(const char* call) const {
+  if (between_runs()) return;
+  throw PipelineStateError(std::string(call) + " while a run is in progress (iterations " +
+                           std::to_string(oldest_) + ".." + std::to_string(next_admit_ - 1) +
+                           " in flight, or its source not ended): retire them with progress() "
+                           "until it returns no iteration, or drain() first");
+}
+
 void EngineCore::set_failure_policy(FailurePolicy policy) {
-  if (filled_)
-    throw PipelineStateError("set_failure_policy while the pipeline is filled; drain() first");
+  require_between_runs("set_failure_policy");
   policy_ = policy;
 }
 
 void EngineCore::set_retire_after_device(bool on) {
-  if (filled_)
-    throw PipelineStateError("retire_after_device while the pipeline is filled; drain() first");
+  require_between_runs("retire_after_device");
   retire_after_device_ = on;
 }
 
@@ -647,18 +655,27 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
   finish_as<false>(in, error, own);
 }
 
-void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, bool own) noexcept {
+void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_error,
+                                bool own) noexcept {
   const TaskIndex t = in.task;
   const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
+  std::exception_ptr record_error;  // a record that threw (not a device fault: those fail
+                                    // the event, see Stream::fault) fails the instance
   // Submission is over (or failed): publish the device point consumers must wait for (or
   // that there is none: the entry's generation is from an earlier iteration otherwise).
   if (in.stream_used || in.carries_device_work) {
     if (!device_used_.load(std::memory_order_relaxed))
       device_used_.store(true, std::memory_order_relaxed);
-    sync.generation[t] = in.stream->record(*in.event);
-    sync.recorded[sync.recorded_count.fetch_add(1, std::memory_order_relaxed)] = t;
+    try {
+      sync.generation[t] = in.stream->record(*in.event);
+    } catch (...) {
+      sync.generation[t] = 0;  // nothing to wait for: consumers see the instance failed
+      record_error = std::current_exception();
+    }
+    if (sync.generation[t] != 0)
+      sync.recorded[sync.recorded_count.fetch_add(1, std::memory_order_relaxed)] = t;
     // Cleared for the instance's next execution (which does not reset them as it starts).
     in.stream_used = false;
     in.carries_device_work = false;
@@ -666,8 +683,8 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
     sync.generation[t] = 0;
   }
   const InstanceState state = in.state_in(iter);
-  if (info.ordered && (state == InstanceState::running || state == InstanceState::coroutine))
-    sequencer_.advance();  // this instance held its turn: pass it on, even after a failure
+  const std::exception_ptr& error = body_error ? body_error : record_error;
+  if (record_error && !body_error) own = true;  // its own failure
   if (error) {
     in.failed = true;
     in.error = error;
@@ -682,6 +699,12 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& error, b
       set_trouble(std::memory_order_release);
     }
   }
+  // This instance held its turn: pass it on, even after a failure — but only once the run
+  // knows of the failure (fail() above, which tells on_run_failed): the next globally ordered
+  // instance then sees the stop, and an aborted communicator refuses its collective, instead
+  // of pairing it with another rank's earlier one.
+  if (info.ordered && (state == InstanceState::running || state == InstanceState::coroutine))
+    sequencer_.advance();
   // Observed before the successors learn: whoever they wake starts after this.
   end_range(in);
   if (observer_ != nullptr) observer_->task_finished(t, iter, *info.lane, !in.failed);
@@ -712,6 +735,19 @@ void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception
   set_trouble(std::memory_order_seq_cst);
   stop_.request_stop(reason);
   runtime_.scheduler().notify();
+  if (on_run_failed_) tell_run_failed(task, iter, error, kind);
+}
+
+void EngineCore::tell_run_failed(const std::string& task, std::int64_t iter,
+                                 const std::exception_ptr& error, FailureKind kind) noexcept {
+  try {
+    on_run_failed_(kind == FailureKind::task
+                       ? std::make_exception_ptr(TaskError(task, iter, error))
+                       : error);
+  } catch (...) {
+    // Called where the run fails (a lane, a timer, cancel()'s caller): there is nobody to
+    // report to, and the run's own error surfaces from progress() anyway.
+  }
 }
 
 bool EngineCore::failed_with(FailureKind kind) const {

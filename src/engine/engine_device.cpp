@@ -22,6 +22,24 @@ bool EngineCore::device_events_done(std::int64_t iter) const {
   return true;
 }
 
+bool EngineCore::fail_on_device_fault(std::int64_t iter) noexcept {
+  const Sync& sync = sync_of(iter);
+  if (!sync.device()) return false;
+  for (TaskIndex t : recorded_tasks(iter)) {
+    std::exception_ptr fault = sync.instances[t]->event->error(sync.generation[t]);
+    if (!fault) continue;
+    try {
+      fail(graph_.name(t), iter, std::move(fault), FailureKind::task);
+    } catch (...) {
+      // fail() allocates its message; without memory the run still stops: fire the signal.
+      failed_.store(true, std::memory_order_release);
+      stop_.request_stop("device fault");
+    }
+    return true;
+  }
+  return false;
+}
+
 void EngineCore::watch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
@@ -54,7 +72,7 @@ bool EngineCore::await_slot_device(std::int64_t iter) {
   // complete, so the CPU may write the new batch into it. This is also the engines'
   // back-pressure from the device: the CPU runs at most `depth` iterations ahead of it (the
   // iteration `depth` before; its context slot is the one before, see context_slots).
-  if (wait_device(iter - slots)) return true;
+  if (wait_device(iter - slots)) return !fail_on_device_fault(iter - slots);
   fail("", iter, std::make_exception_ptr(slot_timeout(iter)), FailureKind::timeout);
   return false;
 }

@@ -1,6 +1,7 @@
 // EngineCore's retirement: progress() (the caller's thread waits and helps) and next() (the
 // awaiting coroutine suspends), drain, and the abort after a failure.
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -220,6 +221,16 @@ void EngineCore::abort_run(bool drained) {
       }
     }
   }
+  release_retired(next_admit_);
+  // Then the batches taken but never admitted (the push form's queue, a fetched batch).
+  try {
+    front_.run_ended(failure.kind == FailureKind::cancelled
+                         ? failure.error
+                         : std::make_exception_ptr(Cancelled(
+                               "batch not admitted: the run failed: " + describe(failure))));
+  } catch (...) {
+    if (!report_error) report_error = std::current_exception();
+  }
   if (report_error)
     throw CallbackError(CallbackError::Callback::on_failure, report_iter, report_error,
                         "while reporting the run's failure: " + describe(failure));
@@ -252,6 +263,11 @@ std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int6
   // visible): an iteration of a failed run never retires, it is reported by the abort.
   if (failed_.load(std::memory_order_acquire)) return -1;
   const std::int64_t retired_iter = oldest_;
+  // The iterations retired before (their Retired handles end here); device work of theirs
+  // that faulted fails the run instead.
+  if (release_retired(retired_iter)) return -1;
+  // Retiring after the device work: work of this one that faulted fails the run instead.
+  if (retire_after_device_ && fail_on_device_fault(retired_iter)) return -1;
   const std::exception_ptr error = iteration_error(retired_iter, sync_[oldest_entry_]);
   try {
     front_.retire(retired_iter, oldest_entry_, error);  // its slot (see entry_after)
@@ -341,6 +357,7 @@ std::optional<std::int64_t> EngineCore::retire_next_driving() {
     // when nothing is left in flight (drain() relies on it).
     if (stop_.stop_requested()) break;
     if (at_end()) {
+      if (!settle_at_end()) break;  // cancelled as it ended: that surfaces
       unwatch_offers();
       return std::nullopt;
     }
@@ -389,7 +406,10 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
   std::optional<Clock::time_point> started;
   for (;;) {
     if (stop_.stop_requested()) break;
-    if (at_end()) co_return std::nullopt;
+    if (at_end()) {
+      if (!settle_at_end()) break;  // cancelled as it ended: that surfaces
+      co_return std::nullopt;
+    }
     if (retire_ready()) {
       if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0)
         co_return retired_iter;
@@ -420,6 +440,44 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
   abort_run(co_await AsyncWait(*this, &EngineCore::drained, timeouts_.drain));
 }
 
+bool EngineCore::settle_at_end() {
+  // The last retired iteration is released too (this call ends its handle); device work that
+  // faulted fails the run, which surfaces instead of the end.
+  if (release_retired(oldest_)) return false;
+  // cancel() looks at live_ and fails the run under the same lock: either it failed the run
+  // before this look (and the cancel surfaces), or it finds the run ended and returns false.
+  std::lock_guard lock(live_mutex_);
+  if (failed_.load(std::memory_order_acquire)) return false;
+  live_.store(false, std::memory_order_release);
+  return true;
+}
+
+bool EngineCore::release_retired(std::int64_t below) noexcept {
+  // Iteration j still owns its slot (and sync entry) while no later admission took them.
+  std::int64_t j =
+      std::max(released_upto_, next_admit_ - static_cast<std::int64_t>(sync_.size()));
+  bool faulted = false;
+  for (; j < below; ++j) {
+    bool done = false;
+    try {
+      done = device_done(j);
+    } catch (...) {
+      // A device that cannot say: the context stays until its slot is reused.
+    }
+    if (!done) break;  // its device work may still write into the context
+    faulted = fail_on_device_fault(j);  // the run fails naming it; released all the same
+    const std::size_t s = slot_ring_(j);
+    for (TaskIndex t : slots_[s].boxed) slots_[s].boxes[t]->reset();
+    front_.release(s);
+    if (faulted) {
+      ++j;
+      break;
+    }
+  }
+  released_upto_ = std::max(released_upto_, j);
+  return faulted;
+}
+
 void EngineCore::drain() {
   if (!filled_) return;
   refuse_blocking("drain()", oldest_ < next_admit_);
@@ -432,10 +490,21 @@ void EngineCore::end_run() {
   stop_source();
   while (retire_next()) {
   }
+  // Device work of the iterations retired last that faulted fails the run, which surfaces
+  // here (retire_next drains and throws it).
+  if (release_retired(oldest_)) (void)retire_next();
   unwatch_offers();
   end_claims();  // every iteration retired: no instance holds its lane
   filled_ = false;
   live_.store(false, std::memory_order_release);
+  // The push form's queue is handed back (a drained run takes no new batches).
+  try {
+    front_.run_ended(std::make_exception_ptr(
+        Cancelled("batch not admitted: the pipeline was drained before it")));
+  } catch (...) {
+    throw CallbackError(CallbackError::Callback::on_failure, -1, std::current_exception(),
+                        "while handing back the batches drain() did not admit");
+  }
 }
 
 }  // namespace swp::detail

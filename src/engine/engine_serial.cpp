@@ -9,8 +9,12 @@
 namespace swp::detail {
 
 void EngineCore::run_serial(std::int64_t iter) {
-  if (filled_)
-    throw PipelineStateError("run_one_serial_iter while the pipeline is filled; drain() first");
+  if (filled_) {
+    // A run that ended (its source and every iteration) ends for good: serial iterations
+    // reuse its first slot and entry, so it could not go on after them.
+    require_between_runs("run_one_serial_iter");
+    end_run();
+  }
   Stream& stream = runtime_.stream("default");
   Sync& sync = sync_[0];
   for (TaskIndex t : slots_[0].boxed) slots_[0].boxes[t]->reset();

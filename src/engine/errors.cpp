@@ -12,7 +12,10 @@ std::string describe(const std::string& who, std::int64_t iter, const std::excep
     what = x.what();
   } catch (...) {
   }
-  return who + " failed in iteration " + std::to_string(iter) + ": " + what;
+  // -1: a batch handed back without an iteration (never admitted).
+  return who + (iter < 0 ? " failed for a batch never admitted" : " failed in iteration " +
+                                                                      std::to_string(iter)) +
+         ": " + what;
 }
 }  // namespace
 

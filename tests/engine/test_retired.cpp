@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -121,6 +123,83 @@ TEST_CASE("Retired::get names a task of another plan, and a task without a value
                        "from that task",
                        swp::PipelineStateError);
   pipe.drain();
+}
+
+namespace {
+
+// A batch that says who still holds it: each iteration's token, watched from outside.
+struct Held {
+  std::shared_ptr<int> token;
+};
+struct HeldFields {
+  std::shared_ptr<int> copy;  // a field holding the token too
+};
+using HeldCtx = swp::IterContext<Held, HeldFields>;
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a retired iteration's batch, fields and values are released at the next step",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Plan<HeldCtx> p;
+    auto load = p.add("Load", [](HeldCtx& ctx) { return ctx.batch.token; }, {.stage = 0});
+    p.add(
+        "Keep",
+        [load](HeldCtx& ctx) -> swp::Co<void> { ctx.copy = co_await ctx.get(load); },
+        {.stage = 1}, swp::reads(load));
+    swp::Runtime rt({.backend = backend, .workers = 2});
+    auto pipe = Engine::template make<HeldCtx>(rt, p, 2);
+    constexpr int n = 8;
+    std::vector<std::weak_ptr<int>> tokens;
+    std::vector<Held> batches;
+    for (int i = 0; i < n; ++i) {
+      batches.push_back({std::make_shared<int>(i)});
+      tokens.push_back(batches.back().token);
+    }
+    pipe->fill_pipeline(std::move(batches));
+    std::int64_t expected = 0;
+    while (auto r = pipe->progress()) {
+      CHECK(r->iter() == expected);
+      // Intact until the next step; every iteration retired before it is released.
+      CHECK(*r->context().batch.token == expected);
+      CHECK(r->context().copy == r->context().batch.token);
+      for (std::int64_t i = 0; i < expected; ++i) CHECK(tokens[i].expired());
+      ++expected;
+    }
+    CHECK(expected == n);
+    // The run ended: no context, no value holds a batch any more.
+    for (const auto& token : tokens) CHECK(token.expired());
+  }
+}
+
+TEST_CASE_TEMPLATE("a failed run's iterations are released once reported", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Plan<HeldCtx> p;
+  p.add(
+      "Fail",
+      [](HeldCtx& ctx) {
+        ctx.copy = ctx.batch.token;
+        if (*ctx.batch.token == 2) throw std::runtime_error("bad batch");
+      },
+      {.stage = 0});
+  swp::Runtime rt({.workers = 2});
+  auto pipe = Engine::template make<HeldCtx>(rt, p, 2);
+  // Made as they are asked for: every token made was admitted (none waits in a range).
+  std::vector<std::weak_ptr<int>> tokens;
+  pipe->fill_pipeline([&]() -> std::optional<Held> {
+    if (tokens.size() == 6) return std::nullopt;
+    Held held{std::make_shared<int>(static_cast<int>(tokens.size()))};
+    tokens.push_back(held.token);
+    return held;
+  });
+  CHECK_THROWS_AS(
+      [&] {
+        while (pipe->progress()) {
+        }
+      }(),
+      swp::TaskError);
+  for (const auto& token : tokens) CHECK(token.expired());
 }
 
 }  // namespace test_retired

@@ -1,6 +1,7 @@
 #pragma once
 // Channel<T>: a bounded queue between coroutines (and threads), with back-pressure both ways.
 
+#include <algorithm>
 #include <coroutine>
 #include <cstddef>
 #include <mutex>
@@ -112,6 +113,23 @@ class Channel {
       }
     }
     for (Waiter* w : wake) w->claim();
+  }
+
+  /// Opens a closed channel again, holding up to `capacity` values from now on (at least
+  /// those still queued, which stay first): what a pipeline's next push run does with its
+  /// inbox (Pipeline::fill_submissions). Nobody waits on a closed channel's send side, so
+  /// only later sends see it open. Errors: std::logic_error when the channel is open;
+  /// std::invalid_argument for capacity 0. Any thread.
+  void reopen(std::size_t capacity) {
+    if (capacity == 0) throw std::invalid_argument("swp::Channel: capacity must be at least 1");
+    std::lock_guard lock(mutex_);
+    if (!closed_) throw std::logic_error("swp::Channel::reopen: the channel is open");
+    std::vector<std::optional<T>> ring(std::max(capacity, count_));
+    for (std::size_t i = 0; i < count_; ++i)
+      ring[i] = std::move(ring_[(head_ + i) % ring_.size()]);
+    ring_ = std::move(ring);
+    head_ = 0;
+    closed_ = false;
   }
 
   /// Closed and nothing left to receive.

@@ -122,19 +122,31 @@ class Pipeline : private detail::FrontEnd {
   /// ```
   void fill_submissions(std::size_t capacity) {
     core_.check_fillable();
-    auto inbox = std::make_unique<Channel<Batch>>(capacity);
-    feed_.set(*inbox);
-    inbox_ = std::move(inbox);  // the feed is idle: nothing uses the last one
+    if (inbox_ == nullptr) {
+      inbox_ = std::make_unique<Channel<Batch>>(capacity);
+    } else {
+      // One inbox for the pipeline's life: a producer may still hold it (a submit refused
+      // when the last run ended). Closed since: by close_submissions, or by that end.
+      inbox_->reopen(capacity);
+    }
+    feed_.set(*inbox_);
     core_.fill();
   }
 
   /// Submits a batch to the run fill_submissions() started. Awaitable (from any coroutine,
   /// any thread): completes once the batch is queued, suspending while `capacity` batches
   /// wait (back-pressure); the driver admits queued batches as slots free, in submission
-  /// order. Errors: swp::ChannelClosed after close_submissions() (the batch is not taken),
-  /// PipelineStateError before any fill_submissions(). Cancellation: under a StopSignal the
-  /// wait throws swp::Cancelled and the batch is not taken. The Asio form is
-  /// `swp::async_submit(pipe, batch, token)` (swp/engine/asio.hpp).
+  /// order. Every batch queued reaches on_retire or on_failure exactly once: when the run
+  /// ends before admitting it — cancel(), a failure, drain(), the pipeline's destruction —
+  /// on_failure gets it with swp::Cancelled naming why, in a context whose `iter_idx` is -1
+  /// (never admitted), and the queue closes until the next fill_submissions().
+  /// Errors: swp::ChannelClosed after close_submissions() or after such an end (the batch is
+  /// not taken: it stays with the caller), PipelineStateError before any fill_submissions().
+  /// Cancellation: under a StopSignal the wait throws swp::Cancelled and the batch is not
+  /// taken. The Asio form is `swp::async_submit(pipe, batch, token)` (swp/engine/asio.hpp).
+  /// g++ 12 miscompiles a braced aggregate temporary inside any co_await expression (it is
+  /// destroyed twice; docs/building.md, "Compiler defects"): there, write
+  /// `co_await pipe.submit(std::move(batch))` with a named batch, or give Batch a constructor.
   [[nodiscard]] typename Channel<Batch>::SendAwaiter submit(Batch batch) {
     return inbox().send(std::move(batch));
   }
@@ -224,8 +236,10 @@ class Pipeline : private detail::FrontEnd {
   /// stream, no overlap: the baseline a pipelined run is compared to.
   template <PullSourceOf<Batch> S>
   RunStats run_serial(S&& source) {
-    if (core_.filled())
-      throw PipelineStateError("run_serial while the pipeline is filled; drain() first");
+    if (core_.filled()) {
+      core_.require_between_runs("run_serial");
+      core_.drain();  // an ended run ends for good (see run_one_serial_iter)
+    }
     auto next = make_source<Batch>(std::forward<S>(source));
     const auto start = core_.runtime().now();
     RunStats stats;
@@ -274,8 +288,24 @@ class Pipeline : private detail::FrontEnd {
     on_failure_ = std::move(callback);
   }
 
+  /// Called once per failing run, at the moment it fails — before it drains and before
+  /// progress()/next() throw — on the thread where it failed (the lane of the failing task,
+  /// a timer's, the caller of cancel()), with the run's error: a TaskError naming the task
+  /// and iteration, a PipelineTimeout, a CallbackError, or cancel()'s swp::Cancelled. Not
+  /// called for an iteration that fails under FailurePolicy::skip (the run goes on). What it
+  /// is for: telling others at once, e.g. the other ranks of a job
+  /// (`swp::abort_peers_on_failure(pipe, comm)`, swp/comm/abort_on_failure.hpp). Keep it
+  /// short and thread-safe; it must not call back into the pipeline; what it throws is
+  /// ignored. Set it between runs (PipelineStateError otherwise).
+  /// Example: `pipe.on_run_failed([&](const std::exception_ptr&) { alarm.store(true); });`
+  void on_run_failed(std::function<void(const std::exception_ptr&)> callback) {
+    core_.set_on_run_failed(std::move(callback));
+  }
+
   /// What a task's error does to the run: fail_run (the default) or skip (see FailurePolicy).
-  /// Errors: PipelineStateError while filled (drain() first).
+  /// Errors: PipelineStateError while a run is in progress: iterations in flight or its
+  /// source not ended (retire them, or drain() first). Between runs — also after progress()
+  /// returned no iteration — it may be set; so may retire_after_device and the shortcuts.
   void set_failure_policy(FailurePolicy policy) { core_.set_failure_policy(policy); }
   [[nodiscard]] FailurePolicy failure_policy() const noexcept { return core_.failure_policy(); }
 
@@ -286,7 +316,7 @@ class Pipeline : private detail::FrontEnd {
   /// the device work not complete). Off by default: retiring at submission lets the CPU run
   /// ahead of the device by the pipeline's depth. Either way a context slot is reused only
   /// after its previous iteration's device work completed (DESIGN decision 8).
-  /// Errors: PipelineStateError while filled (drain() first).
+  /// Errors: PipelineStateError while a run is in progress (see set_failure_policy).
   /// Example: `pipe.retire_after_device(); pipe.on_retire([](const Ctx& c) { log(c.host_loss); });`
   void retire_after_device(bool on = true) { core_.set_retire_after_device(on); }
   [[nodiscard]] bool retire_after_device_enabled() const noexcept {
@@ -302,7 +332,7 @@ class Pipeline : private detail::FrontEnd {
   /// pipelined and serial modes; a task without a body skips its synthetic costs.
   /// Enabling an already shortcut task keeps its cache. Normal execution costs one flag test.
   /// Errors: std::invalid_argument naming every unknown task (nothing is enabled then) or a
-  /// task whose output type cannot be copied; PipelineStateError while filled (drain first).
+  /// task whose output type cannot be copied; PipelineStateError while a run is in progress.
   ///
   /// Example:
   /// ```
@@ -464,6 +494,37 @@ class Pipeline : private detail::FrontEnd {
   [[nodiscard]] bool source_ready() const noexcept override { return feed_.ready(); }
   [[nodiscard]] bool source_idle() const noexcept override { return feed_.idle(); }
   void end_source() override { feed_.end(); }
+
+  void release(std::size_t slot) noexcept override {
+    try {
+      contexts_[slot] = Ctx{};
+    } catch (...) {
+      // Kept as it is: the slot's next admission overwrites it (and reports what that throws).
+    }
+  }
+
+  void run_ended(const std::exception_ptr& why) override {
+    std::exception_ptr thrown;  // what on_failure threw first: rethrown once all are handed
+    const auto hand_back = [&](std::optional<Batch> batch) {
+      if (!batch || !on_failure_) return;
+      try {
+        Ctx ctx{};
+        ctx.batch = std::move(*batch);
+        ctx.iter_idx = -1;  // never admitted: it has no iteration
+        on_failure_(ctx, why);
+      } catch (...) {
+        if (!thrown) thrown = std::current_exception();
+      }
+    };
+    hand_back(feed_.take_fetched());  // received before anything still queued
+    if (inbox_ != nullptr) {
+      // Closed first: a racing submit is refused (its batch stays with its caller) instead of
+      // landing behind the last look.
+      inbox_->close();
+      while (auto batch = inbox_->try_receive()) hand_back(std::move(batch));
+    }
+    if (thrown) std::rethrow_exception(thrown);
+  }
 
   void retire(std::int64_t, std::size_t slot, const std::exception_ptr& error) override {
     if (error || retired_error_) retired_error_ = error;  // (no copy in the common case)

@@ -50,9 +50,10 @@ concept ChannelSourceOf =
 template <class S, class Batch>
 concept SourceOf = PullSourceOf<S, Batch> || AwaitableSourceOf<S, Batch> || ChannelSourceOf<S, Batch>;
 
-/// Makes the Source of `source`. A callable is stored as it is. A range is read in order, each
-/// element copied (or converted) into a Batch: a named range (an lvalue) is iterated in place
-/// and must outlive the run; a temporary is moved into the source, which keeps it alive.
+/// Makes the Source of `source`. A callable is stored as it is. A range is read in order: a
+/// named range (an lvalue) is iterated in place, each element copied (or converted) into a
+/// Batch, and must outlive the run; a temporary is moved into the source, which keeps it
+/// alive and moves each element out as it hands it over (it keeps no batch alive).
 ///
 /// Completion: nothing is read here; each call of the Source reads one batch.
 /// Errors: what the callable or the range's iterator throws propagates from the call; in a
@@ -70,13 +71,21 @@ Source<Batch> make_source(S&& source) {
     return Source<Batch>(std::forward<S>(source));
   } else {
     using Owned = std::remove_cvref_t<S>;
+    constexpr bool owns = !std::is_lvalue_reference_v<S>;
     std::shared_ptr<Owned> owned;
-    if constexpr (!std::is_lvalue_reference_v<S>) owned = std::make_shared<Owned>(std::move(source));
+    if constexpr (owns) owned = std::make_shared<Owned>(std::move(source));
     auto& range = owned ? *owned : source;
     return [owned, it = std::ranges::begin(range),
             end = std::ranges::end(range)]() mutable -> std::optional<Batch> {
       if (it == end) return std::nullopt;
-      std::optional<Batch> batch(*it);
+      // A range the source owns gives its batches away (nobody else sees it): the source
+      // keeps no copy of a batch alive; a borrowed range is only read.
+      std::optional<Batch> batch;
+      if constexpr (owns) {
+        batch.emplace(std::move(*it));
+      } else {
+        batch.emplace(*it);
+      }
       ++it;
       return batch;
     };

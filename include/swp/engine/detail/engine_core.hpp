@@ -86,6 +86,14 @@ class EngineCore {
   Co<std::optional<std::int64_t>> next();
   void drain();
   [[nodiscard]] bool filled() const noexcept { return filled_; }
+  /// Nothing is in flight: no run, or a run whose source ended and whose iterations all
+  /// retired (progress() returned no iteration; a new fill may go on with it). What the
+  /// between-runs setters accept.
+  [[nodiscard]] bool between_runs() const noexcept {
+    return !filled_ || (at_end() && !failed_.load(std::memory_order_acquire));
+  }
+  /// Throws PipelineStateError naming `call` unless between_runs().
+  void require_between_runs(const char* call) const;
   /// The first iteration of the current (or last) run: the one with no iteration before it.
   [[nodiscard]] std::int64_t base() const noexcept { return base_; }
   /// The iteration the next admission makes.
@@ -102,6 +110,12 @@ class EngineCore {
   /// or next() in progress (or the next one) throws it. True when a run was in flight and
   /// had not failed yet; false otherwise (nothing changes then).
   bool cancel(const std::string& reason);
+  /// Called once per failing run with its error, where and when it fails (see
+  /// Pipeline::on_run_failed). Set between runs.
+  void set_on_run_failed(std::function<void(const std::exception_ptr&)> callback) {
+    require_between_runs("on_run_failed");
+    on_run_failed_ = std::move(callback);
+  }
   /// next() that cancels the run (as cancel("stop requested")) when `token` is stopped while
   /// it waits, or was stopped already.
   Co<std::optional<std::int64_t>> next(std::stop_token token);
@@ -518,6 +532,10 @@ class EngineCore {
     return !sync_of(iter).device() || device_events_done(iter);
   }
   [[nodiscard]] bool device_events_done(std::int64_t iter) const;
+  // Once iteration iter's device work completed: fails the run when some of it faulted
+  // (Event::error: a DeviceFault), with a TaskError naming the task that queued it and the
+  // iteration; true when it did (the run failed, now or before).
+  bool fail_on_device_fault(std::int64_t iter) noexcept;
   // The tasks of iteration iter that recorded an event (once it completed).
   [[nodiscard]] std::span<const TaskIndex> recorded_tasks(std::int64_t iter) const noexcept;
   // The device waker listens to (stops listening to) iteration iter's recorded events.
@@ -544,6 +562,9 @@ class EngineCore {
   void time_out_device_retire();
   // Errors, deadlines, drain.
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
+  // Calls on_run_failed_ with the run's error (a TaskError for a task's failure).
+  void tell_run_failed(const std::string& task, std::int64_t iter,
+                       const std::exception_ptr& error, FailureKind kind) noexcept;
   // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
   void fail_callback(CallbackError::Callback which, std::int64_t iter);
   [[nodiscard]] bool failed_with(FailureKind kind) const;
@@ -584,6 +605,15 @@ class EngineCore {
   // retire_next inside the scheduler's driving section.
   std::optional<std::int64_t> retire_next_driving();
   void end_run();
+  // Releases the contexts (front end) and output values of the retired iterations below
+  // `below` whose device work completed, oldest first, up to the first whose device work
+  // still runs (released by a later call). A finished iteration keeps nothing alive.
+  // True when it found device work that faulted instead (fail_on_device_fault): the run
+  // failed, and the caller surfaces it.
+  bool release_retired(std::int64_t below) noexcept;
+  // At the end of the data (every iteration retired): the run is no longer one cancel() may
+  // end. False when it failed (a cancel) just before: that failure surfaces instead.
+  bool settle_at_end();
   // Throws PipelineStateError when `would_wait` and the calling thread must not block.
   void refuse_blocking(const char* call, bool would_wait) const {
     if (would_wait && runtime_.scheduler().must_not_block_here()) [[unlikely]]
@@ -696,6 +726,8 @@ class EngineCore {
   std::int64_t next_admit_ = 0;   // next iteration to fetch
   std::int64_t end_ = INT64_MAX;  // first iteration with no batch
   std::int64_t oldest_ = 0;       // oldest unretired iteration
+  // Every retired iteration below it had its context released (release_retired).
+  std::int64_t released_upto_ = 0;
   // Their entries (and slots): sync_ring_(next_admit_), sync_ring_(oldest_).
   std::size_t admit_entry_ = 0;
   std::size_t oldest_entry_ = 0;
@@ -776,6 +808,7 @@ class EngineCore {
   // The failure record: the first root cause wins.
   mutable SpinLock failure_lock_;
   std::optional<Failure> failure_;
+  std::function<void(const std::exception_ptr&)> on_run_failed_;  // see set_on_run_failed
   std::atomic<bool> failed_{false};  // failure_ is set; readable without the lock
 };
 

@@ -33,13 +33,11 @@ class Feed {
   // scheduler) right after the pipeline, and the fetch ran on a thread the runtime does not join.
   ~Feed() { await_notified(); }
 
-  /// The source of the next run. Precondition: idle(). A batch a cancelled fetch received from
-  /// the same channel is kept for it (nothing taken from a channel is dropped).
+  /// The source of the next run. Precondition: idle(), and the last run's fetched batch taken
+  /// (take_fetched) unless that run could not drain.
   template <class S>
   void set(S&& source) {
-    Channel<Batch>* keep_for = nullptr;
-    if constexpr (ChannelSourceOf<S, Batch>) keep_for = &source;
-    if (!(keep_for != nullptr && keep_for == channel_ && fetched_)) fetched_.reset();
+    fetched_.reset();
     error_ = nullptr;
     ended_ = false;
     fetch_ended_ = false;
@@ -67,6 +65,14 @@ class Feed {
       return out ? Admission::admitted : Admission::end;
     }
     return fetch(out);
+  }
+  /// What the last fetch received and take() did not hand out yet: at the end of a run that
+  /// failed or was drained, a batch taken from the source but never admitted. Precondition:
+  /// idle().
+  std::optional<Batch> take_fetched() noexcept {
+    std::optional<Batch> out = std::move(fetched_);
+    fetched_.reset();
+    return out;
   }
   /// A fetch finished: take() will not say pending. Any thread.
   [[nodiscard]] bool ready() const noexcept {

@@ -37,9 +37,19 @@ class FrontEnd {
   /// No more batches this run: admit says end (after a batch already fetched); a background
   /// wait for the source is cancelled.
   virtual void end_source() = 0;
+  /// The run ended otherwise than at the end of its data (a failure, cancel(), drain(), the
+  /// pipeline's destruction), once everything in flight was reported: batches the pipeline
+  /// holds but never admitted (its own submission queue, a batch fetched in the background)
+  /// are handed back, each with `why`. Throws what a callback threw, once all were handed.
+  virtual void run_ended(const std::exception_ptr& why) = 0;
   /// Iteration `iter`, in slot `slot`, is done: retired (no `error`), or failed or cancelled
   /// (`error` says why; see FailurePolicy). The slot keeps its context until the next call.
   virtual void retire(std::int64_t iter, std::size_t slot, const std::exception_ptr& error) = 0;
+  /// The context in slot `slot` belongs to an iteration that retired (or was reported) and
+  /// whose device work completed: drop what it holds (its batch and fields), so a finished
+  /// iteration keeps nothing alive. A context that cannot be reset stays as it is (the next
+  /// admission into the slot overwrites it).
+  virtual void release(std::size_t slot) noexcept = 0;
   /// Storage for `task`'s value in one context slot; nullptr when it returns nothing.
   virtual std::unique_ptr<OutputBox> make_output(TaskIndex task) = 0;
 

@@ -53,9 +53,7 @@ class ShortcutState {
   /// enable_shortcut / disable_shortcut of the named tasks of `core`'s plan; disabling drops
   /// the caches. Changes nothing when it throws.
   void set(const EngineCore& core, const std::vector<std::string_view>& names, bool on) {
-    if (core.filled())
-      throw PipelineStateError(std::string(on ? "enable" : "disable") +
-                               "_shortcut while the pipeline is filled; drain() first");
+    core.require_between_runs(on ? "enable_shortcut" : "disable_shortcut");
     const PlanGraph& graph = core.graph();
     std::vector<TaskIndex> tasks;
     std::string unknown;
