@@ -8,7 +8,8 @@
 // Kept bounded and harmless, so that a finding is a bug and not a long run asked for:
 // - arguments holding '/' are refused: files are read and written (--trace, --svg, --out) only
 //   in the scratch directory;
-// - the flags that scale the work linearly by design (--iters, --periods, --search-iters, ...)
+// - the flags that scale the work linearly by design (--iters, --periods, --search-iters,
+//   `data gen`'s --records and --bytes, which write that much into the scratch directory, ...)
 //   are capped; a value that is not a plain decimal integer is refused for them (CLI11 also
 //   reads 0x.. and 0b.. forms, which would escape the cap). (`swp pp`'s --stages is not: it
 //   is preset's too, there a list of names; swp pp simulate bounds it to 4096.)
@@ -40,6 +41,7 @@ const std::map<std::string_view, long long>& caps() {
       {"--iters", 48},     {"--periods", 64},      {"--search-iters", 12}, {"--max-candidates", 48},
       {"--warmup", 3},     {"--measure", 4},       {"--rounds", 3},        {"--workers", 4},
       {"--max-depth", 64}, {"--microbatches", 16}, {"--chunks", 4},        {"--layers", 4096},
+      {"--records", 64},   {"--bytes", 256},
   };
   return caps;
 }

@@ -1,8 +1,14 @@
 #include "cli.hpp"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
+#include <iostream>
 #include <string>
 #include <string_view>
 
@@ -65,9 +71,35 @@ int usage_error(CLI::App& app, const CLI::ParseError& e) {
   return Exit::bad_usage;
 }
 
-}  // namespace
+// Why standard output failed: the final flush's errno when it had something left to write.
+// An earlier flush (std::flush, std::endl, a full buffer) that failed dropped its data and left
+// nothing to retry, so then an empty write is asked: /dev/full and a closed descriptor refuse
+// even that and say why; a full disk does not, and the reason stays unknown.
+std::string output_error(int flush_error) {
+  if (flush_error != 0) return std::strerror(flush_error);
+  errno = 0;
+  if (::write(STDOUT_FILENO, "", 0) < 0 && errno != 0) return std::strerror(errno);
+  return "write failed";
+}
 
-int run_cli(int argc, const char* const* argv) {
+// Output that never arrived (`swp order plan.json > /dev/full`, a full disk) fails the command
+// like a --trace file that cannot be written: exit 1 with one error line, not 0 with nothing
+// written. Checked once, here, for every subcommand: they all print through stdout (printf,
+// and std::cout, which writes through stdout while synced with stdio), whose error flag keeps
+// a failed write.
+int check_standard_output(int code) {
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;
+  std::cout.flush();
+  if (flushed && std::ferror(stdout) == 0 && std::cout.good()) return code;
+  // A command that failed has printed its one error line already.
+  if (code != Exit::ok) return code;
+  print_error("writing standard output: " + output_error(flushed ? 0 : error));
+  return Exit::invalid_plan;
+}
+
+int run_command_line(int argc, const char* const* argv) {
   CLI::App app{"swp: software pipelining plans, schedules and runs", "swp"};
   app.set_version_flag("--version", SWP_VERSION);
   app.require_subcommand(1);
@@ -100,6 +132,16 @@ int run_cli(int argc, const char* const* argv) {
     print_error(e.what());
     return Exit::invalid_plan;
   }
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv) {
+  // A write error an earlier call in this process left (the fuzzer's closed stdout) is not
+  // this call's to report.
+  std::clearerr(stdout);
+  std::cout.clear();
+  return check_standard_output(run_command_line(argc, argv));
 }
 
 }  // namespace swp::cli

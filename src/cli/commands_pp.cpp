@@ -1,9 +1,11 @@
 // `swp pp stages|groups|estimate|search`: the pipeline-parallel model of seed 002.
 // (`swp pp simulate` is in commands_pp_simulate.cpp.)
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -25,10 +27,14 @@ namespace swp::cli {
 
 namespace {
 
-// A finite decimal number >= 0, or > 0 when `positive`.
-CLI::Validator number_at_least_zero(bool positive) {
+// A finite decimal number >= 0, or > 0 when `positive`; at most `max`.
+CLI::Validator number_at_least_zero(bool positive,
+                                    double max = std::numeric_limits<double>::max()) {
+  const std::string expected = max < std::numeric_limits<double>::max()
+                                   ? (positive ? "in (0, " : "in [0, ") + number_text(max) + "]"
+                                   : (positive ? "> 0" : ">= 0");
   return CLI::Validator(
-      [positive](std::string& value) -> std::string {
+      [positive, max, expected](std::string& value) -> std::string {
         std::size_t used = 0;
         double x = -1;
         try {
@@ -36,16 +42,19 @@ CLI::Validator number_at_least_zero(bool positive) {
         } catch (const std::exception&) {
           used = 0;
         }
-        if (used == value.size() && std::isfinite(x) && (positive ? x > 0 : x >= 0)) return {};
-        return std::string("expected a number ") + (positive ? "> 0" : ">= 0") + ", got '" + value +
-               "'";
+        if (used == value.size() && std::isfinite(x) && (positive ? x > 0 : x >= 0) && x <= max)
+          return {};
+        return "expected a number " + expected + ", got '" + value + "'";
       },
-      positive ? "NUMBER>0" : "NUMBER>=0");
+      max < std::numeric_limits<double>::max() ? "NUMBER " + expected
+                                               : (positive ? "NUMBER>0" : "NUMBER>=0"));
 }
 
 }  // namespace
 
 CLI::Validator non_negative_number() { return number_at_least_zero(false); }
+
+CLI::Validator non_negative_number(double max) { return number_at_least_zero(false, max); }
 
 namespace {
 
@@ -125,6 +134,44 @@ struct EstimateFlags {
   LinkModel link{0, 100};
 };
 
+bool all_finite(const std::vector<double>& values) {
+  return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+}
+
+const char* const smaller_compute = "; give a smaller --layer-us";
+const char* const smaller_comm =
+    "; give a smaller --latency-us, a larger --bandwidth-gbps or a smaller message";
+
+std::string layer_time_overflow(const EstimateFlags& f, const char* what) {
+  return "--layer-us " + number_text(f.layer_us) + ": " + what + " is more than a number can hold" +
+         smaller_compute;
+}
+
+std::string transfer_overflow(const EstimateFlags& f) {
+  return "a transfer (--latency-us " + number_text(f.link.latency_us) + " + --tokens " +
+         std::to_string(f.tokens) + " x --hidden " + std::to_string(f.hidden) +
+         " x --dtype-bytes " + std::to_string(f.dtype_bytes) + " bytes over --bandwidth-gbps " +
+         number_text(f.link.bandwidth_gbps) + ") takes more time than a number can hold" +
+         smaller_comm;
+}
+
+// Finite flags can still multiply past what a double holds (1e300 us a layer times 1e6
+// layers): a result that is not finite is refused, naming the flags it came from, instead of
+// printing `inf` or `-nan` and exiting 0. Returns the error, empty when every result is finite.
+std::string estimate_overflow(const EstimateFlags& f, const PipelineEstimate& e) {
+  if (!std::isfinite(e.compute_us())) return layer_time_overflow(f, "the stages' compute time");
+  if (!std::isfinite(e.comm_us())) return transfer_overflow(f);
+  const double total = e.compute_us() + e.comm_us() + e.bubble_us();
+  if (std::isfinite(e.latency_us) && std::isfinite(total)) return {};
+  const double slowest = *std::max_element(e.stage_us.begin(), e.stage_us.end());
+  if (!std::isfinite(slowest) || f.microbatches == 1)
+    return "--layer-us " + number_text(f.layer_us) +
+           " and the transfer times add up to more than a number can hold" + smaller_compute;
+  return "--microbatches " + std::to_string(f.microbatches) + " times the slowest stage's " +
+         number_text(slowest) +
+         " us is more than a number can hold; give fewer microbatches or smaller times";
+}
+
 int print_estimate(const EstimateFlags& f) {
   const auto plan = stage_plan(f.stages);
   std::vector<double> compute;
@@ -136,8 +183,20 @@ int print_estimate(const EstimateFlags& f) {
     print_error(std::string("swp pp estimate: ") + e.what());
     return Exit::bad_usage;
   }
-  const auto comm = stage_comm_us(plan.num_stages(), bytes, f.link);
-  const auto e = estimate_pipeline(compute, comm, f.microbatches);
+  std::string overflow;
+  PipelineEstimate e;
+  if (!all_finite(compute)) {
+    overflow = layer_time_overflow(f, "its product with a stage's layers");
+  } else if (!std::isfinite(f.link.one_way_us(bytes))) {
+    overflow = transfer_overflow(f);
+  } else {
+    e = estimate_pipeline(compute, stage_comm_us(plan.num_stages(), bytes, f.link), f.microbatches);
+    overflow = estimate_overflow(f, e);
+  }
+  if (!overflow.empty()) {
+    print_error("swp pp estimate: " + overflow);
+    return Exit::bad_usage;
+  }
   pp_metric("latency_us", e.latency_us, "us");
   pp_metric("pp_compute_us", e.compute_us(), "us");
   pp_metric("pp_comm_us", e.comm_us(), "us");

@@ -23,7 +23,18 @@ namespace swp::cli {
 
 namespace {
 
+// What one command may ask for, so that any accepted input runs in 1 GB. A stage's forward and
+// backward of a microbatch's chunk ("a compute" here) bring two computes and up to two
+// transfers: ~4 work items, which the simulation holds in about 27 bytes each (the schedule's
+// actions, mostly). 2^22 of them took 456 MB and 21 s (4096 stages x 1024 microbatches).
+// A timeline (--trace, --svg) keeps every slice twice over (~170 bytes per work item) and
+// writes ~120 (JSON) and ~190 (SVG) bytes per item: 2^20 took 740 MB and 3 minutes for 1.3 GB
+// of files no viewer opens, so 2^18 (134 MB, ~10 s).
 constexpr std::int64_t max_simulated_computes = std::int64_t{1} << 22;
+constexpr std::int64_t max_timeline_computes = std::int64_t{1} << 18;
+
+// Simulated time per microbatch on a stage, and per transfer: what the simulator accepts.
+constexpr double max_pass_us = 1e12;
 
 struct SimulateFlags {
   std::string schedule;
@@ -50,6 +61,7 @@ Trace to_trace(const PpSimResult& r, int chunks) {
       for (const char* pass : {"F", "B"})
         t.tasks.push_back((transfer ? "send " : "") + std::string(pass) + chunk_suffix(c));
   for (const auto& track : r.tracks) t.tracks.push_back({TraceTrack::Kind::stream, track.name});
+  t.slices.reserve(r.slices.size());
   for (const auto& s : r.slices) {
     if (s.end == s.start) continue;  // zero-cost work (a backward of 0 us) draws nothing
     const auto task = static_cast<TaskIndex>((s.transfer ? 2 * chunks : 0) + 2 * s.chunk +
@@ -96,12 +108,14 @@ int simulate(const SimulateFlags& f) {
                   std::to_string(f.stages) + ")");
       return Exit::bad_usage;
     }
-  // A bound on the work one command may ask for: ~12 work items of ~400 bytes per compute.
+  const bool timeline = !f.trace_path.empty() || !f.svg_path.empty();
   const auto computes = static_cast<std::int64_t>(f.stages) * f.microbatches * chunks;
-  if (computes > max_simulated_computes) {
-    print_error("swp pp simulate: --stages x --microbatches x --chunks = " +
-                std::to_string(computes) + " is more than the " +
-                std::to_string(max_simulated_computes) + " computes one run may simulate");
+  const auto limit = timeline ? max_timeline_computes : max_simulated_computes;
+  if (computes > limit) {
+    print_error(
+        "swp pp simulate: --stages x --microbatches x --chunks = " + std::to_string(computes) +
+        " is more than the " + std::to_string(limit) + " computes one run may simulate" +
+        (timeline ? " with --trace or --svg" : "") + " (so that it fits in 1 GB of memory)");
     return Exit::bad_usage;
   }
   PpSchedule schedule;
@@ -124,6 +138,13 @@ int simulate(const SimulateFlags& f) {
   } catch (const PpDeadlock& e) {
     print_error(e.what());
     return Exit::invalid_plan;
+  } catch (const PpScheduleError& e) {  // a generated schedule is consistent: not expected
+    print_error(e.what());
+    return Exit::invalid_plan;
+  } catch (const std::invalid_argument& e) {  // the times add up past the simulated clock
+    print_error(std::string("swp pp simulate: ") + e.what() +
+                "; lower --fwd-us, --bwd-us, --comm-us or --microbatches");
+    return Exit::bad_usage;
   }
   const double sim_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
@@ -163,18 +184,18 @@ void add_pp_simulate_command(CLI::App& pp, Action& action) {
                   "comma separated")
       ->required()
       ->delimiter(',')
-      ->check(non_negative_number());
+      ->check(non_negative_number(max_pass_us));
   cmd->add_option("--bwd-us", f->bwd_us,
                   "backward time, like --fwd-us (all 0: forward passes only, no gradients sent)")
       ->required()
       ->delimiter(',')
-      ->check(non_negative_number());
+      ->check(non_negative_number(max_pass_us));
   cmd->add_option("--chunks", f->chunks,
                   "model chunks per stage, v (interleaved; default 2), each taking 1/v of the "
                   "stage's time")
       ->check(in_range(1, 64));
   cmd->add_option("--comm-us", f->comm_us, "one transfer between stages (us)")
-      ->check(non_negative_number())
+      ->check(non_negative_number(max_pass_us))
       ->capture_default_str();
   cmd->add_option("--send-mode", f->send_mode,
                   "eager: a send does not wait for the receiver; rendezvous: it blocks until "

@@ -29,17 +29,17 @@ struct TuneFlags {
   std::string costless_on = "device";  // --costless-on
 };
 
-// The measured costs of --costs, or nothing after printing why.
-std::optional<ProfileResult> read_costs(const std::string& path) {
+// The measured costs of --costs for a plan of `tasks` tasks, or nothing after printing why.
+std::optional<ProfileResult> read_costs(const std::string& path, std::size_t tasks) {
   try {
-    if (path == "-") return read_profile_metrics(std::cin, "<stdin>");
+    if (path == "-") return read_profile_metrics(std::cin, "<stdin>", tasks);
     errno = 0;
     std::ifstream in(path);
     if (!in) {
       print_io_error("read --costs", path, "open failed");
       return std::nullopt;
     }
-    return read_profile_metrics(in, path);
+    return read_profile_metrics(in, path, tasks);
   } catch (const std::runtime_error& e) {
     print_error(std::string("--costs ") + e.what());
     return std::nullopt;
@@ -64,7 +64,7 @@ int tune(const TuneFlags& flags) {
                   std::to_string(max_tune_depth) + ": searching under a cap of " +
                   std::to_string(max_tune_depth) + " (see --max-depth)");
   if (!flags.costs_path.empty()) {
-    options.measured = read_costs(flags.costs_path);
+    options.measured = read_costs(flags.costs_path, plan->plan.tasks.size());
     if (!options.measured) return Exit::bad_usage;
     options.costless_on = flags.costless_on == "cpu" ? MeasuredTimeOn::cpu : MeasuredTimeOn::device;
   }

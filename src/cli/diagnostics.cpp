@@ -1,6 +1,7 @@
 #include "diagnostics.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 
@@ -32,6 +33,12 @@ void print_line(std::string_view prefix, std::string_view message) {
 void print_error(std::string_view message) { print_line("error: ", message); }
 
 void print_warning(std::string_view message) { print_line("warning: ", message); }
+
+std::string number_text(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", x);
+  return text;
+}
 
 void print_io_error(std::string_view operation, const std::string& path,
                     std::string_view fallback_reason) {

@@ -1,17 +1,21 @@
 #include "swp/core/plan_json.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <boost/json/basic_parser_impl.hpp>
 #include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <limits>
 #include <map>
+#include <memory>
+#include <new>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -387,26 +391,66 @@ ParsedPlan parse_plan(std::string_view text, const std::string& source) {
 
 namespace {
 
+struct FreeText {
+  void operator()(char* text) const noexcept { std::free(text); }
+};
+
+// A plan's text as read: at most max_plan_bytes + 1 bytes (the one more tells a larger input).
+struct PlanText {
+  std::unique_ptr<char, FreeText> bytes;
+  std::size_t size = 0;
+  std::size_t capacity = 0;
+  [[nodiscard]] std::string_view view() const { return {bytes.get(), size}; }
+};
+
+[[noreturn]] void plan_too_large(const std::string& source) {
+  throw PlanFormatError(source, "",
+                        "more than " + std::to_string(max_plan_bytes >> 20) +
+                            " MiB: larger than any plan swp reads (is this a plan file?)");
+}
+
+// Makes room for more of `text`, never past the bound: a buffer sized once when the size is
+// known (`expected`, a regular file's), else grown by doubling with realloc, which glibc does
+// for large blocks by remapping their pages rather than copying them. So reading N bytes takes
+// about N bytes at its peak: a std::string doubling past 256 MiB took 512 MiB, plus the copy.
+void grow_plan_text(PlanText& text, std::size_t expected, const std::string& source) {
+  constexpr std::size_t limit = max_plan_bytes + 1;
+  if (text.capacity == limit) plan_too_large(source);
+  const std::size_t wanted =
+      std::min(limit, std::max({text.capacity * 2, expected + 1, std::size_t{1} << 16}));
+  char* grown = static_cast<char*>(std::realloc(text.bytes.get(), wanted));
+  if (grown == nullptr) throw std::bad_alloc();
+  (void)text.bytes.release();  // realloc took it over
+  text.bytes.reset(grown);
+  text.capacity = wanted;
+}
+
 // All of `in`, up to max_plan_bytes: a stream that goes on (/dev/zero) ends in an error, not
-// in memory exhaustion.
-std::string read_bounded(std::istream& in, const std::string& source) {
-  std::string text;
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > max_plan_bytes)
-      throw PlanFormatError(source, "",
-                            "more than " + std::to_string(max_plan_bytes >> 20) +
-                                " MiB: larger than any plan swp reads (is this a plan file?)");
-  }
+// in memory exhaustion. `expected`: the input's size if known (0: unknown).
+PlanText read_bounded(std::istream& in, const std::string& source, std::size_t expected = 0) {
+  if (expected > max_plan_bytes) plan_too_large(source);  // refused before reading any of it
+  PlanText text;
+  do {
+    if (text.size == text.capacity) grow_plan_text(text, expected, source);
+    in.read(text.bytes.get() + text.size, static_cast<std::streamsize>(text.capacity - text.size));
+    text.size += static_cast<std::size_t>(in.gcount());
+  } while (in);
   if (in.bad()) throw PlanReadError(source, "", "cannot read plan file: read error");
   return text;
+}
+
+// The size of the regular file `path`, or 0 when it is none (a FIFO, /dev/zero).
+std::size_t regular_file_size(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return 0;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : static_cast<std::size_t>(size);
 }
 
 }  // namespace
 
 ParsedPlan load_plan(const std::string& path) {
-  if (path == "-") return parse_plan(read_bounded(std::cin, "<stdin>"), "<stdin>");
+  if (path == "-") return parse_plan(read_bounded(std::cin, "<stdin>").view(), "<stdin>");
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw PlanReadError(path, "", "is a directory, not a plan file");
@@ -420,7 +464,7 @@ ParsedPlan load_plan(const std::string& path) {
                         std::string("cannot open plan file: ") +
                             (reason != 0 ? std::strerror(reason) : "open failed"));
   }
-  return parse_plan(read_bounded(in, path), path);
+  return parse_plan(read_bounded(in, path, regular_file_size(path)).view(), path);
 }
 
 std::string plan_to_json(const PipelinePlan& plan) {

@@ -85,7 +85,11 @@ CheckSummary check_dataset(const std::filesystem::path& dir,
   const auto paths = list_dataset(dir);
   std::uint64_t total = 0;
   std::error_code ec;
-  for (const auto& path : paths) total += std::filesystem::file_size(path, ec);
+  for (const auto& path : paths) {
+    // Only for the progress display: what is not a regular file is refused when opened.
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec) total += size;
+  }
   // File by file, so the error names the first bad file in dataset order.
   for (const auto& path : paths) {
     const RecordFile file(path);

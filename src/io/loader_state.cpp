@@ -36,11 +36,14 @@ LoaderState::LoaderState(std::vector<std::filesystem::path> files, LoaderOptions
     dataset_bytes_ += files_.back().data_bytes();
     reader_files.push_back({files_.back().path(), files_.back().fd()});
   }
-  const std::uint64_t share = dataset_records_ * (options_.rank + 1) / options_.world -
-                              dataset_records_ * options_.rank / options_.world;
-  records_per_epoch_ =
-      options_.drop_last ? share / options_.batch_records * options_.batch_records : share;
-  batches_per_epoch_ = (records_per_epoch_ + options_.batch_records - 1) / options_.batch_records;
+  const std::uint64_t share =
+      share_begin(dataset_records_, std::uint64_t{options_.rank} + 1, options_.world) -
+      share_begin(dataset_records_, options_.rank, options_.world);
+  // Rounded up without forming share + batch_records - 1, which wraps for a batch_records
+  // near SIZE_MAX ("the whole epoch in one batch").
+  const std::uint64_t batch = options_.batch_records;
+  records_per_epoch_ = options_.drop_last ? share - share % batch : share;
+  batches_per_epoch_ = records_per_epoch_ / batch + (records_per_epoch_ % batch != 0 ? 1 : 0);
   decode_pool_ = std::make_unique<WorkPool>(options_.decode_threads);
   reader_ = make_file_reader(options_.reader, std::move(reader_files), options_.read_threads);
 }
@@ -61,7 +64,7 @@ void LoaderState::start_epoch_locked() {
   order_.resize(records_per_epoch_);  // drop_last
   plan_.clear();
   plan_.reserve(batches_per_epoch_);
-  for (std::uint64_t first = 0; first < order_.size(); first += options_.batch_records) {
+  for (std::uint64_t first = 0; first < order_.size();) {
     PlannedBatch b{.first = first,
                    .count = std::min<std::uint64_t>(options_.batch_records, order_.size() - first),
                    .bytes = 0,
@@ -79,6 +82,7 @@ void LoaderState::start_epoch_locked() {
       }
       b.bytes += size;
     }
+    first += b.count;  // not first + batch_records: that wraps for a batch near SIZE_MAX
     plan_.push_back(std::move(b));
   }
   next_issue_ = 0;

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "swp/io/io_errors.hpp"
@@ -12,6 +13,12 @@ namespace swp::io::detail {
 
 void pread_all(int fd, const std::filesystem::path& file, std::span<std::byte> out,
                std::uint64_t offset) {
+  // pread takes a signed off_t: an offset past its range would fail as "Invalid argument".
+  constexpr std::uint64_t max_offset = std::numeric_limits<off_t>::max();
+  if (offset > max_offset || out.size() > max_offset - offset)
+    throw RecordError(file, offset,
+                      "a read of " + std::to_string(out.size()) + " bytes at offset " +
+                          std::to_string(offset) + " lies past the end of any file");
   std::size_t done = 0;
   while (done < out.size()) {
     const ssize_t n =

@@ -41,8 +41,8 @@ std::vector<RecordRef> epoch_order(std::span<const std::uint64_t> records_per_fi
     for (std::size_t i = all.size() - 1; i > 0; --i) std::swap(all[i], all[rng.below(i + 1)]);
   }
   const std::uint64_t n = all.size();
-  const std::uint64_t begin = n * options.rank / options.world;
-  const std::uint64_t end = n * (options.rank + 1) / options.world;
+  const std::uint64_t begin = share_begin(n, options.rank, options.world);
+  const std::uint64_t end = share_begin(n, std::uint64_t{options.rank} + 1, options.world);
   return {all.begin() + static_cast<std::ptrdiff_t>(begin),
           all.begin() + static_cast<std::ptrdiff_t>(end)};
 }

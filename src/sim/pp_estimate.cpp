@@ -6,6 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "number_text.hpp"
+
 namespace swp {
 
 namespace {
@@ -16,7 +18,7 @@ void check_times(const char* what, const std::vector<double>& v) {
   for (std::size_t s = 0; s < v.size(); ++s)
     if (!std::isfinite(v[s]) || v[s] < 0)
       throw std::invalid_argument(std::string(what) + " time of stage " + std::to_string(s) + " (" +
-                                  std::to_string(v[s]) + " us) must be finite and >= 0");
+                                  detail::number_text(v[s]) + " us) must be finite and >= 0");
 }
 
 }  // namespace

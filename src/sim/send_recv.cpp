@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "number_text.hpp"
+
 namespace swp {
 
 namespace {
@@ -39,10 +41,10 @@ std::int64_t hidden_states_message_bytes(std::int64_t tokens, std::int64_t hidde
 double LinkModel::one_way_us(std::int64_t bytes) const {
   check_non_negative("message size", bytes);
   if (!(latency_us >= 0) || !std::isfinite(latency_us))
-    throw std::invalid_argument("link latency " + std::to_string(latency_us) +
+    throw std::invalid_argument("link latency " + detail::number_text(latency_us) +
                                 " us must be finite and >= 0");
   if (!(bandwidth_gbps > 0) || !std::isfinite(bandwidth_gbps))
-    throw std::invalid_argument("link bandwidth " + std::to_string(bandwidth_gbps) +
+    throw std::invalid_argument("link bandwidth " + detail::number_text(bandwidth_gbps) +
                                 " GB/s must be finite and > 0");
   // bytes / (G · 1e9 B/s) seconds = bytes / (G · 1e3) microseconds.
   return latency_us + static_cast<double>(bytes) / (bandwidth_gbps * 1e3);

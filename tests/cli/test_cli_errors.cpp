@@ -226,6 +226,76 @@ TEST_CASE("a plan from a FIFO (a process substitution) is read, an endless input
   }
 }
 
+TEST_CASE("an input past the 256 MiB plan bound is refused within that much memory") {
+  // The reader held the text in a string that doubled past 256 MiB: 532 MB at its peak, so a
+  // cap of 400 MiB ended it in std::bad_alloc instead of the bound's error.
+  SUBCASE("/dev/zero, named or on standard input") {
+    for (const std::string& input : {std::string("/dev/zero"), std::string("- </dev/zero")}) {
+      CAPTURE(input);
+      const auto r = run_swp("validate " + input, swp::test::memory_cap_mib(400) + "ulimit -t 60;");
+      CHECK(r.status == 1);
+      check_one_error(r, "more than 256 MiB: larger than any plan swp reads");
+    }
+  }
+  SUBCASE("a regular file larger than the bound is refused before it is read") {
+    const TempFile plan("");
+    std::filesystem::resize_file(plan.path(), (std::uintmax_t{256} << 20) + 1);  // sparse
+    const auto r =
+        run_swp("validate " + quoted(plan.str()), swp::test::memory_cap_mib(64) + "ulimit -t 60;");
+    CHECK(r.status == 1);
+    check_one_error(r, plan.str() + ": more than 256 MiB");
+  }
+}
+
+TEST_CASE("a command whose standard output cannot be written exits 1 with one error line") {
+  if (!std::filesystem::exists("/dev/full")) {
+    MESSAGE("skipped: no /dev/full on this machine");
+    return;
+  }
+  const std::string plan = quoted(plan_path());
+  // Every kind of output: std::cout (validate, order, schedule, analyze, preset, tune), printf
+  // (pp, run, data gen), CLI11's help and version.
+  const std::vector<std::string> commands = {
+      "validate " + plan,
+      "order " + plan,
+      "schedule " + plan + " --periods 4",
+      "analyze " + plan,
+      "preset --list",
+      "preset sparse_dist",
+      "run " + plan + " --backend sim --iters 8",
+      "profile " + plan + " --measure 2 --rounds 1",
+      "tune " + plan + " --iters 8 --search-iters 4",
+      "pp stages --layers 8 --stages 4",
+      "pp estimate --layers 8 --stages 4 --layer-us 10",
+      "pp simulate --schedule 1f1b --stages 4 --microbatches 8 --fwd-us 1 --bwd-us 2",
+      "--help",
+      "--version",
+  };
+  for (const auto& command : commands) {
+    CAPTURE(command);
+    const auto r = run_swp(command + " >/dev/full");
+    CHECK(r.status == 1);
+    CAPTURE(r.err);
+    // swp tune writes its metric lines to stderr (the plan goes to stdout): those may stay.
+    std::vector<std::string> errors;
+    for (const auto& line : lines_of(r.err))
+      if (line.starts_with("error: ")) errors.push_back(line);
+    CHECK(errors == std::vector<std::string>{"error: writing standard output: No space left on device"});
+  }
+  SUBCASE("standard output closed") {
+    const auto r = run_swp("validate " + plan + " >&-");
+    CHECK(r.status == 1);
+    check_one_error(r, "writing standard output: Bad file descriptor");
+  }
+  SUBCASE("a command that failed keeps its own one error line") {
+    const TempFile broken(R"({"tasks": [{"name": "A", "stage": 1}, {"name": "B", "stage": 0}],
+                             "intra_iter_deps": [["B", "A"]]})");
+    const auto r = run_swp("validate " + quoted(broken.str()) + " >/dev/full");
+    CHECK(r.status == 1);
+    check_one_error(r, "corollary 1");
+  }
+}
+
 TEST_CASE("a key given twice and a name with a control character exit 1 naming where") {
   SUBCASE("a duplicate key, with its line and column") {
     const TempFile plan("{\"tasks\": [{\"name\": \"A\", \"cpu_us\": -1, \"cpu_us\": 1}]}", ".json");

@@ -94,6 +94,35 @@ TEST_CASE("swp pp estimate prints the fill-drain metrics and the breakdown line"
   CHECK(r.err.find("--bandwidth-gbps: expected a number > 0, got '0'") != std::string::npos);
 }
 
+TEST_CASE("swp pp estimate refuses results a number cannot hold, naming the flag") {
+  // They printed `inf` and `-nan` and exited 0.
+  const auto refused = [](const std::string& flags, const std::string& message) {
+    CAPTURE(flags);
+    const auto r = run_swp("pp estimate " + flags);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err) == 1);
+    CHECK_MESSAGE(r.err.starts_with("error: swp pp estimate: " + message), r.err);
+    CHECK(r.err.find("inf") == std::string::npos);
+  };
+  refused("--layers 4 --stages 1 --layer-us 1e308",
+          "--layer-us 1e+308: its product with a stage's layers is more than a number can hold");
+  refused("--layers 2 --stages 2 --layer-us 1e308",
+          "--layer-us 1e+308: the stages' compute time is more than a number can hold");
+  refused("--layers 1000000 --stages 1 --layer-us 1e300 --microbatches 100000000",
+          "--microbatches 100000000 times the slowest stage's 1e+306 us is more than a number "
+          "can hold");
+  refused("--layers 4 --stages 2 --layer-us 1 --tokens 1000000000 --hidden 1000000000 "
+          "--bandwidth-gbps 1e-300",
+          "a transfer (--latency-us 0 + --tokens 1000000000 x --hidden 1000000000 x "
+          "--dtype-bytes 2 bytes over --bandwidth-gbps 1e-300) takes more time than a number "
+          "can hold");
+  // Large but finite: printed compactly, as every metric.
+  const auto r = run_swp("pp estimate --layers 4 --stages 2 --layer-us 1e300 --microbatches 4");
+  CHECK(r.status == 0);
+  CHECK(r.out.starts_with("metric latency_us 1e+301 us\n"));
+}
+
 TEST_CASE("swp pp search lists tp x pp x dp = N and names invalid combinations") {
   auto r = run_swp("pp search --num-devices 8 --tp-sizes 1 2");
   CHECK(r.status == 0);
@@ -171,10 +200,51 @@ TEST_CASE("swp pp simulate reports a deadlock and bad schedules in one error lin
   CHECK(r.status == 2);
   CHECK(r.err ==
         "error: swp pp simulate: --stages x --microbatches x --chunks = 33554432 is more than the "
-        "4194304 computes one run may simulate\n");
+        "4194304 computes one run may simulate (so that it fits in 1 GB of memory)\n");
   r = run_swp("pp simulate --schedule zb --stages 3 --microbatches 2 --fwd-us 1 --bwd-us 2");
   CHECK(r.status == 2);
   CHECK(r.err.find("--schedule") != std::string::npos);
+}
+
+TEST_CASE("swp pp simulate holds memory to its limit and refuses times past its clock") {
+  SUBCASE("a million work items in 128 MiB: ~27 bytes each, not ~380") {
+    // 256 stages x 1024 microbatches: 524288 computes, their transfers, 1046528 work items.
+    const auto r = run_swp(
+        "pp simulate --schedule 1f1b --stages 256 --microbatches 1024 --fwd-us 1 --bwd-us 2",
+        swp::test::memory_cap_mib(128) + "ulimit -t 120;");
+    CHECK(r.status == 0);
+    const auto m = metric_values(r.out);
+    CHECK(m.at("work_items") == 1046528);
+    CHECK(m.at("latency_us") == doctest::Approx((1024 + 256 - 1) * 3));
+  }
+  SUBCASE("a timeline has a lower limit, stated") {
+    const TempFile svg("", ".svg");
+    const auto r = run_swp(
+        "pp simulate --schedule 1f1b --stages 4096 --microbatches 1024 --fwd-us 1 --bwd-us 2 "
+        "--svg " + svg.str());
+    CHECK(r.status == 2);
+    CHECK(r.err ==
+          "error: swp pp simulate: --stages x --microbatches x --chunks = 4194304 is more than "
+          "the 262144 computes one run may simulate with --trace or --svg (so that it fits in 1 "
+          "GB of memory)\n");
+  }
+  SUBCASE("times past the simulated clock, and numbers past 1e12, name the flags") {
+    // 4e17 us one after another overflowed the nanosecond clock: latency 9.2e15, bubble 1.3.
+    auto r = run_swp(
+        "pp simulate --schedule gpipe --stages 2 --microbatches 100000 --fwd-us 1e12 "
+        "--bwd-us 1e12");
+    CHECK(r.status == 2);
+    CHECK(r.err ==
+          "error: swp pp simulate: the schedule's work adds up to 4e+17 us one item after "
+          "another, more than the 1e+15 us a simulation may span; lower --fwd-us, --bwd-us, "
+          "--comm-us or --microbatches\n");
+    // It exited 1 printing 1e300 as 301 digits.
+    r = run_swp("pp simulate --schedule gpipe --stages 2 --microbatches 2 --fwd-us 1 --bwd-us 1 "
+                "--comm-us 1e300");
+    CHECK(r.status == 2);
+    CHECK(r.err.starts_with(
+        "error: swp pp simulate: --comm-us: expected a number in [0, 1e+12], got '1e300'"));
+  }
 }
 
 }  // namespace test_cli_pp

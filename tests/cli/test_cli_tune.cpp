@@ -145,6 +145,30 @@ TEST_CASE("swp tune --costs errors name the file, the line or the task (exit 2)"
   }
 }
 
+TEST_CASE("swp tune --costs reads no more than a profile can be, naming the file and bound") {
+  const TempFile plan(flat_sparse_dist_json());
+  SUBCASE("one endless line: /dev/zero") {
+    // It was read whole: 16.8 GB and 80 s, then the machine's memory ran out.
+    const auto r = run_swp("tune " + quoted(plan.str()) + " --costs /dev/zero" + kQuick,
+                           swp::test::memory_cap_mib(200) + "ulimit -t 60;");
+    CHECK(r.status == 2);
+    CHECK(r.err ==
+          "error: --costs /dev/zero:1: a line longer than 1 MiB: not a line of `swp profile` "
+          "output\n");
+    CHECK(r.out.empty());
+  }
+  SUBCASE("more exposed times than the plan has tasks") {
+    std::string lines;
+    for (int i = 0; i < 9; ++i) lines += "metric exposed_us.T" + std::to_string(i) + " 1 us\n";
+    const TempFile costs(lines, ".txt");
+    const auto r = run_swp("tune " + quoted(plan.str()) + " --costs " + quoted(costs.str()) + kQuick);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: --costs " + costs.str() +
+                       ":9: more exposed_us lines than the plan's 8 tasks (a profile measures "
+                       "each task once)\n");
+  }
+}
+
 TEST_CASE("swp tune errors: invalid plans exit 1 naming tasks, bad flags and paths exit 2") {
   SUBCASE("a plan breaking corollary 1") {
     const TempFile plan(R"({"tasks": [{"name": "A", "stage": 1}, {"name": "B", "stage": 0}],

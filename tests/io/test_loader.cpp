@@ -218,6 +218,31 @@ TEST_CASE_TEMPLATE("a consumer faster than the loader has its stall time measure
   CHECK(s.stall_us_per_batch() >= 5000.0 / 2);
 }
 
+TEST_CASE_TEMPLATE("a batch of more records than the epoch holds is the whole epoch, SIZE_MAX too",
+                   Reader, UseUring, UsePread) {
+  const Dataset data({.records = 10, .bytes = 64, .files = 2, .seed = 1});
+  for (const std::size_t batch : {std::size_t{10}, std::size_t{11}, SIZE_MAX - 1, SIZE_MAX}) {
+    CAPTURE(batch);
+    for (const bool drop_last : {false, true}) {
+      CAPTURE(drop_last);
+      auto loader = swp::test::open_loader<Reader>(
+          data.files, {.batch_records = batch, .drop_last = drop_last});
+      if (!loader) return;
+      // A short last batch dropped leaves nothing of an epoch shorter than one batch.
+      const bool empty = drop_last && batch > 10;
+      CHECK(loader->batches_per_epoch() == (empty ? 0 : 1));
+      CHECK(loader->records_per_epoch() == (empty ? 0 : 10));
+      if (!empty) {
+        const auto all = loader->take();
+        REQUIRE(all);
+        CHECK(all->size() == 10);
+        CHECK(swp::test::checked_ids(data, *all).size() == 10);
+      }
+      CHECK_FALSE(loader->take());
+    }
+  }
+}
+
 TEST_CASE("bad loader options are refused, naming the option") {
   const Dataset data({.records = 4, .bytes = 16, .files = 1, .seed = 1});
   CHECK_THROWS_WITH_AS(swp::io::Loader(data.files, {.batch_records = 0}),

@@ -6,8 +6,10 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
+#include "support/crafted_records.hpp"
 #include "support/loader_rig.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/io/io_errors.hpp"
@@ -119,6 +121,40 @@ TEST_CASE_TEMPLATE("a missing or damaged file is refused when the loader opens",
   CHECK_THROWS_WITH_AS(swp::test::open_loader<Reader>(data.files, {}),
                        doctest::Contains("part-00001.swprec at offset 100: truncated"),
                        swp::io::RecordError);
+}
+
+TEST_CASE_TEMPLATE("a loader refuses every crafted file as RecordFile does, without hanging",
+                   Reader, UseUring, UsePread) {
+  namespace crafted = swp::test::crafted;
+  if (!swp::test::open_loader<Reader>(Dataset({.records = 1, .bytes = 8, .files = 1}).files, {}))
+    return;  // io_uring is not usable here (said why)
+  for (const crafted::Case& c : crafted::cases()) {
+    INFO(c.name);
+    swp::test::TempDir dir;
+    const auto path = dir / "x.swprec";
+    c.make(path);
+    // What RecordFile says (test_record_file.cpp checks it against the case).
+    const auto expected =
+        crafted::record_error_within_deadline(path, [&] { swp::io::RecordFile(path).verify(); });
+    bool opened = false;
+    const auto error = crafted::record_error_within_deadline(path, [&] {
+      auto loader = swp::io::Loader::open_dir(
+          dir.path(), {.name = "crafted", .batch_records = 2, .reader = Reader::kind});
+      opened = true;
+      try {
+        while (loader.take()) {
+        }
+      } catch (const swp::io::LoaderError& e) {
+        CHECK(e.loader() == "crafted");
+        std::rethrow_exception(e.nested());
+      }
+    });
+    if (!error || !expected) continue;
+    CHECK(opened == (c.seen == crafted::Seen::at_read));
+    CHECK(error->file() == path);
+    CHECK(error->offset() == c.offset);
+    CHECK(std::string(error->what()) == expected->what());
+  }
 }
 
 }  // namespace test_loader_errors

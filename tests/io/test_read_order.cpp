@@ -72,6 +72,20 @@ TEST_CASE("rank shares are disjoint, complete and even") {
   }
 }
 
+TEST_CASE("share boundaries are exact for any record count, where n * rank overflows") {
+  constexpr std::uint64_t n = ~std::uint64_t{0};  // 2^64 - 1 = 3 * 6148914691236517205
+  static_assert(swp::io::share_begin(n, 1, 3) == 6148914691236517205ULL);
+  static_assert(swp::io::share_begin(n, 2, 3) == 12297829382473034410ULL);
+  static_assert(swp::io::share_begin(n, 3, 3) == n);
+  constexpr std::uint32_t world = ~std::uint32_t{0};
+  static_assert(swp::io::share_begin(n, world - 1, world) == 18446744069414584318ULL);
+  static_assert(swp::io::share_begin(n, world, world) == n);
+  for (std::uint64_t records : {0, 1, 7, 31, 1000})
+    for (std::uint32_t w = 1; w <= 9; ++w)
+      for (std::uint32_t r = 0; r <= w; ++r)
+        CHECK(swp::io::share_begin(records, r, w) == records * r / w);
+}
+
 TEST_CASE("a rank outside the world is refused") {
   CHECK_THROWS_AS((void)swp::io::epoch_order(counts, {.rank = 2, .world = 2}, 0),
                   std::invalid_argument);

@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "support/crafted_records.hpp"
 #include "support/temp_dir.hpp"
 #include "swp/io/record_file.hpp"
 #include "swp/io/record_writer.hpp"
@@ -155,6 +157,40 @@ TEST_CASE("a missing file is reported by name") {
   CHECK(e.offset() == 0);
   CHECK(std::string(e.what()).find("nope.swprec") != std::string::npos);
   CHECK(std::string(e.what()).find("cannot open") != std::string::npos);
+}
+
+TEST_CASE("every crafted file is refused naming the file, the offset and what is wrong") {
+  // Overflowing lengths and offsets, truncation, bytes after the index, non-zero flags,
+  // reserved fields and padding, a FIFO, a directory, a device: refused when opened (the
+  // header and the index) or when the record is read, never a crash, a hang or a wrapped number.
+  namespace crafted = swp::test::crafted;
+  for (const crafted::Case& c : crafted::cases()) {
+    INFO(c.name);
+    swp::test::TempDir dir;
+    const auto path = dir / "x.swprec";
+    c.make(path);
+    std::optional<RecordFile> file;
+    const auto error = crafted::record_error_within_deadline(path, [&] {
+      file.emplace(path);
+      file->verify();
+    });
+    if (!error) continue;
+    CHECK(error->file() == path);
+    CHECK(error->offset() == c.offset);
+    const std::string what = error->what();
+    CHECK(what.starts_with(path.string() + " at offset " + std::to_string(c.offset) + ": "));
+    CHECK_MESSAGE(what.find(c.why) != std::string::npos, what);
+    CHECK(file.has_value() == (c.seen == crafted::Seen::at_read));
+    if (file) {  // a record read on its own says the same
+      std::optional<std::string> read_error;
+      for (std::uint64_t i = 0; i < file->size() && !read_error; ++i) try {
+          (void)file->read(i);
+        } catch (const RecordError& e) {
+          read_error = e.what();
+        }
+      CHECK(read_error == what);
+    }
+  }
 }
 
 TEST_CASE("checksums are XXH3-64 (test vectors of the xxHash project)") {

@@ -40,7 +40,16 @@ TEST_CASE("bad estimate inputs are named") {
   CHECK_THROWS_AS(swp::estimate_pipeline({1, 2}, {0}, 1), std::invalid_argument);
   CHECK_THROWS_AS(swp::estimate_pipeline({}, {}, 1), std::invalid_argument);
   CHECK_THROWS_WITH_AS(swp::estimate_pipeline({1, -2}, {0, 0}, 1),
-                       "compute time of stage 1 (-2.000000 us) must be finite and >= 0",
+                       "compute time of stage 1 (-2 us) must be finite and >= 0",
+                       std::invalid_argument);
+}
+
+TEST_CASE("numbers in estimate errors are compact: -1e300 is not 301 digits") {
+  CHECK_THROWS_WITH_AS(swp::estimate_pipeline({1, -1e300}, {0, 0}, 1),
+                       "compute time of stage 1 (-1e+300 us) must be finite and >= 0",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::estimate_pipeline({1, 1}, {0, 1e300 * 1e300}, 1),
+                       "comm time of stage 1 (inf us) must be finite and >= 0",
                        std::invalid_argument);
 }
 

@@ -267,6 +267,48 @@ TEST_CASE("schedules that are wrong in themselves are named") {
   }
 }
 
+TEST_CASE("long schedules keep their timeline: a rank's queued window and a link's backlog") {
+  // 1000 microbatches: every rank stops at its window of queued computes again and again, and
+  // in gpipe with transfers 10x a compute the links fall 990 transfers behind.
+  SUBCASE("the closed form of gpipe and 1f1b") {
+    for (auto kind : {swp::PpScheduleKind::gpipe, swp::PpScheduleKind::one_f_one_b}) {
+      const auto r = swp::simulate_pp(swp::make_pp_schedule(kind, 4, 1000), {{1}, {2}, 0});
+      CHECK(r.latency_us() == doctest::Approx((1000 + 4 - 1) * 3));
+      CHECK(r.bubble_fraction() == doctest::Approx(3.0 / 1003));
+    }
+  }
+  SUBCASE("eager sends pile up on the link: forwards arrive every 10 us, gradients alike") {
+    const auto r = swp::simulate_pp(swp::make_pp_schedule(swp::PpScheduleKind::gpipe, 2, 1000),
+                                    {{1}, {1}, 10});
+    // Transfer i of the forwards ends at 11 + 10 i, so rank 1's last forward ends at 10002;
+    // its backwards then end at 10003 + i and their transfers at 10013 + 10 i; rank 0's last
+    // backward ends at 10014 + 9990.
+    CHECK(r.latency_us() == doctest::Approx(20004));
+    CHECK(r.work_items == 4 * 1000 + 2 * 1000);  // computes, transfers
+  }
+  SUBCASE("rendezvous sends wait for their delivery") {
+    const auto r = swp::simulate_pp(swp::make_pp_schedule(swp::PpScheduleKind::gpipe, 2, 1000),
+                                    {{1}, {1}, 10}, {.send_mode = swp::PpSendMode::rendezvous});
+    // Every send holds its rank for the transfer: 11 us per microbatch and pass.
+    CHECK(r.latency_us() == doctest::Approx(11013 + 11 * 999));
+  }
+}
+
+TEST_CASE("a schedule longer than the simulated clock can time is refused, numbers compact") {
+  const auto s = swp::make_pp_schedule(swp::PpScheduleKind::gpipe, 2, 100000);
+  // 4e17 us one after another: the nanosecond clock overflowed (latency 9.2e15 us, bubble 1.3).
+  CHECK_THROWS_WITH_AS(swp::simulate_pp(s, {{1e12}, {1e12}, 0}),
+                       "the schedule's work adds up to 4e+17 us one item after another, more "
+                       "than the 1e+15 us a simulation may span",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::simulate_pp(s, {{1e300}, {1}, 0}),
+                       "the forward time of stage 0 (1e+300 us) must be finite and in 0..1e12",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::simulate_pp(s, {{1}, {1}, 1e300}),
+                       "the comm time (1e+300 us) must be finite and in 0..1e12",
+                       std::invalid_argument);
+}
+
 TEST_CASE("the simulation is deterministic") {
   const auto s = swp::make_pp_schedule(swp::PpScheduleKind::interleaved, 4, 8, 2);
   const auto a = swp::simulate_pp(s, {{3, 5, 4, 3}, {6}, 0.5});

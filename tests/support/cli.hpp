@@ -37,6 +37,19 @@ inline Result run_swp(const std::string& args, const std::string& before = "") {
   return result;
 }
 
+/// A shell prefix that caps the data segment (heap and private mappings: RLIMIT_DATA) of the
+/// command after it at `mib` MiB, which holds a command to a memory bound without counting the
+/// shared libraries it maps. Empty under AddressSanitizer or ThreadSanitizer, whose shadow
+/// memory the cap would refuse: there the tests check what the command does, not its memory.
+/// Example: `run_swp("validate /dev/zero", memory_cap_mib(400))`.
+inline std::string memory_cap_mib(int mib) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  (void)mib;
+  return "";
+#else
+  return "ulimit -d " + std::to_string(mib * 1024) + ";";
+#endif
+}
 
 /// The `metric NAME VALUE UNIT` lines of `text`, by name (`nan` reads as NaN).
 inline std::map<std::string, double> metric_values(const std::string& text) {

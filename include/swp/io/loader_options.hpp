@@ -22,8 +22,10 @@ enum class ReaderKind {
 
 /// The options of a Loader. Defaults: deterministic order, one rank, 4 batches / 64 MiB ahead.
 struct LoaderOptions {
-  std::string name = "loader";       ///< named by its errors (LoaderError::loader)
-  std::size_t batch_records = 32;    ///< records per batch (the last one may have fewer)
+  std::string name = "loader";  ///< named by its errors (LoaderError::loader)
+  /// Records per batch (the last one may have fewer); any value from 1: one larger than the
+  /// epoch (SIZE_MAX too) makes the epoch one batch.
+  std::size_t batch_records = 32;
   bool drop_last = false;            ///< drop a last batch shorter than batch_records
   bool shuffle = false;              ///< a seeded permutation per epoch, across all files
   std::uint64_t seed = 0;            ///< the shuffle's seed (with the epoch number)

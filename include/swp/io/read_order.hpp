@@ -24,6 +24,16 @@ struct OrderOptions {
   std::uint32_t world = 1;
 };
 
+/// Where share `rank` of `n` records cut into `world` shares begins: floor(n * rank / world),
+/// computed without overflow for every n (n * rank would wrap past 2^64); share r is
+/// [share_begin(n, r, world), share_begin(n, r + 1, world)).
+[[nodiscard]] constexpr std::uint64_t share_begin(std::uint64_t n, std::uint64_t rank,
+                                                  std::uint32_t world) noexcept {
+  // n = q * world + m: n * rank / world = q * rank + m * rank / world, and m * rank stays
+  // below world * world <= 2^64 for rank <= world.
+  return n / world * rank + n % world * rank / world;
+}
+
 /// The records rank `options.rank` reads in epoch `epoch`, in order. The whole dataset
 /// (files in order, records in order) is permuted when `shuffle` — a Fisher-Yates shuffle
 /// driven by splitmix64 of (seed, epoch), so the same seed and epoch give the same order on

@@ -12,12 +12,17 @@
 namespace swp::io {
 
 /// An open, validated record file. Opening reads the header and the index and checks them
-/// (magic, version, header and index checksums, every frame inside the data area); records are
-/// read on demand and verified against their checksum.
+/// (magic, version, header and index checksums, zero flags and reserved word, the index
+/// ending the file, every frame inside the data area, lengths within the format's u32);
+/// records are read on demand and verified (length, zero reserved word and padding, checksum).
+/// Every length and offset is compared with the file size without a sum that could wrap.
 ///
-/// Errors: RecordError naming the file and offset — a missing or unreadable file (offset 0),
-/// a file shorter than its header or index says (truncated: the offset where it ends), a bad
-/// magic, version or checksum (the offset of the header, index or frame at fault).
+/// Errors: RecordError naming the file and offset — a missing or unreadable file, or one that
+/// is not a regular file (a FIFO, a directory, a device: offset 0; opened non-blocking, so a
+/// FIFO never blocks), a file shorter than its header or index says (truncated: the offset
+/// where it ends), bytes after the index (where they start), a bad magic, version, checksum,
+/// non-zero flag, reserved word or padding byte, a bad index entry (the offset of the header
+/// field, index entry, frame or byte at fault). docs/io.md lists every message.
 /// Thread safety: const members may be called from any thread (reads use pread).
 /// Example:
 /// ```
@@ -64,8 +69,10 @@ class RecordFile {
 };
 
 /// Checks the frame of record `entry` read into `frame` (frame_bytes(entry.length) bytes from
-/// entry.offset of `file`): its length field and its checksum. Returns the payload.
-/// Errors: RecordError naming `file` and the frame's offset.
+/// entry.offset of `file`): its length field, its zero reserved word, its zero padding and its
+/// checksum. Returns the payload.
+/// Errors: RecordError naming `file` and the offset of the frame (the reserved word, the
+/// padding byte) at fault; a length over the format's u32 is refused before any arithmetic.
 std::span<const std::byte> verify_frame(const std::filesystem::path& file, const IndexEntry& entry,
                                         std::span<const std::byte> frame);
 

@@ -9,6 +9,8 @@
 //
 // All integers are little-endian. The header's checksum covers its first 48 bytes, the index
 // checksum the whole index, so a torn or overwritten header or index is reported as such.
+// Readers refuse what must be zero and is not (flags, the reserved words, padding), and bytes
+// after the index: the index ends the file.
 
 #include <array>
 #include <bit>
@@ -33,20 +35,20 @@ inline constexpr const char* record_file_extension = ".swprec";
 struct RecordFileHeader {
   std::array<char, 8> magic = record_magic;
   std::uint32_t version = record_format_version;
-  std::uint32_t flags = 0;
+  std::uint32_t flags = 0;  ///< none defined in version 1: must be 0
   std::uint64_t record_count = 0;
   std::uint64_t index_offset = 0;
   std::uint64_t index_checksum = 0;
   std::uint64_t data_bytes = 0;       ///< payload bytes of all records (for progress and checks)
   std::uint64_t header_checksum = 0;  ///< XXH3-64 of the 48 bytes before it
-  std::uint64_t reserved = 0;
+  std::uint64_t reserved = 0;         ///< must be 0 (not covered by the header checksum)
 };
 static_assert(sizeof(RecordFileHeader) == record_header_bytes);
 
 /// A record frame's header, in front of its payload.
 struct FrameHeader {
   std::uint32_t length = 0;
-  std::uint32_t zero = 0;
+  std::uint32_t zero = 0;  ///< must be 0
   std::uint64_t checksum = 0;
 };
 static_assert(sizeof(FrameHeader) == frame_header_bytes);
@@ -58,7 +60,8 @@ struct IndexEntry {
 };
 static_assert(sizeof(IndexEntry) == index_entry_bytes);
 
-/// The frame size of a payload of `length` bytes: header, payload, padding to 8.
+/// The frame size of a payload of `length` bytes: header, payload, padding to 8. Only for
+/// lengths the format allows (at most 2^32 - 1): a larger one would wrap.
 [[nodiscard]] constexpr std::uint64_t frame_bytes(std::uint64_t length) noexcept {
   return frame_header_bytes + ((length + 7) & ~std::uint64_t{7});
 }

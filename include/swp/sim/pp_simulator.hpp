@@ -35,6 +35,10 @@ enum class PpSendMode : std::uint8_t {
   rendezvous,
 };
 
+/// The longest timeline simulate_pp runs (1e15 us, about 31 years; the nanosecond clock holds
+/// 292): a schedule whose work, one item after another, takes longer is refused.
+inline constexpr double max_pp_sim_us = 1e15;
+
 struct PpSimOptions {
   PpSendMode send_mode = PpSendMode::eager;
   bool keep_timeline = true;  ///< keep every slice in the result (false: only totals)
@@ -102,17 +106,22 @@ class PpDeadlock : public std::runtime_error {
 /// Runs `schedule` with `costs` on a SimDevice: one stream per rank for its computes, one
 /// per link for its transfers, stream events for every data dependency (a recv waits for its
 /// transfer, a transfer for the sender's compute and, under rendezvous, for the receiver to
-/// post the recv). Work is queued on the streams in dependency order first — a rank whose
-/// next recv (or rendezvous send) has no partner yet waits — so an order that cannot
-/// complete is found before any virtual time passes and reported as PpDeadlock naming every
-/// stuck rank. Then the SimScheduler runs the streams to completion.
+/// post the recv). Work is queued on the streams in dependency order — a rank whose next recv
+/// (or rendezvous send) has no partner yet waits, and one with a window of computes queued
+/// waits for them to run — while the SimScheduler runs the streams; once everything queued has
+/// run and no rank can go on, a rank that has not finished is stuck: an order that cannot
+/// complete is reported as PpDeadlock naming every stuck rank (the same ranks and actions
+/// whatever the window: queuing order does not depend on time).
 ///
 /// Completion: synchronous; returns once the last piece of work has ended in virtual time.
 /// Deterministic: the same schedule and costs give the same timeline. Runs on the calling
 /// thread, with no wall-clock waits and nothing to cancel (its work is bounded by the
-/// schedule's size; memory is about 400 bytes per work item while it runs). Throws PpScheduleError
-/// (see above), PpDeadlock, or std::invalid_argument for costs that are negative, not finite or not
-/// one per rank.
+/// schedule's size). Memory: a rank's program is queued on its stream a few computes ahead of
+/// what has run, not all at once, so the streams hold a few hundred bytes per rank and link
+/// whatever the schedule's length; the result holds one PpSlice (40 bytes) per work item with
+/// keep_timeline. Throws PpScheduleError (see above), PpDeadlock, or std::invalid_argument for
+/// costs that are negative, not finite, above 1e12 us or not one per rank, and for a schedule
+/// whose work adds up to more than max_pp_sim_us.
 ///
 /// Example:
 /// ```
