@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "swp/async/co.hpp"
+#include "swp/comm/abort_on_failure.hpp"
 #include "swp/comm/input_dist.hpp"
 #include "swp/comm/mpi/mpi_communicator.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
@@ -172,6 +173,8 @@ Figures run(swp::Communicator& world, const Options& o, bool split, std::int64_t
   swp::Runtime rt(
       {.backend = swp::Backend::host, .workers = 2, .dedicated_lanes = preset.dedicated_lanes});
   swp::DataFlowPipeline<Ctx> pipe(rt, preset.plan(), 3);
+  // A rank whose task fails tells the others at once, rather than leaving them to time out.
+  swp::abort_peers_on_failure(pipe, world);
   swp::TraceRecorder recorder;
   swp::attach_run_observer(recorder, pipe);
   std::vector<int> inputs(static_cast<std::size_t>(o.iters));

@@ -1,6 +1,106 @@
 #include "swp/comm/communicator.hpp"
 
+#include <utility>
+
+#include "abort_state.hpp"
+
 namespace swp {
+
+namespace detail {
+
+std::string AbortState::Info::message() const {
+  return "rank " + std::to_string(rank) + " aborted: " + reason;
+}
+
+std::optional<AbortState::Info> AbortState::info() const {
+  std::lock_guard lock(mutex_);
+  return info_;
+}
+
+bool AbortState::trigger(int rank, std::string reason, bool local) {
+  Info info;
+  {
+    std::lock_guard lock(mutex_);
+    if (info_) return false;  // the first abort wins
+    info_ = Info{rank, std::move(reason)};
+    info = *info_;
+    // Release: whoever sees aborted() sees info_ (error() reads it under the mutex anyway).
+    aborted_.store(true, std::memory_order_release);
+  }
+  // A listener that aborts again (a failure its own abort caused) returns above, without
+  // this lock.
+  std::lock_guard lock(listeners_mutex_);
+  told_ = true;
+  local_ = local;
+  for (auto& [id, listener] : listeners_) {
+    try {
+      listener(info, local);
+    } catch (...) {
+      // One backend failing (out of memory failing its operations) must not keep the
+      // others from being told.
+    }
+  }
+  return true;
+}
+
+std::uint64_t AbortState::listen(Listener listener) {
+  std::lock_guard lock(listeners_mutex_);
+  // Told already: told now, once. Not yet told (even if trigger() recorded the abort and is
+  // about to take this lock): trigger tells it.
+  if (told_) {
+    try {
+      listener(*info(), local_);
+    } catch (...) {
+      // As in trigger(): the listener is still added (unlisten removes it).
+    }
+  }
+  const std::uint64_t id = next_id_++;
+  listeners_.emplace(id, std::move(listener));
+  return id;
+}
+
+void AbortState::unlisten(std::uint64_t id) noexcept {
+  std::lock_guard lock(listeners_mutex_);
+  listeners_.erase(id);
+}
+
+std::exception_ptr AbortState::error(int rank, std::string op, const std::string& description,
+                                     std::string_view verb) const {
+  const Info by = info().value_or(Info{});
+  return std::make_exception_ptr(
+      CommAborted(rank, std::move(op), description + " " + std::string(verb) + ": " + by.message(),
+                  by.rank, by.reason));
+}
+
+}  // namespace detail
+
+Communicator::Communicator() : abort_state_(std::make_shared<detail::AbortState>()) {}
+
+Communicator::~Communicator() = default;
+
+void Communicator::abort(std::string reason) noexcept {
+  try {
+    const int self = abort_state_->self_rank() >= 0 ? abort_state_->self_rank() : rank();
+    abort_state_->trigger(self, std::move(reason), /*local=*/true);
+  } catch (...) {
+    // Out of memory recording the reason, or a backend failing to send: nothing better to
+    // do here; the peers still have their timeouts.
+  }
+}
+
+bool Communicator::aborted() const noexcept { return abort_state_->aborted(); }
+
+std::string Communicator::abort_reason() const {
+  const auto info = abort_state_->info();
+  return info ? info->message() : std::string();
+}
+
+Future<void> Communicator::refused(std::string_view op, const std::string& description) const {
+  Promise<void> promise;
+  Future<void> future = promise.get_future();
+  promise.set_error(abort_state_->error(rank(), std::string(op), description, "was not run"));
+  return future;
+}
 
 std::size_t size_of(DataType type) noexcept {
   switch (type) {

@@ -160,4 +160,47 @@ TEST_CASE("communicator: the order check is off unless set") {
   CHECK(comm.order_check());
 }
 
+TEST_CASE("communicator: after abort every operation fails at once, naming who aborted and why") {
+  Recording comm(4);
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Stream& s = rt.stream("comm");
+  CHECK_FALSE(comm.aborted());
+  CHECK(comm.abort_reason().empty());
+  comm.abort("task 'Forward' failed in iteration 7: corrupt record");
+  CHECK(comm.aborted());
+  CHECK(comm.abort_reason() ==
+        "rank 1 aborted: task 'Forward' failed in iteration 7: corrupt record");
+  comm.abort("a later failure");  // the first abort wins
+  CHECK(comm.abort_reason() ==
+        "rank 1 aborted: task 'Forward' failed in iteration 7: corrupt record");
+  std::vector<float> eight(8);
+  const std::vector<std::size_t> counts{2, 2, 2, 2};
+  const std::vector<swp::Future<void>> refused{
+      comm.all_reduce(s, std::span<const float>(eight), std::span<float>(eight), swp::ReduceOp::sum,
+                      "Backward"),
+      comm.all_gather(s, std::span<const float>(eight.data(), 2), std::span<float>(eight)),
+      comm.all_to_all(s, std::span<const float>(eight), std::span<float>(eight)),
+      comm.all_to_all_v(s, std::span<const float>(eight), counts, std::span<float>(eight), counts),
+      comm.all_to_all_v(
+          s, [] { return swp::AllToAllVBuffers{}; }, swp::DataType::f32, "splits"),
+      comm.send(s, std::span<const float>(eight), 2),
+      comm.recv(s, std::span<float>(eight), 2)};
+  CHECK(comm.calls.empty());  // none reached the backend
+  for (const swp::Future<void>& f : refused) {
+    REQUIRE(f.ready());
+    CHECK_THROWS_AS(f.get(), swp::CommAborted);
+  }
+  try {
+    refused[0].get();
+  } catch (const swp::CommAborted& e) {
+    CHECK(e.rank() == 1);
+    CHECK(e.op() == "all_reduce");
+    CHECK(e.aborting_rank() == 1);
+    CHECK(e.reason() == "task 'Forward' failed in iteration 7: corrupt record");
+    CHECK(std::string(e.what()) ==
+          "rank 1: all_reduce 'Backward' (8 f32) was not run: rank 1 aborted: task 'Forward' "
+          "failed in iteration 7: corrupt record");
+  }
+}
+
 }  // namespace test_communicator

@@ -82,6 +82,30 @@ class CommTimeout : public CommError {
   using CommError::CommError;
 };
 
+/// The communicator was aborted (Communicator::abort): by a rank that failed — this one or a
+/// peer — so the operation failed at once (or was not run) instead of waiting for ranks that
+/// will never take part. `rank()` is this rank, `aborting_rank()` the one that called abort()
+/// and `reason()` what it said, e.g. "rank 0: all_reduce 'Backward iter 7' (1 i64) failed:
+/// rank 1 aborted: task 'Forward' failed in iteration 7: corrupt record ...".
+class CommAborted : public CommError {
+ public:
+  CommAborted(int rank, std::string op, const std::string& message, int aborting_rank,
+              std::string reason)
+      : CommError(rank, std::move(op), message),
+        aborting_rank_(aborting_rank),
+        reason_(std::move(reason)) {}
+  [[nodiscard]] int aborting_rank() const noexcept { return aborting_rank_; }
+  [[nodiscard]] const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  int aborting_rank_;
+  std::string reason_;
+};
+
+namespace detail {
+class AbortState;
+}  // namespace detail
+
 /// A group of ranks exchanging data. Every operation is *stream-ordered*: it is queued on
 /// `stream` behind the work queued there before it, and later work on that stream runs after
 /// it. The buffers must stay valid (and `send` unchanged) until it completed.
@@ -95,6 +119,9 @@ class CommTimeout : public CommError {
 /// at once) for buffers whose sizes do not fit the operation or a peer out of range.
 /// Cancellation: an operation that started cannot be withdrawn (the other ranks take part in
 /// it); a waiter cancelled through its stop signal stops waiting, the operation goes on.
+/// Abort: abort() fails every pending operation of every rank with CommAborted within a
+/// second, and every later one at once — how one rank's failure reaches the others instead
+/// of leaving them to their timeout (see abort(), and abort_peers_on_failure).
 ///
 /// Example (every rank):
 /// ```
@@ -106,7 +133,10 @@ class CommTimeout : public CommError {
 /// ```
 class Communicator {
  public:
-  virtual ~Communicator() = default;
+  Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  virtual ~Communicator();
 
   /// This process's rank in the group, 0 .. size() − 1.
   [[nodiscard]] virtual int rank() const noexcept = 0;
@@ -128,19 +158,45 @@ class Communicator {
   void set_order_check(bool on) noexcept { order_check_ = on; }
   [[nodiscard]] bool order_check() const noexcept { return order_check_; }
 
+  /// Tells every rank that this one failed, so that none waits for it: from now on every
+  /// operation on this communicator — pending or later, on every rank — fails with
+  /// CommAborted naming this rank and `reason` (the first abort wins; a later one, or one
+  /// after a peer's abort arrived, changes nothing). Reaches the communicators that abort
+  /// together with this one: on MPI the world it was split from and every group split from
+  /// that world (the peers' progress threads see the message within milliseconds; the
+  /// documented bound is 1 s), on NCCL this rank's communicator (ncclCommAbort, which NCCL's
+  /// peers do not hear of: an NCCL communicator bootstrapped over an MPI one aborts with it,
+  /// and the MPI message tells the peers). Returns at once: the messages are nonblocking,
+  /// and NCCL's abort runs on its watchdog thread. Any thread; never throws.
+  /// Example: `swp::abort_peers_on_failure(pipe, comm)` (swp/comm/abort_on_failure.hpp) calls
+  /// it with the run's error when a pipeline's run fails; or by hand:
+  /// `catch (const std::exception& e) { world->abort(e.what()); throw; }`.
+  void abort(std::string reason) noexcept;
+  /// Whether this communicator was aborted, by this rank or a peer.
+  [[nodiscard]] bool aborted() const noexcept;
+  /// "rank 1 aborted: REASON" once aborted (the rank as numbered in the world it was split
+  /// from, on MPI), empty before.
+  [[nodiscard]] std::string abort_reason() const;
+
   /// recv[i] = op over the ranks of send[i], for `count` elements, on every rank.
   Future<void> all_reduce(Stream& stream, const void* send, void* recv, std::size_t count,
                           DataType type, ReduceOp op, std::string_view what = {}) {
+    if (aborted()) [[unlikely]]
+      return refused("all_reduce", describe("all_reduce", what, count, type));
     return do_all_reduce(stream, send, recv, count, type, op, what);
   }
   /// recv = every rank's `count` elements of send, in rank order (size() × count elements).
   Future<void> all_gather(Stream& stream, const void* send, void* recv, std::size_t count,
                           DataType type, std::string_view what = {}) {
+    if (aborted()) [[unlikely]]
+      return refused("all_gather", describe("all_gather", what, count, type));
     return do_all_gather(stream, send, recv, count, type, what);
   }
   /// Block r of send (`count` elements) goes to rank r; block r of recv comes from rank r.
   Future<void> all_to_all(Stream& stream, const void* send, void* recv, std::size_t count,
                           DataType type, std::string_view what = {}) {
+    if (aborted()) [[unlikely]]
+      return refused("all_to_all", describe("all_to_all", what, count, type));
     return do_all_to_all(stream, send, recv, count, type, what);
   }
   /// all_to_all with per-rank counts: send holds send_counts[r] elements for each rank r,
@@ -151,6 +207,8 @@ class Communicator {
                             std::span<const std::size_t> send_counts, void* recv,
                             std::span<const std::size_t> recv_counts, DataType type,
                             std::string_view what = {}) {
+    if (aborted()) [[unlikely]]
+      return refused("all_to_all_v", describe("all_to_all_v", what, total(send_counts), type));
     return do_all_to_all_v(stream, send, send_counts, recv, recv_counts, type, what);
   }
   /// all_to_all_v whose counts are not known yet when it is called: `when_started` is called
@@ -163,15 +221,21 @@ class Communicator {
   /// one entry per rank, fail the future with CommError naming the operation.
   Future<void> all_to_all_v(Stream& stream, std::function<AllToAllVBuffers()> when_started,
                             DataType type, std::string_view what = {}) {
+    if (aborted()) [[unlikely]]
+      return refused("all_to_all_v", describe("all_to_all_v", what, 0, type));
     return do_all_to_all_v_later(stream, std::move(when_started), type, what);
   }
   /// Sends `count` elements to `peer`, which receives them with recv(..., this rank).
   Future<void> send(Stream& stream, const void* data, std::size_t count, DataType type, int peer,
                     std::string_view what = {}) {
+    if (aborted()) [[unlikely]]
+      return refused("send", describe("send to rank " + std::to_string(peer), what, count, type));
     return do_send(stream, data, count, type, peer, what);
   }
   Future<void> recv(Stream& stream, void* data, std::size_t count, DataType type, int peer,
                     std::string_view what = {}) {
+    if (aborted()) [[unlikely]]
+      return refused("recv", describe("recv from rank " + std::to_string(peer), what, count, type));
     return do_recv(stream, data, count, type, peer, what);
   }
 
@@ -249,6 +313,21 @@ class Communicator {
   // "rank R: OP 'WHAT' (N TYPE)": how errors name an operation.
   [[nodiscard]] std::string describe(std::string_view op, std::string_view what, std::size_t count,
                                      DataType type) const;
+  // A future failed with CommAborted "DESCRIPTION was not run: rank R aborted: ...": an
+  // operation called once the communicator was aborted. Precondition: aborted().
+  [[nodiscard]] Future<void> refused(std::string_view op, const std::string& description) const;
+  // What this communicator's aborts are recorded in. A backend whose communicators abort
+  // together shares one: it adopts another's in its constructor, before any operation, and
+  // registers there what an abort must do (tell the peers, fail what is pending).
+  [[nodiscard]] const std::shared_ptr<detail::AbortState>& abort_state() const noexcept {
+    return abort_state_;
+  }
+  void adopt_abort_state(std::shared_ptr<detail::AbortState> state) noexcept {
+    abort_state_ = std::move(state);
+  }
+  static const std::shared_ptr<detail::AbortState>& abort_state_of(const Communicator& c) noexcept {
+    return c.abort_state_;
+  }
   static std::size_t total(std::span<const std::size_t> counts) noexcept {
     std::size_t sum = 0;
     for (std::size_t c : counts) sum += c;
@@ -258,6 +337,7 @@ class Communicator {
  private:
   std::chrono::milliseconds timeout_{60'000};
   bool order_check_ = false;
+  std::shared_ptr<detail::AbortState> abort_state_;
 };
 
 }  // namespace swp

@@ -12,7 +12,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -21,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "../abort_state.hpp"
 #include "swp/device/stream.hpp"
 
 namespace swp {
@@ -29,10 +32,29 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// Communicators destroyed with operations still under way (see ~MpiSession).
+// Communicators destroyed with operations that timed out still under way (see ~MpiSession).
 std::atomic<int>& abandoned_operations() {
   static std::atomic<int> count{0};
   return count;
+}
+
+// The tag of abort messages on an abort channel's control communicator (nothing else travels
+// there).
+constexpr int mpi_abort_tag = 1;
+
+// An abort message: which world() it is for (see MpiAbortChannel), and the reason,
+// NUL-terminated. 1 KiB: small enough for every MPI's eager protocol, so a send completes
+// without the receiver (which may be busy, or gone).
+struct MpiAbortMessage {
+  std::uint64_t generation = 0;
+  char reason[1016] = {};
+};
+static_assert(sizeof(MpiAbortMessage) == 1024);
+
+// world() is collective, so its n-th call is the same world on every rank.
+std::uint64_t next_world_generation() {
+  static std::atomic<std::uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string mpi_error(int code) {
@@ -101,6 +123,10 @@ MpiSession::MpiSession() {
 
 MpiSession::~MpiSession() {
   if (!finalize_) return;
+  // Operations an abort left under way (MpiCommunicator::~MpiCommunicator: their
+  // communicators are not freed) do not stop MPI_Finalize: Open MPI 4.1 finalizes with them
+  // pending (the MPI tests' abort cases end so, every rank exiting 0). Operations that timed
+  // out without an abort are another matter: a rank may still be inside them.
   if (abandoned_operations().load(std::memory_order_relaxed) > 0) {
     // MPI_Finalize would wait for operations some rank never joined: end without it (mpirun
     // reports the rank as failed) rather than hang.
@@ -113,12 +139,239 @@ MpiSession::~MpiSession() {
   if (finalized == 0) MPI_Finalize();
 }
 
+// How an abort reaches the other ranks: one per world(), shared by every group split from it.
+// A control communicator (a duplicate of the world's: abort messages never meet collectives),
+// a receive always posted on it for any rank's abort message, and a thread polling that receive
+// — every 1 ms while an operation of the world or its groups is pending (one that will never
+// complete is what an abort must fail), every 20 ms otherwise (an MPI receive cannot be waited
+// for without polling: MPI_Wait would spin a core). abort() sends the message to every other
+// rank, nonblocking, on the thread calling it.
+class MpiAbortChannel {
+ public:
+  MpiAbortChannel(MPI_Comm world, int rank, int size);
+  ~MpiAbortChannel();
+  MpiAbortChannel(const MpiAbortChannel&) = delete;
+  MpiAbortChannel& operator=(const MpiAbortChannel&) = delete;
+
+  [[nodiscard]] const std::shared_ptr<detail::AbortState>& state() const noexcept { return state_; }
+  // An operation of a communicator of this channel is pending (until op_ended): poll often,
+  // from now on (an abort may arrive right away: the thread may be in an idle pause).
+  void op_started() {
+    if (active_.fetch_add(1, std::memory_order_relaxed) > 0) return;
+    std::lock_guard lock(mutex_);
+    look_now_ = true;
+    wake_.notify_all();
+  }
+  void op_ended() noexcept { active_.fetch_sub(1, std::memory_order_relaxed); }
+
+ private:
+  void send_to_peers(const detail::AbortState::Info& info);
+  void run();
+  void post_receive();
+  void poll_incoming();
+  void poll_outgoing();
+
+  MPI_Comm control_ = MPI_COMM_NULL;
+  const int rank_;
+  const int size_;
+  const std::uint64_t generation_ = next_world_generation();
+  const std::shared_ptr<detail::AbortState> state_;
+  std::uint64_t listener_ = 0;
+  std::atomic<int> active_{0};  // pending operations (relaxed: only the polling pace)
+
+  // The progress thread's alone (the destructor's once it was joined).
+  MPI_Request incoming_ = MPI_REQUEST_NULL;
+  MpiAbortMessage inbox_;
+
+  std::mutex mutex_;  // the fields below
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  bool look_now_ = false;              // sends to progress, or a first operation pending: no pause
+  MpiAbortMessage outbox_;             // this rank's abort message (it aborts once)
+  std::vector<MPI_Request> outgoing_;  // its sends, until they completed
+  std::thread thread_;
+};
+
+MpiAbortChannel::MpiAbortChannel(MPI_Comm world, int rank, int size)
+    : rank_(rank), size_(size), state_(std::make_shared<detail::AbortState>(rank)) {
+  if (const int rc = MPI_Comm_dup(world, &control_); rc != MPI_SUCCESS)
+    throw CommError(rank, "MPI_Comm_dup",
+                    "rank " + std::to_string(rank) +
+                        ": MPI_Comm_dup (the abort channel) failed: " + mpi_error(rc));
+  MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
+  post_receive();
+  listener_ = state_->listen([this](const detail::AbortState::Info& info, bool local) {
+    if (local) send_to_peers(info);  // a peer's abort: its rank told everyone
+  });
+  thread_ = std::thread([this] { run(); });
+}
+
+MpiAbortChannel::~MpiAbortChannel() {
+  state_->unlisten(listener_);
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  // Bounded: a receive is withdrawn at once, and a 1 KiB send completes without its receiver.
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(1);
+  const auto settle = [&](MPI_Request& request) {
+    int done = 0;
+    while (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
+           SteadyClock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    return done != 0;
+  };
+  bool settled = true;
+  if (incoming_ != MPI_REQUEST_NULL) {
+    MPI_Cancel(&incoming_);
+    settled = settle(incoming_);
+  }
+  for (MPI_Request& request : outgoing_) settled = settle(request) && settled;
+  // After an abort another rank's message may still be on its way here: the communicator is
+  // kept (one handle) rather than freed, so that MPI never delivers it to a later world's
+  // channel reusing its context id.
+  if (settled && !state_->aborted()) MPI_Comm_free(&control_);
+}
+
+void MpiAbortChannel::post_receive() {
+  if (MPI_Irecv(&inbox_, sizeof inbox_, MPI_BYTE, MPI_ANY_SOURCE, mpi_abort_tag, control_,
+                &incoming_) != MPI_SUCCESS)
+    incoming_ = MPI_REQUEST_NULL;  // not listening: peers' aborts reach this rank by timeouts
+}
+
+void MpiAbortChannel::send_to_peers(const detail::AbortState::Info& info) {
+  std::lock_guard lock(mutex_);
+  outbox_.generation = generation_;
+  const std::size_t room = sizeof outbox_.reason - 1;
+  std::string reason = info.reason;
+  if (reason.size() > room) reason = reason.substr(0, room - 3) + "...";
+  std::memcpy(outbox_.reason, reason.data(), reason.size());
+  outbox_.reason[reason.size()] = '\0';
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    if (MPI_Isend(&outbox_, sizeof outbox_, MPI_BYTE, peer, mpi_abort_tag, control_, &request) ==
+        MPI_SUCCESS)
+      outgoing_.push_back(request);
+  }
+  // Open MPI moves a message on only while some call progresses it: a look now, and the
+  // thread keeps looking every 1 ms until they completed.
+  poll_outgoing();
+  look_now_ = true;
+  wake_.notify_all();
+}
+
+void MpiAbortChannel::run() {
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    poll_outgoing();
+    lock.unlock();
+    poll_incoming();
+    lock.lock();
+    const bool busy = active_.load(std::memory_order_relaxed) > 0 || !outgoing_.empty();
+    wake_.wait_for(lock, busy ? std::chrono::milliseconds(1) : std::chrono::milliseconds(20),
+                   [&] { return stopping_ || look_now_; });
+    look_now_ = false;
+  }
+}
+
+void MpiAbortChannel::poll_incoming() {
+  if (incoming_ == MPI_REQUEST_NULL) return;
+  int done = 0;
+  MPI_Status status;
+  if (MPI_Test(&incoming_, &done, &status) != MPI_SUCCESS) {
+    incoming_ = MPI_REQUEST_NULL;
+    return;
+  }
+  if (done == 0) return;
+  const MpiAbortMessage message = inbox_;
+  post_receive();  // another rank may abort too: its message is taken (and dropped) as well
+  // A message for an earlier world of this process (its channel freed, the context id
+  // reused) is not this world's.
+  if (message.generation != generation_) return;
+  const std::size_t length = strnlen(message.reason, sizeof message.reason);
+  state_->trigger(status.MPI_SOURCE, std::string(message.reason, length), /*local=*/false);
+}
+
+void MpiAbortChannel::poll_outgoing() {
+  std::erase_if(outgoing_, [](MPI_Request& request) {
+    int done = 0;
+    return MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done != 0;
+  });
+}
+
+// An operation from its call until its stream ran it: the promise is completed once, by the
+// stream's run of it or by an abort failing it at once (whichever claims it first).
+struct MpiPendingOp {
+  Promise<void> promise;
+  std::atomic<bool> completed{false};
+  std::uint64_t ticket = 0;  // its place in the call order
+  std::string op;
+  std::string description;
+
+  bool claim() noexcept { return !completed.exchange(true, std::memory_order_acq_rel); }
+};
+
 struct MpiCommunicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
-  std::mutex mutex;                    // timed_out
+  std::shared_ptr<MpiAbortChannel> channel;    // the world's, shared with its groups
+  std::shared_ptr<detail::AbortState> aborts;  // the channel's
+  std::uint64_t abort_listener = 0;
+  std::mutex mutex;                    // timed_out, dead
   std::vector<MPI_Request> timed_out;  // operations that outlived their timeout
+  std::vector<MPI_Request> dead;       // operations under way when the communicator aborted
+
+  std::mutex ops_mutex;                                        // ops
+  std::map<std::uint64_t, std::shared_ptr<MpiPendingOp>> ops;  // by ticket, until run
+
+  [[nodiscard]] bool aborted() const noexcept { return aborts->aborted(); }
+
+  // A new operation, in the call order and among the pending ones.
+  std::shared_ptr<MpiPendingOp> enlist(std::string op, std::string description) {
+    auto pending = std::make_shared<MpiPendingOp>();
+    pending->ticket = take_ticket();
+    pending->op = std::move(op);
+    pending->description = std::move(description);
+    {
+      std::lock_guard lock(ops_mutex);
+      ops.emplace(pending->ticket, pending);
+    }
+    channel->op_started();
+    // Aborted after the caller looked and before the op was listed: the abort's fail_pending
+    // may not have seen it.
+    if (aborted()) fail_aborted(*pending);
+    return pending;
+  }
+  void discharge(const MpiPendingOp& pending) {
+    {
+      std::lock_guard lock(ops_mutex);
+      ops.erase(pending.ticket);
+    }
+    channel->op_ended();
+  }
+  void fail_aborted(MpiPendingOp& pending) {
+    if (pending.claim())
+      pending.promise.set_error(aborts->error(rank, pending.op, pending.description, "failed"));
+  }
+  // The abort's part here (a listener of `aborts`): every pending operation fails at once,
+  // those waiting for their turn stop waiting; operations under way in MPI are left to their
+  // streams, which see the abort within their next look (at most 1 ms) and give them up.
+  void fail_pending() {
+    std::vector<std::shared_ptr<MpiPendingOp>> pending;
+    {
+      std::lock_guard lock(ops_mutex);
+      for (auto& [ticket, op] : ops) pending.push_back(op);
+    }
+    {
+      std::lock_guard lock(turn_mutex);  // a waiter between its look and its wait sees it
+    }
+    turn_changed.notify_all();
+    for (auto& op : pending) fail_aborted(*op);  // outside the lock: waiters may resume here
+  }
 
   // Operations start in MPI in the order they were called (their tickets), whichever streams
   // they are on: the call order is what the ranks agree on (the engines' globally ordered
@@ -141,7 +394,13 @@ struct MpiCommunicator::Impl {
   }
 };
 
-MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
+  // Aborts together with its world and the world's other groups (the channel's state).
+  impl_->aborts = impl_->channel->state();
+  adopt_abort_state(impl_->aborts);
+  impl_->abort_listener = impl_->aborts->listen(
+      [impl = impl_.get()](const detail::AbortState::Info&, bool) { impl->fail_pending(); });
+}
 
 std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
   auto impl = std::make_unique<Impl>();
@@ -155,11 +414,20 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
   MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(impl->comm, &impl->rank);
   MPI_Comm_size(impl->comm, &impl->size);
+  try {
+    impl->channel = std::make_shared<MpiAbortChannel>(impl->comm, impl->rank, impl->size);
+  } catch (...) {
+    MPI_Comm_free(&impl->comm);
+    throw;
+  }
   return std::make_unique<MpiCommunicator>(std::move(impl));
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  // An operation that timed out may still complete (a late rank): wait for it once more.
+  impl_->aborts->unlisten(impl_->abort_listener);
+  // An operation that timed out may still complete (a late rank): wait for it once more —
+  // unless the communicator was aborted (before or meanwhile): then no rank that has not
+  // joined it yet ever will, and nothing is waited for.
   bool clean = true;
   {
     std::lock_guard lock(impl_->mutex);
@@ -167,15 +435,18 @@ MpiCommunicator::~MpiCommunicator() {
                           std::max<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10));
     for (MPI_Request& request : impl_->timed_out) {
       int done = 0;
-      while (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
-             SteadyClock::now() < deadline)
+      while (!impl_->aborted() && MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
+             done == 0 && SteadyClock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       clean = clean && done != 0;
     }
+    clean = clean && impl_->dead.empty();
   }
-  // An operation still under way keeps its communicator: freeing it would be erroneous.
+  // An operation still under way keeps its communicator: freeing it would be erroneous (Open
+  // MPI crashes in MPI_Finalize, seen). Left by an abort, it does not keep MPI_Finalize from
+  // running (see ~MpiSession); timed out without one, it does.
   if (clean && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
-  if (!clean) abandoned_operations().fetch_add(1, std::memory_order_relaxed);
+  if (!clean && !impl_->aborted()) abandoned_operations().fetch_add(1, std::memory_order_relaxed);
 }
 
 int MpiCommunicator::rank() const noexcept { return impl_->rank; }
@@ -210,18 +481,20 @@ std::string check_text(const std::string& description, bool with_count) {
   return text;
 }
 
-enum class Waited { done, failed, timed_out };
+enum class Waited { done, failed, timed_out, aborted };
 
 // Tests `request` with a bounded back-off — a few quick looks (a collective whose peers are
 // there completes in microseconds), then sleeps doubling to 1 ms — until it completed, failed
-// (`rc`) or `deadline` passed.
-Waited wait_for(MPI_Request& request, SteadyClock::time_point deadline, int& rc) {
+// (`rc`), `deadline` passed or the communicator was aborted (a rank that will never join it).
+Waited wait_for(MPI_Request& request, SteadyClock::time_point deadline, int& rc,
+                const detail::AbortState& aborts) {
   auto pause = std::chrono::microseconds(1);
   for (int polls = 0;; ++polls) {
     int done = 0;
     rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) return Waited::failed;
     if (done != 0) return Waited::done;
+    if (aborts.aborted()) return Waited::aborted;
     if (SteadyClock::now() >= deadline) return Waited::timed_out;
     if (polls < 64) {
       std::this_thread::yield();
@@ -232,113 +505,186 @@ Waited wait_for(MPI_Request& request, SteadyClock::time_point deadline, int& rc)
   }
 }
 
-// Queues on `stream`: when its turn came (the call order), check the ranks' order when `check`
-// is not empty (what this rank runs, as the ranks compare it), start the operation, test it
-// until it completed or `timeout` passed, complete the promise. `start` returns an MPI error
-// code.
+// One operation as its stream runs it: when its turn came (the call order), the order check
+// when asked for, the start, the tests until it completed, then its promise — unless an abort
+// failed it first (MpiPendingOp::claim), in which case what is under way in MPI is given up.
+class MpiOperationRun {
+ public:
+  MpiOperationRun(MpiCommunicator::Impl& impl, MpiPendingOp& op, std::chrono::milliseconds timeout)
+      : impl_(impl), op_(op), timeout_(timeout), deadline_(SteadyClock::now() + timeout) {}
+
+  // `check`: what this rank runs, as the ranks compare it (empty: no order check). `start`
+  // starts the operation and returns an MPI error code.
+  void run(const std::string& check, const std::function<int(MPI_Request*)>& start) {
+    if (impl_.aborted()) return give_up(MPI_REQUEST_NULL);
+    std::unique_lock lock(impl_.turn_mutex);
+    if (!take_turn(lock)) return;
+    if (!check.empty() && !check_order(lock, check)) return;
+    if (impl_.aborted()) {
+      impl_.pass_turn();
+      lock.unlock();
+      return give_up(MPI_REQUEST_NULL);
+    }
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = MPI_SUCCESS;
+    try {
+      rc = start(&request);
+    } catch (const CommError&) {
+      impl_.pass_turn();
+      lock.unlock();
+      return fail_with(std::current_exception());
+    } catch (const std::exception& e) {
+      impl_.pass_turn();
+      lock.unlock();
+      return fail(std::string(" failed as it started: ") + e.what());
+    }
+    impl_.pass_turn();
+    lock.unlock();
+    if (rc != MPI_SUCCESS) return fail(" failed: " + mpi_error(rc));
+    switch (wait_for(request, deadline_, rc, *impl_.aborts)) {
+      case Waited::done:
+        if (op_.claim()) op_.promise.set_value();
+        return;
+      case Waited::failed:
+        return fail(" failed: " + mpi_error(rc));
+      case Waited::timed_out:
+        return time_out(request, "");
+      case Waited::aborted:
+        return give_up(request);
+    }
+  }
+
+ private:
+  // With turn_mutex held: waits for this operation's turn; false when it failed instead
+  // (timed out, or aborted), the lock released.
+  bool take_turn(std::unique_lock<std::mutex>& lock) {
+    const bool mine = impl_.turn_changed.wait_until(
+        lock, deadline_, [&] { return impl_.turn == op_.ticket || impl_.aborted(); });
+    if (mine && impl_.turn == op_.ticket && !impl_.aborted()) return true;
+    if (impl_.turn == op_.ticket) {
+      impl_.pass_turn();
+    } else {
+      impl_.given_up.insert(op_.ticket);
+    }
+    lock.unlock();
+    if (impl_.aborted()) {
+      give_up(MPI_REQUEST_NULL);
+    } else {
+      fail_with(std::make_exception_ptr(CommTimeout(
+          impl_.rank, op_.op,
+          op_.description + " did not start in " + std::to_string(timeout_.count()) +
+              " ms: an operation called before it on this communicator (on another stream) "
+              "has not started")));
+    }
+    return false;
+  }
+
+  // With the turn held: the order check's all_gather; false when the ranks' operations differ
+  // or it failed, the turn passed and the lock released.
+  bool check_order(std::unique_lock<std::mutex>& lock, const std::string& check) {
+    // The turn stays this operation's until it started (or failed): the check's own
+    // all_gather is the communicator's next operation on every rank.
+    const OpDescriptor mine = descriptor_of(check);
+    std::vector<OpDescriptor> all(static_cast<std::size_t>(impl_.size));
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
+                            impl_.comm, &request);
+    Waited waited = Waited::failed;
+    if (rc == MPI_SUCCESS) {
+      lock.unlock();  // other operations only wait for their turn meanwhile
+      waited = wait_for(request, deadline_, rc, *impl_.aborts);
+      lock.lock();
+    }
+    if (waited == Waited::done &&
+        std::all_of(all.begin(), all.end(), [&](const OpDescriptor& d) { return d == mine; }))
+      return true;
+    impl_.pass_turn();
+    lock.unlock();
+    switch (waited) {
+      case Waited::done:
+        fail(" was not run: the ranks called different collectives here (order check: " +
+             each_rank(all) +
+             "); every rank must call them in the same order (globally ordered tasks)");
+        break;
+      case Waited::failed:
+        fail(" failed (its order check): " + mpi_error(rc));
+        break;
+      case Waited::timed_out:
+        time_out(request, " (its order check)");
+        break;
+      case Waited::aborted:
+        give_up(request);
+        break;
+    }
+    return false;
+  }
+
+  static std::string each_rank(const std::vector<OpDescriptor>& all) {
+    std::string each;
+    for (std::size_t r = 0; r < all.size(); ++r)
+      each += (r == 0 ? "" : ", ") + std::string("rank ") + std::to_string(r) + " " + all[r].text;
+    return each;
+  }
+
+  void fail_with(std::exception_ptr error) {
+    if (op_.claim()) op_.promise.set_error(std::move(error));
+  }
+  void fail(const std::string& message) {
+    fail_with(std::make_exception_ptr(CommError(impl_.rank, op_.op, op_.description + message)));
+  }
+  void time_out(MPI_Request request, const std::string& what) {
+    {
+      std::lock_guard lock(impl_.mutex);
+      impl_.timed_out.push_back(request);
+    }
+    fail_with(std::make_exception_ptr(CommTimeout(
+        impl_.rank, op_.op,
+        op_.description + " did not complete" + what + " in " + std::to_string(timeout_.count()) +
+            " ms: a rank did not take part (it failed, or issued its operations on this "
+            "communicator in another order)")));
+  }
+  // The communicator was aborted: the operation fails with CommAborted (unless the abort
+  // failed it already), and `request` (if it started) is withdrawn where MPI can (a receive),
+  // else left with the communicator, which is then never freed (a collective: MPI cannot
+  // withdraw one, and some rank will never join it).
+  void give_up(MPI_Request request) {
+    if (request != MPI_REQUEST_NULL && !withdrawn(request)) {
+      std::lock_guard lock(impl_.mutex);
+      impl_.dead.push_back(request);
+    }
+    impl_.fail_aborted(op_);
+  }
+  // MPI_Cancel of a receive (completes at once: cancelled, or matched meanwhile).
+  bool withdrawn(MPI_Request& request) const {
+    if (op_.op != "recv" || MPI_Cancel(&request) != MPI_SUCCESS) return false;
+    int done = 0;
+    for (int polls = 0; polls < 1000 && done == 0; ++polls)
+      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    return done != 0;
+  }
+
+  MpiCommunicator::Impl& impl_;
+  MpiPendingOp& op_;
+  const std::chrono::milliseconds timeout_;
+  const SteadyClock::time_point deadline_;
+};
+
+// Queues the operation on `stream` (see MpiOperationRun); an abort fails it at once, even
+// while it waits in the stream's queue.
 Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
                     std::string description, std::chrono::milliseconds timeout, std::string check,
                     std::function<int(MPI_Request*)> start) {
-  Promise<void> promise;
-  Future<void> future = promise.get_future();
-  const std::uint64_t ticket = impl.take_ticket();
-  stream.enqueue([&impl, promise, ticket, op = std::move(op), description = std::move(description),
-                  timeout, check = std::move(check), start = std::move(start)]() mutable {
-    const auto fail = [&](const std::string& message) {
-      promise.set_error(std::make_exception_ptr(CommError(impl.rank, op, description + message)));
-    };
-    const auto time_out = [&](MPI_Request request, const std::string& what) {
-      {
-        std::lock_guard lock(impl.mutex);
-        impl.timed_out.push_back(request);
-      }
-      promise.set_error(std::make_exception_ptr(CommTimeout(
-          impl.rank, op,
-          description + " did not complete" + what + " in " + std::to_string(timeout.count()) +
-              " ms: a rank did not take part (it failed, or issued its operations on this "
-              "communicator in another order)")));
-    };
-    const auto deadline = SteadyClock::now() + timeout;
-    MPI_Request request = MPI_REQUEST_NULL;
-    int rc = MPI_SUCCESS;
-    {
-      std::unique_lock lock(impl.turn_mutex);
-      if (!impl.turn_changed.wait_until(lock, deadline, [&] { return impl.turn == ticket; })) {
-        impl.given_up.insert(ticket);
-        promise.set_error(std::make_exception_ptr(CommTimeout(
-            impl.rank, op,
-            description + " did not start in " + std::to_string(timeout.count()) +
-                " ms: an operation called before it on this communicator (on another stream) "
-                "has not started")));
-        return;
-      }
-      if (!check.empty()) {
-        // The turn stays this operation's until it started (or failed): the check's own
-        // all_gather is the communicator's next operation on every rank.
-        const OpDescriptor mine = descriptor_of(check);
-        std::vector<OpDescriptor> all(static_cast<std::size_t>(impl.size));
-        MPI_Request check = MPI_REQUEST_NULL;
-        rc = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
-                            impl.comm, &check);
-        Waited waited = Waited::failed;
-        if (rc == MPI_SUCCESS) {
-          lock.unlock();  // other operations only wait for their turn meanwhile
-          waited = wait_for(check, deadline, rc);
-          lock.lock();
-        }
-        if (waited != Waited::done) {
-          impl.pass_turn();
-          lock.unlock();
-          if (waited == Waited::timed_out) {
-            time_out(check, " (its order check)");
-          } else {
-            fail(" failed (its order check): " + mpi_error(rc));
-          }
-          return;
-        }
-        if (std::any_of(all.begin(), all.end(),
-                        [&](const OpDescriptor& d) { return !(d == mine); })) {
-          impl.pass_turn();
-          lock.unlock();
-          std::string each;
-          for (std::size_t r = 0; r < all.size(); ++r)
-            each +=
-                (r == 0 ? "" : ", ") + std::string("rank ") + std::to_string(r) + " " + all[r].text;
-          fail(" was not run: the ranks called different collectives here (order check: " + each +
-               "); every rank must call them in the same order (globally ordered tasks)");
-          return;
-        }
-      }
-      try {
-        rc = start(&request);
-      } catch (const CommError&) {
-        impl.pass_turn();
-        promise.set_error(std::current_exception());
-        return;
-      } catch (const std::exception& e) {
-        impl.pass_turn();
-        lock.unlock();
-        fail(std::string(" failed as it started: ") + e.what());
-        return;
-      }
-      impl.pass_turn();
-    }
-    if (rc != MPI_SUCCESS) {
-      fail(" failed: " + mpi_error(rc));
-      return;
-    }
-    switch (wait_for(request, deadline, rc)) {
-      case Waited::done:
-        promise.set_value();
-        return;
-      case Waited::failed:
-        fail(" failed: " + mpi_error(rc));
-        return;
-      case Waited::timed_out:
-        time_out(request, "");
-        return;
-    }
-  });
+  std::shared_ptr<MpiPendingOp> pending = impl.enlist(std::move(op), std::move(description));
+  Future<void> future = pending->promise.get_future();
+  try {
+    stream.enqueue([&impl, pending, timeout, check = std::move(check), start = std::move(start)] {
+      MpiOperationRun(impl, *pending, timeout).run(check, start);
+      impl.discharge(*pending);
+    });
+  } catch (...) {
+    impl.discharge(*pending);
+    throw;
+  }
   return future;
 }
 
@@ -490,6 +836,9 @@ std::unique_ptr<Communicator> MpiCommunicator::split(std::span<const int> ranks)
     member = member || r == rank();
   }
   require(member, "split", {}, "only the ranks in the list call split (this one is not in it)");
+  if (aborted())
+    std::rethrow_exception(abort_state()->error(
+        rank(), "split", "rank " + std::to_string(rank()) + ": split", "was not run"));
   MPI_Group all = MPI_GROUP_NULL;
   MPI_Group sub = MPI_GROUP_NULL;
   MPI_Comm_group(impl_->comm, &all);
@@ -505,6 +854,7 @@ std::unique_ptr<Communicator> MpiCommunicator::split(std::span<const int> ranks)
   MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(impl->comm, &impl->rank);
   MPI_Comm_size(impl->comm, &impl->size);
+  impl->channel = impl_->channel;  // aborts with its world
   auto group = std::make_unique<MpiCommunicator>(std::move(impl));
   group->set_timeout(timeout());
   return group;

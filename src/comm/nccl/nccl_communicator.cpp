@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "../abort_state.hpp"
 #include "swp/device/cuda/cuda_device.hpp"
 #include "swp/device/cuda/cuda_stream.hpp"
 
@@ -109,11 +110,20 @@ struct NcclCommunicator::Impl {
     std::vector<Staged> staged;
   };
 
+  // What this communicator's aborts are recorded in (the base's; see abort_state()), and its
+  // listener there.
+  std::shared_ptr<detail::AbortState> aborts;
+  std::uint64_t abort_listener = 0;
+
   std::mutex mutex;  // the fields below
   std::condition_variable wake;
   std::list<Pending> pending;
   std::string failure;   // set once the communicator is aborted: every later call fails
   bool aborted = false;  // ncclCommAbort was called: comm is gone
+  // Communicator::abort() (this rank's, or a peer's through a communicator it aborts with)
+  // asked the watchdog to abort: it does so on its own thread, so abort() never waits for
+  // ncclCommAbort.
+  std::shared_ptr<detail::AbortState> abort_by;
   int in_call = 0;       // calls between their failure check and the end of their enqueue
   std::condition_variable calls_done;
   int finishing = 0;  // operations the watchdog took off `pending` and is finishing
@@ -128,7 +138,19 @@ struct NcclCommunicator::Impl {
     }
     wake.notify_all();
     if (watchdog.joinable()) watchdog.join();
-    if (comm != nullptr && !aborted) ncclCommDestroy(comm);
+    // Aborted before the watchdog got to it: ncclCommDestroy would wait for collectives the
+    // peers gave up.
+    if (comm != nullptr && !aborted) (abort_by ? ncclCommAbort : ncclCommDestroy)(comm);
+  }
+
+  // The abort's part here (a listener of `aborts`, on the thread that aborted or learned of
+  // a peer's abort): hands the abort to the watchdog.
+  void request_abort() {
+    {
+      std::lock_guard lock(mutex);
+      abort_by = aborts;
+    }
+    wake.notify_all();
   }
 
   void start_watchdog() {
@@ -144,8 +166,11 @@ struct NcclCommunicator::Impl {
     int idle_polls = 0;
     std::unique_lock lock(mutex);
     while (true) {
-      if (pending.empty()) {  // parked until an operation comes (or the end)
-        wake.wait(lock, [&] { return stopping || !pending.empty(); });
+      if (abort_by && !aborted)
+        abort_all(lock, abort_by->info().value_or(detail::AbortState::Info{}).message(), true);
+      if (pending.empty()) {  // parked until an operation or an abort comes (or the end)
+        wake.wait(lock, [&] { return stopping || !pending.empty() || (abort_by && !aborted); });
+        if (abort_by && !aborted) continue;
         if (pending.empty()) return;  // stopping, nothing left
         pause = std::chrono::microseconds(1);
         idle_polls = 0;
@@ -233,24 +258,33 @@ struct NcclCommunicator::Impl {
         CommError(rank, p.op, p.description + " failed on the GPU: " + cudaGetErrorString(q))));
   }
 
-  // With `mutex` held: aborts NCCL's communicator and fails every pending operation.
-  void abort_all(std::unique_lock<std::mutex>& lock, const std::string& reason) {
+  // With `mutex` held: aborts NCCL's communicator and fails every pending operation — with
+  // CommError, or CommAborted when Communicator::abort() (`by_abort`) is why.
+  void abort_all(std::unique_lock<std::mutex>& lock, const std::string& reason,
+                 bool by_abort = false) {
     if (failure.empty()) {
       failure = reason;  // no call starts from now on
       // A call between its check and its enqueue finishes first (a freed communicator must
       // not be used); one stuck inside NCCL is what ncclCommAbort, from this thread, ends.
-      calls_done.wait_for(lock, timeout_ms, [&] { return in_call == 0; });
+      // An abort waits at most 1 s for it: a call blocked in NCCL behind collectives an
+      // aborted peer never joins does not return by itself.
+      const auto patience =
+          by_abort ? std::min<std::chrono::milliseconds>(timeout_ms, std::chrono::seconds(1))
+                   : timeout_ms;
+      calls_done.wait_for(lock, patience, [&] { return in_call == 0; });
       ncclCommAbort(comm);
       aborted = true;
     }
     std::list<Pending> failed = std::move(pending);
     pending.clear();
+    const std::shared_ptr<detail::AbortState> by = by_abort ? abort_by : nullptr;
     lock.unlock();
     for (Pending& p : failed) {
       cudaEventSynchronize(p.event);
       release(p);
-      p.promise.set_error(
-          std::make_exception_ptr(CommError(rank, p.op, p.description + " failed: " + reason)));
+      p.promise.set_error(by ? by->error(rank, p.op, p.description, "failed")
+                             : std::make_exception_ptr(
+                                   CommError(rank, p.op, p.description + " failed: " + reason)));
     }
     lock.lock();
   }
@@ -375,6 +409,8 @@ Future<void> run(NcclCommunicator::Impl& impl, Stream& stream, std::chrono::mill
   }
   {
     std::lock_guard lock(impl.mutex);
+    if (impl.aborts->aborted())  // since the caller looked
+      return failed(impl.aborts->error(impl.rank, op, description, "was not run"));
     if (!impl.failure.empty())
       return failed(std::make_exception_ptr(
           CommError(impl.rank, op, description + " was not run: " + impl.failure)));
@@ -432,9 +468,18 @@ void enqueue_all_to_all_v(Call& c, const void* send, std::span<const std::size_t
 
 NcclCommunicator::NcclCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   impl_->start_watchdog();
+  abort_with(abort_state());
 }
 
-NcclCommunicator::~NcclCommunicator() = default;
+NcclCommunicator::~NcclCommunicator() { impl_->aborts->unlisten(impl_->abort_listener); }
+
+void NcclCommunicator::abort_with(std::shared_ptr<detail::AbortState> state) {
+  if (impl_->aborts) impl_->aborts->unlisten(impl_->abort_listener);
+  adopt_abort_state(state);
+  impl_->aborts = std::move(state);
+  impl_->abort_listener = impl_->aborts->listen(
+      [impl = impl_.get()](const detail::AbortState::Info&, bool) { impl->request_abort(); });
+}
 
 std::unique_ptr<NcclCommunicator> NcclCommunicator::init(const NcclUniqueId& id, int rank, int size,
                                                          CudaDevice& device) {
@@ -464,7 +509,11 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::bootstrap(Communicator& over
   shared.get();
   NcclUniqueId id;
   std::memcpy(id.bytes.data(), all.data(), id.bytes.size());  // rank 0's
-  return init(id, over.rank(), over.size(), device);
+  auto nccl = init(id, over.rank(), over.size(), device);
+  // NCCL cannot tell its peers of an abort: `over` (MPI) can, and its peers' communicators
+  // bootstrapped so abort with theirs.
+  nccl->abort_with(abort_state_of(over));
+  return nccl;
 }
 
 std::unique_ptr<NcclCommunicator> NcclCommunicator::from_file(const std::filesystem::path& path,
@@ -513,6 +562,8 @@ std::vector<std::unique_ptr<NcclCommunicator>> NcclCommunicator::for_devices(
     impl->rank = static_cast<int>(i);
     impl->size = static_cast<int>(devices.size());
     out.push_back(std::make_unique<NcclCommunicator>(std::move(impl)));
+    // The ranks of one process abort together: one rank's abort reaches the others here.
+    if (i > 0) out.back()->abort_with(abort_state_of(*out.front()));
   }
   return out;
 }
@@ -529,6 +580,9 @@ std::unique_ptr<Communicator> NcclCommunicator::split(std::span<const int>) {
 }
 
 std::unique_ptr<NcclCommunicator> NcclCommunicator::split_by_color(int color) {
+  if (aborted())  // ncclCommSplit on an aborted communicator would use a freed one
+    std::rethrow_exception(abort_state()->error(
+        rank(), "split", "rank " + std::to_string(rank()) + ": split", "was not run"));
   std::lock_guard call(impl_->call_mutex);
   auto impl = std::make_unique<Impl>();
   impl->device = impl_->device;
@@ -539,6 +593,7 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::split_by_color(int color) {
   check_nccl(ncclCommCount(impl->comm, &impl->size), impl_->rank, "split", "ncclCommCount");
   auto group = std::make_unique<NcclCommunicator>(std::move(impl));
   group->set_timeout(timeout());
+  group->abort_with(abort_state());  // a group aborts with the communicator it came from
   return group;
 }
 

@@ -261,6 +261,133 @@ TEST_CASE("mpi: a rank that does not take part fails the others' operation by it
 
 namespace {
 
+// Waits (with a deadline) until `future` is ready; how long it took.
+std::chrono::milliseconds until_ready(const swp::Future<void>& future) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + 10s;
+  while (!future.ready() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
+// The CommAborted `future` failed with (a failed CHECK when it is none).
+swp::CommAborted aborted_error(const swp::Future<void>& future) {
+  try {
+    future.get();
+    FAIL("the operation did not fail");
+  } catch (const swp::CommAborted& e) {
+    return e;
+  } catch (const std::exception& e) {
+    FAIL("not CommAborted: " << e.what());
+  }
+  return swp::CommAborted(-1, "", "", -1, "");
+}
+
+// Buffers of collectives an abort gave up: MPI may still write them until the process ends.
+struct AbortedBuffers {
+  std::int64_t one = 1, sum = 0, queued_sum = 0, later_sum = 0, group_sum = 0, received = 0;
+};
+AbortedBuffers& lasting_aborted_buffers() {
+  static std::vector<std::unique_ptr<AbortedBuffers>> all;  // freed after MPI_Finalize
+  return *all.emplace_back(std::make_unique<AbortedBuffers>());
+}
+
+}  // namespace
+
+TEST_CASE("mpi: abort fails every rank's pending operations at once, and every later one") {
+  auto world = swp::MpiCommunicator::world();
+  auto control = swp::MpiCommunicator::world();  // tells the aborting rank the others called
+  world->set_timeout(60s);  // the abort, not a timeout, is what ends the pending operation
+  const int me = world->rank();
+  const int n = world->size();
+  if (n < 2) return;
+  constexpr int aborting = 1;
+  std::vector<int> parity;
+  for (int r = me % 2; r < n; r += 2) parity.push_back(r);
+  auto group = world->split(parity);  // aborts with its world
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  swp::Stream& busy = rt.stream("busy");
+  swp::Stream& c = rt.stream("control");
+  AbortedBuffers& b = lasting_aborted_buffers();
+  const auto one = std::span<const std::int64_t>(&b.one, 1);
+  const std::string reason = "rank 1 aborted: planted failure";
+  if (me != aborting) {
+    // The aborting rank never joins this one.
+    auto pending = world->all_reduce(s, one, std::span<std::int64_t>(&b.sum, 1), swp::ReduceOp::sum,
+                                     "Backward");
+    // Nor sends this (called before the queued one below, it starts: an abort withdraws it from
+    // MPI with MPI_Cancel).
+    auto receive = world->recv(rt.stream("recv"), std::span<std::int64_t>(&b.received, 1),
+                               aborting, "never sent");
+    // And this one waits in its stream's queue, behind work that ends only once it failed (or
+    // after 10 s): the abort fails it there, without the stream getting to it.
+    std::atomic<bool> called{false};
+    std::atomic<bool> failed_in_queue{false};
+    swp::Future<void> queued;
+    busy.enqueue([&] {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (!(called && queued.ready()) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+      failed_in_queue = called && queued.ready();
+    });
+    queued = world->all_reduce(busy, one, std::span<std::int64_t>(&b.queued_sum, 1),
+                               swp::ReduceOp::sum, "Queued");
+    called = true;
+    const std::vector<std::int32_t> ready{me};
+    finish(c, control->send(c, std::span<const std::int32_t>(ready), aborting));
+    const auto took = until_ready(pending);
+    MESSAGE("rank " << me << ": the pending all_reduce failed " << took.count()
+                    << " ms after this rank told rank 1 to abort");
+    CHECK(took < 5s);  // the target is 1 s; the bound is generous for a busy machine
+    REQUIRE(pending.ready());
+    const swp::CommAborted e = aborted_error(pending);
+    CHECK(e.rank() == me);
+    CHECK(e.op() == "all_reduce");
+    CHECK(e.aborting_rank() == aborting);
+    CHECK(e.reason() == "planted failure");
+    CHECK(std::string(e.what()) ==
+          "rank " + std::to_string(me) + ": all_reduce 'Backward' (1 i64) failed: " + reason);
+    rt.stream("recv").synchronize();
+    CHECK(aborted_error(receive).op() == "recv");
+    busy.synchronize();
+    CHECK(failed_in_queue);
+    CHECK(std::string(aborted_error(queued).what()).find("all_reduce 'Queued'") !=
+          std::string::npos);
+  } else {
+    std::vector<std::int32_t> told(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r)
+      if (r != me)
+        finish(c, control->recv(
+                      c, std::span<std::int32_t>(told).subspan(static_cast<std::size_t>(r), 1), r));
+    world->abort("planted failure");
+  }
+  // Every rank, the aborting one too: aborted, and a later operation fails at once, not run.
+  CHECK(world->aborted());
+  CHECK(world->abort_reason() == reason);
+  auto later = world->all_reduce(s, one, std::span<std::int64_t>(&b.later_sum, 1),
+                                 swp::ReduceOp::sum, "Later");
+  REQUIRE(later.ready());
+  CHECK(std::string(aborted_error(later).what()) ==
+        "rank " + std::to_string(me) + ": all_reduce 'Later' (1 i64) was not run: " + reason);
+  CHECK(group->aborted());
+  auto in_group = group->all_reduce(s, one, std::span<std::int64_t>(&b.group_sum, 1),
+                                    swp::ReduceOp::sum, "Group");
+  REQUIRE(in_group.ready());
+  CHECK(aborted_error(in_group).aborting_rank() == aborting);
+  world->abort("a second failure");  // the first abort wins
+  CHECK(world->abort_reason() == reason);
+  // A new world is not aborted, and an abort message meant for the old one does not reach it.
+  auto fresh = swp::MpiCommunicator::world();
+  CHECK_FALSE(fresh->aborted());
+  std::int64_t all = 0;
+  finish(s, fresh->all_reduce(s, one, std::span<std::int64_t>(&all, 1), swp::ReduceOp::sum));
+  CHECK(all == n);
+}
+
+namespace {
+
 using IterCtx = swp::IterContext<int>;
 
 // Two independent tasks, A and B, on lanes and streams of their own, each all_reducing its

@@ -184,4 +184,36 @@ TEST_CASE("nccl: a stream of another backend is refused; a hang times out and ab
                        swp::CommError);
 }
 
+TEST_CASE("nccl: abort fails the pending operation with CommAborted, and every later one at once") {
+  if (!have_gpu("abort")) return;
+  OneRank r;
+  auto group = r.comm->split_by_color(0);  // aborts with the communicator it came from
+  // As in the timeout case, a callable holds the stream: the all_reduce behind it stands for
+  // one waiting on a rank that will never take part. abort() aborts NCCL's communicator on the
+  // watchdog thread; the operation fails once the GPU let go of it (after the callable).
+  std::vector<float> x(4);
+  DeviceBuffer<float> buf(x);
+  r.stream.enqueue([] { std::this_thread::sleep_for(1s); });
+  auto held = r.comm->all_reduce(r.stream, std::span<const float>(buf.p, buf.n),
+                                 std::span<float>(buf.p, buf.n), swp::ReduceOp::sum, "held back");
+  r.comm->abort("planted failure");
+  CHECK(r.comm->aborted());
+  CHECK(group->aborted());
+  CHECK(r.comm->abort_reason() == "rank 0 aborted: planted failure");
+  auto after = r.comm->all_reduce(r.stream, std::span<const float>(buf.p, buf.n),
+                                  std::span<float>(buf.p, buf.n), swp::ReduceOp::sum, "after");
+  REQUIRE(after.ready());
+  CHECK_THROWS_WITH_AS(after.get(),
+                       "rank 0: all_reduce 'after' (4 f32) was not run: rank 0 aborted: planted "
+                       "failure",
+                       swp::CommAborted);
+  for (int i = 0; i < 10000 && !held.ready(); ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(held.ready());
+  CHECK_THROWS_WITH_AS(held.get(),
+                       "rank 0: all_reduce 'held back' (4 f32) failed: rank 0 aborted: planted "
+                       "failure",
+                       swp::CommAborted);
+  r.stream.synchronize();
+}
+
 }  // namespace test_nccl_communicator

@@ -39,6 +39,13 @@ class MpiSession {
 /// An operation that timed out is still under way inside MPI (MPI cannot withdraw a
 /// collective): the communicator's destructor waits for it once more, up to the timeout, and
 /// otherwise leaves the communicator unfreed (MPI_Finalize may then report it).
+/// Abort (Communicator::abort): a world and the groups split from it abort together. Each
+/// world() duplicates the world once more for abort messages, keeps a receive posted there and
+/// polls it from a thread of its own (every 1 ms while an operation is pending, 20 ms
+/// otherwise); abort() sends the reason to every other rank (MPI_Isend, 1 KiB), so every
+/// rank's pending operations fail with CommAborted within milliseconds — also those still in
+/// a stream's queue — and later ones at once. Operations an abort left under way in MPI are
+/// not waited for at destruction (the communicator is then not freed; MPI_Finalize still runs).
 /// Errors from MPI (MPI_ERRORS_RETURN on its communicators) fail the future with CommError
 /// carrying MPI's error string.
 ///

@@ -39,6 +39,12 @@ struct NcclUniqueId {
 /// the communicator is then aborted (ncclCommAbort, NCCL's only way out of a collective some rank
 /// never joined), and every later operation fails at once. std::invalid_argument, at once, for a
 /// stream that is not a CUDA stream of this rank's device, and for buffers that do not fit.
+/// Abort: abort() aborts this rank's communicator on the watchdog thread (ncclCommAbort: its
+/// kernels end), failing every pending operation with CommAborted, and every later one at
+/// once. NCCL has no way to tell the peers: a communicator made by bootstrap() aborts together
+/// with the one it was bootstrapped over (an MPI abort message reaches the peers, whose NCCL
+/// communicators then abort too), split_by_color's groups with their parent, and for_devices'
+/// ranks with each other.
 /// `all_to_all_v` with counts known only when it starts needs them on the host: it waits for
 /// the stream's earlier work on the calling thread first (as TorchRec's splits wait does),
 /// so call it from a lane of its own (the data-dist lane).
@@ -61,7 +67,9 @@ class NcclCommunicator final : public Communicator {
   static std::unique_ptr<NcclCommunicator> init(const NcclUniqueId& id, int rank, int size,
                                                 CudaDevice& device);
   /// The id made by `over`'s rank 0 and shared with its all_gather on `stream` (a host
-  /// stream is fine), then init with `over`'s rank and size. Collective over `over`.
+  /// stream is fine), then init with `over`'s rank and size. Collective over `over`. The new
+  /// communicator aborts together with `over` (see abort()): an abort of either, on any rank
+  /// `over` reaches, aborts both.
   static std::unique_ptr<NcclCommunicator> bootstrap(Communicator& over, Stream& stream,
                                                      CudaDevice& device);
   /// The id through a file: rank 0 writes it to `path` (atomically: a temporary file renamed),
@@ -112,6 +120,10 @@ class NcclCommunicator final : public Communicator {
                        std::string_view what) override;
 
  private:
+  // Records this communicator's aborts in `state` from now on (before any operation), shared
+  // with the communicators it aborts with.
+  void abort_with(std::shared_ptr<detail::AbortState> state);
+
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,68 @@
+#pragma once
+// AbortState: whether the communicators that abort together were aborted, by which rank and
+// why — shared by an MPI world and every group split from it, and by an NCCL communicator
+// bootstrapped over one of them (the comm layer's private header).
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace swp::detail {
+
+class AbortState {
+ public:
+  /// Who aborted (their rank in the numbering of the communicator the state started with:
+  /// the world for MPI) and the reason they gave.
+  struct Info {
+    int rank = -1;
+    std::string reason;
+    /// "rank 1 aborted: task 'Forward' failed in iteration 7: ..."
+    [[nodiscard]] std::string message() const;
+  };
+  /// Told once, when the state is aborted: `local` when this process called abort() (a
+  /// backend then tells its peers), false when a peer's abort arrived.
+  using Listener = std::function<void(const Info& info, bool local)>;
+
+  /// `self_rank`: this process's rank in the state's numbering (-1: the caller's rank()).
+  explicit AbortState(int self_rank = -1) : self_rank_(self_rank) {}
+
+  [[nodiscard]] int self_rank() const noexcept { return self_rank_; }
+  [[nodiscard]] bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
+  [[nodiscard]] std::optional<Info> info() const;
+
+  /// Records the first abort (later ones change nothing and return false), then tells every
+  /// listener, on this thread. Listeners run under the listeners' lock, so that unlisten()
+  /// returns only once a call in progress ended (the listener's object may go then); a
+  /// listener must therefore not unlisten, nor destroy a communicator of this state.
+  bool trigger(int rank, std::string reason, bool local);
+
+  /// Adds a listener; told at once (on this thread) when the state is aborted already.
+  /// Returns the id unlisten() takes.
+  std::uint64_t listen(Listener listener);
+  void unlisten(std::uint64_t id) noexcept;
+
+  /// CommAborted for this rank's operation `op` ("rank R: OP 'WHAT' (N T)" is `description`):
+  /// "DESCRIPTION VERB: rank 1 aborted: REASON", VERB "failed" (it was under way) or "was not
+  /// run". Precondition: aborted().
+  [[nodiscard]] std::exception_ptr error(int rank, std::string op, const std::string& description,
+                                         std::string_view verb) const;
+
+ private:
+  const int self_rank_;
+  std::atomic<bool> aborted_{false};  // set (release) once info_ is written
+  mutable std::mutex mutex_;          // info_
+  std::optional<Info> info_;
+  std::mutex listeners_mutex_;  // the fields below, and every call of a listener
+  std::map<std::uint64_t, Listener> listeners_;
+  std::uint64_t next_id_ = 0;
+  bool told_ = false;   // the listeners were told: one added later is told at once
+  bool local_ = false;  // what they were told
+};
+
+}  // namespace swp::detail
