@@ -2,9 +2,11 @@
 # Quick start, step 2: build and run the whole test suite — under AddressSanitizer +
 # UndefinedBehaviorSanitizer, under ThreadSanitizer (a CPU-only build), a short run of the
 # fuzz targets (tools/fuzz.sh, SWP_FUZZ_SECONDS per target, 15 by default), then the plain
-# build with the MPI communicator's multi-rank tests (tools/mpi-tests.sh); then
+# build, the example service under hostile clients (service_hostile, about 13 s), the plain
+# build's suite with the MPI communicator's multi-rank tests (tools/mpi-tests.sh); then
 # install the plain build into a temporary root and build and run a program against it
-# (pkg-config and meson), and end with the plain build's doctest summary. Any failure fails
+# (pkg-config and meson), check g++ and clang++ on co_await temporaries (tools/
+# compiler-check.sh), and end with the plain build's doctest summary. Any failure fails
 # the script.
 #
 # Each suite runs in the background while the next stage works (the ASan + UBSan suite during
@@ -101,6 +103,11 @@ bash tools/fuzz.sh "${SWP_FUZZ_SECONDS:-15}"
 stage "plain build"
 setup build ''
 end_suite "under ThreadSanitizer"
+# The example service under hostile clients (docs/service.md, "Hostile clients"): about 13 s,
+# alone on the machine (nothing else runs between the two suites), so that its deadlines and
+# its memory bound measure the server, not a neighbour.
+stage "the example service under hostile clients"
+./build/examples/service_hostile --spawn ./build/examples/micro_batch_service --seconds 12
 # The plain build's suite runs while the MPI tests and the consumer build do; its output, which
 # ends with doctest's summary, comes last.
 stage "tests start (output at the end)"
@@ -109,4 +116,8 @@ stage "multi-rank tests (MPI, 2 and 4 ranks)"
 bash tools/mpi-tests.sh build
 stage "consumer of the installed library"
 bash tools/consumer-build.sh build
+# g++ and clang++ under ASan: the push form's temporary submits (docs/building.md, "Compiler
+# defects"); about a minute, beside the plain suite.
+stage "the compilers the docs name, on co_await temporaries"
+nice -n 10 bash tools/compiler-check.sh build
 end_suite "of the plain build"

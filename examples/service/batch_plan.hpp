@@ -90,7 +90,10 @@ inline swp::Plan<BatchCtx> make_batch_plan() {
           if (d.status != Status::ok) continue;
           packed.offsets.push_back(static_cast<std::uint32_t>(at));
           packed.rounds.push_back(d.rounds);
-          std::memcpy(packed.payload.data() + at, ctx.batch.bodies.data() + d.offset, d.size);
+          // An empty payload copies nothing: a batch of empty payloads has no buffer at all
+          // (payload.data() is null), and memcpy from or to null is undefined even for 0 bytes.
+          if (d.size != 0)
+            std::memcpy(packed.payload.data() + at, ctx.batch.bodies.data() + d.offset, d.size);
           at += d.size;
         }
         packed.offsets.push_back(static_cast<std::uint32_t>(at));

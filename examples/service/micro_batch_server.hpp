@@ -2,9 +2,12 @@
 // MicroBatchServer: a TCP service on loopback whose requests are micro-batched through a swp
 // pipeline running on the service's own io_context.
 
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -18,8 +21,10 @@
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -39,6 +44,27 @@
 #include "session.hpp"
 
 namespace service {
+
+/// The connection cap a server gets by default (ServerOptions::max_connections 0): the
+/// descriptors RLIMIT_NOFILE's soft limit leaves free now, less a reserve of 16 for the
+/// server's own (its io_context's three, the acceptor, the signal pipe, the spare descriptor
+/// it refuses with, a --trace file, headroom); at least 1.
+inline std::size_t default_max_connections() {
+  constexpr std::size_t reserve = 16;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024 - reserve;
+  const std::size_t slots =
+      limit.rlim_cur == RLIM_INFINITY ? std::size_t{1} << 20 : std::size_t(limit.rlim_cur);
+  // A descriptor takes a slot only when its number is below the limit.
+  std::size_t in_use = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", error)) {
+    const std::string name = entry.path().filename().string();
+    if (std::strtoull(name.c_str(), nullptr, 10) < slots) ++in_use;
+  }
+  if (error) in_use = 3;
+  return slots > in_use + reserve ? slots - in_use - reserve : 1;
+}
 
 struct ServerOptions {
   std::uint16_t port = 0;  ///< on 127.0.0.1; 0: an ephemeral port (see port())
@@ -63,6 +89,28 @@ struct ServerOptions {
   /// once on stderr and goes on (metric server_reniced_streams counts the threads it set).
   /// micro_batch_service sets -5 unless told otherwise (--stream-nice).
   int stream_nice = 0;
+  /// Connections open at once. One beyond is refused at once: the server sends it a single
+  /// response {id 0, Status::busy} and closes it. 0: default_max_connections(), so that
+  /// connections never exhaust the descriptors. When descriptors run out all the same
+  /// (another part of the process took them), the server refuses the waiting connection the
+  /// same way with a spare descriptor kept for that, instead of leaving it unanswered.
+  std::size_t max_connections = 0;
+  /// Bytes of answers queued for writing to one connection above which the server stops
+  /// reading it until they are written (a client that does not read its answers): its
+  /// memory in the server stays bounded while the other connections are served.
+  std::size_t max_unwritten = 64 * 1024;
+  /// A connection that moved no byte either way for this long is closed (an idle client, or
+  /// one that stopped reading its answers); not while requests of it are in the pipeline or
+  /// the server's back-pressure holds it. 0: never.
+  std::chrono::milliseconds idle_timeout{60'000};
+  /// A frame begun must be whole within this long, or its connection is closed (a client
+  /// sending a byte now and then, or half a frame); the clock stops while the server holds
+  /// the connection's reads back. 0: no deadline.
+  std::chrono::milliseconds frame_timeout{10'000};
+  /// SO_SNDBUF of each connection, in bytes; 0 leaves the kernel's autotuning. What the kernel
+  /// buffers for a client that does not read (up to tcp_wmem's maximum, 4 MiB by default) is
+  /// memory too, outside the server's own; past it max_unwritten applies.
+  std::size_t send_buffer = 0;
 };
 
 /// The service. Requests arrive on connections (Session), are gathered into micro-batches
@@ -82,6 +130,11 @@ struct ServerOptions {
 /// skipped) ends the service the same way, with error() set.
 /// Clients that disconnect are forgotten; their answers are dropped when they come.
 ///
+/// Limits per client (ServerOptions): a connection cap that refuses the connection beyond it
+/// at once (Status::busy), answers queued for writing bounded per connection (its reads pause
+/// past max_unwritten), and deadlines that close a connection whose client went idle or
+/// sends a frame too slowly (a sweep checks them every quarter of the shorter one).
+///
 /// Example:
 /// ```
 /// service::MicroBatchServer server({.port = 0, .threads = 2});
@@ -95,7 +148,7 @@ class MicroBatchServer {
   /// Binds 127.0.0.1:options.port and listens. Throws std::invalid_argument for an option out
   /// of range, boost::system::system_error when the port cannot be bound.
   explicit MicroBatchServer(ServerOptions options)
-      : options_(checked(options)),
+      : options_(resolved(options)),
         runtime_(
             io_.get_executor(),
             {.on_thread_start = [this](const swp::ThreadStart& t) { stream_thread_started(t); }}),
@@ -111,7 +164,8 @@ class MicroBatchServer {
         signals_(strand_),
         deadline_(strand_),
         retry_(strand_),
-        flush_deadline_(strand_) {
+        flush_deadline_(strand_),
+        sweep_(strand_) {
     pipe_.set_failure_policy(swp::FailurePolicy::skip);
     pipe_.retire_after_device();  // on_retire reads what the streams wrote
     pipe_.on_retire([this](const BatchCtx& ctx) { answer(ctx); });
@@ -123,7 +177,10 @@ class MicroBatchServer {
     acceptor_.set_option(boost::asio::socket_base::reuse_address(true));
     acceptor_.bind(endpoint);
     acceptor_.listen();
+    // accept() after giving up the spare descriptor must not wait for a client that left.
+    acceptor_.non_blocking(true);
     port_ = acceptor_.local_endpoint().port();
+    spare_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   }
 
   MicroBatchServer(const MicroBatchServer&) = delete;
@@ -133,9 +190,12 @@ class MicroBatchServer {
   ~MicroBatchServer() {
     stop();
     wait();
+    if (spare_ >= 0) ::close(spare_);
   }
 
   [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+  /// The connection cap in force (options.max_connections, or its default).
+  [[nodiscard]] std::size_t max_connections() const noexcept { return options_.max_connections; }
   [[nodiscard]] const ServerStats& stats() const noexcept { return stats_; }
   /// Every retired batch's times, when options.keep_timeline (empty otherwise).
   [[nodiscard]] const BatchTimeline& timeline() const noexcept { return timeline_; }
@@ -152,6 +212,7 @@ class MicroBatchServer {
     drive();
     boost::asio::post(strand_, [this] {
       accept();
+      sweep();
       if (options_.handle_signals) {
         signals_.add(SIGINT);
         signals_.add(SIGTERM);
@@ -192,12 +253,19 @@ class MicroBatchServer {
   }
 
  private:
-  static const ServerOptions& checked(const ServerOptions& o) {
+  static ServerOptions resolved(ServerOptions o) {
     if (o.threads < 1) throw std::invalid_argument("threads must be at least 1");
     if (o.max_batch < 1) throw std::invalid_argument("max_batch must be at least 1");
     if (o.depth < 1) throw std::invalid_argument("depth must be at least 1");
     if (o.capacity < 1) throw std::invalid_argument("capacity must be at least 1");
     if (o.max_waiting < 1) throw std::invalid_argument("max_waiting must be at least 1");
+    if (o.max_unwritten < response_size)
+      throw std::invalid_argument("max_unwritten must hold at least one response (24 bytes)");
+    if (o.idle_timeout.count() < 0 || o.frame_timeout.count() < 0)
+      throw std::invalid_argument("timeouts must not be negative");
+    if (o.send_buffer > std::size_t{1} << 30)
+      throw std::invalid_argument("send_buffer must be at most 1 GiB");
+    if (o.max_connections == 0) o.max_connections = default_max_connections();
     return o;
   }
 
@@ -240,33 +308,116 @@ class MicroBatchServer {
     });
   }
 
+  // On the strand (the handlers too): one accept pending at a time.
   void accept() {
     acceptor_.async_accept(
         boost::asio::make_strand(io_),
         [this](const boost::system::error_code& error, boost::asio::ip::tcp::socket socket) {
           if (stopping_) return;  // the acceptor closed
           if (error) {
-            // Out of descriptors or a connection reset before it was accepted: try again a
-            // little later rather than spin.
-            retry_.expires_after(std::chrono::milliseconds(10));
-            retry_.async_wait([this](const boost::system::error_code& e) {
-              if (!e && !stopping_) accept();
-            });
+            accept_failed(error);
             return;
           }
-          boost::system::error_code ignored;
-          socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-          auto session =
-              std::make_shared<Session>(std::move(socket), batcher_, stats_,
-                                        [this](const std::shared_ptr<Session>& s) { forget(s); });
-          {
-            std::lock_guard lock(mutex_);
-            sessions_.insert(session);
-          }
-          ServerStats::add(stats_.connections);
-          session->start();
+          admit(std::move(socket));
           accept();
         });
+  }
+
+  // A connection accepted: a session, or a refusal past the cap.
+  void admit(boost::asio::ip::tcp::socket socket) {
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard lock(mutex_);
+      if (sessions_.size() < options_.max_connections) {
+        boost::system::error_code ignored;
+        socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+        if (options_.send_buffer != 0)
+          socket.set_option(
+              boost::asio::socket_base::send_buffer_size(static_cast<int>(options_.send_buffer)),
+              ignored);
+        session =
+            std::make_shared<Session>(std::move(socket), batcher_, stats_,
+                                      SessionLimits{.max_unwritten = options_.max_unwritten,
+                                                    .idle_timeout = options_.idle_timeout,
+                                                    .frame_timeout = options_.frame_timeout},
+                                      [this](const std::shared_ptr<Session>& s) { forget(s); });
+        sessions_.insert(session);
+      }
+    }
+    if (!session) {
+      refuse(socket);
+      return;
+    }
+    stats_.opened();
+    session->start();
+  }
+
+  // Refuses a connection: one response {id 0, Status::busy}, then the connection closes.
+  void refuse(boost::asio::ip::tcp::socket& socket) {
+    ServerStats::add(stats_.refused);  // before the client can see it
+    std::byte busy[response_size];
+    write_response(busy, {0, Status::busy, 0});
+    // A new connection's send buffer is empty, so the response fits without waiting; a client
+    // that reset meanwhile just does not get it.
+    [[maybe_unused]] const ssize_t sent =
+        ::send(socket.native_handle(), busy, sizeof busy, MSG_NOSIGNAL | MSG_DONTWAIT);
+    boost::system::error_code ignored;
+    socket.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+  }
+
+  // An accept failed. Out of descriptors, a waiting connection would stay in the backlog
+  // unanswered for as long as none frees (and none may): refuse it with the spare descriptor,
+  // and accept again at once for the next one of a burst. But accept() fails so whenever the
+  // descriptors are out, a connection waiting or not; when none was, or on any other error (a
+  // connection reset before it was accepted, no memory), try again 10 ms later rather than
+  // spin: while out of descriptors, a new client is refused within about that.
+  void accept_failed(const boost::system::error_code& error) {
+    const bool out_of_descriptors = error == boost::asio::error::no_descriptors ||
+                                    error == boost::system::errc::too_many_files_open_in_system;
+    if (out_of_descriptors && refuse_with_spare()) {
+      accept();
+      return;
+    }
+    retry_.expires_after(std::chrono::milliseconds(10));
+    retry_.async_wait([this](const boost::system::error_code& e) {
+      if (!e && !stopping_) accept();
+    });
+  }
+
+  // Frees the spare descriptor, accepts a waiting connection into it and refuses it, then
+  // takes the spare again. False when none was refused: no connection waited, there was no
+  // spare, or the accept failed otherwise.
+  bool refuse_with_spare() {
+    if (spare_ < 0) spare_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // a descriptor freed
+    if (spare_ < 0) return false;
+    ::close(spare_);
+    boost::asio::ip::tcp::socket socket(io_);
+    boost::system::error_code error;
+    acceptor_.accept(socket, error);  // non-blocking: would_block when the client left
+    if (!error) refuse(socket);
+    spare_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return !error;
+  }
+
+  // Every quarter of the shorter timeout (10 ms to 1 s), each session checks its deadlines;
+  // on the strand, until the pipeline's run ended.
+  void sweep() {
+    auto period = std::chrono::milliseconds::max();
+    for (const auto timeout : {options_.idle_timeout, options_.frame_timeout})
+      if (timeout.count() > 0) period = std::min(period, timeout / 4);
+    if (period == std::chrono::milliseconds::max() || pipeline_done_) return;
+    sweep_.expires_after(
+        std::clamp(period, std::chrono::milliseconds(10), std::chrono::milliseconds(1000)));
+    sweep_.async_wait([this](const boost::system::error_code& error) {
+      if (error || pipeline_done_) return;
+      const auto now = Session::Clock::now();
+      {
+        std::lock_guard lock(mutex_);
+        for (const auto& s : sessions_) s->check_deadlines(now);  // posts to the session only
+      }
+      sweep();
+    });
   }
 
   // On the strand.
@@ -284,6 +435,8 @@ class MicroBatchServer {
   // On the strand, once the pipeline's run ended: every admitted request has its answer
   // queued on its session, so the sessions may close once those are written.
   void pipeline_ended(const std::exception_ptr& error) {
+    pipeline_done_ = true;
+    sweep_.cancel();  // the io_context must run out of work: flush_deadline_ ends the rest
     if (error) {
       try {
         std::rethrow_exception(error);
@@ -323,6 +476,7 @@ class MicroBatchServer {
       sessions_.erase(session);
       last = pipeline_ended_ && sessions_.empty();
     }
+    stats_.closed();
     if (last) boost::asio::post(strand_, [this] { flush_deadline_.cancel(); });
   }
 
@@ -388,7 +542,10 @@ class MicroBatchServer {
   boost::asio::steady_timer deadline_;  // --duration
   boost::asio::steady_timer retry_;     // the next accept after a failed one
   boost::asio::steady_timer flush_deadline_;
+  boost::asio::steady_timer sweep_;  // the sessions' deadlines
   bool stopping_ = false;
+  bool pipeline_done_ = false;
+  int spare_ = -1;  // a descriptor held to refuse a connection with when none is left
   std::uint16_t port_ = 0;
   std::atomic<bool> reported_failure_{false};
   mutable std::mutex mutex_;  // the fields below

@@ -7,6 +7,7 @@
 //   body = u64 id | u32 rounds | payload (body_size - 12 bytes, at most max_payload)
 // Response (24 bytes):            u64 id | u32 status | u32 0 | u64 result
 //   result = digest(payload, rounds) ^ mix(id) for Status::ok, 0 otherwise.
+// A connection refused (Status::busy) gets one response, id 0, before it closes.
 //
 // The id is mixed into the result so that a client detects an answer delivered under the
 // wrong id (two requests with the same payload would otherwise have the same result), while
@@ -33,6 +34,10 @@ enum class Status : std::uint32_t {
   rejected = 1,     ///< not admitted: the server is shutting down or reached --max-requests
   bad_request = 2,  ///< admitted, but the pipeline's decode refused it (rounds > max_rounds)
   failed = 3,       ///< admitted, but its batch failed in the pipeline
+  /// The connection was refused: the server is at its connection cap (or out of descriptors).
+  /// Sent unasked, with id 0, as the only bytes on the connection, which then closes; no
+  /// request sent on it was read.
+  busy = 4,
 };
 
 inline void store_u32(std::byte* out, std::uint32_t v) noexcept {

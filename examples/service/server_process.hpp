@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,8 +27,10 @@ class ServerProcess {
  public:
   using Clock = std::chrono::steady_clock;
 
-  /// Starts the child. Throws std::runtime_error when it cannot.
-  ServerProcess(const std::string& path, const std::vector<std::string>& args) {
+  /// Starts the child; `fd_limit` > 0 sets its RLIMIT_NOFILE (soft and hard, as `ulimit -n`
+  /// does) before it executes. Throws std::runtime_error when it cannot start.
+  ServerProcess(const std::string& path, const std::vector<std::string>& args,
+                rlim_t fd_limit = 0) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(errno_text("pipe"));
     std::vector<std::string> words{path};
@@ -39,6 +42,14 @@ class ServerProcess {
     if (pid_ < 0) throw std::runtime_error(errno_text("fork"));
     if (pid_ == 0) {  // the child: only async-signal-safe calls until exec
       ::dup2(fds[1], STDOUT_FILENO);
+      if (fd_limit > 0) {
+        const rlimit limit{fd_limit, fd_limit};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+          const char msg[] = "error: --spawn: cannot set the server's descriptor limit\n";
+          [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+          ::_exit(127);
+        }
+      }
       ::execv(path.c_str(), argv.data());
       const char msg[] = "error: --spawn: cannot execute the server\n";
       [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
@@ -78,6 +89,14 @@ class ServerProcess {
         throw std::runtime_error("the server did not print 'listening <port>'" +
                                  (seen_.empty() ? std::string() : "; it printed: " + seen_));
     }
+  }
+
+  /// The child's process id.
+  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+
+  /// Kills the child at once (SIGKILL); wait() then reports it.
+  void kill() {
+    if (pid_ > 0 && !exited_) ::kill(pid_, SIGKILL);
   }
 
   /// Sends SIGTERM (the service's graceful shutdown).

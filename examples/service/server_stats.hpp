@@ -13,9 +13,16 @@ namespace service {
 /// (taken into a batch) or `rejected`; every admitted one is answered by the pipeline
 /// (`answered_ok` + `bad_requests` + `failed`) unless its batch could not be submitted
 /// (`lost`, which only a bug makes non-zero); every response is `delivered` (written to
-/// its socket) or `dropped` (its client had gone).
+/// its socket) or `dropped` (its client had gone, or was closed by a deadline).
+/// Every connection accepted is either `refused` (over the connection cap, or out of
+/// descriptors) or counted in `connections`.
 struct ServerStats {
   std::atomic<std::uint64_t> connections{0};
+  std::atomic<std::uint64_t> refused{0};  // answered Status::busy and closed at once
+  std::atomic<std::uint64_t> open_connections{0};
+  std::atomic<std::uint64_t> peak_connections{0};
+  std::atomic<std::uint64_t> idle_timeouts{0};   // closed: nothing moved for idle_timeout
+  std::atomic<std::uint64_t> frame_timeouts{0};  // closed: a frame not whole in frame_timeout
   std::atomic<std::uint64_t> admitted{0};
   std::atomic<std::uint64_t> rejected{0};
   std::atomic<std::uint64_t> answered_ok{0};
@@ -27,6 +34,8 @@ struct ServerStats {
   std::atomic<std::uint64_t> protocol_errors{0};  // connections closed for a malformed frame
   std::atomic<std::uint64_t> batches{0};          // iterations the pipeline retired or failed
   std::atomic<std::uint64_t> read_pauses{0};      // times back-pressure parked a connection
+  std::atomic<std::uint64_t> write_pauses{0};     // times unwritten answers paused a connection
+  std::atomic<std::uint64_t> peak_unwritten{0};   // most answer bytes one connection had queued
   std::atomic<std::uint64_t> in_server{0};        // admitted, not answered yet
   std::atomic<std::uint64_t> peak_in_server{0};   // the most in_server ever was
   std::atomic<std::uint64_t> reniced_streams{0};  // stream threads given ServerOptions::stream_nice
@@ -34,14 +43,27 @@ struct ServerStats {
   /// `n` requests were admitted: in_server grows, and its peak with it.
   void admit(std::uint64_t n) noexcept {
     add(admitted, n);
-    const std::uint64_t now = in_server.fetch_add(n, std::memory_order_relaxed) + n;
-    std::uint64_t peak = get(peak_in_server);
-    while (now > peak &&
-           !peak_in_server.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-    }
+    raise_peak(peak_in_server, in_server.fetch_add(n, std::memory_order_relaxed) + n);
   }
   /// `n` admitted requests were answered (or lost).
   void settle(std::uint64_t n) noexcept { in_server.fetch_sub(n, std::memory_order_relaxed); }
+
+  /// A connection has `bytes` of answers queued for writing.
+  void note_unwritten(std::uint64_t bytes) noexcept { raise_peak(peak_unwritten, bytes); }
+
+  /// A connection opened, or closed.
+  void opened() noexcept {
+    add(connections);
+    raise_peak(peak_connections, open_connections.fetch_add(1, std::memory_order_relaxed) + 1);
+  }
+  void closed() noexcept { open_connections.fetch_sub(1, std::memory_order_relaxed); }
+
+  /// Raises `peak` to `value` if it is below.
+  static void raise_peak(std::atomic<std::uint64_t>& peak, std::uint64_t value) noexcept {
+    std::uint64_t seen = get(peak);
+    while (value > seen && !peak.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+    }
+  }
 
   static std::uint64_t get(const std::atomic<std::uint64_t>& v) noexcept {
     return v.load(std::memory_order_relaxed);
@@ -61,6 +83,10 @@ struct ServerStats {
       out << "metric server_" << name << ' ' << value << ' ' << unit << '\n';
     };
     line("connections", get(connections), "count");
+    line("refused", get(refused), "count");
+    line("peak_connections", get(peak_connections), "count");
+    line("idle_timeouts", get(idle_timeouts), "count");
+    line("frame_timeouts", get(frame_timeouts), "count");
     line("admitted", get(admitted), "count");
     line("answered", answered(), "count");
     line("rejected", get(rejected), "count");
@@ -76,6 +102,8 @@ struct ServerStats {
         << (batches_done ? double(get(admitted)) / double(batches_done) : 0.0) << " requests\n";
     out << std::defaultfloat;
     line("read_pauses", get(read_pauses), "count");
+    line("write_pauses", get(write_pauses), "count");
+    line("peak_unwritten", get(peak_unwritten), "bytes");
     line("peak_in_server", get(peak_in_server), "requests");
     line("reniced_streams", get(reniced_streams), "count");
   }

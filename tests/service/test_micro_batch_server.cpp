@@ -5,10 +5,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <span>
 #include <sstream>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,8 +43,17 @@ constexpr auto deadline = 30s;  // for any one wait: generous, a busy CI machine
 // server that never answers fails the test instead of hanging it.
 class Client {
  public:
-  explicit Client(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    REQUIRE(fd_ >= 0);
+  /// Connects; `receive_buffer` > 0 sets SO_RCVBUF first (a small one: the server's answers
+  /// back up sooner when the client does not read).
+  explicit Client(std::uint16_t port, int receive_buffer = 0) : Client() {
+    if (receive_buffer > 0)
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+    connect(port);
+  }
+  /// A socket, not connected yet (connect() later).
+  Client() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) { REQUIRE(fd_ >= 0); }
+
+  void connect(std::uint16_t port) {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -70,13 +82,43 @@ class Client {
     send_bytes(frame);
   }
 
+  // Sends what it can of `bytes` until the socket stays full for `patience` (the server
+  // stopped reading); returns how many bytes went.
+  std::size_t send_until_blocked(std::span<const std::byte> bytes,
+                                 std::chrono::milliseconds patience) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      pollfd p{fd_, POLLOUT, 0};
+      if (::poll(&p, 1, static_cast<int>(patience.count())) != 1) break;
+      const ssize_t n =
+          ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) break;  // the server closed it
+      if (n > 0) done += static_cast<std::size_t>(n);
+    }
+    return done;
+  }
+
+  // Whether the server closes the connection (end of file or a reset) within `wait`; reads
+  // and discards whatever answers come before.
+  bool closed_by_server(std::chrono::milliseconds wait) {
+    const auto until = std::chrono::steady_clock::now() + wait;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          until - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) != 1) return false;
+      std::byte buf[256];
+      if (::recv(fd_, buf, sizeof buf, MSG_DONTWAIT) <= 0 && errno != EAGAIN) return true;
+    }
+  }
+
   // The next response, or nothing when the server closed the connection.
-  std::optional<Response> receive() {
+  std::optional<Response> receive(std::chrono::milliseconds wait = deadline) {
     std::byte buf[service::response_size];
     std::size_t have = 0;
     while (have < sizeof buf) {
       pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(std::chrono::milliseconds(deadline).count())) != 1)
+      if (::poll(&p, 1, static_cast<int>(wait.count())) != 1)
         throw std::runtime_error("no response within the deadline");
       const ssize_t n = ::recv(fd_, buf + have, sizeof buf - have, 0);
       if (n == 0 && have == 0) return std::nullopt;
@@ -395,9 +437,16 @@ TEST_CASE("a malformed frame closes only its own connection of the micro-batch s
   service::MicroBatchServer server({.port = 0});
   server.start();
   Client bad(server.port());
-  const std::byte tiny[] = {std::byte{3}, std::byte{0}, std::byte{0}, std::byte{0},
-                            std::byte{1}, std::byte{2}, std::byte{3}};
-  bad.send_bytes(tiny);  // a body of 3 bytes cannot hold a request header
+  SUBCASE("a body too short for a request header") {
+    const std::byte tiny[] = {std::byte{3}, std::byte{0}, std::byte{0}, std::byte{0},
+                              std::byte{1}, std::byte{2}, std::byte{3}};
+    bad.send_bytes(tiny);  // a body of 3 bytes cannot hold a request header
+  }
+  SUBCASE("a body longer than the protocol allows") {
+    std::byte header[4];
+    service::store_u32(header, static_cast<std::uint32_t>(service::max_body + 1));
+    bad.send_bytes(header);  // refused from its size alone: the server reads no body
+  }
   CHECK_FALSE(bad.receive());
   Client good(server.port());
   good.send(7, 1, payload_of(7, 10));
@@ -406,6 +455,218 @@ TEST_CASE("a malformed frame closes only its own connection of the micro-batch s
   CHECK(r->result == expected(7, 10, 1));
   finish(server);
   CHECK(server.stats().get(server.stats().protocol_errors) == 1);
+}
+
+TEST_CASE("the micro-batch service answers a batch whose payloads are all empty") {
+  // A batch of empty payloads packs no byte at all: nothing may be copied from or to the
+  // empty buffer (UBSan: memcpy from a null pointer).
+  service::MicroBatchServer server(
+      {.port = 0, .max_batch = 8, .batch_window = std::chrono::microseconds(200)});
+  server.start();
+  Client client(server.port());
+  std::vector<std::byte> frames;  // one write: most likely one batch
+  for (std::uint64_t id = 0; id < 8; ++id) service::append_request(frames, id, 3, {});
+  client.send_bytes(frames);
+  std::map<std::uint64_t, Response> got;
+  for (int k = 0; k < 8; ++k) {
+    const auto r = client.receive();
+    REQUIRE(r);
+    got.emplace(r->id, *r);
+  }
+  for (std::uint64_t id = 0; id < 8; ++id) {
+    REQUIRE(got.contains(id));
+    CHECK(got[id].status == Status::ok);
+    CHECK(got[id].result == expected(id, 0, 3));
+  }
+  finish(server);
+}
+
+TEST_CASE(
+    "a client of the micro-batch service that does not read its answers is no longer read, "
+    "and the others are served") {
+  // Small kernel buffers on both ends, so that unread answers back up into the server soon.
+  const service::ServerOptions options{.port = 0,
+                                       .threads = 2,
+                                       .max_batch = 16,
+                                       .batch_window = std::chrono::microseconds(200),
+                                       .depth = 2,
+                                       .capacity = 2,
+                                       .max_waiting = 1,
+                                       .max_unwritten = 8 * 1024,
+                                       .send_buffer = 4096};
+  service::MicroBatchServer server(options);
+  server.start();
+  const auto& stats = server.stats();
+  Client lazy(server.port(), /*receive_buffer=*/4096);
+  // 20 000 requests: 480 KB of answers, far more than the kernel buffers and the bound.
+  std::vector<std::byte> frames;
+  for (std::uint64_t id = 0; id < 20'000; ++id) service::append_request(frames, id, 1, {});
+  std::jthread sender([&] { lazy.send_until_blocked(frames, 300ms); });
+  REQUIRE(eventually([&] { return stats.get(stats.write_pauses) >= 1; }));
+  // Another client meanwhile: every request answered.
+  Client good(server.port());
+  for (std::uint64_t id = 100'000; id < 100'050; ++id) good.send(id, 2, payload_of(id, 64));
+  for (int k = 0; k < 50; ++k) {
+    const auto r = good.receive();
+    REQUIRE(r);
+    CHECK(r->status == Status::ok);
+    CHECK(r->result == expected(r->id, 64, 2));
+  }
+  sender.join();
+  // Past the bound, the answers of what was already read still come: the requests inside the
+  // server (back-pressure's bound) and those of one read (a 16 KiB buffer of 16-byte frames).
+  const std::uint64_t in_server =
+      options.max_batch * (1 + options.max_waiting + 1 + options.capacity + 1 +
+                           static_cast<std::size_t>(options.depth));
+  const std::uint64_t bound =
+      options.max_unwritten + (in_server + 16 * 1024 / 16) * service::response_size;
+  CHECK(stats.get(stats.peak_unwritten) > options.max_unwritten);  // the bound was reached
+  CHECK(stats.get(stats.peak_unwritten) <= bound);
+  CHECK(stats.get(stats.admitted) < 20'000 + 50);  // the rest was never read
+  lazy.close(/*abortive=*/true);
+  finish(server);
+}
+
+TEST_CASE("the micro-batch service refuses a connection beyond its cap at once, saying busy") {
+  service::MicroBatchServer server({.port = 0, .max_connections = 2});
+  server.start();
+  REQUIRE(server.max_connections() == 2);
+  const auto& stats = server.stats();
+  auto served = [&](Client& c, std::uint64_t id) {
+    c.send(id, 1, payload_of(id, 20));
+    const auto r = c.receive();
+    return r && r->status == Status::ok && r->result == expected(id, 20, 1);
+  };
+  auto a = std::make_unique<Client>(server.port());
+  Client b(server.port());
+  CHECK(served(*a, 1));
+  CHECK(served(b, 2));
+  Client c(server.port());  // the third: refused before it sends anything
+  const auto refusal = c.receive();
+  REQUIRE(refusal);
+  CHECK(refusal->status == Status::busy);
+  CHECK(refusal->id == 0);
+  CHECK_FALSE(c.receive());  // then closed
+  CHECK(stats.get(stats.refused) == 1);
+  CHECK(stats.get(stats.peak_connections) == 2);
+  CHECK(served(b, 3));  // the connections open go on
+  a.reset();            // one leaves: a new one is taken once the server saw it go
+  bool taken = false;
+  for (std::uint64_t attempt = 0; !taken && attempt < 3000; ++attempt) {
+    Client d(server.port());
+    d.send(10 + attempt, 1, payload_of(10 + attempt, 20));
+    const auto r = d.receive();
+    REQUIRE(r);
+    taken = r->status == Status::ok;
+    if (!taken) std::this_thread::sleep_for(10ms);
+  }
+  CHECK(taken);
+  finish(server);
+}
+
+TEST_CASE(
+    "the micro-batch service out of descriptors refuses a new connection instead of leaving "
+    "it unanswered") {
+  // The cap above what the descriptors allow, then no descriptor left for the process: the
+  // accept fails (EMFILE) with the connection waiting in the backlog.
+  service::MicroBatchServer server({.port = 0, .max_connections = 100'000});
+  server.start();
+  Client first(server.port());
+  first.send(1, 1, payload_of(1, 20));
+  REQUIRE(first.receive());
+  Client late;  // its descriptor taken now: connect() needs none
+  const int lowest_free = ::dup(0);
+  REQUIRE(lowest_free >= 0);
+  ::close(lowest_free);
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  struct Restore {
+    rlimit limit;
+    ~Restore() { ::setrlimit(RLIMIT_NOFILE, &limit); }
+  } restore{saved};
+  rlimit none = saved;
+  none.rlim_cur = static_cast<rlim_t>(lowest_free);  // every descriptor below it is taken
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &none) == 0);
+  late.connect(server.port());
+  std::optional<Response> refusal;
+  try {
+    refusal = late.receive(10s);
+  } catch (const std::runtime_error&) {  // unanswered
+  }
+  ::setrlimit(RLIMIT_NOFILE, &saved);
+  REQUIRE(refusal);
+  CHECK(refusal->status == Status::busy);
+  CHECK(server.stats().get(server.stats().refused) >= 1);
+  // Descriptors back, connections are taken again (after a refusal or so: the server may be
+  // checking its backlog with the spare descriptor just as they come back).
+  bool taken = false;
+  for (std::uint64_t attempt = 0; !taken && attempt < 100; ++attempt) {
+    Client again(server.port());
+    again.send(2, 1, payload_of(2, 20));
+    const auto r = again.receive();
+    REQUIRE(r);
+    taken = r->status == Status::ok;
+    if (!taken) std::this_thread::sleep_for(10ms);
+  }
+  CHECK(taken);
+  finish(server);
+}
+
+TEST_CASE(
+    "the micro-batch service closes a connection idle for its idle timeout, not one waiting "
+    "for its answers") {
+  // A batch window far longer than the test: the waiting client's requests stay in the forming
+  // batch until stop(), its connection quiet all along.
+  service::MicroBatchServer server({.port = 0,
+                                    .max_batch = 1000,
+                                    .batch_window = std::chrono::seconds(600),
+                                    .idle_timeout = 200ms,
+                                    .frame_timeout = 0ms});
+  server.start();
+  const auto& stats = server.stats();
+  Client waiting(server.port());
+  for (std::uint64_t id = 0; id < 3; ++id) waiting.send(id, 1, payload_of(id, 30));
+  Client idle(server.port());
+  CHECK(idle.closed_by_server(10s));
+  CHECK(stats.get(stats.idle_timeouts) == 1);
+  std::this_thread::sleep_for(600ms);  // three idle timeouts more
+  server.stop();
+  for (int k = 0; k < 3; ++k) {
+    const auto r = waiting.receive();
+    REQUIRE(r);
+    CHECK(r->status == Status::ok);
+  }
+  finish(server);
+}
+
+TEST_CASE("the micro-batch service closes a connection whose frame is not whole in time") {
+  service::MicroBatchServer server({.port = 0, .idle_timeout = 60s, .frame_timeout = 200ms});
+  server.start();
+  const auto& stats = server.stats();
+  std::vector<std::byte> frame;
+  service::append_request(frame, 5, 1, payload_of(5, 100));
+  Client slow(server.port());
+  std::jthread sender;  // joined before `slow` closes, also when a REQUIRE fails
+  SUBCASE("half a header, then nothing") { slow.send_bytes(std::span(frame).first(2)); }
+  SUBCASE("a byte at a time (slowloris): each one keeps it from going idle") {
+    sender = std::jthread([&](std::stop_token stop) {
+      for (std::size_t i = 0; i < frame.size() && !stop.stop_requested(); ++i) {
+        if (slow.send_until_blocked(std::span(frame).subspan(i, 1), 1000ms) != 1) return;
+        std::this_thread::sleep_for(50ms);  // the whole frame would take 6 s
+      }
+    });
+  }
+  Client good(server.port());  // served meanwhile
+  good.send(7, 1, payload_of(7, 10));
+  const auto r = good.receive();
+  REQUIRE(r);
+  CHECK(r->result == expected(7, 10, 1));
+  CHECK(slow.closed_by_server(10s));
+  sender = {};  // stops and joins it
+  finish(server);
+  CHECK(stats.get(stats.frame_timeouts) == 1);
+  CHECK(stats.get(stats.idle_timeouts) == 0);
+  CHECK(stats.get(stats.admitted) == 1);
 }
 
 }  // namespace test_micro_batch_server
