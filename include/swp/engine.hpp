@@ -18,6 +18,7 @@
 #include "swp/engine/runtime.hpp"
 #include "swp/engine/shortcut.hpp"
 #include "swp/engine/source.hpp"
+#include "swp/engine/stop_scope.hpp"
 #include "swp/engine/task_body.hpp"
 #include "swp/engine/task_observer.hpp"
 #include "swp/engine/task_scope.hpp"

@@ -1,5 +1,8 @@
 #include "swp/async/sim_scheduler.hpp"
 
+#include <algorithm>
+#include <functional>
+
 namespace swp {
 
 void SimScheduler::post(Runnable& r) noexcept {
@@ -9,7 +12,18 @@ void SimScheduler::post(Runnable& r) noexcept {
 
 void SimScheduler::post_at(Clock::time_point when, Runnable& r) noexcept {
   std::lock_guard lock(mutex_);
-  timers_.push(Timer{when < now_ ? now_ : when, timer_order_++, &r});
+  timers_.push_back(Timer{when < now_ ? now_ : when, timer_order_++, &r});
+  std::push_heap(timers_.begin(), timers_.end(), std::greater<>());
+}
+
+bool SimScheduler::cancel_at(Runnable& r) noexcept {
+  std::lock_guard lock(mutex_);
+  const auto kept = std::remove_if(timers_.begin(), timers_.end(),
+                                   [&r](const Timer& t) { return t.runnable == &r; });
+  if (kept == timers_.end()) return false;
+  timers_.erase(kept, timers_.end());
+  std::make_heap(timers_.begin(), timers_.end(), std::greater<>());
+  return true;
 }
 
 Clock::time_point SimScheduler::now() const {
@@ -26,13 +40,14 @@ bool SimScheduler::drive_until(const std::function<bool()>& done, Clock::time_po
       if (!queue_.empty()) {
         next = queue_.pop();
       } else if (!timers_.empty()) {
-        const Timer t = timers_.top();
+        const Timer t = timers_.front();
         if (deadline == Clock::time_point::min()) return false;  // runnable work only
         if (t.when > deadline) {
           if (deadline > now_) now_ = deadline;
           return false;
         }
-        timers_.pop();
+        std::pop_heap(timers_.begin(), timers_.end(), std::greater<>());
+        timers_.pop_back();
         now_ = t.when;
         next = t.runnable;
       }

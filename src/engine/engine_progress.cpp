@@ -17,8 +17,10 @@ class EngineCore::AsyncWait final : private Runnable {
  public:
   using Ready = bool (EngineCore::*)() const noexcept;
 
-  AsyncWait(EngineCore& core, Ready ready, std::chrono::milliseconds limit)
-      : core_(core), ready_(ready), limit_(limit) {}
+  // `abandon` (may be null): the wait also ends when it fires (see next(abandon)).
+  AsyncWait(EngineCore& core, Ready ready, std::chrono::milliseconds limit,
+            const StopSignal* abandon = nullptr)
+      : core_(core), ready_(ready), limit_(limit), abandon_(abandon) {}
   AsyncWait(const AsyncWait&) = delete;
   AsyncWait& operator=(const AsyncWait&) = delete;
 
@@ -28,6 +30,8 @@ class EngineCore::AsyncWait final : private Runnable {
   bool await_suspend(std::coroutine_handle<Promise> h) {
     handle_ = h;
     resumer_ = resumer_of(h);
+    // A parked wait looks again when the scheduler is notified: abandoning it notifies.
+    if (abandon_ != nullptr) on_abandon_.emplace(abandon_->token(), Notify{&core_});
     const auto now = Clock::now();
     deadline_ =
         limit_ == std::chrono::milliseconds::max() ? Clock::time_point::max() : now + limit_;
@@ -39,6 +43,7 @@ class EngineCore::AsyncWait final : private Runnable {
 
   /// True when the condition holds, false when the deadline passed first.
   bool await_resume() {
+    on_abandon_.reset();
     if (timer_ != 0) core_.runtime_.timers().cancel(timer_);
     unwatch_device();
     return (core_.*ready_)() || !expired_.load(std::memory_order_acquire);
@@ -48,8 +53,10 @@ class EngineCore::AsyncWait final : private Runnable {
   // Parks unless ready or expired; true: parked (and `this` may already be running elsewhere).
   bool park() {
     watch_device();
-    return core_.runtime_.scheduler().park_unless(
-        *this, [this] { return expired_.load(std::memory_order_acquire) || (core_.*ready_)(); });
+    return core_.runtime_.scheduler().park_unless(*this, [this] {
+      return expired_.load(std::memory_order_acquire) || (core_.*ready_)() ||
+             (abandon_ != nullptr && abandon_->stop_requested());
+    });
   }
 
   void run() noexcept override {
@@ -73,9 +80,16 @@ class EngineCore::AsyncWait final : private Runnable {
     if (watching_) core_.unwatch_device(core_.oldest_);
   }
 
+  struct Notify {
+    EngineCore* core;
+    void operator()() const noexcept { core->runtime_.scheduler().notify(); }
+  };
+
   EngineCore& core_;
   Ready ready_;
   std::chrono::milliseconds limit_;
+  const StopSignal* abandon_;
+  std::optional<std::stop_callback<Notify>> on_abandon_;
   std::coroutine_handle<> handle_;
   Resumer* resumer_ = nullptr;
   Clock::time_point deadline_;
@@ -396,16 +410,23 @@ void EngineCore::starve_timeout() {
        FailureKind::timeout);
 }
 
-Co<std::optional<std::int64_t>> EngineCore::next() {
+Co<std::optional<std::int64_t>> EngineCore::next(const StopSignal* abandon) {
   if (!filled_) throw PipelineStateError("next() called before fill_pipeline()");
   // Virtual time advances only while someone drives the sim scheduler, and a pool without
   // workers runs only while someone drives it: progress() does, on the awaiting thread (a
   // parked wait would never be run).
-  if (runtime_.scheduler().runs_only_when_driven()) co_return retire_next();
+  if (runtime_.scheduler().runs_only_when_driven()) {
+    if (abandon != nullptr && abandon->stop_requested()) throw Cancelled(abandon->reason());
+    co_return retire_next();
+  }
   begin_run();
   std::optional<Clock::time_point> started;
   for (;;) {
     if (stop_.stop_requested()) break;
+    // Abandoned: this call ends with nothing retired, between two steps of the run (nothing
+    // half done), and the next call goes on from here. Checked before a retirement too: a
+    // caller that gave up (Asio's `||`) would drop the iteration it returned.
+    if (abandon != nullptr && abandon->stop_requested()) throw Cancelled(abandon->reason());
     if (at_end()) {
       if (!settle_at_end()) break;  // cancelled as it ended: that surfaces
       co_return std::nullopt;
@@ -420,11 +441,14 @@ Co<std::optional<std::int64_t>> EngineCore::next() {
       continue;
     }
     if (starving()) {
-      co_await AsyncWait(*this, &EngineCore::source_or_stop, std::chrono::milliseconds::max());
+      co_await AsyncWait(*this, &EngineCore::source_or_stop, std::chrono::milliseconds::max(),
+                         abandon);
       continue;
     }
-    if (co_await AsyncWait(*this, &EngineCore::retire_or_admit, retire_time_left(started)) ||
-        stop_.stop_requested() || admissible())
+    if (co_await AsyncWait(*this, &EngineCore::retire_or_admit, retire_time_left(started),
+                           abandon) ||
+        stop_.stop_requested() || admissible() ||
+        (abandon != nullptr && abandon->stop_requested()))
       continue;
     if (!retirable()) {
       time_out_retire();

@@ -3,6 +3,9 @@
 #include "swp/device/backends.hpp"
 
 #include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
 
 namespace swp {
 
@@ -102,6 +105,71 @@ Stream& Runtime::stream(const std::string& name) {
   auto& stream = streams_[name];
   if (!stream) stream = device_->make_stream(name);
   return *stream;
+}
+
+Runtime::Sleep::~Sleep() {
+  // Nothing may call into it once it goes: a stop running now on another thread is waited
+  // for (std::stop_callback's destructor); a timer not fired is disarmed (TimerQueue::cancel
+  // waits for one whose callback runs).
+  on_signal_.reset();
+  on_token_.reset();
+  if (runtime_.sim_ != nullptr) {
+    runtime_.sim_->cancel_at(*this);
+  } else if (timer_ != 0) {
+    runtime_.timers().cancel(timer_);
+  }
+}
+
+bool Runtime::Sleep::arm(const StopSignal* signal) {
+  signal_ = signal;
+  if (signal_ != nullptr && signal_->stop_requested()) {
+    why_ = signal_->reason();
+    return false;
+  }
+  if (token_.stop_requested()) {
+    why_ = "sleep stopped";
+    return false;
+  }
+  if (runtime_.now() >= deadline_) return false;
+  if (runtime_.sim_ != nullptr) {
+    runtime_.sim_->post_at(deadline_, *this);
+  } else {
+    timer_ = runtime_.timers().schedule(deadline_, [this] { end({}); });
+  }
+  // A stop that fires while these register (or the timer, at a deadline this close) ends
+  // the sleep in state `arming`: it resumes nothing, and the coroutine goes on from here.
+  if (signal_ != nullptr) on_signal_.emplace(signal_->token(), OnStop{this});
+  if (token_.stop_possible()) on_token_.emplace(token_, OnStop{this});
+  int expected = arming;
+  if (state_.compare_exchange_strong(expected, suspended, std::memory_order_acq_rel)) return true;
+  // It ended meanwhile: the winner is writing why_ (a few instructions), then the coroutine
+  // goes on from here.
+  while (state_.load(std::memory_order_acquire) != ended) std::this_thread::yield();
+  return false;
+}
+
+void Runtime::Sleep::stop() noexcept {
+  std::string why = "cancelled";
+  try {
+    why = signal_ != nullptr && signal_->stop_requested() ? signal_->reason() : "sleep stopped";
+  } catch (...) {
+    // Without memory for the reason the sleep still ends, as plainly cancelled.
+  }
+  end(std::move(why));
+}
+
+void Runtime::Sleep::end(std::string why) noexcept {
+  int state = state_.load(std::memory_order_acquire);
+  do {
+    if (state >= ending) return;  // the other one came first
+  } while (!state_.compare_exchange_weak(state, ending, std::memory_order_acq_rel));
+  why_ = std::move(why);
+  state_.store(ended, std::memory_order_release);
+  if (state == suspended) resume_on(resumer_, handle_);
+}
+
+void Runtime::Sleep::await_resume() const {
+  if (!why_.empty()) throw Cancelled(why_);
 }
 
 bool Runtime::CpuWork::await_ready() const {

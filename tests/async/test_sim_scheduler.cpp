@@ -66,4 +66,21 @@ TEST_CASE("drive_until stops virtual time at its deadline") {
   CHECK(sim.elapsed() == 5s);
 }
 
+TEST_CASE("cancel_at disarms a runnable's pending timers and keeps the others in order") {
+  swp::SimScheduler sim;
+  Log log;
+  std::vector<Stamp> s;
+  s.reserve(3);
+  for (int i = 0; i < 3; ++i) s.emplace_back(sim, log, i);
+  sim.post_at(sim.now() + 300us, s[0]);
+  sim.post_at(sim.now() + 100us, s[1]);
+  sim.post_at(sim.now() + 200us, s[2]);
+  sim.post_at(sim.now() + 400us, s[1]);
+  CHECK(sim.cancel_at(s[1]));   // both of its timers
+  CHECK_FALSE(sim.cancel_at(s[1]));
+  CHECK_FALSE(sim.drive_until([] { return false; }, sim.now() + 1s));
+  using D = swp::Clock::duration;
+  CHECK(log == std::vector<std::pair<int, D>>{{2, D(200us)}, {0, D(300us)}});
+}
+
 }  // namespace test_sim_scheduler

@@ -7,12 +7,19 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <optional>
+#include <stop_token>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -21,6 +28,9 @@
 #include "support/engines.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
+#include "swp/async/sync_wait.hpp"
+#include "swp/engine/stop_scope.hpp"
+#include "swp/engine/task_scope.hpp"
 
 namespace test_asio {  // each test file's names apart (unity builds)
 
@@ -83,38 +93,209 @@ TEST_CASE("the handler runs on its associated executor, never inline, and keeps 
   pipe.drain();
 }
 
-TEST_CASE_TEMPLATE("async_progress honours its handler's cancellation slot: the run ends, the step fails",
-                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
-  for (auto type : {boost::asio::cancellation_type::terminal,
-                    boost::asio::cancellation_type::partial,
-                    boost::asio::cancellation_type::total}) {
-    CAPTURE(static_cast<int>(type));
-    swp::Runtime rt({.workers = 2});
-    // A task that, in the first run, awaits a future nobody completes (a cancellable wait).
-    std::atomic<bool> block{true};
-    std::atomic<int> blocked{0};
-    swp::Promise<int> never;
-    const swp::Future<int> never_done = never.get_future();
+namespace {
+
+// A plan whose first task waits (cancellably) at a gate until it opens: the run cannot retire
+// anything meanwhile, so a step waits.
+struct Gated {
+  std::atomic<int> arrived{0};
+  swp::Promise<int> gate;
+  swp::Future<int> opened = gate.get_future();
+  std::vector<int> retired;  // batches, in retirement order (on_retire, on the driving thread)
+
+  swp::Plan<Ctx> plan() {
     swp::Plan<Ctx> plan;
-    plan.add("Wait", [&](Ctx&) -> swp::Co<void> {
-      if (!block.load()) co_return;
-      ++blocked;
-      (void)co_await never_done;
+    plan.add("Wait", [this](Ctx&) -> swp::Co<void> {
+      ++arrived;
+      (void)co_await opened;
     }, {.stage = 0});
     plan.add("Later", [](Ctx&) {}, {.stage = 1});  // the clock engine has a second period
-    auto made = Engine::template make<Ctx>(rt, plan, 2);
+    return plan;
+  }
+  void wait_until_arrived() const {
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (arrived.load() == 0) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      std::this_thread::yield();
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("an Asio handler's pipe.cancel() wakes a task sleeping on the runtime; the step fails") {
+  // The lanes and the driver on one io_context; a timer's handler ends the run, as a
+  // service's signal_set handler would.
+  boost::asio::io_context io;
+  swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
+  std::atomic<int> sleeping{0}, woke{0};
+  swp::Plan<Ctx> plan;
+  plan.add("Sleep", [&](Ctx&, swp::TaskScope& scope) -> swp::Co<void> {
+    ++sleeping;
+    try {
+      co_await scope.sleep_for(1h);
+    } catch (const swp::Cancelled&) {
+      ++woke;
+      throw;
+    }
+  }, {.stage = 0});
+  swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+  pipe.fill_pipeline(std::vector<int>{1, 2, 3});
+  std::exception_ptr step_error;
+  bool done = false;
+  swp::async_progress(pipe, [&](std::exception_ptr e, std::optional<std::int64_t>) {
+    step_error = e;
+    done = true;
+  });
+  boost::asio::steady_timer shutdown(io, 20ms);
+  shutdown.async_wait([&](boost::system::error_code) { pipe.cancel("shutdown"); });
+  io.run_for(30s);
+  REQUIRE(done);
+  CHECK_THROWS_WITH_AS(std::rethrow_exception(step_error), "pipeline cancelled: shutdown",
+                       swp::Cancelled);
+  CHECK(sleeping.load() >= 1);
+  CHECK(woke.load() == sleeping.load());
+}
+
+TEST_CASE_TEMPLATE("async_progress's cancellation of any type ends the wait; the run goes on",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  using boost::asio::cancellation_type;
+  for (auto type : {cancellation_type::terminal, cancellation_type::partial,
+                    cancellation_type::total, cancellation_type::all}) {
+    CAPTURE(static_cast<int>(type));
+    swp::Runtime rt({.workers = 2});
+    Gated g;
+    auto made = Engine::template make<Ctx>(rt, g.plan(), 2);
     swp::Pipeline<Ctx>& pipe = *made;
+    pipe.on_retire([&g](const Ctx& c) { g.retired.push_back(c.batch); });
     pipe.fill_pipeline(std::vector<int>{1, 2, 3});
     boost::asio::cancellation_signal signal;
     auto step = swp::async_progress(
         pipe, boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::use_future));
-    while (blocked.load() == 0) std::this_thread::yield();
+    g.wait_until_arrived();
     signal.emit(type);
+    REQUIRE(step.wait_for(30s) == std::future_status::ready);
     CHECK_THROWS_WITH_AS(static_cast<void>(step.get()),
-                         "pipeline cancelled: async_progress cancelled", swp::Cancelled);
-    block = false;
-    CHECK(pipe.run(std::vector<int>{4, 5}).iterations == 2);  // refillable
+                         "async_progress cancelled: the wait ends, the run goes on",
+                         swp::Cancelled);
+    CHECK(g.retired.empty());
+    // The same run goes on: every iteration retires, in order, once.
+    g.gate.set_value(1);
+    std::vector<std::int64_t> iters;
+    for (;;) {
+      auto next = swp::async_progress(pipe, boost::asio::use_future);
+      REQUIRE(next.wait_for(30s) == std::future_status::ready);
+      auto r = next.get();
+      if (!r) break;
+      iters.push_back(r->iter());
+    }
+    CHECK(iters == std::vector<std::int64_t>{0, 1, 2});
+    CHECK(g.retired == std::vector<int>{1, 2, 3});
   }
+}
+
+TEST_CASE_TEMPLATE("async_progress || a timer, and wait_for_one, leave the run going between rounds",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The everyday Asio idiom: wait for the next iteration or a timeout, whichever comes first,
+  // and go round again. The gate opens after the third timeout; each iteration must reach the
+  // loop once, in order, and no round may cancel the run.
+  for (bool parallel_group : {false, true}) {
+    CAPTURE(parallel_group);
+    boost::asio::io_context io;
+    swp::Runtime rt(std::make_unique<swp::AsioScheduler>(io.get_executor()));
+    Gated g;
+    auto made = Engine::template make<Ctx>(rt, g.plan(), 2);
+    swp::Pipeline<Ctx>& pipe = *made;
+    pipe.on_retire([&g](const Ctx& c) { g.retired.push_back(c.batch); });
+    pipe.fill_pipeline(std::vector<int>{1, 2, 3, 4, 5});
+    int timeouts = 0;
+    std::vector<std::int64_t> iters;
+    std::exception_ptr failure;
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          using namespace boost::asio::experimental::awaitable_operators;
+          boost::asio::steady_timer timer(io);
+          for (;;) {
+            timer.expires_after(5ms);
+            std::optional<swp::Retired<Ctx>> r;
+            bool timed_out = false;
+            if (parallel_group) {
+              auto [order, e1, got, e2] =
+                  co_await boost::asio::experimental::make_parallel_group(
+                      swp::async_progress(pipe, boost::asio::deferred),
+                      timer.async_wait(boost::asio::deferred))
+                      .async_wait(boost::asio::experimental::wait_for_one(),
+                                  boost::asio::use_awaitable);
+              timed_out = order[0] == 1;
+              if (!timed_out) {
+                if (e1) std::rethrow_exception(e1);
+                r = std::move(got);
+              }
+            } else {
+              auto result = co_await (swp::async_progress(pipe, boost::asio::use_awaitable) ||
+                                      timer.async_wait(boost::asio::use_awaitable));
+              timed_out = result.index() == 1;
+              if (!timed_out) r = std::move(std::get<0>(result));
+            }
+            if (timed_out) {
+              if (++timeouts == 3) g.gate.set_value(1);
+              continue;
+            }
+            if (!r) break;
+            iters.push_back(r->iter());
+          }
+        },
+        [&](std::exception_ptr e) { failure = e; });
+    io.run_for(30s);
+    if (failure) {
+      try {
+        std::rethrow_exception(failure);
+      } catch (const std::exception& e) {
+        FAIL("the loop failed: " << e.what());
+      }
+    }
+    CHECK(timeouts >= 3);
+    CAPTURE(timeouts);
+    CAPTURE(iters.size());
+    CAPTURE(g.retired.size());
+    CHECK(g.retired == std::vector<int>{1, 2, 3, 4, 5});
+    // The loop saw each iteration at most once, in order; one that retired just as a timer
+    // won was dropped with the losing branch (on_retire saw it).
+    for (std::size_t i = 1; i < iters.size(); ++i) CHECK(iters[i] > iters[i - 1]);
+    CHECK(iters.size() <= 5);
+  }
+}
+
+TEST_CASE_TEMPLATE("next(token, StopScope::wait) ends the wait; next(token) ends the run", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.workers = 2});
+  Gated g;
+  auto made = Engine::template make<Ctx>(rt, g.plan(), 2);
+  swp::Pipeline<Ctx>& pipe = *made;
+  pipe.fill_pipeline(std::vector<int>{1, 2});
+  std::stop_source stop;
+  std::thread stopper([&] {
+    g.wait_until_arrived();
+    stop.request_stop();
+  });
+  CHECK_THROWS_WITH_AS(
+      static_cast<void>(swp::sync_wait(pipe.next(stop.get_token(), swp::StopScope::wait))),
+      "wait stopped; the run goes on", swp::Cancelled);
+  stopper.join();
+  // Stopped already: the wait ends at once, the run is still there.
+  CHECK_THROWS_AS(
+      static_cast<void>(swp::sync_wait(pipe.next(stop.get_token(), swp::StopScope::wait))),
+      swp::Cancelled);
+  g.gate.set_value(1);
+  std::vector<std::int64_t> iters;
+  while (auto r = swp::sync_wait(pipe.next())) iters.push_back(r->iter());
+  CHECK(iters == std::vector<std::int64_t>{0, 1});
+  // StopScope::run is next(token): the run ends.
+  pipe.fill_pipeline(std::vector<int>{3});
+  CHECK_THROWS_WITH_AS(
+      static_cast<void>(swp::sync_wait(pipe.next(stop.get_token(), swp::StopScope::run))),
+      "pipeline cancelled: stop requested", swp::Cancelled);
 }
 
 TEST_CASE("async_submit feeds the push form; a full queue's submit completes as batches are admitted") {

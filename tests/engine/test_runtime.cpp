@@ -7,11 +7,13 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "swp/async/sync_wait.hpp"
 #include "swp/config.hpp"
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
@@ -206,6 +208,78 @@ TEST_CASE("a runtime's on_thread_start runs on every thread it starts, before it
     rt.stream("compute");
     std::lock_guard lock(mutex);
     CHECK(calls.empty());
+  }
+}
+
+TEST_CASE("sleep_for waits on the runtime's clock without a thread; a past deadline is at once") {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 1});
+    const auto start = rt.now();
+    auto sleeps = [&]() -> swp::Co<void> {
+      co_await rt.sleep_for(std::chrono::milliseconds(20));
+      co_await rt.sleep_for(std::chrono::milliseconds(-1));  // nothing to wait for
+      co_await rt.sleep_until(start);                         // past
+    };
+    if (backend == swp::Backend::sim) {
+      // Virtual time moves while someone drives the scheduler.
+      std::atomic<bool> done{false};
+      sleeps().start_detached(
+          nullptr,
+          [](void* flag, std::exception_ptr&) noexcept {
+            static_cast<std::atomic<bool>*>(flag)->store(true);
+          },
+          &done);
+      CHECK(rt.scheduler().drive_until([&] { return done.load(); }, swp::Clock::time_point::max()));
+      CHECK(rt.now() - start == std::chrono::milliseconds(20));  // virtual: exactly
+    } else {
+      swp::sync_wait(sleeps());
+      CHECK(rt.now() - start >= std::chrono::milliseconds(20));  // never early
+    }
+  }
+}
+
+TEST_CASE("sleep_for ends early with Cancelled when its token stops, before or during the sleep") {
+  swp::Runtime rt({.workers = 1});
+  std::stop_source stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stop.request_stop();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(swp::sync_wait([&]() -> swp::Co<void> {
+                         co_await rt.sleep_for(std::chrono::hours(1), stop.get_token());
+                       }()),
+                       "sleep stopped", swp::Cancelled);
+  stopper.join();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::minutes(10));  // not the hour
+  // A token stopped already: at once.
+  CHECK_THROWS_AS(swp::sync_wait([&]() -> swp::Co<void> {
+                    co_await rt.sleep_for(std::chrono::hours(1), stop.get_token());
+                  }()),
+                  swp::Cancelled);
+}
+
+TEST_CASE("many sleeps racing their tokens each end exactly once") {
+  // The timer and the stop race at every offset: each sleep resumes once, by one of them.
+  swp::Runtime rt({.workers = 2});
+  for (int round = 0; round < 200; ++round) {
+    std::stop_source stop;
+    std::atomic<int> ended{0};
+    std::thread stopper([&, round] {
+      std::this_thread::sleep_for(std::chrono::microseconds(round % 50 * 20));
+      stop.request_stop();
+    });
+    try {
+      swp::sync_wait([&]() -> swp::Co<void> {
+        co_await rt.sleep_for(std::chrono::microseconds(round % 40 * 25), stop.get_token());
+        ++ended;
+      }());
+    } catch (const swp::Cancelled&) {
+      ++ended;
+    }
+    stopper.join();
+    CHECK(ended.load() == 1);
   }
 }
 

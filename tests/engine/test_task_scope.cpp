@@ -2,8 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "support/engines.hpp"
@@ -49,6 +51,59 @@ TEST_CASE_TEMPLATE("a callable a task queues on its stream is ordered before its
       CAPTURE(i);
       CHECK(consumed[static_cast<std::size_t>(i)] == 2 * (100 + i) + 1);
     }
+  }
+}
+
+TEST_CASE_TEMPLATE("a task's sleep_for ends with the run's cancellation, not its duration", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    const bool sim = backend == swp::Backend::sim;
+    swp::Runtime rt({.backend = backend, .workers = 2});
+    std::atomic<int> sleeping{0};
+    std::atomic<int> woke_cancelled{0};
+    swp::Pipeline<Ctx>* pipe_ptr = nullptr;
+    swp::Plan<Ctx> plan;
+    plan.add(
+        "Sleep",
+        [&](Ctx&, swp::TaskScope& scope) -> swp::Co<void> {
+          ++sleeping;
+          try {
+            co_await scope.sleep_for(1h);
+          } catch (const swp::Cancelled&) {
+            ++woke_cancelled;
+            throw;
+          }
+        },
+        {.stage = 0, .thread_group = "sleepers"});
+    if (sim) {
+      // One thread, virtual time: a task beside it cancels the run after 1 ms of CPU time.
+      plan.add(
+          "Cancel",
+          [&](Ctx&, swp::TaskScope& scope) -> swp::Co<void> {
+            co_await scope.cpu_work(1ms);
+            pipe_ptr->cancel("shutdown");
+          },
+          {.stage = 0, .thread_group = "canceller"});
+    }
+    auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+    pipe_ptr = pipe.get();
+    pipe->fill_pipeline(std::vector<int>{1, 2, 3, 4});
+    std::thread canceller;
+    if (!sim) {
+      canceller = std::thread([&] {
+        while (sleeping.load() == 0) std::this_thread::yield();
+        pipe->cancel("shutdown");
+      });
+    }
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_WITH_AS(static_cast<void>(pipe->progress()), "pipeline cancelled: shutdown",
+                         swp::Cancelled);
+    if (canceller.joinable()) canceller.join();
+    CHECK(woke_cancelled.load() >= 1);
+    CHECK(woke_cancelled.load() == sleeping.load());  // every sleeper woke, none timed out
+    CHECK(std::chrono::steady_clock::now() - start < 10min);
+    if (sim) CHECK(rt.now() - swp::Clock::time_point{} < 1h);  // no hour of virtual time
   }
 }
 

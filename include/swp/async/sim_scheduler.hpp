@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <mutex>
-#include <queue>
 #include <vector>
 
 #include "swp/async/detail/intrusive_fifo.hpp"
@@ -35,8 +34,12 @@ class SimScheduler final : public Scheduler {
   [[nodiscard]] Clock::time_point now() const override;
   [[nodiscard]] bool virtual_time() const noexcept override { return true; }
 
-  /// Runs `r` when virtual time reaches `when` (at once if it already has).
+  /// Runs `r` when virtual time reaches `when` (at once if it already has). A timer's push may
+  /// grow the heap (std::bad_alloc ends the process: noexcept).
   void post_at(Clock::time_point when, Runnable& r) noexcept;
+  /// Disarms every pending post_at of `r`; true when one was pending. Runnables posted with
+  /// post() are not touched.
+  bool cancel_at(Runnable& r) noexcept;
 
   /// Virtual time elapsed since construction.
   [[nodiscard]] Clock::duration elapsed() const { return now() - Clock::time_point{}; }
@@ -58,7 +61,7 @@ class SimScheduler final : public Scheduler {
   // stray post from another thread from corrupting it (TSan would flag the logic error).
   mutable std::mutex mutex_;
   detail::IntrusiveFifo<Runnable, &Runnable::next_runnable> queue_;
-  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::vector<Timer> timers_;  // a min-heap by (when, order): std::greater<>
   std::uint64_t timer_order_ = 0;
   Clock::time_point now_{};
 };

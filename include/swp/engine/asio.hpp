@@ -43,20 +43,26 @@ Co<void> async_progress_op(Pipeline<Ctx>& pipe, Handler handler) {
       boost::asio::prefer(fallback, boost::asio::execution::outstanding_work.tracked);
   auto executor = boost::asio::get_associated_executor(handler, fallback);
   auto work = boost::asio::make_work_guard(executor);
-  // Per-operation cancellation: terminal, partial and total all end the run (the step cannot
-  // end early in any other way), which completes this step with swp::Cancelled.
+  // Per-operation cancellation ends this wait, never the run, whatever its type: ending the
+  // wait has no side effect at all (nothing retired, the run goes on), which is what a
+  // partial request asks for and more than a total or terminal one needs. Ending the run
+  // instead would break `async_progress(...) || timer.async_wait(...)`: Asio's awaitable
+  // frames let only terminal cancellation through to the operations they await (the default
+  // cancellation_state filter), so that idiom delivers terminal. The run ends with
+  // pipe.cancel(). The signal lives in this frame, which outlives the slot's handler
+  // (cleared below before the frame ends).
+  StopSignal abandon;
   auto slot = boost::asio::get_associated_cancellation_slot(handler);
   if (slot.is_connected()) {
-    slot.assign([&pipe](boost::asio::cancellation_type type) {
-      if ((type & (boost::asio::cancellation_type::terminal | boost::asio::cancellation_type::partial |
-                   boost::asio::cancellation_type::total)) != boost::asio::cancellation_type::none)
-        pipe.cancel("async_progress cancelled");
+    slot.assign([&abandon](boost::asio::cancellation_type type) {
+      if (type != boost::asio::cancellation_type::none)
+        abandon.request_stop("async_progress cancelled: the wait ends, the run goes on");
     });
   }
   std::exception_ptr error;
   std::optional<Retired<Ctx>> iter;
   try {
-    iter = co_await pipe.next();
+    iter = co_await pipe.next(abandon);
   } catch (...) {
     error = std::current_exception();
   }
@@ -148,12 +154,20 @@ auto async_submit(Pipeline<Ctx>& pipe, typename Ctx::batch_type batch, Completio
 /// Errors: as progress(), delivered as the exception_ptr (TaskError, PipelineTimeout,
 /// PipelineStateError); the pipeline can be filled again afterwards.
 /// Cancellation: the handler's associated cancellation slot (`asio::bind_cancellation_slot`,
-/// the `||` of awaitable operators...) is honoured for terminal, partial
-/// and total cancellation: each ends the whole run, as `pipe.cancel("async_progress
-/// cancelled")`, and the step completes with swp::Cancelled once the run drained (bodies that
-/// do not await run to their end first). The slot is cleared before the handler is posted;
-/// emit from the thread (or strand) that started the operation. A failing or timed-out run
-/// completes it with that error.
+/// the `||` of awaitable operators, a parallel_group's wait_for_one) ends **this wait**, for
+/// every cancellation type: the step completes at once with swp::Cancelled("async_progress
+/// cancelled: the wait ends, the run goes on"), having retired nothing, and the run goes on
+/// (lanes keep running); the next async_progress continues it, and every iteration still
+/// retires in order exactly once. Ending the wait leaves no side effect — the guarantee a
+/// partial request asks for, which also satisfies total and terminal ones (through an
+/// awaitable's frame Asio passes only terminal cancellation to the operations it awaits, so
+/// `async_progress(...) || timer.async_wait(...)` sends terminal). An iteration that retired
+/// before the request is still delivered (in `||` it then goes with the losing branch: read
+/// every result from on_retire where a wait may be abandoned). To end the run, call
+/// `pipe.cancel(reason)` (any thread, an Asio handler too): the step in progress then
+/// completes with that swp::Cancelled once the run drained.
+/// The slot is cleared before the handler is posted; emit from the thread (or strand) that
+/// started the operation. A failing or timed-out run completes it with that error.
 /// One progress()/next()/async_progress() at a time; keep the pipeline alive until the
 /// handler ran.
 ///

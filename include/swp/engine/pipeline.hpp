@@ -34,6 +34,7 @@
 #include "swp/engine/retired.hpp"
 #include "swp/engine/run_stats.hpp"
 #include "swp/engine/shortcut.hpp"
+#include "swp/engine/stop_scope.hpp"
 #include "swp/engine/source.hpp"
 #include "swp/engine/task_body.hpp"
 #include "swp/engine/task_observer.hpp"
@@ -187,10 +188,33 @@ class Pipeline : private detail::FrontEnd {
 
   /// next() whose wait cancels the run (as `cancel("stop requested")`) when `token` is stopped
   /// meanwhile, or was stopped already: it then throws swp::Cancelled once the run drained.
-  /// The token cancels the whole run, not only this wait (DESIGN decision 7).
+  /// The token cancels the whole run, not only this wait (DESIGN decision 7); see the
+  /// overload with a StopScope to end only the wait.
   /// Example: `auto iter = co_await pipe.next(stop_source.get_token());`
   Co<std::optional<Retired<Ctx>>> next(std::stop_token token) {
     co_return retired(co_await core_.next(std::move(token)));
+  }
+
+  /// next() stopped by `token` with the given scope (see StopScope): `run` as next(token);
+  /// `wait` ends only this wait — it throws swp::Cancelled("wait stopped; the run goes on")
+  /// at once (also when the token was stopped already), having retired nothing, and the run
+  /// goes on: the next call continues it. An iteration that retired before the stop is still
+  /// returned. What the Asio idiom `async_progress(...) || timer.async_wait(...)` needs.
+  /// Example: `auto r = co_await pipe.next(timeout.get_token(), swp::StopScope::wait);`
+  Co<std::optional<Retired<Ctx>>> next(std::stop_token token, StopScope scope) {
+    if (scope == StopScope::run) co_return retired(co_await core_.next(std::move(token)));
+    StopSignal abandon;
+    std::stop_callback on_stop(token, [&abandon] {
+      abandon.request_stop("wait stopped; the run goes on");
+    });
+    co_return retired(co_await core_.next(&abandon));
+  }
+
+  /// next() that ends only its wait when `abandon` fires (StopScope::wait's mechanism, for
+  /// adapters such as swp::async_progress): Cancelled(`abandon`'s reason), nothing retired,
+  /// the run goes on. `abandon` must outlive the call.
+  Co<std::optional<Retired<Ctx>>> next(const StopSignal& abandon) {
+    co_return retired(co_await core_.next(&abandon));
   }
 
   /// Cancels the run in flight, from any thread (a signal handler's thread, an Asio handler, a

@@ -1,15 +1,19 @@
 #pragma once
 // Runtime: the scheduler, device backend, lanes and streams pipelines run on.
 
+#include <atomic>
 #include <chrono>
 #include <coroutine>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
+#include "swp/async/cancelled.hpp"
 #include "swp/async/co.hpp"
 #include "swp/async/lane.hpp"
 #include "swp/async/scheduler.hpp"
@@ -103,6 +107,22 @@ class Runtime {
   class CpuWork;
   CpuWork cpu_work(Clock::duration duration);
 
+  /// Awaitable pause of `duration` (until `deadline`) on this runtime's clock that holds no
+  /// thread: on the host backend a timer of the runtime's timer thread resumes the awaiting
+  /// coroutine (through its Resumer — in a task body, its lane); on sim it occupies virtual
+  /// time. Unlike cpu_work it spins nothing, and it can be cancelled.
+  /// Completion: once the time has come (at once for a duration <= 0, or a deadline past).
+  /// Cancellation: the awaiting coroutine's stop signal — in a task body the run's
+  /// (pipe.cancel(), a failure, a stop_token given to next(), async_progress's terminal
+  /// cancellation) — and `token` each end the sleep early: the await then throws
+  /// swp::Cancelled (the signal's reason, or "sleep stopped" for the token). A signal or
+  /// token stopped before the await throws at once.
+  /// Example (a task that waits for a rate limit, and stops with the run):
+  /// `co_await scope.runtime().sleep_for(2ms);` or `co_await rt.sleep_for(1s, stop.get_token());`
+  class Sleep;
+  Sleep sleep_for(Clock::duration duration, std::stop_token token = {});
+  Sleep sleep_until(Clock::time_point deadline, std::stop_token token = {});
+
  private:
   RuntimeOptions options_;
   std::unique_ptr<Device> device_;
@@ -141,6 +161,61 @@ class Runtime::CpuWork : private Runnable {
 
 inline Runtime::CpuWork Runtime::cpu_work(Clock::duration duration) {
   return CpuWork(*this, duration);
+}
+
+class Runtime::Sleep : private Runnable {
+ public:
+  Sleep(Runtime& runtime, Clock::time_point deadline, std::stop_token token)
+      : runtime_(runtime), deadline_(deadline), token_(std::move(token)) {}
+  Sleep(const Sleep&) = delete;
+  Sleep& operator=(const Sleep&) = delete;
+  ~Sleep();
+
+  [[nodiscard]] bool await_ready() const noexcept { return false; }
+  template <class Promise>
+  bool await_suspend(std::coroutine_handle<Promise> h) {
+    handle_ = h;
+    resumer_ = detail::resumer_of(h);
+    return arm(detail::stop_signal_of(h));
+  }
+  /// Throws swp::Cancelled when a stop ended the sleep.
+  void await_resume() const;
+
+ private:
+  // Arms the timer and listens for the stops; false: nothing to wait for, or it ended while
+  // being armed (the coroutine goes on at once).
+  bool arm(const StopSignal* signal);
+  // The timer fired (`why` empty) or a stop came (`why`: its reason): the first ends the
+  // sleep, and resumes the coroutine unless it ended while being armed.
+  void end(std::string why) noexcept;
+  void run() noexcept override { end({}); }  // sim: virtual time reached the deadline
+  void stop() noexcept;
+
+  struct OnStop {
+    Sleep* self;
+    void operator()() const noexcept { self->stop(); }
+  };
+  // arming -> suspended (await_suspend returned true) -> ending (one end() won; it writes
+  // why_) -> ended. An end while arming resumes nothing: the coroutine goes on at once.
+  enum : int { arming = 0, suspended = 1, ending = 2, ended = 3 };
+
+  Runtime& runtime_;
+  Clock::time_point deadline_;
+  std::stop_token token_;
+  const StopSignal* signal_ = nullptr;
+  std::coroutine_handle<> handle_;
+  Resumer* resumer_ = nullptr;
+  TimerQueue::Id timer_ = 0;  // host: the timer's id, until it fired or was disarmed
+  std::atomic<int> state_{arming};
+  std::string why_;  // what ended it early (written by the winner before the resume)
+  std::optional<std::stop_callback<OnStop>> on_signal_, on_token_;
+};
+
+inline Runtime::Sleep Runtime::sleep_for(Clock::duration duration, std::stop_token token) {
+  return Sleep(*this, now() + duration, std::move(token));
+}
+inline Runtime::Sleep Runtime::sleep_until(Clock::time_point deadline, std::stop_token token) {
+  return Sleep(*this, deadline, std::move(token));
 }
 
 }  // namespace swp

@@ -52,6 +52,11 @@ class TaskScope {
     stream().enqueue(std::move(work), modelled, work_tag(instance_.task, instance_.iter()));
   }
 
+  /// A pause of `duration` that holds no thread and ends early, throwing swp::Cancelled,
+  /// when the run is cancelled or fails (Runtime::sleep_for): a task that waits for time.
+  [[nodiscard]] Runtime::Sleep sleep_for(Clock::duration duration) const {
+    return core_.runtime().sleep_for(duration);
+  }
   /// CPU time spent in the task (spin on host, virtual time on sim).
   [[nodiscard]] Runtime::CpuWork cpu_work(Clock::duration duration) const {
     return core_.runtime().cpu_work(duration);

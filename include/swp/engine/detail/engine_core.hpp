@@ -83,7 +83,9 @@ class EngineCore {
   std::optional<std::int64_t> progress();
   /// progress() whose waits suspend the awaiting coroutine instead of blocking a thread (host
   /// schedulers; on sim it is progress(), which drives virtual time). Same results and errors.
-  Co<std::optional<std::int64_t>> next();
+  /// With `abandon`: once it fires, the call ends with Cancelled(its reason) having retired
+  /// nothing, and the run goes on (the next call picks up where this one was).
+  Co<std::optional<std::int64_t>> next(const StopSignal* abandon = nullptr);
   void drain();
   [[nodiscard]] bool filled() const noexcept { return filled_; }
   /// Nothing is in flight: no run, or a run whose source ended and whose iterations all
