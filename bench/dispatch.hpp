@@ -1,33 +1,44 @@
 #pragma once
-// `swp-bench dispatch`: the per-task cost of both swp engines against oneTBB.
+// `swp-bench dispatch`: both swp engines against oneTBB, Taskflow and a plain serial loop,
+// on the same chain with the same stage bodies (docs/benchmarks.md, "Dispatch").
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace swp_bench {
 
 struct DispatchOptions {
-  long iters = 200'000;        ///< timed (steady-state) iterations per measurement, empty tasks
-  long device_iters = 10'000;  ///< the same for tasks with device work (each costs far more)
-  long warmup = 1'000;         ///< iterations run before each timed window
-  int rounds = 5;              ///< interleaved rounds; the issue's figures use at least 5
-  bool busy_core = false;
-  /// When > 0: after the rounds, one untimed steady-state run per swp engine and workload
-  /// (2 threads) records the call stacks of this many allocations, printed on stderr.
+  int rounds = 7;              ///< interleaved rounds; medians and minima over them
+  long iters = 200'000;        ///< window iterations per measurement, empty bodies
+  long warmup = 1'000;         ///< iterations before each window (at most a quarter of it)
+  /// Window length of a measurement with work, in serial work: its iterations are
+  /// work_ms × 1000 / (4 × work µs) (1 µs: 25,000; 5 µs: 5,000 by default). On the CI kind,
+  /// 20 ms windows gave 2-thread 5 µs samples from 2.6 to 5.9 µs; 100 ms mostly within ±7%.
+  double work_ms = 100;
+  int settle_ms = 20;                        ///< idle time before every measurement
+  std::vector<unsigned> threads = {1, 2};    ///< thread counts measured
+  std::vector<double> work_us = {0, 1, 5};  ///< work per stage, µs (0: empty bodies)
+  bool co_runner = false;  ///< everything measured beside a spinning process on one core
+  /// stage_body() steps per µs; 0: calibrated at start (give it to compare runs exactly, or
+  /// under valgrind, whose clock calibration would be meaningless).
+  double steps_per_us = 0;
+  /// A system's label (serial, dataflow, clock, tbb, taskflow): only one measurement of it,
+  /// the first --threads and --work-us values, `iters` window iterations whatever the work,
+  /// for callgrind. Empty: the rounds.
+  std::string only;
+  /// When > 0: after the rounds, one untimed window per swp engine (2 threads, empty bodies)
+  /// records the call stacks of this many allocations, printed on stderr.
   std::size_t alloc_sites = 0;
-  /// When > 0: one more workload, "cpu", whose tasks (and oneTBB's filters) each spin this
-  /// many microseconds on the CPU: whether two threads run real work in parallel.
-  double task_us = 0;
-  long task_iters = 2'000;  ///< timed iterations per measurement of the cpu workload
 };
 
 /// Runs the dispatch benchmark and prints its metric lines; see docs/benchmarks.md.
 ///
-/// Workload: four tasks in a chain, one lane each, stages 0..3, 4 iterations in flight;
-/// "empty" tasks do nothing, "device" tasks each enqueue a 1 ns device item on their own host
-/// stream s0..s3. oneTBB runs the empty chain as 4 serial_in_order filters with 4 tokens.
-/// Each of `rounds` rounds measures, for 2 threads then 1 thread: oneTBB, data-flow, clock
-/// (empty), then data-flow, clock (device). Medians over rounds and their ratios are
-/// reported, and the minima.
+/// Each round measures, for every thread count and every work size, every system once, in an
+/// order rotated by one each round (serial, dataflow, clock, tbb, taskflow, then dataflow
+/// first, ...). Reported per (system, work, threads): the median and minimum ns per task, the
+/// median allocations per task, and ratios of the medians to Taskflow, oneTBB and the serial
+/// loop. Throws std::invalid_argument for an option out of range or an unknown --only label.
 void run_dispatch(const DispatchOptions& options);
 
 }  // namespace swp_bench

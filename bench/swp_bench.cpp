@@ -1,10 +1,12 @@
 // swp-bench: benchmarks printing `metric <name> <value> <unit>` lines, ratios measured in the
 // same run (docs/benchmarks.md).
 //
-//   swp-bench dispatch [--iters N] [--device-iters N] [--warmup N] [--rounds N] [--busy-core]
-//                      [--alloc-sites K]
-//                                    per-task cost of both engines vs oneTBB, 2 and 1 threads,
-//                                    empty tasks and tasks with device work; allocations
+//   swp-bench dispatch [--rounds N] [--iters N] [--warmup N] [--work-ms M] [--settle-ms M]
+//                      [--threads 1,2] [--work-us 0,1,5] [--co-runner] [--steps-per-us X]
+//                      [--only SYSTEM] [--alloc-sites K]
+//                                    a 4-stage chain with the same bodies in both engines,
+//                                    oneTBB, Taskflow and a serial loop: ns and allocations per
+//                                    task, ratios; 1 and 2 threads, empty and working stages
 //   swp-bench overlap  [--iters N]   3-stage overlap scenario on host and sim, both engines
 //   swp-bench jitter   [--iters N]   the same with a jittering loader: data-flow vs clock
 //   swp-bench soak     [--iters N] [--warmup N]
@@ -32,24 +34,44 @@ int main(int argc, char** argv) {
   swp_bench::DispatchOptions d;
   int scenario_iters = 400;
   auto* dispatch = app.add_subcommand(
-      "dispatch", "4-task chain: ns and allocations per task, both engines and oneTBB");
-  dispatch->add_option("--iters", d.iters, "timed iterations per measurement")
-      ->check(CLI::Range(1L, 100'000'000L));
+      "dispatch",
+      "4-stage chain, same bodies everywhere: swp engines vs oneTBB, Taskflow and a serial loop");
+  dispatch->add_option("--rounds", d.rounds, "interleaved rounds (the reported figures use >= 7)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  dispatch->add_option("--iters", d.iters, "window iterations per measurement, empty bodies")
+      ->check(CLI::Range(1L, 100'000'000L))
+      ->capture_default_str();
+  dispatch->add_option("--warmup", d.warmup, "iterations before each window (at most a quarter)")
+      ->check(CLI::Range(1L, 100'000'000L))
+      ->capture_default_str();
   dispatch
-      ->add_option("--device-iters", d.device_iters,
-                   "timed iterations per measurement, tasks with device work")
-      ->check(CLI::Range(1L, 100'000'000L));
-  dispatch->add_option("--warmup", d.warmup, "iterations before each timed window")
-      ->check(CLI::Range(1L, 100'000'000L));
-  dispatch->add_option("--rounds", d.rounds, "interleaved rounds (the reported figures use >= 5)")
-      ->check(CLI::Range(1, 1000));
-  dispatch->add_flag("--busy-core", d.busy_core, "spin a thread on the last core meanwhile");
+      ->add_option("--work-ms", d.work_ms,
+                   "window of a measurement with work, in ms of serial work (sets its iterations)")
+      ->check(CLI::Range(0.001, 100'000.0))
+      ->capture_default_str();
+  dispatch->add_option("--settle-ms", d.settle_ms, "idle time before every measurement")
+      ->check(CLI::Range(0, 10'000))
+      ->capture_default_str();
+  dispatch->add_option("--threads", d.threads, "thread counts, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+  dispatch->add_option("--work-us", d.work_us, "work per stage in us, comma-separated (0: empty)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 10'000.0))
+      ->capture_default_str();
+  dispatch->add_flag("--co-runner,--busy-core", d.co_runner,
+                     "measure beside a process spinning on the last core");
   dispatch
-      ->add_option("--task-us", d.task_us,
-                   "also measure tasks that each spin this many us of CPU (metrics *_cpu)")
-      ->check(CLI::Range(0.0, 10'000.0));
-  dispatch->add_option("--task-iters", d.task_iters, "timed iterations per measurement, --task-us")
-      ->check(CLI::Range(1L, 100'000'000L));
+      ->add_option("--steps-per-us", d.steps_per_us,
+                   "stage body steps per us (default: calibrated at start)")
+      ->check(CLI::Range(0.0, 1e6));
+  dispatch
+      ->add_option("--only", d.only,
+                   "one measurement of serial|dataflow|clock|tbb|taskflow (for callgrind): the "
+                   "first --threads and --work-us values, --iters iterations")
+      ->check(CLI::IsMember({"serial", "dataflow", "clock", "tbb", "taskflow"}));
   dispatch
       ->add_option("--alloc-sites", d.alloc_sites,
                    "print the call stacks of this many steady-state allocations (stderr)")

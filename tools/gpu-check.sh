@@ -16,8 +16,9 @@
 #                             exit status 1 when anything failed
 #
 #   tools/gpu-check.sh nsys   on the GPU machine: only the Nsight Systems step (see nsys_summary)
-#   tools/gpu-check.sh dispatch   on the GPU machine: `swp-bench dispatch` (issue 12's per-task
-#                             figures against oneTBB) on its CPUs, quiet and with --busy-core
+#   tools/gpu-check.sh dispatch   on the GPU machine: `swp-bench dispatch` (the per-task
+#                             figures against Taskflow, oneTBB and a serial loop) on its CPUs,
+#                             quiet and with --co-runner
 #   tools/gpu-check.sh service    on the GPU machine: issue 15's service load test on its CPUs
 #   tools/gpu-check.sh memcheck   on the GPU machine: the nccl tests under compute-sanitizer's
 #                             memcheck, GPU_CHECK_MEMCHECK_RUNS times (5; a race shows in some
@@ -154,10 +155,10 @@ run|nsys|dispatch|service|memcheck)
     exit 0
   fi
   if [ "$mode" = dispatch ]; then
-    # Issue 12's dispatch benchmark on this machine's CPUs (another CPU than CI's kind).
+    # The dispatch benchmark on this machine's CPUs (another CPU than CI's kind).
     lscpu | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket)' || true
-    for busy in "" --busy-core; do
-      "$carry/swp-bench" dispatch --rounds 5 --iters 100000 --device-iters 2000 $busy
+    for co_runner in "" --co-runner; do
+      "$carry/swp-bench" dispatch --rounds 7 $co_runner
     done
     exit 0
   fi

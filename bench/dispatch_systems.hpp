@@ -1,0 +1,53 @@
+#pragma once
+// The systems `swp-bench dispatch` compares, each running the same chain: 4 serial stages,
+// 4 iterations in flight, stage_body() in every stage (docs/benchmarks.md, "Dispatch").
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace swp_bench {
+
+inline constexpr int chain_stages = 4;
+inline constexpr int chain_in_flight = 4;
+
+enum class System { serial, data_flow, clock, tbb, taskflow };
+inline constexpr System all_systems[] = {System::serial, System::data_flow, System::clock,
+                                         System::tbb, System::taskflow};
+
+/// The name in metric lines: serial, dataflow, clock, tbb, taskflow.
+const char* system_label(System system) noexcept;
+/// The system of a label, or nothing.
+std::optional<System> system_of_label(std::string_view label) noexcept;
+
+/// One measurement's shape.
+struct ChainRun {
+  /// Threads that run stages: swp `workers = threads - 1` plus the caller, which helps while
+  /// it waits in progress(); oneTBB `global_control(max_allowed_parallelism, threads)` and
+  /// `task_arena(threads)` (the caller is one of them); Taskflow `tf::Executor(threads)` (the
+  /// caller waits). The serial loop ignores it.
+  unsigned threads = 2;
+  std::uint64_t steps = 0;  ///< stage_body()'s steps in every stage
+  long warmup = 1'000;      ///< iterations the last stage finishes before the window opens
+  long iters = 100'000;     ///< iterations the last stage finishes inside the window
+  int settle_ms = 20;       ///< idle time between setting the system up and running it
+  /// When > 0: the call stacks of this many allocations inside the window are recorded
+  /// (counting_allocator.hpp), to be printed by the caller.
+  std::size_t capture_sites = 0;
+};
+
+struct ChainSample {
+  double ns_per_task = 0;      ///< window time / (iters × 4)
+  double allocs_per_task = 0;  ///< operator new calls of the whole process in the window, per task
+};
+
+/// Sets `system` up (a fresh swp Runtime and pipeline, oneTBB arena, Taskflow executor), sleeps
+/// `settle_ms`, then runs warmup + iters + 4 iterations through the chain. The window is
+/// timed inside the last stage, identically for every system: it opens when that stage
+/// finishes iteration `warmup` and closes when it finishes iteration `warmup + iters`, with 4
+/// iterations still to come, so the chain is full throughout. Throws std::logic_error when
+/// the last stage did not run exactly once per iteration.
+ChainSample measure_chain(System system, const ChainRun& run);
+
+}  // namespace swp_bench
