@@ -16,12 +16,15 @@
 //   swp-bench loader   [--records N] [--bytes B] [--files F] [--batch N] [--prefetch N]
 //                      [--read-threads N] [--rounds N] [--dir D]
 //                                    the data loader vs plain reads from the page cache
+//   swp-bench construct [--rounds N]  building a Plan<Ctx> and both pipelines at 10k and 100k
+//                                    tasks: CPU ms and growth (target <= 11x for 10x the tasks)
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 
+#include "construct.hpp"
 #include "dispatch.hpp"
 #include "pp_sim.hpp"
 #include "loader.hpp"
@@ -123,6 +126,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   loader->add_option("--dir", loader_options.dir,
                      "dataset directory (generated there when missing; default: a temporary one)");
+  swp_bench::ConstructOptions construct_options;
+  auto* construct = app.add_subcommand(
+      "construct", "building a Plan<Ctx> and both pipelines at 10k and 100k tasks (CPU ms)");
+  construct->add_option("--rounds", construct_options.rounds, "measurements per size (median)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -132,6 +141,7 @@ int main(int argc, char** argv) {
     if (soak->parsed()) swp_bench::run_soak(soak_options);
     if (pp->parsed()) swp_bench::run_pp_sim(pp_stages, pp_microbatches, pp_rounds);
     if (loader->parsed()) swp_bench::run_loader(loader_options);
+    if (construct->parsed()) swp_bench::run_construct(construct_options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

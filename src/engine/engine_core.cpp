@@ -107,8 +107,10 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     auto& sync = sync_[e];
     sync.generation.assign(n, 0);
     sync.recorded.assign(n, 0);
+    sync.instance_storage = std::make_unique<Instance[]>(n);
+    sync.instances.reserve(n);
     for (TaskIndex t = 0; t < n; ++t) {
-      auto in = std::make_unique<Instance>();
+      Instance* const in = &sync.instance_storage[t];
       in->core = this;
       in->info = &info_[t];
       in->task = t;
@@ -120,11 +122,11 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       in->event = runtime_.device().make_event();
       in->scope = std::make_unique<TaskScope>(*this, *in);
       in->device_wait.emplace(device_waker_);
-      sync.instances.push_back(std::move(in));
+      sync.instances.push_back(in);
     }
   }
   for (auto& sync : sync_)
-    for (auto& in : sync.instances) in->after = in->next->instances[in->task].get();
+    for (auto& in : sync.instances) in->after = in->next->instances[in->task];
 }
 
 EngineCore::~EngineCore() {

@@ -225,6 +225,64 @@ TEST_CASE("a pipeline refuses a plan whose declared reads were dropped from intr
                        std::invalid_argument);
 }
 
+TEST_CASE("reads stay listed once however intra_iter_deps changed between adds") {
+  // The plan indexes intra_iter_deps as it grows (linear construction); what a user does to
+  // the list directly must not make it skip a read nor list one twice.
+  swp::Plan<Ctx> plan;
+  auto a = plan.add("A", [](Ctx& ctx) { return ctx.batch; });
+  auto b = plan.add("B", [](Ctx& ctx) { return ctx.batch; });
+  plan.add("C", [](Ctx&) {}, {}, swp::reads(a));  // indexes {C, A}
+  SUBCASE("appended by hand, then declared") {
+    plan.intra_iter_deps.push_back({"D", "B"});
+    plan.add("D", [](Ctx&) {}, {}, swp::reads(b));
+    CHECK(plan.intra_iter_deps.size() == 2);
+  }
+  SUBCASE("the list cleared and refilled by hand, then declared") {
+    plan.intra_iter_deps.clear();
+    plan.intra_iter_deps.push_back({"C", "A"});
+    plan.add("D", [](Ctx&) {}, {}, swp::reads(a, b));
+    plan.add("E", [](Ctx&) {}, {}, swp::reads(a));
+    REQUIRE(plan.intra_iter_deps.size() == 4);
+    CHECK(plan.intra_iter_deps[1].task.name() == "D");
+    CHECK(plan.intra_iter_deps[3].task.name() == "E");
+  }
+  SUBCASE("an entry replaced in place is caught when the pipeline is made") {
+    plan.intra_iter_deps[0] = {"B", "A"};  // {C, A} gone, though the index saw it
+    plan.add("D", [](Ctx&) {}, {}, swp::reads(a));
+    swp::Runtime rt({.backend = swp::Backend::sim});
+    CHECK_THROWS_WITH_AS(swp::DataFlowPipeline<Ctx>(rt, plan, 1),
+                         doctest::Contains("intra_iter_deps no longer lists {\"C\", \"A\"}"),
+                         std::invalid_argument);
+    return;
+  }
+  SUBCASE("a copy indexes its own list") {
+    swp::Plan<Ctx> copy = plan;
+    copy.intra_iter_deps.push_back({"D", "A"});
+    copy.add("D", [](Ctx&) {}, {}, swp::reads(a));
+    CHECK(copy.intra_iter_deps.size() == 2);
+    plan = copy;
+    plan.add("E", [](Ctx&) {}, {}, swp::reads(a));
+    CHECK(plan.intra_iter_deps.size() == 3);
+  }
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::DataFlowPipeline<Ctx> pipe(rt, plan, 1);
+  CHECK(pipe.run(std::vector<int>{1}).iterations == 1);
+}
+
+TEST_CASE("bind by name finds the task a scan would, after tasks changed in place") {
+  swp::PipelinePlan plain;
+  plain.add({"A"});
+  plain.add({"B"});
+  swp::Plan<Ctx> plan(plain);
+  plan.bind("B", [](Ctx&) {});  // indexes A and B
+  plan.tasks[0].task.name = "Z";
+  plan.tasks.push_back({{"A"}, {}, {}});
+  CHECK(plan.bind("A", [](Ctx&) {}).index == 2);
+  CHECK(plan.bind("Z", [](Ctx&) {}).index == 0);
+  CHECK_THROWS_WITH_AS(plan.bind("Q", [](Ctx&) {}), doctest::Contains("'Q' is not a task"),
+                       std::invalid_argument);
+}
+
 TEST_CASE("reading a producer neither read-declared nor a dependency names both tasks") {
   swp::Plan<Ctx> plan;
   auto a = plan.add("A", [](Ctx&) { return 1; });

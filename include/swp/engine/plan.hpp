@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "swp/core/declared_io.hpp"
+#include "swp/core/detail/plan_index.hpp"
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/task_ref.hpp"
 #include "swp/engine/iter_context.hpp"
@@ -163,6 +164,10 @@ class Plan : private PipelinePlan {
 
   /// The body bound to `task`, or nullptr (no body, or no such task).
   [[nodiscard]] const TaskBody<Ctx>* body(const TaskRef& task) const {
+    if (const TaskHandle* h = task.handle(); h != nullptr && h->index < tasks.size() &&
+                                             h->index < bodies_.size() &&
+                                             tasks[h->index].task.name == h->name)
+      return bodies_[h->index] ? &bodies_[h->index]->body : nullptr;
     for (std::size_t t = 0; t < tasks.size() && t < bodies_.size(); ++t)
       if (tasks[t].task.name == task.name() && bodies_[t]) return &bodies_[t]->body;
     return nullptr;
@@ -192,10 +197,9 @@ class Plan : private PipelinePlan {
             ": tasks were removed or reordered after their bodies were bound");
       out[t] = bodies_[t]->body;
     }
+    detail::DependencyIndex listed;  // fresh: trusts nothing done to the list in place
     for (const Dependency& read : reads_) {
-      bool listed = false;
-      for (const Dependency& dep : intra_iter_deps) listed = listed || same(dep, read);
-      if (!listed)
+      if (!listed.lists(intra_iter_deps, read))
         throw std::invalid_argument(
             "task '" + read.task.name() + "' declares that it reads '" + read.depends_on.name() +
             "' (swp::reads), but intra_iter_deps no longer lists {\"" + read.task.name() +
@@ -211,16 +215,11 @@ class Plan : private PipelinePlan {
     TaskBody<Ctx> body;
   };
 
-  static bool same(const Dependency& a, const Dependency& b) {
-    return a.task.name() == b.task.name() && a.depends_on.name() == b.depends_on.name();
-  }
-
-  std::size_t find(const TaskRef& task, const char* what) const {
+  std::size_t find(const TaskRef& task, const char* what) {
     if (const TaskHandle* h = task.handle();
         h != nullptr && h->index < tasks.size() && tasks[h->index].task.name == h->name)
       return h->index;
-    for (std::size_t t = 0; t < tasks.size(); ++t)
-      if (tasks[t].task.name == task.name()) return t;
+    if (const std::size_t t = names_.find(tasks, task.name()); t < tasks.size()) return t;
     throw std::invalid_argument(std::string(what) + ": '" + task.name() +
                                 "' is not a task of this plan");
   }
@@ -233,13 +232,14 @@ class Plan : private PipelinePlan {
   void declare_read(const TaskHandle& task, const TaskRef& producer) {
     const Dependency read{task, producer};
     reads_.push_back(read);
-    for (const Dependency& dep : intra_iter_deps)
-      if (same(dep, read)) return;
-    intra_iter_deps.push_back(read);
+    if (!listed_.lists(intra_iter_deps, read)) intra_iter_deps.push_back(read);
   }
 
   std::vector<std::optional<Bound>> bodies_;  // by task index
   std::vector<Dependency> reads_;
+  // Linear construction: a plan of n tasks declares its reads and binds by name in O(n).
+  detail::DependencyIndex listed_;  // intra_iter_deps
+  detail::TaskNameIndex names_;     // tasks
 };
 
 }  // namespace swp

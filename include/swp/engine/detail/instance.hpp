@@ -103,7 +103,10 @@ struct alignas(64) IterationSync {
   // task (with several threads, lines the lanes own).
   std::int64_t iter = -1;
   std::size_t slot = 0;
-  std::vector<std::unique_ptr<Instance>> instances;
+  // Its instances, one per task (by task index), in one allocation: a plan of 100,000 tasks
+  // is built without 100,000 aligned allocations per entry.
+  std::unique_ptr<Instance[]> instance_storage;
+  std::vector<Instance*> instances;
   std::vector<std::uint64_t> generation;      // event generation each task recorded (0: none)
   // Instances whose finish counts towards the iteration's completion and that have not
   // finished yet. Under a policy that releases every instance (both engines') only the sinks
