@@ -16,6 +16,9 @@
 #include "diagnostics.hpp"
 #include "plan_input.hpp"
 #include "swp/config.hpp"
+#if SWP_HAVE_CUDA
+#include "swp/device/cuda/cuda_device.hpp"
+#endif
 
 namespace swp::cli {
 
@@ -141,6 +144,11 @@ int run_cli(int argc, const char* const* argv) {
   // this call's to report.
   std::clearerr(stdout);
   std::cout.clear();
+#if SWP_HAVE_CUDA
+  // `--backend cuda` selects the backend by name: the CLI links libswp-cuda and registers it
+  // before the options list the backends.
+  register_cuda_backend();
+#endif
   return check_standard_output(run_command_line(argc, argv));
 }
 

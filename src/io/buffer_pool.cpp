@@ -5,10 +5,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "swp/config.hpp"
-#if SWP_HAVE_CUDA
-#include "swp/device/cuda/pinned_buffer.hpp"
-#endif
+#include "swp/device/backends.hpp"
 
 namespace swp::io::detail {
 
@@ -18,20 +15,19 @@ constexpr std::size_t granule = std::size_t{64} << 10;  // sizes round up: fewer
 
 std::shared_ptr<void> allocate(std::size_t bytes, bool want_pinned, bool& pinned,
                                std::byte*& data) {
-#if SWP_HAVE_CUDA
+  // Page-locked memory comes from a registered backend that has some (libswp-cuda's, once a
+  // program links it): libswp itself links no GPU runtime.
   if (want_pinned) {
     try {
-      auto buffer = std::make_shared<swp::PinnedBuffer>(bytes);
-      data = buffer->data();
-      pinned = true;
-      return buffer;
+      if (auto memory = swp::pinned_host_memory(bytes)) {
+        data = memory.get();
+        pinned = true;
+        return memory;
+      }
     } catch (const std::exception&) {
       // No GPU (or no page-locked memory left): plain memory still works, only slower H2D.
     }
   }
-#else
-  (void)want_pinned;
-#endif
   pinned = false;
   void* p = std::aligned_alloc(alignment, bytes);
   if (p == nullptr) throw std::bad_alloc();

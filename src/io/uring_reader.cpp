@@ -1,96 +1,289 @@
-// The io_uring reader: Boost.Asio's random_access_file on its own io_context and thread.
-// Compiled with BOOST_ASIO_HAS_IO_URING (set for the whole project where liburing is found,
-// see meson.build: asio's types must be configured alike in every translation unit).
-
-#include <unistd.h>
+// The io_uring reader: rings of its own on liburing, each with one thread.
+// Not Boost.Asio's random_access_file: that needs BOOST_ASIO_HAS_IO_URING, which changes Asio's
+// types (the per-thread handler memory's chunk size), so every translation unit using Asio in
+// a process — each consumer of libswp — would have to set it alike. liburing keeps io_uring
+// inside libswp: no public type depends on it.
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
+#include "swp/config.hpp"
 #include "swp/io/detail/file_reader.hpp"
 #include "swp/io/io_errors.hpp"
 
-#if defined(BOOST_ASIO_HAS_IO_URING)
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/random_access_file.hpp>
-#include <boost/asio/read_at.hpp>
+#if SWP_HAVE_IO_URING
+#include <liburing.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <deque>
+#include <limits>
 #endif
 
 namespace swp::io::detail {
 
-#if defined(BOOST_ASIO_HAS_IO_URING)
+#if SWP_HAVE_IO_URING
 namespace {
-namespace asio = boost::asio;
 
-// One io_context, its thread and its own file objects (dup'ed descriptors): a page-cache hit
-// is copied by io_uring inline on the thread that submits it, so a reader with one ring would
-// copy on one core only. Rings share nothing, so no asio object is touched by two threads.
-class Ring {
+std::string os_error(int error) { return std::strerror(error); }
+
+// One read: accepted, waiting for room in the ring, or in flight. `into[0, read)` is there.
+struct UringRead {
+  std::size_t file = 0;
+  std::uint64_t offset = 0;
+  std::span<std::byte> into;
+  FileReader::Done done;
+  std::size_t read = 0;
+};
+
+// The io_uring instance, closed on destruction (its thread has exited by then: the kernel
+// cancelled what that thread had submitted when it exited).
+class UringQueue {
  public:
-  explicit Ring(const std::vector<ReaderFile>& files) : work_(ctx_.get_executor()) {
-    files_.reserve(files.size());
-    for (const ReaderFile& f : files) {
-      const int fd = ::dup(f.fd);
-      if (fd < 0) throw std::runtime_error("dup " + f.path.string() + ": " + std::strerror(errno));
-      // Opening the first file starts asio's io_uring service: an io_uring the kernel (or a
-      // seccomp filter) refuses throws here, and make_file_reader falls back to pread.
-      files_.emplace_back(ctx_, fd);
-      paths_.push_back(f.path);
+  explicit UringQueue(unsigned depth) {
+    if (const int rc = io_uring_queue_init(depth, &ring_, 0); rc < 0)
+      throw std::runtime_error("io_uring_queue_init: " + os_error(-rc));
+    // IORING_OP_READ (Linux 5.6): an older kernel would fail every read, not the setup.
+    io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
+    const bool reads = probe != nullptr && io_uring_opcode_supported(probe, IORING_OP_READ) != 0;
+    if (probe != nullptr) io_uring_free_probe(probe);
+    if (!reads) {
+      io_uring_queue_exit(&ring_);
+      throw std::runtime_error("this kernel's io_uring has no IORING_OP_READ (Linux < 5.6)");
     }
-    thread_ = std::thread([this] { ctx_.run(); });
   }
-  Ring(const Ring&) = delete;
-  Ring& operator=(const Ring&) = delete;
-  ~Ring() {
-    // Every read accepted completes before the io_context stops: the work guard goes, run()
-    // returns once no operation is outstanding.
-    work_.reset();
-    thread_.join();
-  }
+  ~UringQueue() { io_uring_queue_exit(&ring_); }
+  UringQueue(const UringQueue&) = delete;
+  UringQueue& operator=(const UringQueue&) = delete;
 
-  void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into,
-            FileReader::Done done) {
-    // Operations start on the ring's own thread only.
-    asio::post(ctx_, [this, file, offset, into, done = std::move(done)]() mutable {
-      asio::async_read_at(
-          files_[file], offset, asio::buffer(into.data(), into.size()),
-          // All that is left in one operation: asio's own conditions (transfer_all) cap each
-          // read at 64 KiB, which turns a batch into a chain of round trips.
-          [size = into.size()](const boost::system::error_code& ec, std::size_t n) {
-            return ec ? std::size_t{0} : size - n;
-          },
-          [this, file, offset, into, done = std::move(done)](const boost::system::error_code& ec,
-                                                             std::size_t n) {
-            std::exception_ptr error;
-            if (n < into.size()) {
-              const std::uint64_t at = offset + n;
-              error = std::make_exception_ptr(
-                  ec == asio::error::eof || !ec
-                      ? RecordError(paths_[file], at,
-                                    "truncated: the file ends " + std::to_string(into.size() - n) +
-                                        " bytes before the end of the read at offset " +
-                                        std::to_string(offset))
-                      : RecordError(paths_[file], at, "read failed: " + ec.message()));
-            }
-            done(std::move(error));
-          });
-    });
+  [[nodiscard]] io_uring* get() noexcept { return &ring_; }
+
+ private:
+  io_uring ring_{};
+};
+
+// An eventfd that wakes the ring's thread when reads were queued (or the ring stops).
+class WakeFd {
+ public:
+  WakeFd() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    if (fd_ < 0) throw std::runtime_error("eventfd: " + os_error(errno));
+  }
+  ~WakeFd() { ::close(fd_); }
+  WakeFd(const WakeFd&) = delete;
+  WakeFd& operator=(const WakeFd&) = delete;
+
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  // Only fails when the counter would overflow, which leaves it readable anyway.
+  void signal() const noexcept { (void)::eventfd_write(fd_, 1); }
+  void drain() const noexcept {
+    eventfd_t value = 0;
+    (void)::eventfd_read(fd_, &value);
   }
 
  private:
-  asio::io_context ctx_{1};
-  std::vector<std::filesystem::path> paths_;
-  std::vector<asio::random_access_file> files_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread thread_;
+  int fd_;
+};
+
+// One ring and its thread. Reads are queued from any thread and submitted by the ring's own:
+// io_uring copies a page-cache hit inline on the thread that submits it, so submitting from
+// the loader's thread would copy every ring's reads on that one core. Completions (`done`) run
+// on the ring's thread too.
+class Ring {
+ public:
+  explicit Ring(std::vector<ReaderFile> files)
+      : files_(std::move(files)), queue_(depth), thread_([this] { run(); }) {}
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+  ~Ring() {
+    // Every read accepted completes first: the thread returns once none is left.
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.signal();
+    thread_.join();
+  }
+
+  void read(std::unique_ptr<UringRead> read) {
+    bool was_empty = false;
+    {
+      std::lock_guard lock(mutex_);
+      was_empty = queued_.empty();
+      queued_.push_back(std::move(read));
+    }
+    // One signal per batch the thread has not taken yet: it takes all of queued_ at once.
+    if (was_empty) wake_.signal();
+  }
+
+ private:
+  // Entries of the submission queue; reads beyond depth - 1 in flight wait in waiting_ (one
+  // entry is the wake-up poll's), so the completion queue (twice as deep) never overflows.
+  static constexpr unsigned depth = 64;
+  // A chunk of a read per operation: a length must fit io_uring's 32 bits.
+  static constexpr std::size_t max_chunk = std::size_t{1} << 30;
+
+  void run() {
+    arm_wake();
+    for (;;) {
+      bool stopping = false;
+      {
+        std::lock_guard lock(mutex_);
+        for (auto& read : queued_) waiting_.push_back(std::move(read));
+        queued_.clear();
+        stopping = stopping_;
+      }
+      while (!waiting_.empty() && in_flight_ < depth - 1) {
+        auto read = std::move(waiting_.front());
+        waiting_.pop_front();
+        start(std::move(read));
+      }
+      if (stopping && in_flight_ == 0 && waiting_.empty()) return;
+      submit_and_wait();
+      reap();
+    }
+  }
+
+  // Submits what was prepared and waits for a completion (a read's, or the wake-up's). What
+  // the kernel did not take stays prepared and goes with the next call.
+  void submit_and_wait() {
+    const int rc = io_uring_submit_and_wait(queue_.get(), 1);
+    if (rc >= 0 || rc == -EINTR) return;
+    if (rc == -EAGAIN || rc == -EBUSY) {
+      // Out of kernel resources for a moment (EAGAIN), or completions to take first (EBUSY):
+      // back to reap(), so that what is in flight completes, then again.
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      return;
+    }
+    // Anything else means the ring itself is unusable (EBADF, EFAULT, ENXIO: a bug here or a
+    // dying process): its reads in the kernel can neither complete nor be failed safely (the
+    // kernel may still write into their buffers), so this ends the process, saying why.
+    throw std::runtime_error("swp's io_uring reader: io_uring_submit_and_wait failed: " +
+                             os_error(-rc));
+  }
+
+  void reap() {
+    // Taken off the completion queue first: `done` may run long, and may queue more reads.
+    std::vector<std::pair<UringRead*, int>> completed;
+    io_uring_cqe* cqe = nullptr;
+    unsigned head = 0;
+    unsigned seen = 0;
+    io_uring_for_each_cqe(queue_.get(), head, cqe) {
+      completed.emplace_back(static_cast<UringRead*>(io_uring_cqe_get_data(cqe)), cqe->res);
+      ++seen;
+    }
+    io_uring_cq_advance(queue_.get(), seen);
+    for (auto [read, result] : completed) {
+      if (read == nullptr) {  // the wake-up poll: queued_ is taken on the next round
+        wake_.drain();
+        arm_wake();
+      } else {
+        --in_flight_;
+        complete(std::unique_ptr<UringRead>(read), result);
+      }
+    }
+  }
+
+  io_uring_sqe* next_sqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(queue_.get());
+    if (sqe == nullptr) {  // full of prepared entries: hand them to the kernel first
+      (void)io_uring_submit(queue_.get());
+      sqe = io_uring_get_sqe(queue_.get());
+    }
+    if (sqe == nullptr) throw std::runtime_error("io_uring: no submission queue entry");
+    return sqe;
+  }
+
+  void arm_wake() {
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_poll_add(sqe, wake_.fd(), POLLIN);
+    io_uring_sqe_set_data(sqe, nullptr);
+  }
+
+  // Queues what is left of `read` (its next chunk).
+  void start(std::unique_ptr<UringRead> read) {
+    if (read->file >= files_.size()) {  // as the pread reader's files_.at(): an error, not a throw
+      auto error = std::make_exception_ptr(std::out_of_range(
+          "io_uring reader: no file " + std::to_string(read->file) + " (it has " +
+          std::to_string(files_.size()) + ")"));
+      finish(std::move(read), std::move(error));
+      return;
+    }
+    const ReaderFile& file = files_[read->file];
+    // A read's offset is a signed off_t in the kernel: one past its range is refused here,
+    // as the pread reader does, not left to fail as "Invalid argument".
+    constexpr std::uint64_t max_offset = std::numeric_limits<off_t>::max();
+    if (read->offset > max_offset || read->into.size() > max_offset - read->offset) {
+      auto error = std::make_exception_ptr(
+          RecordError(file.path, read->offset,
+                      "a read of " + std::to_string(read->into.size()) + " bytes at offset " +
+                          std::to_string(read->offset) + " lies past the end of any file"));
+      finish(std::move(read), std::move(error));
+      return;
+    }
+    const std::size_t left = read->into.size() - read->read;
+    if (left == 0) {
+      finish(std::move(read), nullptr);
+      return;
+    }
+    io_uring_sqe* sqe = next_sqe();
+    io_uring_prep_read(sqe, file.fd, read->into.data() + read->read,
+                       static_cast<unsigned>(std::min(left, max_chunk)), read->offset + read->read);
+    io_uring_sqe_set_data(sqe, read.release());
+    ++in_flight_;
+  }
+
+  void complete(std::unique_ptr<UringRead> read, int result) {
+    // Nothing read, try again: EINTR where a signal reached the kernel's worker; EAGAIN only
+    // for a descriptor opened O_NONBLOCK (on some kernels), which the loader's never are
+    // (record_file.cpp clears it), so this does not spin. ECANCELED (the ring torn down, or the submitting thread gone: never
+    // while a read is in flight here) and every other error fail the read below.
+    if (result == -EINTR || result == -EAGAIN) {
+      start(std::move(read));
+      return;
+    }
+    const ReaderFile& file = files_[read->file];  // checked in start()
+    const std::uint64_t at = read->offset + read->read;
+    if (result <= 0) {
+      auto error = std::make_exception_ptr(
+          result < 0 ? RecordError(file.path, at, "read failed: " + os_error(-result))
+                     : RecordError(file.path, at,
+                                   "truncated: the file ends " +
+                                       std::to_string(read->into.size() - read->read) +
+                                       " bytes before the end of the read at offset " +
+                                       std::to_string(read->offset)));
+      finish(std::move(read), std::move(error));
+      return;
+    }
+    read->read += static_cast<std::size_t>(result);
+    start(std::move(read));  // the rest of a short read, or finished
+  }
+
+  static void finish(std::unique_ptr<UringRead> read, std::exception_ptr error) {
+    read->done(std::move(error));
+  }
+
+  const std::vector<ReaderFile> files_;
+  UringQueue queue_;
+  WakeFd wake_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<UringRead>> queued_;  // guarded by mutex_
+  bool stopping_ = false;                           // guarded by mutex_
+  // The ring's thread only:
+  std::deque<std::unique_ptr<UringRead>> waiting_;  // accepted, not yet submitted
+  unsigned in_flight_ = 0;                          // reads submitted and not yet completed
+  std::thread thread_;                              // last: starts once the rest is there
 };
 
 class UringReader final : public FileReader {
@@ -104,7 +297,8 @@ class UringReader final : public FileReader {
     // Round robin: the loader issues a batch's reads in order, so consecutive batches go to
     // different rings and are copied in parallel.
     const std::size_t ring = next_.fetch_add(1, std::memory_order_relaxed) % rings_.size();
-    rings_[ring]->read(file, offset, into, std::move(done));
+    rings_[ring]->read(std::make_unique<UringRead>(
+        UringRead{.file = file, .offset = offset, .into = into, .done = std::move(done)}));
   }
   [[nodiscard]] bool completes_on_pool() const noexcept override { return rings_.size() > 1; }
   [[nodiscard]] ReaderKind kind() const noexcept override { return ReaderKind::uring; }

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "support/fake_backend.hpp"
 #include "support/loader_rig.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/io/loader.hpp"
@@ -102,6 +104,51 @@ TEST_CASE_TEMPLATE("one reader thread (checksums on the decode pool) reads the s
     }
     CHECK(epochs[0] == epochs[1]);
   }
+}
+
+TEST_CASE_TEMPLATE("more reads at once than an io_uring ring holds all complete, in order", Reader,
+                   UseUring, UsePread) {
+  // Shuffled records coalesce rarely: about one read each, 4 batches of 200 ahead on one
+  // reader thread — far more than a ring's 63 reads in flight, so most wait their turn.
+  const Dataset data({.records = 1000, .bytes = 64, .files = 2, .seed = 8});
+  const swp::io::LoaderOptions options{
+      .batch_records = 200, .shuffle = true, .seed = 3, .prefetch_batches = 4, .read_threads = 1};
+  auto loader = swp::test::open_loader<Reader>(data.files, options);
+  if (!loader) return;
+  std::vector<swp::io::RecordRef> refs;
+  auto ids = epoch_ids(data, *loader, &refs);
+  CHECK(loader->stats().reads > 500);
+  const std::vector<std::uint64_t> counts{500, 500};
+  CHECK(refs == swp::io::epoch_order(counts, {.shuffle = true, .seed = 3}, 0));
+  std::ranges::sort(ids);
+  CHECK(ids == iota(1000));
+}
+
+TEST_CASE("batch buffers are page-locked where a registered backend gives such memory") {
+  // libswp links no GPU runtime: the loader asks the backends registered in the process
+  // (libswp-cuda's, or this fake) for page-locked memory, and uses plain memory otherwise.
+  static swp::test::FakeBackend fake{.name = "test-loader-pinned"};
+  (void)swp::test::register_fake_backend(fake);
+  const Dataset data({.records = 20, .bytes = 100, .files = 1, .seed = 4});
+  fake.pinned_on = true;
+  const int calls = fake.pinned_calls;
+  std::optional<swp::io::Batch> pinned;
+  std::optional<swp::io::Batch> plain;
+  {
+    swp::io::Loader with(data.files, {.batch_records = 10, .reader = swp::io::ReaderKind::pread});
+    swp::io::Loader without(
+        data.files, {.batch_records = 10, .reader = swp::io::ReaderKind::pread, .pinned = false});
+    pinned = with.take();
+    plain = without.take();
+  }
+  fake.pinned_on = false;
+  REQUIRE(pinned);
+  REQUIRE(plain);
+  CHECK(pinned->pinned());
+  CHECK_FALSE(plain->pinned());
+  CHECK(reinterpret_cast<std::uintptr_t>(pinned->bytes().data()) % 4096 == 0);
+  // The cuda backend, registered first, gives it where a GPU is; the fake otherwise.
+  if (!swp::test::cuda_gives_pinned_memory()) CHECK(fake.pinned_calls > calls);
 }
 
 TEST_CASE("the automatic reader is io_uring where it works, pread otherwise") {

@@ -20,8 +20,9 @@ class LoaderState;
 /// frames were on disk (record_format.hpp): `bytes()` is what to copy to a device in one go,
 /// `record(i)` the payload of the i-th record inside it. The buffer goes back to its loader's
 /// pool (and is reused) when the batch and all its copies are gone; copies share it.
-/// The buffer is page-locked (`pinned()`) where the CUDA backend is compiled in, a GPU is
-/// present and LoaderOptions::pinned is set; 4 KiB-aligned host memory otherwise.
+/// The buffer is page-locked (`pinned()`) where the program has the CUDA backend (links
+/// libswp-cuda, swp::register_cuda_backend()), a GPU is present and LoaderOptions::pinned is
+/// set; 4 KiB-aligned host memory otherwise.
 class Batch {
  public:
   Batch() = default;

@@ -36,7 +36,7 @@ struct LoaderOptions {
   ReaderKind reader = ReaderKind::automatic;
   std::size_t read_threads = 2;    ///< reader threads (pread threads, or io_uring rings)
   std::size_t decode_threads = 1;  ///< threads verifying checksums and running `decode`
-  bool pinned = true;              ///< page-locked buffers where the CUDA backend is compiled in
+  bool pinned = true;  ///< page-locked buffers where the program has the CUDA backend (a GPU)
   /// Runs on the decode pool on each batch after its checksums were verified (may be empty):
   /// parse, convert, augment in place. An exception fails the loader like a corrupt record.
   std::function<void(Batch&)> decode = {};

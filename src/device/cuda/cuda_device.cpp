@@ -22,9 +22,11 @@ CudaDevice::CudaDevice(int ordinal, CudaCompletion completion)
   detail::cuda_check(cudaDeviceGetStreamPriorityRange(&priorities_.first, &priorities_.second),
                      "cudaDeviceGetStreamPriorityRange");
   // Polling mode completes items by polling; host-function mode only watches for faults.
-  poller_ = std::make_unique<detail::CudaPoller>(completion_ == CudaCompletion::polling
-                                                     ? detail::CudaPoller::Pace::polling
-                                                     : detail::CudaPoller::Pace::fault_watch);
+  // The poller's thread queries this GPU's events: it makes the GPU current first.
+  const auto pace = completion_ == CudaCompletion::polling ? detail::CudaPoller::Pace::polling
+                                                           : detail::CudaPoller::Pace::fault_watch;
+  poller_ = std::make_unique<detail::CudaPoller>(
+      pace, [ordinal = ordinal_] { (void)cudaSetDevice(ordinal); });
 }
 
 CudaDevice::~CudaDevice() = default;
@@ -42,6 +44,13 @@ void CudaDevice::make_current() const {
   int current = -1;
   detail::cuda_check(cudaGetDevice(&current), "cudaGetDevice");
   if (current != ordinal_) detail::cuda_check(cudaSetDevice(ordinal_), "cudaSetDevice");
+}
+
+void CudaDevice::bind_thread() noexcept {
+  // The constructor made this ordinal current once already: setting it again fails only
+  // with a broken driver, and then the thread's own CUDA calls fail too.
+  int current = -1;
+  if (cudaGetDevice(&current) != cudaSuccess || current != ordinal_) (void)cudaSetDevice(ordinal_);
 }
 
 std::unique_ptr<Stream> CudaDevice::make_stream(std::string name) {

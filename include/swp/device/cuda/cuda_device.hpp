@@ -66,6 +66,10 @@ class CudaDevice final : public Device {
   std::unique_ptr<Stream> make_stream(std::string name) override;
   /// A stream of `priority` (clamped to priority_range(); lower numbers run first).
   std::unique_ptr<CudaStream> make_stream(std::string name, int priority);
+  /// The same, as a Device makes a plan's streams (Runtime::stream).
+  std::unique_ptr<Stream> make_stream_with_priority(std::string name, int priority) override {
+    return make_stream(std::move(name), priority);
+  }
   /// An event with its CUDA events (timing disabled) made now, not at its first record.
   std::unique_ptr<Event> make_event() override;
   [[nodiscard]] std::string_view backend() const noexcept override { return "cuda"; }
@@ -78,7 +82,10 @@ class CudaDevice final : public Device {
   static int count() noexcept;
 
   /// Makes this device the calling thread's current CUDA device (kernels launch there).
+  /// Throws CudaError when cudaSetDevice fails.
   void make_current() const;
+  /// make_current() where nothing may throw: what a Runtime's threads call first.
+  void bind_thread() noexcept override;
 
   /// From now on (`on`) or no longer, its streams queue synthetic device work
   /// (`enqueue_work(d)`, what synthetic task costs and `TaskScope::enqueue_work` queue) by
@@ -108,6 +115,19 @@ class CudaDevice final : public Device {
   CudaCompletion completion_ = CudaCompletion::polling;
   std::unique_ptr<detail::CudaPoller> poller_;
 };
+
+/// Registers the cuda backend with libswp (swp/device/backends.hpp): make_device("cuda"), the
+/// Runtime's Backend::cuda and the CLI's `--backend cuda` find it, and the data loader's batch
+/// buffers become page-locked where a GPU is there. libswp-cuda registers itself when it is
+/// loaded, and its link flags (pkg-config `swp-cuda`, meson's dependency('swp-cuda')) keep it
+/// linked under `--as-needed`, so a program selecting the backend by name needs no call. Call
+/// this where a build links it some other way (a static libswp-cuda.a, whose registration a
+/// linker keeps only when something references it; swp as a meson subproject; a build system
+/// that reorders link flags)
+/// or where a static initializer of the program's own selects the backend. Idempotent,
+/// thread-safe, touches no GPU.
+/// Example: `swp::register_cuda_backend(); swp::Runtime rt({.backend = swp::Backend::cuda});`
+void register_cuda_backend();
 
 /// The CUDA stream behind `stream` when it is one (a task body's `scope.stream()` on the cuda
 /// backend), else nullptr: where a body launches its own kernels (`native_handle()`).

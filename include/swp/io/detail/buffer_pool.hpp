@@ -1,6 +1,7 @@
 #pragma once
-// BufferPool: the reusable batch buffers — page-locked where the CUDA backend is compiled in
-// (and a GPU is there), 4 KiB-aligned host memory otherwise.
+// BufferPool: the reusable batch buffers — page-locked where a registered backend has such
+// memory (libswp-cuda, and a GPU is there: swp::pinned_host_memory), 4 KiB-aligned host memory
+// otherwise.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +16,7 @@ struct BatchBuffer {
   std::byte* data = nullptr;
   std::size_t capacity = 0;
   bool pinned = false;
-  std::shared_ptr<void> owner;  ///< frees the memory (a PinnedBuffer, or the aligned block)
+  std::shared_ptr<void> owner;  ///< frees the memory (the backend's pinned block or the aligned)
 };
 
 /// Hands out buffers of at least the asked size; a buffer comes back when the last shared_ptr

@@ -1,6 +1,6 @@
 #pragma once
 // FileReader: the loader's asynchronous read seam, with two implementations chosen in one
-// place (make_file_reader): Boost.Asio random_access_file on io_uring, and a pread pool.
+// place (make_file_reader): io_uring rings on liburing, and a pread pool.
 
 #include <cstdint>
 #include <exception>
