@@ -4,17 +4,30 @@
 #
 #   tools/gpu-check.sh pack   here (Boost, meson): builds build-gpu with the cuda backend
 #                             required (release), and puts what runs there into
-#                             build-gpu-carry/: the test binary, libswp and the shared libraries
+#                             build-gpu-carry/: the test binary, libswp, its backend libraries
+#                             (libswp-cuda, libswp-nccl) and the shared libraries
 #                             the GPU machine lacks (Boost's)
-#   tools/gpu-check.sh run    on the GPU machine, from the repository root: prints the GPU, runs
-#                             the cuda and nccl tests (none may skip), the training-step
-#                             example's metrics, the loader example and `swp run --backend
-#                             cuda` (both engines) on the GPU, NVTX ranges (recorded
-#                             through NVTX's injection; nsys where it works), the cuda tests under
-#                             compute-sanitizer's memcheck, then the library's other tests (the
-#                             CLI's need this machine's build paths); each step time-boxed;
-#                             exit status 1 when anything failed
-#
+#   tools/gpu-check.sh run    on the GPU machine, from the repository root, in one call within
+#                             a budget (GPU_CHECK_BUDGET seconds, 540 = 9 minutes: a 15-minute
+#                             lease minus the machine's start; each step's time box is cut to
+#                             what is left, and a step with no time left fails as not run):
+#                             the GPU, the cuda and nccl tests (none may skip), the device-fault
+#                             check, the training-step example's metrics against their targets,
+#                             the runtime's cost per GPU task (swp-gpu-bench) against issue 62's,
+#                             the loader example, `swp run --backend cuda` (both engines), NVTX
+#                             ranges, the multi-GPU steps where the machine has 2 GPUs or more
+#                             (as `multi`), the cuda tests under compute-sanitizer's memcheck,
+#                             the library's other tests, and nsys where time is left. Every step
+#                             and every figure with a target prints one line: `PASS name ...` or
+#                             `FAIL name ...` (figures: value, then the target); figures without
+#                             a target print `INFO`. The last lines are the summary and
+#                             `gpu-check: exit N` (1 when anything failed)
+#   tools/gpu-check.sh multi  on a machine with 2 GPUs or more: one rank per GPU through an id
+#                             file (NcclCommunicator::from_file) and over MPI where mpirun and an
+#                             MPI build are there: uneven all_to_all_v, the input distribution
+#                             with fused splits over two process groups, the order check, a
+#                             rank that dies, init with a rank missing (swp-nccl-ranks-check);
+#                             says so and exits 0 on fewer GPUs
 #   tools/gpu-check.sh nsys   on the GPU machine: only the Nsight Systems step (see nsys_summary)
 #   tools/gpu-check.sh dispatch   on the GPU machine: `swp-bench dispatch` (the per-task
 #                             figures against Taskflow, oneTBB and a serial loop) on its CPUs,
@@ -30,7 +43,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mode=${1:?usage: tools/gpu-check.sh pack|run|nsys|dispatch|service|memcheck}
+usage="usage: tools/gpu-check.sh pack|run|multi|nsys|dispatch|service|memcheck"
+mode=${1:?$usage}
 dir=build-gpu
 carry=build-gpu-carry
 
@@ -72,7 +86,8 @@ pack)
     meson setup "$dir" --buildtype=release -Dcuda=enabled -Dnvtx=enabled -Dbench=enabled \
       -Dmpi=disabled >/dev/null
   fi
-  # The GPU machine has no Open MPI: a libswp linked against libmpi would not load there.
+  # The GPU machine has no Open MPI: a binary linked against libswp-mpi (libmpi) would not
+  # load there.
   # The benchmarks (oneTBB's pipeline beside swp's engines) for the dispatch mode.
   meson setup --reconfigure "$dir" -Dmpi=disabled -Dbench=enabled >/dev/null
   ninja -C "$dir" >/dev/null
@@ -83,13 +98,18 @@ pack)
   cp "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/examples/loader_pipeline" \
     "$dir/src/cli/swp" "$dir/tests/libswp-nvtx-recorder.so" "$dir/bench/swp-bench" \
     "$dir/examples/micro_batch_service" "$dir/examples/service_load" \
-    "$dir/examples/cpu_steadiness" "$dir/tests/swp-cuda-fault-check" "$carry/"
-  # libswp under the name the binaries ask for (its SONAME), as a plain file: links may not
-  # travel to the other machine.
-  soname=$(objdump -p "$dir/src/libswp.so" | awk '/SONAME/ { print $2 }')
-  cp -L "$dir/src/libswp.so" "$carry/lib/$soname"
+    "$dir/examples/cpu_steadiness" "$dir/tests/swp-cuda-fault-check" "$dir/bench/swp-gpu-bench" \
+    "$dir/tests/swp-nccl-ranks-check" "$carry/"
+  # libswp and the backend libraries built (the binaries link libswp-cuda, the tests
+  # libswp-nccl too) under the names the binaries ask for (their SONAMEs), as plain files:
+  # links may not travel to the other machine.
+  for library in "$dir"/src/libswp.so "$dir"/src/libswp-*.so; do
+    soname=$(objdump -p "$library" | awk '/SONAME/ { print $2 }')
+    cp -L "$library" "$carry/lib/$soname"
+  done
   # What the binaries link from outside the CUDA prefix and the base system: Boost.
-  ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/src/libswp.so" "$dir/bench/swp-bench" |
+  ldd "$dir/tests/swp-tests" "$dir/examples/gpu_train_step" "$dir/src/libswp.so" "$dir/bench/swp-bench" \
+    "$dir/bench/swp-gpu-bench" "$dir/tests/swp-nccl-ranks-check" |
     awk '/=> \// { print $3 }' | grep -E 'libboost_|libxxhash|liburing|libtbb' | sort -u | while read -r lib; do cp -L "$lib" "$carry/lib/"; done
   # What Nsight Compute's QdstrmImporter misses there (see nsys_summary), where this machine has it.
   mkdir -p "$carry/nsys-lib"
@@ -99,17 +119,127 @@ pack)
   done
   du -sh "$carry" | sed 's/^/gpu-check: carry /'
   ;;
-run|nsys|dispatch|service|memcheck)
+ranks)
+  # Internal (multi's steps): tools/gpu-check.sh ranks SCENARIO SIZE [STARTED]: STARTED ranks
+  # (SIZE unless given: fewer for "missing") of a SIZE-rank NCCL communicator, one process
+  # each, meeting through a fresh id file; exit 1 when any rank failed.
+  scenario=${2:?ranks SCENARIO SIZE [STARTED]} size=${3:?ranks SCENARIO SIZE [STARTED]}
+  started=${4:-$size}
+  id=$(mktemp -u /tmp/swp-nccl-id.XXXXXX)
+  pids=()
+  for rank in $(seq 0 $((started - 1))); do
+    "$carry/swp-nccl-ranks-check" --rank "$rank" --size "$size" --id-file "$id" \
+      --scenario "$scenario" --timeout-ms "${GPU_CHECK_RANKS_TIMEOUT_MS:-10000}" &
+    pids+=("$!")
+  done
+  status=0
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  rm -f "$id" "$id.tmp"
+  exit "$status"
+  ;;
+run|multi|nsys|dispatch|service|memcheck)
   # GPU_CHECK_SUITE=0 leaves out the library's other tests (minutes; device time is scarce).
-  # Each step prints its command; the last line is "gpu-check: exit N".
   export LD_LIBRARY_PATH="$PWD/$carry/lib:${LD_LIBRARY_PATH:-}"
   export SWP_TEST_DATA_DIR="$PWD/tests/data"  # the tree is elsewhere there than here
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
-    { echo "gpu-check: no GPU here (nvidia-smi failed)" >&2; exit 1; }
+  # The steps of run and multi, each judged, within one budget (what a machine without a GPU
+  # reports as skipped uses them too).
+  budget=${GPU_CHECK_BUDGET:-540}
+  began=$SECONDS
+  passed=0 failed=0 skipped=0
+  failures=""
+  logs=$(mktemp -d)
+  verdict() {  # verdict PASS|FAIL|SKIP|INFO NAME [DETAIL]: one line, counted
+    echo "$1 $2${3:+ $3}"
+    case "$1" in
+      PASS) passed=$((passed + 1)) ;;
+      FAIL) failed=$((failed + 1)); failures="$failures $2" ;;
+      SKIP) skipped=$((skipped + 1)) ;;
+    esac
+  }
+  left() { echo $((budget - (SECONDS - began))); }
+  # step NAME BOX COMMAND...: COMMAND within min(BOX, what is left of the budget), its output
+  # kept in $logs/NAME (and printed); PASS when it exits 0. Returns COMMAND's status.
+  step() {
+    local name=$1 box=$2 remaining rc=0 t0=$SECONDS
+    shift 2
+    remaining=$(($(left) - 10))  # kill-after below, and the lines after it
+    if [ "$remaining" -lt 5 ]; then
+      verdict FAIL "$name" "(not run: the ${budget} s budget is spent)"
+      : >"$logs/$name"
+      return 1
+    fi
+    [ "$box" -le "$remaining" ] || box=$remaining
+    echo "gpu-check: $name (box ${box} s, $(left) s of the budget left): $*"
+    timeout --kill-after=5 "$box" "$@" >"$logs/$name" 2>&1 || rc=$?
+    cat "$logs/$name"
+    if [ "$rc" -eq 0 ]; then
+      verdict PASS "$name" "($((SECONDS - t0)) s)"
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      verdict FAIL "$name" "(timed out after its ${box} s box)"
+    else
+      verdict FAIL "$name" "(exit $rc after $((SECONDS - t0)) s)"
+    fi
+    return "$rc"
+  }
+  # figure STEP METRIC OP TARGET: the `metric METRIC VALUE unit` line of STEP's output
+  # against TARGET (OP: >= or <=); FAIL when it is missing. OP "-": no target, INFO.
+  figure() {
+    local value
+    value=$(awk -v m="$2" '$1 == "metric" && $2 == m { v = $3 } END { print v }' "$logs/$1")
+    if [ "$3" = - ]; then
+      echo "INFO $2 ${value:-missing}"
+    elif [ -z "$value" ]; then
+      verdict FAIL "$2" "(missing from $1's output)"
+    elif awk -v v="$value" -v op="$3" -v t="$4" 'BEGIN { exit !(op == ">=" ? v >= t : v <= t) }'
+    then
+      verdict PASS "$2" "$value (target $3 $4)"
+    else
+      verdict FAIL "$2" "$value (target $3 $4)"
+    fi
+  }
+  summary() {  # the last lines: the counts, the verdict, the exit status (1: a FAIL)
+    local status=$((failed > 0)) overall
+    if [ "$status" != 0 ]; then
+      overall="FAIL:$failures"
+    elif [ "$passed" = 0 ]; then
+      overall="SKIPPED (nothing was verified)"
+    else
+      overall=PASS
+    fi
+    echo "gpu-check: summary: $passed PASS, $failed FAIL, $skipped SKIP in $((SECONDS - began)) s" \
+      "of a ${budget} s budget: $overall"
+    echo "gpu-check: exit $status"
+    exit "$status"
+  }
+  # run's steps by name: what a machine without a GPU reports as not run.
+  run_steps="cuda-tests fault-check-polling fault-check-host_function train-step gpu-overhead
+    gpu-priority gpu-split loader swp-run-dataflow swp-run-clock nvtx-swp-run nvtx-train-step
+    multi memcheck suite"
+  if ! gpu_list=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader \
+    2>/dev/null) || [ -z "$gpu_list" ]; then
+    why="nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'found no GPU' || echo 'is not installed')"
+    case "$mode" in
+      run | multi | memcheck | nsys)
+        # Not a failure of the library: nothing GPU-side can be judged here. Each step says so.
+        echo "gpu-check: no GPU here ($why): the GPU steps are not run"
+        steps=$run_steps
+        [ "$mode" = run ] || steps=$mode
+        for name in $steps; do verdict SKIP "$name" "(not run: no GPU here)"; done
+        summary
+        ;;
+      *) echo "gpu-check: no GPU here ($why): $mode runs on the CPUs alone" ;;
+    esac
+  else
+    echo "$gpu_list"
+  fi
+  if [ ! -d "$carry" ]; then
+    verdict FAIL carry "(no $carry/ here: run tools/gpu-check.sh pack on the build machine and carry it)"
+    summary
+  fi
   # CUDA's libraries may live elsewhere there (NCCL in a Python package, say): look for each
   # one the binaries miss under the usual prefixes and add its folder.
   for lib in $(ldd "$carry/swp-tests" "$carry/gpu_train_step" "$carry/loader_pipeline" \
-    "$carry/swp" 2>/dev/null |
+    "$carry/swp" "$carry/swp-gpu-bench" "$carry/swp-nccl-ranks-check" 2>/dev/null |
     awk '/not found/ { print $1 }' | sort -u); do
     found=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -n 1 || true)
     if [ -n "$found" ]; then
@@ -120,23 +250,19 @@ run|nsys|dispatch|service|memcheck)
       echo "gpu-check: $lib is missing on this machine" >&2
     fi
   done
-  # Each step is time-boxed: a hang costs its box, not the whole lease.
-  step() { local box=$1; shift; echo "gpu-check: $*"; timeout --kill-after=10 "$box" "$@"; }
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  # API errors are not reported: NCCL's initialization probes kernels its build lacks
-  # (cudaErrorNoKernelImageForDevice, handled inside NCCL), and swp checks each CUDA call's
-  # result itself.
-  memcheck() {  # memcheck TEST_CASES: no invalid access, no leak of device memory
-    step 240 "$sanitizer" --tool memcheck --leak-check full --report-api-errors no \
-      --error-exitcode 9 "$carry/swp-tests" --test-case="$1" --minimal
-  }
   if [ "$mode" = nsys ]; then nsys_summary; exit 0; fi
   if [ "$mode" = memcheck ]; then
+    # API errors are not reported: NCCL's initialization probes kernels its build lacks
+    # (cudaErrorNoKernelImageForDevice, handled inside NCCL), and swp checks each CUDA call's
+    # result itself.
     runs=${GPU_CHECK_MEMCHECK_RUNS:-5}
     failed=0
     for run in $(seq "$runs"); do
       echo "gpu-check: memcheck run $run of $runs"
-      memcheck "${GPU_CHECK_MEMCHECK_TESTS:-nccl*}" || failed=$((failed + 1))
+      timeout --kill-after=10 240 "$sanitizer" --tool memcheck --leak-check full \
+        --report-api-errors no --error-exitcode 9 "$carry/swp-tests" \
+        --test-case="${GPU_CHECK_MEMCHECK_TESTS:-nccl*}" --minimal || failed=$((failed + 1))
     done
     echo "gpu-check: memcheck failed in $failed of $runs runs"
     echo "gpu-check: exit $((failed > 0))"
@@ -162,67 +288,161 @@ run|nsys|dispatch|service|memcheck)
     done
     exit 0
   fi
-  status=0
+
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+  # The multi-GPU steps (tools/gpu-check.sh multi, and run where 2 GPUs or more are there).
+  multi_steps() {
+    local ranks=$gpus
+    [ "$ranks" -le 8 ] || ranks=8
+    step multi-file-all 150 bash tools/gpu-check.sh ranks all "$ranks" || true
+    step multi-file-rank-dies 120 bash tools/gpu-check.sh ranks dies "$ranks" || true
+    step multi-file-rank-missing 120 bash tools/gpu-check.sh ranks missing "$ranks" $((ranks - 1)) || true
+    if command -v mpirun >/dev/null && [ -x "$carry/swp-nccl-mpi-ranks-check" ]; then
+      step multi-mpi-all 150 mpirun --oversubscribe --allow-run-as-root -np "$ranks" \
+        "$carry/swp-nccl-mpi-ranks-check" --timeout-ms 10000 || true
+    else
+      verdict SKIP multi-mpi-all "(no mpirun here, or pack built without MPI: the lent machines have no Open MPI)"
+    fi
+  }
+  if [ "$mode" = multi ]; then
+    if [ "$gpus" -lt 2 ]; then
+      verdict SKIP multi "(needs 2 GPUs or more; this machine has $gpus)"
+      summary
+    fi
+    multi_steps
+    summary
+  fi
+
   # The cuda tests first, alone: not one may skip on a GPU machine.
-  log=$(mktemp)
-  step 180 "$carry/swp-tests" --test-case='cuda*,nccl*' 2>&1 | tee "$log" || status=1
-  if grep -qE '^\[skip\] (cuda|nccl)' "$log"; then
-    echo "gpu-check: cuda tests skipped on a GPU machine" >&2
-    status=1
+  step cuda-tests 180 "$carry/swp-tests" --test-case='cuda*,nccl*' || true
+  if grep -qE '^\[skip\] (cuda|nccl)' "$logs/cuda-tests"; then
+    verdict FAIL cuda-tests-none-skipped "(a cuda or nccl test skipped on a GPU machine)"
+  else
+    verdict PASS cuda-tests-none-skipped
   fi
   # A real device fault (a trapping kernel) fails the run with a TaskError naming the task and
   # iteration within 1 s, in each completion mode; a process each (the context breaks).
   for completion in polling host_function; do
-    step 60 "$carry/swp-cuda-fault-check" "$completion" || status=1
+    step "fault-check-$completion" 60 "$carry/swp-cuda-fault-check" "$completion" || true
   done
-  # The training step, pipelined by both engines against the serial loop (metric lines).
-  step 120 "$carry/gpu_train_step" --iters 300 || status=1
+  # The training step, pipelined by both engines against the serial loop: efficiency = bound /
+  # pipelined, target >= 0.95 (docs/gpu.md); host-function completion and the CPU submission
+  # are figures without a target (the bodies' own CUDA calls, docs/gpu.md).
+  if step train-step 120 "$carry/gpu_train_step" --iters 300; then
+    for engine in dataflow clock polling_dataflow graph_dataflow; do
+      figure train-step "gpu_${engine}_efficiency" '>=' 0.95
+    done
+    for info in gpu_host_function_dataflow_efficiency gpu_cpu_submit_us_per_task \
+      gpu_graph_cpu_submit_us_per_task gpu_completion_latency_us_polling \
+      gpu_completion_latency_us_host_function; do
+      figure train-step "$info" -
+    done
+  fi
+  # The runtime's own cost per GPU task (issue 62's targets): in polling mode, both engines,
+  # at most 2 us of CPU per task over the raw loop and GPU idle gaps at most 5% over the raw
+  # loop's; completion seen at most 10 us (p50) after kernels of 1 us, 100 us and 1 ms.
+  # Host-function mode: figures without a target.
+  if step gpu-overhead 180 "$carry/swp-gpu-bench" --parts overhead,latency; then
+    for engine in dataflow clock; do
+      figure gpu-overhead "gpu_overhead_${engine}_polling_added_cpu_us_per_task" '<=' 2
+      figure gpu-overhead "gpu_overhead_${engine}_polling_idle_ratio" '<=' 1.05
+      figure gpu-overhead "gpu_overhead_${engine}_host_function_added_cpu_us_per_task" -
+      figure gpu-overhead "gpu_overhead_${engine}_host_function_idle_ratio" -
+    done
+    for length in 1us 100us 1ms; do
+      figure gpu-overhead "gpu_completion_seen_us_polling_$length" '<=' 10
+      figure gpu-overhead "gpu_completion_seen_us_host_function_$length" -
+    done
+  fi
+  # Stream priorities (issue 62): the plan's priority reaches the CUDA stream, and a copy
+  # kernel on the high-priority stream ends early in a long low-priority kernel of many block
+  # waves (target: before half of it; on a stream of the same priority it ends near its end).
+  if step gpu-priority 60 "$carry/swp-gpu-bench" --parts priority; then
+    figure gpu-priority gpu_priority_plan_reaches_stream '>=' 1
+    figure gpu-priority gpu_priority_copy_end_fraction_high '<=' 0.5
+    figure gpu-priority gpu_priority_copy_end_fraction_same -
+    figure gpu-priority gpu_priority_memcpy_stream -
+  fi
+  # Seed 004's split on device buffers through a one-rank NCCL communicator (issue 62): the
+  # training step keeps >= 0.98 of its bound with 1, 4 and 16 MB of ids per iteration.
+  if step gpu-split 120 "$carry/swp-gpu-bench" --parts split; then
+    for mb in 1 4 16; do
+      figure gpu-split "gpu_split_${mb}mb_efficiency" '>=' 0.98
+      figure gpu-split "gpu_split_${mb}mb_us_per_iter" -
+      figure gpu-split "gpu_split_${mb}mb_bound_us_per_iter" -
+    done
+  fi
   # The data loader into an H2D -> compute pipeline on the GPU (pinned batch buffers).
-  step 120 "$carry/loader_pipeline" --backend cuda --records 4096 --bytes 16384 --epochs 2 || status=1
+  step loader 120 "$carry/loader_pipeline" --backend cuda --records 4096 --bytes 16384 \
+    --epochs 2 || true
   # The CLI on the cuda backend: a plan's synthetic device work as spin kernels on CUDA
-  # streams, both engines (metric lines: us_per_iter against the plan's bound, efficiency).
+  # streams, both engines, against the plan's bound (target >= 0.95; 0.998 measured).
   for engine in dataflow clock; do
-    step 60 "$carry/swp" run tests/data/plans/three_stage.json --backend cuda --engine "$engine" \
-      --iters 300 || status=1
+    if step "swp-run-$engine" 60 "$carry/swp" run tests/data/plans/three_stage.json \
+      --backend cuda --engine "$engine" --iters 300; then
+      figure "swp-run-$engine" efficiency '>=' 0.95
+    fi
   done
   # NVTX: each task instance one range, as a profiler sees them. The recorder attaches through
   # NVTX's injection variable, the way Nsight Systems does, and writes the ranges down; every
   # one must have started and ended once (3 tasks x 300 iterations; the training step's
   # pipelined and serial iterations).
-  nvtx_check() {  # nvtx_check RECORD EXPECTED_STARTS_OR_0 PATTERN
-    awk -v want="$2" -v pattern="$3" '
+  nvtx_check() {  # nvtx_check NAME RECORD EXPECTED_STARTS_OR_0 PATTERN
+    local line
+    line=$(awk -v want="$3" -v pattern="$4" '
       $1 == "start" { starts++; open[$2] = 1; if ($4 ~ pattern) named++ }
       $1 == "end" { if ($2 in open) { delete open[$2]; ends++ } else bad++ }
       END {
         left = 0; for (id in open) left++
-        printf "gpu-check: nvtx ranges: %d started, %d ended, %d matching %s\n", starts, ends, named, pattern
-        exit !(starts > 0 && starts == ends && left == 0 && bad == 0 && named == starts &&
-               (want == 0 || starts == want))
-      }' "$1"
+        ok = starts > 0 && starts == ends && left == 0 && bad == 0 && named == starts &&
+             (want == 0 || starts == want)
+        printf "%s %d started, %d ended, %d matching %s%s\n", ok ? "PASS" : "FAIL", starts,
+               ends, named, pattern, want == 0 ? "" : " (target " want ")"
+      }' "$2")
+    verdict "${line%% *}" "$1" "${line#* }"
   }
   record=$(mktemp)
-  NVTX_INJECTION64_PATH="$PWD/$carry/libswp-nvtx-recorder.so" SWP_NVTX_RECORD="$record" \
-    step 60 "$carry/swp" run tests/data/plans/three_stage.json --backend cuda --iters 300 --nvtx &&
-    nvtx_check "$record" 900 '^SWP/(Load|Dist|Fwd)/iter[0-9]+$' || status=1
-  NVTX_INJECTION64_PATH="$PWD/$carry/libswp-nvtx-recorder.so" SWP_NVTX_RECORD="$record" \
-    step 120 "$carry/gpu_train_step" --iters 100 --nvtx >/dev/null &&
-    nvtx_check "$record" 0 '^SWP(_serial)?/(H2D|InputDist|Forward|Backward)/iter[0-9]+$' || status=1
+  if NVTX_INJECTION64_PATH="$PWD/$carry/libswp-nvtx-recorder.so" SWP_NVTX_RECORD="$record" \
+    step nvtx-swp-run 60 "$carry/swp" run tests/data/plans/three_stage.json --backend cuda \
+    --iters 300 --nvtx; then
+    nvtx_check nvtx-swp-run-ranges "$record" 900 '^SWP/(Load|Dist|Fwd)/iter[0-9]+$'
+  fi
+  if NVTX_INJECTION64_PATH="$PWD/$carry/libswp-nvtx-recorder.so" SWP_NVTX_RECORD="$record" \
+    step nvtx-train-step 120 "$carry/gpu_train_step" --iters 100 --nvtx; then
+    nvtx_check nvtx-train-step-ranges "$record" 0 \
+      '^SWP(_serial)?/(H2D|InputDist|Forward|Backward)/iter[0-9]+$'
+  fi
   [ -n "${GPU_CHECK_OUT:-}" ] && cp "$record" "$GPU_CHECK_OUT/nvtx-ranges.txt"
-  nsys_summary
+  if [ "$gpus" -ge 2 ]; then
+    multi_steps
+  else
+    verdict SKIP multi "(needs 2 GPUs or more; this machine has $gpus)"
+  fi
   # The cuda tests again under compute-sanitizer's memcheck (GPU_CHECK_SANITIZER=0 leaves it
-  # out).
-  if [ "${GPU_CHECK_SANITIZER:-1}" != 0 ]; then memcheck 'cuda*,nccl*' || status=1; fi
+  # out). API errors are not reported: NCCL's initialization probes kernels its build lacks
+  # (cudaErrorNoKernelImageForDevice, handled inside NCCL), and swp checks each CUDA call's
+  # result itself.
+  if [ "${GPU_CHECK_SANITIZER:-1}" != 0 ]; then
+    step memcheck 240 "$sanitizer" --tool memcheck --leak-check full --report-api-errors no \
+      --error-exitcode 9 "$carry/swp-tests" --test-case='cuda*,nccl*' --minimal || true
+  fi
   # Then the library's other tests, on this machine's many cores (the CLI's and the examples'
   # run binaries at this machine's build paths).
   if [ "${GPU_CHECK_SUITE:-1}" != 0 ]; then
-    step 420 "$carry/swp-tests" --test-case-exclude='cuda*,nccl*' \
-      --source-file-exclude='*/cli/*,*/examples/*,*test_config*' || status=1
+    step suite 420 "$carry/swp-tests" --test-case-exclude='cuda*,nccl*' \
+      --source-file-exclude='*/cli/*,*/examples/*,*test_config*' || true
   fi
-  echo "gpu-check: exit $status"
-  exit "$status"
+  # Nsight Systems last, and only with its own boxes' worth of time left: not counted (the
+  # tool is not the library's).
+  if [ "$(left)" -ge 340 ]; then
+    nsys_summary
+  else
+    echo "INFO nsys not run ($(left) s of the budget left, its steps take up to 330 s)"
+  fi
+  summary
   ;;
 *)
-  echo "usage: tools/gpu-check.sh pack|run|nsys|dispatch|service|memcheck" >&2
+  echo "$usage" >&2
   exit 2
   ;;
 esac

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "swp/device/stream.hpp"
@@ -36,6 +37,12 @@ struct InputDist::Batch::State {
     ModuleOutput out;
     Future<void> tensors;
     bool taken = false;
+    // A module of a batch started with DeviceModuleInput: the caller's buffers, and where
+    // its ids arrived (out.from_rank counts them).
+    bool on_device = false;
+    const std::int64_t* device_send = nullptr;
+    std::int64_t* device_recv = nullptr;
+    std::size_t recv_capacity = 0;
   };
   std::vector<PerModule> modules;
   std::vector<std::vector<std::int64_t>> splits_send, splits_recv;
@@ -74,6 +81,21 @@ std::span<const std::int64_t> ModuleOutput::from(int rank) const {
                                                        from_rank[static_cast<std::size_t>(rank)]);
 }
 
+std::size_t DeviceModuleOutput::size() const noexcept {
+  std::size_t n = 0;
+  for (std::size_t c : from_rank) n += c;
+  return n;
+}
+
+std::pair<std::int64_t*, std::size_t> DeviceModuleOutput::from(int rank) const {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= from_rank.size())
+    throw std::out_of_range("DeviceModuleOutput::from: rank " + std::to_string(rank) +
+                            " of a group of " + std::to_string(from_rank.size()));
+  std::size_t at = 0;
+  for (int r = 0; r < rank; ++r) at += from_rank[static_cast<std::size_t>(r)];
+  return {values + at, from_rank[static_cast<std::size_t>(rank)]};
+}
+
 InputDist::InputDist(Options options) : options_(options) {}
 
 InputDist& InputDist::add_module(std::string name, Communicator& group) {
@@ -94,8 +116,44 @@ std::size_t InputDist::splits_collectives() const noexcept {
   return options_.fuse_splits ? groups_.size() : modules_.size();
 }
 
+namespace {
+
+// How many ids `input` sends each rank, and checks of its buffers.
+const std::vector<std::vector<std::int64_t>>& per_rank(const ModuleInput& input) {
+  return input.to_rank;
+}
+const std::vector<std::size_t>& per_rank(const DeviceModuleInput& input) { return input.to_rank; }
+
+void check_buffers(const ModuleInput&, const std::string&, const std::string&) {}
+void check_buffers(const DeviceModuleInput& input, const std::string& module,
+                   const std::string& prefix) {
+  std::size_t sending = 0;
+  for (std::size_t n : input.to_rank) sending += n;
+  if (sending > 0 && input.ids == nullptr)
+    throw std::invalid_argument(prefix + ": module '" + module + "' sends " +
+                                std::to_string(sending) + " ids from a null ids buffer");
+  if (input.recv_capacity > 0 && input.recv == nullptr)
+    throw std::invalid_argument(prefix + ": module '" + module + "' has room for " +
+                                std::to_string(input.recv_capacity) + " ids in a null recv buffer");
+}
+
+}  // namespace
+
 InputDist::Batch InputDist::start(Stream& stream, std::map<std::string, ModuleInput> inputs,
                                   std::string_view what) {
+  return start_batch(stream, inputs, what);
+}
+
+InputDist::Batch InputDist::start_on_device(Stream& stream,
+                                            std::map<std::string, DeviceModuleInput> inputs,
+                                            std::string_view what) {
+  return start_batch(stream, inputs, what);
+}
+
+template <class Input>
+InputDist::Batch InputDist::start_batch(Stream& stream, std::map<std::string, Input>& inputs,
+                                        std::string_view what) {
+  constexpr bool on_device = std::is_same_v<Input, DeviceModuleInput>;
   const std::string prefix = std::string(what.empty() ? "InputDist" : what);
   if (modules_.empty()) throw std::invalid_argument(prefix + ": no module was added");
   // (Not a structured binding: clang before 16 cannot capture one in the lambda.)
@@ -111,10 +169,11 @@ InputDist::Batch InputDist::start(Stream& stream, std::map<std::string, ModuleIn
     if (it == inputs.end())
       throw std::invalid_argument(prefix + ": no input for module '" + m.name + "'");
     const auto ranks = static_cast<std::size_t>(groups_[m.group]->size());
-    if (it->second.to_rank.size() != ranks)
+    if (per_rank(it->second).size() != ranks)
       throw std::invalid_argument(prefix + ": module '" + m.name + "' has ids for " +
-                                  std::to_string(it->second.to_rank.size()) +
+                                  std::to_string(per_rank(it->second).size()) +
                                   " ranks; its process group has " + std::to_string(ranks));
+    check_buffers(it->second, m.name, prefix);
   }
 
   auto state = std::make_shared<Batch::State>();
@@ -133,9 +192,18 @@ InputDist::Batch InputDist::start(Stream& stream, std::map<std::string, ModuleIn
     } else {
       pm.splits = state->modules.size();
     }
-    for (auto& ids : inputs[m.name].to_rank) {
-      pm.send_counts.push_back(ids.size());
-      pm.send.insert(pm.send.end(), ids.begin(), ids.end());
+    Input& input = inputs[m.name];
+    if constexpr (on_device) {
+      pm.on_device = true;
+      pm.send_counts = input.to_rank;
+      pm.device_send = input.ids;
+      pm.device_recv = input.recv;
+      pm.recv_capacity = input.recv_capacity;
+    } else {
+      for (auto& ids : input.to_rank) {
+        pm.send_counts.push_back(ids.size());
+        pm.send.insert(pm.send.end(), ids.begin(), ids.end());
+      }
     }
     state->modules.push_back(std::move(pm));
   }
@@ -184,6 +252,13 @@ InputDist::Batch InputDist::start(Stream& stream, std::map<std::string, ModuleIn
             m.out.from_rank[r] = static_cast<std::size_t>(n);
             total += m.out.from_rank[r];
           }
+          if (m.on_device) {
+            if (total > m.recv_capacity)
+              throw std::runtime_error("module '" + m.name + "' receives " + std::to_string(total) +
+                                       " ids; its recv buffer holds " +
+                                       std::to_string(m.recv_capacity));
+            return {m.device_send, m.send_counts, m.device_recv, m.out.from_rank};
+          }
           m.out.values.resize(total);
           return {m.send.data(), m.send_counts, m.out.values.data(), m.out.from_rank};
         },
@@ -205,6 +280,10 @@ Future<void> InputDist::Batch::tensors(std::string_view module) const {
 ModuleOutput InputDist::Batch::take(std::string_view module) {
   if (!state_) throw std::logic_error("InputDist::Batch: an empty batch (not from start)");
   auto& m = state_->find(module);
+  if (m.on_device)
+    throw std::logic_error("InputDist batch: module '" + m.name +
+                           "' was started with device buffers: its ids are in its recv buffer "
+                           "(received(), not take())");
   if (!m.tensors.ready())
     throw std::logic_error("InputDist batch: module '" + m.name +
                            "' is taken before its tensors arrived (await tensors() first)");
@@ -212,6 +291,19 @@ ModuleOutput InputDist::Batch::take(std::string_view module) {
   if (m.taken) throw std::logic_error("InputDist batch: module '" + m.name + "' taken twice");
   m.taken = true;
   return std::move(m.out);
+}
+
+DeviceModuleOutput InputDist::Batch::received(std::string_view module) const {
+  if (!state_) throw std::logic_error("InputDist::Batch: an empty batch (not from start)");
+  auto& m = state_->find(module);
+  if (!m.on_device)
+    throw std::logic_error("InputDist batch: module '" + m.name +
+                           "' was started with host vectors: take() hands its ids over");
+  if (!m.tensors.ready())
+    throw std::logic_error("InputDist batch: module '" + m.name +
+                           "' is read before its tensors arrived (await tensors() first)");
+  m.tensors.get();  // rethrows the exchange's error
+  return {m.device_recv, m.out.from_rank};
 }
 
 }  // namespace swp

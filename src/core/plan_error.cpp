@@ -19,6 +19,7 @@ std::string_view rule_name(PlanRule rule) {
     case PlanRule::stream_alias: return "stream alias";
     case PlanRule::cost_limit: return "cost limit";
     case PlanRule::control_character: return "control character";
+    case PlanRule::stream_priority: return "stream priority";
   }
   return "unknown rule";
 }
@@ -26,7 +27,7 @@ std::string_view rule_name(PlanRule rule) {
 bool is_structural(PlanRule rule) {
   return rule != PlanRule::corollary_1 && rule != PlanRule::corollary_3 &&
          rule != PlanRule::depth_mismatch && rule != PlanRule::stream_alias &&
-         rule != PlanRule::cost_limit;
+         rule != PlanRule::cost_limit && rule != PlanRule::stream_priority;
 }
 
 namespace {

@@ -87,6 +87,34 @@ void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& 
   }
 }
 
+// Rule stream_priority: a stream has one priority. The first task that gives its stream one
+// sets it; a task giving another is reported with that first task. `streams` are the tasks'
+// resolved streams; every task on a stream with a priority gets it in `priorities`.
+std::vector<std::optional<int>> stream_priorities(const std::vector<PlannedTask>& tasks,
+                                                  const std::vector<std::string>& streams,
+                                                  std::vector<PlanViolation>& violations) {
+  std::map<std::string_view, TaskIndex> set_by;  // stream -> the first task giving a priority
+  for (TaskIndex t = 0; t < tasks.size(); ++t) {
+    const auto& mine = tasks[t].schedule.stream_priority;
+    if (!mine) continue;
+    const auto [first, inserted] = set_by.emplace(streams[t], t);
+    const auto& theirs = tasks[first->second].schedule.stream_priority;
+    if (inserted || *theirs == *mine) continue;
+    const auto& a = tasks[first->second].task.name;
+    const auto& b = tasks[t].task.name;
+    violations.push_back(
+        {PlanRule::stream_priority, {a, b},
+         detail::concat("stream priority: tasks ", quoted(a), " and ", quoted(b), " run on stream ",
+                        quoted(streams[t]), " but give it priorities ", *theirs, " and ", *mine,
+                        "; a stream has one priority (give it on one task, or the same on each)")});
+  }
+  std::vector<std::optional<int>> priorities(tasks.size());
+  for (TaskIndex t = 0; t < tasks.size(); ++t)
+    if (const auto it = set_by.find(streams[t]); it != set_by.end())
+      priorities[t] = tasks[it->second].schedule.stream_priority;
+  return priorities;
+}
+
 // Rule cost_limit: every synthetic cost of `task` within [0, max_cost_us], naming the field.
 void check_costs(const PlannedTask& task, std::vector<PlanViolation>& violations) {
   const SyntheticCost& c = task.cost;
@@ -238,6 +266,7 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
          detail::concat("depth mismatch: pipeline_depth is ", *plan.pipeline_depth, " but max(stage) + 1 is ", g.depth_, " (deepest stage ", deepest_stage, ": ", listed, ")")});
   }
   check_stream_aliases(plan, violations);
+  g.stream_priorities_ = stream_priorities(g.tasks_, g.streams_, violations);
   return g;
 }
 

@@ -148,7 +148,7 @@ PlannedTask read_task(const Reader& r, const json::value& v, const std::string& 
   // Built once, not once per task.
   static const std::set<std::string_view> known{
       "name",   "stage",     "stream",       "thread_group",    "globally_ordered",
-      "cpu_us", "device_us", "jitter_every", "jitter_device_us"};
+      "stream_priority", "cpu_us", "device_us", "jitter_every", "jitter_device_us"};
   r.warn_unknown(obj, field, known);
   PlannedTask task;
   const auto* name = obj.if_contains("name");
@@ -161,6 +161,8 @@ PlannedTask read_task(const Reader& r, const json::value& v, const std::string& 
     task.schedule.thread_group = r.name(*x, at + ".thread_group");
   if (const auto* x = obj.if_contains("globally_ordered"))
     task.schedule.globally_ordered = r.boolean(*x, at + ".globally_ordered");
+  if (const auto* x = obj.if_contains("stream_priority"))
+    task.schedule.stream_priority = r.int32(*x, at + ".stream_priority");
   if (const auto* x = obj.if_contains("cpu_us")) task.cost.cpu_us = r.non_negative(*x, at + ".cpu_us");
   if (const auto* x = obj.if_contains("device_us")) task.cost.device_us = r.non_negative(*x, at + ".device_us");
   if (const auto* x = obj.if_contains("jitter_every")) {
@@ -477,6 +479,8 @@ std::string plan_to_json(const PipelinePlan& plan) {
            ", \"stream\": " + quote(t.schedule.stream) +
            ", \"thread_group\": " + quote(t.schedule.thread_group) +
            ", \"globally_ordered\": " + (t.schedule.globally_ordered ? "true" : "false");
+    if (t.schedule.stream_priority)
+      out += ", \"stream_priority\": " + std::to_string(*t.schedule.stream_priority);
     if (t.cost.cpu_us != 0) out += ", \"cpu_us\": " + number(t.cost.cpu_us);
     if (t.cost.device_us != 0) out += ", \"device_us\": " + number(t.cost.device_us);
     if (t.cost.jitter_every != 0) out += ", \"jitter_every\": " + std::to_string(t.cost.jitter_every);

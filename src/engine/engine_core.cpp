@@ -48,7 +48,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   info_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {
     info_[t].lane = &runtime_.lane(graph_.lane(t));
-    info_[t].stream = &runtime_.stream(graph_.stream(t));
+    info_[t].stream = &runtime_.stream(graph_.stream(t), graph_.stream_priority(t));
     info_[t].ordered = graph_.schedule(t).globally_ordered;
     info_[t].intra = graph_.intra_deps(t);
     info_[t].inter = graph_.inter_deps(t);

@@ -52,14 +52,22 @@ Runtime::Runtime(RuntimeOptions options)
 Runtime::Runtime(std::unique_ptr<Device> device, RuntimeOptions options)
     : options_(std::move(options)), device_(non_null(std::move(device))) {
   options_.backend = backend_of(*device_);
-  device_->on_thread_start(options_.on_thread_start);
+  device_->on_thread_start([this](const ThreadStart& start) { begin_runtime_thread(start); });
   if ((sim_ = device_->virtual_time()) != nullptr) {
     scheduler_ = sim_;
   } else {
     own_scheduler_ = std::make_unique<ThreadPoolScheduler>(
-        options_.workers, ThreadPoolScheduler::default_spin, options_.on_thread_start);
+        options_.workers, ThreadPoolScheduler::default_spin,
+        [this](const ThreadStart& start) { begin_runtime_thread(start); });
     scheduler_ = own_scheduler_.get();
   }
+}
+
+void Runtime::begin_runtime_thread(const ThreadStart& start) const {
+  // The device first: a worker that runs a task body, or a hook that sets up a library,
+  // finds the runtime's GPU current (not GPU 0).
+  device_->bind_thread();
+  if (options_.on_thread_start) options_.on_thread_start(start);
 }
 
 Runtime::Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options)
@@ -71,7 +79,7 @@ Runtime::Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options)
         "clock)");
   scheduler_ = own_scheduler_.get();
   device_ = make_device(backend_name(options_.backend));
-  device_->on_thread_start(options_.on_thread_start);
+  device_->on_thread_start([this](const ThreadStart& start) { begin_runtime_thread(start); });
 }
 
 Runtime::~Runtime() {
@@ -91,8 +99,9 @@ Lane& Runtime::lane(const std::string& name) {
     Scheduler* scheduler = scheduler_;
     if (sim_ == nullptr && options_.dedicated_lanes.contains(name)) {
       auto& own = dedicated_[name];
-      own = std::make_unique<ThreadPoolScheduler>(1, ThreadPoolScheduler::default_spin,
-                                                  options_.on_thread_start, name);
+      own = std::make_unique<ThreadPoolScheduler>(
+          1, ThreadPoolScheduler::default_spin,
+          [this](const ThreadStart& start) { begin_runtime_thread(start); }, name);
       scheduler = own.get();
     }
     lane = std::make_unique<Lane>(*scheduler, name);
@@ -100,10 +109,23 @@ Lane& Runtime::lane(const std::string& name) {
   return *lane;
 }
 
-Stream& Runtime::stream(const std::string& name) {
+Stream& Runtime::stream(const std::string& name) { return stream(name, std::nullopt); }
+
+Stream& Runtime::stream(const std::string& name, std::optional<int> priority) {
   std::lock_guard lock(mutex_);
   auto& stream = streams_[name];
-  if (!stream) stream = device_->make_stream(name);
+  if (!stream) {
+    stream = device_->make_stream_with_priority(name, priority.value_or(0));
+    stream_priorities_[name] = priority.value_or(0);
+    return *stream;
+  }
+  // The priority asked for, not the stream's: cuda clamps it to the device's range.
+  if (const int made = stream_priorities_[name]; priority && *priority != made)
+    throw std::invalid_argument("Runtime: stream '" + name + "' was made with priority " +
+                                std::to_string(made) + ", now asked for with priority " +
+                                std::to_string(*priority) +
+                                " (a stream's priority is fixed when it is made: make the "
+                                "pipeline whose plan sets it before using the stream)");
   return *stream;
 }
 

@@ -26,7 +26,7 @@ Preset eval_sparse_dist(const PresetOptions& options) {
   plan.pipeline_depth = 2;
   auto preset = single_phase("eval_sparse_dist", std::move(plan));
   preset.dedicated_lanes.insert(options.loader_lane);
-  return preset;
+  return with_torchrec_stream_priorities(std::move(preset));
 }
 
 // Seed 000 describes EvalPipelineFusedSparseDist as FusedSparseDist with forward under
@@ -47,7 +47,7 @@ Preset eval_fused_sparse_dist(const PresetOptions& options) {
                           {"Forward", "EmbLookup"},
                           {"Forward", "WaitBatch"}};
   plan.pipeline_depth = 3;
-  return single_phase("eval_fused_sparse_dist", std::move(plan));
+  return with_torchrec_stream_priorities(single_phase("eval_fused_sparse_dist", std::move(plan)));
 }
 
 }  // namespace swp::presets::detail

@@ -28,6 +28,24 @@ inline Preset single_phase(std::string name, PipelinePlan plan) {
   return preset;
 }
 
+/// TorchRec's TrainPipelineSparseDist makes its memcpy and data_dist streams at priority -1
+/// (torchrec/distributed/train_pipeline/train_pipelines.py, TrainPipelineSparseDist.__init__:
+/// `Stream(priority=-1)` for both), so that H2D copies and the input distribution overtake
+/// forward and backward on the GPU; every pipeline seed 000's inheritance tree derives from it
+/// inherits them. TrainPipelineBase's memcpy stream, the prefetch stream, a "new" emb_lookup
+/// stream and StagedTrainPipeline's streams are made at the default priority (0).
+inline constexpr int torchrec_copy_priority = -1;
+
+/// Gives the tasks on the memcpy and data_dist streams of every phase of `preset` TorchRec's
+/// priority for them (above): the SparseDist family's presets.
+inline Preset with_torchrec_stream_priorities(Preset preset) {
+  for (auto& phase : preset.phases)
+    for (auto& t : phase.plan.tasks)
+      if (t.schedule.stream == "memcpy" || t.schedule.stream == "data_dist")
+        t.schedule.stream_priority = torchrec_copy_priority;
+  return preset;
+}
+
 /// Adds the fused pipelines' EmbLookup at stage 2 on the stream named `emb_lookup` (what the
 /// seed's table shows) and aliases that name as `choice` says: data_dist -> "data_dist",
 /// current -> "default", new -> no alias (a stream of its own). Returns the task's name.

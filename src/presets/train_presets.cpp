@@ -101,11 +101,12 @@ Preset pt2(const PresetOptions& options) {
 }
 
 Preset sparse_dist(const PresetOptions&) {
-  return single_phase("sparse_dist", sparse_dist_plan(true));
+  return with_torchrec_stream_priorities(single_phase("sparse_dist", sparse_dist_plan(true)));
 }
 
 Preset sparse_dist_comp_autograd(const PresetOptions&) {
-  return single_phase("sparse_dist_comp_autograd", sparse_dist_plan(false));
+  return with_torchrec_stream_priorities(
+      single_phase("sparse_dist_comp_autograd", sparse_dist_plan(false)));
 }
 
 Preset sparse_dist_lite(const PresetOptions&) {
@@ -128,7 +129,7 @@ Preset sparse_dist_lite(const PresetOptions&) {
   plan.inter_iter_deps = {{"Forward", "OptimizerStep"}};
   guard_zero_grad(plan);
   plan.pipeline_depth = 2;
-  return single_phase("sparse_dist_lite", std::move(plan));
+  return with_torchrec_stream_priorities(single_phase("sparse_dist_lite", std::move(plan)));
 }
 
 Preset fused_sparse_dist(const PresetOptions& options) {
@@ -153,7 +154,7 @@ Preset fused_sparse_dist(const PresetOptions& options) {
   plan.inter_iter_deps = {{"EmbLookup", "Backward"}, {"Forward", "OptimizerStep"}};
   guard_zero_grad(plan);
   plan.pipeline_depth = 3;
-  return single_phase("fused_sparse_dist", std::move(plan));
+  return with_torchrec_stream_priorities(single_phase("fused_sparse_dist", std::move(plan)));
 }
 
 // Semi-sync: Forward(i) should use the parameters of B-2, i.e. depend on OptimizerStep(i-2).
@@ -193,7 +194,7 @@ Preset semi_sync(const PresetOptions& options) {
     preset.phases.push_back({"sync", std::move(sync), options.start_batch, {}});
   }
   preset.phases.push_back({"semi_sync", std::move(plan), std::nullopt, {}});
-  return preset;
+  return with_torchrec_stream_priorities(std::move(preset));
 }
 
 Preset prefetch_sparse_dist(const PresetOptions&) {
@@ -213,7 +214,7 @@ Preset prefetch_sparse_dist(const PresetOptions&) {
   plan.inter_iter_deps = {{"EmbPrefetch", "Forward"}, {"Forward", "OptimizerStep"}};
   guard_zero_grad(plan);
   plan.pipeline_depth = 3;
-  return single_phase("prefetch_sparse_dist", std::move(plan));
+  return with_torchrec_stream_priorities(single_phase("prefetch_sparse_dist", std::move(plan)));
 }
 
 }  // namespace swp::presets::detail

@@ -88,7 +88,11 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
   const bool sim = options.runtime.backend == Backend::sim;
   detail::RunMeter meter(graph, options.iters, slots, runtime, sim, options.observer);
   std::set<std::string> streams;
-  for (TaskIndex t = 0; t < graph.size(); ++t) streams.insert(graph.stream(t));
+  for (TaskIndex t = 0; t < graph.size(); ++t) {
+    streams.insert(graph.stream(t));
+    // Made here, before the pipeline, so with the priority the plan gives them.
+    runtime.stream(graph.stream(t), graph.stream_priority(t));
+  }
   for (const auto& s : streams) runtime.stream(s).set_observer(&meter);
 
   std::unique_ptr<Pipeline<Ctx>> pipe;

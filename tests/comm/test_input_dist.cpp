@@ -213,4 +213,72 @@ TEST_CASE("input dist: take hands the ids over once, and only after they arrived
   CHECK_THROWS_AS((void)empty.splits(), std::logic_error);
 }
 
+TEST_CASE("input dist: device buffers: ids go from each module's buffer into its recv buffer") {
+  // The loopback takes any memory: host arrays stand in for device buffers here.
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("data_dist");
+  Loopback group;
+  swp::InputDist dist;
+  dist.add_module("ebc", group).add_module("ec", group);
+  std::vector<std::int64_t> ebc{1, 2, 3}, ec{9}, ebc_recv(5, -1), ec_recv(1, -1);
+  auto batch = dist.start_on_device(
+      s,
+      {{"ebc", swp::DeviceModuleInput{ebc.data(), {3}, ebc_recv.data(), ebc_recv.size()}},
+       {"ec", swp::DeviceModuleInput{ec.data(), {1}, ec_recv.data(), ec_recv.size()}}},
+      "iter 2");
+  // The same collectives as host inputs take: one fused splits exchange, then the tensors.
+  for (const auto& f : batch.splits()) await_on(s, f);
+  await_on(s, batch.tensors("ebc"));
+  await_on(s, batch.tensors("ec"));
+  CHECK(group.log == std::vector<std::string>{"all_to_all iter 2 splits", "all_to_all_v iter 2 ebc",
+                                              "all_to_all_v iter 2 ec"});
+  const swp::DeviceModuleOutput got = batch.received("ebc");
+  CHECK(got.values == ebc_recv.data());  // into the caller's buffer, nothing allocated
+  CHECK(got.from_rank == std::vector<std::size_t>{3});
+  CHECK(got.size() == 3);
+  CHECK(got.from(0).first == ebc_recv.data());
+  CHECK(got.from(0).second == 3);
+  CHECK_THROWS_AS((void)got.from(1), std::out_of_range);
+  CHECK(ebc_recv == std::vector<std::int64_t>{1, 2, 3, -1, -1});
+  CHECK(ec_recv == std::vector<std::int64_t>{9});
+  // Device modules are read with received(), host ones with take().
+  CHECK_THROWS_WITH_AS(batch.take("ebc"), doctest::Contains("received(), not take()"),
+                       std::logic_error);
+  auto host = dist.start(s, {{"ebc", ids({5})}, {"ec", ids({6})}}, "iter 3");
+  await_on(s, host.tensors("ebc"));
+  CHECK_THROWS_WITH_AS((void)host.received("ebc"), doctest::Contains("take() hands its ids over"),
+                       std::logic_error);
+}
+
+TEST_CASE(
+    "input dist: a device module receiving more than its recv buffer holds fails, naming it") {
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("data_dist");
+  Loopback group;
+  swp::InputDist dist;
+  dist.add_module("ebc", group);
+  std::vector<std::int64_t> ebc{1, 2, 3}, small(2, -1);
+  auto batch = dist.start_on_device(
+      s, {{"ebc", swp::DeviceModuleInput{ebc.data(), {3}, small.data(), 2}}}, "iter 5");
+  CHECK_THROWS_WITH_AS(await_on(s, batch.tensors("ebc")),
+                       "module 'ebc' receives 3 ids; its recv buffer holds 2", std::runtime_error);
+  CHECK(small == std::vector<std::int64_t>{-1, -1});  // nothing written past it, nothing at all
+  CHECK_THROWS_AS((void)batch.received("ebc"), std::runtime_error);
+  // Buffers that cannot be right are refused before anything is called.
+  group.log.clear();
+  CHECK_THROWS_WITH_AS(
+      dist.start_on_device(s, {{"ebc", swp::DeviceModuleInput{nullptr, {3}, small.data(), 2}}},
+                           "iter 6"),
+      "iter 6: module 'ebc' sends 3 ids from a null ids buffer", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      dist.start_on_device(s, {{"ebc", swp::DeviceModuleInput{ebc.data(), {3}, nullptr, 4}}},
+                           "iter 6"),
+      "iter 6: module 'ebc' has room for 4 ids in a null recv buffer", std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      dist.start_on_device(
+          s, {{"ebc", swp::DeviceModuleInput{ebc.data(), {1, 2}, small.data(), 2}}}, "iter 6"),
+      "iter 6: module 'ebc' has ids for 2 ranks; its process group has 1", std::invalid_argument);
+  CHECK(group.log.empty());
+}
+
 }  // namespace test_input_dist

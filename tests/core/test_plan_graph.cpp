@@ -487,6 +487,51 @@ TEST_CASE("stream aliases resolve each task's stream; the plan's name stays its 
   }
 }
 
+TEST_CASE("a stream's priority comes from the tasks that set it, aliases resolved") {
+  auto plan = make_plan({{"Copy", 0, "memcpy"}, {"Dist", 1, "data_dist"}, {"Emb", 2, "emb_lookup"},
+                         {"Fwd", 2}, {"Wait", 1, "data_dist"}});
+  plan.stream_aliases = {{"emb_lookup", "data_dist"}};
+  plan.tasks[0].schedule.stream_priority = -1;
+  plan.tasks[1].schedule.stream_priority = -2;
+  const auto graph = swp::validate(plan);
+  CHECK(graph.stream_priority(0) == -1);
+  CHECK(graph.stream_priority(1) == -2);
+  CHECK(graph.stream_priority(2) == -2);  // on data_dist through the alias, sets none itself
+  CHECK(graph.stream_priority(4) == -2);  // on data_dist, sets none itself
+  CHECK_FALSE(graph.stream_priority(3));  // default: no task gives it one
+
+  SUBCASE("tasks agreeing on a stream's priority are valid") {
+    plan.tasks[4].schedule.stream_priority = -2;
+    plan.tasks[2].schedule.stream_priority = -2;
+    CHECK(swp::validate(plan).stream_priority(4) == -2);
+  }
+}
+
+TEST_CASE("rule stream_priority: two priorities for one stream name both tasks") {
+  auto plan = make_plan({{"Copy", 0, "memcpy"}, {"Dist", 1, "data_dist"}, {"Emb", 2, "emb_lookup"},
+                         {"Copy2", 0, "memcpy"}});
+  plan.tasks[0].schedule.stream_priority = -1;
+  plan.tasks[3].schedule.stream_priority = 2;
+  auto v = only_violation(plan);
+  CHECK(v.rule == PlanRule::stream_priority);
+  CHECK(v.tasks == std::vector<std::string>{"Copy", "Copy2"});
+  CHECK(v.message ==
+        "stream priority: tasks 'Copy' and 'Copy2' run on stream 'memcpy' but give it priorities "
+        "-1 and 2; a stream has one priority (give it on one task, or the same on each)");
+  CHECK_FALSE(swp::is_structural(PlanRule::stream_priority));  // order and schedule still work
+  CHECK(swp::rule_name(PlanRule::stream_priority) == "stream priority");
+
+  SUBCASE("through an alias: the stream the work runs on counts") {
+    plan.tasks[3].schedule.stream_priority.reset();
+    plan.stream_aliases = {{"emb_lookup", "data_dist"}};
+    plan.tasks[1].schedule.stream_priority = 0;
+    plan.tasks[2].schedule.stream_priority = -1;
+    v = only_violation(plan);
+    CHECK(v.tasks == std::vector<std::string>{"Dist", "Emb"});
+    CHECK(contains(v.message, "run on stream 'data_dist'"));
+  }
+}
+
 TEST_CASE("rule stream_alias: an alias maps a used name to a real stream, in one step") {
   auto plan = make_plan({{"Dist", 0, "data_dist"}, {"Emb", 0, "emb_lookup"}, {"Emb2", 0, "emb_lookup"}});
   struct Case {

@@ -122,6 +122,11 @@ TEST_CASE("plan_to_json round-trips a plan field by field") {
     plan.add({"only"}, {.stage = 3});
     plan.pipeline_depth = 4;
   }
+  SUBCASE("stream priorities") {
+    plan = swp::test::sparse_dist_plan();
+    plan.tasks[0].schedule.stream_priority = -1;
+    plan.tasks[1].schedule.stream_priority = 0;
+  }
   SUBCASE("stream aliases, awkward names included") {
     plan = swp::test::sparse_dist_plan();
     plan.tasks[0].schedule.stream = "emb \"lookup\"";
@@ -186,6 +191,27 @@ TEST_CASE("plan_to_json writes stream aliases last, on one line, only when there
       "}\n"));
   plan.stream_aliases.clear();
   CHECK_FALSE(contains(swp::plan_to_json(plan), "stream_aliases"));
+}
+
+TEST_CASE("a task's stream_priority is read as an integer and written after globally_ordered") {
+  const auto parsed = swp::parse_plan(R"({"tasks": [
+    {"name": "H2D", "stream": "memcpy", "stream_priority": -1},
+    {"name": "Fwd"}
+  ]})");
+  CHECK(parsed.warnings.empty());  // a known key
+  CHECK(parsed.plan.tasks.at(0).schedule.stream_priority == -1);
+  CHECK_FALSE(parsed.plan.tasks.at(1).schedule.stream_priority);
+  const auto json = swp::plan_to_json(parsed.plan);
+  CHECK(contains(json, R"("stream": "memcpy", "thread_group": "default", )"
+                       R"("globally_ordered": false, "stream_priority": -1})"));
+  CHECK(contains(json, R"("name": "Fwd", "stage": 0, "stream": "default", "thread_group": )"
+                       R"("default", "globally_ordered": false})"));  // unset: not written
+  CHECK_THROWS_WITH_AS(
+      swp::parse_plan(R"({"tasks": [{"name": "A", "stream_priority": "high"}]})"),
+      doctest::Contains("tasks[0] (A).stream_priority: expected an integer"), swp::PlanFormatError);
+  CHECK_THROWS_WITH_AS(
+      swp::parse_plan(R"({"tasks": [{"name": "A", "stream_priority": -1.5}]})"),
+      doctest::Contains("tasks[0] (A).stream_priority"), swp::PlanFormatError);
 }
 
 TEST_CASE("malformed JSON is reported with its line and column") {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -335,6 +336,61 @@ TEST_CASE_TEMPLATE("a fault is sticky: later work does not run, records fail, wa
   auto late = backend.device.make_stream("late");
   late->wait(after, g_after);
   CHECK_THROWS_AS(late->synchronize(), swp::DeviceFault);
+}
+
+TEST_CASE_TEMPLATE(
+    "a stream refuses a second observer while one is attached, naming the stream and both",
+    B, HostBackend, SimBackend) {
+  B backend;
+  Recorder first, second;
+  auto s = backend.device.make_stream("compute");
+  s->set_observer(&first);
+  s->set_observer(&first);  // the same one again: fine
+  try {
+    s->set_observer(&second);
+    FAIL("a second observer must not silently replace the first");
+  } catch (const std::logic_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("stream 'compute'") != std::string::npos);
+    CHECK(what.find("test_stream::(anonymous namespace)::Recorder at ") != std::string::npos);
+    // Both observers, told apart by their addresses.
+    char a[32], b[32];
+    std::snprintf(a, sizeof a, "%p", static_cast<const void*>(&first));
+    std::snprintf(b, sizeof b, "%p", static_cast<const void*>(&second));
+    CHECK(what.find(a) != std::string::npos);
+    CHECK(what.find(b) != std::string::npos);
+  }
+  CHECK(s->observer() == &first);  // unchanged
+  s->enqueue_work(1us, swp::WorkTag{.task = 7});
+  backend.settle(*s);
+  CHECK(first.entries.size() == 1);
+  CHECK(second.entries.empty());
+
+  s->set_observer(nullptr);  // detached: now the second may come
+  s->set_observer(&second);
+  CHECK(s->observer() == &second);
+  s->enqueue_work(1us, swp::WorkTag{.task = 8});
+  backend.settle(*s);
+  CHECK(first.entries.size() == 1);
+  CHECK(second.entries.size() == 1);
+}
+
+TEST_CASE_TEMPLATE("a stream keeps the priority it was made with; plain streams have 0", B,
+                   HostBackend, SimBackend) {
+  B backend;
+  auto high = backend.device.make_stream_with_priority("memcpy", -1);
+  auto low = backend.device.make_stream_with_priority("compute", 3);
+  auto plain = backend.device.make_stream("default");
+  CHECK(high->name() == "memcpy");
+  CHECK(high->priority() == -1);
+  CHECK(low->priority() == 3);
+  CHECK(plain->priority() == 0);
+  // Recorded only: the stream works as any other.
+  swp::Event event;
+  high->enqueue_work(1ms);
+  const auto generation = high->record(event);
+  backend.settle(*high);
+  CHECK(event.reached(generation));
 }
 
 }  // namespace test_stream

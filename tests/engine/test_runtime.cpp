@@ -10,6 +10,8 @@
 #include <stop_token>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "swp/config.hpp"
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
+#include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/runtime.hpp"
 
@@ -67,6 +70,28 @@ swp::Plan<Ctx> two_stream_plan(std::vector<int>& produced, std::vector<int>& con
   plan.intra_iter_deps.push_back({"Consume", "Produce"});
   return plan;
 }
+
+// The ordinal the calling thread was bound to by PlacedDevice::bind_thread (-1: never).
+thread_local int bound_ordinal = -1;
+
+// A GPU of the user's own as far as placement goes: host streams, and a bind_thread that
+// records its ordinal on the calling thread, as CudaDevice's does with cudaSetDevice.
+class PlacedDevice final : public swp::Device {
+ public:
+  explicit PlacedDevice(int ordinal) : ordinal_(ordinal) {}
+  std::unique_ptr<swp::Stream> make_stream(std::string name) override {
+    return host_.make_stream(std::move(name));
+  }
+  [[nodiscard]] std::string_view backend() const noexcept override { return "placed"; }
+  void on_thread_start(swp::ThreadStartHook hook) override {
+    host_.on_thread_start(std::move(hook));
+  }
+  void bind_thread() noexcept override { bound_ordinal = ordinal_; }
+
+ private:
+  int ordinal_;
+  swp::HostDevice host_;
+};
 
 }  // namespace
 
@@ -208,6 +233,120 @@ TEST_CASE("a runtime's on_thread_start runs on every thread it starts, before it
     rt.stream("compute");
     std::lock_guard lock(mutex);
     CHECK(calls.empty());
+  }
+}
+
+TEST_CASE("every thread a runtime starts is bound to its device before its hook and its work") {
+  using Role = swp::ThreadStart::Role;
+  constexpr int ordinal = 3;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::tuple<Role, std::string, int>> starts;  // role, name, ordinal in the hook
+  std::vector<int> ran_on;  // the ordinal of each thread (not the caller's) a body ran on
+  const swp::ThreadStartHook hook = [&](const swp::ThreadStart& t) {
+    std::lock_guard lock(mutex);
+    starts.emplace_back(t.role, std::string(t.name), bound_ordinal);
+    changed.notify_all();
+  };
+  swp::Runtime rt(std::make_unique<PlacedDevice>(ordinal),
+                  {.workers = 2, .dedicated_lanes = {"submit"}, .on_thread_start = hook});
+  const auto caller = std::this_thread::get_id();
+  const auto note = [&] {
+    if (std::this_thread::get_id() == caller) return;  // progress()'s caller helps: not ours
+    std::lock_guard lock(mutex);
+    ran_on.push_back(bound_ordinal);
+  };
+  swp::Plan<Ctx> plan;
+  plan.add("Pool", [&](Ctx&) { note(); }, {.stage = 0});
+  plan.add("Lane",
+           [&](Ctx&, swp::TaskScope& scope) {
+             note();
+             scope.enqueue([&] { note(); });  // on the host stream's own thread
+           },
+           {.stage = 0, .stream = "copy", .thread_group = "submit"});
+  swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+  CHECK(pipe.run(std::vector<int>(16, 1)).iterations == 16);
+  std::atomic<bool> fired{false};
+  rt.timers().schedule(swp::Clock::now(), [&] { fired.store(true); });
+  {
+    std::unique_lock lock(mutex);
+    // 2 workers, the lane, the stream, the timer thread; a guard against a hang.
+    changed.wait_for(lock, 60s, [&] { return starts.size() >= 5; });
+    std::sort(starts.begin(), starts.end());
+    using Start = std::tuple<Role, std::string, int>;
+    CHECK(starts == std::vector<Start>{{Role::worker, "", ordinal},
+                                       {Role::worker, "", ordinal},
+                                       {Role::lane, "submit", ordinal},
+                                       {Role::stream, "copy", ordinal},
+                                       {Role::timer, "", ordinal}});
+    CHECK_FALSE(ran_on.empty());  // the lane's bodies and the stream's callables at least
+    CHECK(std::count(ran_on.begin(), ran_on.end(), ordinal) ==
+          static_cast<std::ptrdiff_t>(ran_on.size()));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!fired.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  CHECK(fired.load());
+}
+
+TEST_CASE_TEMPLATE("a plan's stream priorities reach the runtime's streams, on host and sim", Pipe,
+                   swp::DataFlowPipeline<Ctx>, swp::ClockPipeline<Ctx>) {
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 1});
+    swp::Plan<Ctx> plan;
+    plan.add("H2D", [](Ctx&, swp::TaskScope& scope) { scope.device_work(100us); },
+             {.stage = 0, .stream = "memcpy", .stream_priority = -1});
+    plan.add("Dist", [](Ctx&, swp::TaskScope& scope) { scope.device_work(100us); },
+             {.stage = 1, .stream = "data_dist", .stream_priority = -1});
+    // On data_dist through an alias, giving no priority of its own.
+    plan.add("Emb", [](Ctx&, swp::TaskScope& scope) { scope.device_work(50us); },
+             {.stage = 1, .stream = "emb_lookup"});
+    plan.add("Fwd", [](Ctx&, swp::TaskScope& scope) { scope.device_work(200us); }, {.stage = 2});
+    plan.stream_aliases = {{"emb_lookup", "data_dist"}};
+    plan.intra_iter_deps = {{"Dist", "H2D"}, {"Emb", "Dist"}, {"Fwd", "Emb"}};
+    std::unique_ptr<Pipe> pipe;
+    if constexpr (std::is_same_v<Pipe, swp::ClockPipeline<Ctx>>) {
+      pipe = std::make_unique<Pipe>(rt, plan);
+    } else {
+      pipe = std::make_unique<Pipe>(rt, plan, 3);
+    }
+    CHECK(pipe->run(std::vector<int>(6, 0)).iterations == 6);
+    CHECK(rt.stream("memcpy").priority() == -1);
+    CHECK(rt.stream("data_dist").priority() == -1);
+    CHECK(rt.stream("default").priority() == 0);
+  }
+}
+
+TEST_CASE("a stream's priority is fixed when it is made: another is refused, naming both") {
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  CHECK(rt.stream("memcpy", -1).priority() == -1);
+  CHECK(&rt.stream("memcpy", -1) == &rt.stream("memcpy"));  // same, or none asked: that stream
+  CHECK_THROWS_WITH_AS(rt.stream("memcpy", 0),
+                       "Runtime: stream 'memcpy' was made with priority -1, now asked for with "
+                       "priority 0 (a stream's priority is fixed when it is made: make the "
+                       "pipeline whose plan sets it before using the stream)",
+                       std::invalid_argument);
+  // A stream used before the pipeline whose plan gives it a priority: the engine says so.
+  rt.stream("data_dist");
+  swp::Plan<Ctx> plan;
+  plan.add("Dist", [](Ctx&) {}, {.stage = 0, .stream = "data_dist", .stream_priority = -1});
+  CHECK_THROWS_WITH_AS(swp::DataFlowPipeline<Ctx>(rt, plan, 2),
+                       doctest::Contains("stream 'data_dist' was made with priority 0"),
+                       std::invalid_argument);
+}
+
+TEST_CASE("a plan giving one stream two priorities is refused by the engines, naming both tasks") {
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Plan<Ctx> plan;
+  plan.add("H2D", [](Ctx&) {}, {.stage = 0, .stream = "memcpy", .stream_priority = -1});
+  plan.add("Prefetch", [](Ctx&) {}, {.stage = 0, .stream = "memcpy", .stream_priority = 0});
+  try {
+    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+    FAIL("the engine accepted two priorities for one stream");
+  } catch (const swp::PlanError& e) {
+    CHECK(e.breaks(swp::PlanRule::stream_priority));
+    CHECK(std::string(e.what()).find("tasks 'H2D' and 'Prefetch' run on stream 'memcpy'") !=
+          std::string::npos);
   }
 }
 

@@ -43,6 +43,22 @@ std::map<std::string, std::string> default_aliases(const std::string& name) {
   return {};
 }
 
+// The presets of TrainPipelineSparseDist's family (seed 000's inheritance tree), which make
+// the memcpy and data_dist streams at priority -1 as TorchRec does.
+const std::set<std::string> sparse_dist_family{
+    "sparse_dist",      "sparse_dist_lite",       "fused_sparse_dist",
+    "semi_sync",        "prefetch_sparse_dist",   "eval_sparse_dist",
+    "eval_fused_sparse_dist", "sparse_dist_comp_autograd"};
+
+// swp's other addition to the seed's plans: TorchRec's stream priorities (the seed's tables
+// have no column for them).
+void add_torchrec_priorities(const std::string& name, swp::PipelinePlan& plan) {
+  if (!sparse_dist_family.contains(name)) return;
+  for (auto& t : plan.tasks)
+    if (t.schedule.stream == "memcpy" || t.schedule.stream == "data_dist")
+      t.schedule.stream_priority = -1;
+}
+
 }  // namespace
 
 TEST_CASE("the catalogue names the 11 pipelines of seed 000 in its order") {
@@ -70,11 +86,42 @@ TEST_CASE("every seed plan is a preset: same plan, same schedule table byte for 
     bool trains = false;
     for (const auto& t : seed.tasks) trains = trains || t.task.name == "ZeroGrad";
     if (trains) seed.inter_iter_deps.push_back({"ZeroGrad", "OptimizerStep"});
+    add_torchrec_priorities(name, seed);
     CHECK(swp::plan_to_json(preset.plan()) == swp::plan_to_json(seed));
     const auto expected = swp::test::read_text(swp::test::seed_table_path(name));
     const int periods = name == "semi_sync" ? 6 : 5;
     CHECK(swp::format_schedule(swp::validate(preset.plan()), periods) == expected);
   }
+}
+
+TEST_CASE("the SparseDist family gives memcpy and data_dist TorchRec's priority -1, others none") {
+  for (const auto& info : presets::preset_catalogue()) {
+    const std::string name(info.name);
+    CAPTURE(name);
+    const bool family = sparse_dist_family.contains(name);
+    for (const auto& phase : presets::make_preset(name).phases) {
+      CAPTURE(phase.label);
+      const auto graph = swp::validate(phase.plan);
+      for (swp::TaskIndex t = 0; t < graph.size(); ++t) {
+        CAPTURE(graph.name(t));
+        const bool copies = graph.stream(t) == "memcpy" || graph.stream(t) == "data_dist";
+        if (family && copies) {
+          CHECK(graph.stream_priority(t) == -1);
+        } else {
+          CHECK_FALSE(graph.stream_priority(t));  // default, prefetch, a new emb_lookup: 0
+        }
+      }
+    }
+  }
+  // The fused pipelines' EmbLookup on its own stream ("new") stays at the default priority,
+  // and on data_dist (the default choice) shares that stream's -1.
+  const auto fresh =
+      swp::validate(presets::make_preset("fused_sparse_dist",
+                                         {.emb_lookup_stream = EmbLookupStream::new_stream})
+                        .plan());
+  CHECK_FALSE(fresh.stream_priority(*fresh.find("EmbLookup")));
+  const auto shared = swp::validate(presets::make_preset("fused_sparse_dist").plan());
+  CHECK(shared.stream_priority(*shared.find("EmbLookup")) == -1);
 }
 
 TEST_CASE("streams and depth are the columns of seed 000's comparison matrix") {

@@ -170,6 +170,22 @@ TEST_CASE("run_synthetic emits NVTX ranges where they are compiled in and refuse
   }
 }
 
+TEST_CASE("run_synthetic runs a plan that gives its streams priorities, on both engines") {
+  // The run makes the plan's streams before its pipeline, to watch them: with the plan's
+  // priorities, or the pipeline would refuse the streams it made at the default priority.
+  swp::PipelinePlan plan;
+  plan.add({"H2D"}, {.stage = 0, .stream = "memcpy", .stream_priority = -1}, {.device_us = 100});
+  plan.add({"Dist"}, {.stage = 1, .stream = "data_dist", .stream_priority = -1}, {.device_us = 50});
+  plan.add({"Forward"}, {.stage = 2}, {.device_us = 200});
+  plan.intra_iter_deps = {{"Dist", "H2D"}, {"Forward", "Dist"}};
+  for (const auto engine : {swp::EngineKind::data_flow, swp::EngineKind::clock}) {
+    CAPTURE(swp::engine_name(engine));
+    const auto result = swp::run_synthetic(
+        plan, {.engine = engine, .iters = 20, .runtime = {.backend = swp::Backend::sim}});
+    CHECK(result.stats.iterations == 20);
+  }
+}
+
 TEST_CASE("a run's memory does not grow with its number of iterations") {
   // `swp run --iters` goes up to 1e8: the statistics are kept in O(1), not per iteration.
   const auto plan = swp::parse_plan(R"({"tasks": [{"name": "A", "cpu_us": 1, "device_us": 2},

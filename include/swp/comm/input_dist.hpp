@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "swp/async/future.hpp"
@@ -22,6 +23,32 @@ class Stream;
 /// the module's process group (`to_rank[r]` for rank r of the group).
 struct ModuleInput {
   std::vector<std::vector<std::int64_t>> to_rank;
+};
+
+/// One sharded module's input on this rank for one batch, on the device (seed 004 on device
+/// buffers: the ids stay where the H2D copy put them): `ids` holds to_rank[r] ids for each
+/// rank r of the module's group, back to back; `recv` receives what the group sends this rank,
+/// up to `recv_capacity` ids. Both are device memory on NCCL (any memory the backend's
+/// collectives take: host memory on MPI), owned by the caller, valid until the module's
+/// tensors completed (per-slot buffers: nothing is allocated per batch). Only the counts
+/// travel through the host.
+struct DeviceModuleInput {
+  const std::int64_t* ids = nullptr;
+  std::vector<std::size_t> to_rank;
+  std::int64_t* recv = nullptr;
+  std::size_t recv_capacity = 0;
+};
+
+/// What one module received for one batch into its DeviceModuleInput::recv: `values` (that
+/// buffer) holds from_rank[0] ids from rank 0, then rank 1's, ...
+struct DeviceModuleOutput {
+  std::int64_t* values = nullptr;
+  std::vector<std::size_t> from_rank;
+
+  /// How many ids arrived.
+  [[nodiscard]] std::size_t size() const noexcept;
+  /// Where the ids from `rank` of the module's group start in `values`, and how many.
+  [[nodiscard]] std::pair<std::int64_t*, std::size_t> from(int rank) const;
 };
 
 /// What one module received for one batch: every rank's ids for this rank, in rank order.
@@ -92,6 +119,17 @@ class InputDist {
   /// iteration); it must be the same on every rank when the order check is on.
   Batch start(Stream& stream, std::map<std::string, ModuleInput> inputs,
               std::string_view what = "InputDist");
+  /// start() with every module's ids on the device (DeviceModuleInput): only the splits
+  /// (a few counts) go through the host — where the tensors' counts must be read — and each
+  /// module's tensors go from its `ids` into its `recv`. On NCCL with
+  /// NcclCompletion::submitted, tensors(module) completes once the exchange is on the
+  /// stream, with its device event: `co_await batch.tensors(m).on(main)` makes the main
+  /// stream wait on the GPU, never the CPU. A module receiving more than its recv_capacity
+  /// fails its tensors with CommError naming the module, both counts and the rank. Throws
+  /// std::invalid_argument as the host form does, and for a missing `ids` or `recv` with
+  /// ids to send or room to receive.
+  Batch start_on_device(Stream& stream, std::map<std::string, DeviceModuleInput> inputs,
+                        std::string_view what = "InputDist");
 
  private:
   struct Module {
@@ -99,6 +137,9 @@ class InputDist {
     std::size_t group;     // index into groups_
     std::size_t in_group;  // position among its group's modules
   };
+  // start() for either kind of input (ModuleInput, DeviceModuleInput; input_dist.cpp).
+  template <class Input>
+  Batch start_batch(Stream& stream, std::map<std::string, Input>& inputs, std::string_view what);
   Options options_;
   std::vector<Module> modules_;
   std::vector<Communicator*> groups_;
@@ -118,6 +159,12 @@ class InputDist::Batch {
   /// Moves `module`'s received ids out; tensors(module) must have completed (rethrows its
   /// error). std::logic_error when it has not or when taken already.
   ModuleOutput take(std::string_view module);
+  /// Where `module`'s ids arrived (a batch of start_on_device): its recv buffer
+  /// and the count from each rank. tensors(module) must have completed (rethrows its error;
+  /// under NcclCompletion::submitted it completes when the exchange was queued: wait for its
+  /// device event before reading the buffer). std::logic_error when it has not, or for a
+  /// batch started with host inputs (and take() for one started with device inputs).
+  DeviceModuleOutput received(std::string_view module) const;
 
   struct State;  // buffers and futures (input_dist.cpp)
 

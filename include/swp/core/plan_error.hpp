@@ -25,13 +25,16 @@ enum class PlanRule {
   cost_limit,        ///< a synthetic cost outside [0, max_cost_us] (or not a number)
   control_character, ///< a task, stream or lane name holds a control character (NUL, newline,
                      ///< ESC, ...), which would reach terminals and line-based outputs raw
+  stream_priority,   ///< two tasks on one stream (aliases resolved) give it different
+                     ///< priorities: a stream has one
 };
 
 /// Short name of a rule as printed in messages ("corollary 1", "duplicate name", ...).
 std::string_view rule_name(PlanRule rule);
 
 /// Structural rules make a plan meaningless to order or print (names, references, stages,
-/// cycles); the others (corollaries, depth, stream aliases, costs) only make it unsafe to run.
+/// cycles); the others (corollaries, depth, stream aliases and priorities, costs) only make it
+/// unsafe to run.
 bool is_structural(PlanRule rule);
 
 /// One broken rule: which rule, the tasks involved and a sentence that names them.

@@ -36,6 +36,12 @@ class PlanGraph {
   [[nodiscard]] const std::string& stream_label(TaskIndex t) const {
     return tasks_[t].schedule.stream;
   }
+  /// The priority of the stream `t` runs on (`stream(t)`), as the plan's tasks on that stream
+  /// set it (`schedule.stream_priority`), or nothing when none does: what the engines make the
+  /// stream with (Runtime::stream).
+  [[nodiscard]] std::optional<int> stream_priority(TaskIndex t) const {
+    return stream_priorities_[t];
+  }
   [[nodiscard]] const std::string& lane(TaskIndex t) const {
     return tasks_[t].schedule.thread_group;
   }
@@ -70,6 +76,7 @@ class PlanGraph {
  private:
   std::vector<PlannedTask> tasks_;
   std::vector<std::string> streams_;  // resolved, by task
+  std::vector<std::optional<int>> stream_priorities_;  // of streams_[t], by task
   std::vector<std::vector<TaskIndex>> intra_;
   std::vector<std::vector<TaskIndex>> inter_;
   std::unordered_map<std::string, TaskIndex> by_name_;

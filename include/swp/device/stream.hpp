@@ -52,12 +52,21 @@ class DeviceObserver {
 /// ```
 class Stream {
  public:
-  explicit Stream(std::string name) : name_(std::move(name)) {}
+  /// A stream called `name` of scheduling `priority` (see priority()).
+  explicit Stream(std::string name, int priority = 0)
+      : name_(std::move(name)), priority_(priority) {}
   virtual ~Stream() = default;
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  /// The priority the stream was made with, CUDA's convention: lower numbers are served
+  /// first where streams compete for one device, 0 is the default (TorchRec gives its copy
+  /// streams -1). cuda: the CUDA stream's priority, clamped to the device's range; host and
+  /// sim keep it without acting on it (each host stream has a thread of its own, each sim
+  /// stream its own virtual device: nothing competes), so a plan's priorities can be checked
+  /// there. Set by Device::make_stream_with_priority.
+  [[nodiscard]] int priority() const noexcept { return priority_; }
 
   /// Queues synthetic device work lasting `duration`; observers see it with `tag`.
   virtual void enqueue_work(Clock::duration duration, WorkTag tag = {}) = 0;
@@ -106,8 +115,15 @@ class Stream {
   /// Example: `stream.enqueue_fault("illegal address in kernel 'gather'");`
   virtual void enqueue_fault(std::string what) = 0;
 
-  /// Attaches an observer (nullptr detaches). Set before work is queued.
-  void set_observer(DeviceObserver* observer) noexcept { observer_ = observer; }
+  /// Attaches `observer` (nullptr detaches). A stream has one observer, and a Runtime's
+  /// streams are shared by every pipeline on it, so attaching a different observer while one
+  /// is attached throws std::logic_error naming the stream and both observers, changing
+  /// nothing: detach the first, or attach one observer that passes the work on to both.
+  /// Attaching the attached one again changes nothing. Set between runs, before work is
+  /// queued: the stream's thread reads it without a lock.
+  void set_observer(DeviceObserver* observer);
+  /// The attached observer, or nullptr.
+  [[nodiscard]] DeviceObserver* observer() const noexcept { return observer_; }
 
  protected:
   /// Makes the stream faulted with `error` (the first one stays); true for the first call.
@@ -116,7 +132,10 @@ class Stream {
   DeviceObserver* observer_ = nullptr;
 
  private:
+  friend class Device;  // records the priority on streams of devices without priorities
+
   std::string name_;
+  int priority_ = 0;
   mutable std::mutex fault_mutex_;
   std::exception_ptr fault_;  // under fault_mutex_
   std::atomic<bool> faulted_{false};
@@ -139,6 +158,16 @@ class Device {
 
   /// A new stream called `name`.
   virtual std::unique_ptr<Stream> make_stream(std::string name) = 0;
+  /// A new stream called `name` of scheduling `priority` (lower numbers first, 0 the
+  /// default: see Stream::priority()). What a Runtime makes a plan's streams with. cuda makes
+  /// the CUDA stream with it (clamped to CudaDevice::priority_range()); this default, for
+  /// devices without priorities (host, sim, a device of your own), makes make_stream(name)
+  /// and records `priority` on it.
+  virtual std::unique_ptr<Stream> make_stream_with_priority(std::string name, int priority) {
+    auto stream = make_stream(std::move(name));
+    stream->priority_ = priority;
+    return stream;
+  }
   /// A new event for this device's streams (errors: the backend's, e.g. CudaError).
   virtual std::unique_ptr<Event> make_event() { return std::make_unique<Event>(); }
   /// "host", "sim" or "cuda".
@@ -149,8 +178,16 @@ class Device {
   /// Threads this device starts for streams made from now on begin with begin_thread(…,
   /// hook) (host: one per stream, ThreadStart::Role::stream, started when the stream gets its
   /// first item: a stream nothing is queued on has no thread). Backends that start no threads
-  /// of their own (sim, cuda) ignore it. A Runtime passes RuntimeOptions::on_thread_start here.
+  /// for streams (sim; cuda, whose one poller thread binds itself to its GPU) ignore it. A
+  /// Runtime passes its own hook here: bind_thread(), then RuntimeOptions::on_thread_start.
   virtual void on_thread_start(ThreadStartHook hook) { (void)hook; }
+  /// Makes the calling thread work on this device: what every thread a Runtime starts (pool
+  /// workers, dedicated lanes, the timer thread, host streams' threads) calls first, before
+  /// RuntimeOptions::on_thread_start. cuda: cudaSetDevice(ordinal), so that task bodies'
+  /// kernels and library calls land on this GPU, not on GPU 0 (a failure is left for the
+  /// thread's first CUDA call to report: this runs where nothing can throw); host and sim:
+  /// nothing.
+  virtual void bind_thread() noexcept {}
 };
 
 }  // namespace swp

@@ -50,7 +50,9 @@ struct RuntimeOptions {
   /// Called on every thread this runtime starts — pool workers, dedicated lanes' threads,
   /// host streams' threads, the timer thread — before it runs anything (see swp::ThreadStart): to
   /// set their priority or affinity. Not called for threads the runtime does not own (an
-  /// AsioRuntime's io threads, a caller in progress()).
+  /// AsioRuntime's io threads, a caller in progress()). Each of those threads first binds
+  /// itself to the runtime's device (Device::bind_thread: cudaSetDevice on cuda), then calls
+  /// this hook, so the hook may use the device too.
   ThreadStartHook on_thread_start = {};
 };
 
@@ -99,8 +101,14 @@ class Runtime {
 
   /// The lane called `name`, created on first use.
   Lane& lane(const std::string& name);
-  /// The stream called `name`, created on first use.
+  /// The stream called `name`, created on first use (of priority 0).
   Stream& stream(const std::string& name);
+  /// The stream called `name`, created on first use with `priority` when given
+  /// (Device::make_stream_with_priority; what the engines call with a plan's
+  /// `stream_priority`). A stream's priority is fixed when it is made: asking for another
+  /// priority than the one it was made with throws std::invalid_argument naming the stream and
+  /// both priorities (make the pipeline whose plan sets it before using the stream elsewhere).
+  Stream& stream(const std::string& name, std::optional<int> priority);
 
   /// Awaitable CPU work of `duration` in the current task: busy-spins on the host backend,
   /// occupies the task (and its lane) for that much virtual time on sim.
@@ -124,6 +132,10 @@ class Runtime {
   Sleep sleep_until(Clock::time_point deadline, std::stop_token token = {});
 
  private:
+  // What every thread this runtime starts runs first: the device's bind_thread, then the
+  // caller's on_thread_start.
+  void begin_runtime_thread(const ThreadStart& start) const;
+
   RuntimeOptions options_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Scheduler> own_scheduler_;  // none when the device brings virtual time
@@ -132,8 +144,11 @@ class Runtime {
   std::mutex mutex_;
   std::map<std::string, std::unique_ptr<ThreadPoolScheduler>> dedicated_;
   std::map<std::string, std::unique_ptr<Lane>> lanes_;
-  TimerQueue timers_{options_.on_thread_start};  // pipelines cancel their timers before they go
+  // Pipelines cancel their timers before they go; its thread starts on first use, when
+  // device_ is there to bind it.
+  TimerQueue timers_{[this](const ThreadStart& start) { begin_runtime_thread(start); }};
   std::map<std::string, std::unique_ptr<Stream>> streams_;
+  std::map<std::string, int> stream_priorities_;  // what each stream was made with (under mutex_)
 };
 
 class Runtime::CpuWork : private Runnable {

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "../abort_state.hpp"
+#include "../order_check.hpp"
 #include "swp/device/stream.hpp"
 
 namespace swp {
@@ -454,33 +455,6 @@ int MpiCommunicator::size() const noexcept { return impl_->size; }
 
 namespace {
 
-// What a rank is about to run, as the order check exchanges it (plain bytes, the same layout
-// on every rank of one build).
-struct OpDescriptor {
-  char text[120] = {};  // "all_reduce 'what' (n type)", truncated
-  bool operator==(const OpDescriptor&) const = default;
-};
-
-OpDescriptor descriptor_of(const std::string& text) {
-  OpDescriptor d;
-  text.copy(d.text, sizeof d.text - 1);
-  return d;
-}
-
-// What the order check compares: the description without "rank R: " (which differs between
-// ranks by design), and for all_to_all_v without its count (the ranks' totals differ too).
-std::string check_text(const std::string& description, bool with_count) {
-  const auto colon = description.find(": ");
-  std::string text = colon == std::string::npos ? description : description.substr(colon + 2);
-  if (!with_count) {
-    const auto open = text.rfind(" (");
-    const auto space = text.rfind(' ');
-    if (open != std::string::npos && space != std::string::npos && space > open)
-      text = text.substr(0, open) + " (" + text.substr(space + 1);  // "(N type)" -> "(type)"
-  }
-  return text;
-}
-
 enum class Waited { done, failed, timed_out, aborted };
 
 // Tests `request` with a bounded back-off — a few quick looks (a collective whose peers are
@@ -584,8 +558,8 @@ class MpiOperationRun {
   bool check_order(std::unique_lock<std::mutex>& lock, const std::string& check) {
     // The turn stays this operation's until it started (or failed): the check's own
     // all_gather is the communicator's next operation on every rank.
-    const OpDescriptor mine = descriptor_of(check);
-    std::vector<OpDescriptor> all(static_cast<std::size_t>(impl_.size));
+    const detail::OpDescriptor mine = detail::descriptor_of(check);
+    std::vector<detail::OpDescriptor> all(static_cast<std::size_t>(impl_.size));
     MPI_Request request = MPI_REQUEST_NULL;
     int rc = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
                             impl_.comm, &request);
@@ -596,15 +570,13 @@ class MpiOperationRun {
       lock.lock();
     }
     if (waited == Waited::done &&
-        std::all_of(all.begin(), all.end(), [&](const OpDescriptor& d) { return d == mine; }))
+        detail::same_everywhere(all, mine))
       return true;
     impl_.pass_turn();
     lock.unlock();
     switch (waited) {
       case Waited::done:
-        fail(" was not run: the ranks called different collectives here (order check: " +
-             each_rank(all) +
-             "); every rank must call them in the same order (globally ordered tasks)");
+        fail(detail::order_mismatch(all));
         break;
       case Waited::failed:
         fail(" failed (its order check): " + mpi_error(rc));
@@ -617,13 +589,6 @@ class MpiOperationRun {
         break;
     }
     return false;
-  }
-
-  static std::string each_rank(const std::vector<OpDescriptor>& all) {
-    std::string each;
-    for (std::size_t r = 0; r < all.size(); ++r)
-      each += (r == 0 ? "" : ", ") + std::string("rank ") + std::to_string(r) + " " + all[r].text;
-    return each;
   }
 
   void fail_with(std::exception_ptr error) {
@@ -703,7 +668,8 @@ Future<void> MpiCommunicator::do_all_reduce(Stream& stream, const void* send, vo
   const int n = checked_count(count, description);
   MPI_Comm comm = impl_->comm;
   return run_on(stream, *impl_, "all_reduce", description, timeout(),
-                order_check() ? check_text(description, true) : std::string(), [=](MPI_Request* r) {
+                order_check() ? detail::check_text(description, true) : std::string(),
+                [=](MPI_Request* r) {
                   return MPI_Iallreduce(send, recv, n, mpi_type(type), mpi_op(op), comm, r);
                 });
 }
@@ -715,7 +681,8 @@ Future<void> MpiCommunicator::do_all_gather(Stream& stream, const void* send, vo
   const int n = checked_count(count, description);
   MPI_Comm comm = impl_->comm;
   return run_on(stream, *impl_, "all_gather", description, timeout(),
-                order_check() ? check_text(description, true) : std::string(), [=](MPI_Request* r) {
+                order_check() ? detail::check_text(description, true) : std::string(),
+                [=](MPI_Request* r) {
                   return MPI_Iallgather(send, n, mpi_type(type), recv, n, mpi_type(type), comm, r);
                 });
 }
@@ -727,7 +694,8 @@ Future<void> MpiCommunicator::do_all_to_all(Stream& stream, const void* send, vo
   const int n = checked_count(count, description);
   MPI_Comm comm = impl_->comm;
   return run_on(stream, *impl_, "all_to_all", description, timeout(),
-                order_check() ? check_text(description, true) : std::string(), [=](MPI_Request* r) {
+                order_check() ? detail::check_text(description, true) : std::string(),
+                [=](MPI_Request* r) {
                   return MPI_Ialltoall(send, n, mpi_type(type), recv, n, mpi_type(type), comm, r);
                 });
 }
@@ -768,7 +736,7 @@ Future<void> MpiCommunicator::do_all_to_all_v(Stream& stream, const void* send,
   std::vector<int> counts = mpi_counts(send_counts, recv_counts, description);
   MPI_Comm comm = impl_->comm;
   return run_on(stream, *impl_, "all_to_all_v", description, timeout(),
-                order_check() ? check_text(description, false) : std::string(),
+                order_check() ? detail::check_text(description, false) : std::string(),
                 [=, counts = std::move(counts)](MPI_Request* r) {
                   const int* c = counts.data();
                   return MPI_Ialltoallv(send, c, c + ranks, mpi_type(type), recv, c + 2 * ranks,
@@ -788,7 +756,7 @@ Future<void> MpiCommunicator::do_all_to_all_v_later(Stream& stream,
   // The counts live in the queued operation (MPI reads them until it completed).
   auto counts = std::make_shared<std::vector<int>>();
   return run_on(stream, *impl_, "all_to_all_v", named, timeout(),
-                order_check() ? check_text(description, false) : std::string(),
+                order_check() ? detail::check_text(description, false) : std::string(),
                 [this, when_started = std::move(when_started), counts, named, ranks, type,
                  comm](MPI_Request* r) {
                   const AllToAllVBuffers b = when_started();

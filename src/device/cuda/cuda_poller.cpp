@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 #include "swp/device/cuda/cuda_stream.hpp"
 
 namespace swp::detail {
 
-CudaPoller::CudaPoller(Pace pace) : pace_(pace), thread_([this] { loop(); }) {}
+CudaPoller::CudaPoller(Pace pace, std::function<void()> bind)
+    : pace_(pace), bind_(std::move(bind)), thread_([this] {
+        if (bind_) bind_();
+        loop();
+      }) {}
 
 CudaPoller::~CudaPoller() {
   {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,7 +29,9 @@ class CudaPoller {
   /// functions complete the items: a look every 100 ms while host functions are pending, for
   /// a device fault that keeps them from ever running).
   enum class Pace { polling, fault_watch };
-  explicit CudaPoller(Pace pace = Pace::polling);
+  /// `bind` runs first on the poller's thread: it makes the device's GPU current there
+  /// (cudaSetDevice), so that its event queries and anything it creates never touch GPU 0.
+  explicit CudaPoller(Pace pace = Pace::polling, std::function<void()> bind = {});
   ~CudaPoller();  // stops and joins the thread; every stream was removed before
   CudaPoller(const CudaPoller&) = delete;
   CudaPoller& operator=(const CudaPoller&) = delete;
@@ -46,6 +49,7 @@ class CudaPoller {
   void loop();
 
   Pace pace_;
+  std::function<void()> bind_;
   std::mutex mutex_;  // streams_, stop_; held during a pass
   std::condition_variable wake_;
   std::vector<CudaStream*> streams_;

@@ -54,9 +54,8 @@ detail::CudaNativeEvent& native_of(Event& event, const CudaDevice& device,
 }  // namespace
 
 CudaStream::CudaStream(const CudaDevice& device, std::string name, int priority)
-    : Stream(std::move(name)),
+    : Stream(std::move(name), priority),
       device_(device),
-      priority_(priority),
       pending_(std::make_unique<Pending>()) {
   device_.make_current();
   cudaStream_t stream = nullptr;

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "../../../src/comm/nccl/block_pool.hpp"
+#include "../../../src/comm/nccl/nccl_wait.hpp"
+#include "../../../src/comm/order_check.hpp"
 #include "swp/comm/input_dist.hpp"
 #include "swp/comm/nccl/nccl_communicator.hpp"
 #include "swp/device/cuda/cuda_device.hpp"
@@ -44,11 +48,19 @@ struct OneRank {
   swp::Stream& stream = rt.stream("comm");
 };
 
+// Waits up to `limit` for `f`.
+bool wait_ready(const swp::Future<void>& f, std::chrono::milliseconds limit = 30s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!f.ready() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50us);
+  return f.ready();
+}
+
 void finish(swp::Stream& s, const swp::Future<void>& f) {
+  // An all_to_all_v whose counts come when it starts is issued by the communicator's issuer
+  // once the work before it is done: the future first, then the stream.
+  REQUIRE(wait_ready(f));
   s.synchronize();
-  // The watchdog completes the future shortly after the GPU did.
-  for (int i = 0; i < 100000 && !f.ready(); ++i) std::this_thread::yield();
-  REQUIRE(f.ready());
   f.get();
 }
 
@@ -214,6 +226,326 @@ TEST_CASE("nccl: abort fails the pending operation with CommAborted, and every l
                        "failure",
                        swp::CommAborted);
   r.stream.synchronize();
+}
+
+TEST_CASE("nccl: init gives up on ranks that never join: CommTimeout naming the rank and init") {
+  if (!have_gpu("init timeout")) return;
+  swp::CudaDevice device(0);
+  // Rank 0 of 2, and rank 1 never comes.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH_AS(
+      swp::NcclCommunicator::init(swp::NcclUniqueId::create(), 0, 2, device, 500ms),
+      doctest::Contains("rank 0: ncclCommInitRankConfig did not complete in 500 ms"),
+      swp::CommTimeout);
+  // A stale id file: rank 1 reads an id whose rank 0 is not there (this process made it and
+  // listens, but never joins) and gives up instead of hanging.
+  const auto path = std::filesystem::temp_directory_path() / "swp-nccl-test-stale-id";
+  {
+    const auto stale = swp::NcclUniqueId::create();
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    REQUIRE(std::fwrite(stale.bytes.data(), 1, stale.bytes.size(), f) == stale.bytes.size());
+    std::fclose(f);
+  }
+  try {
+    (void)swp::NcclCommunicator::from_file(path, 1, 2, device, 500ms);
+    FAIL("init with a stale id returned");
+  } catch (const swp::CommTimeout& e) {
+    CHECK(e.rank() == 1);
+    CHECK(e.op() == "init");
+  }
+  std::filesystem::remove(path);
+  CHECK(std::chrono::steady_clock::now() - start < 30s);  // two 500 ms deadlines, not a hang
+  // The device is still usable: a one-rank communicator works after the aborted ones.
+  OneRank r;
+  CHECK(r.comm->size() == 1);
+}
+
+TEST_CASE("nccl: with the order check on, one rank's collectives still run and give its data") {
+  if (!have_gpu("order check")) return;
+  OneRank r;
+  r.comm->set_order_check(true);
+  std::vector<float> x{1, 2, 3, 4};
+  DeviceBuffer<float> in(x), out(std::vector<float>(4, 0));
+  finish(r.stream, r.comm->all_reduce(r.stream, std::span<const float>(in.p, in.n),
+                                      std::span<float>(out.p, out.n), swp::ReduceOp::sum, "A"));
+  CHECK(out.read() == x);
+  std::vector<std::int64_t> counts{3}, got(1, 0);
+  finish(r.stream, r.comm->all_gather(r.stream, std::span<const std::int64_t>(counts),
+                                      std::span<std::int64_t>(got), "splits"));
+  CHECK(got == counts);
+}
+
+// What follows runs without a GPU: the waits and pools the communicator is built on, with
+// NCCL's answers injected.
+
+TEST_CASE(
+    "nccl: an init no rank completes gives up at its deadline, aborting, naming rank and op") {
+  int aborts = 0, queries = 0;
+  const auto stuck = [&](ncclResult_t* state) {
+    ++queries;
+    *state = ncclInProgress;  // a rank never joins
+    return ncclSuccess;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    swp::detail::await_ready(
+        stuck, [&] { ++aborts; }, 3, "init", "ncclCommInitRankConfig", 50ms, start + 50ms,
+        "not every one of the 4 ranks joined with this id");
+    FAIL("a stuck init returned");
+  } catch (const swp::CommTimeout& e) {
+    CHECK(e.rank() == 3);
+    CHECK(e.op() == "init");
+    CHECK(std::string(e.what()) ==
+          "rank 3: ncclCommInitRankConfig did not complete in 50 ms: not every one of the 4 ranks "
+          "joined with this id; the communicator was aborted");
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= 50ms);
+  CHECK(took < 20s);  // the deadline, not a hang (a generous bound for a busy machine)
+  CHECK(aborts == 1);
+  CHECK(queries > 1);  // polled, not waited for once
+}
+
+TEST_CASE(
+    "nccl: an init or split NCCL fails is CommError with NCCL's reason; a ready one returns") {
+  int aborts = 0;
+  const auto failing = [](ncclResult_t* state) {
+    *state = ncclSystemError;
+    return ncclSuccess;
+  };
+  try {
+    swp::detail::await_ready(
+        failing, [&] { ++aborts; }, 1, "split", "ncclCommSplit", 1000ms,
+        std::chrono::steady_clock::now() + 1000ms, "unused");
+    FAIL("a failed split returned");
+  } catch (const swp::CommTimeout&) {
+    FAIL("a failure is no timeout");
+  } catch (const swp::CommError& e) {
+    CHECK(e.rank() == 1);
+    CHECK(e.op() == "split");
+    CHECK(std::string(e.what()) ==
+          std::string("rank 1: ncclCommSplit failed: ") + ncclGetErrorString(ncclSystemError));
+  }
+  CHECK(aborts == 1);
+  // In progress a few looks, then ready: no abort, no error.
+  int looks = 0;
+  const auto joining = [&](ncclResult_t* state) {
+    *state = ++looks < 5 ? ncclInProgress : ncclSuccess;
+    return ncclSuccess;
+  };
+  swp::detail::await_ready(
+      joining, [&] { ++aborts; }, 0, "init", "ncclCommInitRankConfig", 20s,
+      std::chrono::steady_clock::now() + 20s, "unused");
+  CHECK(looks == 5);
+  CHECK(aborts == 1);
+}
+
+TEST_CASE("nccl: an operation NCCL keeps in progress past the timeout is CommTimeout naming it") {
+  const auto stuck = [](ncclResult_t* state) {
+    *state = ncclInProgress;
+    return ncclSuccess;
+  };
+  try {
+    swp::detail::settle_enqueued(stuck, 2, "all_reduce", "rank 2: all_reduce 'grads' (4 f32)",
+                                 30ms);
+    FAIL("a stuck enqueue returned");
+  } catch (const swp::CommTimeout& e) {
+    CHECK(e.rank() == 2);
+    CHECK(e.op() == "all_reduce");
+    CHECK(std::string(e.what()) ==
+          "rank 2: all_reduce 'grads' (4 f32) was not enqueued in 30 ms: NCCL kept it in "
+          "progress (a rank did not take part)");
+  }
+  const auto broken = [](ncclResult_t* state) {
+    *state = ncclRemoteError;
+    return ncclSuccess;
+  };
+  CHECK_THROWS_WITH_AS(
+      swp::detail::settle_enqueued(broken, 2, "all_reduce", "rank 2: all_reduce 'grads' (4 f32)",
+                                   30ms),
+      doctest::Contains("rank 2: all_reduce 'grads' (4 f32): enqueueing it failed: "),
+      swp::CommError);
+  // The query itself failing is reported as it said.
+  const auto query_fails = [](ncclResult_t*) { return ncclInvalidArgument; };
+  CHECK(swp::detail::settle(query_fails, std::chrono::steady_clock::now() + 1s) ==
+        ncclInvalidArgument);
+}
+
+TEST_CASE("nccl: the order check compares each rank's call, names each on a mismatch (as MPI's)") {
+  using swp::detail::check_text;
+  // The rank differs between ranks by design, and so do all_to_all_v's totals: not compared.
+  CHECK(check_text("rank 1: all_reduce 'grads' (4 f32)", true) == "all_reduce 'grads' (4 f32)");
+  CHECK(check_text("rank 0: all_to_all_v 'InputDist ebc' (12 i64)", false) ==
+        "all_to_all_v 'InputDist ebc' (i64)");
+  CHECK(check_text("rank 3: all_to_all_v 'InputDist ebc' (7 i64)", false) ==
+        check_text("rank 0: all_to_all_v 'InputDist ebc' (12 i64)", false));
+  const auto a = swp::detail::descriptor_of(check_text("rank 0: all_reduce 'A' (1 i64)", true));
+  const auto b = swp::detail::descriptor_of(check_text("rank 1: all_reduce 'B' (1 i64)", true));
+  CHECK(swp::detail::same_everywhere({a, a}, a));
+  CHECK_FALSE(swp::detail::same_everywhere({a, b}, a));
+  CHECK(swp::detail::order_mismatch({a, b}) ==
+        " was not run: the ranks called different collectives here (order check: rank 0 "
+        "all_reduce 'A' (1 i64), rank 1 all_reduce 'B' (1 i64)); every rank must call them in "
+        "the same order (globally ordered tasks)");
+  // A description longer than the exchanged text is cut, never overflows it.
+  const auto long_one = swp::detail::descriptor_of(std::string(500, 'x'));
+  CHECK(std::string(long_one.text).size() == sizeof long_one.text - 1);
+}
+
+TEST_CASE(
+    "nccl: the staging pools reuse their blocks: no allocation per operation after the first") {
+  std::atomic<int> made{0}, freed{0};
+  std::vector<std::unique_ptr<char[]>> memory;
+  {
+    swp::detail::BlockPool pool(
+        [&](std::size_t bytes) {
+          ++made;
+          memory.push_back(std::make_unique<char[]>(bytes));
+          return static_cast<void*>(memory.back().get());
+        },
+        [&](void*) { ++freed; });
+    // An operation stages a few blocks of varying size and gives them back when done; a
+    // hundred of them, two in flight at a time.
+    std::vector<swp::detail::BlockPool::Block> in_flight;
+    for (int op = 0; op < 100; ++op) {
+      in_flight.push_back(pool.take(8 * static_cast<std::size_t>(op % 5 + 1)));  // splits
+      in_flight.push_back(pool.take(1000 + static_cast<std::size_t>(op % 7)));   // ids
+      CHECK(in_flight.back().bytes >= 1000);
+      if (in_flight.size() > 4) {  // the oldest operation finished
+        pool.give(in_flight[0]);
+        pool.give(in_flight[1]);
+        in_flight.erase(in_flight.begin(), in_flight.begin() + 2);
+      }
+    }
+    // Two operations' worth, made once: 2 blocks of each of the two size classes.
+    CHECK(pool.allocations() == 6);
+    CHECK(made == 6);
+    for (const auto& b : in_flight) pool.give(b);
+    CHECK(freed == 0);  // kept until the pool goes
+  }
+  CHECK(freed == 6);
+  CHECK(swp::detail::BlockPool::class_of(1) == 256);
+  CHECK(swp::detail::BlockPool::class_of(257) == 512);
+  CHECK(swp::detail::BlockPool::class_of(16u << 20) == (16u << 20));
+}
+
+// On a GPU: the seed-004 split on device buffers.
+
+TEST_CASE(
+    "nccl: submitted completion: device results complete when queued, host results when there") {
+  if (!have_gpu("submitted completion")) return;
+  OneRank r;
+  r.comm->set_completion(swp::NcclCompletion::submitted);
+  CHECK(r.comm->completion() == swp::NcclCompletion::submitted);
+  std::vector<float> x{1, 2, 3, 4};
+  DeviceBuffer<float> in(x), out(std::vector<float>(4, 0));
+  // The stream is held: the CPU sees the device result's future at once, with its event.
+  std::atomic<bool> released{false};
+  r.stream.enqueue([&] {
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!released.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+  });
+  auto on_device = r.comm->all_reduce(r.stream, std::span<const float>(in.p, in.n),
+                                      std::span<float>(out.p, out.n), swp::ReduceOp::sum, "dev");
+  std::vector<std::int64_t> counts{3}, got(1, 0);
+  auto to_host = r.comm->all_gather(r.stream, std::span<const std::int64_t>(counts),
+                                    std::span<std::int64_t>(got), "splits");
+  CHECK(on_device.ready());
+  REQUIRE(on_device.event() != nullptr);
+  CHECK_FALSE(on_device.event()->reached(on_device.event_generation()));
+  CHECK_FALSE(to_host.ready());  // the CPU must read it: only once it is there
+  released.store(true);
+  // A consumer on another stream waits on the GPU for the device result.
+  swp::Stream& consumer = r.rt.stream("consumer");
+  consumer.wait(*on_device.event(), on_device.event_generation());
+  consumer.synchronize();
+  CHECK(out.read() == x);
+  REQUIRE(wait_ready(to_host));
+  to_host.get();
+  CHECK(got == counts);
+}
+
+TEST_CASE("nccl: the input distribution on device buffers: start returns, the tensors follow") {
+  if (!have_gpu("input dist on device buffers")) return;
+  OneRank r;
+  r.comm->set_completion(swp::NcclCompletion::submitted);
+  swp::InputDist dist;
+  dist.add_module("ebc", *r.comm).add_module("ec", *r.comm);
+  for (int b = 0; b < 50; ++b) {
+    CAPTURE(b);
+    std::vector<std::int64_t> ebc(static_cast<std::size_t>(b % 7 + 1)),
+        ec(static_cast<std::size_t>(b % 3));
+    std::iota(ebc.begin(), ebc.end(), b * 100);
+    std::iota(ec.begin(), ec.end(), -b * 100);
+    DeviceBuffer<std::int64_t> ebc_in(ebc), ec_in(ec), ebc_out(std::vector<std::int64_t>(8, -1)),
+        ec_out(std::vector<std::int64_t>(8, -1));
+    // Held, so the splits are not there when start returns: it must not wait for them.
+    std::atomic<bool> released{false};
+    r.stream.enqueue([&] {
+      const auto until = std::chrono::steady_clock::now() + 5s;
+      while (!released.load() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(100us);
+    });
+    auto batch =
+        dist.start_on_device(r.stream,
+                             {{"ebc", swp::DeviceModuleInput{ebc_in.p, {ebc.size()}, ebc_out.p, 8}},
+                              {"ec", swp::DeviceModuleInput{ec_in.p, {ec.size()}, ec_out.p, 8}}},
+                             "batch");
+    CHECK_FALSE(batch.tensors("ebc").ready());
+    released.store(true);
+    for (const auto& f : batch.splits()) REQUIRE(wait_ready(f));
+    const auto ebc_done = batch.tensors("ebc");
+    REQUIRE(wait_ready(ebc_done));
+    REQUIRE(wait_ready(batch.tensors("ec")));
+    swp::Stream& main = r.rt.stream("main");
+    main.wait(*ebc_done.event(), ebc_done.event_generation());
+    main.synchronize();
+    r.stream.synchronize();
+    const auto got = batch.received("ebc");
+    CHECK(got.values == ebc_out.p);
+    REQUIRE(got.from_rank == std::vector<std::size_t>{ebc.size()});
+    auto read = ebc_out.read();
+    read.resize(ebc.size());
+    CHECK(read == ebc);
+    CHECK(batch.received("ec").size() == ec.size());
+  }
+}
+
+TEST_CASE("nccl: an operation called after a waiting exchange is issued after it, in call order") {
+  if (!have_gpu("call order behind a deferred exchange")) return;
+  OneRank r;
+  r.comm->set_timeout(10s);  // the caller's wait for its turn is bounded by twice this
+  std::atomic<bool> released{false};
+  r.stream.enqueue([&] {
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (!released.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+  });
+  swp::InputDist dist;
+  dist.add_module("ebc", *r.comm);
+  auto batch = dist.start(r.stream, {{"ebc", {{{1, 2, 3}}}}}, "held");
+  // Another stream's all_reduce, called from another thread: it waits for the exchange to be
+  // issued (the splits first), without holding the communicator.
+  std::vector<std::int64_t> one{1}, sum(1, 0);
+  swp::Stream& other = r.rt.stream("other");
+  std::atomic<bool> called{false};
+  swp::Future<void> after;
+  std::thread caller([&] {
+    after = r.comm->all_reduce(other, std::span<const std::int64_t>(one),
+                               std::span<std::int64_t>(sum), swp::ReduceOp::sum, "after");
+    called.store(true);
+  });
+  std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(called.load());  // its turn has not come: the exchange before it waits
+  released.store(true);
+  caller.join();
+  REQUIRE(wait_ready(batch.tensors("ebc")));
+  REQUIRE(wait_ready(after));
+  after.get();
+  CHECK(sum[0] == 1);
+  CHECK(batch.take("ebc").values == std::vector<std::int64_t>{1, 2, 3});
 }
 
 }  // namespace test_nccl_communicator

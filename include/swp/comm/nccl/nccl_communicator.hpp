@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -24,6 +25,21 @@ struct NcclUniqueId {
   static NcclUniqueId create();
 };
 
+/// When an NcclCommunicator's futures complete (NcclCommunicator::set_completion).
+enum class NcclCompletion : std::uint8_t {
+  /// Once the GPU finished the operation (the watchdog saw an event recorded after it): its
+  /// results are there, in host buffers too. The default.
+  finished,
+  /// An operation whose results stay on the device completes once it is on its stream, with
+  /// its device event (Future::event): `co_await f.on(stream)` makes `stream` wait for it on
+  /// the GPU and the CPU waits for nothing more — the engines' two-phase protocol, and seed
+  /// 004's second step without a CPU round trip. One with results for host memory (the
+  /// splits' counts) still completes once they are there: the CPU must read them. An
+  /// operation that fails or times out after its future completed aborts the communicator
+  /// (the watchdog still watches it): every later operation fails, naming it.
+  submitted,
+};
+
 /// A Communicator over NCCL: one rank per GPU. Operations are enqueued on the CUDA stream
 /// given (a `CudaStream` of the rank's device) when they are called — NCCL's call order is the
 /// order the ranks must agree on, which globally ordered tasks keep — so the stream's later
@@ -31,9 +47,13 @@ struct NcclUniqueId {
 ///
 /// Completion: the future completes when the operation finished on the GPU: the
 /// communicator's own watchdog thread queries an event recorded after it (64 yields, then
-/// sleeps doubling from 1 µs to 1 ms; parked while nothing is pending). Buffers may be device
-/// memory (what NCCL takes) or host memory (staged through device scratch space on the same stream,
-/// in stream order: a convenience for small buffers such as splits, with a copy each way). Errors:
+/// sleeps doubling from 1 µs to 1 ms; parked while nothing is pending) — or, under
+/// NcclCompletion::submitted, once it is on its stream (see there). Buffers may be device
+/// memory (what NCCL takes) or host memory (staged through device scratch space on the same
+/// stream, in stream order: a convenience for small buffers such as splits, with a copy each
+/// way). The staging blocks (device scratch, page-locked bounce buffers) and the completion
+/// events come from pools the communicator keeps: an operation allocates and frees no device
+/// or pinned memory once they hold what was in flight at once. Errors:
 /// CommError with NCCL's error string (ncclCommGetAsyncError is watched too: an asynchronous error
 /// fails every pending operation); CommTimeout when an operation did not finish within timeout():
 /// the communicator is then aborted (ncclCommAbort, NCCL's only way out of a collective some rank
@@ -45,11 +65,27 @@ struct NcclUniqueId {
 /// with the one it was bootstrapped over (an MPI abort message reaches the peers, whose NCCL
 /// communicators then abort too), split_by_color's groups with their parent, and for_devices'
 /// ranks with each other.
-/// `all_to_all_v` with counts known only when it starts needs them on the host: it waits for
-/// the stream's earlier work on the calling thread first (as TorchRec's splits wait does),
-/// so call it from a lane of its own (the data-dist lane).
+/// Order check (set_order_check, see Communicator): before each collective the ranks
+/// all-gather what they are about to run (ncclAllGather on the operation's stream) and the
+/// calling thread reads it back before enqueuing the collective — a CPU round trip per
+/// collective: a debugging aid. A mismatch fails the collective on every rank, unrun, with
+/// CommError naming each rank's call; the check's own timeout aborts the communicator like any
+/// collective's. Point-to-point send and recv are not checked (as on MPI).
+/// `all_to_all_v` with counts known only when it starts (seed 004's tensors, whose counts the
+/// splits give) needs them on the host: it takes its place in the call order and returns at
+/// once; the communicator's issuer thread (started with the first one, bound to this rank's
+/// GPU) issues it on its stream once the stream's earlier work completed and its results
+/// reached the host — polling an event recorded when it was called, never holding the
+/// communicator's lock while it waits. Work queued on that stream after the call may
+/// therefore run before it: what needs its result waits for its future (`co_await
+/// f.on(stream)`). An operation called after it, on any stream, waits (without the lock) for
+/// it to be issued first, then is issued from its own thread, so its stream's later work
+/// stays behind it; past twice the timeout that wait aborts the communicator. The issuer
+/// fails the operation with CommTimeout naming the rank, the operation and the stream, and
+/// aborts the communicator, when that earlier work did not complete within timeout().
 /// Thread safety: calls are serialized per communicator (NCCL communicators are not
-/// thread-safe); the communicator must outlive its operations.
+/// thread-safe); the communicator must outlive its operations, and their streams the
+/// operations.
 ///
 /// Example (each process, rank r of n, one GPU each; bootstrap over MPI):
 /// ```
@@ -62,23 +98,35 @@ struct NcclUniqueId {
 /// ```
 class NcclCommunicator final : public Communicator {
  public:
-  /// Rank `rank` of `size` on `device` (ncclCommInitRank: collective, blocks until all `size`
-  /// ranks joined with the same id). Throws CommError when NCCL fails.
-  static std::unique_ptr<NcclCommunicator> init(const NcclUniqueId& id, int rank, int size,
-                                                CudaDevice& device);
+  /// Rank `rank` of `size` on `device`: collective, returns once all `size` ranks joined with
+  /// the same id. Made non-blocking (ncclCommInitRankConfig with blocking = 0) and polled,
+  /// so that it can give up: when not every rank joined within `timeout` (one failed, was not
+  /// started, or read a stale id), the half-made communicator is aborted and CommTimeout
+  /// names this rank and "init". Throws CommError when NCCL fails. Its operations, split
+  /// groups and destruction (ncclCommFinalize, then destroy; aborted instead past the
+  /// communicator's timeout) settle NCCL's non-blocking calls before anything is queued
+  /// behind them.
+  static std::unique_ptr<NcclCommunicator> init(
+      const NcclUniqueId& id, int rank, int size, CudaDevice& device,
+      std::chrono::milliseconds timeout = std::chrono::seconds(60));
   /// The id made by `over`'s rank 0 and shared with its all_gather on `stream` (a host
-  /// stream is fine), then init with `over`'s rank and size. Collective over `over`. The new
+  /// stream is fine), then init with `over`'s rank and size, within `over.timeout()`.
+  /// Collective over `over`. The new
   /// communicator aborts together with `over` (see abort()): an abort of either, on any rank
   /// `over` reaches, aborts both.
   static std::unique_ptr<NcclCommunicator> bootstrap(Communicator& over, Stream& stream,
                                                      CudaDevice& device);
   /// The id through a file: rank 0 writes it to `path` (atomically: a temporary file renamed),
   /// the others wait up to `timeout` for it to appear (CommTimeout naming the file
-  /// otherwise). For launchers without MPI; `path` on a file system every rank sees.
+  /// otherwise); then init within `timeout` — a stale file from an earlier run gives the
+  /// others an id rank 0 no longer uses, and their init ends in CommTimeout instead of hanging
+  /// (use a fresh path per job). For launchers without MPI; `path` on a file system every rank
+  /// sees.
   static std::unique_ptr<NcclCommunicator> from_file(
       const std::filesystem::path& path, int rank, int size, CudaDevice& device,
       std::chrono::milliseconds timeout = std::chrono::seconds(60));
-  /// One process, several GPUs (ncclCommInitAll): rank i on devices[i].
+  /// One process, several GPUs (ncclCommInitAll): rank i on devices[i]. Blocking (no
+  /// timeout: one process has no rank to wait for).
   static std::vector<std::unique_ptr<NcclCommunicator>> for_devices(
       std::span<CudaDevice* const> devices);
 
@@ -95,10 +143,16 @@ class NcclCommunicator final : public Communicator {
   /// split_by_color, or to bootstrapping a communicator over an MPI process group.
   std::unique_ptr<Communicator> split(std::span<const int> ranks) override;
   /// The ranks that pass the same `color` form a new communicator, ordered by their rank here
-  /// (ncclCommSplit). Collective: every rank of this communicator calls it.
+  /// (ncclCommSplit). Collective: every rank of this communicator calls it; CommTimeout (the
+  /// group aborted) when not all of them did within timeout().
   std::unique_ptr<NcclCommunicator> split_by_color(int color);
 
-  struct Impl;  // the NCCL communicator, its watchdog and scratch space (the .cpp's)
+  /// When futures complete from now on (see NcclCompletion; finished unless set). Set it
+  /// before the operations it is for; split_by_color's groups start with their parent's.
+  void set_completion(NcclCompletion completion) noexcept;
+  [[nodiscard]] NcclCompletion completion() const noexcept;
+
+  struct Impl;  // the NCCL communicator, its watchdog, issuer and pools (the .cpp's)
   explicit NcclCommunicator(std::unique_ptr<Impl> impl);
 
  protected:

@@ -68,7 +68,6 @@ class CudaStream final : public Stream {
 
   /// The cudaStream_t, for the caller's own kernels and library calls (cuBLAS, NCCL).
   [[nodiscard]] CUstream_st* native_handle() const noexcept { return stream_; }
-  [[nodiscard]] int priority() const noexcept { return priority_; }
   [[nodiscard]] const CudaDevice& device() const noexcept { return device_; }
 
   /// How many enqueue_work calls replayed a captured graph so far.
@@ -109,7 +108,6 @@ class CudaStream final : public Stream {
   detail::CudaPoller* poller_ = nullptr;  // the device's (polls, or watches for faults)
   bool polling_ = true;                   // CudaCompletion::polling
   CUstream_st* stream_ = nullptr;
-  int priority_ = 0;
   std::mutex mutex_;  // pending_, error_, last_end_
   std::unique_ptr<Pending> pending_;
   std::exception_ptr error_;
