@@ -10,6 +10,7 @@
 #include <iostream>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/swp.hpp"
 
 namespace {
@@ -62,7 +63,12 @@ swp::Plan<Ctx> fused_sparse_dist() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"TorchRec's FusedSparseDist pipeline as an swp plan: validated, ordered, "
+               "scheduled, analysed and run serially and on both engines (sim backend). "
+               "Takes no flags.",
+               "fused_sparse_dist_plan"};
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
   const auto plan = fused_sparse_dist();
   const auto graph = swp::validate(plan.untyped());  // the plain plan: names, schedules, deps
   std::cout << "FusedSparseDist: " << graph.size() << " tasks, depth " << graph.depth() << "\n\n";

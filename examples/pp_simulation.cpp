@@ -4,9 +4,14 @@
 #include <cstdio>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/sim.hpp"
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"A pipeline-parallel deployment estimated and simulated (docs/sim.md). Takes "
+               "no flags.",
+               "pp_simulation"};
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
   // The fill-drain estimate: 250 us per layer, 4096 tokens of 5120 x bf16 per message.
   const auto plan = swp::StagePlan::uniform(64, 4);
   const auto bytes = swp::hidden_states_message_bytes(4096, 5120, 2);

@@ -6,16 +6,17 @@
 // on the simulated device (exact, deterministic) and on the host backend (wall time, worker
 // threads standing in for device streams), then prints the comparison the runs produced:
 // streams, depth, slots in flight, us per iteration, efficiency (steady-state bound over
-// measured), speedup over serial. `preset_comparison sim` or `host` runs one backend only.
+// measured), speedup over serial. `preset_comparison sim` or `host` runs one backend only
+// (another word exits 2, naming it).
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/swp.hpp"
 
 namespace {
@@ -147,8 +148,14 @@ void compare(swp::Backend backend, int iters) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool sim = argc < 2 || std::strcmp(argv[1], "sim") == 0;
-  const bool host = argc < 2 || std::strcmp(argv[1], "host") == 0;
+  CLI::App app{"The 11 TorchRec pipelines as swp presets, measured on the sim and host backends.",
+               "preset_comparison"};
+  std::string backend;
+  app.add_option("backend", backend, "run on this backend only (sim or host); default: both")
+      ->check(CLI::IsMember({"sim", "host"}));
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
+  const bool sim = backend.empty() || backend == "sim";
+  const bool host = backend.empty() || backend == "host";
   bound_tasks_demo();
   const presets::RecsysStep step;
   std::printf("synthetic recsys step (device us): h2d %.0f, input dist %.0f, emb lookup %.0f, "

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/swp.hpp"
 
 namespace {
@@ -69,7 +70,11 @@ swp::Plan<Ctx> training_step(Step& step) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"A training step's shortcut replay, then TaskProfiler's per-task exposed "
+               "time on the sim backend. Takes no flags.",
+               "profile_tasks"};
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
   Step step;
   swp::Runtime runtime({.backend = swp::Backend::sim});
   swp::ClockPipeline<Ctx> pipe(runtime, training_step(step));

@@ -1,6 +1,6 @@
 // mpi_collectives: the MPI communicator between processes (docs/comm.md). Each rank times
 // stream-ordered collectives on a host stream and rank 0 prints `metric` lines:
-//   mpirun -np 4 build/examples/mpi_collectives [--rounds N]
+//   mpirun -np 4 build/examples/mpi_collectives [--rounds N]   (N >= 1, 50 by default)
 // all_reduce of 256 floats (latency) and of 4 MiB of floats (bandwidth), all_to_all_v of
 // per-pair splits (an input distribution's exchange), each checked against the serial result.
 
@@ -9,11 +9,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/comm/mpi/mpi_communicator.hpp"
 #include "swp/engine/runtime.hpp"
 
@@ -40,9 +40,14 @@ double median_us(swp::Stream& stream, int rounds, Op op) {
 
 int main(int argc, char** argv) {
   swp::MpiSession mpi(argc, argv);
+  CLI::App app{"Stream-ordered MPI collectives between ranks, timed (docs/comm.md).",
+               "mpi_collectives"};
   int rounds = 50;
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(1, std::atoi(argv[i + 1]));
+  app.add_option("--rounds", rounds, "timed rounds of each small collective (a fifth of them "
+                                     "for the big ones)")
+      ->check(examples::integer_in(1, 1'000'000));
+  // Every rank parses the same command line: a bad flag ends each of them with exit 2.
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
   try {
     auto world = swp::MpiCommunicator::world();
     swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});

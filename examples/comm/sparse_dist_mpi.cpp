@@ -7,13 +7,13 @@
 // From each run's trace, rank 0 prints how much of the exchange overlapped the compute and
 // how busy the compute stream was:
 //   mpirun -np 4 build/examples/sparse_dist_mpi [--iters N] [--ids K] [--compute-us C]
+// (N, K >= 1, C >= 0; a bad flag exits 2, naming it)
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/async/co.hpp"
 #include "swp/comm/abort_on_failure.hpp"
 #include "swp/comm/input_dist.hpp"
@@ -190,21 +191,18 @@ Figures run(swp::Communicator& world, const Options& o, bool split, std::int64_t
 
 int main(int argc, char** argv) {
   swp::MpiSession mpi(argc, argv);
+  CLI::App app{"Seed 004's split input distribution across MPI ranks against the native order "
+               "(docs/comm.md).",
+               "sparse_dist_mpi"};
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const int value = std::atoi(argv[i + 1]);
-    if (std::strcmp(argv[i], "--iters") == 0) {
-      o.iters = std::max(1, value);
-    } else if (std::strcmp(argv[i], "--ids") == 0) {
-      o.ids = std::max(1, value);
-    } else if (std::strcmp(argv[i], "--compute-us") == 0) {
-      o.compute_us = std::max(0, value);
-    } else {
-      std::fprintf(stderr, "sparse_dist_mpi: unknown flag %s (--iters, --ids, --compute-us)\n",
-                   argv[i]);
-      return 2;
-    }
-  }
+  app.add_option("--iters", o.iters, "iterations of each order")
+      ->check(examples::integer_in(1, 1'000'000));
+  app.add_option("--ids", o.ids, "ids per module and destination rank")
+      ->check(examples::integer_in(1, 1 << 26));
+  app.add_option("--compute-us", o.compute_us, "device work of Forward and of Backward, us")
+      ->check(examples::integer_in(0, 10'000'000));
+  // Every rank parses the same command line: a bad flag ends each of them with exit 2.
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
   try {
     auto world = swp::MpiCommunicator::world();
     std::int64_t native_sum = 0, split_sum = 0;

@@ -11,7 +11,8 @@
 // Prints metric lines: serial and pipelined µs per iteration, the bound (the busiest stream's
 // per-iteration device time, measured task by task with CUDA timing events), the efficiency
 // (bound / pipelined) and the CPU time bodies spend submitting, per task.
-// Usage: gpu_train_step [--iters N] [--nvtx]   (exits 0 with a message where there is no GPU)
+// Usage: gpu_train_step [--iters N] [--nvtx]   (exits 0 with a message where there is no GPU;
+// 2 for a bad flag, naming it)
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -23,12 +24,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/device/cuda/cuda_device.hpp"
 #include "swp/device/cuda/cuda_graph.hpp"
 #include "swp/device/cuda/pinned_buffer.hpp"
@@ -316,12 +317,15 @@ void metric(const char* name, double value, const char* unit) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"A training step on the GPU as a SparseDist plan, run by both engines against "
+               "the serial loop (docs/gpu.md).",
+               "gpu_train_step"};
   int iters = 200;
   bool nvtx = false;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = std::atoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--nvtx") == 0) nvtx = true;
-  }
+  app.add_option("--iters", iters, "timed iterations of each run")
+      ->check(examples::integer_in(1, 1'000'000));
+  app.add_flag("--nvtx", nvtx, "an NVTX range for every task instance (for Nsight Systems)");
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
   if (swp::CudaDevice::count() == 0) {
     std::printf("gpu_train_step: no CUDA device on this machine; nothing to run\n");
     return 0;

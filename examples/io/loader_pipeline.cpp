@@ -6,6 +6,8 @@
 // memory, and compute reads the records back from the device).
 //
 //   loader_pipeline [--records N] [--bytes B] [--epochs E] [--dir DIR] [--backend host|cuda]
+//
+// A bad flag exits 1 with one `error:` line naming it (--help lists the flags and defaults).
 
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/config.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/task_scope.hpp"
@@ -130,31 +133,32 @@ swp::Plan<Ctx> make_plan(Tally& tally) {
   return plan;
 }
 
-std::uint64_t flag(int argc, char** argv, const char* name, std::uint64_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return std::strtoull(argv[i + 1], nullptr, 10);
-  return fallback;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const std::uint64_t records = flag(argc, argv, "--records", 4096);
-  const std::uint64_t bytes = flag(argc, argv, "--bytes", 16384);
-  const std::uint64_t epochs = flag(argc, argv, "--epochs", 2);
-  std::filesystem::path dir;
+  CLI::App app{"The data loader feeding an H2D -> compute pipeline (docs/io.md).",
+               "loader_pipeline"};
+  std::uint64_t records = 4096, bytes = 16384, epochs = 2;
+  std::string dir_flag;
   std::string backend;  // default: cuda where it is compiled in and a GPU is present
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
-    if (std::strcmp(argv[i], "--backend") == 0) backend = argv[i + 1];
-  }
+  // At least one record in each of the dataset's 4 files.
+  app.add_option("--records", records, "records in the dataset")
+      ->check(examples::integer_in(4, 1'000'000'000));
+  app.add_option("--bytes", bytes, "payload bytes per record")
+      ->check(examples::integer_in(8, 1 << 30));
+  app.add_option("--epochs", epochs, "epochs to run")->check(examples::integer_in(0, 1'000'000));
+  app.add_option("--dir", dir_flag,
+                 "where to write the dataset; default: a temporary directory removed at the end");
+  app.add_option("--backend", backend,
+                 "host, or cuda (the default where it is compiled in and a GPU is present)")
+      ->check(CLI::IsMember({"host", "cuda"}));
+  if (const auto exit_code = examples::parse(app, argc, argv, 1)) return *exit_code;
+  std::filesystem::path dir(dir_flag);
 #if SWP_HAVE_CUDA
   if (backend.empty()) backend = swp::CudaDevice::count() > 0 ? "cuda" : "host";
 #else
   if (backend.empty()) backend = "host";
 #endif
-  if (backend != "host" && backend != "cuda")
-    throw std::invalid_argument("--backend " + backend + ": host or cuda");
 #if !SWP_HAVE_CUDA
   if (backend == "cuda") throw std::invalid_argument("--backend cuda: not compiled in");
 #endif

@@ -4,7 +4,7 @@
 // forward pass; one hook moves it right before func2's backward, so the all-to-all overlaps
 // backward compute instead of delaying the embedding all-to-all func2 waits for.
 //
-//   overarch_sdd [--steps N]
+//   overarch_sdd [--steps N]   (N >= 1, 20 by default; a bad flag exits 2, naming it)
 //
 // Prints the executed order of both schedules and `metric` lines: ms per step without and with
 // the reordering, and the gain, measured in this run. Exits 1 if the two schedules compute
@@ -13,11 +13,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/host_device.hpp"
 #include "swp/lazy.hpp"
@@ -146,21 +147,13 @@ void print_order(const char* label, const std::vector<std::string>& order) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"The LazyScheduler RFC's OverArch/SDD scenario (docs/lazy.md): both schedules, "
+               "their executed order and ms per step.",
+               "overarch_sdd"};
   int steps = 20;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--steps" && i + 1 < argc) {
-      steps = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "error: unknown argument '%s' (usage: overarch_sdd [--steps N])\n",
-                   argv[i]);
-      return 2;
-    }
-  }
-  if (steps < 1) {
-    std::fprintf(stderr, "error: --steps must be at least 1\n");
-    return 2;
-  }
+  app.add_option("--steps", steps, "training steps per schedule")
+      ->check(examples::integer_in(1, std::numeric_limits<int>::max()));
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
   const Result eager = run(false, steps);
   const Result lazy = run(true, steps);
   print_order("order without reordering:", eager.order);

@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "flags.hpp"
+#include "common/cli.hpp"
 #include "thread_times.hpp"
 
 namespace {
@@ -47,15 +47,18 @@ struct Window {
 int main(int argc, char** argv) {
   double seconds = 20, slow = 1.3;
   std::int64_t threads = std::max(1u, std::thread::hardware_concurrency());
-  service::Flags flags("cpu_steadiness",
-                       "How steadily the CPUs run: chunks of serial work timed in thread CPU "
-                       "time on every CPU at once; 10 ms windows slower than --slow x the median "
-                       "are reported (docs/service.md).");
-  flags.real("seconds", seconds, 0.1, 3600, "how long to measure");
-  flags.integer("threads", threads, 1, 1024, "threads, one per CPU by default");
-  flags.real("slow", slow, 1.01, 100,
-             "a window is slow when its chunks take this times the median");
-  if (const auto exit_code = flags.parse_or_exit(argc, argv)) return *exit_code;
+  CLI::App app{
+      "How steadily the CPUs run: chunks of serial work timed in thread CPU time on "
+      "every CPU at once; 10 ms windows slower than --slow x the median are reported "
+      "(docs/service.md).",
+      "cpu_steadiness"};
+  app.add_option("--seconds", seconds, "how long to measure")
+      ->check(examples::number_in(0.1, 3600));
+  app.add_option("--threads", threads, "threads, one per CPU by default")
+      ->check(examples::integer_in(1, 1024));
+  app.add_option("--slow", slow, "a window is slow when its chunks take this times the median")
+      ->check(examples::number_in(1.01, 100));
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
 
   // Calibrate a chunk of ~200 µs on this thread.
   std::int64_t n = 1'000'000;

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "flags.hpp"
+#include "common/cli.hpp"
 #include "micro_batch_server.hpp"
 
 int main(int argc, char** argv) {
@@ -20,41 +20,59 @@ int main(int argc, char** argv) {
   std::int64_t max_connections = 0, max_unwritten_kib = 64, send_buffer_kib = 0;
   double duration_s = 0, idle_timeout_s = 60, frame_timeout_s = 10;
   std::string trace;
-  service::Flags flags("micro_batch_service",
-                       "A TCP service on 127.0.0.1 micro-batching its requests through a swp "
-                       "pipeline (docs/service.md).");
-  flags.integer("port", port, 0, 65535, "port on 127.0.0.1; 0: any free port");
-  flags.integer("threads", threads, 1, 64, "threads running the io_context (sockets and lanes)");
-  flags.integer("batch", batch, 1, 65536, "most requests in one batch (one pipeline iteration)");
-  flags.integer("batch-window-us", window_us, 0, 10'000'000,
-                "a batch is sealed this long after its first request, if not full before");
-  flags.integer("depth", depth, 1, 64, "batches in flight in the pipeline (max_depth)");
-  flags.integer("capacity", capacity, 1, 4096,
-                "batches queued in the pipeline's inbox (fill_submissions)");
-  flags.integer("max-waiting", max_waiting, 1, 4096,
-                "sealed batches waiting for the inbox before connections stop reading");
-  flags.integer("max-requests", max_requests, 0, INT64_MAX,
-                "shut down after admitting this many requests; 0: no limit");
-  flags.real("duration-s", duration_s, 0, 1e6, "shut down after this many seconds; 0: no limit");
-  flags.integer("stream-nice", stream_nice, -20, 19,
-                "nice value of the pipeline's stream threads, which stand in for a GPU (a "
-                "negative one needs CAP_SYS_NICE); 0: leave them alone");
-  flags.integer("max-connections", max_connections, 0, 1'000'000,
-                "connections open at once; one more is answered 'busy' and closed at once; 0: "
-                "what RLIMIT_NOFILE leaves free at start, less 16");
-  flags.integer("max-unwritten-kib", max_unwritten_kib, 1, 1024 * 1024,
-                "KiB of answers queued for one connection above which the server stops reading "
-                "it until they are written");
-  flags.integer("send-buffer-kib", send_buffer_kib, 0, 1024 * 1024,
-                "SO_SNDBUF of each connection in KiB; 0: the kernel's autotuning");
-  flags.real("idle-timeout-s", idle_timeout_s, 0, 1e6,
-             "close a connection that moved no byte either way for this long; 0: never");
-  flags.real("frame-timeout-s", frame_timeout_s, 0, 1e6,
-             "close a connection whose frame is not whole this long after its first byte; 0: "
-             "no deadline");
-  flags.text("trace", trace,
-             "at exit, write every batch's times to this file (docs/service.md, Finding a tail)");
-  if (const auto exit_code = flags.parse_or_exit(argc, argv)) return *exit_code;
+  CLI::App app{
+      "A TCP service on 127.0.0.1 micro-batching its requests through a swp pipeline "
+      "(docs/service.md).",
+      "micro_batch_service"};
+  app.add_option("--port", port, "port on 127.0.0.1; 0: any free port")
+      ->check(examples::integer_in(0, 65535));
+  app.add_option("--threads", threads, "threads running the io_context (sockets and lanes)")
+      ->check(examples::integer_in(1, 64));
+  app.add_option("--batch", batch, "most requests in one batch (one pipeline iteration)")
+      ->check(examples::integer_in(1, 65536));
+  app.add_option("--batch-window-us", window_us,
+                 "a batch is sealed this long after its first request, if not full before")
+      ->check(examples::integer_in(0, 10'000'000));
+  app.add_option("--depth", depth, "batches in flight in the pipeline (max_depth)")
+      ->check(examples::integer_in(1, 64));
+  app.add_option("--capacity", capacity,
+                 "batches queued in the pipeline's inbox (fill_submissions)")
+      ->check(examples::integer_in(1, 4096));
+  app.add_option("--max-waiting", max_waiting,
+                 "sealed batches waiting for the inbox before connections stop reading")
+      ->check(examples::integer_in(1, 4096));
+  app.add_option("--max-requests", max_requests,
+                 "shut down after admitting this many requests; 0: no limit")
+      ->check(examples::integer_in(0, INT64_MAX));
+  app.add_option("--duration-s", duration_s, "shut down after this many seconds; 0: no limit")
+      ->check(examples::number_in(0, 1e6));
+  app.add_option("--stream-nice", stream_nice,
+                 "nice value of the pipeline's stream threads, which stand in for a GPU (a "
+                 "negative one needs CAP_SYS_NICE); 0: leave them alone")
+      ->check(examples::integer_in(-20, 19));
+  app.add_option("--max-connections", max_connections,
+                 "connections open at once; one more is answered 'busy' and closed at once; 0: "
+                 "what RLIMIT_NOFILE leaves free at start, less 16")
+      ->check(examples::integer_in(0, 1'000'000));
+  app.add_option("--max-unwritten-kib", max_unwritten_kib,
+                 "KiB of answers queued for one connection above which the server stops reading it "
+                 "until they are written")
+      ->check(examples::integer_in(1, 1024 * 1024));
+  app.add_option("--send-buffer-kib", send_buffer_kib,
+                 "SO_SNDBUF of each connection in KiB; 0: the kernel's autotuning")
+      ->check(examples::integer_in(0, 1024 * 1024));
+  app.add_option("--idle-timeout-s", idle_timeout_s,
+                 "close a connection that moved no byte either way for this long; 0: never")
+      ->check(examples::number_in(0, 1e6));
+  app.add_option("--frame-timeout-s", frame_timeout_s,
+                 "close a connection whose frame is not whole this long after its first byte; 0: "
+                 "no deadline")
+      ->check(examples::number_in(0, 1e6));
+  app.add_option(
+         "--trace", trace,
+         "at exit, write every batch's times to this file (docs/service.md, Finding a tail)")
+      ->check(examples::non_empty());
+  if (const auto exit_code = examples::parse(app, argc, argv)) return *exit_code;
   // A positive timeout below a millisecond is one millisecond, not "never".
   const auto milliseconds_of = [](double seconds) {
     const auto ms = static_cast<std::int64_t>(seconds * 1000);

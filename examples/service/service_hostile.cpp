@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "flags.hpp"
+#include "common/cli.hpp"
 #include "good_clients.hpp"
 #include "hostile_clients.hpp"
 #include "request_pool.hpp"
@@ -135,37 +135,39 @@ int main(int argc, char** argv) {
   std::int64_t fd_limit = 256, flood = 300, good_connections = 8, outstanding = 8, non_readers = 2;
   double seconds = 12, rss_limit_mb = 100, abort_rss_mb = 2048, idle_s = 2, frame_s = 1;
   double flood_every_s = 4;
-  service::Flags flags(
-      "service_hostile",
+  CLI::App app{
       "The micro-batch service under hostile clients while well-behaved ones are served "
-      "(docs/service.md). Flags after '--' go to the spawned server.");
-  flags.text("spawn", spawn, "the server executable to start (micro_batch_service)");
-  flags.real("seconds", seconds, 1, 600, "how long the clients run");
-  flags.integer("fd-limit", fd_limit, 0, 1 << 20,
-                "the server's RLIMIT_NOFILE (as ulimit -n); 0: this process's");
-  flags.integer("flood", flood, 0, 100'000,
-                "idle connections per wave: more than the server's cap");
-  flags.real("flood-every-s", flood_every_s, 0.1, 600, "a wave of idle connections this often");
-  flags.integer("good-connections", good_connections, 1, 256, "well-behaved connections");
-  flags.integer("outstanding", outstanding, 1, 1024, "requests each keeps in flight");
-  flags.integer("non-readers", non_readers, 0, 64, "clients that never read their answers");
-  flags.real("idle-timeout-s", idle_s, 0.1, 600, "given to the server as --idle-timeout-s");
-  flags.real("frame-timeout-s", frame_s, 0.1, 600, "given to the server as --frame-timeout-s");
-  flags.real("rss-limit-mb", rss_limit_mb, 1, 1e6, "the server's peak resident memory allowed");
-  flags.real("abort-rss-mb", abort_rss_mb, 1, 1e6,
-             "kill the server if its resident memory passes this (a runaway old build)");
-  std::vector<std::string> server_args;
-  try {
-    server_args = flags.parse(argc, argv);
-    if (flags.help_requested()) {
-      std::cout << flags.usage();
-      return 0;
-    }
-    if (spawn.empty()) throw service::FlagError("--spawn: the server executable is required");
-  } catch (const service::FlagError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
-  }
+      "(docs/service.md). Flags after '--' go to the spawned server.",
+      "service_hostile"};
+  app.add_option("--spawn", spawn, "the server executable to start (micro_batch_service)")
+      ->required()
+      ->check(examples::non_empty());
+  app.add_option("--seconds", seconds, "how long the clients run")
+      ->check(examples::number_in(1, 600));
+  app.add_option("--fd-limit", fd_limit,
+                 "the server's RLIMIT_NOFILE (as ulimit -n); 0: this process's")
+      ->check(examples::integer_in(0, 1 << 20));
+  app.add_option("--flood", flood, "idle connections per wave: more than the server's cap")
+      ->check(examples::integer_in(0, 100'000));
+  app.add_option("--flood-every-s", flood_every_s, "a wave of idle connections this often")
+      ->check(examples::number_in(0.1, 600));
+  app.add_option("--good-connections", good_connections, "well-behaved connections")
+      ->check(examples::integer_in(1, 256));
+  app.add_option("--outstanding", outstanding, "requests each keeps in flight")
+      ->check(examples::integer_in(1, 1024));
+  app.add_option("--non-readers", non_readers, "clients that never read their answers")
+      ->check(examples::integer_in(0, 64));
+  app.add_option("--idle-timeout-s", idle_s, "given to the server as --idle-timeout-s")
+      ->check(examples::number_in(0.1, 600));
+  app.add_option("--frame-timeout-s", frame_s, "given to the server as --frame-timeout-s")
+      ->check(examples::number_in(0.1, 600));
+  app.add_option("--rss-limit-mb", rss_limit_mb, "the server's peak resident memory allowed")
+      ->check(examples::number_in(1, 1e6));
+  app.add_option("--abort-rss-mb", abort_rss_mb,
+                 "kill the server if its resident memory passes this (a runaway old build)")
+      ->check(examples::number_in(1, 1e6));
+  std::vector<std::string> server_args;  // after '--'
+  if (const auto exit_code = examples::parse(app, argc, argv, 2, &server_args)) return *exit_code;
 
   try {
     raise_own_descriptor_limit();

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "closed_loop.hpp"
-#include "flags.hpp"
+#include "common/cli.hpp"
 #include "open_loop.hpp"
 #include "request_pool.hpp"
 #include "server_process.hpp"
@@ -64,61 +64,76 @@ int main(int argc, char** argv) {
   std::int64_t rounds = 16;
   std::int64_t payload_min = 64, payload_max = 512, tick_us = 250, run = 4;
   double warmup_s = 0.5, measure_s = 3, drain_s = 10, disconnect = 0.1, saturation_rps = 0;
-  service::Flags flags("service_load",
-                       "Load generator of micro_batch_service (docs/service.md): saturation, "
-                       "then open loop at 50/80/100% of it, then 80% with disconnecting "
-                       "clients. Flags after '--' go to the spawned server.");
-  flags.text("spawn", spawn, "start this server executable with --port 0, stop it at the end");
-  flags.integer("port", port, 1, 65535, "the port of a server already running on 127.0.0.1");
-  flags.integer("clients", clients, 1, 1024, "closed loop (saturation): connections");
-  flags.integer("outstanding", outstanding, 1, 1024,
-                "closed loop: requests each connection keeps in flight at first; doubled "
-                "while the rate still grows by 5%");
-  flags.integer("max-outstanding", max_outstanding, 1, 4096,
-                "closed loop: the most requests each connection keeps in flight");
-  flags.integer("connections", connections, 1, 1024,
-                "open loop: connections the arrivals are spread over");
-  flags.integer("tick-us", tick_us, 1, 100'000,
-                "open loop: the generator wakes at most this often, sending what is due");
-  flags.integer("run", run, 1, 1024,
-                "open loop: consecutive requests per connection before the next one's turn");
-  flags.integer("rounds", rounds, 0, service::max_rounds,
-                "digest rounds per request: the server's work per payload byte");
-  flags.integer("payload-min", payload_min, 1, service::max_payload, "smallest payload, bytes");
-  flags.integer("payload-max", payload_max, 1, service::max_payload, "largest payload, bytes");
-  flags.real("warmup-s", warmup_s, 0, 60, "seconds each level runs before it measures");
-  flags.real("measure-s", measure_s, 0.1, 600, "seconds each level measures");
-  flags.real("drain-s", drain_s, 0.1, 600,
-             "seconds a level waits at most for its last answers; later ones are lost");
-  flags.real("saturation-rps", saturation_rps, 0, 1e9,
-             "skip the closed loop and take this as the saturation rate (to compare server "
-             "settings at the same offered load); 0: measure it");
-  flags.real("disconnect-fraction", disconnect, 0, 0.9,
-             "share of the clients that disconnect mid-request in the last level");
-  flags.text("trace", trace,
-             "write every timed request of the open-loop levels to this file: level, send "
-             "time and latency in microseconds (docs/service.md, Finding a tail)");
-  std::vector<std::string> server_args;
-  try {
-    server_args = flags.parse(argc, argv);
-    if (flags.help_requested()) {
-      std::cout << flags.usage();
-      return 0;
-    }
-    if (flags.given("spawn") == flags.given("port"))
-      throw service::FlagError("give one of --spawn PATH or --port N");
-    if (!server_args.empty() && !flags.given("spawn"))
-      throw service::FlagError("server flags after '--' need --spawn");
-    if (outstanding > max_outstanding)
-      throw service::FlagError("--outstanding: " + std::to_string(outstanding) +
-                               " is above --max-outstanding " + std::to_string(max_outstanding));
-    if (payload_min > payload_max)
-      throw service::FlagError("--payload-min: " + std::to_string(payload_min) +
-                               " is above --payload-max " + std::to_string(payload_max));
-  } catch (const service::FlagError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
-  }
+  CLI::App app{
+      "Load generator of micro_batch_service (docs/service.md): saturation, then open "
+      "loop at 50/80/100% of it, then 80% with disconnecting clients. Flags after '--' "
+      "go to the spawned server.",
+      "service_load"};
+  app.add_option("--spawn", spawn, "start this server executable with --port 0, stop it at the end")
+      ->check(examples::non_empty());
+  app.add_option("--port", port, "the port of a server already running on 127.0.0.1")
+      ->check(examples::integer_in(1, 65535));
+  app.add_option("--clients", clients, "closed loop (saturation): connections")
+      ->check(examples::integer_in(1, 1024));
+  app.add_option("--outstanding", outstanding,
+                 "closed loop: requests each connection keeps in flight at first; doubled while "
+                 "the rate still grows by 5%")
+      ->check(examples::integer_in(1, 1024));
+  app.add_option("--max-outstanding", max_outstanding,
+                 "closed loop: the most requests each connection keeps in flight")
+      ->check(examples::integer_in(1, 4096));
+  app.add_option("--connections", connections,
+                 "open loop: connections the arrivals are spread over")
+      ->check(examples::integer_in(1, 1024));
+  app.add_option("--tick-us", tick_us,
+                 "open loop: the generator wakes at most this often, sending what is due")
+      ->check(examples::integer_in(1, 100'000));
+  app.add_option("--run", run,
+                 "open loop: consecutive requests per connection before the next one's turn")
+      ->check(examples::integer_in(1, 1024));
+  app.add_option("--rounds", rounds,
+                 "digest rounds per request: the server's work per payload byte")
+      ->check(examples::integer_in(0, service::max_rounds));
+  app.add_option("--payload-min", payload_min, "smallest payload, bytes")
+      ->check(examples::integer_in(1, service::max_payload));
+  app.add_option("--payload-max", payload_max, "largest payload, bytes")
+      ->check(examples::integer_in(1, service::max_payload));
+  app.add_option("--warmup-s", warmup_s, "seconds each level runs before it measures")
+      ->check(examples::number_in(0, 60));
+  app.add_option("--measure-s", measure_s, "seconds each level measures")
+      ->check(examples::number_in(0.1, 600));
+  app.add_option("--drain-s", drain_s,
+                 "seconds a level waits at most for its last answers; later ones are lost")
+      ->check(examples::number_in(0.1, 600));
+  app.add_option("--saturation-rps", saturation_rps,
+                 "skip the closed loop and take this as the saturation rate (to compare server "
+                 "settings at the same offered load); 0: measure it")
+      ->check(examples::number_in(0, 1e9));
+  app.add_option("--disconnect-fraction", disconnect,
+                 "share of the clients that disconnect mid-request in the last level")
+      ->check(examples::number_in(0, 0.9));
+  app.add_option("--trace", trace,
+                 "write every timed request of the open-loop levels to this file: level, send time "
+                 "and latency in microseconds (docs/service.md, Finding a tail)")
+      ->check(examples::non_empty());
+  std::vector<std::string> server_args;  // after '--'
+  if (const auto exit_code = examples::parse(app, argc, argv, 2, &server_args)) return *exit_code;
+  const bool spawns = app.count("--spawn") > 0;
+  if (spawns == (app.count("--port") > 0))
+    return examples::usage_error(app, "give one of --spawn PATH or --port N");
+  if (!server_args.empty() && !spawns)
+    return examples::usage_error(app, "server flags after '--' need --spawn");
+  if (outstanding > max_outstanding)
+    return examples::usage_error(app, "--outstanding: " + std::to_string(outstanding) +
+                                          " is above --max-outstanding " +
+                                          std::to_string(max_outstanding));
+  if (payload_min > payload_max)
+    return examples::usage_error(app, "--payload-min: " + std::to_string(payload_min) +
+                                          " is above --payload-max " + std::to_string(payload_max));
+  // Checked before any level runs, not when the last one is due.
+  const auto flaky = static_cast<std::size_t>(std::lround(double(connections) * disconnect));
+  if (flaky >= static_cast<std::size_t>(connections))
+    return examples::usage_error(app, "--disconnect-fraction leaves no client connected");
 
   try {
     std::optional<service::ServerProcess> server;
@@ -206,9 +221,6 @@ int main(int argc, char** argv) {
       if (percent == 80)
         metric("load80_p99_over_p50", r.p50_us > 0 ? r.p99_us / r.p50_us : 0, "ratio", 2);
     }
-    const auto flaky = static_cast<std::size_t>(std::lround(double(connections) * disconnect));
-    if (flaky >= static_cast<std::size_t>(connections))
-      throw service::FlagError("--disconnect-fraction leaves no client connected");
     const auto r = open(0.8, flaky);
     lost += report("load80_disconnect", r, true);
     write_trace("load80_disconnect", r);
@@ -229,9 +241,6 @@ int main(int argc, char** argv) {
       return 1;
     }
     return 0;
-  } catch (const service::FlagError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << '\n';
     return 1;

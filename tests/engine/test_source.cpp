@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -68,6 +69,28 @@ TEST_CASE("a named range is read in place, a temporary is kept alive by the sour
       CHECK_FALSE(next());  // stays at end of data
     }
     CHECK(Counted::alive == 0);
+  }
+}
+
+TEST_CASE("a callable is copied, named or not; std::ref makes the source call the caller's own") {
+  struct Countdown {
+    int left = 2;
+    std::optional<int> operator()() {
+      if (left == 0) return std::nullopt;
+      return left--;
+    }
+  };
+  SUBCASE("named: the source calls its copy") {
+    Countdown countdown;
+    auto next = swp::make_source<int>(countdown);
+    CHECK(drain(next) == std::vector<int>{2, 1});
+    CHECK(countdown.left == 2);  // untouched
+  }
+  SUBCASE("std::ref: the source calls the caller's object") {
+    Countdown countdown;
+    auto next = swp::make_source<int>(std::ref(countdown));
+    CHECK(drain(next) == std::vector<int>{2, 1});
+    CHECK(countdown.left == 0);
   }
 }
 

@@ -31,4 +31,31 @@ TEST_CASE("the loader example feeds every record once per epoch through its pipe
 #endif
 }
 
+TEST_CASE("the loader example refuses a bad flag with one error line naming it, and exits 1") {
+#ifndef SWP_LOADER_EXAMPLE
+  MESSAGE("examples not built: skipped");
+#else
+  struct Bad {
+    const char* args;
+    const char* named;  // what the error line must name
+  };
+  // Each was once ignored (the example ran with its defaults) or read as 0.
+  for (const Bad bad : {Bad{"--recrods 300", "--recrods"}, Bad{"--records many", "--records"},
+                        Bad{"--backend gpu", "--backend"}, Bad{"--epochs", "--epochs"}}) {
+    CAPTURE(bad.args);
+    // Standard error only: standard output must stay empty, nothing ran.
+    const swp::test::CommandOutput run = swp::test::run_command(
+        std::string("timeout 60 '" SWP_LOADER_EXAMPLE "' ") + bad.args + " 2>&1 >/dev/null");
+    CHECK(run.status == 1);
+    CHECK(run.out.starts_with("error: "));
+    CHECK(run.out.find(bad.named) != std::string::npos);
+    CHECK(run.out.find('\n') == run.out.size() - 1);  // exactly one line
+  }
+  const swp::test::CommandOutput help =
+      swp::test::run_command("timeout 60 '" SWP_LOADER_EXAMPLE "' --help");
+  CHECK(help.status == 0);
+  CHECK(help.out.find("--records") != std::string::npos);
+#endif
+}
+
 }  // namespace test_loader_example

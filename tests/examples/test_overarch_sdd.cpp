@@ -27,4 +27,20 @@ TEST_CASE(
 #endif
 }
 
+TEST_CASE("the OverArch/SDD example refuses a bad flag with one error line naming it, and exits 2") {
+#ifndef SWP_LAZY_EXAMPLE
+  MESSAGE("examples not built: skipped");
+#else
+  for (const char* args : {"--steps 0", "--steps 2x", "--stesp 2", "--steps"}) {
+    CAPTURE(args);
+    const swp::test::CommandOutput run = swp::test::run_command(
+        std::string("timeout 60 '" SWP_LAZY_EXAMPLE "' ") + args + " 2>&1 >/dev/null");
+    CHECK(run.status == 2);
+    CHECK(run.out.starts_with("error: "));
+    CHECK(run.out.find(std::string(args).substr(0, 7)) != std::string::npos);  // the flag
+    CHECK(run.out.find('\n') == run.out.size() - 1);  // exactly one line
+  }
+#endif
+}
+
 }  // namespace test_overarch_sdd

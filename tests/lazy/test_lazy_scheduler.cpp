@@ -256,4 +256,32 @@ TEST_CASE("a scheduler serves one round at a time; a round left unfinished fails
   CHECK(p.ran.empty());
 }
 
+TEST_CASE(
+    "executed_order lists the round's runs in the order they ran, and starts over with the next "
+    "round (the docs/lazy.md example)") {
+  swp::LazyScheduler sched;
+  auto comm = sched.register_segment("comm", [](int x) { return x + 1; });
+  auto compute = sched.register_segment("compute", [](int x) { return 2 * x; });
+  auto bwd = sched.register_segment("bwd", [](int x, int c) { return x - c; });
+  sched.register_segment_pre_hook("bwd", "comm");  // comm runs right before bwd
+
+  auto c = comm(1);
+  CHECK_FALSE(c.is_ready());
+  CHECK(sched.executed_order().empty());
+  auto y = compute(2);
+  CHECK(sched.executed_order() == Order{"compute"});
+  auto g = bwd(y, c);
+  sched.flush();
+  CHECK(g.get() == 2);  // 2 * 2 - (1 + 1)
+  CHECK(sched.executed_order() == Order{"compute", "comm", "bwd"});
+  (void)compute(3);
+  CHECK(sched.executed_order() == Order{"compute"});
+  sched.flush();
+
+  // A round (a pipeline task's) starts the list too, even before anything runs.
+  auto round = sched.round({.task = 0, .iter = 1});
+  CHECK(sched.executed_order().empty());
+  round.finish();
+}
+
 }  // namespace test_lazy_scheduler

@@ -1,13 +1,16 @@
+#include "swp/lazy/segment.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "swp/lazy/lazy_scheduler.hpp"
-#include "swp/lazy/segment.hpp"
 
 namespace test_segment {  // each test file's names apart (unity builds)
 
@@ -23,7 +26,25 @@ struct Counter {
   [[nodiscard]] int peek() const { return calls; }
 };
 
+// Step code shared between programs: it names the segment by its signature only.
+swp::Deferred<int> twice(const swp::Segment<int(int)>& seg, int x) { return seg(seg(x)); }
+
+// A member holding a segment, whatever callable it wraps.
+struct Model {
+  swp::Segment<int(int)> forward;
+  swp::Segment<void()> step;
+};
+
 }  // namespace
+
+// Segments of one signature have one nameable type, whatever callable they wrap; the old
+// spelling (the callable's type) still works and converts to it.
+static_assert(std::is_default_constructible_v<swp::Segment<int(int)>>);
+static_assert(std::is_copy_assignable_v<swp::Segment<int(int)>>);
+static_assert(std::is_convertible_v<swp::Segment<int (*)(int)>, swp::Segment<int(int)>>);
+static_assert(std::is_convertible_v<swp::Segment<std::function<int(int)>>, swp::Segment<int(int)>>);
+static_assert(!std::is_convertible_v<swp::Segment<int (*)(int)>, swp::Segment<int(long)>>);
+static_assert(std::is_same_v<swp::Segment<std::function<void(int&)>>::signature, void(int&)>);
 
 TEST_CASE("a segment wraps a function pointer, a lambda, a functor or a member function") {
   swp::LazyScheduler sched;
@@ -40,6 +61,64 @@ TEST_CASE("a segment wraps a function pointer, a lambda, a functor or a member f
   CHECK(counter.calls == 5);
   CHECK(m.name() == "bump");
   CHECK(sched.executed_order() == Order{"doubled", "lambda", "bump", "doubled", "bump", "peek"});
+}
+
+TEST_CASE(
+    "a segment is named by its signature: step code and members take swp::Segment<R(A...)> "
+    "whatever callable it wraps, and every handle calls the same registered segment") {
+  swp::LazyScheduler sched({.schedule = {"lambda", "doubled"}});
+  Counter counter;
+  auto f = sched.register_segment("doubled", &doubled);
+  auto l = sched.register_segment("lambda", [](int x) { return x + 1; });
+  auto m = sched.register_segment("bump", &Counter::bump, counter);
+  swp::Segment<int(int)> fn = sched.register_segment("fn", std::function<int(int)>(doubled));
+
+  // One function, four kinds of callable: no decltype, no template.
+  CHECK(twice(m, 2).get() == 4);  // bump(2), then bump(2) again
+  CHECK(twice(fn, 3).get() == 12);
+  sched.flush();
+  // Through the handle the schedule still applies: "doubled" waits for "lambda".
+  swp::Segment<int(int)> handle = f;
+  auto held = handle(5);
+  CHECK_FALSE(held.is_ready());
+  CHECK(l(1).get() == 2);
+  CHECK(held.is_ready());  // ran right after lambda
+  CHECK(held.get() == 10);
+  CHECK(handle.name() == "doubled");
+  sched.flush();
+  CHECK(sched.executed_order() == Order{"lambda", "doubled"});
+
+  Model model{.forward = l, .step = sched.register_segment("step", [] {})};
+  model.forward = m;  // reassigned to a segment of another callable type
+  CHECK(model.forward(1).get() == 5);
+  model.step();
+  CHECK(sched.executed_order() == Order{"bump", "step"});
+  std::vector<swp::Segment<int(int)>> handles{f, l, m, fn};
+  CHECK(handles[3].name() == "fn");
+}
+
+TEST_CASE("an empty segment handle is false and throws LazyError when called or named") {
+  swp::Segment<int(int)> empty;
+  CHECK_FALSE(empty);
+  CHECK_THROWS_AS((void)empty(1), swp::LazyError);
+  CHECK_THROWS_AS((void)empty.name(), swp::LazyError);
+  swp::LazyScheduler sched;
+  empty = sched.register_segment("doubled", &doubled);
+  CHECK(empty);
+  CHECK(empty(2).get() == 4);
+}
+
+TEST_CASE("set_backward pairs segments held by their signature handles") {
+  swp::LazyScheduler sched;
+  swp::Segment<int(int)> square = sched.register_segment("square", [](int x) { return x * x; });
+  swp::Segment<int(int, int)> square_bwd = sched.register_segment(
+      "square_bwd", [](int grad, int x) { return 2 * x * grad; }, {.is_backward = true});
+  square.set_backward(square_bwd);
+  CHECK(square(3).get() == 9);
+  CHECK(sched.backward(1).get() == 6);
+  CHECK(sched.executed_order() == Order{"square", "square_bwd"});
+  swp::Segment<int(int)> empty;
+  CHECK_THROWS_AS(empty.set_backward(square_bwd), swp::LazyError);
 }
 
 TEST_CASE(

@@ -6,6 +6,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "support/engines.hpp"
@@ -192,6 +194,38 @@ TEST_CASE("staged callbacks: filled once per fill, data exhausted once, flush dr
   for (int i = 0; i < 10; ++i) expected[static_cast<std::size_t>(i)] = i;
   CHECK(retired == expected);
   CHECK(journal.count("gpu_postproc") == 10);
+}
+
+TEST_CASE(
+    "a runner owns its preset: a temporary does not dangle, and later changes to the caller's "
+    "preset do not reach it") {
+  static_assert(!std::is_copy_constructible_v<presets::PresetRunner<
+                    decltype(maker<swp::test::UseClock>(std::declval<swp::Runtime&>()))>>);
+  Journal journal;
+  swp::Runtime runtime({.backend = swp::Backend::sim});
+  SUBCASE("a temporary preset") {
+    int entered = 0;
+    presets::PresetRunner runner(
+        bound_preset("pt2", journal, {.compile_on_iter = 3, .compile = [&] { ++entered; }}),
+        maker<swp::test::UseClock>(runtime));
+    CHECK(runner.run(counting(8)) == 8);
+    CHECK(entered == 1);
+    CHECK(journal.count("Forward") == 8);
+  }
+  SUBCASE("a named preset, reassigned after the runner was made") {
+    int filled = 0, filled_later = 0;
+    auto preset = bound_preset("semi_sync", journal, {.start_batch = 3});
+    preset.on_filled = [&] { ++filled; };
+    presets::PresetRunner runner(preset, maker<swp::test::UseClock>(runtime));
+    // With a reference the runner would now run "base", with one phase and the new callback.
+    preset = bound_preset("base", journal);
+    preset.on_filled = [&] { ++filled_later; };
+    CHECK(runner.run(counting(8)) == 8);
+    REQUIRE(runner.pipeline(1) != nullptr);
+    CHECK(runner.phase().label == "semi_sync");
+    CHECK(filled == 2);  // once per phase's fill
+    CHECK(filled_later == 0);
+  }
 }
 
 TEST_CASE("progress before fill_pipeline is an error") {

@@ -79,9 +79,10 @@ class Pipeline : private detail::FrontEnd {
   virtual ~Pipeline() = default;
 
   /// Starts a run over `source` (see swp::SourceOf):
-  /// - an input range of Batch (a named range is iterated in place and must outlive the run;
-  ///   a temporary is moved in), or a callable returning std::optional<Batch> (empty: end of
-  ///   data): called synchronously, one batch per call;
+  /// - an input range of Batch (a named range is borrowed: iterated in place, it must outlive
+  ///   the run; a temporary is moved in and owned), or a callable returning
+  ///   std::optional<Batch> (empty: end of data; copied, std::ref shares one): called
+  ///   synchronously, one batch per call. make_source (source.hpp) has the ownership table;
   /// - an awaitable source, a callable returning `swp::Co<std::optional<Batch>>`: a coroutine
   ///   that may suspend until it has the next batch ("nothing yet"); the iterations in flight
   ///   keep running and retiring meanwhile, and the pipeline admits the batch when it comes;

@@ -50,10 +50,19 @@ concept ChannelSourceOf =
 template <class S, class Batch>
 concept SourceOf = PullSourceOf<S, Batch> || AwaitableSourceOf<S, Batch> || ChannelSourceOf<S, Batch>;
 
-/// Makes the Source of `source`. A callable is stored as it is. A range is read in order: a
-/// named range (an lvalue) is iterated in place, each element copied (or converted) into a
-/// Batch, and must outlive the run; a temporary is moved into the source, which keeps it
-/// alive and moves each element out as it hands it over (it keeps no batch alive).
+/// Makes the Source of `source`. Who owns what (the rule of std::views::all, and of
+/// std::function for callables; fill_pipeline, iterations and run follow it too):
+///
+/// | passed | kept as | the caller must |
+/// |---|---|---|
+/// | a named range (`fill_pipeline(batches)`) | borrowed: iterated in place, each element copied | keep it alive and unchanged until the run ends |
+/// | a temporary range (`fill_pipeline(std::move(batches))`, `make_batches()`) | owned: moved in, each element moved out as it is handed over | nothing |
+/// | a callable, named or not | owned: a copy (as std::function keeps one) | pass `std::ref(loader)` to share one object (then keep it alive) |
+/// | a `Channel<Batch>&` | borrowed | keep it alive until the run ends |
+///
+/// A named range is borrowed, not copied, because copying a dataset's batches to run over
+/// them is rarely wanted and costs memory; to hand it over, pass `std::move(batches)`; to keep
+/// a copy of your own, pass `std::vector(batches)`.
 ///
 /// Completion: nothing is read here; each call of the Source reads one batch.
 /// Errors: what the callable or the range's iterator throws propagates from the call; in a

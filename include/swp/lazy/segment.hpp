@@ -1,5 +1,6 @@
 #pragma once
-// Segment<Fn>: a callable registered with a LazyScheduler; calling it goes through the scheduler.
+// Segment<R(A...)>: a callable registered with a LazyScheduler, named by its signature; calling
+// it goes through the scheduler. Segment<Fn> is the same handle typed by the callable.
 
 #include <any>
 #include <concepts>
@@ -21,10 +22,22 @@
 
 namespace swp {
 
+template <class F>
+class Segment;
+
 /// A registered segment (LazyScheduler::register_segment): call it like the callable it wraps.
 /// Arguments may be values or Deferreds of the parameter types (a Deferred argument makes this
 /// call depend on its producer, which runs first when this one runs); a parameter of type `T&`
 /// is an input the segment writes and takes the caller's object.
+///
+/// Two spellings name one handle. `Segment<R(A...)>` is named by the call signature of the
+/// registered callable (for a method: its parameters without the object), as std::function
+/// is, so a step function shared between schedules or a member can hold any segment of that
+/// signature, whatever callable it wraps. `register_segment` returns a `Segment<Fn>` (Fn: the
+/// callable's own type), which is a `Segment<R(A...)>` and converts to it without copying the
+/// callable: both handles call the same registered segment. Copies share the segment too.
+/// A default-constructed `Segment<R(A...)>` is empty (`!seg`); calling or naming it throws
+/// LazyError.
 ///
 /// Completion: a segment no order constraint names runs at once on the calling thread and
 /// returns a ready Deferred (its real value). A segment the schedule or a hook names runs now
@@ -43,23 +56,36 @@ namespace swp {
 /// ```
 /// auto sdd = sched.register_segment("sdd_fwd", &SDD::forward, sdd_module);
 /// swp::Deferred<Tensor> y = sdd(x);
+///
+/// // Step code shared between schedules names the signature, not the callable's type:
+/// swp::Deferred<Tensor> step(swp::Segment<Tensor(const Tensor&)> fwd, const Tensor& x) {
+///   return fwd(x);
+/// }
+/// step(sdd, x);
 /// ```
-template <class Fn>
-class Segment {
-  using Sig = detail::Signature<Fn>;
-
+template <class R, class... A>
+class Segment<R(A...)> {
  public:
-  using result_type = typename Sig::result;
-  using params = typename Sig::params;
+  using result_type = R;
+  using params = std::tuple<A...>;
+  using signature = R(A...);
   static_assert(!std::is_reference_v<result_type>, "a segment returns a value, not a reference");
 
-  Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
-      : core_(&core), index_(index), shared_(std::make_shared<Shared>(Shared{std::move(fn), {}})) {}
+  /// An empty handle (see the class comment); assign a registered segment to it.
+  Segment() = default;
 
-  [[nodiscard]] const std::string& name() const { return core_->name(index_); }
+  /// The segment `index` of `core`, calling `fn` (register_segment makes these).
+  template <class Fn>
+  Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
+      : core_(&core), index_(index), shared_(std::make_shared<Bound<Fn>>(std::move(fn))) {}
+
+  /// Whether this handle names a registered segment.
+  explicit operator bool() const noexcept { return core_ != nullptr; }
+
+  [[nodiscard]] const std::string& name() const { return core().name(index_); }
 
   template <class... X>
-  requires(sizeof...(X) == std::tuple_size_v<params>) Deferred<result_type>
+  requires(sizeof...(X) == sizeof...(A)) Deferred<result_type>
   operator()(X&&... x) const {
     return call(std::index_sequence_for<X...>{}, std::forward<X>(x)...);
   }
@@ -67,9 +93,10 @@ class Segment {
   /// Makes the scheduler's tape record each call of this (forward) segment, so that
   /// LazyScheduler::backward replays `bwd` for it: `bwd(grad, inputs...)` returning the
   /// gradient for the segment recorded before it. `bwd` must be registered with is_backward.
-  template <class B>
-  void set_backward(const Segment<B>& bwd) {
-    using G = std::remove_cvref_t<typename Segment<B>::result_type>;
+  template <class BR, class... BA>
+  void set_backward(const Segment<BR(BA...)>& bwd) {
+    using G = std::remove_cvref_t<BR>;
+    (void)core();
     if (!bwd.is_backward())
       throw LazyError("set_backward: segment '" + bwd.name() + "' is not a backward segment");
     shared_->backward = [bwd](SavedInputs saved) {
@@ -83,25 +110,40 @@ class Segment {
     };
   }
 
-  [[nodiscard]] bool is_backward() const { return core_->is_backward(index_); }
+  [[nodiscard]] bool is_backward() const { return core().is_backward(index_); }
 
  private:
   template <std::size_t... I>
   using StoredArgs = std::tuple<detail::Stored<std::tuple_element_t<I, params>>...>;
-  using SavedInputs = decltype([]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::tuple<Deferred<std::remove_cvref_t<std::tuple_element_t<I, params>>>...>{};
-  }(std::make_index_sequence<std::tuple_size_v<params>>{}));
+  using SavedInputs = std::tuple<Deferred<std::remove_cvref_t<A>>...>;
 
+  // What every handle of the segment shares: the callable, behind one virtual call so that
+  // the handle's type names the signature only, and the backward pairing (set_backward).
   struct Shared {
-    Fn fn;
+    Shared() = default;
+    Shared(const Shared&) = delete;
+    Shared& operator=(const Shared&) = delete;
+    virtual ~Shared() = default;
+    virtual R fn(A... a) = 0;
     std::function<std::function<void(std::any&)>(SavedInputs)> backward;
   };
+  template <class Fn>
+  struct Bound final : Shared {
+    explicit Bound(Fn f) : callable(std::move(f)) {}
+    R fn(A... a) override { return std::invoke(callable, std::forward<A>(a)...); }
+    Fn callable;
+  };
+
+  detail::LazyCore& core() const {
+    if (core_ == nullptr)
+      throw LazyError("an empty swp::Segment handle was used (assign a registered segment first)");
+    return *core_;
+  }
 
   template <std::size_t... I, class... X>
   Deferred<result_type> call(std::index_sequence<I...>, X&&... x) const {
-    using R = result_type;
     const void* inputs[sizeof...(X) + 1] = {detail::address_of(std::forward<X>(x))..., nullptr};
-    detail::LazyCore& core = *core_;
+    detail::LazyCore& core = this->core();
     const bool free = core.enter_call(index_, inputs, sizeof...(X));
     if (shared_->backward) record_tape(x...);
     // No order constraint, or its predecessors ran already (no reordering needed): run now,
@@ -169,7 +211,6 @@ class Segment {
         : self(segment), stored(std::forward<S>(s)...) {}
 
     void run() override {
-      using R = result_type;
       try {
         if constexpr (std::is_void_v<R>) {
           std::apply([&](auto&... s) { self.shared_->fn(detail::unstore(s)...); }, stored);
@@ -290,9 +331,19 @@ class Segment {
     }
   }
 
-  detail::LazyCore* core_;
-  std::uint32_t index_;
+  detail::LazyCore* core_ = nullptr;
+  std::uint32_t index_ = 0;
   std::shared_ptr<Shared> shared_;
+};
+
+/// The handle register_segment returns, typed by the callable `Fn` it wraps: a
+/// `Segment<R(A...)>` of Fn's call signature (see there), to which it converts.
+/// Example: `swp::Segment<std::function<int(int)>> s = sched.register_segment("s", f);`
+template <class Fn>
+class Segment : public Segment<typename detail::Signature<Fn>::function> {
+ public:
+  Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
+      : Segment<typename detail::Signature<Fn>::function>(core, index, std::move(fn)) {}
 };
 
 }  // namespace swp

@@ -34,6 +34,12 @@ namespace swp::presets {
 /// progress() throws (TaskError, PipelineTimeout) propagates; std::logic_error for progress()
 /// before fill_pipeline().
 ///
+/// Ownership: the runner keeps its own copy of the preset (a temporary is moved in, so
+/// `PresetRunner runner(make_preset("base", tasks), make)` is fine), and its hooks; changes to
+/// the caller's preset after construction do not reach it. What the preset's bodies and hooks
+/// capture by reference must outlive the runner, as always. The runner is neither copied nor
+/// moved: the pipelines it fills call back into it.
+///
 /// Example:
 /// ```
 /// auto preset = swp::presets::make_preset("semi_sync", tasks, {.start_batch = 100});
@@ -50,11 +56,15 @@ class PresetRunner {
   using Batch = typename Pipe::Batch;
   using Source = std::function<std::optional<Batch>()>;
 
-  PresetRunner(const BasicPreset<P>& preset, MakePipeline make)
-      : preset_(preset), make_(std::move(make)), pipes_(preset.phases.size()) {
+  /// Takes `preset` by value (see Ownership above). Throws std::invalid_argument for a preset
+  /// without phases.
+  PresetRunner(BasicPreset<P> preset, MakePipeline make)
+      : preset_(std::move(preset)), make_(std::move(make)), pipes_(preset_.phases.size()) {
     if (preset_.phases.empty())
       throw std::invalid_argument("preset '" + preset_.name + "' has no phase to run");
   }
+  PresetRunner(const PresetRunner&) = delete;
+  PresetRunner& operator=(const PresetRunner&) = delete;
 
   /// Starts a run over `source`, a callable returning std::optional<Batch> (empty: end of
   /// data), at the first phase.
@@ -171,7 +181,9 @@ class PresetRunner {
       pipe().runtime().stream(plan.device_stream(t.schedule.stream)).synchronize();
   }
 
-  const BasicPreset<P>& preset_;
+  // Owned (a reference to the caller's dangled when it was a temporary). Declared first: the
+  // pipelines in pipes_ were made from its plans.
+  const BasicPreset<P> preset_;
   MakePipeline make_;
   std::vector<PipePtr> pipes_;
   Source source_;

@@ -13,6 +13,7 @@ template <class R, class... A>
 struct Signature<R (*)(A...)> {
   using result = R;
   using params = std::tuple<A...>;
+  using function = R(A...);  ///< the signature as a function type: swp::Segment<function>
 };
 template <class R, class... A>
 struct Signature<R (*)(A...) noexcept> : Signature<R (*)(A...)> {};
