@@ -11,6 +11,7 @@ packages=(
   libtbb-dev
   libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
+  libtorch-dev  # LibTorch 1.13 (CPU): include/swp/torch and the DLRM example (examples/dlrm)
 )
 
 missing=()

@@ -3,7 +3,8 @@
 # UndefinedBehaviorSanitizer, under ThreadSanitizer (a CPU-only build), a short run of the
 # fuzz targets (tools/fuzz.sh, SWP_FUZZ_SECONDS per target, 15 by default), then the plain
 # build, the example service under hostile clients (service_hostile, about 13 s), the plain
-# build's suite with the MPI communicator's multi-rank tests (tools/mpi-tests.sh); then
+# build's suite with the MPI communicator's multi-rank tests (tools/mpi-tests.sh) and, where
+# LibTorch is found, the DLRM example's 2-rank bit-exactness check (tools/dlrm-check.sh ci); then
 # install the plain build into a temporary root and build and run a program against it
 # (pkg-config and meson), check g++ and clang++ on co_await temporaries (tools/
 # compiler-check.sh), and end with the plain build's doctest summary. Any failure fails
@@ -114,6 +115,11 @@ stage "tests start (output at the end)"
 start_suite "of the plain build" ./build/tests/swp-tests
 stage "multi-rank tests (MPI, 2 and 4 ranks)"
 bash tools/mpi-tests.sh build
+# Where LibTorch was found: its adapters' tests, and the DLRM example's 2-rank bit-exactness
+# against its plain loop (docs/dlrm.md; under 2 minutes). Both say so and pass where it was not.
+stage "LibTorch adapters and the DLRM example (2 ranks, bit-exact against the plain loop)"
+if [ -x build/tests/swp-torch-tests ]; then ./build/tests/swp-torch-tests --minimal; fi
+bash tools/dlrm-check.sh ci build
 stage "consumer of the installed library"
 bash tools/consumer-build.sh build
 # g++ and clang++ under ASan: the push form's temporary submits (docs/building.md, "Compiler
