@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # Installs the Debian packages swp builds with, only those that are missing.
 # Runs `apt-get update` once, and only when something has to be installed.
+#
+#   tools/install-deps.sh          everything tools/test.sh builds and runs
+#   tools/install-deps.sh --core   what the core library and the examples need, no more (the
+#                                  quick start: no test framework, benchmarks' peers, MPI,
+#                                  clang or LibTorch, a third of the download)
 set -euo pipefail
 
-packages=(
+core=(
   g++ meson ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-context1.81-dev
-  libcli11-dev doctest-dev
+  libcli11-dev
   libxxhash-dev liburing-dev
-  libtbb-dev
-  libopenmpi-dev openmpi-bin
-  clang libclang-rt-14-dev
-  libtorch-dev  # LibTorch 1.13 (CPU): include/swp/torch and the DLRM example (examples/dlrm)
 )
+packages=("${core[@]}")
+if [ "${1:-}" != "--core" ]; then
+  packages+=(
+    doctest-dev
+    libtbb-dev
+    libopenmpi-dev openmpi-bin
+    clang libclang-rt-14-dev
+    libtorch-dev  # LibTorch 1.13 (CPU): include/swp/torch and the DLRM example (examples/dlrm)
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do
