@@ -113,7 +113,7 @@ swp::Plan<ChainCtx> swp_chain_plan(std::uint64_t steps, ChainWindow& window) {
   // Built in place: moving a Dependency of names into the vector draws a false
   // -Wmaybe-uninitialized from g++ 12 at -O2 (the variant's other alternative).
   for (int s = 1; s < chain_stages; ++s)
-    plan.intra_iter_deps.emplace_back(chain_name("T", s), chain_name("T", s - 1));
+    plan.intra_iter_deps.push_back({chain_name("T", s), chain_name("T", s - 1)});
   return plan;
 }
 

@@ -1,11 +1,12 @@
 #include "swp/async/fiber_bridge.hpp"
+#include "swp/async/detail/sanitizers.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <boost/context/fiber.hpp>
 #include <cerrno>
-#if defined(__SANITIZE_ADDRESS__)
+#if SWP_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -37,7 +38,7 @@ struct FiberUnwind {};
 // Boost.Context does not annotate its switches, so the bridge does, around each of its own.
 // Before a switch: `fake` saves this side's fake stack (nullptr: this side ends for good).
 void switching_to(void** fake, const void* bottom, std::size_t size) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if SWP_ASAN
   __sanitizer_start_switch_fiber(fake, bottom, size);
 #else
   (void)fake, (void)bottom, (void)size;
@@ -45,7 +46,7 @@ void switching_to(void** fake, const void* bottom, std::size_t size) noexcept {
 }
 // After a switch, on the new stack: the stack we came from, if the caller wants it.
 void switched(void* fake, const void** from, std::size_t* from_size) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if SWP_ASAN
   __sanitizer_finish_switch_fiber(fake, from, from_size);
 #else
   (void)fake, (void)from, (void)from_size;
@@ -54,7 +55,7 @@ void switched(void* fake, const void** from, std::size_t* from_size) noexcept {
 // A stack going back to the pool forgets the poison of frames that never returned (those
 // below a switch out of a finished fiber).
 void forget_frames(const ctx::stack_context& stack) noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if SWP_ASAN
   ASAN_UNPOISON_MEMORY_REGION(static_cast<char*>(stack.sp) - stack.size, stack.size);
 #else
   (void)stack;

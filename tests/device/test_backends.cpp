@@ -56,7 +56,7 @@ TEST_CASE("an unknown backend, or one this build lacks, is refused by name") {
     CHECK(what.find("host, sim") != std::string::npos);
   }
 #if !SWP_HAVE_CUDA
-  CHECK_THROWS_WITH_AS(swp::make_device("cuda"),
+  CHECK_THROWS_WITH_AS(static_cast<void>(swp::make_device("cuda")),
                        doctest::Contains("the cuda device backend is not compiled into this build"),
                        std::invalid_argument);
 #endif

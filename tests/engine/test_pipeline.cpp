@@ -133,8 +133,14 @@ void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
                       unsigned workers = 2, const swp::test::RandomPlanShape& shape = {}) {
   std::mt19937 rng(swp::test::seed(seed));
   for (int n = 0; n < plans; ++n) {
-    const auto [source, graph, iterations, max_depth, batches] =
-        swp::test::random_run(rng, max_iterations, shape);
+    // Members by name, not a structured binding: clang 14 cannot capture a binding in a
+    // lambda (CAPTURE makes one).
+    const swp::test::RandomRun drawn = swp::test::random_run(rng, max_iterations, shape);
+    const auto& source = drawn.source;
+    const auto& graph = drawn.graph;
+    const auto iterations = drawn.iterations;
+    const auto max_depth = drawn.max_depth;
+    const auto& batches = drawn.batches;
     CAPTURE(n);
     CAPTURE(swp::plan_to_json(source));
 
@@ -680,7 +686,9 @@ TEST_CASE_TEMPLATE("tasks on aliased stream names share one stream, FIFO", Engin
     source.stream_aliases = {{"b", "a"}};
     const auto device = run(source);
     REQUIRE(device.size() == 2 * iterations);
-    for (const auto& [key, d] : device) {
+    for (const auto& entry : device) {
+      const auto& key = entry.first;  // not bindings: clang 14 cannot CAPTURE one
+      const auto& d = entry.second;
       CAPTURE(key.first);
       CAPTURE(key.second);
       CHECK(d.stream == "a");

@@ -87,8 +87,14 @@ void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspe
                                          .max_cpu_us = 2,
                                          .device_probability = device_probability};
   for (int n = 0; n < plans; ++n) {
-    const auto [source, graph, iterations, max_depth, batches] =
-        swp::test::random_run(rng, max_iterations, shape);
+    // Members by name, not a structured binding: clang 14 cannot capture a binding in a
+    // lambda (CAPTURE makes one).
+    const swp::test::RandomRun drawn = swp::test::random_run(rng, max_iterations, shape);
+    const auto& source = drawn.source;
+    const auto& graph = drawn.graph;
+    const auto iterations = drawn.iterations;
+    const auto max_depth = drawn.max_depth;
+    const auto& batches = drawn.batches;
     std::set<std::pair<TaskIndex, std::int64_t>> suspending, stalling;
     for (std::int64_t i = 0; i < iterations; ++i) {
       for (TaskIndex t = 0; t < graph.size(); ++t) {
@@ -225,8 +231,14 @@ TEST_CASE_TEMPLATE("more pipelines than the pool watches, driven in turns by one
                                          .max_device_us = 0, .max_cpu_us = 0,
                                          .device_probability = 0};
   for (int n = 0; n < 3; ++n) {
-    const auto [source, graph, iterations, max_depth, batches] =
-        swp::test::random_run(rng, 40, shape);
+    // Members by name, not a structured binding: clang 14 cannot capture a binding in a
+    // lambda (CAPTURE makes one).
+    const swp::test::RandomRun drawn = swp::test::random_run(rng, 40, shape);
+    const auto& source = drawn.source;
+    const auto& graph = drawn.graph;
+    const auto iterations = drawn.iterations;
+    const auto max_depth = drawn.max_depth;
+    const auto& batches = drawn.batches;
     CAPTURE(n);
     CAPTURE(swp::plan_to_json(source));
     Results serial_results;

@@ -71,7 +71,7 @@ TEST_CASE_TEMPLATE("a source that waits for a released task of an earlier iterat
   swp::Plan<Ctx> plan;
   plan.add("A", [](Ctx&) {}, {.stage = 0, .thread_group = "a"});
   plan.add("B", [&](Ctx& ctx) { b_done.store(ctx.iter_idx); }, {.stage = 1, .thread_group = "b"});
-  plan.intra_iter_deps.emplace_back("B", "A");
+  plan.intra_iter_deps.push_back({"B", "A"});
   auto pipe = Engine::template make<Ctx>(rt, plan, 2);
   std::uint64_t next = 0;
   pipe->fill_pipeline([&]() -> std::optional<std::uint64_t> {
@@ -138,8 +138,8 @@ TEST_CASE_TEMPLATE("pipelines driven from several threads share a runtime withou
   for (int s = 0; s < tasks; ++s)
     plan.add(names[static_cast<std::size_t>(s)], [&bodies](Ctx&) { bodies.fetch_add(1); },
              {.stage = s, .thread_group = s % 2 == 0 ? "lane0" : "lane1"});
-  for (std::size_t s = 1; s < tasks; ++s) plan.intra_iter_deps.emplace_back(names[s], names[s - 1]);
-  plan.inter_iter_deps.emplace_back("T1", "T2");
+  for (std::size_t s = 1; s < tasks; ++s) plan.intra_iter_deps.push_back({names[s], names[s - 1]});
+  plan.inter_iter_deps.push_back({"T1", "T2"});
   std::vector<std::int64_t> retired(callers, 0);
   {
     std::vector<std::jthread> threads;

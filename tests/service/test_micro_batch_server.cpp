@@ -390,7 +390,8 @@ TEST_CASE("the micro-batch service sets the nice value of its stream threads as 
   CHECK(nice.contains("swp-stream:comp"));  // compute
   CHECK(nice.contains("swp-stream:copy"));
   for (const auto& [name, value] : nice) {
-    CAPTURE(name);
+    const std::string& thread = name;  // clang 14 cannot CAPTURE a structured binding
+    CAPTURE(thread);
     CHECK(value == 3);
   }
   CHECK(server.stats().get(server.stats().reniced_streams) == nice.size());

@@ -30,7 +30,8 @@ TEST_CASE("gpipe and 1f1b: latency (m + p - 1)(f + b), bubble (p - 1)/(m + p - 1
   for (auto kind : {swp::PpScheduleKind::gpipe, swp::PpScheduleKind::one_f_one_b})
     for (int p : {1, 2, 4, 7})
       for (int m : {1, 3, 8, 16})
-        for (auto [f, b] : {std::pair{1.0, 2.0}, std::pair{5.0, 5.0}, std::pair{3.0, 0.0}}) {
+        for (auto costs : {std::pair{1.0, 2.0}, std::pair{5.0, 5.0}, std::pair{3.0, 0.0}}) {
+          const double f = costs.first, b = costs.second;  // clang 14 cannot CAPTURE a binding
           CAPTURE(swp::schedule_name(kind));
           CAPTURE(p);
           CAPTURE(m);

@@ -3,13 +3,14 @@
 // sanitizer allocation hook (ASan, TSan); nothing else in tests/ may do either.
 
 #include "support/alloc_counter.hpp"
+#include "swp/async/detail/sanitizers.hpp"
 
 #include <atomic>
 #include <cassert>
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if SWP_ASAN || SWP_TSAN
 #define SWP_TEST_SANITIZER_HOOK 1
 // From <sanitizer/allocator_interface.h>, which g++ does not ship; libasan and libtsan both
 // export it. The hook runs on every allocation the sanitizer's allocator makes, malloc and

@@ -9,6 +9,7 @@
 
 #include "support/plans.hpp"
 #include "support/run_command.hpp"
+#include "swp/async/detail/sanitizers.hpp"
 
 namespace swp::test {
 
@@ -43,7 +44,7 @@ inline Result run_swp(const std::string& args, const std::string& before = "") {
 /// memory the cap would refuse: there the tests check what the command does, not its memory.
 /// Example: `run_swp("validate /dev/zero", memory_cap_mib(400))`.
 inline std::string memory_cap_mib(int mib) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if SWP_ASAN || SWP_TSAN
   (void)mib;
   return "";
 #else

@@ -51,7 +51,9 @@ void check_serial_rows(const swp::Trace& trace, TraceSlice::Kind kind) {
   std::map<std::size_t, std::vector<const TraceSlice*>> rows;
   for (const auto& s : trace.slices)
     if (s.kind == kind) rows[s.track].push_back(&s);
-  for (auto& [track, row] : rows) {
+  for (auto& entry : rows) {
+    const std::size_t track = entry.first;  // not bindings: clang 14 cannot CAPTURE one
+    auto& row = entry.second;
     std::ranges::sort(row, {}, &TraceSlice::start);
     for (std::size_t k = 1; k < row.size(); ++k) {
       CAPTURE(trace.tracks[track].name);

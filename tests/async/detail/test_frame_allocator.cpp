@@ -1,4 +1,5 @@
 #include "swp/async/detail/frame_allocator.hpp"
+#include "swp/async/detail/sanitizers.hpp"
 
 #include <doctest/doctest.h>
 
@@ -23,7 +24,7 @@ Reuse allocate_twice(std::size_t size) {
 }  // namespace
 
 TEST_CASE("a pooled frame is reused; without pooling it goes back to operator delete") {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if SWP_ASAN || SWP_TSAN
   CHECK_FALSE(swp::detail::frames_pooled());  // sanitizer builds must see every frame
 #endif
   const Reuse reuse = allocate_twice(200);
@@ -32,7 +33,7 @@ TEST_CASE("a pooled frame is reused; without pooling it goes back to operator de
   } else {
     // Plain operator new/delete: under AddressSanitizer the freed frame sits in quarantine, so
     // a use of it after its coroutine ended is reported instead of hitting a recycled frame.
-#if defined(__SANITIZE_ADDRESS__)
+#if SWP_ASAN
     CHECK(reuse.second != reuse.first);
 #endif
   }
