@@ -7,7 +7,9 @@
 namespace swp {
 
 Lane::Lane(Scheduler& scheduler, std::string name)
-    : scheduler_(scheduler), name_(std::move(name)) {
+    : scheduler_(scheduler),
+      hooks_(detail::run_queue_hooks_of(scheduler)),
+      name_(std::move(name)) {
   resumes_.reserve(4);
 }
 
@@ -166,7 +168,7 @@ void Lane::run() noexcept {
       // max_steps_in_a_row steps follow at once, taken under this same lock: a lane that has
       // fallen behind (a clock pipeline's fill queues several jobs on each lane) catches up
       // instead of re-posting itself, and being taken again, for every job.
-      if (again && steps < max_steps_in_a_row && scheduler_.nothing_next_here()) {
+      if (again && steps < max_steps_in_a_row && hooks_.nothing_next_here()) {
         continuation = {};
         continued = nullptr;
         job = nullptr;

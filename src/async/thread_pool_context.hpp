@@ -23,7 +23,7 @@ struct alignas(64) PoolQueue {
   std::atomic<bool> claimed{false};
   // Watch queues: the watched runnable (relaxed: written and read by its owner only).
   std::atomic<const Runnable*> watched_work{nullptr};
-  // The slot holds the owner's offer (Scheduler::offer): lone work that needs no polling
+  // The slot holds the owner's offer (RunQueueHooks::offer): lone work that needs no polling
   // thread (see worker_idle). relaxed: a hint; the slot says what is there.
   std::atomic<bool> offering{false};
   // Runnables the owner has run, published after each: a thief that finds it unchanged after

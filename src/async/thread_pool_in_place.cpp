@@ -1,5 +1,5 @@
 // ThreadPoolScheduler: what a thread does in place, on its own work: offers it makes and takes
-// back (Scheduler::offer), the posts a RunHere keeps, PostBatch scopes, and what the thread
+// back (RunQueueHooks::offer), the posts a RunHere keeps, PostBatch scopes, and what the thread
 // asks about itself (drives_here, runs_no_work_here, nothing_next_here).
 
 #include <utility>

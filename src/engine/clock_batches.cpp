@@ -24,9 +24,9 @@ namespace swp::detail {
 bool ClockRelease::batches_here() noexcept {
   // On a thread outside the pool's runnables (driving it, or not even that: see
   // EngineCore::retire_next), no device work, and the batches watched.
-  Scheduler& scheduler = core_.runtime().scheduler();
+  const RunQueueHooks& run_queue = core_.run_queue();
   const bool here = !core_.device_used_.load(std::memory_order_relaxed) &&
-                    (scheduler.runs_no_work_here() || scheduler.drives_here()) &&
+                    (run_queue.runs_no_work_here() || run_queue.drives_here()) &&
                     core_.watch(batch_offer_);
   if (uncounted_) {
     if (here) return true;

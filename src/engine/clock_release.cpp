@@ -15,7 +15,7 @@ namespace swp::detail {
 ClockRelease::ClockRelease(EngineCore& core)
     : core_(core),
       only_driven_(core.runtime().scheduler().runs_only_when_driven()),
-      share_(core, core.runtime().scheduler()),
+      share_(core, core.runtime().scheduler(), core.run_queue()),
       order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {
   for (TaskIndex t = 0; t < core.graph().size(); ++t)
     max_stage_ = std::max(max_stage_, core.graph().stage(t));
@@ -179,7 +179,7 @@ void ClockRelease::advance() {
   }
   // With workers, a thread that drives the pool outside any runnable collects its ready
   // instances (a share still held by another thread from an earlier call: posted as before).
-  collecting_ = !only_driven_ && !share_.busy() && core_.runtime().scheduler().drives_here();
+  collecting_ = !only_driven_ && !share_.busy() && core_.run_queue().drives_here();
   if (!collecting_) return open_periods();
   share_.start(core_.graph().size(), share_most_);
   // Also when the periods end early by an exception (a slot's deadline): nothing collected is
@@ -220,19 +220,19 @@ void ClockRelease::expose_collected() noexcept {
     if (n == 1) return core_.proceed_as<EngineCore::Releasing::clock>(share_.item(0));
     if (!share_.offer(true)) return post_unclaimed();
   }
-  Scheduler& scheduler = core_.runtime().scheduler();
+  RunQueueHooks& run_queue = core_.run_queue();
   // A sign of life for thieves every few instances (a call each cost 13 instructions per
   // instance), and at the end.
   for (unsigned ran = 1; Instance* in = share_.claim(); ++ran) {
     core_.proceed_as<EngineCore::Releasing::clock>(*in);
-    if (ran % 8 == 0) scheduler.ran_in_place();
+    if (ran % 8 == 0) run_queue.ran_in_place();
   }
-  scheduler.ran_in_place();
+  run_queue.ran_in_place();
   share_.withdraw();
 }
 
 void ClockRelease::post_unclaimed() noexcept {
-  const Scheduler::PostBatch batch(core_.runtime().scheduler());
+  const RunQueueHooks::PostBatch batch(core_.run_queue());
   while (Instance* in = share_.claim()) core_.post_claimed(*in, false);
 }
 
@@ -246,7 +246,7 @@ void ClockRelease::post_unclaimed() noexcept {
   // on the new iteration.
   EngineCore& c = core_;
   c.starved_ = false;  // set again if the source answers "not yet" below
-  Scheduler& scheduler = c.runtime().scheduler();
+  RunQueueHooks& run_queue = c.run_queue();
   for (;;) {
     const std::int64_t period = next_period_;
     if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
@@ -256,7 +256,7 @@ void ClockRelease::post_unclaimed() noexcept {
         release_later_stages(period);  // what is ready runs now, or is collected
       } else {
         // Announced to idle threads once, before the source runs (which may block).
-        const Scheduler::PostBatch batch(scheduler);
+        const RunQueueHooks::PostBatch batch(run_queue);
         release_later_stages(period);
       }
     }
@@ -306,12 +306,12 @@ void ClockRelease::release_later_stages(std::int64_t period) {
 }
 
 void ClockRelease::look_who_runs() noexcept {
-  // Scheduler::sole_runner_here, with the half that never changes asked once, and the
+  // detail::sole_runner_here, with the half that never changes asked once, and the
   // question the one-thread retirement answers (outside any pool's work) first: one virtual
   // call per period there (12 instructions per iteration less).
-  Scheduler& scheduler = core_.runtime().scheduler();
-  runs_here_ = only_driven_ && (scheduler.runs_no_work_here() || scheduler.drives_here())
-                   ? &scheduler
+  const RunQueueHooks& run_queue = core_.run_queue();
+  runs_here_ = only_driven_ && (run_queue.runs_no_work_here() || run_queue.drives_here())
+                   ? &core_.runtime().scheduler()
                    : nullptr;
 }
 

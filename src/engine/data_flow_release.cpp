@@ -74,15 +74,15 @@ void DataFlowRelease::advance() {
   const bool run_here = c.retires_undriven_;
   // This thread the only runner (run_here: a pool without workers; outside its runnables):
   // whole iterations may run in place (EngineCore::run_iteration_here).
-  Scheduler& scheduler = c.runtime().scheduler();
+  RunQueueHooks& run_queue = c.run_queue();
   const bool whole =
-      run_here && c.all_in_place_ && (scheduler.runs_no_work_here() || scheduler.drives_here());
+      run_here && c.all_in_place_ && (run_queue.runs_no_work_here() || run_queue.drives_here());
   // With workers, on a thread outside the pool's runnables (driving it, or not even that: see
   // EngineCore::retire_next): watched while they run in place
   // (EngineCore::run_iteration_offered), until the tasks use their streams.
   const bool offered = !only_driven_ && c.all_in_place_ &&
                        !c.device_used_.load(std::memory_order_relaxed) &&
-                       (scheduler.runs_no_work_here() || scheduler.drives_here()) &&
+                       (run_queue.runs_no_work_here() || run_queue.drives_here()) &&
                        c.watch(c.offer_);
   for (;;) {
     const std::int64_t iter = c.next_admit_;
@@ -98,7 +98,7 @@ void DataFlowRelease::advance() {
     // In place: run as the scope ends, before the next source call (which may block): no
     // queue's round trip, and no drive needed to run it (docs/benchmarks.md). Where this
     // thread is not the only runner after all (inside a runnable), the scope changes nothing.
-    std::optional<Scheduler::RunHere> here;
+    std::optional<RunQueueHooks::RunHere> here;
     if (whole && c.runs_whole_here(sync)) {
       next_owed_ = c.run_iteration_here(sync, here);
       continue;
@@ -114,7 +114,7 @@ void DataFlowRelease::advance() {
     // The iteration before ran whole in place: the count-downs it owes this one come first.
     if (std::exchange(next_owed_, false))
       c.count_down_next(*instances.front()->previous, c.serial_order_.size());
-    if (run_here) here.emplace(scheduler);
+    if (run_here) here.emplace(run_queue);
     // This thread is the only runner until the scope ends: what the admission makes ready
     // runs in place at once, with what its finishes make ready after it (run_chain_here).
     const bool chain = here && here->open();

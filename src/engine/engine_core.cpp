@@ -40,6 +40,7 @@ void Instance::resume(Lane&) noexcept { core->resume_instance(*this); }
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release,
                        std::size_t slots, FrontEnd& front)
     : runtime_(runtime),
+      run_queue_(run_queue_hooks_of(runtime.scheduler())),
       graph_(std::move(graph)),
       front_(front),
       device_waker_(runtime.scheduler()),

@@ -343,7 +343,7 @@ std::optional<std::int64_t> EngineCore::retire_next() {
   // With workers, the same where the admissions after it run in place, watched (the offer is
   // the scheduler's to watch, the thread needs no run queue).
   if (retirable() && (retires_undriven_ || release_->admits_in_place()) &&
-      runtime_.scheduler().runs_no_work_here()) {
+      run_queue_.runs_no_work_here()) {
     // The common case retires right here: no first admissions to make, no stop, no device
     // work holding the oldest back (retire_next_driving's loop would retire at once, about 20
     // instructions per iteration later). A failure on the way surfaces from there.
@@ -358,7 +358,7 @@ std::optional<std::int64_t> EngineCore::retire_next() {
   // tasks of the new iterations to this thread's run queue, where its next waits find them,
   // and the waits claim no queue each.
   std::optional<std::int64_t> retired;
-  runtime_.scheduler().drive_section([&] { retired = retire_next_driving(); });
+  run_queue_.drive_section([&] { retired = retire_next_driving(); });
   return retired;
 }
 

@@ -22,8 +22,8 @@
 namespace swp::detail {
 
 // Flattened: each step inline, one frame for the whole iteration.
-[[gnu::flatten]] bool EngineCore::run_iteration_here(Sync& sync,
-                                                      std::optional<Scheduler::RunHere>& here) noexcept {
+[[gnu::flatten]] bool EngineCore::run_iteration_here(
+    Sync& sync, std::optional<RunQueueHooks::RunHere>& here) noexcept {
   const auto& instances = sync.instances;
   const std::size_t n = serial_order_.size();
   for (std::size_t k = 0; k < n; ++k) {
@@ -46,11 +46,11 @@ bool EngineCore::ran_body_here(Instance& in, const TaskInfo& info, ErasedCo& bod
 }
 
 void EngineCore::go_on_generally(Sync& sync, std::size_t k, bool started,
-                                 std::optional<Scheduler::RunHere>& here) noexcept {
+                                 std::optional<RunQueueHooks::RunHere>& here) noexcept {
   // What is released from now on is kept and runs as the admission ends (as an admission's
   // releases do with one thread), not before this returns. (With workers the scope changes
   // nothing: the counters are set before any release, so what runs early counts right.)
-  here.emplace(runtime_.scheduler());
+  here.emplace(run_queue_);
   count_down_next(sync, k);
   // An instance after k waits for its producers at k and after; the admission (its token)
   // happened, and the iteration before completed (runs_whole_here). The counters first, then
@@ -110,7 +110,7 @@ void EngineCore::release_unblocked_from(Sync& sync, std::size_t k, std::size_t f
 
 void EngineCore::hand_over_offered(Sync& sync, std::size_t k, bool started) noexcept {
   if (offer_.claim_for_owner()) {
-    std::optional<Scheduler::RunHere> here;
+    std::optional<RunQueueHooks::RunHere> here;
     go_on_generally(sync, k, started, here);
     return;
   }

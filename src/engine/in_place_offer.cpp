@@ -27,7 +27,7 @@ void wait_for_taker(Done done) noexcept {
 
 }  // namespace
 
-bool InPlaceOffer::watch(Scheduler& scheduler) noexcept {
+bool InPlaceOffer::watch(RunQueueHooks& hooks) noexcept {
   if (life_ != nullptr) return true;
   if (!asymmetric_fences_available()) return false;
   // Fresh: the last watch ended with the offer in no thread's hands (unwatch).
@@ -35,9 +35,9 @@ bool InPlaceOffer::watch(Scheduler& scheduler) noexcept {
   taken_.store(false, std::memory_order_relaxed);
   decision_.store(undecided, std::memory_order_relaxed);
   // Published by the watch's offer (a seq_cst exchange) to whoever takes it.
-  life_ = scheduler.watch(*this);
+  life_ = hooks.watch(*this);
   if (life_ == nullptr) return false;
-  scheduler_ = &scheduler;
+  hooks_ = &hooks;
   armed_ = true;
   return true;
 }
@@ -47,7 +47,7 @@ void InPlaceOffer::unwatch() noexcept {
   if (armed_) {
     // Between runs (position idle): a thread that took it declines; its decision is its last
     // touch.
-    if (!scheduler_->take_back(*this)) {
+    if (!hooks_->take_back(*this)) {
       wait_for_taker([&] {
         return (decision_.load(std::memory_order_acquire) & state_mask) == ready;
       });
@@ -55,9 +55,9 @@ void InPlaceOffer::unwatch() noexcept {
   } else {
     rearm_wait();
   }
-  scheduler_->unwatch(*this);
+  hooks_->unwatch(*this);
   life_ = nullptr;
-  scheduler_ = nullptr;
+  hooks_ = nullptr;
   armed_ = false;
 }
 
@@ -70,8 +70,8 @@ bool InPlaceOffer::claim_for_owner() noexcept {
   // The run goes on the general way, where this thread may wait a while: out of the offer, so
   // that no idle thread takes it only to lose (a heavy fence for nothing). One that took it
   // already loses the decision and leaves (see rearm_wait).
-  took_back_ = scheduler_->take_back(*this);
-  life_->store(life_->load(std::memory_order_relaxed) & ~Scheduler::watch_inside,
+  took_back_ = hooks_->take_back(*this);
+  life_->store(life_->load(std::memory_order_relaxed) & ~RunQueueHooks::watch_inside,
                std::memory_order_relaxed);
   return true;
 }
@@ -80,7 +80,7 @@ void InPlaceOffer::rearm_wait() noexcept {
   // After a take the owner saw the decision (taken_at): the taker is done with it. After the
   // owner's own claim a thread that took it first loses the decision and leaves (taker_gone).
   if ((decision_.load(std::memory_order_relaxed) & state_mask) != owner) return;
-  if (std::exchange(took_back_, false) || scheduler_->take_back(*this)) return;
+  if (std::exchange(took_back_, false) || hooks_->take_back(*this)) return;
   wait_for_taker(
       [&] { return (decision_.load(std::memory_order_acquire) & taker_gone) != 0; });
 }
@@ -91,7 +91,7 @@ void InPlaceOffer::rearm() noexcept {
   taken_.store(false, std::memory_order_relaxed);
   decision_.store(undecided, std::memory_order_relaxed);
   // Published by rewatch's seq_cst exchange to whoever takes it next.
-  scheduler_->rewatch(*this);
+  hooks_->rewatch(*this);
   armed_ = true;
 }
 

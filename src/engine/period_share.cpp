@@ -19,7 +19,7 @@ bool PeriodShare::offer(bool sealed) noexcept {
   // relaxed: the offer publishes them (see start).
   state_.store(added_ | (sealed ? sealed_bit : 0), std::memory_order_relaxed);
   busy_.store(true, std::memory_order_relaxed);
-  if (scheduler_.offer(*this)) {
+  if (hooks_.offer(*this)) {
     offered_ = true;
     return true;
   }
@@ -33,7 +33,7 @@ bool PeriodShare::seal() noexcept {
   if ((before & dropped_bit) == 0) return true;  // offered still (queued, or being run)
   // Dropped: in no queue, and its taker is gone. It was taken from this thread's slot, which
   // is free: offered again for what is left.
-  if (scheduler_.offer(*this)) return true;
+  if (hooks_.offer(*this)) return true;
   offered_ = false;
   busy_.store(false, std::memory_order_relaxed);
   return false;
@@ -41,7 +41,7 @@ bool PeriodShare::seal() noexcept {
 
 bool PeriodShare::withdraw() noexcept {
   offered_ = false;
-  if (!scheduler_.withdraw(*this)) return false;
+  if (!hooks_.withdraw(*this)) return false;
   busy_.store(false, std::memory_order_relaxed);  // nobody took it
   return true;
 }

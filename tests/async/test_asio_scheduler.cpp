@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "swp/async/detail/run_queue_hooks.hpp"
 #include "swp/async/lane.hpp"
 
 namespace test_asio_scheduler {  // each test file's names apart (unity builds)
@@ -45,13 +46,15 @@ TEST_CASE("an io_context's threads run the work: not only when driven, never in 
   boost::asio::io_context io;
   swp::AsioScheduler scheduler(io.get_executor());
   CHECK_FALSE(scheduler.runs_only_when_driven());
+  CHECK(scheduler.run_queue_hooks() == nullptr);  // the plain hooks below
+  swp::detail::RunQueueHooks& hooks = swp::detail::run_queue_hooks_of(scheduler);
   bool inside = true;
   bool drives = true;
-  scheduler.drive_section([&] {
-    inside = scheduler.sole_runner_here();
-    drives = scheduler.drives_here();
+  hooks.drive_section([&] {
+    inside = swp::detail::sole_runner_here(scheduler, hooks);
+    drives = hooks.drives_here();
   });
-  CHECK_FALSE(scheduler.runs_no_work_here());  // (a shared queue of its own kind: none)
+  CHECK_FALSE(hooks.runs_no_work_here());  // (a shared queue of its own kind: none)
   CHECK_FALSE(inside);
   CHECK_FALSE(drives);  // posts go to the io_context, not to a queue of this thread's
 }

@@ -1,4 +1,4 @@
-// Scheduler::RunHere on a ThreadPoolScheduler: where a worker-less pool's only runner keeps its
+// RunQueueHooks::RunHere on a ThreadPoolScheduler: where a worker-less pool's only runner keeps its
 // posts and runs them as the scope ends.
 
 #include <doctest/doctest.h>
@@ -27,7 +27,7 @@ TEST_CASE("a RunHere on a pool without workers runs its posts on this thread as 
   const auto in_scope = [&] {
     log.clear();
     {
-      const swp::Scheduler::RunHere here(pool);
+      const swp::detail::RunQueueHooks::RunHere here(pool);
       CHECK(here.open());  // this thread is the pool's only runner until the scope ends
       pool.post(*rs[0]);
       pool.post(*rs[1]);
@@ -41,7 +41,7 @@ TEST_CASE("a RunHere on a pool without workers runs its posts on this thread as 
     rs[0]->follow_next.clear();
     rs[0]->follow = rs[2].get();
     {
-      const swp::Scheduler::RunHere here(pool);
+      const swp::detail::RunQueueHooks::RunHere here(pool);
       pool.post(*rs[0]);
     }
     CHECK(log == std::vector<int>{1});
@@ -54,7 +54,7 @@ TEST_CASE("a RunHere changes nothing where other threads run the pool's work") {
   SUBCASE("a pool with a worker: posts are not held back") {
     swp::ThreadPoolScheduler pool(1);
     CountingRunnable r;
-    const swp::Scheduler::RunHere here(pool);
+    const swp::detail::RunQueueHooks::RunHere here(pool);
     CHECK_FALSE(here.open());
     pool.post(r);
     CHECK(eventually([&] { return r.runs.load() == 1; }));  // before the scope ends
@@ -64,11 +64,11 @@ TEST_CASE("a RunHere changes nothing where other threads run the pool's work") {
     swp::ThreadPoolScheduler pool(0);
     CountingRunnable inner;
     struct Opener final : swp::Runnable {
-      swp::Scheduler* scheduler = nullptr;
+      swp::ThreadPoolScheduler* scheduler = nullptr;
       swp::Runnable* post = nullptr;
       bool open = true;
       void run() noexcept override {
-        const swp::Scheduler::RunHere here(*scheduler);
+        const swp::detail::RunQueueHooks::RunHere here(*scheduler);
         open = here.open();
         scheduler->post(*post);
       }
@@ -87,7 +87,7 @@ TEST_CASE("a drive inside a RunHere runs what the scope kept") {
   swp::ThreadPoolScheduler pool(0);
   CountingRunnable r;
   const auto in_scope = [&] {
-    const swp::Scheduler::RunHere here(pool);
+    const swp::detail::RunQueueHooks::RunHere here(pool);
     pool.post(r);
     CHECK(pool.drive_until([&] { return r.runs.load() == 1; }, swp::Clock::now() + 30s));
   };
@@ -107,7 +107,7 @@ TEST_CASE("a drive inside a RunHere runs what the scope kept") {
     waiter.pool = &pool;
     waiter.awaited = &later;
     {
-      const swp::Scheduler::RunHere here(pool);
+      const swp::detail::RunQueueHooks::RunHere here(pool);
       pool.post(waiter);
       pool.post(later);  // kept behind the waiter, which waits for it
     }
@@ -140,7 +140,7 @@ TEST_CASE("runnables that keep handing on to each other cannot hold a RunHere's 
   ping.other = &pong;
   pong.other = &ping;
   {
-    const swp::Scheduler::RunHere here(pool);
+    const swp::detail::RunQueueHooks::RunHere here(pool);
     pool.post(ping);
   }
   CHECK(steps > 1);  // the chain ran as the scope ended

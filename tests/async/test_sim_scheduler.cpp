@@ -5,6 +5,8 @@
 #include <chrono>
 #include <vector>
 
+#include "swp/async/detail/run_queue_hooks.hpp"
+
 namespace test_sim_scheduler {  // each test file's names apart (unity builds)
 
 namespace {
@@ -39,16 +41,18 @@ TEST_CASE("virtual time advances to timers only when nothing is runnable") {
   CHECK(sim.elapsed() == 300us);
 }
 
-TEST_CASE("virtual time runs only when driven, and no post may run in place") {
+TEST_CASE("virtual time runs only when driven, has no run-queue hooks, and runs no post in place") {
   swp::SimScheduler sim;
   CHECK(sim.runs_only_when_driven());
+  CHECK(sim.run_queue_hooks() == nullptr);
+  swp::detail::RunQueueHooks& hooks = swp::detail::run_queue_hooks_of(sim);  // the plain ones
   bool inside = true;
   bool drives = true;
-  sim.drive_section([&] {
-    inside = sim.sole_runner_here();
-    drives = sim.drives_here();
+  hooks.drive_section([&] {
+    inside = swp::detail::sole_runner_here(sim, hooks);
+    drives = hooks.drives_here();
   });
-  CHECK_FALSE(sim.runs_no_work_here());  // (a shared queue of its own kind: none)
+  CHECK_FALSE(hooks.runs_no_work_here());  // (a shared queue of its own kind: none)
   CHECK_FALSE(inside);  // a post there runs at its virtual time, not now
   CHECK_FALSE(drives);
 }

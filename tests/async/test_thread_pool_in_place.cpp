@@ -27,7 +27,7 @@ TEST_CASE("offer says no where the thread does not drive the pool outside a runn
   swp::ThreadPoolScheduler other(0);
   other.drive_section([&] { CHECK_FALSE(pool.offer(r)); });  // another pool's driver
   struct Offerer final : swp::Runnable {
-    swp::Scheduler* scheduler = nullptr;
+    swp::ThreadPoolScheduler* scheduler = nullptr;
     swp::Runnable* offered = nullptr;
     std::atomic<int> answer{-1};
     void run() noexcept override { answer.store(scheduler->offer(*offered) ? 1 : 0); }
@@ -39,7 +39,7 @@ TEST_CASE("offer says no where the thread does not drive the pool outside a runn
   CHECK(inside.answer.load() == 0);  // inside a runnable
   // Inside a PostBatch of the driving thread too: its posts are not announced yet.
   pool.drive_section([&] {
-    const swp::Scheduler::PostBatch batch(pool);
+    const swp::detail::RunQueueHooks::PostBatch batch(pool);
     CHECK_FALSE(pool.offer(r));
   });
   CHECK(r.runs.load() == 0);
@@ -143,10 +143,10 @@ TEST_CASE("watch says no without workers and beyond max_watched; unwatch frees a
   pool.unwatch(r);
 }
 
-// Bumps `life` like an owner inside its in-place work (Scheduler::watch_inside) getting
+// Bumps `life` like an owner inside its in-place work (RunQueueHooks::watch_inside) getting
 // through short pieces of it, for `how_long`; the owner is still inside when it returns.
 void make_progress(std::atomic<std::uint32_t>& life, std::chrono::milliseconds how_long) {
-  life.store(life.load() | swp::Scheduler::watch_inside);
+  life.store(life.load() | swp::detail::RunQueueHooks::watch_inside);
   const auto until = std::chrono::steady_clock::now() + how_long;
   while (std::chrono::steady_clock::now() < until)
     for (int k = 0; k < 100; ++k) life.store(life.load(std::memory_order_relaxed) + 1);
@@ -181,7 +181,7 @@ TEST_CASE("a watched runnable whose owner is between its pieces of work is taken
   std::atomic<std::uint32_t>* life = pool.watch(r);
   REQUIRE(life != nullptr);
   make_progress(*life, 5ms);
-  life->store(life->load() & ~swp::Scheduler::watch_inside);
+  life->store(life->load() & ~swp::detail::RunQueueHooks::watch_inside);
   CHECK(eventually([&] { return r.runs.load() == 1; }));
   CHECK_FALSE(pool.take_back(r));
   pool.unwatch(r);

@@ -490,14 +490,19 @@ TEST_CASE("posts from a drive_section outside any runnable run in their order on
 }
 
 // Says what its thread is to the pool when it runs: its sole runner, a driver, free of work.
+// (detail::sole_runner_here, asked of a pool, which is its own run-queue hooks.)
+bool sole_runner_here(const swp::ThreadPoolScheduler& pool) {
+  return swp::detail::sole_runner_here(pool, pool);
+}
+
 struct WhereProbe final : swp::Runnable {
-  swp::Scheduler* scheduler = nullptr;
+  swp::ThreadPoolScheduler* scheduler = nullptr;
   std::atomic<int> runs{0};
   std::atomic<bool> sole{true};
   std::atomic<bool> drives{true};
   std::atomic<bool> no_work{true};
   void run() noexcept override {
-    sole.store(scheduler->sole_runner_here());
+    sole.store(sole_runner_here(*scheduler));
     drives.store(scheduler->drives_here());
     no_work.store(scheduler->runs_no_work_here());
     runs.fetch_add(1);
@@ -507,26 +512,26 @@ struct WhereProbe final : swp::Runnable {
 TEST_CASE("sole_runner_here: a thread outside any runnable of a pool without workers") {
   SUBCASE("no workers: driving it or running no work, not inside a runnable") {
     swp::ThreadPoolScheduler pool(0);
-    CHECK(pool.sole_runner_here());  // running no work: what it posts waits for a driver
+    CHECK(sole_runner_here(pool));  // running no work: what it posts waits for a driver
     WhereProbe probe;
     probe.scheduler = &pool;
     bool inside = false;
     bool nested = false;
     pool.drive_section([&] {
-      inside = pool.sole_runner_here();
+      inside = sole_runner_here(pool);
       pool.post(probe);
       nested = pool.drive_until([&] { return probe.runs.load() == 1; }, swp::Clock::now() + 30s);
     });
     CHECK(inside);
     CHECK(nested);
     CHECK_FALSE(probe.sole.load());  // a runnable may not run work in place of its post
-    CHECK(pool.sole_runner_here());
+    CHECK(sole_runner_here(pool));
   }
   SUBCASE("a driver of another pool is not this one's runner") {
     swp::ThreadPoolScheduler pool(0);
     swp::ThreadPoolScheduler other(0);
     bool here = true;
-    other.drive_section([&] { here = pool.sole_runner_here(); });
+    other.drive_section([&] { here = sole_runner_here(pool); });
     CHECK_FALSE(here);
   }
   SUBCASE("with a worker, never: posted work may run there") {
@@ -534,7 +539,7 @@ TEST_CASE("sole_runner_here: a thread outside any runnable of a pool without wor
     bool inside = true;
     bool drives = false;
     pool.drive_section([&] {
-      inside = pool.sole_runner_here();
+      inside = sole_runner_here(pool);
       drives = pool.drives_here();
     });
     CHECK_FALSE(inside);
@@ -548,7 +553,7 @@ struct Standing {
   bool no_work = false;
   bool operator==(const Standing&) const = default;
 };
-Standing standing(const swp::Scheduler& pool) {
+Standing standing(const swp::ThreadPoolScheduler& pool) {
   return {pool.drives_here(), pool.runs_no_work_here()};
 }
 
@@ -610,13 +615,13 @@ TEST_CASE("posts in a PostBatch keep their order and each runs once") {
   std::vector<int> log;
   auto rs = logging(pool, log, 4);
   struct Batcher final : swp::Runnable {
-    swp::Scheduler* scheduler = nullptr;
+    swp::ThreadPoolScheduler* scheduler = nullptr;
     std::vector<int>* log = nullptr;
     std::vector<swp::Runnable*> posts;
     void run() noexcept override {
       log->push_back(0);
-      const swp::Scheduler::PostBatch outer(*scheduler);
-      const swp::Scheduler::PostBatch inner(*scheduler);  // batches nest
+      const swp::detail::RunQueueHooks::PostBatch outer(*scheduler);
+      const swp::detail::RunQueueHooks::PostBatch inner(*scheduler);  // batches nest
       for (swp::Runnable* r : posts) scheduler->post(*r);
     }
   } batcher;
@@ -637,7 +642,7 @@ TEST_CASE("a PostBatch announces its posts to idle workers when it ends") {
   CountingRunnable a;
   CountingRunnable b;
   pool.drive_section([&] {
-    const swp::Scheduler::PostBatch batch(pool);
+    const swp::detail::RunQueueHooks::PostBatch batch(pool);
     pool.post(a);
     pool.post(b);
   });

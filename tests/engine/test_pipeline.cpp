@@ -188,8 +188,8 @@ TEST_CASE_TEMPLATE("random valid plans honour every dependency and match a seria
   SUBCASE("host backend, real threads") { run_random_plans<Engine>(swp::Backend::host, 120, 7); }
   SUBCASE("host backend, the caller the only thread") {
     // No workers: the clock engine runs a period's ready instances as it releases them
-    // (Scheduler::sole_runner_here), data-flow an admission's as the admission ends
-    // (Scheduler::RunHere), both often without a driving section.
+    // (detail::sole_runner_here), data-flow an admission's as the admission ends
+    // (RunQueueHooks::RunHere), both often without a driving section.
     run_random_plans<Engine>(swp::Backend::host, 120, 23, Drive::progress, 12, 0);
   }
   SUBCASE("host backend, the caller the only thread, no device work") {

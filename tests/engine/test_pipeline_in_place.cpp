@@ -220,7 +220,7 @@ TEST_CASE_TEMPLATE("with a worker and every task alone on its lane, iterations r
 TEST_CASE_TEMPLATE("more pipelines than the pool watches, driven in turns by one thread, each "
                    "match a serial run",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
-  // A pool watches at most max_watched in-place offers (Scheduler::watch): the pipelines past
+  // A pool watches at most max_watched in-place offers (RunQueueHooks::watch): the pipelines past
   // that run the general way. Driven in turns, each pipeline's caller is away while the others
   // make progress, so a worker takes a watched offer from an owner between runs (and finds
   // none to take over), and the owner offers it again at its next run; a body stalls now and

@@ -124,7 +124,7 @@ TEST_CASE_TEMPLATE("long tasks of one period run on the caller and a worker", En
 TEST_CASE_TEMPLATE("pipelines driven from several threads share a runtime without workers",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   // Each caller is its pool's only runner while it drives: the data-flow engine runs an
-  // admission's ready tasks where it is (Scheduler::RunHere), the clock a period's. The
+  // admission's ready tasks where it is (RunQueueHooks::RunHere), the clock a period's. The
   // pipelines share two lanes, so one caller's kept or in-place work is another's lane turn:
   // every pipeline must still retire every iteration, each body once.
   swp::Runtime rt({.backend = swp::Backend::host, .workers = 0});

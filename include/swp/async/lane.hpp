@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "swp/async/detail/intrusive_fifo.hpp"
+#include "swp/async/detail/run_queue_hooks.hpp"
 #include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/resumer.hpp"
 #include "swp/async/scheduler.hpp"
@@ -142,7 +143,7 @@ class Lane final : public Runnable, public Resumer {
   // Ends the claim; true when the lane must be posted (jobs were queued). lock_ held.
   bool end_claim_locked() noexcept;
   // Steps one run() takes in a row at most, when nothing else waits to run next on its
-  // thread (Scheduler::nothing_next_here); otherwise one.
+  // thread (RunQueueHooks::nothing_next_here); otherwise one.
   static constexpr unsigned max_steps_in_a_row = 4;
   // Takes the next step (a continuation, the job to resume, or the next job); lock_ held.
   void take_step(std::coroutine_handle<>& continuation, Job*& continued, Job*& job) noexcept;
@@ -152,6 +153,8 @@ class Lane final : public Runnable, public Resumer {
   }
 
   Scheduler& scheduler_;
+  // The scheduler's run-queue capability, asked once (the plain hooks where it has none).
+  const detail::RunQueueHooks& hooks_;
   std::string name_;
   mutable detail::SpinLock lock_;
   detail::IntrusiveFifo<Job, &Job::next_job> jobs_;  // not started yet

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "swp/async/detail/event_count.hpp"
+#include "swp/async/detail/function_ref.hpp"
 #include "swp/async/detail/intrusive_fifo.hpp"
+#include "swp/async/detail/run_queue_hooks.hpp"
 #include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/scheduler.hpp"
 #include "swp/async/thread_start.hpp"
@@ -64,7 +66,7 @@ struct PoolContext;
 /// load or two more when none does; `notify()` with nobody parked, a fence and two loads.
 /// A thread woken for work polls again, so a burst of posts wakes one thread, not one each.
 ///
-/// Offering. A driving thread may offer a runnable (Scheduler::offer) and do its work in
+/// Offering. A driving thread may offer a runnable (RunQueueHooks::offer) and do its work in
 /// place: the runnable sits in the thread's slot, where a thief finds it only once the thread
 /// stops making progress (ran_in_place counts as progress), as it finds any slot. Withdrawn
 /// untouched, it cost one exchange each way and no queue. An idle worker that sees an owner
@@ -73,7 +75,7 @@ struct PoolContext;
 /// and takes the offer of an owner that made no progress since): the owner of a stream of
 /// short offers runs alone, at no other thread's cache misses and no wake-up's cost.
 ///
-/// Watching. An offer that outlives calls (Scheduler::watch: a pipeline's in-place runs) sits
+/// Watching. An offer that outlives calls (RunQueueHooks::watch: a pipeline's in-place runs) sits
 /// in a watch queue of its own, whose progress counter the owner keeps (a bit for "inside its
 /// work", a count of pieces): thieves take it as an offer from an owner inside that is slow or
 /// stuck, and from one away (between pieces) only after about 1 ms; every watch queue is
@@ -81,7 +83,7 @@ struct PoolContext;
 /// every millisecond), and the owner pays a store per piece, no exchange.
 ///
 /// Running here. A thread that is a worker-less pool's only runner may keep its posts for
-/// itself (Scheduler::RunHere) and run them when the scope ends, as a chain, with no queue,
+/// itself (RunQueueHooks::RunHere) and run them when the scope ends, as a chain, with no queue,
 /// fence or wake-up: no worker could have run them sooner (another thread driving the same
 /// pool meanwhile could have taken some).
 ///
@@ -91,7 +93,10 @@ struct PoolContext;
 /// A thread leaving `drive_until` keeps what its runnables left in its queue, which it takes
 /// back when it drives again (a pipeline's next `progress()`); meanwhile that work is
 /// stealable like any other.
-class ThreadPoolScheduler final : public Scheduler {
+///
+/// The pool is its own run-queue capability (detail::RunQueueHooks, which run_queue_hooks()
+/// returns): drive sections, post batches, run-here scopes, offers and watches.
+class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks {
  public:
   /// At most this many threads at once run `drive_until` with a run queue of their own; more
   /// still help, but the runnables they run post to the injection queue.
@@ -120,13 +125,13 @@ class ThreadPoolScheduler final : public Scheduler {
   void post_next(Runnable& r) noexcept override;
 
   /// From a thread inside drive_until / drive_section, outside any runnable and with a driver
-  /// queue whose slot is empty: `r` goes to the slot (see Scheduler::offer); thieves take it
+  /// queue whose slot is empty: `r` goes to the slot (see RunQueueHooks::offer); thieves take it
   /// as they take any slot, from an owner that made no progress since their last look.
   bool offer(Runnable& r) noexcept override;
   bool withdraw(Runnable& r) noexcept override;
   void ran_in_place() noexcept override;
 
-  /// At most this many runnables are watched at once (Scheduler::watch); more are refused.
+  /// At most this many runnables are watched at once (RunQueueHooks::watch); more are refused.
   static constexpr unsigned max_watched = 16;
   /// Each watched runnable has a queue of its own (a watch queue): its slot holds the
   /// runnable, its progress counter is the owner's sign of life, and thieves treat it as the
@@ -143,24 +148,27 @@ class ThreadPoolScheduler final : public Scheduler {
   /// 64 runnables. `time_point::min()`: run what is runnable now, then return.
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
 
-  /// Claims a driver queue for the whole section (see Scheduler::drive_section): posts from
+  /// Claims a driver queue for the whole section (see RunQueueHooks::drive_section): posts from
   /// the section go to it, and the drive_until calls inside use it without claiming again.
   void drive_section(detail::FunctionRef<void()> section) override;
 
-  /// No bypass and an empty slot on the calling thread (see Scheduler::nothing_next_here).
+  /// No bypass and an empty slot on the calling thread (see RunQueueHooks::nothing_next_here).
   [[nodiscard]] bool nothing_next_here() const noexcept override;
 
   /// No workers (see Scheduler::runs_only_when_driven).
   [[nodiscard]] bool runs_only_when_driven() const noexcept override { return worker_count_ == 0; }
 
   /// The calling thread drives this pool outside any runnable, with a driver queue (a driver
-  /// beyond max_drivers posts to the shared injector instead; see Scheduler::drives_here).
+  /// beyond max_drivers posts to the shared injector instead; see RunQueueHooks::drives_here).
   [[nodiscard]] bool drives_here() const noexcept override;
   /// The calling thread is inside no pool's runnable and drives none (see
-  /// Scheduler::runs_no_work_here).
+  /// RunQueueHooks::runs_no_work_here).
   [[nodiscard]] bool runs_no_work_here() const noexcept override;
 
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
+
+  /// This pool itself: its run queues are what the hooks steer.
+  [[nodiscard]] detail::RunQueueHooks* run_queue_hooks() noexcept override { return this; }
 
   [[nodiscard]] unsigned workers() const noexcept { return static_cast<unsigned>(threads_.size()); }
 
@@ -220,7 +228,7 @@ class ThreadPoolScheduler final : public Scheduler {
   // the drive's context `to` (null: `from` itself, which then keeps nothing more).
   void take_kept(Context& from, Context* to = nullptr) noexcept;
   void release_driver_queue(Queue& q) noexcept;
-  // The watch queue that holds `r` (Scheduler::watch).
+  // The watch queue that holds `r` (RunQueueHooks::watch).
   Queue& watch_queue_of(const Runnable& r) noexcept;
   [[nodiscard]] unsigned first_watch_queue() const noexcept { return worker_count_ + max_drivers; }
   [[nodiscard]] bool is_watch_queue(const Queue& q) const noexcept;

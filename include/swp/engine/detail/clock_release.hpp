@@ -98,7 +98,7 @@ class ClockRelease final : public ReleasePolicy {
   bool collecting_ = false;
   PeriodShare share_;
   std::size_t share_most_ = 0;  // instances one advance() can release (see reset)
-  // The runtime's scheduler when this thread is its only runner (Scheduler::sole_runner_here),
+  // The runtime's scheduler when this thread is its only runner (detail::sole_runner_here),
   // so a released instance that is ready runs at once instead of being posted; else nullptr.
   Scheduler* runs_here_ = nullptr;
   std::vector<TaskIndex> order_;  // per-period enqueue order (ready-first)

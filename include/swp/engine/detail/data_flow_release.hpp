@@ -32,7 +32,7 @@ class DataFlowRelease final : public ReleasePolicy {
   [[nodiscard]] bool start_proceeds() const noexcept override { return true; }
   [[nodiscard]] bool releases_every_instance() const noexcept override { return true; }
   // With one thread (a pool without workers) an admission's ready instances run at once
-  // (Scheduler::RunHere), driving or not.
+  // (RunQueueHooks::RunHere), driving or not.
   [[nodiscard]] bool retires_undriven() const noexcept override { return only_driven_; }
   // With workers: the next admission runs in place, watched (EngineCore::run_iteration_offered).
   [[nodiscard]] bool admits_in_place() const noexcept override;

@@ -24,6 +24,7 @@
 #include "swp/async/cancelled.hpp"
 #include "swp/async/co.hpp"
 #include "swp/async/detail/asymmetric_fence.hpp"
+#include "swp/async/detail/run_queue_hooks.hpp"
 #include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/lane.hpp"
@@ -128,6 +129,9 @@ class EngineCore {
 
   [[nodiscard]] const PlanGraph& graph() const noexcept { return graph_; }
   [[nodiscard]] Runtime& runtime() noexcept { return runtime_; }
+  /// The runtime's scheduler's run-queue capability (the plain hooks where it has none),
+  /// asked once, as the engine binds to the runtime.
+  [[nodiscard]] RunQueueHooks& run_queue() noexcept { return run_queue_; }
   /// How many iterations may be in flight at once (the depth).
   [[nodiscard]] std::size_t slots() const noexcept { return depth_; }
   /// How many contexts a front end for `depth` keeps: one per sync entry, so the context of
@@ -386,7 +390,7 @@ class EngineCore {
   // engine that calls it (see Releasing: the clock's period inlines it).
   template <Releasing R>
   bool run_in_place(Instance& in) noexcept;
-  // Data-flow with one thread (an admission's Scheduler::RunHere open): runs `first`, ready,
+  // Data-flow with one thread (an admission's RunQueueHooks::RunHere open): runs `first`, ready,
   // in place, and after it each in-place instance the finishes make ready, one after the
   // other on this thread (run_next_), instead of a post and a run queue's round trip each.
   // What cannot run in place is released as usual (to the RunHere, which runs it next).
@@ -410,7 +414,7 @@ class EngineCore {
   // unusual on the way (trouble, a revoked claim, a body that throws, suspends or uses its
   // stream) hands the rest of the iteration to the general path (go_on_generally) and
   // returns false, with nothing owed.
-  bool run_iteration_here(Sync& sync, std::optional<Scheduler::RunHere>& here) noexcept;
+  bool run_iteration_here(Sync& sync, std::optional<RunQueueHooks::RunHere>& here) noexcept;
   // What run_uncounted did with an instance.
   enum class Uncounted : std::uint8_t {
     ran,           // it ran and finished here (the caller counts its completion)
@@ -439,7 +443,7 @@ class EngineCore {
   // k (and the iteration's `remaining`) as if each instance before k had counted them down;
   // those left with nothing to wait for are released.
   [[gnu::noinline]] void go_on_generally(Sync& sync, std::size_t k, bool started,
-                                         std::optional<Scheduler::RunHere>& here) noexcept;
+                                         std::optional<RunQueueHooks::RunHere>& here) noexcept;
   // How many of the intra producers of `in` are at serial position `k` or after (those a
   // hand-over at k leaves unfinished).
   [[nodiscard]] int waits_from(const Instance& in, std::size_t k) const noexcept;
@@ -674,6 +678,7 @@ class EngineCore {
   class AsyncWait;
 
   Runtime& runtime_;
+  RunQueueHooks& run_queue_;  // run_queue_hooks_of(runtime_.scheduler())
   PlanGraph graph_;
   FrontEnd& front_;
   SchedulerWaker device_waker_;

@@ -190,7 +190,7 @@ inline int EngineCore::waits_from(const Instance& in, std::size_t k) const noexc
 inline bool EngineCore::watch(InPlaceOffer& offer) noexcept {
   if (offer.watched()) return true;
   if (watch_refused_) return false;
-  watch_refused_ = !offer.watch(runtime_.scheduler());
+  watch_refused_ = !offer.watch(run_queue_);
   return !watch_refused_;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "swp/async/detail/asymmetric_fence.hpp"
+#include "swp/async/detail/run_queue_hooks.hpp"
 #include "swp/async/scheduler.hpp"
 
 namespace swp::detail {
@@ -17,7 +18,7 @@ namespace swp::detail {
 /// same would break a promise: an instance that is ready must not wait behind one that the
 /// driving thread is running (two tasks of an iteration that wait for each other would hang,
 /// tests/engine/test_pipeline_parallelism.cpp). So the offer is watched by the scheduler's
-/// idle threads (Scheduler::watch: a thread takes it only from an owner that stopped making
+/// idle threads (RunQueueHooks::watch: a thread takes it only from an owner that stopped making
 /// progress, or is slow to get through its instances, which keeps tasks long enough to be
 /// worth moving on two threads) while the owner runs its runs (each an iteration, or a batch
 /// of a period's releases); a thread that takes it takes over the rest of the run the owner
@@ -47,9 +48,10 @@ class InPlaceOffer : public Runnable {
   InPlaceOffer(const InPlaceOffer&) = delete;
   InPlaceOffer& operator=(const InPlaceOffer&) = delete;
 
-  /// Owner: has the scheduler watch this offer, unless it does already. False: it cannot (no
-  /// workers, every watch in use, no heavy fences here): the runs go the general way.
-  bool watch(Scheduler& scheduler) noexcept;
+  /// Owner: has the scheduler (its run-queue hooks) watch this offer, unless it does already.
+  /// False: it cannot (no workers, plain hooks, every watch in use, no heavy fences here): the
+  /// runs go the general way.
+  bool watch(RunQueueHooks& hooks) noexcept;
   /// Owner, between runs: ends the watch (waits for a taker to leave). Before the offer goes,
   /// and when the engine's run ends (a watch is one of few).
   void unwatch() noexcept;
@@ -61,8 +63,8 @@ class InPlaceOffer : public Runnable {
     if (life_ == nullptr) return false;
     if (!armed_) [[unlikely]]
       rearm();
-    // Inside a run (see Scheduler::watch).
-    life_->store(life_->load(std::memory_order_relaxed) | Scheduler::watch_inside,
+    // Inside a run (see RunQueueHooks::watch).
+    life_->store(life_->load(std::memory_order_relaxed) | RunQueueHooks::watch_inside,
                  std::memory_order_relaxed);
     return true;
   }
@@ -75,11 +77,11 @@ class InPlaceOffer : public Runnable {
     if (look(idle)) [[unlikely]]
       return true;
     // Between runs.
-    life_->store(life_->load(std::memory_order_relaxed) & ~Scheduler::watch_inside,
+    life_->store(life_->load(std::memory_order_relaxed) & ~RunQueueHooks::watch_inside,
                  std::memory_order_relaxed);
     return false;
   }
-  /// Owner, after each instance (or batch) that ran here: its sign of life (Scheduler::watch).
+  /// Owner, after each instance (or batch) that ran here: its sign of life (RunQueueHooks::watch).
   void ran_one() noexcept {
     life_->store(life_->load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -128,7 +130,7 @@ class InPlaceOffer : public Runnable {
   // rearm's (and unwatch's) wait until no taker touches the offer.
   void rearm_wait() noexcept;
 
-  Scheduler* scheduler_ = nullptr;
+  RunQueueHooks* hooks_ = nullptr;  // the hooks that watch it
   std::atomic<std::uint32_t>* life_ = nullptr;  // the watch's sign of life; null: not watched
   bool armed_ = false;                          // owner: offered, fields fresh
   bool took_back_ = false;  // owner: after its claim, it took the offer back (see rearm_wait)

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "swp/async/detail/run_queue_hooks.hpp"
 #include "swp/async/scheduler.hpp"
 
 namespace swp::detail {
@@ -17,7 +18,7 @@ struct Instance;
 /// With workers, every ready instance of a clock period used to be posted to the opening
 /// thread's queue and popped back (or stolen): about 12 ns of the caller's path per instance
 /// on two threads against one (docs/benchmarks.md). Instead the period collects its ready
-/// instances here, the share is offered (Scheduler::offer: the opening thread's next work,
+/// instances here, the share is offered (RunQueueHooks::offer: the opening thread's next work,
 /// which a thief takes only from a thread that stopped making progress), the opening thread
 /// claims and runs them one by one in place, and withdraws the share. A thread that took it
 /// claims one instance per run and posts the share again before running it, so every
@@ -38,8 +39,9 @@ struct Instance;
 /// is filled again, so its items are the owner's alone then.
 class PeriodShare final : public Runnable {
  public:
-  PeriodShare(EngineCore& core, Scheduler& scheduler) noexcept
-      : core_(core), scheduler_(scheduler) {}
+  /// `hooks`: `scheduler`'s (run_queue_hooks_of), which offer and withdraw the share.
+  PeriodShare(EngineCore& core, Scheduler& scheduler, RunQueueHooks& hooks) noexcept
+      : core_(core), scheduler_(scheduler), hooks_(hooks) {}
   PeriodShare(const PeriodShare&) = delete;
   PeriodShare& operator=(const PeriodShare&) = delete;
 
@@ -72,7 +74,7 @@ class PeriodShare final : public Runnable {
   /// Owner: between offer() and withdraw().
   [[nodiscard]] bool offered() const noexcept { return offered_; }
 
-  /// Owner: offers what was added so far (Scheduler::offer), `sealed` when nothing more will
+  /// Owner: offers what was added so far (RunQueueHooks::offer), `sealed` when nothing more will
   /// be added. False: not offered (then it is not busy, and the caller posts the instances).
   bool offer(bool sealed) noexcept;
   /// Owner, after offer(false): what was added since becomes claimable, and nothing more will
@@ -117,6 +119,7 @@ class PeriodShare final : public Runnable {
 
   EngineCore& core_;
   Scheduler& scheduler_;
+  RunQueueHooks& hooks_;
   std::vector<Instance*> items_;
   std::size_t added_ = 0;  // owner
   bool offered_ = false;   // owner

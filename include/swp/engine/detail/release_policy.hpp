@@ -46,7 +46,7 @@ class ReleasePolicy {
   /// core then calls those directly).
   [[nodiscard]] virtual bool start_proceeds() const noexcept { return false; }
   /// Whether a retirement that needs no wait may run without a driving section where the
-  /// calling thread runs none of the scheduler's work (Scheduler::runs_no_work_here): what
+  /// calling thread runs none of the scheduler's work (RunQueueHooks::runs_no_work_here): what
   /// advance() then makes ready it runs at once or posts to the scheduler's shared queue.
   [[nodiscard]] virtual bool retires_undriven() const noexcept { return false; }
   /// With workers: whether the next advance() will run what it admits in place, watched
