@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "swp/async/detail/asymmetric_fence.hpp"
+#include "swp/engine/detail/engine_handle.hpp"
 
 #include "swp/engine/errors.hpp"
 #include "swp/engine/task_scope.hpp"
@@ -121,7 +122,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       in->next = &sync_[(e + 1) % sync_.size()];
       in->stream = info_[t].stream;
       in->event = runtime_.device().make_event();
-      in->scope = std::make_unique<TaskScope>(*this, *in);
+      in->scope.reset(new TaskScope(graph_, runtime_, *in));  // its constructor is private
       in->device_wait.emplace(device_waker_);
       sync.instances.push_back(in);
     }
@@ -766,5 +767,35 @@ void EngineCore::fail_callback(CallbackError::Callback which, std::int64_t iter)
 // ClockRelease's period (clock_release.cpp) runs ready instances through it.
 template void EngineCore::proceed_as<EngineCore::Releasing::clock>(Instance&) noexcept;
 template bool EngineCore::run_in_place<EngineCore::Releasing::clock>(Instance&) noexcept;
+
+// The calls of engine_handle.hpp: what ctx.get and Retired::get need of the core, out of line
+// so the public headers do not include this one.
+
+OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer) {
+  if (env == nullptr)
+    throw PipelineStateError("ctx.get('" + producer.name + "') called outside a pipeline task");
+  const auto& in = static_cast<const Instance&>(*env);
+  const PlanGraph& graph = in.core->graph();
+  bool declared = false;
+  for (TaskIndex d : graph.intra_deps(in.task)) declared = declared || d == producer.index;
+  if (!declared || !is_task_of(*in.core, producer))
+    throw UndeclaredDependency(
+        "task '" + graph.name(in.task) + "' reads the output of '" + producer.name +
+        "' without declaring it: add the task with swp::reads(...) naming '" + producer.name +
+        "', or list {\"" + graph.name(in.task) + "\", \"" + producer.name +
+        "\"} in intra_iter_deps, so the plan orders them (and their streams)");
+  const Instance& source = in.core->sibling(in, producer.index);
+  return {.box = in.core->box(in.slot(), producer.index),
+          .error = source.failed ? &source.error : nullptr};
+}
+
+bool is_task_of(const EngineCore& core, const TaskHandle& task) noexcept {
+  const PlanGraph& graph = core.graph();
+  return task.index < graph.size() && graph.name(task.index) == task.name;
+}
+
+OutputBox* output_box(const EngineCore& core, std::size_t slot, TaskIndex task) noexcept {
+  return core.box(slot, task);
+}
 
 }  // namespace swp::detail

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "support/alloc_counter.hpp"
@@ -31,6 +32,15 @@ struct LoggingStream {
 };
 
 }  // namespace
+
+TEST_CASE("a Future comes from its Promise only, never from the shared state") {
+  static_assert(!std::is_constructible_v<swp::Future<int>, swp::detail::StateRef<int>>);
+  static_assert(!std::is_constructible_v<swp::Future<>, swp::detail::StateRef<void>>);
+  swp::Promise<int> promise;
+  swp::Future<int> future = promise.get_future();
+  CHECK(future.valid());
+  CHECK_FALSE(swp::Future<int>().valid());
+}
 
 TEST_CASE("a ready future is awaited without suspending and yields its value") {
   auto [promise, future] = swp::make_promise<std::string>();

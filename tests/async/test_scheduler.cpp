@@ -251,7 +251,7 @@ TEST_CASE_TEMPLATE("a user's scheduler with only the base interface runs a pipel
     SUBCASE("retired by progress()") {
       pipe->fill_pipeline(batches);
       std::vector<std::int64_t> retired;
-      while (auto iter = pipe->progress()) retired.push_back(*iter);
+      while (auto iter = pipe->progress()) retired.push_back(iter->iter());
       CHECK(retired.size() == batches.size());
     }
     SUBCASE("retired by co_await next()") {

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "support/engines.hpp"
+#include "support/iter_of.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/async/sync_wait.hpp"
@@ -57,7 +58,7 @@ TEST_CASE("async_progress with use_future completes with each retired iteration,
     std::future<std::optional<swp::Retired<Ctx>>> f =
         swp::async_progress(pipe, boost::asio::use_future);
     REQUIRE(f.wait_for(10s) == std::future_status::ready);
-    CHECK(f.get() == expected);
+    CHECK(swp::test::iter_of(f.get()) == expected);
   }
   pipe.drain();
 }
@@ -80,10 +81,10 @@ TEST_CASE("the handler runs on its associated executor, never inline, and keeps 
   std::thread::id ran_on;
   std::optional<std::int64_t> got{-1};
   swp::async_progress(pipe, boost::asio::bind_executor(io, [&](std::exception_ptr e,
-                                                               std::optional<std::int64_t> i) {
+                                                               std::optional<swp::Retired<Ctx>> i) {
     CHECK_FALSE(e);
     ran_on = std::this_thread::get_id();
-    got = i;
+    got = swp::test::iter_of(i);
   }));
   CHECK(got == -1);  // not inline
   // run() returns only once the handler ran: the pending step counts as work on `io`.
@@ -143,7 +144,7 @@ TEST_CASE("an Asio handler's pipe.cancel() wakes a task sleeping on the runtime;
   pipe.fill_pipeline(std::vector<int>{1, 2, 3});
   std::exception_ptr step_error;
   bool done = false;
-  swp::async_progress(pipe, [&](std::exception_ptr e, std::optional<std::int64_t>) {
+  swp::async_progress(pipe, [&](std::exception_ptr e, std::optional<swp::Retired<Ctx>>) {
     step_error = e;
     done = true;
   });
@@ -311,12 +312,12 @@ TEST_CASE("async_submit feeds the push form; a full queue's submit completes as 
       events.push_back((e ? "failed " : "queued ") + std::to_string(b));
     });
   }
-  std::function<void(std::exception_ptr, std::optional<std::int64_t>)> step =
-      [&](std::exception_ptr e, std::optional<std::int64_t> i) {
+  std::function<void(std::exception_ptr, std::optional<swp::Retired<Ctx>>)> step =
+      [&](std::exception_ptr e, std::optional<swp::Retired<Ctx>> i) {
         REQUIRE_FALSE(e);
         if (!i) return;
-        events.push_back("retired " + std::to_string(*i));
-        if (*i == 2) pipe.close_submissions();
+        events.push_back("retired " + std::to_string(i->iter()));
+        if (i->iter() == 2) pipe.close_submissions();
         swp::async_progress(pipe, step);
       };
   swp::async_progress(pipe, step);
@@ -354,10 +355,10 @@ TEST_CASE("async_submit honours its cancellation slot: the batch is not taken, t
   std::vector<int> batches;
   pipe.on_retire([&](const Ctx& c) { batches.push_back(c.batch); });
   std::vector<std::optional<std::int64_t>> seen;
-  std::function<void(std::exception_ptr, std::optional<std::int64_t>)> step =
-      [&](std::exception_ptr e, std::optional<std::int64_t> i) {
+  std::function<void(std::exception_ptr, std::optional<swp::Retired<Ctx>>)> step =
+      [&](std::exception_ptr e, std::optional<swp::Retired<Ctx>> i) {
         REQUIRE_FALSE(e);
-        seen.push_back(i);
+        seen.push_back(swp::test::iter_of(i));
         if (i) swp::async_progress(pipe, step);
       };
   swp::async_progress(pipe, step);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/engines.hpp"
+#include "support/iter_of.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
 #include "support/seed.hpp"
@@ -93,7 +94,7 @@ TEST_CASE_TEMPLATE("an exception at a random (task, iteration) surfaces, drains 
     pipe->fill_pipeline(batches);
     std::int64_t last = -1;
     try {
-      while (auto i = pipe->progress()) last = *i;
+      while (auto i = pipe->progress()) last = i->iter();
       FAIL("the failure did not surface");
     } catch (const swp::TaskError& e) {
       CHECK(e.task() == source.tasks[victim].task.name);
@@ -128,7 +129,7 @@ TEST_CASE_TEMPLATE("a stuck task times out with every waiter named, then the pip
     pipe->set_timeouts({.retire = 2s, .sequencer = 30s, .check_interval = 20ms});
     const auto batches = iota(4);
     pipe->fill_pipeline(batches);
-    REQUIRE(pipe->progress() == 0);
+    REQUIRE(swp::test::iter_of(pipe->progress()) == 0);
     try {
       pipe->progress();
       FAIL("no timeout");
@@ -187,7 +188,7 @@ struct Retired {
 template <class Pipe>
 std::exception_ptr run_until_error(Pipe& pipe, std::vector<std::int64_t>& retired) {
   try {
-    while (auto i = pipe.progress()) retired.push_back(*i);
+    while (auto i = pipe.progress()) retired.push_back(i->iter());
   } catch (...) {
     return std::current_exception();
   }
@@ -340,8 +341,8 @@ TEST_CASE_TEMPLATE("a source error met while admitting surfaces from drain() as 
     if (calls == 2) throw std::runtime_error("corrupt record");
     return calls++;
   });
-  CHECK(pipe->progress() == 0);
-  CHECK(pipe->progress() == 1);
+  CHECK(swp::test::iter_of(pipe->progress()) == 0);
+  CHECK(swp::test::iter_of(pipe->progress()) == 1);
   CHECK_THROWS_WITH_AS(pipe->drain(), "the batch source failed in iteration 2: corrupt record",
                        swp::CallbackError);
   CHECK(pipe->run(std::vector<int>{7, 8}).iterations == 2);

@@ -164,7 +164,7 @@ std::exception_ptr run_once(Pipe& pipe, Injector& injector, const Injection& inj
   std::exception_ptr error;
   try {
     pipe.fill_pipeline(source);
-    while (auto i = pipe.progress()) retired.push_back(*i);
+    while (auto i = pipe.progress()) retired.push_back(i->iter());
     pipe.drain();
   } catch (...) {
     error = std::current_exception();

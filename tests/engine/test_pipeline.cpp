@@ -19,6 +19,7 @@
 #include "support/engines.hpp"
 #include "support/bound_plans.hpp"
 #include "support/drive.hpp"
+#include "support/iter_of.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
 #include "support/seed.hpp"
@@ -101,12 +102,12 @@ using swp::test::next_all;
 std::vector<std::int64_t> async_all(swp::Pipeline<Ctx>& pipe, boost::asio::io_context& io) {
   std::vector<std::int64_t> retired;
   std::exception_ptr error;
-  std::function<void(std::exception_ptr, std::optional<std::int64_t>)> step =
-      [&](std::exception_ptr e, std::optional<std::int64_t> i) {
+  std::function<void(std::exception_ptr, std::optional<swp::Retired<Ctx>>)> step =
+      [&](std::exception_ptr e, std::optional<swp::Retired<Ctx>> i) {
         if (e) {
           error = e;
         } else if (i) {
-          retired.push_back(*i);
+          retired.push_back(i->iter());
           swp::async_progress(pipe, step);
         }
       };
@@ -164,7 +165,7 @@ void run_random_plans(swp::Backend backend, int plans, std::uint32_t seed,
     std::vector<std::int64_t> retired;
     pipe->fill_pipeline(batches);
     if (drive == Drive::progress) {
-      while (auto i = pipe->progress()) retired.push_back(*i);
+      while (auto i = pipe->progress()) retired.push_back(i->iter());
     } else if (drive == Drive::next) {
       retired = swp::sync_wait(next_all(*pipe));
     } else {
@@ -277,7 +278,7 @@ void fail_then_refill(swp::Backend backend, int plans, std::uint32_t seed) {
     CHECK(first > fail_iter);
     std::int64_t retired = 0;
     pipe->fill_pipeline(before);
-    while (auto i = pipe->progress()) CHECK(*i == first + retired++);
+    while (auto i = pipe->progress()) CHECK(i->iter() == first + retired++);
     CHECK(retired == fail_iter);
     pipe->drain();
     pipe->synchronize();
@@ -350,7 +351,8 @@ void refill_with_device_work_in_flight(bool fail_first_run) {
         }(),
         swp::CallbackError);
   } else {
-    CHECK(pipe->progress() == 0);  // retired: iterations do not wait for their device work
+    // Retired: iterations do not wait for their device work.
+    CHECK(swp::test::iter_of(pipe->progress()) == 0);
     pipe->drain();
   }
   REQUIRE(ran.load() == 0);
@@ -419,9 +421,9 @@ TEST_CASE_TEMPLATE("both engines share the pipeline API", Engine, swp::test::Use
 
     SUBCASE("fill_pipeline + progress retire every iteration in order, then end of data") {
       pipe->fill_pipeline(std::vector<int>{1, 2, 3});
-      CHECK(pipe->progress() == 0);
-      CHECK(pipe->progress() == 1);
-      CHECK(pipe->progress() == 2);
+      CHECK(swp::test::iter_of(pipe->progress()) == 0);
+      CHECK(swp::test::iter_of(pipe->progress()) == 1);
+      CHECK(swp::test::iter_of(pipe->progress()) == 2);
       CHECK_FALSE(pipe->progress());
       CHECK(squares == std::vector<int>{4, 9, 16});
     }
@@ -444,14 +446,14 @@ TEST_CASE_TEMPLATE("both engines share the pipeline API", Engine, swp::test::Use
     SUBCASE("drain retires what is in flight; a refill numbers on after it") {
       std::vector<int> many(10, 1);
       pipe->fill_pipeline(many);
-      CHECK(pipe->progress() == 0);
+      CHECK(swp::test::iter_of(pipe->progress()) == 0);
       pipe->drain();
       CHECK(squares.size() <= 10);
       const auto admitted = static_cast<std::int64_t>(squares.size());
       CHECK(pipe->next_iteration() == admitted);  // drained: every admitted one retired
       squares.clear();
       pipe->fill_pipeline(std::vector<int>{3});
-      CHECK(pipe->progress() == admitted);
+      CHECK(swp::test::iter_of(pipe->progress()) == admitted);
       CHECK_FALSE(pipe->progress());
       CHECK(squares == std::vector<int>{16});
     }
@@ -522,8 +524,8 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     pipe->on_retire([&](const TypedCtx& ctx) { squares.push_back(ctx.squared); });
     pipe->fill_pipeline(std::vector<int>{2, 3});
     std::vector<std::optional<std::int64_t>> seen;
-    std::function<void(std::exception_ptr, std::optional<std::int64_t>)> step =
-        [&](std::exception_ptr e, std::optional<std::int64_t> i) {
+    std::function<void(std::exception_ptr, std::optional<swp::Retired<TypedCtx>>)> step =
+        [&](std::exception_ptr e, std::optional<swp::Retired<TypedCtx>> i) {
           if (e) {
             try {
               std::rethrow_exception(e);
@@ -531,7 +533,7 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
               FAIL(std::string(x.what()));  // a const char* would print as a pointer
             }
           }
-          seen.push_back(i);
+          seen.push_back(swp::test::iter_of(i));
           if (i) swp::async_progress(*pipe, step);
         };
     swp::async_progress(*pipe, step);
@@ -552,8 +554,8 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
       } catch (const swp::PipelineStateError& e) {
         refused_progress = e.what();
       }
-      swp::async_progress(*pipe, [&](std::exception_ptr, std::optional<std::int64_t> i) {
-        got = i;
+      swp::async_progress(*pipe, [&](std::exception_ptr, std::optional<swp::Retired<TypedCtx>> i) {
+        got = swp::test::iter_of(i);
         try {
           pipe->drain();  // iteration 3 (the end) is not known yet, but nothing is in flight
         } catch (const swp::PipelineStateError& e) {
@@ -570,13 +572,13 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     io.restart();
     pipe->fill_pipeline(std::vector<int>{6, 7});
     std::vector<std::optional<std::int64_t>> rest;
-    std::function<void(std::exception_ptr, std::optional<std::int64_t>)> to_end =
-        [&](std::exception_ptr, std::optional<std::int64_t> i) {
-          rest.push_back(i);
+    std::function<void(std::exception_ptr, std::optional<swp::Retired<TypedCtx>>)> to_end =
+        [&](std::exception_ptr, std::optional<swp::Retired<TypedCtx>> i) {
+          rest.push_back(swp::test::iter_of(i));
           if (i) swp::async_progress(*pipe, to_end);
         };
     boost::asio::post(io, [&] {
-      swp::async_progress(*pipe, [&](std::exception_ptr, std::optional<std::int64_t>) {
+      swp::async_progress(*pipe, [&](std::exception_ptr, std::optional<swp::Retired<TypedCtx>>) {
         try {
           pipe->drain();
         } catch (const swp::PipelineStateError& e) {
@@ -639,7 +641,7 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
     std::exception_ptr delivered;
     pipe->fill_pipeline(std::vector<int>{7});
     swp::async_progress(*pipe, boost::asio::bind_executor(
-        io, [&](std::exception_ptr e, std::optional<std::int64_t>) { delivered = e; }));
+        io, [&](std::exception_ptr e, std::optional<swp::Retired<TypedCtx>>) { delivered = e; }));
     io.run();
     REQUIRE(delivered);
     CHECK_THROWS_AS(std::rethrow_exception(delivered), swp::TaskError);

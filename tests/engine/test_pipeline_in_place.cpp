@@ -152,7 +152,7 @@ void run_alone_on_lanes(int plans, std::uint32_t seed, Drive drive, double suspe
       if (drive == Drive::next) {
         retired = swp::sync_wait(next_all(*pipe));
       } else {
-        while (auto i = pipe->progress()) retired.push_back(*i);
+        while (auto i = pipe->progress()) retired.push_back(i->iter());
       }
       done.store(true);
       rt.scheduler().notify();
@@ -273,7 +273,7 @@ TEST_CASE_TEMPLATE("more pipelines than the pool watches, driven in turns by one
       any = false;
       for (int k = 0; k < pipelines; ++k) {
         if (auto i = pipes[static_cast<std::size_t>(k)]->progress()) {
-          retired[static_cast<std::size_t>(k)].push_back(*i);
+          retired[static_cast<std::size_t>(k)].push_back(i->iter());
           any = true;
         }
       }

@@ -16,6 +16,7 @@
 
 #include "support/cli.hpp"
 #include "support/engines.hpp"
+#include "support/iter_of.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
@@ -106,7 +107,7 @@ TEST_CASE_TEMPLATE("destroying a filled pipeline drains what is in flight first"
   std::vector<std::int64_t> seen;
   pipe->on_retire([&](const Ctx& ctx) { seen.push_back(static_cast<std::int64_t>(ctx.iter_idx)); });
   pipe->fill_pipeline(std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7});
-  REQUIRE(pipe->progress() == 0);
+  REQUIRE(swp::test::iter_of(pipe->progress()) == 0);
   REQUIRE(wait_for_flag(step_running));
   std::thread releaser([&] {
     std::this_thread::sleep_for(20ms);
@@ -148,7 +149,7 @@ TEST_CASE_TEMPLATE("a broken pipeline refills once the body that ignored cancell
   // Its last step may still be on the way out of the engine: fill waits for it.
   const std::int64_t first = pipe->next_iteration();
   pipe->fill_pipeline(std::vector<std::uint64_t>{5, 6, 7});
-  while (auto i = pipe->progress()) retired.push_back(*i);
+  while (auto i = pipe->progress()) retired.push_back(i->iter());
   CHECK(retired == std::vector<std::int64_t>{first, first + 1, first + 2});
 }
 

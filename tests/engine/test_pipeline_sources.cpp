@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/engines.hpp"
+#include "support/iter_of.hpp"
 #include "swp/async/channel.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
@@ -88,7 +89,7 @@ struct Rig {
 
   std::vector<std::int64_t> retire_all() {
     std::vector<std::int64_t> out;
-    while (auto i = pipe->progress()) out.push_back(*i);
+    while (auto i = pipe->progress()) out.push_back(i->iter());
     return out;
   }
 };
@@ -109,7 +110,7 @@ TEST_CASE_TEMPLATE("a channel source with nothing yet keeps the iterations in fl
   rig.pipe->fill_pipeline(ch);
   // One batch, the channel still open: it retires without waiting for more (the clock
   // engine opens its stage-1 period as a bubble).
-  CHECK(rig.pipe->progress() == 0);
+  CHECK(swp::test::iter_of(rig.pipe->progress()) == 0);
   CHECK(rig.seen == std::vector<Seen>{{0, 3, 9, 3}});
   // Nothing in flight, nothing yet: progress() waits for the next batch.
   std::thread producer([&] {
@@ -167,7 +168,7 @@ TEST_CASE_TEMPLATE("next() waits for a starving source without holding a thread"
     rig.pipe->close_submissions();
   });
   swp::sync_wait([](swp::Pipeline<Ctx>& p, std::vector<std::int64_t>& out) -> swp::Co<void> {
-    while (auto i = co_await p.next()) out.push_back(*i);
+    while (auto i = co_await p.next()) out.push_back(i->iter());
   }(*rig.pipe, retired));
   producer.join();
   CHECK(retired == range(0, 5));
@@ -186,7 +187,7 @@ TEST_CASE_TEMPLATE("submit applies back-pressure and ends with close_submissions
   CHECK(rig.pipe->try_submit(b));
   CHECK_FALSE(rig.pipe->try_submit(c));  // full: nothing admitted until progress() runs
   CHECK(c == 3);
-  CHECK(rig.pipe->progress() == 0);  // admitted 1 and 2, retired 1: room again
+  CHECK(swp::test::iter_of(rig.pipe->progress()) == 0);  // admitted 1 and 2, retired 1: room again
   CHECK(rig.pipe->try_submit(c));
   rig.pipe->close_submissions();
   int late = 4;
@@ -220,7 +221,7 @@ TEST_CASE_TEMPLATE("fill_pipeline while iterations are in flight names them", En
                    swp::test::UseClock, swp::test::UseDataFlow) {
   Rig<Engine> rig;
   rig.pipe->fill_pipeline(std::vector<int>{1, 2, 3, 4});
-  CHECK(rig.pipe->progress() == 0);
+  CHECK(swp::test::iter_of(rig.pipe->progress()) == 0);
   CHECK_THROWS_WITH_AS(
       rig.pipe->fill_pipeline(std::vector<int>{9}),
       doctest::Contains("fill_pipeline while a run is in progress (iterations 1.."),
@@ -253,7 +254,7 @@ TEST_CASE_TEMPLATE("drain() ends a run whose source has nothing yet", Engine, sw
   swp::Channel<int> ch(4);
   CHECK(ch.try_send(1));
   rig.pipe->fill_pipeline(ch);
-  CHECK(rig.pipe->progress() == 0);
+  CHECK(swp::test::iter_of(rig.pipe->progress()) == 0);
   rig.pipe->drain();  // returns: the wait for the open, empty channel is cancelled
   CHECK(ch.try_send(2));
   ch.close();
@@ -268,7 +269,7 @@ TEST_CASE_TEMPLATE("on sim, a source nobody can answer is a deadlock, reported",
   swp::Channel<int> ch(4);
   CHECK(ch.try_send(1));
   rig.pipe->fill_pipeline(ch);
-  CHECK(rig.pipe->progress() == 0);
+  CHECK(swp::test::iter_of(rig.pipe->progress()) == 0);
   CHECK_THROWS_WITH_AS(rig.pipe->progress(),
                        doctest::Contains("the source has no batch for iteration 1"),
                        swp::PipelineTimeout);
@@ -284,7 +285,7 @@ TEST_CASE_TEMPLATE("an awaitable source's error fails the run, naming the iterat
   });
   std::vector<std::int64_t> retired;
   try {
-    while (auto i = rig.pipe->progress()) retired.push_back(*i);
+    while (auto i = rig.pipe->progress()) retired.push_back(i->iter());
     FAIL("the source's error did not surface");
   } catch (const swp::CallbackError& e) {
     CHECK(std::string(e.what()) == "the batch source failed in iteration 2: socket reset");
@@ -356,7 +357,7 @@ TEST_CASE_TEMPLATE("a fetch completed on a producer's thread is done with the ru
         ch.close();  // resumes the waiting fetch here, with the end of data
       });
       std::vector<std::int64_t> retired;
-      while (auto i = pipe->progress()) retired.push_back(*i);
+      while (auto i = pipe->progress()) retired.push_back(i->iter());
       CHECK(retired == range(0, 1));
       CHECK(totals.total.at(0) == round);
     }  // the pipeline, then the runtime, while `producer` may still be inside notify()

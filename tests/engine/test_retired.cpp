@@ -3,13 +3,18 @@
 
 #include <doctest/doctest.h>
 
+#include <cstddef>
+#include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "support/engines.hpp"
+#include "support/include_closure.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/engine/pipeline.hpp"
 
@@ -88,7 +93,12 @@ TEST_CASE_TEMPLATE("next() completes with the retired iteration's context and va
   CHECK(count == 9);
 }
 
-TEST_CASE("a Retired converts to its iteration number") {
+TEST_CASE("a Retired gives its number through iter() only; iterations() yields the numbers") {
+  // No silent conversion: a handle to a slot is never taken for an index by accident.
+  static_assert(!std::is_convertible_v<swp::Retired<Ctx>, std::int64_t>);
+  static_assert(!std::is_constructible_v<std::int64_t, swp::Retired<Ctx>>);
+  static_assert(!std::is_convertible_v<std::optional<swp::Retired<Ctx>>,
+                                       std::optional<std::int64_t>>);
   Handles h;
   swp::Runtime rt({.workers = 1});
   swp::DataFlowPipeline<Ctx> pipe(rt, plan(h), 2);
@@ -96,9 +106,26 @@ TEST_CASE("a Retired converts to its iteration number") {
   for (std::int64_t iter : pipe.iterations(batches(4))) seen.push_back(iter);
   CHECK(seen == std::vector<std::int64_t>{0, 1, 2, 3});
   pipe.fill_pipeline(batches(1));
-  const std::optional<std::int64_t> index = pipe.progress();  // numbers go on across runs
-  CHECK(index == 4);
+  const auto retired = pipe.progress();  // numbers go on across runs
+  REQUIRE(retired);
+  CHECK(retired->iter() == 4);
+  CHECK(retired->context().iter_idx == 4);
   pipe.drain();
+}
+
+TEST_CASE("retired.hpp and iter_context.hpp name no engine core, and users cannot make a Retired") {
+  // Through the narrow detail headers only (engine_handle.hpp): a user's translation unit
+  // that names a context or a Retired does not compile the core's internals.
+  for (const char* header : {"swp/engine/retired.hpp", "swp/engine/iter_context.hpp"}) {
+    CAPTURE(header);
+    const auto closure = swp::test::include_closure(header);
+    CHECK(closure.count("swp/engine/detail/engine_handle.hpp") == 1);  // the closure is read
+    CHECK(closure.count("swp/engine/detail/engine_core.hpp") == 0);
+  }
+  // Only the pipeline makes a Retired: its constructor takes the core, an implementation type.
+  static_assert(!std::is_constructible_v<swp::Retired<Ctx>, const swp::detail::EngineCore&,
+                                         const Ctx&, std::int64_t, std::size_t,
+                                         std::exception_ptr>);
 }
 
 TEST_CASE("Retired::get names a task of another plan, and a task without a value") {

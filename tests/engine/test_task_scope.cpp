@@ -6,9 +6,11 @@
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "support/engines.hpp"
+#include "support/include_closure.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
@@ -20,6 +22,17 @@ using namespace std::chrono_literals;
 using Ctx = swp::IterContext<int>;
 
 }  // namespace
+
+TEST_CASE("task_scope.hpp is public: no engine core inside, no constructor for users") {
+  const auto closure = swp::test::include_closure("swp/engine/task_scope.hpp");
+  CHECK(closure.count("swp/engine/detail/instance.hpp") == 1);  // the closure is read
+  CHECK(closure.count("swp/engine/detail/engine_core.hpp") == 0);
+  // The engine core makes one per task instance; neither it nor an instance is a user's.
+  static_assert(!std::is_constructible_v<swp::TaskScope, swp::detail::EngineCore&,
+                                         swp::detail::Instance&>);
+  static_assert(!std::is_constructible_v<swp::TaskScope, const swp::PlanGraph&, swp::Runtime&,
+                                         swp::detail::Instance&>);
+}
 
 TEST_CASE_TEMPLATE("a callable a task queues on its stream is ordered before its consumers' work",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {

@@ -1,8 +1,10 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "swp/async/co.hpp"
@@ -48,6 +50,9 @@ TEST_CASE("a ready Deferred holds a real value and wraps a Future") {
   auto v = swp::Deferred<void>::ready();
   CHECK(v.is_ready());
   CHECK_THROWS_AS(swp::Deferred<int>().materialise(), swp::LazyError);
+  // A pending one is a segment's call's, an implementation type: users make ready ones only.
+  static_assert(!std::is_constructible_v<swp::Deferred<int>, swp::Future<int>,
+                                         std::shared_ptr<swp::detail::LazyCall>>);
 }
 
 TEST_CASE("get() from plain code materialises a delayed segment at once, and only once") {

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "swp/lazy/lazy_scheduler.hpp"
@@ -22,6 +23,9 @@ TEST_CASE(
   Table table;
   auto t = sched.declare_state("table", table);
   CHECK(t.name() == "table");
+  // Made by declare_state only: its constructor takes the scheduler's core.
+  static_assert(!std::is_constructible_v<swp::LazyState<Table>, swp::detail::LazyCore&,
+                                         swp::StateId, Table&>);
   (void)sched.register_segment("update", [t](int k) { t.write()[k] = 1; }, {.writes = {t}});
   auto lookup = sched.register_segment(
       "lookup", [t](int k) { return static_cast<int>(t.read().count(k)); }, {.reads = {t}});

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -61,6 +62,12 @@ TEST_CASE("a segment wraps a function pointer, a lambda, a functor or a member f
   CHECK(counter.calls == 5);
   CHECK(m.name() == "bump");
   CHECK(sched.executed_order() == Order{"doubled", "lambda", "bump", "doubled", "bump", "peek"});
+  // Made by register_segment only: the constructors take the scheduler's core.
+  using Lambda = int (*)(int);
+  static_assert(!std::is_constructible_v<swp::Segment<Lambda>, swp::detail::LazyCore&,
+                                         std::uint32_t, Lambda>);
+  static_assert(!std::is_constructible_v<swp::Segment<int(int)>, swp::detail::LazyCore&,
+                                         std::uint32_t, Lambda>);
 }
 
 TEST_CASE(

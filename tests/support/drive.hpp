@@ -17,7 +17,7 @@ enum class Drive { progress, next, asio };
 template <class Ctx>
 Co<std::vector<std::int64_t>> next_all(Pipeline<Ctx>& pipe) {
   std::vector<std::int64_t> retired;
-  while (auto i = co_await pipe.next()) retired.push_back(*i);
+  while (auto i = co_await pipe.next()) retired.push_back(i->iter());
   co_return retired;
 }
 

@@ -212,11 +212,13 @@ concept StreamWaiter = requires(S& s, const Event& e, std::uint64_t generation) 
 /// // producer:  promise.set_value(7);
 /// // consumer:  int x = co_await future;   or   co_await future.on(stream);
 /// ```
+template <class T>
+class Promise;
+
 template <class T = void>
 class Future {
  public:
   Future() noexcept = default;
-  explicit Future(detail::StateRef<T> state) noexcept : state_(std::move(state)) {}
 
   [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(state_); }
   [[nodiscard]] bool ready() const noexcept { return state_->ready(); }
@@ -288,6 +290,10 @@ class Future {
       if constexpr (!std::is_void_v<T>) return state->value();
     }
   };
+
+  // Made by its Promise only (get_future): the shared state is an implementation type.
+  friend class Promise<T>;
+  explicit Future(detail::StateRef<T> state) noexcept : state_(std::move(state)) {}
 
   detail::StateRef<T> state_;
 };

@@ -136,12 +136,11 @@ auto async_submit(Pipeline<Ctx>& pipe, typename Ctx::batch_type batch, Completio
 }
 
 /// The Asio form of `pipe.progress()`, for any completion token: a handler with the signature
-/// `void(std::exception_ptr, std::optional<swp::Retired<Ctx>>)` (a handler taking
-/// `std::optional<std::int64_t>` gets the index), `asio::use_awaitable`,
-/// `asio::use_future`, `asio::deferred`... It is a free function, as Asio's own operations on
-/// I/O objects are (`asio::async_read(stream, buffers, token)`): a member of Pipeline would
-/// put Asio into every user of the engines, and one declared only where this header is
-/// included would give Pipeline two definitions (an ODR violation).
+/// `void(std::exception_ptr, std::optional<swp::Retired<Ctx>>)` (its number is `r->iter()`),
+/// `asio::use_awaitable`, `asio::use_future`, `asio::deferred`... It is a free function, as
+/// Asio's own operations on I/O objects are (`asio::async_read(stream, buffers, token)`): a
+/// member of Pipeline would put Asio into every user of the engines, and one declared only
+/// where this header is included would give Pipeline two definitions (an ODR violation).
 ///
 /// Completion: once `co_await pipe.next()` would complete — the oldest in-flight iteration
 /// retired and the slot it frees may take the next batch — with the retired iteration

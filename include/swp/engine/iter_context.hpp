@@ -3,11 +3,14 @@
 
 #include <coroutine>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <type_traits>
 
+#include "swp/async/co.hpp"
 #include "swp/core/task_ref.hpp"
-#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/engine_handle.hpp"
+#include "swp/engine/detail/output_box.hpp"
 #include "swp/engine/errors.hpp"
 
 namespace swp {
@@ -36,30 +39,16 @@ class GetAwaiter {
   template <class Promise>
   bool await_suspend(std::coroutine_handle<Promise> h) {
     const CoPromiseBase* promise = co_promise_of(h);
-    // Only the engines lend an environment to task coroutines: their instance.
-    auto* in = static_cast<Instance*>(promise != nullptr ? promise->environment() : nullptr);
-    if (in == nullptr)
-      throw PipelineStateError("ctx.get('" + producer_.name + "') called outside a pipeline task");
-    const auto& graph = in->core->graph();
-    bool declared = false;
-    for (TaskIndex d : graph.intra_deps(in->task)) declared = declared || d == producer_.index;
-    if (!declared || producer_.index >= graph.size() ||
-        graph.name(producer_.index) != producer_.name)
-      throw UndeclaredDependency(
-          "task '" + graph.name(in->task) + "' reads the output of '" + producer_.name +
-          "' without declaring it: add the task with swp::reads(...) naming '" + producer_.name +
-          "', or list {\"" + graph.name(in->task) + "\", \"" + producer_.name +
-          "\"} in intra_iter_deps, so the plan orders them (and their streams)");
-    // The task's routine awaited every declared dependency (both phases) before its body
-    // started, so the producer has completed: read it without suspending.
-    producer_instance_ = &in->core->sibling(*in, producer_.index);
-    box_ = in->core->box(in->slot(), producer_.index);
+    // Only the engines lend an environment to task coroutines: their instance. The task's
+    // routine awaited every declared dependency (both phases) before its body started, so
+    // the producer has completed: read it without suspending.
+    read_ = read_output(promise != nullptr ? promise->environment() : nullptr, producer_);
     return false;
   }
 
   const T& await_resume() const {
-    if (producer_instance_->failed) std::rethrow_exception(producer_instance_->error);
-    const auto* box = TypedBox<T>::of(box_);
+    if (read_.error != nullptr) std::rethrow_exception(*read_.error);
+    const auto* box = TypedBox<T>::of(read_.box);
     if (box == nullptr || !box->value)
       throw PipelineStateError("ctx.get('" + producer_.name + "'): the task produced no value " +
                                "of the requested type");
@@ -68,8 +57,7 @@ class GetAwaiter {
 
  private:
   Output<T> producer_;
-  Instance* producer_instance_ = nullptr;
-  OutputBox* box_ = nullptr;
+  OutputRead read_;
 };
 
 }  // namespace detail

@@ -8,11 +8,29 @@
 
 namespace swp {
 
+namespace detail {
+
+/// The iteration number of what a progress() returned: an index as it is, a Retired by its
+/// iter() (a Retired does not convert to its number silently).
+inline std::optional<std::int64_t> iteration_of(std::optional<std::int64_t> index) noexcept {
+  return index;
+}
+template <class Result>
+  requires requires(const Result& r) {
+    { r.iter() } -> std::convertible_to<std::int64_t>;
+  }
+std::optional<std::int64_t> iteration_of(const std::optional<Result>& retired) noexcept {
+  if (!retired) return std::nullopt;
+  return retired->iter();
+}
+
+}  // namespace detail
+
 /// An input range over the iterations a pipeline retires: each increment is one
 /// `pipe.progress()`, and the range ends when progress() returns empty (end of data).
 /// Made by `Pipeline::iterations(source)`, which fills the pipeline first; works over anything
-/// with a `progress()` returning what converts to `std::optional<std::int64_t>` (a
-/// Pipeline's Retired, a PresetRunner's index).
+/// with a `progress()` returning `std::optional<std::int64_t>` (a PresetRunner's index) or an
+/// optional of something with an `iter()` (a Pipeline's Retired: the range yields its iter()).
 ///
 /// Completion: `begin()` and `++it` block like progress() (the calling thread helps run tasks).
 /// Errors: what progress() throws (TaskError, PipelineTimeout) propagates from `begin()` or
@@ -25,7 +43,7 @@ namespace swp {
 /// ```
 template <class Pipe>
   requires requires(Pipe& pipe) {
-    { pipe.progress() } -> std::convertible_to<std::optional<std::int64_t>>;
+    { detail::iteration_of(pipe.progress()) } -> std::same_as<std::optional<std::int64_t>>;
   }
 class Iterations {
  public:
@@ -37,11 +55,11 @@ class Iterations {
     using difference_type = std::ptrdiff_t;
 
     Iterator() = default;
-    explicit Iterator(Pipe* pipe) : pipe_(pipe), current_(pipe->progress()) {}
+    explicit Iterator(Pipe* pipe) : pipe_(pipe), current_(detail::iteration_of(pipe->progress())) {}
 
     std::int64_t operator*() const { return *current_; }
     Iterator& operator++() {
-      current_ = pipe_->progress();
+      current_ = detail::iteration_of(pipe_->progress());
       return *this;
     }
     void operator++(int) { ++*this; }

@@ -23,6 +23,7 @@
 #include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/detail/feed.hpp"
 #include "swp/engine/detail/front_end.hpp"
+#include "swp/engine/detail/pipeline_context.hpp"
 #include "swp/engine/detail/shortcut_routine.hpp"
 #include "swp/engine/detail/shortcut_state.hpp"
 #include "swp/engine/detail/synthetic_routine.hpp"
@@ -40,15 +41,6 @@
 #include "swp/engine/task_observer.hpp"
 
 namespace swp {
-
-namespace detail {
-template <class Ctx>
-concept PipelineContext = std::default_initializable<Ctx> && std::movable<Ctx> && requires(Ctx c) {
-  typename Ctx::batch_type;
-  c.batch;
-  c.iter_idx;
-};
-}  // namespace detail
 
 /// The engine-independent part of a pipeline over contexts `Ctx` (an IterContext).
 ///

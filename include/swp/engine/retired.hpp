@@ -4,14 +4,20 @@
 
 #include <cstdint>
 #include <exception>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
-#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/engine_handle.hpp"
 #include "swp/engine/detail/output_box.hpp"
+#include "swp/engine/detail/pipeline_context.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/iter_context.hpp"
 
 namespace swp {
+
+template <detail::PipelineContext Ctx>
+class Pipeline;
 
 /// The iteration a pipeline retired last: its number, its context (the batch and the fields
 /// its tasks wrote) and the values its tasks returned. A handle, not a copy: it refers to the
@@ -21,8 +27,8 @@ namespace swp {
 ///
 /// Under FailurePolicy::skip an iteration may also come back failed (failed(), error()); its
 /// context then holds what its tasks wrote before the failure, and get() rethrows the error.
-/// It converts to its iteration number, so code written for the index keeps working:
-/// `while (auto retired = co_await pipe.next()) log(*retired);` logs the numbers.
+/// Its number is iter(); it does not convert to an integer, so a handle is never taken for an
+/// index by accident (`pipe.iterations(source)` yields the numbers).
 ///
 /// Example:
 /// ```
@@ -36,7 +42,6 @@ class Retired {
  public:
   /// The iteration's number (continuing across runs, see Pipeline::fill_pipeline).
   [[nodiscard]] std::int64_t iter() const noexcept { return iter_; }
-  operator std::int64_t() const noexcept { return iter_; }  // NOLINT: the index, by design
 
   /// The iteration's context, as its tasks left it (with retire_after_device, also after its
   /// device work completed).
@@ -53,12 +58,11 @@ class Retired {
   /// value of type T (a shortcut replay keeps its cached value, so it has one).
   template <class T>
   [[nodiscard]] const T& get(const Output<T>& task) const {
-    const auto& graph = core_->graph();
-    if (task.index >= graph.size() || graph.name(task.index) != task.name)
+    if (!detail::is_task_of(*core_, task))
       throw std::invalid_argument("Retired::get('" + task.name +
                                   "'): not a task of this pipeline's plan");
     if (error_) std::rethrow_exception(error_);
-    const auto* box = detail::TypedBox<T>::of(core_->box(slot_, task.index));
+    const auto* box = detail::TypedBox<T>::of(detail::output_box(*core_, slot_, task.index));
     if (box == nullptr || !box->value)
       throw PipelineStateError("Retired::get('" + task.name + "'): iteration " +
                                std::to_string(iter_) +
@@ -66,12 +70,14 @@ class Retired {
     return *box->value;
   }
 
-  /// Made by the pipeline (Pipeline::retired).
+ private:
+  // Made by the pipeline only (Pipeline::retired): the core is an implementation type.
+  template <detail::PipelineContext C>
+  friend class Pipeline;
   Retired(const detail::EngineCore& core, const Ctx& ctx, std::int64_t iter, std::size_t slot,
           std::exception_ptr error) noexcept
       : core_(&core), ctx_(&ctx), iter_(iter), slot_(slot), error_(std::move(error)) {}
 
- private:
   const detail::EngineCore* core_;
   const Ctx* ctx_;
   std::int64_t iter_;

@@ -7,8 +7,11 @@
 #include <string>
 #include <utility>
 
+#include "swp/core/plan_graph.hpp"
+#include "swp/device/stream.hpp"
 #include "swp/device/work_tag.hpp"
-#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/instance.hpp"
+#include "swp/engine/runtime.hpp"
 
 namespace swp {
 
@@ -24,11 +27,10 @@ namespace swp {
 /// ```
 class TaskScope {
  public:
-  /// The scope of `instance`, a task instance of `core`: made once per instance by the engine.
-  TaskScope(detail::EngineCore& core, detail::Instance& instance)
-      : core_(core), instance_(instance) {}
+  TaskScope(const TaskScope&) = delete;
+  TaskScope& operator=(const TaskScope&) = delete;
 
-  [[nodiscard]] const std::string& name() const { return core_.graph().name(instance_.task); }
+  [[nodiscard]] const std::string& name() const { return graph_.name(instance_.task); }
   [[nodiscard]] TaskIndex task() const noexcept { return instance_.task; }
   [[nodiscard]] std::int64_t iter() const noexcept { return instance_.iter(); }
 
@@ -55,14 +57,14 @@ class TaskScope {
   /// A pause of `duration` that holds no thread and ends early, throwing swp::Cancelled,
   /// when the run is cancelled or fails (Runtime::sleep_for): a task that waits for time.
   [[nodiscard]] Runtime::Sleep sleep_for(Clock::duration duration) const {
-    return core_.runtime().sleep_for(duration);
+    return runtime_.sleep_for(duration);
   }
   /// CPU time spent in the task (spin on host, virtual time on sim).
   [[nodiscard]] Runtime::CpuWork cpu_work(Clock::duration duration) const {
-    return core_.runtime().cpu_work(duration);
+    return runtime_.cpu_work(duration);
   }
 
-  [[nodiscard]] Runtime& runtime() const noexcept { return core_.runtime(); }
+  [[nodiscard]] Runtime& runtime() const noexcept { return runtime_; }
 
   /// The tag the device work of (task, iter) carries to stream observers (traces, `swp run`).
   static constexpr WorkTag work_tag(TaskIndex task, std::int64_t iter) noexcept {
@@ -70,7 +72,14 @@ class TaskScope {
   }
 
  private:
-  detail::EngineCore& core_;
+  // Made once per instance by the engine core, which owns the instance; the graph and the
+  // runtime are the core's, held here so the scope reads them without the core's definition.
+  friend class detail::EngineCore;
+  TaskScope(const PlanGraph& graph, Runtime& runtime, detail::Instance& instance) noexcept
+      : graph_(graph), runtime_(runtime), instance_(instance) {}
+
+  const PlanGraph& graph_;
+  Runtime& runtime_;
   detail::Instance& instance_;
 };
 

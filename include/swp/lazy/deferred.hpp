@@ -34,14 +34,15 @@ namespace swp {
 /// Tensor z = y.get();                  // runs sdd now
 /// // in a coroutine:  const Tensor& z = co_await y;
 /// ```
+template <class F>
+class Segment;
+
 template <class T>
 class Deferred {
  public:
   using value_type = T;
 
   Deferred() = default;
-  Deferred(Future<T> future, std::shared_ptr<detail::LazyCall> call) noexcept
-      : future_(std::move(future)), call_(std::move(call)) {}
 
   /// A Deferred that holds `args` already (a real value).
   template <class... Args>
@@ -87,6 +88,12 @@ class Deferred {
   }
 
  private:
+  // A pending Deferred is made by a segment's call only: the call is an implementation type.
+  template <class F>
+  friend class Segment;
+  Deferred(Future<T> future, std::shared_ptr<detail::LazyCall> call) noexcept
+      : future_(std::move(future)), call_(std::move(call)) {}
+
   Future<T> future_;
   std::shared_ptr<detail::LazyCall> call_;
 };

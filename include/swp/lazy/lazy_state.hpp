@@ -27,12 +27,11 @@ namespace swp {
 /// auto lookup = sched.register_segment("lookup", [t](int k) { return t.read().at(k); },
 ///                                      {.reads = {t}});
 /// ```
+class LazyScheduler;
+
 template <class T>
 class LazyState {
  public:
-  LazyState(detail::LazyCore& core, StateId id, T& object) noexcept
-      : core_(&core), id_(id), object_(&object) {}
-
   /// The object, for reading (checks the running segment declared a read or a write).
   [[nodiscard]] const T& read() const {
     core_->check_state(id_, false);
@@ -48,6 +47,11 @@ class LazyState {
   operator StateId() const noexcept { return id_; }
 
  private:
+  // Made by LazyScheduler::declare_state only: the core is an implementation type.
+  friend class LazyScheduler;
+  LazyState(detail::LazyCore& core, StateId id, T& object) noexcept
+      : core_(&core), id_(id), object_(&object) {}
+
   detail::LazyCore* core_;
   StateId id_;
   T* object_;

@@ -22,6 +22,8 @@
 
 namespace swp {
 
+class LazyScheduler;
+
 template <class F>
 class Segment;
 
@@ -74,11 +76,6 @@ class Segment<R(A...)> {
   /// An empty handle (see the class comment); assign a registered segment to it.
   Segment() = default;
 
-  /// The segment `index` of `core`, calling `fn` (register_segment makes these).
-  template <class Fn>
-  Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
-      : core_(&core), index_(index), shared_(std::make_shared<Bound<Fn>>(std::move(fn))) {}
-
   /// Whether this handle names a registered segment.
   explicit operator bool() const noexcept { return core_ != nullptr; }
 
@@ -111,6 +108,13 @@ class Segment<R(A...)> {
   }
 
   [[nodiscard]] bool is_backward() const { return core().is_backward(index_); }
+
+ protected:
+  /// The segment `index` of `core`, calling `fn` (register_segment makes these, through the
+  /// handle typed by the callable, which converts to this one).
+  template <class Fn>
+  Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
+      : core_(&core), index_(index), shared_(std::make_shared<Bound<Fn>>(std::move(fn))) {}
 
  private:
   template <std::size_t... I>
@@ -341,7 +345,9 @@ class Segment<R(A...)> {
 /// Example: `swp::Segment<std::function<int(int)>> s = sched.register_segment("s", f);`
 template <class Fn>
 class Segment : public Segment<typename detail::Signature<Fn>::function> {
- public:
+ private:
+  // Made by LazyScheduler::register_segment only: the core is an implementation type.
+  friend class LazyScheduler;
   Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
       : Segment<typename detail::Signature<Fn>::function>(core, index, std::move(fn)) {}
 };

@@ -93,7 +93,7 @@ class PresetRunner {
       if (iter) {
         if (!filled_notified_ && preset_.on_filled) preset_.on_filled();
         filled_notified_ = true;
-        return offset_ + (*iter - fill_base_);  // the pipeline numbers on across fills
+        return offset_ + (iter->iter() - fill_base_);  // the pipeline numbers on across fills
       }
       finish_fill();
       if (flush_) {
