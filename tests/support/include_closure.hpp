@@ -17,17 +17,17 @@ namespace swp::test {
 inline std::set<std::string> include_closure(const std::string& header) {
   static const std::regex include_line(R"(^\s*#\s*include\s*["<](swp/[^">]+)[">])");
   std::set<std::string> seen;
-  std::vector<std::string> todo{header};
-  while (!todo.empty()) {
-    const std::string next = todo.back();
-    todo.pop_back();
+  std::vector<std::string> pending{header};  // headers found, not yet read
+  while (!pending.empty()) {
+    const std::string next = pending.back();
+    pending.pop_back();
     if (!seen.insert(next).second || next == "swp/config.hpp") continue;
     std::ifstream in(std::string(SWP_SOURCE_DIR) + "/include/" + next);
     if (!in) throw std::runtime_error("include_closure: cannot read include/" + next);
     std::string line;
     std::smatch match;
     while (std::getline(in, line))
-      if (std::regex_search(line, match, include_line)) todo.push_back(match[1]);
+      if (std::regex_search(line, match, include_line)) pending.push_back(match[1]);
   }
   return seen;
 }
