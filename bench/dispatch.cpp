@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -63,6 +65,8 @@ ChainRun chain_run(const DispatchOptions& o, unsigned threads, double work_us, l
                    double steps_per_us) {
   return {.threads = threads,
           .steps = static_cast<std::uint64_t>(std::llround(work_us * steps_per_us)),
+          .fast_paths = o.fast_paths.empty() ? std::nullopt
+                                             : std::optional(swp::FastPaths::parse(o.fast_paths)),
           .warmup = std::clamp(o.warmup, 1L, std::max(1L, iters / 4)),
           .iters = iters,
           .settle_ms = o.settle_ms};
@@ -83,7 +87,23 @@ void validate(const DispatchOptions& o) {
     throw std::invalid_argument("dispatch: --steps-per-us must be at least 0");
   if (!o.only.empty() && !system_of_label(o.only))
     throw std::invalid_argument("dispatch: --only " + o.only +
-                                ": not serial, dataflow, clock, tbb or taskflow");
+                                ": not serial, dataflow, clock, tbb, taskflow, dataflow_ref or "
+                                "clock_ref");
+  if (!o.fast_paths.empty()) {
+    try {
+      (void)swp::FastPaths::parse(o.fast_paths);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("dispatch: --fast-paths: ") + e.what());
+    }
+  }
+}
+
+// The systems of a round: the five, and the swp engines' reference paths with --reference.
+std::vector<System> measured_systems(const DispatchOptions& o) {
+  std::vector<System> systems(std::begin(all_systems), std::end(all_systems));
+  if (o.reference)
+    systems.insert(systems.end(), std::begin(reference_systems), std::end(reference_systems));
+  return systems;
 }
 
 // The calibration runs before any co-runner starts, on a quiet core.
@@ -99,13 +119,14 @@ using Samples = std::map<std::string, std::vector<double>>;
 
 void measure_rounds(const DispatchOptions& o, const std::vector<DispatchConfig>& configs,
                     Samples& ns, Samples& allocs) {
-  constexpr int system_count = static_cast<int>(std::size(all_systems));
+  const std::vector<System> systems = measured_systems(o);
+  const std::size_t system_count = systems.size();
   for (int round = 0; round < o.rounds; ++round) {
     for (const DispatchConfig& c : configs) {
       const NameParts parts = name_parts(c, o.co_runner);
       // Rotated by one each round: every system is measured first, second, ... in turn.
-      for (int k = 0; k < system_count; ++k) {
-        const System s = all_systems[(k + round) % system_count];
+      for (std::size_t k = 0; k < system_count; ++k) {
+        const System s = systems[(k + static_cast<std::size_t>(round)) % system_count];
         const ChainSample sample = measure_chain(s, c.run);
         ns[tag(s, parts)].push_back(sample.ns_per_task);
         allocs[tag(s, parts)].push_back(sample.allocs_per_task);
@@ -117,15 +138,17 @@ void measure_rounds(const DispatchOptions& o, const std::vector<DispatchConfig>&
   }
 }
 
-void report_config(const DispatchConfig& c, bool co_runner, const Samples& ns,
+void report_config(const DispatchOptions& o, const DispatchConfig& c, const Samples& ns,
                    const Samples& allocs) {
+  const bool co_runner = o.co_runner;
   const NameParts parts = name_parts(c, co_runner);
-  for (System s : all_systems) {
+  const std::vector<System> systems = measured_systems(o);
+  for (System s : systems) {
     const std::string name = "ns_per_task_" + tag(s, parts);
     metric(name, median(ns.at(tag(s, parts))), "ns");
     metric(name + "_min", minimum(ns.at(tag(s, parts))), "ns");
   }
-  for (System s : all_systems)
+  for (System s : systems)
     if (s != System::serial)
       metric("allocs_per_task_" + tag(s, parts), median(allocs.at(tag(s, parts))), "count");
   const auto ratio = [&](System s, System reference) {
@@ -136,6 +159,15 @@ void report_config(const DispatchConfig& c, bool co_runner, const Samples& ns,
   for (System s : {System::data_flow, System::clock}) ratio(s, System::tbb);
   for (System s : {System::data_flow, System::clock, System::tbb, System::taskflow})
     ratio(s, System::serial);
+  if (o.reference) {
+    // What the fast paths win (below 1) or cost (above 1), each engine against its reference.
+    ratio(System::data_flow, System::data_flow_ref);
+    ratio(System::clock, System::clock_ref);
+    for (System s : reference_systems) {
+      ratio(s, System::taskflow);
+      ratio(s, System::serial);
+    }
+  }
 }
 
 // 1 thread's median over 2 threads' for work that takes time: what the second thread adds
@@ -226,7 +258,11 @@ void run_dispatch(const DispatchOptions& o) {
   }
   Samples ns, allocs;
   measure_rounds(o, configs, ns, allocs);
-  for (const DispatchConfig& c : configs) report_config(c, o.co_runner, ns, allocs);
+  if (o.reference || !o.fast_paths.empty())
+    std::fprintf(stderr, "dispatch: dataflow and clock on fast paths %s\n",
+                 o.fast_paths.empty() ? swp::to_string(swp::FastPaths::from_environment()).c_str()
+                                      : o.fast_paths.c_str());
+  for (const DispatchConfig& c : configs) report_config(o, c, ns, allocs);
   report_speedups(configs, o.co_runner, ns);
   report_legacy_names(configs, o.co_runner, ns, allocs);
   if (o.alloc_sites > 0) print_alloc_sites(o);

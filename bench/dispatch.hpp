@@ -20,10 +20,17 @@ struct DispatchOptions {
   std::vector<unsigned> threads = {1, 2};    ///< thread counts measured
   std::vector<double> work_us = {0, 1, 5};  ///< work per stage, µs (0: empty bodies)
   bool co_runner = false;  ///< everything measured beside a spinning process on one core
+  /// Also measure both swp engines on their reference path (swp::FastPaths::none(): systems
+  /// dataflow_ref and clock_ref), with ratios of each engine to its reference.
+  bool reference = false;
+  /// The fast paths of the dataflow and clock systems, as swp::FastPaths::parse reads them
+  /// ("all", "none", "lane_claims,in_place", ...). Empty: the default (SWP_FAST_PATHS, else all).
+  std::string fast_paths;
   /// stage_body() steps per µs; 0: calibrated at start (give it to compare runs exactly, or
   /// under valgrind, whose clock calibration would be meaningless).
   double steps_per_us = 0;
-  /// A system's label (serial, dataflow, clock, tbb, taskflow): only one measurement of it,
+  /// A system's label (serial, dataflow, clock, tbb, taskflow, dataflow_ref, clock_ref): only
+  /// one measurement of it,
   /// the first --threads and --work-us values, `iters` window iterations whatever the work,
   /// for callgrind. Empty: the rounds.
   std::string only;

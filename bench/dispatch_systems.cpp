@@ -132,8 +132,11 @@ void run_swp_pipe(Pipe& pipe, std::int64_t total) {
 ChainSample measure_swp(System system, const ChainRun& run) {
   ChainWindow window(run);
   const swp::Plan<ChainCtx> plan = swp_chain_plan(run.steps, window);
-  swp::Runtime runtime({.backend = swp::Backend::host, .workers = run.threads - 1});
-  if (system == System::clock) {
+  const bool reference = system == System::data_flow_ref || system == System::clock_ref;
+  swp::Runtime runtime({.backend = swp::Backend::host,
+                        .workers = run.threads - 1,
+                        .fast_paths = reference ? swp::FastPaths::none() : run.fast_paths});
+  if (system == System::clock || system == System::clock_ref) {
     swp::ClockPipeline<ChainCtx> pipe(runtime, plan);
     chain_settle(run);
     run_swp_pipe(pipe, window.total());
@@ -230,12 +233,18 @@ const char* system_label(System system) noexcept {
       return "tbb";
     case System::taskflow:
       return "taskflow";
+    case System::data_flow_ref:
+      return "dataflow_ref";
+    case System::clock_ref:
+      return "clock_ref";
   }
   return "?";
 }
 
 std::optional<System> system_of_label(std::string_view label) noexcept {
   for (System s : all_systems)
+    if (label == system_label(s)) return s;
+  for (System s : reference_systems)
     if (label == system_label(s)) return s;
   return std::nullopt;
 }
@@ -248,6 +257,8 @@ ChainSample measure_chain(System system, const ChainRun& run) {
       return measure_serial(run);
     case System::data_flow:
     case System::clock:
+    case System::data_flow_ref:
+    case System::clock_ref:
       return measure_swp(system, run);
     case System::tbb:
       return measure_tbb(run);

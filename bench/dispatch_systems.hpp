@@ -7,16 +7,21 @@
 #include <optional>
 #include <string_view>
 
+#include "swp/engine/fast_paths.hpp"
+
 namespace swp_bench {
 
 inline constexpr int chain_stages = 4;
 inline constexpr int chain_in_flight = 4;
 
-enum class System { serial, data_flow, clock, tbb, taskflow };
+/// data_flow_ref, clock_ref: the swp engines on their reference path (swp::FastPaths::none()),
+/// measured with --reference only.
+enum class System { serial, data_flow, clock, tbb, taskflow, data_flow_ref, clock_ref };
 inline constexpr System all_systems[] = {System::serial, System::data_flow, System::clock,
                                          System::tbb, System::taskflow};
+inline constexpr System reference_systems[] = {System::data_flow_ref, System::clock_ref};
 
-/// The name in metric lines: serial, dataflow, clock, tbb, taskflow.
+/// The name in metric lines: serial, dataflow, clock, tbb, taskflow, dataflow_ref, clock_ref.
 const char* system_label(System system) noexcept;
 /// The system of a label, or nothing.
 std::optional<System> system_of_label(std::string_view label) noexcept;
@@ -29,6 +34,9 @@ struct ChainRun {
   /// caller waits). The serial loop ignores it.
   unsigned threads = 2;
   std::uint64_t steps = 0;  ///< stage_body()'s steps in every stage
+  /// The fast paths of the dataflow and clock systems (unset: the runtime's default, which
+  /// SWP_FAST_PATHS sets); the _ref systems always run FastPaths::none().
+  std::optional<swp::FastPaths> fast_paths;
   long warmup = 1'000;      ///< iterations the last stage finishes before the window opens
   long iters = 100'000;     ///< iterations the last stage finishes inside the window
   int settle_ms = 20;       ///< idle time between setting the system up and running it

@@ -3,7 +3,7 @@
 //
 //   swp-bench dispatch [--rounds N] [--iters N] [--warmup N] [--work-ms M] [--settle-ms M]
 //                      [--threads 1,2] [--work-us 0,1,5] [--co-runner] [--steps-per-us X]
-//                      [--only SYSTEM] [--alloc-sites K]
+//                      [--only SYSTEM] [--alloc-sites K] [--reference] [--fast-paths SPEC]
 //                                    a 4-stage chain with the same bodies in both engines,
 //                                    oneTBB, Taskflow and a serial loop: ns and allocations per
 //                                    task, ratios; 1 and 2 threads, empty and working stages
@@ -70,11 +70,18 @@ int main(int argc, char** argv) {
       ->add_option("--steps-per-us", d.steps_per_us,
                    "stage body steps per us (default: calibrated at start)")
       ->check(CLI::Range(0.0, 1e6));
+  dispatch->add_flag("--reference", d.reference,
+                     "also measure both engines on their reference path (fast paths none): "
+                     "dataflow_ref, clock_ref");
+  dispatch->add_option("--fast-paths", d.fast_paths,
+                       "the fast paths of dataflow and clock: all, none, or a list such as "
+                       "lane_claims,in_place (default: SWP_FAST_PATHS, else all)");
   dispatch
       ->add_option("--only", d.only,
-                   "one measurement of serial|dataflow|clock|tbb|taskflow (for callgrind): the "
-                   "first --threads and --work-us values, --iters iterations")
-      ->check(CLI::IsMember({"serial", "dataflow", "clock", "tbb", "taskflow"}));
+                   "one measurement of serial|dataflow|clock|tbb|taskflow|dataflow_ref|clock_ref "
+                   "(for callgrind): the first --threads and --work-us values, --iters iterations")
+      ->check(CLI::IsMember(
+          {"serial", "dataflow", "clock", "tbb", "taskflow", "dataflow_ref", "clock_ref"}));
   dispatch
       ->add_option("--alloc-sites", d.alloc_sites,
                    "print the call stacks of this many steady-state allocations (stderr)")

@@ -134,4 +134,10 @@ bash tools/consumer-build.sh build
 # defects"); about a minute, beside the plain suite.
 stage "the compilers the docs name, on co_await temporaries"
 nice -n 10 bash tools/compiler-check.sh build
+# The engines' reference path (docs/engine.md, "Fast paths and the reference path"): the whole
+# suite once more with every shortcut off, so the reference path alone passes every test. The
+# plain suite has ended by now (the stages above take minutes); its output still comes last.
+stage "tests on the engines' reference path (SWP_FAST_PATHS=none)"
+start_suite "on the reference path" env SWP_FAST_PATHS=none ./build/tests/swp-tests --minimal
+end_suite "on the reference path"
 end_suite "of the plain build"

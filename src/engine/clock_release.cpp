@@ -15,6 +15,9 @@ namespace swp::detail {
 ClockRelease::ClockRelease(EngineCore& core)
     : core_(core),
       only_driven_(core.runtime().scheduler().runs_only_when_driven()),
+      in_place_(core.runtime().fast_paths().in_place),
+      uncounted_allowed_(core.runtime().fast_paths().uncounted),
+      shared_(core.runtime().fast_paths().shared),
       share_(core, core.runtime().scheduler(), core.run_queue()),
       order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {
   for (TaskIndex t = 0; t < core.graph().size(); ++t)
@@ -71,8 +74,9 @@ void ClockRelease::reset() {
   share_most_ = core_.graph().size() * periods_.size();
   // The counters are armed afresh for the run (and count once an instance is handed over).
   // Not on virtual time, which never runs anything where it is released (runs_here_).
-  uncounted_ = !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
-               core_.all_in_place_;
+  // With one thread they need the instances to run where they are released (runs_here_).
+  uncounted_ = uncounted_allowed_ && !core_.runtime().scheduler().virtual_time() &&
+               period_ordered_ && core_.all_in_place_ && (only_driven_ ? in_place_ : shared_);
   // With workers, uncounted periods need the thread that drives the pool (batches_here).
   shares_uncounted_ = uncounted_ && !only_driven_;
   batching_ = false;
@@ -82,7 +86,7 @@ void ClockRelease::reset() {
   if (shares_uncounted_ && batch_.size() < core_.graph().size()) batch_.resize(core_.graph().size());
   // The share's room for one period made now (between runs it is not busy: drained() waits
   // for it), not at its first use, which after a hand-over falls in the steady state.
-  if (!only_driven_ && !share_.busy()) share_.start(core_.graph().size(), share_most_);
+  if (!only_driven_ && shared_ && !share_.busy()) share_.start(core_.graph().size(), share_most_);
   reentry_.reset();
 }
 
@@ -179,7 +183,7 @@ void ClockRelease::advance() {
   }
   // With workers, a thread that drives the pool outside any runnable collects its ready
   // instances (a share still held by another thread from an earlier call: posted as before).
-  collecting_ = !only_driven_ && !share_.busy() && core_.run_queue().drives_here();
+  collecting_ = !only_driven_ && shared_ && !share_.busy() && core_.run_queue().drives_here();
   if (!collecting_) return open_periods();
   share_.start(core_.graph().size(), share_most_);
   // Also when the periods end early by an exception (a slot's deadline): nothing collected is
@@ -310,7 +314,8 @@ void ClockRelease::look_who_runs() noexcept {
   // question the one-thread retirement answers (outside any pool's work) first: one virtual
   // call per period there (12 instructions per iteration less).
   const RunQueueHooks& run_queue = core_.run_queue();
-  runs_here_ = only_driven_ && (run_queue.runs_no_work_here() || run_queue.drives_here())
+  runs_here_ = only_driven_ && in_place_ &&
+                       (run_queue.runs_no_work_here() || run_queue.drives_here())
                    ? &core_.runtime().scheduler()
                    : nullptr;
 }

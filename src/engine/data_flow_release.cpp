@@ -13,6 +13,7 @@ namespace swp::detail {
 DataFlowRelease::DataFlowRelease(EngineCore& core)
     : core_(core),
       only_driven_(core.runtime().scheduler().runs_only_when_driven()),
+      in_place_(core.runtime().fast_paths().in_place),
       rank_(core.graph().size(), -1) {
   for (TaskIndex t : core.serial_order()) {
     if (!core.info_[t].ordered) continue;
@@ -47,7 +48,7 @@ std::unique_ptr<ReleasePolicy> DataFlowRelease::make(EngineCore& core) {
 }
 
 void DataFlowRelease::reset() {
-  core_.retires_undriven_ = only_driven_;
+  core_.retires_undriven_ = retires_undriven();
   next_owed_ = false;  // the counters are armed afresh
   offers_.reset();
 }
@@ -75,12 +76,12 @@ void DataFlowRelease::advance() {
   // This thread the only runner (run_here: a pool without workers; outside its runnables):
   // whole iterations may run in place (EngineCore::run_iteration_here).
   RunQueueHooks& run_queue = c.run_queue();
-  const bool whole =
-      run_here && c.all_in_place_ && (run_queue.runs_no_work_here() || run_queue.drives_here());
+  const bool whole = run_here && c.fast_.uncounted && c.all_in_place_ &&
+                     (run_queue.runs_no_work_here() || run_queue.drives_here());
   // With workers, on a thread outside the pool's runnables (driving it, or not even that: see
   // EngineCore::retire_next): watched while they run in place
   // (EngineCore::run_iteration_offered), until the tasks use their streams.
-  const bool offered = !only_driven_ && c.all_in_place_ &&
+  const bool offered = !only_driven_ && c.fast_.shared && c.all_in_place_ &&
                        !c.device_used_.load(std::memory_order_relaxed) &&
                        (run_queue.runs_no_work_here() || run_queue.drives_here()) &&
                        c.watch(c.offer_);

@@ -42,6 +42,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
                        std::size_t slots, FrontEnd& front)
     : runtime_(runtime),
       run_queue_(run_queue_hooks_of(runtime.scheduler())),
+      fast_(runtime.fast_paths()),
       graph_(std::move(graph)),
       front_(front),
       device_waker_(runtime.scheduler()),
@@ -61,7 +62,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   std::map<std::string_view, int> tasks_on_lane;
   for (TaskIndex t = 0; t < n; ++t) ++tasks_on_lane[graph_.lane(t)];
   for (TaskIndex t = 0; t < n; ++t) {
-    if (info_[t].ordered || tasks_on_lane[graph_.lane(t)] != 1) continue;
+    if (!fast_.lane_claims || info_[t].ordered || tasks_on_lane[graph_.lane(t)] != 1) continue;
     claims_.push_back(std::make_unique<LaneClaim>(*this, t));
     info_[t].claim = claims_.back().get();
   }

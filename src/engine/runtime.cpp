@@ -52,6 +52,7 @@ Runtime::Runtime(RuntimeOptions options)
 Runtime::Runtime(std::unique_ptr<Device> device, RuntimeOptions options)
     : options_(std::move(options)), device_(non_null(std::move(device))) {
   options_.backend = backend_of(*device_);
+  if (!options_.fast_paths) options_.fast_paths = FastPaths::from_environment();
   device_->on_thread_start([this](const ThreadStart& start) { begin_runtime_thread(start); });
   if ((sim_ = device_->virtual_time()) != nullptr) {
     scheduler_ = sim_;
@@ -73,6 +74,7 @@ void Runtime::begin_runtime_thread(const ThreadStart& start) const {
 Runtime::Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options)
     : options_(std::move(options)), own_scheduler_(std::move(scheduler)) {
   if (!own_scheduler_) throw std::invalid_argument("Runtime: the scheduler is null");
+  if (!options_.fast_paths) options_.fast_paths = FastPaths::from_environment();
   if (options_.backend == Backend::sim || own_scheduler_->virtual_time())
     throw std::invalid_argument(
         "Runtime: a caller's scheduler runs a real-time backend only (sim brings its own "

@@ -18,6 +18,7 @@
 
 #include "support/engines.hpp"
 #include "support/bound_plans.hpp"
+#include "support/checked_runs.hpp"
 #include "support/drive.hpp"
 #include "support/iter_of.hpp"
 #include "support/random_plans.hpp"
@@ -98,27 +99,7 @@ void check_dependencies(const swp::PlanGraph& g, const swp::test::RunTrace& trac
 using swp::test::Drive;
 using swp::test::next_all;
 
-// Chains async_progress handlers until end of data or an error, running `io` on two threads.
-std::vector<std::int64_t> async_all(swp::Pipeline<Ctx>& pipe, boost::asio::io_context& io) {
-  std::vector<std::int64_t> retired;
-  std::exception_ptr error;
-  std::function<void(std::exception_ptr, std::optional<swp::Retired<Ctx>>)> step =
-      [&](std::exception_ptr e, std::optional<swp::Retired<Ctx>> i) {
-        if (e) {
-          error = e;
-        } else if (i) {
-          retired.push_back(i->iter());
-          swp::async_progress(pipe, step);
-        }
-      };
-  swp::async_progress(pipe, step);
-  std::thread helper([&] { io.run(); });
-  io.run();
-  helper.join();
-  io.restart();
-  if (error) std::rethrow_exception(error);
-  return retired;
-}
+using swp::test::async_all;
 
 std::unique_ptr<swp::Runtime> make_runtime(swp::Backend backend, Drive drive,
                                            boost::asio::io_context& io, unsigned workers) {

@@ -22,6 +22,7 @@
 #include "swp/async/timer_queue.hpp"
 #include "swp/device/backends.hpp"
 #include "swp/device/stream.hpp"
+#include "swp/engine/fast_paths.hpp"
 
 namespace swp {
 
@@ -54,6 +55,10 @@ struct RuntimeOptions {
   /// itself to the runtime's device (Device::bind_thread: cudaSetDevice on cuda), then calls
   /// this hook, so the hook may use the device too.
   ThreadStartHook on_thread_start = {};
+  /// The engines' shortcuts (see swp::FastPaths) for every pipeline on this runtime; unset:
+  /// FastPaths::from_environment() (SWP_FAST_PATHS, else all of them). The constructor throws
+  /// std::invalid_argument, naming the variable, when SWP_FAST_PATHS does not parse.
+  std::optional<FastPaths> fast_paths = {};
 };
 
 /// Owns where pipelines run: a scheduler (thread pool or virtual time), a device, and the
@@ -93,6 +98,8 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   [[nodiscard]] Backend backend() const noexcept { return options_.backend; }
+  /// The engines' shortcuts on this runtime (RuntimeOptions::fast_paths, resolved).
+  [[nodiscard]] const FastPaths& fast_paths() const noexcept { return *options_.fast_paths; }
   [[nodiscard]] Scheduler& scheduler() noexcept { return *scheduler_; }
   [[nodiscard]] Device& device() noexcept { return *device_; }
   [[nodiscard]] Clock::time_point now() const { return scheduler_->now(); }

@@ -43,6 +43,7 @@
 #include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/failure_policy.hpp"
+#include "swp/engine/fast_paths.hpp"
 #include "swp/engine/runtime.hpp"
 #include "swp/engine/task_observer.hpp"
 
@@ -679,6 +680,9 @@ class EngineCore {
 
   Runtime& runtime_;
   RunQueueHooks& run_queue_;  // run_queue_hooks_of(runtime_.scheduler())
+  // The shortcuts this core may take (Runtime::fast_paths): without lane_claims no task has a
+  // claim, and everything below it needs one; the release policies ask for the others.
+  const FastPaths fast_;
   PlanGraph graph_;
   FrontEnd& front_;
   SchedulerWaker device_waker_;
