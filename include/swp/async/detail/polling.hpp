@@ -2,6 +2,8 @@
 // Polling: how a thread waiting for work pauses between looks without touching shared memory,
 // and how it spaces its looks out (ThreadPoolScheduler's idle workers and drivers).
 
+#include <sched.h>
+
 #include <algorithm>
 
 namespace swp::detail {
@@ -35,9 +37,16 @@ inline unsigned rounds_to_next_look(unsigned looks, unsigned max_rounds) noexcep
 }
 
 // Pauses until a poller's next look (see rounds_to_next_look); returns the rounds paused.
+// At the slowest pace it also yields its core: a thread that polls on beside a busy pipeline
+// (ThreadPoolScheduler::worker_idle) would otherwise keep its core for its whole time slice
+// while the pipeline's other thread, or another process, waits for it there. Beside a process
+// spinning on one of two cores that made the 1 and 5 µs dispatch chains 1.3-1.4x slower than
+// Taskflow's; yielding, 0.94-1.09x. On an idle core the call returns at once, once per
+// max_look_interval_ns, which costs the quiet chains nothing measurable (docs/benchmarks.md).
 inline unsigned back_off(unsigned looks, unsigned max_rounds) noexcept {
   const unsigned rounds = rounds_to_next_look(looks, max_rounds);
   for (unsigned r = 0; r < rounds; ++r) pause_round();
+  if (rounds == max_rounds) sched_yield();
   return rounds;
 }
 
