@@ -49,7 +49,7 @@ ClockRelease::ClockRelease(EngineCore& core)
   }
 }
 
-std::unique_ptr<ReleasePolicy> ClockRelease::make(EngineCore& core) {
+std::unique_ptr<ReleasePolicy> make_clock_release(EngineCore& core) {
   return std::make_unique<ClockRelease>(core);
 }
 

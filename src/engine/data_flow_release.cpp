@@ -43,7 +43,7 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
   }
 }
 
-std::unique_ptr<ReleasePolicy> DataFlowRelease::make(EngineCore& core) {
+std::unique_ptr<ReleasePolicy> make_data_flow_release(EngineCore& core) {
   return std::make_unique<DataFlowRelease>(core);
 }
 

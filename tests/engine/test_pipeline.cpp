@@ -20,6 +20,7 @@
 #include "support/bound_plans.hpp"
 #include "support/checked_runs.hpp"
 #include "support/drive.hpp"
+#include "support/include_closure.hpp"
 #include "support/iter_of.hpp"
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
@@ -765,6 +766,22 @@ TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by anothe
   REQUIRE_MESSAGE(done->load(), "run_one_serial_iter did not return");
   runner.join();
   CHECK(ran.load() == 1);
+}
+
+TEST_CASE("the pipeline headers and swp.hpp name no engine core") {
+  // Pipeline<Ctx> holds its core through detail::Engine (engine.hpp), whose calls are out of
+  // line: a user's translation unit that makes a pipeline compiles none of the core's
+  // internals, nor either release policy's.
+  for (const char* header : {"swp/engine/pipeline.hpp", "swp/engine/data_flow_pipeline.hpp",
+                             "swp/engine/clock_pipeline.hpp", "swp/swp.hpp"}) {
+    CAPTURE(header);
+    const auto closure = swp::test::include_closure(header);
+    CHECK(closure.count("swp/engine/detail/engine.hpp") == 1);  // the closure is read
+    for (const char* inner :
+         {"swp/engine/detail/engine_core.hpp", "swp/engine/detail/engine_core_hot_path.hpp",
+          "swp/engine/detail/data_flow_release.hpp", "swp/engine/detail/clock_release.hpp"})
+      CHECK_MESSAGE(closure.count(inner) == 0, header, " includes ", inner);
+  }
 }
 
 }  // namespace test_pipeline

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "swp/engine/detail/clock_release.hpp"
+#include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/pipeline.hpp"
 
 namespace swp {
@@ -28,11 +28,11 @@ class ClockPipeline final : public Pipeline<Ctx> {
   /// std::invalid_argument for bodies that no longer fit the plan's tasks
   /// (see Plan::bound_bodies).
   ClockPipeline(Runtime& runtime, const Plan<Ctx>& plan)
-      : Pipeline<Ctx>(runtime, plan, &detail::ClockRelease::make, depth_of(plan.untyped())) {}
+      : Pipeline<Ctx>(runtime, plan, &detail::make_clock_release, depth_of(plan.untyped())) {}
 
   /// A pipeline running `plan`'s synthetic costs (a plain plan has no bodies).
   ClockPipeline(Runtime& runtime, const PipelinePlan& plan)
-      : Pipeline<Ctx>(runtime, plan, &detail::ClockRelease::make, depth_of(plan)) {}
+      : Pipeline<Ctx>(runtime, plan, &detail::make_clock_release, depth_of(plan)) {}
 
   /// A plan whose bodies were bound for another context type does not make a pipeline.
   template <class Other>

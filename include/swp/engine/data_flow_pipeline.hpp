@@ -2,7 +2,7 @@
 // DataFlowPipeline: the native engine — an instance fires as soon as its dependencies are done
 // and its iteration has a slot (seed DataFlowPipeline).
 
-#include "swp/engine/detail/data_flow_release.hpp"
+#include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/pipeline.hpp"
 
 namespace swp {
@@ -33,11 +33,11 @@ class DataFlowPipeline final : public Pipeline<Ctx> {
   /// Throws PlanError for an invalid plan, std::invalid_argument for max_depth < 1 or bodies
   /// that no longer fit the plan's tasks (see Plan::bound_bodies).
   DataFlowPipeline(Runtime& runtime, const Plan<Ctx>& plan, int max_depth)
-      : Pipeline<Ctx>(runtime, plan, &detail::DataFlowRelease::make, checked(max_depth)) {}
+      : Pipeline<Ctx>(runtime, plan, &detail::make_data_flow_release, checked(max_depth)) {}
 
   /// A pipeline running `plan`'s synthetic costs (a plain plan has no bodies).
   DataFlowPipeline(Runtime& runtime, const PipelinePlan& plan, int max_depth)
-      : Pipeline<Ctx>(runtime, plan, &detail::DataFlowRelease::make, checked(max_depth)) {}
+      : Pipeline<Ctx>(runtime, plan, &detail::make_data_flow_release, checked(max_depth)) {}
 
   /// A plan whose bodies were bound for another context type does not make a pipeline.
   template <class Other>

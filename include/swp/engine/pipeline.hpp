@@ -20,7 +20,7 @@
 #include "swp/core/plan_graph.hpp"
 #include "swp/core/schedule_table.hpp"
 #include "swp/core/stage_analysis.hpp"
-#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/engine.hpp"
 #include "swp/engine/detail/feed.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/pipeline_context.hpp"
@@ -34,6 +34,7 @@
 #include "swp/engine/plan.hpp"
 #include "swp/engine/retired.hpp"
 #include "swp/engine/run_stats.hpp"
+#include "swp/engine/runtime.hpp"
 #include "swp/engine/shortcut.hpp"
 #include "swp/engine/stop_scope.hpp"
 #include "swp/engine/source.hpp"
@@ -453,7 +454,7 @@ class Pipeline : private detail::FrontEnd {
            std::size_t slots)
       : bodies_(std::move(bodies)),
         shortcuts_(declared_io(plan)),
-        contexts_(detail::EngineCore::context_slots(std::max<std::size_t>(slots, 1))),
+        contexts_(detail::Engine::context_slots(std::max<std::size_t>(slots, 1))),
         feed_(runtime.scheduler()),
         core_(runtime, validate(plan), release, std::max<std::size_t>(slots, 1), *this) {
     const PlanGraph& graph = core_.graph();
@@ -555,7 +556,7 @@ class Pipeline : private detail::FrontEnd {
   std::optional<Retired<Ctx>> retired(std::optional<std::int64_t> iter) const {
     if (!iter) return std::nullopt;
     const std::size_t slot = core_.slot_index(*iter);
-    return Retired<Ctx>(core_, contexts_[slot], *iter, slot, retired_error_);
+    return Retired<Ctx>(core_.core(), contexts_[slot], *iter, slot, retired_error_);
   }
 
   std::unique_ptr<detail::OutputBox> make_output(TaskIndex task) override {
@@ -582,7 +583,7 @@ class Pipeline : private detail::FrontEnd {
   std::function<void(const Ctx&)> on_retire_;
   std::function<void(const Ctx&, const std::exception_ptr&)> on_failure_;
   std::exception_ptr retired_error_;  // why the iteration retired last failed (skip), if it did
-  detail::EngineCore core_;  // last: destroyed (drained) first, while bodies and contexts live
+  detail::Engine core_;  // last: destroyed (drained) first, while bodies and contexts live
 };
 
 }  // namespace swp

@@ -32,7 +32,6 @@ struct IterationSync;
 class ClockRelease final : public ReleasePolicy {
  public:
   explicit ClockRelease(EngineCore& core);
-  static std::unique_ptr<ReleasePolicy> make(EngineCore& core);
 
   [[nodiscard]] int extra_degree(TaskIndex task, std::int64_t iter) const noexcept override;
   void reset() override;

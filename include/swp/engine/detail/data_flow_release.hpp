@@ -19,7 +19,6 @@ namespace swp::detail {
 class DataFlowRelease final : public ReleasePolicy {
  public:
   explicit DataFlowRelease(EngineCore& core);
-  static std::unique_ptr<ReleasePolicy> make(EngineCore& core);
 
   [[nodiscard]] int extra_degree(TaskIndex task, std::int64_t iter) const noexcept override;
   // A run starts: it may retire undriven again (see advance).

@@ -73,4 +73,10 @@ class ReleasePolicy {
                                   bool& waits) const = 0;
 };
 
+/// The data-flow engine's policy (DataFlowRelease) and the clock engine's (ClockRelease), made
+/// for `core`: what DataFlowPipeline and ClockPipeline give their Pipeline to make its core
+/// with, without including either policy's header.
+std::unique_ptr<ReleasePolicy> make_data_flow_release(EngineCore& core);
+std::unique_ptr<ReleasePolicy> make_clock_release(EngineCore& core);
+
 }  // namespace swp::detail

@@ -14,7 +14,8 @@
 
 #include "swp/core/declared_io.hpp"
 #include "swp/core/plan_graph.hpp"
-#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/engine.hpp"
+#include "swp/engine/detail/engine_handle.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/shortcut.hpp"
 
@@ -52,7 +53,7 @@ class ShortcutState {
 
   /// enable_shortcut / disable_shortcut of the named tasks of `core`'s plan; disabling drops
   /// the caches. Changes nothing when it throws.
-  void set(const EngineCore& core, const std::vector<std::string_view>& names, bool on) {
+  void set(const Engine& core, const std::vector<std::string_view>& names, bool on) {
     core.require_between_runs(on ? "enable_shortcut" : "disable_shortcut");
     const PlanGraph& graph = core.graph();
     std::vector<TaskIndex> tasks;
@@ -64,7 +65,7 @@ class ShortcutState {
         continue;
       }
       const TaskIndex found = *index;
-      const OutputBox* box = core.box(0, found);
+      const OutputBox* box = output_box(core.core(), 0, found);
       if (on && box != nullptr && !box->copyable())
         throw std::invalid_argument("enable_shortcut: task '" + graph.name(found) +
                                     "' returns a value of a type that cannot be copied, so a "

@@ -1,0 +1,64 @@
+// Engine: the pipeline's handle on its engine core, each call forwarded (detail/engine.hpp).
+
+#include "swp/engine/detail/engine.hpp"
+
+#include <utility>
+
+#include "swp/engine/detail/engine_core.hpp"
+
+namespace swp::detail {
+
+static_assert(Engine::context_slots(4) == EngineCore::context_slots(4));
+
+Engine::Engine(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release, std::size_t slots,
+               FrontEnd& front)
+    : core_(std::make_unique<EngineCore>(runtime, std::move(graph), release, slots, front)) {}
+
+Engine::~Engine() = default;
+
+void Engine::set_routine(TaskIndex task, TaskRoutine* routine) noexcept {
+  core_->set_routine(task, routine);
+}
+void Engine::check_fillable() { core_->check_fillable(); }
+void Engine::fill() { core_->fill(); }
+std::optional<std::int64_t> Engine::progress() { return core_->progress(); }
+Co<std::optional<std::int64_t>> Engine::next(const StopSignal* abandon) {
+  return core_->next(abandon);
+}
+Co<std::optional<std::int64_t>> Engine::next(std::stop_token token) {
+  return core_->next(std::move(token));
+}
+void Engine::drain() { core_->drain(); }
+void Engine::shut_down() noexcept { core_->shut_down(); }
+bool Engine::cancel(const std::string& reason) { return core_->cancel(reason); }
+void Engine::run_serial(std::int64_t iter) { core_->run_serial(iter); }
+
+bool Engine::filled() const noexcept { return core_->filled(); }
+void Engine::require_between_runs(const char* call) const { core_->require_between_runs(call); }
+std::int64_t Engine::base() const noexcept { return core_->base(); }
+std::int64_t Engine::next_iteration() const noexcept { return core_->next_iteration(); }
+const PlanGraph& Engine::graph() const noexcept { return core_->graph(); }
+Runtime& Engine::runtime() noexcept { return core_->runtime(); }
+std::size_t Engine::slots() const noexcept { return core_->slots(); }
+const std::vector<TaskIndex>& Engine::serial_order() const noexcept {
+  return core_->serial_order();
+}
+Stream& Engine::stream_of(TaskIndex task) const noexcept { return core_->stream_of(task); }
+std::size_t Engine::slot_index(std::int64_t iter) const noexcept {
+  return core_->slot_index(iter);
+}
+
+void Engine::set_on_run_failed(std::function<void(const std::exception_ptr&)> callback) {
+  core_->set_on_run_failed(std::move(callback));
+}
+void Engine::set_timeouts(EngineTimeouts timeouts) noexcept {
+  core_->set_timeouts(std::move(timeouts));
+}
+void Engine::set_failure_policy(FailurePolicy policy) { core_->set_failure_policy(policy); }
+FailurePolicy Engine::failure_policy() const noexcept { return core_->failure_policy(); }
+void Engine::set_retire_after_device(bool on) { core_->set_retire_after_device(on); }
+bool Engine::retire_after_device() const noexcept { return core_->retire_after_device(); }
+void Engine::set_observer(TaskObserver* observer) noexcept { core_->set_observer(observer); }
+bool Engine::set_nvtx(bool on) noexcept { return core_->set_nvtx(on); }
+
+}  // namespace swp::detail
