@@ -55,25 +55,25 @@ class FastPathsVariable {
 };
 
 // Each shortcut off alone, each on alone (lane_claims with it: the others need it), all, none.
-std::vector<std::pair<std::string, FastPaths>> configurations() {
-  return {
-      {"all", FastPaths::all()},
-      {"none", FastPaths::none()},
-      {"lane_claims", FastPaths::parse("lane_claims")},
-      {"lane_claims,in_place", FastPaths::parse("lane_claims,in_place")},
-      {"lane_claims,in_place,uncounted", FastPaths::parse("lane_claims,in_place,uncounted")},
-      {"lane_claims,shared", FastPaths::parse("lane_claims,shared")},
-      {"lane_claims,uncounted,shared", FastPaths::parse("lane_claims,uncounted,shared")},
-      {"in_place,uncounted,shared (no claims)", FastPaths::parse("in_place,uncounted,shared")},
-  };
+struct Configuration {
+  std::string name;
+  FastPaths paths;
+};
+std::vector<Configuration> configurations() {
+  std::vector<Configuration> out;
+  for (const char* spec : {"all", "none", "lane_claims", "lane_claims,in_place",
+                           "lane_claims,in_place,uncounted", "lane_claims,shared",
+                           "lane_claims,uncounted,shared", "in_place,uncounted,shared"})
+    out.push_back({spec, FastPaths::parse(spec)});
+  return out;
 }
 
 // Runs `runs` under every configuration (its seed, so its plans, the same for each).
 template <class Engine>
 void under_every_configuration(CheckedRuns runs) {
-  for (const auto& [name, paths] : configurations()) {
-    CAPTURE(name);
-    runs.fast_paths = paths;
+  for (const Configuration& configuration : configurations()) {
+    CAPTURE(configuration.name);
+    runs.fast_paths = configuration.paths;
     swp::test::checked_runs<Engine>(runs);
   }
 }
@@ -105,9 +105,9 @@ TEST_CASE("FastPaths parses all, none and lists of names, and names what it does
   CHECK(swp::to_string(two) == "lane_claims,shared");
   CHECK(swp::to_string(FastPaths::all()) == "all");
   CHECK(swp::to_string(FastPaths::none()) == "none");
-  for (const auto& [name, paths] : configurations()) {
-    CAPTURE(name);
-    CHECK(FastPaths::parse(swp::to_string(paths)) == paths);
+  for (const Configuration& configuration : configurations()) {
+    CAPTURE(configuration.name);
+    CHECK(FastPaths::parse(swp::to_string(configuration.paths)) == configuration.paths);
   }
   try {
     (void)FastPaths::parse("lane_claims,inplace");
@@ -156,8 +156,9 @@ TEST_CASE_TEMPLATE("with one thread, an instance runs where it is released only 
   // admission posted to a lane.
   const bool data_flow = std::string_view(Engine::name) == "dataflow";
   using Ctx = swp::IterContext<int>;
-  for (const auto& [name, paths] : configurations()) {
-    CAPTURE(name);
+  for (const Configuration& configuration : configurations()) {
+    CAPTURE(configuration.name);
+    const FastPaths& paths = configuration.paths;
     std::atomic<int> firsts{0};
     swp::Plan<Ctx> plan;
     const auto a = plan.add("a", [&](Ctx&) { ++firsts; }, {.stage = 0, .thread_group = "a"});
