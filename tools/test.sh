@@ -121,6 +121,11 @@ stage "the example service under hostile clients"
 # ends with doctest's summary, comes last.
 stage "tests start (output at the end)"
 start_suite "of the plain build" ./build/tests/swp-tests
+# The engines' reference path (docs/engine.md, "Fast paths and the reference path"): the whole
+# suite once more, beside the first, with every shortcut off, so the reference path alone
+# passes every test.
+stage "tests on the engines' reference path (SWP_FAST_PATHS=none) start (output at the end)"
+start_suite "on the reference path" env SWP_FAST_PATHS=none ./build/tests/swp-tests --minimal
 stage "multi-rank tests (MPI, 2 and 4 ranks)"
 bash tools/mpi-tests.sh build
 # Where LibTorch was found: its adapters' tests, and the DLRM example's 2-rank bit-exactness
@@ -134,10 +139,5 @@ bash tools/consumer-build.sh build
 # defects"); about a minute, beside the plain suite.
 stage "the compilers the docs name, on co_await temporaries"
 nice -n 10 bash tools/compiler-check.sh build
-# The engines' reference path (docs/engine.md, "Fast paths and the reference path"): the whole
-# suite once more with every shortcut off, so the reference path alone passes every test. The
-# plain suite has ended by now (the stages above take minutes); its output still comes last.
-stage "tests on the engines' reference path (SWP_FAST_PATHS=none)"
-start_suite "on the reference path" env SWP_FAST_PATHS=none ./build/tests/swp-tests --minimal
 end_suite "on the reference path"
 end_suite "of the plain build"
