@@ -39,7 +39,7 @@ std::int64_t Engine::base() const noexcept { return core_->base(); }
 std::int64_t Engine::next_iteration() const noexcept { return core_->next_iteration(); }
 const PlanGraph& Engine::graph() const noexcept { return core_->graph(); }
 Runtime& Engine::runtime() noexcept { return core_->runtime(); }
-std::size_t Engine::slots() const noexcept { return core_->slots(); }
+std::size_t Engine::depth() const noexcept { return core_->slots(); }
 const std::vector<TaskIndex>& Engine::serial_order() const noexcept {
   return core_->serial_order();
 }

@@ -239,7 +239,7 @@ void inject_faults(std::uint32_t seed, int plans, int faults_per_plan, Tally& ta
     swp::Runtime rt({.backend = swp::Backend::host, .workers = workers});
     auto plan = swp::test::bind(source, results, {~TaskIndex{0}, -1}, &hook);
     auto pipe = Engine::template make<BoundCtx>(rt, plan, max_depth);
-    const auto slots = static_cast<int>(pipe->slots());
+    const int slots = pipe->depth();
     for (int f = 0; f < faults_per_plan; ++f) {
       // Stalls cost a (tiny) deadline each: one fault in ten.
       constexpr Fault quick[] = {Fault::task_throws, Fault::task_cancelled, Fault::source_throws,

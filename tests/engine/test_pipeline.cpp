@@ -12,6 +12,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -401,6 +402,12 @@ TEST_CASE_TEMPLATE("both engines share the pipeline API", Engine, swp::test::Use
     std::vector<int> squares;
     pipe->on_retire([&](const TypedCtx& ctx) { squares.push_back(ctx.squared); });
 
+    SUBCASE("depth: the iterations in flight at most, one name for both engines") {
+      // Data-flow's is the max_depth it was made with (3 here), the clock's its plan's stages.
+      auto deeper = Engine::template make<TypedCtx>(rt, typed_plan(), 3);
+      CHECK(pipe->depth() == 2);
+      CHECK(deeper->depth() == (std::string_view(Engine::name) == "dataflow" ? 3 : 2));
+    }
     SUBCASE("fill_pipeline + progress retire every iteration in order, then end of data") {
       pipe->fill_pipeline(std::vector<int>{1, 2, 3});
       CHECK(swp::test::iter_of(pipe->progress()) == 0);

@@ -41,8 +41,6 @@ class ClockPipeline final : public Pipeline<Ctx> {
   /// Drains a filled pipeline and waits for running bodies first (see Pipeline).
   ~ClockPipeline() override { this->shut_down(); }
 
-  [[nodiscard]] int depth() const noexcept { return static_cast<int>(this->slots()); }
-
  private:
   // max(stage) + 1; the base validates the plan (a negative stage is reported there).
   static std::size_t depth_of(const PipelinePlan& plan) {

@@ -46,7 +46,9 @@ class DataFlowPipeline final : public Pipeline<Ctx> {
   /// Drains a filled pipeline and waits for running bodies first (see Pipeline).
   ~DataFlowPipeline() override { this->shut_down(); }
 
-  [[nodiscard]] int max_depth() const noexcept { return static_cast<int>(this->slots()); }
+  [[deprecated("use depth()")]] [[nodiscard]] int max_depth() const noexcept {
+    return this->depth();
+  }
 
  private:
   static std::size_t checked(int max_depth) {

@@ -411,7 +411,13 @@ class Pipeline : private detail::FrontEnd {
   [[nodiscard]] std::int64_t next_iteration() const noexcept { return core_.next_iteration(); }
 
   [[nodiscard]] const PlanGraph& graph() const noexcept { return core_.graph(); }
-  [[nodiscard]] std::size_t slots() const noexcept { return core_.slots(); }
+  /// The pipeline's depth: how many iterations it runs at once at most (data-flow: the
+  /// `max_depth` it was made with; the clock: its plan's stages, max(stage) + 1). The one name
+  /// for it; slots() and DataFlowPipeline::max_depth() are its older names.
+  [[nodiscard]] int depth() const noexcept { return static_cast<int>(core_.depth()); }
+  [[deprecated("use depth()")]] [[nodiscard]] std::size_t slots() const noexcept {
+    return core_.depth();
+  }
   /// The order run_one_serial_iter runs tasks in: topological over intra deps, ties by name.
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept {
     return core_.serial_order();

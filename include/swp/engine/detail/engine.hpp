@@ -68,7 +68,7 @@ class Engine {
   [[nodiscard]] std::int64_t next_iteration() const noexcept;
   [[nodiscard]] const PlanGraph& graph() const noexcept;
   [[nodiscard]] Runtime& runtime() noexcept;
-  [[nodiscard]] std::size_t slots() const noexcept;
+  [[nodiscard]] std::size_t depth() const noexcept;
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept;
   [[nodiscard]] Stream& stream_of(TaskIndex task) const noexcept;
   [[nodiscard]] std::size_t slot_index(std::int64_t iter) const noexcept;
