@@ -15,9 +15,6 @@ namespace swp::detail {
 ClockRelease::ClockRelease(EngineCore& core)
     : core_(core),
       only_driven_(core.runtime().scheduler().runs_only_when_driven()),
-      in_place_(core.runtime().fast_paths().in_place),
-      uncounted_allowed_(core.runtime().fast_paths().uncounted),
-      shared_(core.runtime().fast_paths().shared),
       share_(core, core.runtime().scheduler(), core.run_queue()),
       order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {
   for (TaskIndex t = 0; t < core.graph().size(); ++t)
@@ -53,6 +50,11 @@ std::unique_ptr<ReleasePolicy> make_clock_release(EngineCore& core) {
   return std::make_unique<ClockRelease>(core);
 }
 
+bool ClockRelease::retires_undriven() const noexcept {
+  // With one thread, and only where its instances run as the periods release them (runs_here_).
+  return only_driven_ && core_.fast_.in_place;
+}
+
 int ClockRelease::extra_degree(TaskIndex, std::int64_t) const noexcept {
   return 1;  // the start token
 }
@@ -75,18 +77,21 @@ void ClockRelease::reset() {
   // The counters are armed afresh for the run (and count once an instance is handed over).
   // Not on virtual time, which never runs anything where it is released (runs_here_).
   // With one thread they need the instances to run where they are released (runs_here_).
-  uncounted_ = uncounted_allowed_ && !core_.runtime().scheduler().virtual_time() &&
-               period_ordered_ && core_.all_in_place_ && (only_driven_ ? in_place_ : shared_);
+  const FastPaths& fast = core_.fast_;
+  uncounted_ = fast.uncounted && !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
+               core_.all_in_place_ && (only_driven_ ? fast.in_place : fast.shared);
   // With workers, uncounted periods need the thread that drives the pool (batches_here).
   shares_uncounted_ = uncounted_ && !only_driven_;
   batching_ = false;
   // Room for one period's releases now (a batch holds at most those of the periods one
   // advance() opens; more make more room, once).
   batch_size_ = 0;
-  if (shares_uncounted_ && batch_.size() < core_.graph().size()) batch_.resize(core_.graph().size());
+  if (shares_uncounted_ && batch_.size() < core_.graph().size())
+    batch_.resize(core_.graph().size());
   // The share's room for one period made now (between runs it is not busy: drained() waits
   // for it), not at its first use, which after a hand-over falls in the steady state.
-  if (!only_driven_ && shared_ && !share_.busy()) share_.start(core_.graph().size(), share_most_);
+  if (!only_driven_ && fast.shared && !share_.busy())
+    share_.start(core_.graph().size(), share_most_);
   reentry_.reset();
 }
 
@@ -183,7 +188,8 @@ void ClockRelease::advance() {
   }
   // With workers, a thread that drives the pool outside any runnable collects its ready
   // instances (a share still held by another thread from an earlier call: posted as before).
-  collecting_ = !only_driven_ && shared_ && !share_.busy() && core_.run_queue().drives_here();
+  collecting_ =
+      !only_driven_ && core_.fast_.shared && !share_.busy() && core_.run_queue().drives_here();
   if (!collecting_) return open_periods();
   share_.start(core_.graph().size(), share_most_);
   // Also when the periods end early by an exception (a slot's deadline): nothing collected is
@@ -314,7 +320,7 @@ void ClockRelease::look_who_runs() noexcept {
   // question the one-thread retirement answers (outside any pool's work) first: one virtual
   // call per period there (12 instructions per iteration less).
   const RunQueueHooks& run_queue = core_.run_queue();
-  runs_here_ = only_driven_ && in_place_ &&
+  runs_here_ = only_driven_ && core_.fast_.in_place &&
                        (run_queue.runs_no_work_here() || run_queue.drives_here())
                    ? &core_.runtime().scheduler()
                    : nullptr;

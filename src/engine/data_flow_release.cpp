@@ -13,7 +13,6 @@ namespace swp::detail {
 DataFlowRelease::DataFlowRelease(EngineCore& core)
     : core_(core),
       only_driven_(core.runtime().scheduler().runs_only_when_driven()),
-      in_place_(core.runtime().fast_paths().in_place),
       rank_(core.graph().size(), -1) {
   for (TaskIndex t : core.serial_order()) {
     if (!core.info_[t].ordered) continue;
@@ -45,6 +44,11 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
 
 std::unique_ptr<ReleasePolicy> make_data_flow_release(EngineCore& core) {
   return std::make_unique<DataFlowRelease>(core);
+}
+
+bool DataFlowRelease::retires_undriven() const noexcept {
+  // With one thread, and only where an admission runs what it makes ready (FastPaths::in_place).
+  return only_driven_ && core_.fast_.in_place;
 }
 
 void DataFlowRelease::reset() {
@@ -176,8 +180,8 @@ void DataFlowRelease::explain_unreleased(std::ostream& out, TaskIndex task, std:
   const TaskIndex before = rank > 0 ? ordered_[rank - 1] : ordered_.back();
   const std::int64_t before_iter = rank > 0 ? iter : iter - 1;
   if (before_iter < 0 || core_.state_at(before, before_iter) == InstanceState::finished) return;
-  out << (waits ? ", " : ": waits for ") << core_.graph().name(before) << " (iter "
-      << before_iter << ", globally ordered before it)";
+  out << (waits ? ", " : ": waits for ") << core_.graph().name(before) << " (iter " << before_iter
+      << ", globally ordered before it)";
   waits = true;
 }
 

@@ -8,8 +8,6 @@
 
 namespace swp::detail {
 
-static_assert(Engine::context_slots(4) == EngineCore::context_slots(4));
-
 Engine::Engine(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release, std::size_t slots,
                FrontEnd& front)
     : core_(std::make_unique<EngineCore>(runtime, std::move(graph), release, slots, front)) {}

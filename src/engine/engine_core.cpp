@@ -85,7 +85,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     if (info_[t].counts_completion) ++completion_count_;
   }
   depth_ = slots;
-  slots_ = std::vector<Slot>(context_slots(slots));
+  slots_ = std::vector<Slot>(Engine::context_slots(slots));
   slot_ring_ = RingIndex(slots_.size());
   for (auto& slot : slots_) {
     for (TaskIndex t = 0; t < n; ++t) {

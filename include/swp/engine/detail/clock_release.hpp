@@ -43,9 +43,7 @@ class ClockRelease final : public ReleasePolicy {
   [[nodiscard]] bool releases_every_instance() const noexcept override { return true; }
   // With one thread (a pool without workers) a period's ready instances run where they are
   // released, driving or not.
-  [[nodiscard]] bool retires_undriven() const noexcept override {
-    return only_driven_ && in_place_;
-  }
+  [[nodiscard]] bool retires_undriven() const noexcept override;
   // With workers: the next period runs uncounted, in watched batches (run_batch).
   [[nodiscard]] bool admits_in_place() const noexcept override;
   void unwatch() noexcept override;
@@ -95,12 +93,6 @@ class ClockRelease final : public ReleasePolicy {
   // The runtime's scheduler runs only when driven (a pool without workers; it has them or not
   // for its whole life): a thread that drives it is its only runner.
   bool only_driven_;
-  // The runtime's shortcuts (FastPaths): with one thread, a ready instance runs where the
-  // period releases it (runs_here_); whole periods run uncounted; with workers, a period's
-  // ready instances are shared from the driving thread (collecting_, batches).
-  bool in_place_;
-  bool uncounted_allowed_;
-  bool shared_;
   // This advance() collects its ready instances in share_ (see the class comment).
   bool collecting_ = false;
   PeriodShare share_;

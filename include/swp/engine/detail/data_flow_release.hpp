@@ -32,9 +32,7 @@ class DataFlowRelease final : public ReleasePolicy {
   [[nodiscard]] bool releases_every_instance() const noexcept override { return true; }
   // With one thread (a pool without workers) an admission's ready instances run at once
   // (RunQueueHooks::RunHere), driving or not.
-  [[nodiscard]] bool retires_undriven() const noexcept override {
-    return only_driven_ && in_place_;
-  }
+  [[nodiscard]] bool retires_undriven() const noexcept override;
   // With workers: the next admission runs in place, watched (EngineCore::run_iteration_offered).
   [[nodiscard]] bool admits_in_place() const noexcept override;
   void ordered_finished(Instance& in) noexcept override;
@@ -49,8 +47,6 @@ class DataFlowRelease final : public ReleasePolicy {
   EngineCore& core_;
   // The runtime's scheduler runs only when driven (see ClockRelease::only_driven_).
   bool only_driven_;
-  // FastPaths::in_place: with one thread, an admission's ready instances run as it ends.
-  bool in_place_;
   std::vector<TaskIndex> ordered_;  // globally ordered tasks in intra-topological order
   std::vector<int> rank_;           // per task: its position in ordered_, or -1
   // Per task, how its admission goes (see Admission in data_flow_release.cpp).

@@ -45,7 +45,9 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// How many contexts a front end for `depth` keeps (EngineCore::context_slots).
+  /// How many contexts a front end for `depth` keeps: one per sync entry, so the context of
+  /// the iteration retired last stays intact until the next retirement (results read from it
+  /// after progress()/next() returned), while `depth` newer iterations run.
   static constexpr std::size_t context_slots(std::size_t depth) noexcept { return depth + 1; }
 
   [[nodiscard]] EngineCore& core() noexcept { return *core_; }

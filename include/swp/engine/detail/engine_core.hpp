@@ -33,6 +33,7 @@
 #include "swp/device/event.hpp"
 #include "swp/device/nvtx_ranges.hpp"
 #include "swp/device/stream.hpp"
+#include "swp/engine/detail/engine.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/instance.hpp"
 #include "swp/engine/detail/iteration_offer.hpp"
@@ -60,7 +61,7 @@ namespace detail {
 class EngineCore {
  public:
   /// The core of a pipeline over `graph` running up to `slots` iterations at once (its depth),
-  /// for the typed `front` (which must outlive it), which keeps context_slots(slots)
+  /// for the typed `front` (which must outlive it), which keeps Engine::context_slots(slots)
   /// contexts. Tasks have no routine until set_routine.
   EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release, std::size_t slots,
              FrontEnd& front);
@@ -135,10 +136,6 @@ class EngineCore {
   [[nodiscard]] RunQueueHooks& run_queue() noexcept { return run_queue_; }
   /// How many iterations may be in flight at once (the depth).
   [[nodiscard]] std::size_t slots() const noexcept { return depth_; }
-  /// How many contexts a front end for `depth` keeps: one per sync entry, so the context of
-  /// the iteration retired last stays intact until the next retirement (results read from it
-  /// after progress()/next() returned), while `depth` newer iterations run.
-  static constexpr std::size_t context_slots(std::size_t depth) noexcept { return depth + 1; }
   /// The order run_serial runs tasks in: topological over intra deps, ties by name.
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept {
     return serial_order_;
