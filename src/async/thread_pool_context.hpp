@@ -2,7 +2,6 @@
 // What the translation units of ThreadPoolScheduler share (not installed): a thread's run
 // queue and context, and the thread-local that says which context the thread runs in.
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 
@@ -19,13 +18,8 @@ struct alignas(64) PoolQueue {
   WorkStealingQueue<Runnable> ring;
   // Only the owning thread stores non-null; the owner and thieves take it by exchange / CAS.
   alignas(64) std::atomic<Runnable*> slot{nullptr};
-  // Driver queues: a thread in drive_until owns this one. Watch queues: in use.
+  // Driver queues: a thread in drive_until owns this one.
   std::atomic<bool> claimed{false};
-  // Watch queues: the watched runnable (relaxed: written and read by its owner only).
-  std::atomic<const Runnable*> watched_work{nullptr};
-  // The slot holds the owner's offer (RunQueueHooks::offer): lone work that needs no polling
-  // thread (see worker_idle). relaxed: a hint; the slot says what is there.
-  std::atomic<bool> offering{false};
   // Runnables the owner has run, published after each: a thief that finds it unchanged after
   // waiting a while knows the owner is stuck (blocked in a runnable, descheduled, or gone from
   // drive_until). On a line of its own: the owner writes it at every step, while polling
@@ -48,24 +42,9 @@ struct PoolContext {
   // progress then.
   PoolQueue* lone = nullptr;
   std::uint32_t lone_progress = 0;
-  bool lone_offer = false;  // `lone` held only an offer
-  // `lone` is a watch queue whose owner is between its pieces of work (see watch): not slow,
-  // only away, and no reason to keep polling for it.
-  bool lone_away = false;
-  // Timed parks left before an untimed one, once a look saw an offer (see worker_idle), and
-  // the offering owner's progress at the last of them.
-  unsigned patience_left = 0;
-  std::uint32_t patience_base = 0;
   // The lone work seen before this thread's last timed park, to tell a stuck owner.
   PoolQueue* watched = nullptr;
   std::uint32_t watched_progress = 0;
-  // The same for every watch queue at once (ThreadPoolScheduler::watch; many pipelines may
-  // each have one, and `watched` follows only one): each one's progress at this thread's
-  // last look before a park, where the bit in watch_seen_valid says it was seen.
-  std::array<std::uint32_t, ThreadPoolScheduler::max_watched> watch_seen{};
-  std::uint32_t watch_seen_valid = 0;
-  // How many of those looks in a row found each one's owner away (see take_stuck_watched).
-  std::array<std::uint8_t, ThreadPoolScheduler::max_watched> watch_away{};
   std::uint32_t rng = 0x9e3779b9;  // victim choice
   // Open PostBatch scopes on this thread, and whether a post inside them is still to be
   // announced (end_post_batch).
@@ -94,10 +73,6 @@ inline void bump_progress(PoolQueue& q) noexcept {
 }
 
 }  // namespace detail
-
-inline bool ThreadPoolScheduler::is_watch_queue(const Queue& q) const noexcept {
-  return static_cast<unsigned>(&q - queues_.get()) >= first_watch_queue();
-}
 
 // Inline: once per post (a period's releases post every instance).
 [[gnu::always_inline]] inline void ThreadPoolScheduler::push_local(Context& c,

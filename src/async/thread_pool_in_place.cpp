@@ -1,6 +1,6 @@
-// ThreadPoolScheduler: what a thread does in place, on its own work: offers it makes and takes
-// back (RunQueueHooks::offer), the posts a RunHere keeps, PostBatch scopes, and what the thread
-// asks about itself (drives_here, runs_no_work_here, nothing_next_here).
+// ThreadPoolScheduler: what a thread does in place, on its own work: the posts a RunHere keeps,
+// PostBatch scopes, and what the thread asks about itself (drives_here, runs_no_work_here,
+// nothing_next_here).
 
 #include <utility>
 
@@ -9,7 +9,6 @@
 
 namespace swp {
 
-using detail::bump_progress;
 using detail::current;
 using detail::outermost_driver;
 
@@ -20,92 +19,6 @@ namespace {
 constexpr unsigned run_here_limit = 64;
 
 }  // namespace
-
-bool ThreadPoolScheduler::offer(Runnable& r) noexcept {
-  Context* c = current;
-  if (c == nullptr || c->scheduler != this || c->queue == nullptr || c->running != nullptr ||
-      c->keeping || c->batch_depth > 0)
-    return false;
-  // relaxed: only this thread puts work in its slot.
-  if (c->queue->slot.load(std::memory_order_relaxed) != nullptr) return false;
-  c->queue->offering.store(true, std::memory_order_relaxed);
-  // seq_cst: publishes `r` (and what the caller wrote for it) to thieves, and orders like a
-  // fence before wake_for_offer's loads, as a post's exchange does.
-  c->queue->slot.exchange(&r, std::memory_order_seq_cst);
-  wake_for_offer();
-  return true;
-}
-
-bool ThreadPoolScheduler::withdraw(Runnable& r) noexcept {
-  Context& c = *current;
-  // relaxed: the slot only says who holds `r`; the caller's in-place work and a thief's meet
-  // through `r`'s own atomics.
-  Runnable* back = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
-  c.queue->offering.store(false, std::memory_order_relaxed);
-  if (back == &r) return true;
-  if (back != nullptr) {
-    // A drive inside the in-place work took `r` and a runnable it ran posted this: queued.
-    push_local(c, *back);
-    detail::seq_cst_fence();  // as in post()
-    wake_helper();
-  }
-  return false;
-}
-
-std::atomic<std::uint32_t>* ThreadPoolScheduler::watch(Runnable& r) noexcept {
-  // Nobody to take it over.
-  if (worker_count_ == 0) return nullptr;
-  for (unsigned i = first_watch_queue(); i < first_watch_queue() + max_watched; ++i) {
-    Queue& q = queues_[i];
-    // acquire: after the last watch's unwatch (its release).
-    if (q.claimed.load(std::memory_order_relaxed) ||
-        q.claimed.exchange(true, std::memory_order_acquire))
-      continue;
-    q.watched_work.store(&r, std::memory_order_relaxed);
-    q.offering.store(true, std::memory_order_relaxed);
-    unsigned in_use = queues_in_use_.load(std::memory_order_relaxed);
-    // seq_cst: see steal_surplus.
-    while (in_use < i + 1 &&
-           !queues_in_use_.compare_exchange_weak(in_use, i + 1, std::memory_order_seq_cst,
-                                                 std::memory_order_relaxed)) {
-    }
-    rewatch(r);
-    return &q.progress;
-  }
-  return nullptr;
-}
-
-ThreadPoolScheduler::Queue& ThreadPoolScheduler::watch_queue_of(const Runnable& r) noexcept {
-  unsigned i = first_watch_queue();
-  while (queues_[i].watched_work.load(std::memory_order_relaxed) != &r) ++i;
-  return queues_[i];
-}
-
-void ThreadPoolScheduler::rewatch(Runnable& r) noexcept {
-  // seq_cst: as in offer (publishes what the owner wrote for `r`; a fence before the loads of
-  // wake_for_offer).
-  watch_queue_of(r).slot.exchange(&r, std::memory_order_seq_cst);
-  wake_for_offer();
-}
-
-bool ThreadPoolScheduler::take_back(Runnable& r) noexcept {
-  // acquire: a thief's CAS is the other taker; whoever gets it owns it.
-  return watch_queue_of(r).slot.exchange(nullptr, std::memory_order_acquire) == &r;
-}
-
-void ThreadPoolScheduler::unwatch(Runnable& r) noexcept {
-  Queue& q = watch_queue_of(r);
-  q.offering.store(false, std::memory_order_relaxed);
-  q.watched_work.store(nullptr, std::memory_order_relaxed);
-  // release: the next watch of this queue comes after. queues_in_use_ stays: thieves find an
-  // empty queue there.
-  q.claimed.store(false, std::memory_order_release);
-}
-
-void ThreadPoolScheduler::ran_in_place() noexcept {
-  Context* c = current;
-  if (c != nullptr && c->scheduler == this && c->queue != nullptr) bump_progress(*c->queue);
-}
 
 bool ThreadPoolScheduler::begin_run_here() noexcept {
   // With workers, kept work would be hidden from threads that could run it sooner.
@@ -120,7 +33,6 @@ bool ThreadPoolScheduler::begin_run_here() noexcept {
     c->queue = nullptr;
     c->lone = nullptr;
     c->watched = nullptr;
-    c->watch_seen_valid = 0;
     current = c;
   } else if (c->scheduler != this || c->queue == nullptr || c->running != nullptr || c->keeping ||
              c->batch_depth > 0) {

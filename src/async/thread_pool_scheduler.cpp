@@ -30,22 +30,6 @@ namespace {
 // sides and makes the owner wait for the thief; an owner that made no progress for this long
 // is blocked in a runnable, lost its CPU, or left drive_until.
 constexpr std::chrono::microseconds lone_patience{50};
-// The progress over one polling episode (spin) of an owner whose offers a worker leaves to it
-// and parks: 16 in 20 µs is a step every 1.25 µs (the clock engine's periods of 4 tasks of
-// 300 ns and less; see worker_idle).
-constexpr std::uint32_t fast_owner_progress = 16;
-// How many polling episodes (spins) one patience is long: an owner's progress over a patience
-// is held against fast_owner_progress times this.
-constexpr std::uint32_t patience_per_spin = 2;
-// Timed parks a worker makes after one whose look saw an offer, before it parks untimed.
-constexpr unsigned offer_patience_rounds = 8;
-// How long a worker beside another one watching an offer parks before it looks again itself
-// (see worker_idle): what a stuck owner waits at most while the watching worker runs a long
-// runnable.
-constexpr std::chrono::microseconds backup_patience{1000};
-// Looks before a park (about a patience apart) that find a watched offer's owner away with no
-// progress before a thread takes it (see take_stuck_watched): about 1 ms.
-constexpr std::uint8_t watch_away_looks = 20;
 // About what moving a runnable to another thread costs (the cache misses of its state and of
 // the queues on both sides; a few hundred ns on one socket, more across sockets or on a
 // loaded virtual machine): an idle thread takes work from a thread that would take longer to
@@ -111,7 +95,6 @@ class ThreadPoolScheduler::DriverScope {
     // and no batch open (each is undone before its runnable or batch scope returns).
     c.lone = nullptr;
     c.watched = nullptr;
-    c.watch_seen_valid = 0;
     c.queue = s.claim_driver_queue();
     // Inside a RunHere outside any drive (its context has no queue): the drive is a driving
     // thread's, with a queue of its own, and takes what the scope kept (see take_kept).
@@ -152,7 +135,7 @@ ThreadPoolScheduler::ThreadPoolScheduler(unsigned workers, std::chrono::microsec
                              1e9, static_cast<double>(spin.count()) * 1000.0 / pause_round_ns()))),
       move_rounds_(std::max(1U, static_cast<unsigned>(move_cost_ns / pause_round_ns()))),
       look_rounds_(std::max(1U, static_cast<unsigned>(max_look_interval_ns / pause_round_ns()))),
-      queues_(new Queue[workers + max_drivers + max_watched]),
+      queues_(new Queue[workers + max_drivers]),
       queues_in_use_(workers),
       on_start_(std::move(on_start)),
       lane_(std::move(lane)) {
@@ -260,16 +243,6 @@ void ThreadPoolScheduler::wake_helper() noexcept {
   idle_drivers_.notify_one_after_fence();
 }
 
-void ThreadPoolScheduler::wake_for_offer() noexcept {
-  // An offer is lone work: a thread takes it only once its owner stops making progress, so a
-  // worker that waits out the patience (it looks again within it, see worker_idle) need not
-  // be woken for it, and the owner's offers stay free of wake-ups while the pool's only
-  // other thread sleeps. seq_cst: store-buffering with a worker that stops being patient
-  // (it counts as polling first, then looks), as in wake_helper.
-  if (patient_.load(std::memory_order_seq_cst) > 0) return;
-  wake_helper();
-}
-
 void ThreadPoolScheduler::stop_searching() noexcept {
   // seq_cst: a poster that saw this thread polling skipped its wake-up; the look below must
   // see its work (store-buffering with wake_helper's load of searching_).
@@ -280,10 +253,7 @@ void ThreadPoolScheduler::stop_searching() noexcept {
 bool ThreadPoolScheduler::has_visible_work() const noexcept {
   // seq_cst loads throughout: see wake_helper.
   if (injected_count_.load(std::memory_order_seq_cst) != 0) return true;
-  // Not the watch queues: watched work is lone work, announced when it is offered (watch,
-  // rewatch), and it stays offered for long: counted here, it would wake a thread each time
-  // one stops polling.
-  const unsigned n = std::min(queues_in_use_.load(std::memory_order_seq_cst), first_watch_queue());
+  const unsigned n = queues_in_use_.load(std::memory_order_seq_cst);
   for (unsigned i = 0; i < n; ++i) {
     if (!queues_[i].ring.empty() || queues_[i].slot.load(std::memory_order_seq_cst) != nullptr)
       return true;
@@ -320,32 +290,17 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
     const bool slot_full = victim.slot.load(std::memory_order_seq_cst) != nullptr;
     const std::size_t waiting = queued + (slot_full ? 1 : 0);
     if (waiting == 0) continue;
-    // relaxed: a sign of life; whatever is taken is taken by CAS. A watch queue's (see watch)
-    // says whether its owner is inside its work, and counts its pieces below that.
-    const bool watched = is_watch_queue(victim);
+    // relaxed: a sign of life; whatever is taken is taken by CAS.
     const std::uint32_t progress = victim.progress.load(std::memory_order_relaxed);
-    const bool inside = !watched || (progress & watch_inside) != 0;
     // Work is worth moving when its owner would take longer to get through it than the move
     // costs: the owner ran `ran` runnables in about the `paused` rounds since the last look at
     // this queue, so it needs about waiting * paused / ran rounds for what waits. An owner
     // inside a long runnable (or blocked, descheduled, gone from drive_until) ran none. An
     // owner that moves faster keeps its work, and its lines: moving a short task costs more
     // than running it (cache misses on both sides). Only a look after a pause can tell.
-    const std::uint32_t seen = victim.surplus_seen.load(std::memory_order_relaxed);
-    std::uint32_t ran = progress - seen;
-    if (watched) {
-      // Its count wraps below watch_inside; an owner that went in or out since made progress
-      // (one that has just come back has not been slow inside yet).
-      ran &= ~watch_inside;
-      if (ran == 0 && progress != seen) ran = 1;
-    }
-    // Watched work (see watch) is slow only while its owner is inside it (watch_inside):
-    // between its pieces of work the owner is not stuck in them, only elsewhere (a pipeline's
-    // source), and taking it then would cost both threads for nothing. An owner that stays
-    // away for a whole patience loses it all the same (take_stuck), so that idle threads need
-    // not watch it meanwhile.
+    const std::uint32_t ran = progress - victim.surplus_seen.load(std::memory_order_relaxed);
     const bool slow =
-        paused > 0 && inside &&
+        paused > 0 &&
         (ran == 0 || static_cast<std::uint64_t>(waiting) * paused >
                          static_cast<std::uint64_t>(move_rounds_) * ran);
     if (slow || queued >= backlog) {
@@ -363,53 +318,13 @@ Runnable* ThreadPoolScheduler::steal_surplus(Context& c, unsigned paused) noexce
     victim.surplus_seen.store(progress, std::memory_order_relaxed);
     if (c.lone == nullptr) {  // a thread about to park looks again (see take_stuck)
       c.lone = &victim;
-      c.lone_progress = watched ? progress & ~watch_inside : progress;
-      c.lone_offer = queued == 0 && victim.offering.load(std::memory_order_relaxed);
-      c.lone_away = !inside;
+      c.lone_progress = progress;
     }
-  }
-  return nullptr;
-}
-
-Runnable* ThreadPoolScheduler::take_stuck_watched(Context& c) noexcept {
-  static_assert(max_watched <= 32);  // watch_seen_valid's bits
-  const unsigned first = first_watch_queue();
-  const unsigned n = queues_in_use_.load(std::memory_order_relaxed);
-  for (unsigned i = first; i < n; ++i) {
-    Queue& q = queues_[i];
-    const std::uint32_t bit = std::uint32_t{1} << (i - first);
-    // relaxed: as in take_stuck (a full slot is re-validated by the CAS).
-    Runnable* r = q.slot.load(std::memory_order_relaxed);
-    if (r == nullptr) {
-      c.watch_seen_valid &= ~bit;
-      continue;
-    }
-    // With watch_inside: an owner that went in or out since made progress.
-    const std::uint32_t raw = q.progress.load(std::memory_order_relaxed);
-    if ((c.watch_seen_valid & bit) != 0 && c.watch_seen[i - first] == raw) {
-      // No progress since this thread's last park: its owner is stuck inside. Or away (between
-      // its pieces of work): taken only once it stayed away for watch_away_looks (the watched
-      // runnable then leaves at once, and the owner offers it again when it comes back, which
-      // wakes a watcher): no thread need watch it meanwhile. Not sooner: a thread that drives
-      // many pipelines in turns is away from each for a while, and every such take costs both
-      // threads (a heavy fence, a wake-up).
-      if ((raw & watch_inside) == 0 && ++c.watch_away[i - first] < watch_away_looks) continue;
-      c.watch_seen_valid &= ~bit;
-      // acquire: as in take_stuck.
-      if (q.slot.compare_exchange_strong(r, nullptr, std::memory_order_acquire,
-                                         std::memory_order_relaxed))
-        return r;
-      continue;
-    }
-    c.watch_seen[i - first] = raw;
-    c.watch_seen_valid |= bit;
-    c.watch_away[i - first] = 0;
   }
   return nullptr;
 }
 
 Runnable* ThreadPoolScheduler::take_stuck(Context& c) noexcept {
-  if (Runnable* r = take_stuck_watched(c)) return r;
   if (c.lone == nullptr) {
     c.watched = nullptr;
     return nullptr;
@@ -420,8 +335,6 @@ Runnable* ThreadPoolScheduler::take_stuck(Context& c) noexcept {
     c.watched_progress = c.lone_progress;
     return nullptr;
   }
-  // Watched work is take_stuck_watched's to take (this thread goes on watching it).
-  if (is_watch_queue(*c.lone)) return nullptr;
   c.watched = nullptr;
   Queue& victim = *c.lone;
   if (Runnable* r = victim.ring.pop()) return r;
@@ -499,14 +412,10 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
   // relaxed: only a heuristic.
   bool searching = 2 * searching_.load(std::memory_order_relaxed) < static_cast<int>(worker_count_);
   if (searching) searching_.fetch_add(1, std::memory_order_seq_cst);
-  // Back from a patience that ran out: counted as polling until registered (below), and the
-  // look after it decides whether the owner it watched slowed down.
+  // Back from a patience that ran out: counted as polling until registered (below).
   bool from_patience = false;
   for (;;) {
     if (searching) {
-      // The first lone work of this episode, and its owner's progress then.
-      const Queue* first_lone = nullptr;
-      std::uint32_t first_progress = 0;
       for (unsigned looks = 0, paused = 0, last = 0;; ++looks) {
         if (stop_.load(std::memory_order_relaxed)) {  // relaxed: re-checked before parking
           stop_searching();
@@ -517,21 +426,9 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
           return r;
         }
         // Work seen and left to an owner that is moving on: the pipeline is busy, and a parked
-        // thread would cost every post a wake-up. Poll on (at the slowest pace) instead. Not
-        // for the offers of an owner that gets through them fast (short tasks): its next
-        // offers need no wake-up once this thread parks for the patience (wake_for_offer), and
-        // a look every few microseconds would cost it the cache misses of its slot and
-        // progress lines (2 ns of a 30 ns task on two threads). An owner of longer tasks keeps
-        // a polling thread, which takes what it offers as soon as it is slow to get to it.
-        if (c.lone != nullptr && c.lone != first_lone) {
-          first_lone = c.lone;
-          first_progress = c.lone_progress;
-        }
-        // Nor for watched work whose owner is away (between its pieces): a look takes it
-        // only once the owner stayed away for a patience (take_stuck), after this parks.
-        if (c.lone != nullptr && !c.lone_away &&
-            !(c.lone_offer && c.lone_progress - first_progress >= fast_owner_progress))
-          paused = 0;
+        // thread would cost every post a wake-up. Poll on (at the slowest pace, which yields
+        // the core: see back_off) instead.
+        if (c.lone != nullptr) paused = 0;
         if (paused >= spin_rounds_) break;
         last = back_off(looks, look_rounds_);
         paused += last;
@@ -542,8 +439,8 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
     }
     const auto key = idle_workers_.prepare_wait();
     if (from_patience) {
-      // Registered: a post or offer from here on wakes this thread, so it stops counting as
-      // polling (the look below is the one a thread that stops polling owes).
+      // Registered: a post from here on wakes this thread, so it stops counting as polling
+      // (the look below is the one a thread that stops polling owes).
       searching_.fetch_sub(1, std::memory_order_seq_cst);
     }
     // seq_cst: the destructor stores stop_ and then notifies (EventCount's protocol).
@@ -560,45 +457,14 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
       stop_searching();
       return r;
     }
-    if (c.watched != nullptr && c.lone_offer) {
-      // Back from a patience: an owner that slowed down (longer tasks) gets a polling thread
-      // again, which takes its offers as soon as it is slow to get to them (a patient one
-      // takes them only from an owner that made no progress at all).
-      if (from_patience &&
-          c.lone_progress - c.patience_base < fast_owner_progress * patience_per_spin) {
-        idle_workers_.cancel_wait();
-        c.patience_left = 0;
-        searching_.fetch_add(1, std::memory_order_seq_cst);
-        searching = true;
-        from_patience = false;
-        continue;
-      }
-      c.patience_base = c.lone_progress;
-      c.patience_left = offer_patience_rounds;
-    }
     from_patience = false;
-    // An offer needs one watcher: with another worker patient already, this one looks again
-    // only after backup_patience (a worker watching an offer is woken for work like any parked
-    // one, and may then run a long runnable; patient beside it, this one would add 20,000
-    // wake-ups a second beside a long-lived watched offer). It does not count as patient, so
-    // an offer's wake-up may wake it. seq_cst: as below.
-    const bool backup =
-        c.watched != nullptr && c.lone_offer && patient_.load(std::memory_order_seq_cst) > 0;
-    if (c.watched != nullptr || c.patience_left > 0) {
-      // Another thread's next work waits for its owner: look again after the patience, so
-      // an owner blocked in a runnable cannot hide it, and without polling meanwhile. After
-      // an offer, a few times more even when the look saw none (the owner's next offer is
-      // due any moment, and it wakes no patient worker: wake_for_offer).
-      if (c.watched == nullptr) --c.patience_left;
-      // seq_cst: before the wait, store-buffering with wake_for_offer (as searching_).
-      if (!backup) patient_.fetch_add(1, std::memory_order_seq_cst);
-      const bool woken = idle_workers_.commit_wait_until(
-          key, Clock::now() + (backup ? backup_patience : lone_patience));
-      // Counted as polling before it stops being patient: never seen as neither while it has
-      // not looked again. A patience that ran out: one look (below the loop's registration),
-      // not another round of polling.
+    if (c.watched != nullptr) {
+      // Another thread's next work waits for its owner: look again after the patience, so an
+      // owner blocked in a runnable cannot hide it, and without polling meanwhile.
+      const bool woken = idle_workers_.commit_wait_until(key, Clock::now() + lone_patience);
+      // Counted as polling before it looks again: never seen as neither meanwhile. A patience
+      // that ran out: one look (below the loop's registration), not another round of polling.
       searching_.fetch_add(1, std::memory_order_seq_cst);
-      if (!backup) patient_.fetch_sub(1, std::memory_order_seq_cst);
       if (!woken) {
         from_patience = true;
         continue;

@@ -15,7 +15,6 @@ namespace swp::detail {
 ClockRelease::ClockRelease(EngineCore& core)
     : core_(core),
       only_driven_(core.runtime().scheduler().runs_only_when_driven()),
-      share_(core, core.runtime().scheduler(), core.run_queue()),
       order_(enqueue_order(core.graph(), OrderPolicy::ready_first)) {
   for (TaskIndex t = 0; t < core.graph().size(); ++t)
     max_stage_ = std::max(max_stage_, core.graph().stage(t));
@@ -68,31 +67,13 @@ void ClockRelease::reset() {
   periods_.assign(std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1), Admitted{});
   period_mask_ = periods_.size() - 1;
   admit_period_.assign(core_.sync_.size(), -1);
-  // One advance() opens at most the periods up to the gate and the later stages' releases
-  // (fewer than periods_ holds), each releasing at most one instance per task; in steady
-  // state it opens one. The share starts with room for one period and grows (doubling, up
-  // to the most) when a call releases more: a plan of 100k tasks would otherwise hold
-  // periods_.size() times its size in pointers for nothing.
-  share_most_ = core_.graph().size() * periods_.size();
   // The counters are armed afresh for the run (and count once an instance is handed over).
-  // Not on virtual time, which never runs anything where it is released (runs_here_).
-  // With one thread they need the instances to run where they are released (runs_here_).
+  // Uncounted periods need one thread, on which the instances run where they are released
+  // (runs_here_): not on virtual time, nor with workers.
   const FastPaths& fast = core_.fast_;
-  uncounted_ = fast.uncounted && !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
-               core_.all_in_place_ && (only_driven_ ? fast.in_place : fast.shared);
-  // With workers, uncounted periods need the thread that drives the pool (batches_here).
-  shares_uncounted_ = uncounted_ && !only_driven_;
-  batching_ = false;
-  // Room for one period's releases now (a batch holds at most those of the periods one
-  // advance() opens; more make more room, once).
-  batch_size_ = 0;
-  if (shares_uncounted_ && batch_.size() < core_.graph().size())
-    batch_.resize(core_.graph().size());
-  // The share's room for one period made now (between runs it is not busy: drained() waits
-  // for it), not at its first use, which after a hand-over falls in the steady state.
-  if (!only_driven_ && fast.shared && !share_.busy())
-    share_.start(core_.graph().size(), share_most_);
-  reentry_.reset();
+  uncounted_ = fast.uncounted && fast.in_place && only_driven_ &&
+               !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
+               core_.all_in_place_;
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
@@ -109,16 +90,7 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 
 void ClockRelease::release(TaskIndex task, IterationSync& sync) {
   Instance& in = *sync.instances[task];
-  if (uncounted_) {
-    if (batching_) {
-      // Runs with its batch (run_batch).
-      if (batch_size_ == batch_.size()) [[unlikely]]
-        batch_.resize(std::max<std::size_t>(2 * batch_.size(), 1));
-      batch_[batch_size_++] = &in;
-      return;
-    }
-    if (release_uncounted(in)) return;
-  }
+  if (uncounted_ && release_uncounted(in)) return;
   // With one thread, a ready instance of a task alone on its lane runs now (see run_in_place):
   // its counter at 1 waits only for the period's token.
   if (runs_here_ != nullptr && in.info->in_place &&
@@ -166,84 +138,7 @@ void ClockRelease::count_again(const Instance* running) noexcept {
 
 void ClockRelease::advance() {
   look_who_runs();
-  if (shares_uncounted_ && batches_here()) {
-    // Also when the periods end early by an exception (a slot's deadline): what was collected
-    // runs.
-    class RunBatch {
-     public:
-      explicit RunBatch(ClockRelease& release) noexcept : release_(release) {
-        release_.batching_ = true;
-      }
-      RunBatch(const RunBatch&) = delete;
-      RunBatch& operator=(const RunBatch&) = delete;
-      ~RunBatch() {
-        release_.run_batch();
-        release_.batching_ = false;
-      }
-
-     private:
-      ClockRelease& release_;
-    } const at_end(*this);
-    return open_periods();
-  }
-  // With workers, a thread that drives the pool outside any runnable collects its ready
-  // instances (a share still held by another thread from an earlier call: posted as before).
-  collecting_ =
-      !only_driven_ && core_.fast_.shared && !share_.busy() && core_.run_queue().drives_here();
-  if (!collecting_) return open_periods();
-  share_.start(core_.graph().size(), share_most_);
-  // Also when the periods end early by an exception (a slot's deadline): nothing collected is
-  // left behind.
-  class RunCollected {
-   public:
-    explicit RunCollected(ClockRelease& release) noexcept : release_(release) {}
-    RunCollected(const RunCollected&) = delete;
-    RunCollected& operator=(const RunCollected&) = delete;
-    ~RunCollected() { release_.run_collected(); }
-
-   private:
-    ClockRelease& release_;
-  } const at_end(*this);
   open_periods();
-}
-
-void ClockRelease::expose_collected() noexcept {
-  // Uncounted with workers: what the period released so far runs before the source (its
-  // batch), as with one thread.
-  if (batching_) return run_batch();
-  if (!collecting_ || share_.offered() || share_.added() == 0) return;
-  if (share_.offer(false)) return;  // sealed once the new iteration's are added (run_collected)
-  collecting_ = false;
-  post_unclaimed();
-}
-
-[[gnu::flatten]] void ClockRelease::run_collected() noexcept {
-  if (!collecting_) return;
-  collecting_ = false;
-  if (share_.offered()) {
-    // Offered before the source: the new iteration's join what the share offers.
-    if (!share_.seal()) return post_unclaimed();
-  } else {
-    const std::size_t n = share_.added();
-    if (n == 0) return;
-    // Alone, it runs here: nothing of this call waits behind it.
-    if (n == 1) return core_.proceed_as<EngineCore::Releasing::clock>(share_.item(0));
-    if (!share_.offer(true)) return post_unclaimed();
-  }
-  RunQueueHooks& run_queue = core_.run_queue();
-  // A sign of life for thieves every few instances (a call each cost 13 instructions per
-  // instance), and at the end.
-  for (unsigned ran = 1; Instance* in = share_.claim(); ++ran) {
-    core_.proceed_as<EngineCore::Releasing::clock>(*in);
-    if (ran % 8 == 0) run_queue.ran_in_place();
-  }
-  run_queue.ran_in_place();
-  share_.withdraw();
-}
-
-void ClockRelease::post_unclaimed() noexcept {
-  const RunQueueHooks::PostBatch batch(core_.run_queue());
-  while (Instance* in = share_.claim()) core_.post_claimed(*in, false);
 }
 
 // Flattened: a period's releases (release, EngineCore::submit from the core's header,
@@ -262,8 +157,8 @@ void ClockRelease::post_unclaimed() noexcept {
     if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
     const bool in_flight_need = needed(period);
     if (in_flight_need) {
-      if (runs_here_ != nullptr || collecting_ || batching_) {
-        release_later_stages(period);  // what is ready runs now, or is collected
+      if (runs_here_ != nullptr) {
+        release_later_stages(period);  // what is ready runs now
       } else {
         // Announced to idle threads once, before the source runs (which may block).
         const RunQueueHooks::PostBatch batch(run_queue);
@@ -274,10 +169,7 @@ void ClockRelease::post_unclaimed() noexcept {
     const std::int64_t next = c.next_admit_;
     const std::size_t entry = c.admit_entry_;  // admit_period_ has one per entry
     // Once the source said "not yet" in this call, bubbles do not ask it again.
-    if (!c.starved_ && next < c.end_) {
-      expose_collected();  // before a wait and the source, which may block
-      if (c.await_slot() && c.admit()) admitted = next;
-    }
+    if (!c.starved_ && next < c.end_ && c.await_slot() && c.admit()) admitted = next;
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;
@@ -296,8 +188,7 @@ bool ClockRelease::drained() const noexcept {
   // once the run stopped), so each iteration completes.
   for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
     if (!core_.complete(iter)) return false;
-  // A share a thread took late (still queued, or running its last claim) refers to this policy.
-  return !share_.busy();
+  return true;
 }
 
 void ClockRelease::release_later_stages(std::int64_t period) {
@@ -375,11 +266,6 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   // (docs/benchmarks.md). (Compiled for the clock's release: see EngineCore::Releasing.)
   Scheduler& scheduler = in.info->lane->scheduler();
   if (runs_here_ == &scheduler) return core_.proceed_as<EngineCore::Releasing::clock>(in);
-  // With workers, from the thread that drives the pool: collected, to run here while offered
-  // to the other threads (see PeriodShare); holding the last ready one back instead, with the
-  // others posted, made a period of 5 µs tasks 1.3-1.6x slower on two threads. Elsewhere
-  // (inside a runnable, a lane's own pool) it is posted.
-  if (collecting_ && &scheduler == &core_.runtime().scheduler() && share_.add(in)) return;
   core_.post_claimed(in, false);
 }
 

@@ -54,7 +54,6 @@ bool DataFlowRelease::retires_undriven() const noexcept {
 void DataFlowRelease::reset() {
   core_.retires_undriven_ = retires_undriven();
   next_owed_ = false;  // the counters are armed afresh
-  offers_.reset();
 }
 
 int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexcept {
@@ -82,13 +81,6 @@ void DataFlowRelease::advance() {
   RunQueueHooks& run_queue = c.run_queue();
   const bool whole = run_here && c.fast_.uncounted && c.all_in_place_ &&
                      (run_queue.runs_no_work_here() || run_queue.drives_here());
-  // With workers, on a thread outside the pool's runnables (driving it, or not even that: see
-  // EngineCore::retire_next): watched while they run in place
-  // (EngineCore::run_iteration_offered), until the tasks use their streams.
-  const bool offered = !only_driven_ && c.fast_.shared && c.all_in_place_ &&
-                       !c.device_used_.load(std::memory_order_relaxed) &&
-                       (run_queue.runs_no_work_here() || run_queue.drives_here()) &&
-                       c.watch(c.offer_);
   for (;;) {
     const std::int64_t iter = c.next_admit_;
     if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)
@@ -108,14 +100,6 @@ void DataFlowRelease::advance() {
       next_owed_ = c.run_iteration_here(sync, here);
       continue;
     }
-    if (offered && c.runs_whole_here(sync) && offers_.allows()) {
-      const EngineCore::Offered ran = c.run_iteration_offered(sync);
-      if (ran != EngineCore::Offered::not_offered) {
-        offers_.ran(ran == EngineCore::Offered::whole);
-        next_owed_ = ran == EngineCore::Offered::whole;
-        continue;
-      }
-    }
     // The iteration before ran whole in place: the count-downs it owes this one come first.
     if (std::exchange(next_owed_, false))
       c.count_down_next(*instances.front()->previous, c.serial_order_.size());
@@ -133,12 +117,6 @@ void DataFlowRelease::advance() {
       }
     }
   }
-}
-
-bool DataFlowRelease::admits_in_place() const noexcept {
-  const EngineCore& c = core_;
-  return c.offer_.watched() && !offers_.skipping() &&
-         !c.device_used_.load(std::memory_order_relaxed);
 }
 
 bool DataFlowRelease::drained() const noexcept {

@@ -160,8 +160,6 @@ void EngineCore::shut_down() noexcept {
       // Destruction cannot report; the error was the caller's to collect via progress().
     }
   }
-  // A taker of an in-place offer finishes its part before the watch ends.
-  unwatch_offers();
   // An iteration retires when its instances' counts dropped; their lanes may still be on the
   // way out of finish(). Wait until the last of them let go of this core. After a run that
   // could not drain (broken), bodies that ignored cancellation still run, and will write
@@ -224,7 +222,6 @@ void EngineCore::reset_run_state(std::int64_t base) {
   sequencer_.reset();
   stop_.reset();
   device_used_.store(false, std::memory_order_relaxed);
-  watch_refused_ = false;
   release_->reset();
 }
 
@@ -630,8 +627,6 @@ template <bool Plain, EngineCore::Releasing R>
     scheduler.notify();
   }
 }
-
-void EngineCore::count_down_finished(Instance& in) noexcept { count_finished<false>(in); }
 
 template <bool Plain, EngineCore::Releasing R>
 void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept {

@@ -340,10 +340,7 @@ std::optional<std::int64_t> EngineCore::retire_next() {
   // The oldest iteration already complete, with a policy that runs what its retirement makes
   // ready where it is released (either engine with one thread): no driving section, nothing
   // to wait for. (Should it wait after all, each wait drives for itself.)
-  // With workers, the same where the admissions after it run in place, watched (the offer is
-  // the scheduler's to watch, the thread needs no run queue).
-  if (retirable() && (retires_undriven_ || release_->admits_in_place()) &&
-      run_queue_.runs_no_work_here()) {
+  if (retirable() && retires_undriven_ && run_queue_.runs_no_work_here()) {
     // The common case retires right here: no first admissions to make, no stop, no device
     // work holding the oldest back (retire_next_driving's loop would retire at once, about 20
     // instructions per iteration later). A failure on the way surfaces from there.
@@ -352,7 +349,7 @@ std::optional<std::int64_t> EngineCore::retire_next() {
       if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0)
         return retired_iter;
     }
-    if (retires_undriven_) return retire_next_driving();
+    return retire_next_driving();
   }
   // One driving stretch for the whole call: the admissions after a retirement post the first
   // tasks of the new iterations to this thread's run queue, where its next waits find them,
@@ -372,7 +369,6 @@ std::optional<std::int64_t> EngineCore::retire_next_driving() {
     if (stop_.stop_requested()) break;
     if (at_end()) {
       if (!settle_at_end()) break;  // cancelled as it ended: that surfaces
-      unwatch_offers();
       return std::nullopt;
     }
     // Already retirable (other threads ran it meanwhile): no wait, no scheduler call.
@@ -517,7 +513,6 @@ void EngineCore::end_run() {
   // Device work of the iterations retired last that faulted fails the run, which surfaces
   // here (retire_next drains and throws it).
   if (release_retired(oldest_)) (void)retire_next();
-  unwatch_offers();
   end_claims();  // every iteration retired: no instance holds its lane
   filled_ = false;
   live_.store(false, std::memory_order_release);

@@ -81,68 +81,6 @@ void EngineCore::release_unblocked_from(Sync& sync, std::size_t k, std::size_t f
   }
 }
 
-// Flattened, as run_iteration_here.
-[[gnu::flatten]] EngineCore::Offered EngineCore::run_iteration_offered(Sync& sync) noexcept {
-  if (!offer_.begin(sync)) return Offered::not_offered;
-  const auto& instances = sync.instances;
-  const std::size_t n = serial_order_.size();
-  for (std::size_t k = 0; k < n; ++k) {
-    if (offer_.taken_before(k)) [[unlikely]] {
-      go_on_after_taker(sync, k);
-      return Offered::handed_over;
-    }
-    Instance& in = *instances[serial_order_[k]];
-    rearm(in);  // for its entry's next iteration, as release_now would
-    const auto hand_over = [&](bool started) { hand_over_offered(sync, k, started); };
-    if (run_uncounted(in, hand_over) != Uncounted::ran) [[unlikely]]
-      return Offered::handed_over;
-    // A sign of life: a thread looking at the offer leaves it to an owner moving on this fast.
-    offer_.ran_one();
-  }
-  if (offer_.taken_at_end()) [[unlikely]] {
-    go_on_after_taker(sync, n);
-    return Offered::handed_over;
-  }
-  // Nobody counted `remaining`, which the next admission of the entry resets.
-  complete_here(sync);
-  return Offered::whole;
-}
-
-void EngineCore::hand_over_offered(Sync& sync, std::size_t k, bool started) noexcept {
-  if (offer_.claim_for_owner()) {
-    std::optional<RunQueueHooks::RunHere> here;
-    go_on_generally(sync, k, started, here);
-    return;
-  }
-  // The taker has the rest, from k (this thread is at k: it looked before it started it).
-  [[maybe_unused]] const std::size_t q = offer_.taken_at();
-  assert(q == k);
-  // Started, it finishes the general way (run_uncounted); else it is released here.
-  if (!started) release_now(*sync.instances[serial_order_[k]], false);
-}
-
-void EngineCore::go_on_after_taker(Sync& sync, std::size_t k) noexcept {
-  const std::size_t q = offer_.taken_at();
-  // The taker read the position this thread stored last (k; at the end the run was over for
-  // it) or the one before it, whose instance finished here uncounted (see IterationOffer).
-  assert((q == k && k < serial_order_.size()) || q + 1 == k);
-  Instance& in = *sync.instances[serial_order_[q]];
-  if (q == k) {
-    release_now(in, false);  // not started: the taker's counters leave it to this thread
-  } else {
-    count_down_finished(in);  // finished here: its count-downs were not made
-  }
-}
-
-void IterationOffer::take_over(std::size_t q) noexcept { core_.take_over(*sync_, q); }
-
-void EngineCore::take_over(Sync& sync, std::size_t q) noexcept {
-  assert(q < serial_order_.size());  // a taker that found the run over declined
-  count_down_next(sync, q);
-  set_counters_from(sync, q, q + 1);
-  release_unblocked_from(sync, q, q + 1);
-}
-
 void EngineCore::count_down_next(Sync& sync, std::size_t upto) noexcept {
   const auto& instances = sync.instances;
   for (std::size_t u = 0; u < upto; ++u) {
@@ -161,8 +99,8 @@ void EngineCore::count_down_next(Sync& sync, std::size_t upto) noexcept {
 
 int EngineCore::afresh_count(const Instance& in, std::int64_t iter, bool admitted,
                              const Instance* running) const noexcept {
-  // `running` counts as unfinished whatever its state says (a taker's recount: the owner may
-  // finish it meanwhile, and then counts down its successors itself).
+  // `running` counts as unfinished whatever its state says (it was handed over started, and
+  // its general finish counts down its successors).
   const auto finished = [this, running](const Instance& producer, std::int64_t at) {
     return &producer != running &&
            (at < oldest_ || producer.state_in(at) == InstanceState::finished);

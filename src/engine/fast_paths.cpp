@@ -10,11 +10,10 @@ namespace swp {
 namespace {
 
 // Each shortcut by its name (FastPaths' member names, which parse() reads).
-constexpr std::array<std::pair<std::string_view, bool FastPaths::*>, 4> names{{
+constexpr std::array<std::pair<std::string_view, bool FastPaths::*>, 3> names{{
     {"lane_claims", &FastPaths::lane_claims},
     {"in_place", &FastPaths::in_place},
     {"uncounted", &FastPaths::uncounted},
-    {"shared", &FastPaths::shared},
 }};
 
 std::string_view trimmed(std::string_view s) {

@@ -66,22 +66,6 @@ struct PoolContext;
 /// load or two more when none does; `notify()` with nobody parked, a fence and two loads.
 /// A thread woken for work polls again, so a burst of posts wakes one thread, not one each.
 ///
-/// Offering. A driving thread may offer a runnable (RunQueueHooks::offer) and do its work in
-/// place: the runnable sits in the thread's slot, where a thief finds it only once the thread
-/// stops making progress (ran_in_place counts as progress), as it finds any slot. Withdrawn
-/// untouched, it cost one exchange each way and no queue. An idle worker that sees an owner
-/// get through its offers fast (short work) parks for the patience instead of polling its
-/// lines, and an offer wakes no worker that waits out a patience (it looks again within it,
-/// and takes the offer of an owner that made no progress since): the owner of a stream of
-/// short offers runs alone, at no other thread's cache misses and no wake-up's cost.
-///
-/// Watching. An offer that outlives calls (RunQueueHooks::watch: a pipeline's in-place runs) sits
-/// in a watch queue of its own, whose progress counter the owner keeps (a bit for "inside its
-/// work", a count of pieces): thieves take it as an offer from an owner inside that is slow or
-/// stuck, and from one away (between pieces) only after about 1 ms; every watch queue is
-/// followed at once by a thread about to park, one patient worker watches (the others look
-/// every millisecond), and the owner pays a store per piece, no exchange.
-///
 /// Running here. A thread that is a worker-less pool's only runner may keep its posts for
 /// itself (RunQueueHooks::RunHere) and run them when the scope ends, as a chain, with no queue,
 /// fence or wake-up: no worker could have run them sooner (another thread driving the same
@@ -95,7 +79,7 @@ struct PoolContext;
 /// stealable like any other.
 ///
 /// The pool is its own run-queue capability (detail::RunQueueHooks, which run_queue_hooks()
-/// returns): drive sections, post batches, run-here scopes, offers and watches.
+/// returns): drive sections, post batches and run-here scopes.
 class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks {
  public:
   /// At most this many threads at once run `drive_until` with a run queue of their own; more
@@ -123,23 +107,6 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
   /// From a runnable running on this scheduler's thread: `r` runs right after it there (one
   /// bypass per runnable; further ones are posted). Elsewhere: post(r).
   void post_next(Runnable& r) noexcept override;
-
-  /// From a thread inside drive_until / drive_section, outside any runnable and with a driver
-  /// queue whose slot is empty: `r` goes to the slot (see RunQueueHooks::offer); thieves take it
-  /// as they take any slot, from an owner that made no progress since their last look.
-  bool offer(Runnable& r) noexcept override;
-  bool withdraw(Runnable& r) noexcept override;
-  void ran_in_place() noexcept override;
-
-  /// At most this many runnables are watched at once (RunQueueHooks::watch); more are refused.
-  static constexpr unsigned max_watched = 16;
-  /// Each watched runnable has a queue of its own (a watch queue): its slot holds the
-  /// runnable, its progress counter is the owner's sign of life, and thieves treat it as the
-  /// slot of a thread that offered it (see Offering). nullptr: no workers, or all in use.
-  std::atomic<std::uint32_t>* watch(Runnable& r) noexcept override;
-  void rewatch(Runnable& r) noexcept override;
-  bool take_back(Runnable& r) noexcept override;
-  void unwatch(Runnable& r) noexcept override;
 
   /// Runs work until `done()` holds (true) or `deadline` passes (false; returns `done()`).
   /// Chains (see above) run to their end before `done()` is checked again; when the thread goes
@@ -203,9 +170,6 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
   // The work the last look left to its owner, if that owner made no progress since the look
   // before this thread's last (timed) park; else notes it for the next time.
   Runnable* take_stuck(Context& c) noexcept;
-  // take_stuck for every watch queue: the watched runnable of one whose owner made no progress
-  // since this thread's last look before a park.
-  Runnable* take_stuck_watched(Context& c) noexcept;
   // Runs `r`, then the chain it starts: the bypass, the slot, else the thread's own queue
   // (at most max_chain runnables). Returns how many it ran.
   unsigned run_chain(Context& c, Runnable* r) noexcept;
@@ -215,8 +179,6 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
   Runnable* worker_idle(Context& c) noexcept;
   // After work was published (and a seq_cst fence or exchange): wakes a thread if none polls.
   void wake_helper() noexcept;
-  // wake_helper for an offer: no wake-up either while a worker waits out the patience.
-  void wake_for_offer() noexcept;
   // This thread stops polling for work; if it was the last, hands on what is visible.
   void stop_searching() noexcept;
   [[nodiscard]] bool has_visible_work() const noexcept;
@@ -228,16 +190,12 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
   // the drive's context `to` (null: `from` itself, which then keeps nothing more).
   void take_kept(Context& from, Context* to = nullptr) noexcept;
   void release_driver_queue(Queue& q) noexcept;
-  // The watch queue that holds `r` (RunQueueHooks::watch).
-  Queue& watch_queue_of(const Runnable& r) noexcept;
-  [[nodiscard]] unsigned first_watch_queue() const noexcept { return worker_count_ + max_drivers; }
-  [[nodiscard]] bool is_watch_queue(const Queue& q) const noexcept;
 
   unsigned worker_count_;
   unsigned spin_rounds_;  // polling rounds before parking
   unsigned move_rounds_;  // pause rounds as long as moving work to another thread costs
   unsigned look_rounds_;  // pause rounds between an idle poller's looks, at most
-  // Workers first, then max_drivers for drivers, then max_watched watch queues.
+  // Workers first, then max_drivers for drivers.
   std::unique_ptr<Queue[]> queues_;
   std::atomic<unsigned> queues_in_use_;         // how many of queues_ thieves look at
 
@@ -246,9 +204,6 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
   std::atomic<std::size_t> injected_count_{0};  // lets pollers skip the lock when empty
 
   alignas(64) std::atomic<int> searching_{0};  // threads polling for work right now
-  // Workers parked for the patience after seeing an offer (see wake_for_offer); on the line
-  // of searching_, which an offer reads with it.
-  std::atomic<int> patient_{0};
   alignas(64) detail::EventCount idle_workers_;
   alignas(64) detail::EventCount idle_drivers_;
   std::atomic<bool> stop_{false};

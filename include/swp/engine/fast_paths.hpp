@@ -16,7 +16,10 @@ namespace swp {
 ///
 /// The shortcuts below lane_claims run tasks alone on their lane, which lane_claims releases,
 /// so without it they do not apply; the one exception is data-flow's in_place, which also
-/// runs, on the one thread, what an admission posted to the lanes.
+/// runs, on the one thread, what an admission posted to the lanes. With workers only
+/// lane_claims applies: what becomes ready is posted, and idle workers take it (running it on
+/// the driving thread while offering it to them won on empty tasks and ~6% beside a busy
+/// core, not enough for a second way to run every task, so it was removed; docs/engine.md).
 ///
 /// All are on by default. A Runtime whose RuntimeOptions::fast_paths is unset takes them from
 /// the SWP_FAST_PATHS environment variable (see from_environment), so a whole program or test
@@ -36,20 +39,16 @@ struct FastPaths {
   /// caller's next drive (the clock: a task alone on its lane; data-flow: also what an
   /// admission posts, as the admission ends).
   bool in_place = true;
-  /// Every task alone on its lane, and one thread to run them (with workers: see `shared`):
-  /// data-flow runs a whole admitted iteration, the clock a whole period, in serial order
-  /// without counting down join counters; anything unusual (a body that suspends or throws,
-  /// device work, an observer) hands the rest over to the counted path.
+  /// Every task alone on its lane, and one thread to run them (as for in_place, which it
+  /// needs): data-flow runs a whole admitted iteration, the clock a whole period, in serial
+  /// order without counting down join counters; anything unusual (a body that suspends or
+  /// throws, device work, an observer) hands the rest over to the counted path.
   bool uncounted = true;
-  /// With workers: the thread that drives the pool runs what an admission (data-flow) or a
-  /// period (clock) makes ready itself, offered meanwhile to idle workers, which take it over
-  /// when the driving thread is busy, instead of posting each instance.
-  bool shared = true;
 
   /// Every shortcut on (the default).
   static constexpr FastPaths all() noexcept { return {}; }
   /// The reference path.
-  static constexpr FastPaths none() noexcept { return {false, false, false, false}; }
+  static constexpr FastPaths none() noexcept { return {false, false, false}; }
 
   /// Parses `spec`: "all", "none", or a comma-separated list of the shortcuts to keep on
   /// (by their member names, e.g. "lane_claims,in_place"; the others are off). Throws

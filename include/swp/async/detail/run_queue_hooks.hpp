@@ -1,9 +1,9 @@
 #pragma once
 // RunQueueHooks: the optional capability of a scheduler whose threads each have a run queue of
 // their own (ThreadPoolScheduler): asking where the calling thread stands, batching its posts,
-// keeping them to run here, offering work it does in place. Users who write a scheduler need
-// none of it: Scheduler::run_queue_hooks() says nullptr by default, and run_queue_hooks_of()
-// then gives the plain hooks, which do what a scheduler without such queues does.
+// keeping them to run here. Users who write a scheduler need none of it:
+// Scheduler::run_queue_hooks() says nullptr by default, and run_queue_hooks_of() then gives the
+// plain hooks, which do what a scheduler without such queues does.
 //
 // Why a capability and not more Scheduler virtuals: the Scheduler interface is what every
 // scheduler must provide (post, drive_until, now, notify); these are the levers the pipelines'
@@ -11,16 +11,13 @@
 // nothing to pull. Callers ask once, where they bind to a scheduler (a Lane, an engine core),
 // and keep the reference: the calls cost what the Scheduler virtuals they replace cost.
 
-#include <atomic>
-#include <cstdint>
-
 #include "swp/async/detail/function_ref.hpp"
 #include "swp/async/scheduler.hpp"
 
 namespace swp::detail {
 
 /// Every default below is the plain behaviour: what a scheduler without per-thread run queues
-/// does (the answer "no" to every question, posts announced at once, nothing kept or offered).
+/// does (the answer "no" to every question, posts announced at once, nothing kept).
 class RunQueueHooks {
  public:
   /// Runs `section` on the calling thread as one driving stretch: every drive_until inside it
@@ -103,81 +100,6 @@ class RunQueueHooks {
     RunQueueHooks& hooks_;
     bool open_;
   };
-
-  /// Offers `r` from a thread that drives this scheduler outside any runnable (drives_here):
-  /// `r` becomes this thread's next work, which another thread takes only when this one is slow
-  /// to get to it (as any thread's next work: it made no progress for a while; see
-  /// ThreadPoolScheduler), and idle threads are told, as for a post (all but one that looks
-  /// again within a patience, which takes `r` too if this one stops making progress). The
-  /// caller then does, in place, the work `r` stands for, piece by piece (calling
-  /// ran_in_place after each piece, or after every few when pieces are short, and once at the
-  /// end), and takes `r` back with withdraw(r). Meant for a batch of work items that `r`
-  /// claims one at a time when another thread runs it: the caller runs items in place at no
-  /// queue's cost while the ones it has not reached yet stay where an idle thread can take
-  /// them (the clock engine's period, detail::PeriodShare).
-  ///
-  /// Completion: returns at once. True: `r` is offered (it may run elsewhere from now on, and
-  /// be posted again by whoever runs it). False: nothing was offered (the plain hooks, a
-  /// thread inside a runnable, with a PostBatch or RunHere open, or whose next work is taken):
-  /// the caller posts its work instead. Errors, cancellation: none.
-  ///
-  /// Example (`batch` a Runnable whose run() claims one item, posts itself, runs the item):
-  /// `if (h.offer(batch)) { while (Item* i = batch.claim()) { run(*i); h.ran_in_place(); }
-  ///                        h.withdraw(batch); }`
-  virtual bool offer(Runnable& r) noexcept {
-    static_cast<void>(r);
-    return false;
-  }
-  /// Takes back what this thread offered last (offer returned true). True: no other thread
-  /// took it (it runs nowhere now and is the caller's again). False: another thread took it,
-  /// and runs it or ran it. Work this thread's runnables handed it meanwhile (a drive inside
-  /// the in-place work) stays queued.
-  virtual bool withdraw(Runnable& r) noexcept {
-    static_cast<void>(r);
-    return true;
-  }
-  /// The calling thread, between offer and withdraw, finished a piece of its in-place work: a
-  /// sign of life for threads deciding whether it is slow to get to its offered work.
-  virtual void ran_in_place() noexcept {}
-
-  /// Watched work: an offer (see offer) that outlives calls, for in-place work that comes
-  /// again and again (a pipeline's iterations, each run whole on the thread that drives it).
-  /// watch(r) offers `r` where idle threads see it, from any thread and outside any drive,
-  /// and returns the counter that is its owner's sign of life: the owner (its only writer,
-  /// relaxed) keeps `watch_inside` set in it while it is inside its in-place work and clear
-  /// between, and adds 1 after each piece, as ran_in_place does for an offer (the count wraps
-  /// below `watch_inside`). An idle thread takes `r` (runs it) as it takes an offer: from an
-  /// owner that made no progress over a patience (blocked in its work, descheduled, or doing
-  /// something else for a while), or, while it is inside, that is slow to get through its
-  /// pieces (work worth moving); so `r`'s run() must find out whether the owner is inside its
-  /// work, and leave at once if not. A taken `r` is in no offer until rewatch(r) (once its run
-  /// is over, the owner's to tell). Nothing per piece but the counter: no read-modify-write,
-  /// no queue.
-  ///
-  /// Completion: returns at once. The counter (it lives as long as the watch): `r` is
-  /// watched; idle threads are told, as for an offer. nullptr: not watched (the plain hooks, a
-  /// pool without other threads, or every watch in use): the owner does its work another way.
-  /// Errors, cancellation: none.
-  ///
-  /// Example: `if (auto* life = h.watch(w)) { ... inside: life->store(life->load() | inside);
-  ///            each piece: life->store(life->load() + 1); between: & ~watch_inside ...;
-  ///            ... if (!h.take_back(w)) wait_until_its_run_is_over(); h.unwatch(w); }`
-  static constexpr std::uint32_t watch_inside = std::uint32_t{1} << 31;
-  virtual std::atomic<std::uint32_t>* watch(Runnable& r) noexcept {
-    static_cast<void>(r);
-    return nullptr;
-  }
-  /// Offers watched `r` again, which is in no offer now (taken, its run over; or taken back).
-  virtual void rewatch(Runnable& r) noexcept { static_cast<void>(r); }
-  /// Takes watched `r` out of its offer. True: it was there (no thread has it). False: a
-  /// thread took it (it runs, or ran).
-  virtual bool take_back(Runnable& r) noexcept {
-    static_cast<void>(r);
-    return false;
-  }
-  /// Ends the watch of `r`, which is in no offer (taken back, or taken and its run over):
-  /// nothing of the scheduler refers to it afterwards.
-  virtual void unwatch(Runnable& r) noexcept { static_cast<void>(r); }
 
  protected:
   constexpr RunQueueHooks() noexcept = default;

@@ -6,9 +6,6 @@
 #include <vector>
 
 #include "swp/async/scheduler.hpp"
-#include "swp/engine/detail/hand_over_backoff.hpp"
-#include "swp/engine/detail/in_place_offer.hpp"
-#include "swp/engine/detail/period_share.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 
 namespace swp::detail {
@@ -23,12 +20,6 @@ struct IterationSync;
 /// of its instance before (the lane edge), the period gives the start token, and whoever takes
 /// the counter to zero posts the instance to its thread. Tasks of iterations in flight go first
 /// in a period; the new iteration's stage-0 tasks follow once its slot is free.
-///
-/// Where the pool has workers and the thread opening periods drives it (a pipeline's
-/// progress()), the ready instances a call opens are not posted one by one: they go to a
-/// PeriodShare, which the thread offers to the others (before the source is called, which may
-/// block, and again with the new iteration's) and then runs in place, while an idle thread
-/// may take what it has not reached.
 class ClockRelease final : public ReleasePolicy {
  public:
   explicit ClockRelease(EngineCore& core);
@@ -44,9 +35,6 @@ class ClockRelease final : public ReleasePolicy {
   // With one thread (a pool without workers) a period's ready instances run where they are
   // released, driving or not.
   [[nodiscard]] bool retires_undriven() const noexcept override;
-  // With workers: the next period runs uncounted, in watched batches (run_batch).
-  [[nodiscard]] bool admits_in_place() const noexcept override;
-  void unwatch() noexcept override;
   // The periods the stopped run will not open, released at once (in period order).
   void release_rest() override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
@@ -80,23 +68,11 @@ class ClockRelease final : public ReleasePolicy {
   void look_who_runs() noexcept;
   // advance() past look_who_runs: opens the periods that may open (flattened).
   void open_periods();
-  // Before the source is asked: the instances collected so far are offered to other threads
-  // (the source may block); if they cannot be, they are posted and nothing more is collected.
-  void expose_collected() noexcept;
-  // advance()'s end: what was collected runs here, offered meanwhile (see PeriodShare), or is
-  // posted where it cannot be offered.
-  void run_collected() noexcept;
-  // Posts what the share still holds unclaimed (only where no other thread can claim).
-  void post_unclaimed() noexcept;
 
   EngineCore& core_;
   // The runtime's scheduler runs only when driven (a pool without workers; it has them or not
   // for its whole life): a thread that drives it is its only runner.
   bool only_driven_;
-  // This advance() collects its ready instances in share_ (see the class comment).
-  bool collecting_ = false;
-  PeriodShare share_;
-  std::size_t share_most_ = 0;  // instances one advance() can release (see reset)
   // The runtime's scheduler when this thread is its only runner (detail::sole_runner_here),
   // so a released instance that is ready runs at once instead of being posted; else nullptr.
   Scheduler* runs_here_ = nullptr;
@@ -137,52 +113,6 @@ class ClockRelease final : public ReleasePolicy {
   // period come after the producers released in the same period (period_ordered_).
   bool period_ordered_ = true;
   bool uncounted_ = false;
-  // Uncounted periods with workers, on the thread that drives the pool: a period's releases
-  // are collected in batches (batching_: those before its source call, and those after), each
-  // run in place in release order while offered (InPlaceOffer: a worker that takes it takes
-  // the rest over, with counters, from the owner's position; a batch of one is not offered,
-  // nothing waits behind it). After a hand-over the periods count, and go back to uncounted
-  // once everything released finished, at the earliest after the backoff (`reentry_`).
-  class BatchOffer final : public InPlaceOffer {
-   public:
-    explicit BatchOffer(ClockRelease& release) noexcept : release_(release) {}
-
-   private:
-    void take_over(std::size_t q) noexcept override { release_.take_over_batch(q); }
-    ClockRelease& release_;
-  };
-  bool shares_uncounted_ = false;  // uncounted periods with workers are possible in this run
-  bool batching_ = false;
-  std::vector<Instance*> batch_;  // the batch: its first batch_size_ (the rest is room)
-  std::size_t batch_size_ = 0;
-  BatchOffer batch_offer_{*this};
-  // The taker has the rest of the batch (hand_over_batch lost the decision).
-  bool taker_has_rest_ = false;
-  HandOverBackoff reentry_;  // when uncounted periods may come back (batches_here)
-  // Whether this call runs uncounted with workers (and goes back to it, when due).
-  bool batches_here() noexcept;
-  // Uncounted periods may come back: everything released finished, nothing shared is held,
-  // and every counter of what is not released yet holds what a recount would give it.
-  [[nodiscard]] bool quiescent() const noexcept;
-  // Runs batch_ in place (offered where it holds more than one), then empties it.
-  void run_batch() noexcept;
-  // run_batch's batch of one.
-  void run_alone() noexcept;
-  // After the batch's instance at k - 1 ran here uncounted: whether the taker took the rest
-  // before position k (then this thread's part of the hand-over is done: false); else its
-  // completion is counted (true).
-  bool go_on_batch(std::size_t k) noexcept;
-  // The owner's hand-over of an unusual instance at batch position k (see run_uncounted).
-  void hand_over_batch(std::size_t k, bool started) noexcept;
-  // A batch's instance ran uncounted: a sink counts its iteration's completion.
-  void count_sink(Instance& in) noexcept;
-  // The taker: the counters from the instances' states (the one at q unfinished), and the
-  // general release of the batch's instances after q.
-  void take_over_batch(std::size_t q) noexcept;
-  // The release of a batch's instance that did not start, every producer finished.
-  void release_ready(Instance& in) noexcept;
-  // The general release of a batch's instance, its counter set (count_afresh, release_ready).
-  void release_counted(Instance& in) noexcept;
   std::int64_t next_period_ = 0;
   std::int64_t last_admit_period_ = -1;
   int max_stage_ = 0;

@@ -4,7 +4,6 @@
 
 #include <vector>
 
-#include "swp/engine/detail/hand_over_backoff.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 
 namespace swp::detail {
@@ -33,8 +32,6 @@ class DataFlowRelease final : public ReleasePolicy {
   // With one thread (a pool without workers) an admission's ready instances run at once
   // (RunQueueHooks::RunHere), driving or not.
   [[nodiscard]] bool retires_undriven() const noexcept override;
-  // With workers: the next admission runs in place, watched (EngineCore::run_iteration_offered).
-  [[nodiscard]] bool admits_in_place() const noexcept override;
   void ordered_finished(Instance& in) noexcept override;
   void explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                           bool& waits) const override;
@@ -57,9 +54,6 @@ class DataFlowRelease final : public ReleasePolicy {
   // count-downs its instances owe the next one's counters are still to be made, before that
   // one is admitted the general way (EngineCore::count_down_next).
   bool next_owed_ = false;
-  // With workers: whether an admission is offered (EngineCore::run_iteration_offered) after
-  // hand-overs.
-  HandOverBackoff offers_;
 };
 
 }  // namespace swp::detail

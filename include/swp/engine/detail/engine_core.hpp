@@ -36,7 +36,6 @@
 #include "swp/engine/detail/engine.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/instance.hpp"
-#include "swp/engine/detail/iteration_offer.hpp"
 #include "swp/engine/detail/output_box.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/ring_index.hpp"
@@ -190,9 +189,7 @@ class EngineCore {
  private:
   friend class DataFlowRelease;
   friend class ClockRelease;
-  friend class IterationOffer;
   friend class LaneClaim;
-  friend class PeriodShare;
 
   using Sync = IterationSync;
 
@@ -450,28 +447,6 @@ class EngineCore {
   void set_counters_from(Sync& sync, std::size_t k, std::size_t first) noexcept;
   // ... and those of them with nothing to wait for are released.
   void release_unblocked_from(Sync& sync, std::size_t k, std::size_t first) noexcept;
-  // Data-flow with workers (DataFlowRelease::advance, on the thread that drives the pool):
-  // runs the admitted iteration of `sync` (runs_whole_here) whole in place as
-  // run_iteration_here does, while offering it (IterationOffer): another thread that takes the
-  // offer takes over what this one has not reached. `whole`: it ran here (and completed; what
-  // it owes the next iteration is owed, see run_iteration_here); `handed_over`: it goes on
-  // the general way, nothing owed; `not_offered`: nothing done (run it the general way).
-  enum class Offered : std::uint8_t { whole, handed_over, not_offered };
-  Offered run_iteration_offered(Sync& sync) noexcept;
-  // run_iteration_offered's hand-over of an unusual instance at serial position k (see
-  // run_uncounted's hand_over): this thread's (go_on_generally) unless a taker has it.
-  [[gnu::noinline]] void hand_over_offered(Sync& sync, std::size_t k, bool started) noexcept;
-  // run_iteration_offered found the offer taken before serial position k (n: at its end):
-  // does what falls to this thread once the taker set the counters (see IterationOffer).
-  [[gnu::noinline]] void go_on_after_taker(Sync& sync, std::size_t k) noexcept;
-  // The taker of an IterationOffer at serial position q (< the number of tasks: a taker that
-  // finds the owner between iterations declines): the count-downs the instances before q owe
-  // the next iteration, the counters of those after q, with q unfinished, and the release of
-  // those that wait for nothing.
-  void take_over(Sync& sync, std::size_t q) noexcept;
-  // The count-downs of `in`, which finished in place without them (its state, device point
-  // and claim done): what finish() does after those, the general way.
-  void count_down_finished(Instance& in) noexcept;
   // Sets every join counter to what the general path would have left, after a stretch of
   // uncounted runs (the clock's periods): an instance of an iteration in flight (or of the
   // next one, not admitted yet) that has not finished waits for its producers that have not
@@ -521,7 +496,7 @@ class EngineCore {
   // only whether its body used its stream.
   template <bool Plain, Releasing R = Releasing::either>
   void finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept;
-  // finish_as past the instance's own state: its count-downs (count_down_finished).
+  // finish_as past the instance's own state: its count-downs.
   template <bool Plain, Releasing R = Releasing::either>
   void count_finished(Instance& in) noexcept;
   // finish() past the common case: device work to record, a turn to pass on, an error, an
@@ -803,14 +778,6 @@ class EngineCore {
   // comes after the hand-over set the counters it counts down (the body may be resumed by
   // another thread driving the same pool).
   std::atomic<Instance*> body_here_{nullptr};
-  // Data-flow with workers: the iteration run in place, watched (run_iteration_offered).
-  IterationOffer offer_{*this};
-  // Has the scheduler watch `offer` (InPlaceOffer::watch), unless it refused already in this
-  // run (every watch in use: the run goes the general way). The driving thread's.
-  bool watch(InPlaceOffer& offer) noexcept;
-  bool watch_refused_ = false;
-  // The run is over: no offer of this engine is watched (a watch is one of few).
-  void unwatch_offers() noexcept;
   class WaitingThread;
 
   // The failure record: the first root cause wins.

@@ -187,16 +187,4 @@ inline int EngineCore::waits_from(const Instance& in, std::size_t k) const noexc
   return waits;
 }
 
-inline bool EngineCore::watch(InPlaceOffer& offer) noexcept {
-  if (offer.watched()) return true;
-  if (watch_refused_) return false;
-  watch_refused_ = !offer.watch(run_queue_);
-  return !watch_refused_;
-}
-
-inline void EngineCore::unwatch_offers() noexcept {
-  offer_.unwatch();
-  release_->unwatch();
-}
-
 }  // namespace swp::detail

@@ -49,12 +49,6 @@ class ReleasePolicy {
   /// calling thread runs none of the scheduler's work (RunQueueHooks::runs_no_work_here): what
   /// advance() then makes ready it runs at once or posts to the scheduler's shared queue.
   [[nodiscard]] virtual bool retires_undriven() const noexcept { return false; }
-  /// With workers: whether the next advance() will run what it admits in place, watched
-  /// (InPlaceOffer) — then a retirement that needs no wait runs without a driving section too.
-  [[nodiscard]] virtual bool admits_in_place() const noexcept { return false; }
-  /// The run ends (or the engine goes): the in-place offer of the policy, if any, is no
-  /// longer watched (InPlaceOffer::unwatch). Between runs, on the driving thread.
-  virtual void unwatch() noexcept {}
   /// Whether every instance of an admitted iteration is released sooner or later, failures
   /// included (after release_rest on a stopped run). Then an iteration's completion needs
   /// counting only at its sinks (see IterationSync::remaining); otherwise every instance
