@@ -18,6 +18,9 @@
 //                                    the data loader vs plain reads from the page cache
 //   swp-bench construct [--rounds N]  building a Plan<Ctx> and both pipelines at 10k and 100k
 //                                    tasks: CPU ms and growth (target <= 11x for 10x the tasks)
+//   swp-bench idle     [--workers N] [--ms M]
+//                                    CPU per second of a runtime with nothing to run: fresh,
+//                                    between runs, a run in flight whose caller is away
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -26,6 +29,7 @@
 
 #include "construct.hpp"
 #include "dispatch.hpp"
+#include "idle.hpp"
 #include "pp_sim.hpp"
 #include "loader.hpp"
 #include "scenarios.hpp"
@@ -139,6 +143,15 @@ int main(int argc, char** argv) {
   construct->add_option("--rounds", construct_options.rounds, "measurements per size (median)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  swp_bench::IdleOptions idle_options;
+  auto* idle = app.add_subcommand(
+      "idle", "CPU ms per second of a runtime with nothing to run (target < 1)");
+  idle->add_option("--workers", idle_options.workers, "the runtime's pool workers")
+      ->check(CLI::Range(1U, 256U))
+      ->capture_default_str();
+  idle->add_option("--ms", idle_options.ms, "wall time each state is measured over")
+      ->check(CLI::Range(10, 60'000))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -149,6 +162,7 @@ int main(int argc, char** argv) {
     if (pp->parsed()) swp_bench::run_pp_sim(pp_stages, pp_microbatches, pp_rounds);
     if (loader->parsed()) swp_bench::run_loader(loader_options);
     if (construct->parsed()) swp_bench::run_construct(construct_options);
+    if (idle->parsed()) swp_bench::run_idle(idle_options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
