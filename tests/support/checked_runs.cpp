@@ -42,7 +42,6 @@ Co<void> resumed_by_another_thread(std::vector<std::thread>& threads, std::mutex
 }  // namespace
 
 void checked_runs(const CheckedRuns& runs, MakeCheckedPipeline make) {
-  using Ctx = BoundCtx;
   using namespace std::chrono_literals;
   std::mt19937 rng(seed(runs.seed));
   const bool sim = runs.backend == Backend::sim;
