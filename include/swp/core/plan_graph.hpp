@@ -6,9 +6,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "swp/core/detail/flat_positions.hpp"
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_error.hpp"
 
@@ -79,7 +79,7 @@ class PlanGraph {
   std::vector<std::optional<int>> stream_priorities_;  // of streams_[t], by task
   std::vector<std::vector<TaskIndex>> intra_;
   std::vector<std::vector<TaskIndex>> inter_;
-  std::unordered_map<std::string, TaskIndex> by_name_;
+  detail::FlatPositions by_name_;  // tasks_' positions, by name (the first of equal names)
   std::vector<TaskIndex> topological_;  // intra deps first, ties by name
   int depth_ = 1;
 };

@@ -5,13 +5,13 @@
 // index trusts none of its entries blindly: see each class.
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
-#include <utility>
+#include <string_view>
 #include <vector>
 
+#include "swp/core/detail/flat_positions.hpp"
 #include "swp/core/pipeline_plan.hpp"
 
 namespace swp::detail {
@@ -22,6 +22,15 @@ namespace swp::detail {
 /// seen; Plan::bound_bodies re-checks every declared read against a fresh index, so that can
 /// only end in its clear error, never in a dependency silently missing.
 class DependencyIndex {
+  // Whether the entry at a position of `deps` is the pair `d` names. (First: the members
+  // below deduce its type.)
+  static auto same_as(const std::vector<Dependency>& deps, const Dependency& d) noexcept {
+    return [&deps, &d](std::size_t p) {
+      return deps[p].task.name() == d.task.name() &&
+             deps[p].depends_on.name() == d.depends_on.name();
+    };
+  }
+
  public:
   // A cache: a copy (or a move) starts empty and indexes its own list when first asked.
   DependencyIndex() = default;
@@ -33,26 +42,28 @@ class DependencyIndex {
 
   [[nodiscard]] bool lists(const std::vector<Dependency>& deps, const Dependency& dep) {
     if (deps.size() < indexed_) reset();
-    for (; indexed_ < deps.size(); ++indexed_) pairs_.insert(key(deps[indexed_]));
-    return pairs_.contains(key(dep));
+    for (; indexed_ < deps.size(); ++indexed_) {
+      const Dependency& d = deps[indexed_];
+      const std::uint64_t h = hash(d);
+      // A pair listed twice is indexed once (the first).
+      if (positions_.find(h, same_as(deps, d)) == FlatPositions::npos) positions_.add(h, indexed_);
+    }
+    return positions_.find(hash(dep), same_as(deps, dep)) != FlatPositions::npos;
   }
 
  private:
   void reset() {
-    pairs_.clear();
+    positions_.clear();
     indexed_ = 0;
   }
 
-  using Key = std::pair<std::string, std::string>;
-  struct Hash {
-    std::size_t operator()(const Key& k) const noexcept {
-      const std::size_t a = std::hash<std::string>{}(k.first);
-      return a ^ (std::hash<std::string>{}(k.second) + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
-    }
-  };
-  static Key key(const Dependency& d) { return {d.task.name(), d.depends_on.name()}; }
+  static std::uint64_t hash(const Dependency& d) noexcept {
+    const std::size_t a = std::hash<std::string_view>{}(d.task.name());
+    return a ^ (std::hash<std::string_view>{}(d.depends_on.name()) + 0x9e3779b97f4a7c15ULL +
+                (a << 6) + (a >> 2));
+  }
 
-  std::unordered_set<Key, Hash> pairs_;
+  FlatPositions positions_;  // of deps' entries, by their names pair
   std::size_t indexed_ = 0;
 };
 
@@ -61,6 +72,12 @@ class DependencyIndex {
 /// and a miss re-indexes the whole list once, so a list changed in place (a task renamed,
 /// removed or reordered) gives the same answer as a scan.
 class TaskNameIndex {
+  // Whether the task at a position of `tasks` (still there) is called `name`. (First: the
+  // members below deduce its type.)
+  static auto named(const std::vector<PlannedTask>& tasks, const std::string& name) noexcept {
+    return [&tasks, &name](std::size_t p) { return p < tasks.size() && tasks[p].task.name == name; };
+  }
+
  public:
   // A cache: a copy (or a move) starts empty and indexes its own list when first asked.
   TaskNameIndex() = default;
@@ -86,17 +103,20 @@ class TaskNameIndex {
     positions_.clear();
     indexed_ = 0;
   }
+  // A name listed twice is indexed at its first position, as a scan finds it.
   void extend(const std::vector<PlannedTask>& tasks) {
-    for (; indexed_ < tasks.size(); ++indexed_) positions_.emplace(tasks[indexed_].task.name, indexed_);
+    for (; indexed_ < tasks.size(); ++indexed_) {
+      const std::string& name = tasks[indexed_].task.name;
+      const std::uint64_t h = std::hash<std::string_view>{}(name);
+      if (positions_.find(h, named(tasks, name)) == FlatPositions::npos) positions_.add(h, indexed_);
+    }
   }
   std::size_t lookup(const std::vector<PlannedTask>& tasks, const std::string& name) const {
-    const auto it = positions_.find(name);
-    if (it == positions_.end() || it->second >= tasks.size() || tasks[it->second].task.name != name)
-      return tasks.size();
-    return it->second;
+    const std::size_t t = positions_.find(std::hash<std::string_view>{}(name), named(tasks, name));
+    return t == FlatPositions::npos ? tasks.size() : t;
   }
 
-  std::unordered_map<std::string, std::size_t> positions_;
+  FlatPositions positions_;  // of tasks' entries, by name
   std::size_t indexed_ = 0;
 };
 
