@@ -88,6 +88,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   slots_ = std::vector<Slot>(Engine::context_slots(slots));
   slot_ring_ = RingIndex(slots_.size());
   for (auto& slot : slots_) {
+    slot.boxes.reserve(n);
     for (TaskIndex t = 0; t < n; ++t) {
       slot.boxes.push_back(front_.make_output(t));
       if (slot.boxes.back()) slot.boxed.push_back(t);
@@ -122,7 +123,6 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       in->previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
       in->next = &sync_[(e + 1) % sync_.size()];
       in->stream = info_[t].stream;
-      in->event = runtime_.device().make_event();
       in->scope.reset(new TaskScope(graph_, runtime_, *in));  // its constructor is private
       in->device_wait.emplace(device_waker_);
       sync.instances.push_back(in);
@@ -669,6 +669,11 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_err
     if (!device_used_.load(std::memory_order_relaxed))
       device_used_.store(true, std::memory_order_relaxed);
     try {
+      // Made at the instance's first record: most instances of most plans never record one,
+      // and an event per instance per entry was most of a large pipeline's memory (100k
+      // tasks, the clock's 5 entries: ~100 MB) and of its construction time. Those that
+      // record keep theirs: no allocation per task once each has recorded.
+      if (!in.event) in.event = runtime_.device().make_event();
       sync.generation[t] = in.stream->record(*in.event);
     } catch (...) {
       sync.generation[t] = 0;  // nothing to wait for: consumers see the instance failed

@@ -203,7 +203,9 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
   std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
-  // Made by the runtime's device (with its native handle where the backend has one).
+  // Made by the runtime's device (with its native handle where the backend has one) at the
+  // instance's first record (finish_guarded); null until then. Read only for a recorded
+  // generation, which its record published.
   std::unique_ptr<Event> event;
   // Its registration with `event` while the caller waits for the iteration's device work
   // (slot reuse, next()): one node per instance, so watching never allocates.
