@@ -48,8 +48,7 @@ bool EngineCore::ran_body_here(Instance& in, const TaskInfo& info, ErasedCo& bod
 void EngineCore::go_on_generally(Sync& sync, std::size_t k, bool started,
                                  std::optional<RunQueueHooks::RunHere>& here) noexcept {
   // What is released from now on is kept and runs as the admission ends (as an admission's
-  // releases do with one thread), not before this returns. (With workers the scope changes
-  // nothing: the counters are set before any release, so what runs early counts right.)
+  // releases do with one thread), not before this returns.
   here.emplace(run_queue_);
   count_down_next(sync, k);
   // An instance after k waits for its producers at k and after; the admission (its token)

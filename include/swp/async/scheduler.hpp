@@ -122,7 +122,7 @@ class Scheduler {
   [[nodiscard]] virtual bool must_not_block_here() const noexcept { return false; }
 
   /// The scheduler's optional capability for the pipelines' fast paths (per-thread run
-  /// queues: bypass-aware queries, post batches, run-here scopes, offers, watches), or
+  /// queues: bypass-aware queries, driving sections, post batches, run-here scopes), or
   /// nullptr (the default): callers then use the plain behaviour, which is all a scheduler
   /// needs. Asked once per binding (detail::run_queue_hooks_of), never per task; the result
   /// lives as long as the scheduler.

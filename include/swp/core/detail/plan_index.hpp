@@ -42,12 +42,7 @@ class DependencyIndex {
 
   [[nodiscard]] bool lists(const std::vector<Dependency>& deps, const Dependency& dep) {
     if (deps.size() < indexed_) reset();
-    for (; indexed_ < deps.size(); ++indexed_) {
-      const Dependency& d = deps[indexed_];
-      const std::uint64_t h = hash(d);
-      // A pair listed twice is indexed once (the first).
-      if (positions_.find(h, same_as(deps, d)) == FlatPositions::npos) positions_.add(h, indexed_);
-    }
+    for (; indexed_ < deps.size(); ++indexed_) positions_.add(hash(deps[indexed_]), indexed_);
     return positions_.find(hash(dep), same_as(deps, dep)) != FlatPositions::npos;
   }
 
@@ -103,13 +98,11 @@ class TaskNameIndex {
     positions_.clear();
     indexed_ = 0;
   }
-  // A name listed twice is indexed at its first position, as a scan finds it.
+  // A name listed twice is found at its first position (FlatPositions::find gives the
+  // smallest), as a scan finds it.
   void extend(const std::vector<PlannedTask>& tasks) {
-    for (; indexed_ < tasks.size(); ++indexed_) {
-      const std::string& name = tasks[indexed_].task.name;
-      const std::uint64_t h = std::hash<std::string_view>{}(name);
-      if (positions_.find(h, named(tasks, name)) == FlatPositions::npos) positions_.add(h, indexed_);
-    }
+    for (; indexed_ < tasks.size(); ++indexed_)
+      positions_.add(std::hash<std::string_view>{}(tasks[indexed_].task.name), indexed_);
   }
   std::size_t lookup(const std::vector<PlannedTask>& tasks, const std::string& name) const {
     const std::size_t t = positions_.find(std::hash<std::string_view>{}(name), named(tasks, name));
