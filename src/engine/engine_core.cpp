@@ -588,10 +588,18 @@ template <bool Plain, EngineCore::Releasing R>
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
-  // first successor released may run next on this thread.
+  // first successor released may run next on this thread. Under data-flow that is one of this
+  // iteration's own successors where it has any, not the next iteration's work (the lane's
+  // next step, an inter successor), which goes to the queue: the thread carries the iteration
+  // along, as a pipeline's line is. Run the other way, the iterations moved through the
+  // stages in convoys (each lane's backlog back to back) and retired in bursts, while the other
+  // threads waited for the caller's retirements (docs/benchmarks.md, "Occupancy").
+  const bool next_iteration_runs_next =
+      info.intra_succ.empty() || R != Releasing::either || !start_proceeds_;
   if (!info.inter_succ.empty() || info.claim != nullptr) {
-    for (TaskIndex s : info.inter_succ) satisfy_as<R>(*in.next->instances[s], true);
-    if (info.claim != nullptr) satisfy_as<R>(*in.after, true);  // the lane edge
+    for (TaskIndex s : info.inter_succ)
+      satisfy_as<R>(*in.next->instances[s], next_iteration_runs_next);
+    if (info.claim != nullptr) satisfy_as<R>(*in.after, next_iteration_runs_next);  // lane edge
   }
   if (!Plain && info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {
