@@ -21,6 +21,9 @@
 //   swp-bench idle     [--workers N] [--ms M]
 //                                    CPU per second of a runtime with nothing to run: fresh,
 //                                    between runs, a run in flight whose caller is away
+//   swp-bench occupancy [--rounds N] [--work-us 1,5] [--threads N] [--work-ms M] [--co-runner]
+//                                    the dispatch chain with work: the threads' share of time in
+//                                    bodies, convoys, and the swp engines' retirement lag
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -32,6 +35,7 @@
 #include "idle.hpp"
 #include "pp_sim.hpp"
 #include "loader.hpp"
+#include "occupancy.hpp"
 #include "scenarios.hpp"
 #include "soak.hpp"
 
@@ -152,6 +156,28 @@ int main(int argc, char** argv) {
   idle->add_option("--ms", idle_options.ms, "wall time each state is measured over")
       ->check(CLI::Range(10, 60'000))
       ->capture_default_str();
+  swp_bench::OccupancyOptions occupancy_options;
+  auto* occupancy = app.add_subcommand(
+      "occupancy",
+      "the dispatch chain with work: threads' share in bodies, convoys, retirement lag");
+  occupancy->add_option("--rounds", occupancy_options.rounds, "interleaved rounds (medians)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  occupancy
+      ->add_option("--work-us", occupancy_options.work_us, "work per stage in us, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(0.01, 10'000.0))
+      ->capture_default_str();
+  occupancy->add_option("--threads", occupancy_options.threads, "threads of every system")
+      ->check(CLI::Range(1U, 256U))
+      ->capture_default_str();
+  occupancy
+      ->add_option("--work-ms", occupancy_options.work_ms,
+                   "window of a measurement, in ms of serial work (sets its iterations)")
+      ->check(CLI::Range(1.0, 100'000.0))
+      ->capture_default_str();
+  occupancy->add_flag("--co-runner", occupancy_options.co_runner,
+                      "measure beside a process spinning on the last core");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -163,6 +189,7 @@ int main(int argc, char** argv) {
     if (loader->parsed()) swp_bench::run_loader(loader_options);
     if (construct->parsed()) swp_bench::run_construct(construct_options);
     if (idle->parsed()) swp_bench::run_idle(idle_options);
+    if (occupancy->parsed()) swp_bench::run_occupancy(occupancy_options);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
