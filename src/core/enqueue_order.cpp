@@ -70,13 +70,14 @@ std::vector<TaskIndex> ordered(std::span<const TaskIndex> nodes,
 }
 
 // Taking the smallest (stall_cost, name) from a heap is exactly the seed's "pop(0), append
-// released, re-sort" loop, because the keys are unique (they end with the task name).
+// released, re-sort" loop, because the keys are unique (they end with the task name). The name
+// is compared by its rank: the same order, without reading names scattered over the plan.
 std::vector<TaskIndex> ready_first(const PlanGraph& graph) {
   auto local = period_local_graph(graph);
   std::vector<TaskIndex> all(graph.size());
   for (TaskIndex t = 0; t < all.size(); ++t) all[t] = t;
   return ordered(all, local.successors, local.in_degree, graph, [&](TaskIndex t) {
-    return std::pair<int, std::string_view>(local.stall_cost[t], graph.name(t));
+    return std::pair<int, std::uint32_t>(local.stall_cost[t], graph.name_rank(t));
   });
 }
 
@@ -99,7 +100,7 @@ std::vector<TaskIndex> stage_descending(const PlanGraph& graph) {
   // only its own entries (one copy per stage would cost O(n) per stage).
   for (const auto& [stage, tasks] : by_stage) {
     auto part = ordered(tasks, successors, in_degree, graph,
-                        [&](TaskIndex t) { return std::string_view(graph.name(t)); });
+                        [&](TaskIndex t) { return graph.name_rank(t); });
     order.insert(order.end(), part.begin(), part.end());
   }
   return order;

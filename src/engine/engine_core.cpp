@@ -4,8 +4,9 @@
 #include "swp/engine/detail/engine_core.hpp"
 
 #include <algorithm>
-#include <map>
-#include <string_view>
+#include <new>
+#include <type_traits>
+#include <unordered_map>
 
 #include "swp/async/detail/asymmetric_fence.hpp"
 #include "swp/engine/detail/engine_handle.hpp"
@@ -59,10 +60,10 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   }
   serial_order_ = graph_.topological_order();
   // Lane edges (see LaneClaim) before the policy is made: data-flow's admission counts them.
-  std::map<std::string_view, int> tasks_on_lane;
-  for (TaskIndex t = 0; t < n; ++t) ++tasks_on_lane[graph_.lane(t)];
+  std::unordered_map<const Lane*, int> tasks_on_lane;
+  for (const TaskInfo& info : info_) ++tasks_on_lane[info.lane];
   for (TaskIndex t = 0; t < n; ++t) {
-    if (!fast_.lane_claims || info_[t].ordered || tasks_on_lane[graph_.lane(t)] != 1) continue;
+    if (!fast_.lane_claims || info_[t].ordered || tasks_on_lane[info_[t].lane] != 1) continue;
     claims_.push_back(std::make_unique<LaneClaim>(*this, t));
     info_[t].claim = claims_.back().get();
   }
@@ -70,18 +71,14 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   release_ = release(*this);
   start_proceeds_ = release_->start_proceeds();
   retires_undriven_ = release_->retires_undriven();
-  intra_succ_.resize(n);
-  inter_succ_.resize(n);
-  for (TaskIndex t = 0; t < n; ++t) {
-    for (TaskIndex d : graph_.intra_deps(t)) intra_succ_[d].push_back(t);
-    for (TaskIndex d : graph_.inter_deps(t)) inter_succ_[d].push_back(t);
-  }
+  intra_succ_ = SuccessorLists(n, [this](TaskIndex t) { return graph_.intra_deps(t); });
+  inter_succ_ = SuccessorLists(n, [this](TaskIndex t) { return graph_.inter_deps(t); });
   for (TaskIndex t = 0; t < n; ++t) {
     info_[t].intra_succ = intra_succ_[t];
     info_[t].inter_succ = inter_succ_[t];
     info_[t].degree_first = in_degree(t, 0);
     info_[t].degree = in_degree(t, 1);
-    info_[t].counts_completion = !release_->releases_every_instance() || intra_succ_[t].empty();
+    info_[t].counts_completion = !release_->releases_every_instance() || info_[t].intra_succ.empty();
     if (info_[t].counts_completion) ++completion_count_;
   }
   depth_ = slots;
@@ -107,11 +104,19 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     serial_position_[serial_order_[k]] = k;
     completions_from_[k] = completions_from_[k + 1] + (info_[serial_order_[k]].counts_completion ? 1 : 0);
   }
+  static_assert(std::is_trivially_destructible_v<TaskScope>, "scopes_ is freed without destructors");
+  static_assert(alignof(TaskScope) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+  scopes_ = std::make_unique_for_overwrite<std::byte[]>(sync_.size() * n * sizeof(TaskScope));
+  TaskScope* const scopes = reinterpret_cast<TaskScope*>(scopes_.get());
+  // Every entry's instances exist before any is filled in, so each is written in one pass
+  // (its lane-edge successor, `after`, is in the next entry): a plan of 100,000 tasks has
+  // hundreds of megabytes of them, and every pass over them is a pass through memory.
+  for (auto& sync : sync_) sync.instance_storage = std::make_unique<Instance[]>(n);
   for (std::size_t e = 0; e < sync_.size(); ++e) {
     auto& sync = sync_[e];
+    IterationSync& next = sync_[(e + 1) % sync_.size()];
     sync.generation.assign(n, 0);
     sync.recorded.assign(n, 0);
-    sync.instance_storage = std::make_unique<Instance[]>(n);
     sync.instances.reserve(n);
     for (TaskIndex t = 0; t < n; ++t) {
       Instance* const in = &sync.instance_storage[t];
@@ -121,15 +126,13 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       in->entry = e;
       in->sync = &sync;
       in->previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
-      in->next = &sync_[(e + 1) % sync_.size()];
+      in->next = &next;
+      in->after = &next.instance_storage[t];
       in->stream = info_[t].stream;
-      in->scope.reset(new TaskScope(graph_, runtime_, *in));  // its constructor is private
-      in->device_wait.emplace(device_waker_);
+      in->scope = ::new (&scopes[e * n + t]) TaskScope(graph_, runtime_, *in);  // a private constructor
       sync.instances.push_back(in);
     }
   }
-  for (auto& sync : sync_)
-    for (auto& in : sync.instances) in->after = in->next->instances[in->task];
 }
 
 EngineCore::~EngineCore() {
@@ -408,7 +411,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
         if (const auto generation = sync.generation[d]) {
           in.carries_device_work = true;
           if (info_[d].stream != info.stream)
-            info.stream->wait(*sync.instances[d]->event, generation);
+            info.stream->wait(*sync.instances[d]->device->event, generation);
         }
     }
     if (previous != nullptr && previous->device()) {
@@ -416,7 +419,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
         if (const auto generation = previous->generation[d]) {
           in.carries_device_work = true;
           if (info_[d].stream != info.stream)
-            info.stream->wait(*previous->instances[d]->event, generation);
+            info.stream->wait(*previous->instances[d]->device->event, generation);
         }
     }
   } catch (...) {
@@ -681,8 +684,9 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_err
       // and an event per instance per entry was most of a large pipeline's memory (100k
       // tasks, the clock's 5 entries: ~100 MB) and of its construction time. Those that
       // record keep theirs: no allocation per task once each has recorded.
-      if (!in.event) in.event = runtime_.device().make_event();
-      sync.generation[t] = in.stream->record(*in.event);
+      if (!in.device)
+        in.device = std::make_unique<InstanceEvent>(runtime_.device().make_event(), device_waker_);
+      sync.generation[t] = in.stream->record(*in.device->event);
     } catch (...) {
       sync.generation[t] = 0;  // nothing to wait for: consumers see the instance failed
       record_error = std::current_exception();

@@ -18,7 +18,7 @@ std::span<const TaskIndex> EngineCore::recorded_tasks(std::int64_t iter) const n
 bool EngineCore::device_events_done(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter))
-    if (!sync.instances[t]->event->reached(sync.generation[t])) return false;
+    if (!sync.instances[t]->device->event->reached(sync.generation[t])) return false;
   return true;
 }
 
@@ -26,7 +26,7 @@ bool EngineCore::fail_on_device_fault(std::int64_t iter) noexcept {
   const Sync& sync = sync_of(iter);
   if (!sync.device()) return false;
   for (TaskIndex t : recorded_tasks(iter)) {
-    std::exception_ptr fault = sync.instances[t]->event->error(sync.generation[t]);
+    std::exception_ptr fault = sync.instances[t]->device->event->error(sync.generation[t]);
     if (!fault) continue;
     try {
       fail(graph_.name(t), iter, std::move(fault), FailureKind::task);
@@ -44,7 +44,7 @@ void EngineCore::watch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
     Instance& in = *sync.instances[t];
-    in.event->add_waiter(sync.generation[t], *in.device_wait);
+    in.device->event->add_waiter(sync.generation[t], in.device->watch);
   }
 }
 
@@ -52,7 +52,7 @@ void EngineCore::unwatch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
     Instance& in = *sync.instances[t];
-    in.event->remove_waiter(*in.device_wait);
+    in.device->event->remove_waiter(in.device->watch);
   }
 }
 

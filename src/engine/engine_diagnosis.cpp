@@ -168,7 +168,7 @@ std::string EngineCore::pending_device_work(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
-    if (generation != 0 && !sync.instances[t]->event->reached(generation))
+    if (generation != 0 && !sync.instances[t]->device->event->reached(generation))
       out << "\n  " << graph_.name(t) << " (iter " << iter << ") on stream '" << graph_.stream(t)
           << "': its device work has not completed";
   }

@@ -9,6 +9,8 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "support/names.hpp"
@@ -167,6 +169,33 @@ TEST_CASE("the topological order equals the brute-force one on random small plan
     }
     CHECK(graph.topological_order() == expected);
     CHECK(graph.acyclic());
+  }
+}
+
+TEST_CASE("name ranks order the tasks as their names do, equal names by index") {
+  std::mt19937 rng(swp::test::seed(20261203));
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  // Bytes that stress an 8-byte prefix: a zero (a short name pads with zeros), the largest
+  // byte (a signed char would be negative), letters; long shared prefixes; equal names.
+  const std::string alphabet{'\0', 'a', 'b', '\xff'};
+  for (int round = 0; round < 200; ++round) {
+    CAPTURE(round);
+    swp::PipelinePlan plan;
+    const std::string shared(static_cast<std::size_t>(uniform(0, 12)), 'p');
+    const int n = uniform(1, 40);
+    for (int t = 0; t < n; ++t) {
+      std::string name = uniform(0, 1) == 0 ? shared : std::string();
+      for (int k = uniform(0, 10); k > 0; --k) name += alphabet[static_cast<std::size_t>(uniform(0, 3))];
+      if (t > 0 && uniform(0, 7) == 0) name = plan.tasks[static_cast<std::size_t>(uniform(0, t - 1))].task.name;
+      plan.tasks.push_back({swp::PipelineTask{name}, swp::TaskSchedule{}, swp::SyntheticCost{}});
+    }
+    const auto graph = swp::inspect(plan).graph;
+    std::vector<swp::TaskIndex> by_name(graph.size());
+    for (swp::TaskIndex t = 0; t < graph.size(); ++t) by_name[t] = t;
+    std::ranges::sort(by_name, [&](swp::TaskIndex a, swp::TaskIndex b) {
+      return std::pair(std::string_view(graph.name(a)), a) < std::pair(std::string_view(graph.name(b)), b);
+    });
+    for (std::size_t k = 0; k < by_name.size(); ++k) CHECK(graph.name_rank(by_name[k]) == k);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "support/seed.hpp"
+#include "swp/core/detail/successor_lists.hpp"
 
 namespace test_topological_order {  // each test file's names apart (unity builds)
 
@@ -106,6 +107,18 @@ TEST_CASE("on random small DAGs the order is the brute-force one, ties broken by
     CHECK(swp::topological_order(iota(n), g.successors, degree, by_name) == expected);
     CHECK(std::ranges::all_of(degree, [](int d) { return d == 0; }));
 
+    // The nodes listed in key order (the ready ones then come sorted), and the successors as
+    // flat lists (detail::SuccessorLists, what the plan's order uses): the same order.
+    Nodes listed = iota(n);
+    std::ranges::sort(listed, {}, by_name);
+    std::vector<std::vector<std::size_t>> preds(n);
+    for (std::size_t d = 0; d < n; ++d)
+      for (std::size_t t : g.successors[d]) preds[t].push_back(d);
+    const swp::detail::SuccessorLists flat(n, [&](std::size_t t) { return preds[t]; });
+    degree = g.in_degree;
+    CHECK(swp::topological_order(listed, flat, degree, by_name) == expected);
+    CHECK(std::ranges::all_of(degree, [](int d) { return d == 0; }));
+
     // A composite key (a cost first, then the name) is honoured the same way.
     std::vector<int> cost(n);
     for (auto& c : cost) c = uniform(0, 2);
@@ -162,6 +175,21 @@ TEST_CASE("equal keys are taken by the smaller index") {
   auto degree = g.in_degree;
   CHECK(swp::topological_order(iota(4), g.successors, degree, [](std::size_t) { return 7; }) ==
         Nodes{1, 2, 3, 0});
+}
+
+TEST_CASE("flat successor lists list each node's dependents in index order, with multiplicity") {
+  // deps: 0 <- {}, 1 <- {0}, 2 <- {0, 0}, 3 <- {2, 1}, 4 <- {}
+  const std::vector<Nodes> deps{{}, {0}, {0, 0}, {2, 1}, {}};
+  const swp::detail::SuccessorLists succ(deps.size(), [&](std::size_t t) { return deps[t]; });
+  auto list = [&](std::size_t t) { return Nodes(succ[t].begin(), succ[t].end()); };
+  CHECK(list(0) == Nodes{1, 2, 2});
+  CHECK(list(1) == Nodes{3});
+  CHECK(list(2) == Nodes{3});
+  CHECK(list(3).empty());
+  CHECK(list(4).empty());
+  const swp::detail::SuccessorLists none(0, [&](std::size_t t) { return deps[t]; });
+  const swp::detail::SuccessorLists moved = swp::detail::SuccessorLists(succ);
+  CHECK(Nodes(moved[0].begin(), moved[0].end()) == Nodes{1, 2, 2});
 }
 
 TEST_CASE("no nodes, no order") {

@@ -2,6 +2,7 @@
 // PlanGraph: a plan with its task references resolved to indices, ready for analysis and runs.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -64,6 +65,13 @@ class PlanGraph {
   /// True when the intra dependencies have no cycle: `topological_order()` holds every task.
   [[nodiscard]] bool acyclic() const { return topological_.size() == tasks_.size(); }
 
+  /// The position of `t`'s name among all the tasks' names in byte order, 0 for the smallest
+  /// (equal names, only in an inspected plan: the smaller index first). Comparing ranks orders
+  /// tasks as comparing their names does, without reading the names: what the orders that
+  /// break ties by name (topological_order, enqueue_order) compare.
+  /// Example: `graph.name_rank(a) < graph.name_rank(b)` iff `graph.name(a) < graph.name(b)`.
+  [[nodiscard]] std::uint32_t name_rank(TaskIndex t) const { return name_rank_[t]; }
+
   /// Index of the task called `name`, if any.
   [[nodiscard]] std::optional<TaskIndex> find(std::string_view name) const;
 
@@ -81,6 +89,7 @@ class PlanGraph {
   std::vector<std::vector<TaskIndex>> inter_;
   detail::FlatPositions by_name_;  // tasks_' positions, by name (the first of equal names)
   std::vector<TaskIndex> topological_;  // intra deps first, ties by name
+  std::vector<std::uint32_t> name_rank_;  // by task (see name_rank)
   int depth_ = 1;
 };
 

@@ -50,4 +50,28 @@ TEST_CASE("FlatPositions gives the smallest position among equal keys, also afte
   }
 }
 
+TEST_CASE("FlatPositions keeps its entries through a reserve, before and after adding") {
+  std::vector<std::string> list;
+  FlatPositions index;
+  const auto named = [&list](std::size_t i) {
+    return [&list, i](std::size_t p) { return list[p] == list[i]; };
+  };
+  index.reserve(0);
+  index.reserve(300);  // before any entry
+  for (std::size_t i = 0; i < 100; ++i) {
+    list.push_back("r" + std::to_string(i));
+    index.add(i % 7, i);
+  }
+  index.reserve(50);    // smaller than it holds: nothing changes
+  index.reserve(5000);  // larger: the entries are re-placed
+  for (std::size_t i = 100; i < 1200; ++i) {
+    list.push_back("r" + std::to_string(i));
+    index.add(i % 7, i);
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    CAPTURE(i);
+    CHECK(index.find(i % 7, named(i)) == i);
+  }
+}
+
 }  // namespace test_flat_positions

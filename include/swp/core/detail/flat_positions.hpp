@@ -41,9 +41,16 @@ class FlatPositions {
   /// Adds `position` under `hash` (where another position has an equal key, find gives the
   /// smaller of the two; the caller may skip adding it).
   void add(std::uint64_t hash, std::size_t position) {
-    if (2 * (size_ + 1) > slots_.size()) grow();
+    if (2 * (size_ + 1) > slots_.size()) resize(slots_.empty() ? 16 : 2 * slots_.size());
     place(hash, position + 1);
     ++size_;
+  }
+
+  /// Makes room for `count` entries in all: adding up to that many re-places none.
+  void reserve(std::size_t count) {
+    std::size_t slots = slots_.empty() ? 16 : slots_.size();
+    while (2 * count > slots) slots *= 2;
+    if (slots != slots_.size()) resize(slots);
   }
 
  private:
@@ -58,8 +65,8 @@ class FlatPositions {
     while (slots_[i].position != 0) i = (i + 1) & mask;
     slots_[i] = {hash, position1};
   }
-  void grow() {
-    std::vector<Slot> old(slots_.empty() ? 16 : 2 * slots_.size());
+  void resize(std::size_t slots) {
+    std::vector<Slot> old(slots);
     old.swap(slots_);
     for (const Slot& slot : old)
       if (slot.position != 0) place(slot.hash, slot.position);
