@@ -22,9 +22,8 @@ bool EngineCore::device_events_done(std::int64_t iter) const {
   return true;
 }
 
-bool EngineCore::fail_on_device_fault(std::int64_t iter) noexcept {
+bool EngineCore::fail_on_recorded_fault(std::int64_t iter) noexcept {
   const Sync& sync = sync_of(iter);
-  if (!sync.device()) return false;
   for (TaskIndex t : recorded_tasks(iter)) {
     std::exception_ptr fault = sync.instances[t]->device->event->error(sync.generation[t]);
     if (!fault) continue;
