@@ -202,7 +202,8 @@ std::vector<TaskIndex> intra_order(const PlanGraph& g, const std::vector<TaskInd
   const detail::SuccessorLists successors(n, [&g](TaskIndex t) { return g.intra_deps(t); });
   std::vector<int> in_degree(n, 0);
   for (TaskIndex t = 0; t < n; ++t) in_degree[t] = static_cast<int>(g.intra_deps(t).size());
-  return topological_order(by_rank, successors, in_degree, [&g](TaskIndex t) { return g.name_rank(t); });
+  return topological_order(by_rank, successors, in_degree,
+                           [&g](TaskIndex t) { return g.name_rank(t); });
 }
 
 // A name with a control character would reach terminals and line-based outputs as it is:

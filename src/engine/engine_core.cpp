@@ -78,7 +78,8 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     info_[t].inter_succ = inter_succ_[t];
     info_[t].degree_first = in_degree(t, 0);
     info_[t].degree = in_degree(t, 1);
-    info_[t].counts_completion = !release_->releases_every_instance() || info_[t].intra_succ.empty();
+    info_[t].counts_completion =
+        !release_->releases_every_instance() || info_[t].intra_succ.empty();
     if (info_[t].counts_completion) ++completion_count_;
   }
   depth_ = slots;
@@ -104,7 +105,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     serial_position_[serial_order_[k]] = k;
     completions_from_[k] = completions_from_[k + 1] + (info_[serial_order_[k]].counts_completion ? 1 : 0);
   }
-  static_assert(std::is_trivially_destructible_v<TaskScope>, "scopes_ is freed without destructors");
+  static_assert(std::is_trivially_destructible_v<TaskScope>, "scopes_ is freed as bytes");
   static_assert(alignof(TaskScope) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   scopes_ = std::make_unique_for_overwrite<std::byte[]>(sync_.size() * n * sizeof(TaskScope));
   TaskScope* const scopes = reinterpret_cast<TaskScope*>(scopes_.get());
@@ -129,7 +130,8 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       in->next = &next;
       in->after = &next.instance_storage[t];
       in->stream = info_[t].stream;
-      in->scope = ::new (&scopes[e * n + t]) TaskScope(graph_, runtime_, *in);  // a private constructor
+      // Its constructor is private (friend: the core).
+      in->scope = ::new (&scopes[e * n + t]) TaskScope(graph_, runtime_, *in);
       sync.instances.push_back(in);
     }
   }

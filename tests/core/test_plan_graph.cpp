@@ -185,15 +185,17 @@ TEST_CASE("name ranks order the tasks as their names do, equal names by index") 
     const int n = uniform(1, 40);
     for (int t = 0; t < n; ++t) {
       std::string name = uniform(0, 1) == 0 ? shared : std::string();
-      for (int k = uniform(0, 10); k > 0; --k) name += alphabet[static_cast<std::size_t>(uniform(0, 3))];
-      if (t > 0 && uniform(0, 7) == 0) name = plan.tasks[static_cast<std::size_t>(uniform(0, t - 1))].task.name;
+      auto pick = [&](int hi) { return static_cast<std::size_t>(uniform(0, hi)); };
+      for (int k = uniform(0, 10); k > 0; --k) name += alphabet[pick(3)];
+      if (t > 0 && uniform(0, 7) == 0) name = plan.tasks[pick(t - 1)].task.name;
       plan.tasks.push_back({swp::PipelineTask{name}, swp::TaskSchedule{}, swp::SyntheticCost{}});
     }
     const auto graph = swp::inspect(plan).graph;
     std::vector<swp::TaskIndex> by_name(graph.size());
     for (swp::TaskIndex t = 0; t < graph.size(); ++t) by_name[t] = t;
     std::ranges::sort(by_name, [&](swp::TaskIndex a, swp::TaskIndex b) {
-      return std::pair(std::string_view(graph.name(a)), a) < std::pair(std::string_view(graph.name(b)), b);
+      const std::string_view x = graph.name(a), y = graph.name(b);
+      return std::pair(x, a) < std::pair(y, b);
     });
     for (std::size_t k = 0; k < by_name.size(); ++k) CHECK(graph.name_rank(by_name[k]) == k);
   }

@@ -19,10 +19,10 @@ namespace swp {
 /// re-sort the ready list", in O((V + E) log V) key comparisons instead of a sort per pop.
 ///
 /// `successors[d]` lists the nodes with an edge from `d`, with multiplicity (a
-/// `std::vector<std::vector<std::size_t>>`, or anything indexable to a range of nodes); `in_degree[t]`
-/// counts the edges into `t` from `nodes`. Both are indexed by node, so their size exceeds
-/// every node; edges must stay within `nodes`. `in_degree` is consumed: on return it is zero
-/// exactly for the nodes returned.
+/// `std::vector<std::vector<std::size_t>>`, or anything indexable to a range of nodes);
+/// `in_degree[t]` counts the edges into `t` from `nodes`. Both are indexed by node, so their
+/// size exceeds every node; edges must stay within `nodes`. `in_degree` is consumed: on return
+/// it is zero exactly for the nodes returned.
 ///
 /// Returns every node of `nodes` when their edges have no cycle; otherwise the nodes neither
 /// on a cycle nor reachable from one (the caller names the others from `in_degree`).

@@ -514,9 +514,8 @@ class EngineCore {
   [[nodiscard]] bool device_events_done(std::int64_t iter) const;
   // Once iteration iter's device work completed: fails the run when some of it faulted
   // (Event::error: a DeviceFault), with a TaskError naming the task that queued it and the
-  // iteration; true when it did (the run failed, now or before). Inline: an iteration that
-  // recorded no event (every host-only iteration) costs one load, not a call (33 instructions
-  // per retirement on the dispatch chain).
+  // iteration; true when it did (the run failed, now or before). Inline, as device_done: an
+  // iteration that recorded no event (every host-only iteration) costs one load, not a call.
   bool fail_on_device_fault(std::int64_t iter) noexcept {
     return sync_of(iter).device() && fail_on_recorded_fault(iter);
   }

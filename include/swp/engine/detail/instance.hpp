@@ -156,8 +156,8 @@ class SchedulerWaker final : public EventWaiter {
 /// (with its native handle where the backend has one), and its registration with that event
 /// while the caller waits for the iteration's device work (slot reuse, next()): one node per
 /// instance, so watching never allocates. Made at the instance's first record and kept: most
-/// instances of most plans never record, and in every instance these were a quarter of its
-/// bytes (a 100k-task clock pipeline's instances: 128 MB, now 96 MB).
+/// instances of most plans never record, and held in every instance these were a quarter of
+/// its bytes.
 struct InstanceEvent {
   InstanceEvent(std::unique_ptr<Event> made, EventWaiter& waiter) noexcept
       : event(std::move(made)), watch(waiter) {}
