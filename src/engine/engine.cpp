@@ -42,9 +42,6 @@ const std::vector<TaskIndex>& Engine::serial_order() const noexcept {
   return core_->serial_order();
 }
 Stream& Engine::stream_of(TaskIndex task) const noexcept { return core_->stream_of(task); }
-std::size_t Engine::slot_index(std::int64_t iter) const noexcept {
-  return core_->slot_index(iter);
-}
 
 void Engine::set_on_run_failed(std::function<void(const std::exception_ptr&)> callback) {
   core_->set_on_run_failed(std::move(callback));

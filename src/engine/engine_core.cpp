@@ -547,22 +547,6 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   return false;
 }
 
-bool EngineCore::call_routine(Instance& in, const TaskInfo& info, ErasedCo& body) const noexcept {
-  try {
-    body = info.routine->run(in.slot(), *in.scope, box(in.slot(), in.task));
-  } catch (...) {
-    in.error = std::current_exception();
-    return false;
-  }
-  // The error goes to the instance inside the handler and finish() comes after it, so this
-  // thread holds no reference to the exception once finish() let the iteration complete.
-  // Otherwise (the handler's end, or a local exception_ptr) it may drop the last reference
-  // after the caller read the error and everybody else let go (this thread descheduled
-  // meanwhile), and free the exception inside libsupc++, whose reference count
-  // ThreadSanitizer cannot see: a false race report against the caller's read.
-  return true;
-}
-
 void EngineCore::start_body(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept {
   // Its continuations run on its lane (which says whether it runs or waits, for the report).
   in.set_state(InstanceState::coroutine);

@@ -279,7 +279,7 @@ std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int6
   const std::int64_t retired_iter = oldest_;
   // The iterations retired before (their Retired handles end here); device work of theirs
   // that faulted fails the run instead.
-  if (release_retired(retired_iter)) return -1;
+  if (release_previous()) return -1;
   // Retiring after the device work: work of this one that faulted fails the run instead.
   if (retire_after_device_ && fail_on_device_fault(retired_iter)) return -1;
   const std::exception_ptr error = iteration_error(retired_iter, sync_[oldest_entry_]);
@@ -486,9 +486,7 @@ bool EngineCore::release_retired(std::int64_t below) noexcept {
     }
     if (!done) break;  // its device work may still write into the context
     faulted = fail_on_device_fault(j);  // the run fails naming it; released all the same
-    const std::size_t s = slot_ring_(j);
-    for (TaskIndex t : slots_[s].boxed) slots_[s].boxes[t]->reset();
-    front_.release(s);
+    release_slot(slot_ring_(j));
     if (faulted) {
       ++j;
       break;

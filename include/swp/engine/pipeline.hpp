@@ -552,6 +552,7 @@ class Pipeline : private detail::FrontEnd {
 
   void retire(std::int64_t, std::size_t slot, const std::exception_ptr& error) override {
     if (error || retired_error_) retired_error_ = error;  // (no copy in the common case)
+    retired_slot_ = slot;
     if (error) {
       if (on_failure_) on_failure_(contexts_[slot], error);
     } else if (on_retire_) {
@@ -561,8 +562,9 @@ class Pipeline : private detail::FrontEnd {
 
   std::optional<Retired<Ctx>> retired(std::optional<std::int64_t> iter) const {
     if (!iter) return std::nullopt;
-    const std::size_t slot = core_.slot_index(*iter);
-    return Retired<Ctx>(core_.core(), contexts_[slot], *iter, slot, retired_error_);
+    // The core returns the iteration it handed to retire() last.
+    return Retired<Ctx>(core_.core(), contexts_[retired_slot_], *iter, retired_slot_,
+                        retired_error_);
   }
 
   std::unique_ptr<detail::OutputBox> make_output(TaskIndex task) override {
@@ -589,6 +591,7 @@ class Pipeline : private detail::FrontEnd {
   std::function<void(const Ctx&)> on_retire_;
   std::function<void(const Ctx&, const std::exception_ptr&)> on_failure_;
   std::exception_ptr retired_error_;  // why the iteration retired last failed (skip), if it did
+  std::size_t retired_slot_ = 0;      // the context slot of the iteration retired last
   detail::Engine core_;  // last: destroyed (drained) first, while bodies and contexts live
 };
 

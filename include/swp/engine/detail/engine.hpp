@@ -73,7 +73,6 @@ class Engine {
   [[nodiscard]] std::size_t depth() const noexcept;
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept;
   [[nodiscard]] Stream& stream_of(TaskIndex task) const noexcept;
-  [[nodiscard]] std::size_t slot_index(std::int64_t iter) const noexcept;
 
   void set_on_run_failed(std::function<void(const std::exception_ptr&)> callback);
   void set_timeouts(EngineTimeouts timeouts) noexcept;

@@ -141,8 +141,6 @@ class EngineCore {
     return serial_order_;
   }
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
-  /// The context slot of iteration `iter` (one of context_slots(depth)).
-  [[nodiscard]] std::size_t slot_index(std::int64_t iter) const noexcept { return slot_ring_(iter); }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
 
   void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = std::move(t); }
@@ -250,21 +248,9 @@ class EngineCore {
   // The release policy's ready, out of line: where the clock's instances are released once
   // ready (a call per release) rather than a copy at each count-down.
   [[gnu::noinline]] void ready_by_policy(Instance& in, bool step_ending) noexcept;
-  // Re-arms the counter of a consumed instance for iteration iter + E (see Instance).
   // One of the events `in`'s join counter counts happened: true when it was the last.
-  bool count_down(Instance& in) noexcept {
-    // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
-    // and event generation, the admission's fields); the last one acquires them all. A
-    // counter found at 1 waits only for this call (the others all counted, and the acquire
-    // load sees their writes as the last decrement would): nobody else touches it until it is
-    // re-armed, so no read-modify-write (a counter of one event, whose counter is never
-    // decremented; the clock's start token, usually given after its producers finished; the
-    // last of several producers). The load is the whole test: asking the task first whether
-    // its counter counts one event cost the clock engine 0.55 ns per task with one thread
-    // (2.5%; docs/benchmarks.md).
-    return in.pending.load(std::memory_order_acquire) == 1 ||
-           in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
-  }
+  bool count_down(Instance& in) noexcept;
+  // Re-arms the counter of a consumed instance for iteration iter + E (see Instance).
   void rearm(Instance& in) noexcept {
     in.pending.store(in.info->degree, std::memory_order_relaxed);
   }
@@ -311,16 +297,7 @@ class EngineCore {
   [[gnu::noinline]] void give_up_claim(Instance& in) noexcept;
   // The finish of `in`, released under its lane's claim (its state stored): ends a revoked
   // claim unless a later instance released under it is left.
-  void finish_under_claim(Instance& in) noexcept {
-    const TaskInfo& info = *in.info;
-    LaneClaim& claim = *info.claim;
-    Lane& lane = *info.lane;  // before the fence (see release_under_claim)
-    // The owner's other side of the pattern: the state stored `finished` before.
-    detail::light_fence();
-    if (lane.claim_holds(claim)) [[likely]]
-      return;
-    end_revoked_claim(claim, lane);
-  }
+  void finish_under_claim(Instance& in) noexcept;
   // finish_under_claim past a revocation (cold).
   [[gnu::noinline]] static void end_revoked_claim(LaneClaim& claim, Lane& lane) noexcept;
   // Claims the lanes of the tasks with a lane edge for a run (those that cannot be claimed run
@@ -596,6 +573,12 @@ class EngineCore {
   // True when it found device work that faulted instead (fail_on_device_fault): the run
   // failed, and the caller surfaces it.
   bool release_retired(std::int64_t below) noexcept;
+  // release_retired(oldest_), as a retirement calls it: in the common case only the iteration
+  // retired before is left, it recorded no device work, and its entry is the one before the
+  // oldest's, so no ring arithmetic, loop or call is needed. Inline: once per iteration.
+  bool release_previous() noexcept;
+  // Resets slot s's output boxes and hands its context back to the front end.
+  void release_slot(std::size_t s) noexcept;
   // At the end of the data (every iteration retired): the run is no longer one cancel() may
   // end. False when it failed (a cancel) just before: that failure surfaces instead.
   bool settle_at_end();
