@@ -1,10 +1,5 @@
 #include "swp/comm/mpi/mpi_communicator.hpp"
 
-// The C API only: Open MPI's C++ bindings do not compile cleanly at warning_level=3.
-#define OMPI_SKIP_MPICXX 1
-#define MPICH_SKIP_MPICXX 1
-#include <mpi.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,7 +7,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,45 +19,21 @@
 
 #include "../abort_state.hpp"
 #include "../order_check.hpp"
+#include "mpi_abort_channel.hpp"
+#include "mpi_error.hpp"
 #include "swp/device/stream.hpp"
 
 namespace swp {
 
 namespace {
 
+using detail::mpi_error;
 using SteadyClock = std::chrono::steady_clock;
 
 // Communicators destroyed with operations that timed out still under way (see ~MpiSession).
 std::atomic<int>& abandoned_operations() {
   static std::atomic<int> count{0};
   return count;
-}
-
-// The tag of abort messages on an abort channel's control communicator (nothing else travels
-// there).
-constexpr int mpi_abort_tag = 1;
-
-// An abort message: which world() it is for (see MpiAbortChannel), and the reason,
-// NUL-terminated. 1 KiB: small enough for every MPI's eager protocol, so a send completes
-// without the receiver (which may be busy, or gone).
-struct MpiAbortMessage {
-  std::uint64_t generation = 0;
-  char reason[1016] = {};
-};
-static_assert(sizeof(MpiAbortMessage) == 1024);
-
-// world() is collective, so its n-th call is the same world on every rank.
-std::uint64_t next_world_generation() {
-  static std::atomic<std::uint64_t> next{0};
-  return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-std::string mpi_error(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS)
-    return "MPI error " + std::to_string(code);
-  return std::string(text, static_cast<std::size_t>(length));
 }
 
 MPI_Datatype mpi_type(DataType type) {
@@ -140,169 +110,6 @@ MpiSession::~MpiSession() {
   if (finalized == 0) MPI_Finalize();
 }
 
-// How an abort reaches the other ranks: one per world(), shared by every group split from it.
-// A control communicator (a duplicate of the world's: abort messages never meet collectives),
-// a receive always posted on it for any rank's abort message, and a thread polling that receive
-// — every 1 ms while an operation of the world or its groups is pending (one that will never
-// complete is what an abort must fail), every 20 ms otherwise (an MPI receive cannot be waited
-// for without polling: MPI_Wait would spin a core). abort() sends the message to every other
-// rank, nonblocking, on the thread calling it.
-class MpiAbortChannel {
- public:
-  MpiAbortChannel(MPI_Comm world, int rank, int size);
-  ~MpiAbortChannel();
-  MpiAbortChannel(const MpiAbortChannel&) = delete;
-  MpiAbortChannel& operator=(const MpiAbortChannel&) = delete;
-
-  [[nodiscard]] const std::shared_ptr<detail::AbortState>& state() const noexcept { return state_; }
-  // An operation of a communicator of this channel is pending (until op_ended): poll often,
-  // from now on (an abort may arrive right away: the thread may be in an idle pause).
-  void op_started() {
-    if (active_.fetch_add(1, std::memory_order_relaxed) > 0) return;
-    std::lock_guard lock(mutex_);
-    look_now_ = true;
-    wake_.notify_all();
-  }
-  void op_ended() noexcept { active_.fetch_sub(1, std::memory_order_relaxed); }
-
- private:
-  void send_to_peers(const detail::AbortState::Info& info);
-  void run();
-  void post_receive();
-  void poll_incoming();
-  void poll_outgoing();
-
-  MPI_Comm control_ = MPI_COMM_NULL;
-  const int rank_;
-  const int size_;
-  const std::uint64_t generation_ = next_world_generation();
-  const std::shared_ptr<detail::AbortState> state_;
-  std::uint64_t listener_ = 0;
-  std::atomic<int> active_{0};  // pending operations (relaxed: only the polling pace)
-
-  // The progress thread's alone (the destructor's once it was joined).
-  MPI_Request incoming_ = MPI_REQUEST_NULL;
-  MpiAbortMessage inbox_;
-
-  std::mutex mutex_;  // the fields below
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  bool look_now_ = false;              // sends to progress, or a first operation pending: no pause
-  MpiAbortMessage outbox_;             // this rank's abort message (it aborts once)
-  std::vector<MPI_Request> outgoing_;  // its sends, until they completed
-  std::thread thread_;
-};
-
-MpiAbortChannel::MpiAbortChannel(MPI_Comm world, int rank, int size)
-    : rank_(rank), size_(size), state_(std::make_shared<detail::AbortState>(rank)) {
-  if (const int rc = MPI_Comm_dup(world, &control_); rc != MPI_SUCCESS)
-    throw CommError(rank, "MPI_Comm_dup",
-                    "rank " + std::to_string(rank) +
-                        ": MPI_Comm_dup (the abort channel) failed: " + mpi_error(rc));
-  MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
-  post_receive();
-  listener_ = state_->listen([this](const detail::AbortState::Info& info, bool local) {
-    if (local) send_to_peers(info);  // a peer's abort: its rank told everyone
-  });
-  thread_ = std::thread([this] { run(); });
-}
-
-MpiAbortChannel::~MpiAbortChannel() {
-  state_->unlisten(listener_);
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-  // Bounded: a receive is withdrawn at once, and a 1 KiB send completes without its receiver.
-  const auto deadline = SteadyClock::now() + std::chrono::seconds(1);
-  const auto settle = [&](MPI_Request& request) {
-    int done = 0;
-    while (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
-           SteadyClock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    return done != 0;
-  };
-  bool settled = true;
-  if (incoming_ != MPI_REQUEST_NULL) {
-    MPI_Cancel(&incoming_);
-    settled = settle(incoming_);
-  }
-  for (MPI_Request& request : outgoing_) settled = settle(request) && settled;
-  // After an abort another rank's message may still be on its way here: the communicator is
-  // kept (one handle) rather than freed, so that MPI never delivers it to a later world's
-  // channel reusing its context id.
-  if (settled && !state_->aborted()) MPI_Comm_free(&control_);
-}
-
-void MpiAbortChannel::post_receive() {
-  if (MPI_Irecv(&inbox_, sizeof inbox_, MPI_BYTE, MPI_ANY_SOURCE, mpi_abort_tag, control_,
-                &incoming_) != MPI_SUCCESS)
-    incoming_ = MPI_REQUEST_NULL;  // not listening: peers' aborts reach this rank by timeouts
-}
-
-void MpiAbortChannel::send_to_peers(const detail::AbortState::Info& info) {
-  std::lock_guard lock(mutex_);
-  outbox_.generation = generation_;
-  const std::size_t room = sizeof outbox_.reason - 1;
-  std::string reason = info.reason;
-  if (reason.size() > room) reason = reason.substr(0, room - 3) + "...";
-  std::memcpy(outbox_.reason, reason.data(), reason.size());
-  outbox_.reason[reason.size()] = '\0';
-  for (int peer = 0; peer < size_; ++peer) {
-    if (peer == rank_) continue;
-    MPI_Request request = MPI_REQUEST_NULL;
-    if (MPI_Isend(&outbox_, sizeof outbox_, MPI_BYTE, peer, mpi_abort_tag, control_, &request) ==
-        MPI_SUCCESS)
-      outgoing_.push_back(request);
-  }
-  // Open MPI moves a message on only while some call progresses it: a look now, and the
-  // thread keeps looking every 1 ms until they completed.
-  poll_outgoing();
-  look_now_ = true;
-  wake_.notify_all();
-}
-
-void MpiAbortChannel::run() {
-  std::unique_lock lock(mutex_);
-  while (!stopping_) {
-    poll_outgoing();
-    lock.unlock();
-    poll_incoming();
-    lock.lock();
-    const bool busy = active_.load(std::memory_order_relaxed) > 0 || !outgoing_.empty();
-    wake_.wait_for(lock, busy ? std::chrono::milliseconds(1) : std::chrono::milliseconds(20),
-                   [&] { return stopping_ || look_now_; });
-    look_now_ = false;
-  }
-}
-
-void MpiAbortChannel::poll_incoming() {
-  if (incoming_ == MPI_REQUEST_NULL) return;
-  int done = 0;
-  MPI_Status status;
-  if (MPI_Test(&incoming_, &done, &status) != MPI_SUCCESS) {
-    incoming_ = MPI_REQUEST_NULL;
-    return;
-  }
-  if (done == 0) return;
-  const MpiAbortMessage message = inbox_;
-  post_receive();  // another rank may abort too: its message is taken (and dropped) as well
-  // A message for an earlier world of this process (its channel freed, the context id
-  // reused) is not this world's.
-  if (message.generation != generation_) return;
-  const std::size_t length = strnlen(message.reason, sizeof message.reason);
-  state_->trigger(status.MPI_SOURCE, std::string(message.reason, length), /*local=*/false);
-}
-
-void MpiAbortChannel::poll_outgoing() {
-  std::erase_if(outgoing_, [](MPI_Request& request) {
-    int done = 0;
-    return MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done != 0;
-  });
-}
-
 // An operation from its call until its stream ran it: the promise is completed once, by the
 // stream's run of it or by an abort failing it at once (whichever claims it first).
 struct MpiPendingOp {
@@ -319,8 +126,8 @@ struct MpiCommunicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
-  std::shared_ptr<MpiAbortChannel> channel;    // the world's, shared with its groups
-  std::shared_ptr<detail::AbortState> aborts;  // the channel's
+  std::shared_ptr<detail::MpiAbortChannel> channel;  // the world's, shared with its groups
+  std::shared_ptr<detail::AbortState> aborts;        // the channel's
   std::uint64_t abort_listener = 0;
   std::mutex mutex;                    // timed_out, dead
   std::vector<MPI_Request> timed_out;  // operations that outlived their timeout
@@ -416,7 +223,7 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
   MPI_Comm_rank(impl->comm, &impl->rank);
   MPI_Comm_size(impl->comm, &impl->size);
   try {
-    impl->channel = std::make_shared<MpiAbortChannel>(impl->comm, impl->rank, impl->size);
+    impl->channel = std::make_shared<detail::MpiAbortChannel>(impl->comm, impl->rank, impl->size);
   } catch (...) {
     MPI_Comm_free(&impl->comm);
     throw;
