@@ -279,7 +279,7 @@ std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int6
   const std::int64_t retired_iter = oldest_;
   // The iterations retired before (their Retired handles end here); device work of theirs
   // that faulted fails the run instead.
-  if (release_previous()) return -1;
+  if (release_retired(retired_iter)) return -1;
   // Retiring after the device work: work of this one that faulted fails the run instead.
   if (retire_after_device_ && fail_on_device_fault(retired_iter)) return -1;
   const std::exception_ptr error = iteration_error(retired_iter, sync_[oldest_entry_]);
@@ -472,28 +472,16 @@ bool EngineCore::settle_at_end() {
   return true;
 }
 
-bool EngineCore::release_retired(std::int64_t below) noexcept {
-  // Iteration j still owns its slot (and sync entry) while no later admission took them.
-  std::int64_t j =
-      std::max(released_upto_, next_admit_ - static_cast<std::int64_t>(sync_.size()));
-  bool faulted = false;
-  for (; j < below; ++j) {
-    bool done = false;
-    try {
-      done = device_done(j);
-    } catch (...) {
-      // A device that cannot say: the context stays until its slot is reused.
-    }
-    if (!done) break;  // its device work may still write into the context
-    faulted = fail_on_device_fault(j);  // the run fails naming it; released all the same
-    release_slot(slot_ring_(j));
-    if (faulted) {
-      ++j;
-      break;
-    }
+EngineCore::DeviceRelease EngineCore::device_release(std::int64_t iter) noexcept {
+  bool done = false;
+  try {
+    done = device_events_done(iter);
+  } catch (...) {
+    // A device that cannot say: the context stays until its slot is reused.
   }
-  released_upto_ = std::max(released_upto_, j);
-  return faulted;
+  if (!done) return DeviceRelease::running;  // its device work may still write into the context
+  // The run fails naming it; released all the same.
+  return fail_on_recorded_fault(iter) ? DeviceRelease::faulted : DeviceRelease::done;
 }
 
 void EngineCore::drain() {

@@ -573,10 +573,9 @@ class EngineCore {
   // True when it found device work that faulted instead (fail_on_device_fault): the run
   // failed, and the caller surfaces it.
   bool release_retired(std::int64_t below) noexcept;
-  // release_retired(oldest_), as a retirement calls it: in the common case only the iteration
-  // retired before is left, it recorded no device work, and its entry is the one before the
-  // oldest's, so no ring arithmetic, loop or call is needed. Inline: once per iteration.
-  bool release_previous() noexcept;
+  // What release_retired may do with iteration iter, which recorded device work.
+  enum class DeviceRelease : std::uint8_t { running, done, faulted };
+  [[gnu::noinline]] DeviceRelease device_release(std::int64_t iter) noexcept;
   // Resets slot s's output boxes and hands its context back to the front end.
   void release_slot(std::size_t s) noexcept;
   // At the end of the data (every iteration retired): the run is no longer one cancel() may

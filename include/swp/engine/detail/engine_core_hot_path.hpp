@@ -5,6 +5,8 @@
 // helpers, an admission (prepare, admit), and the release of a retired iteration's slot. In a
 // header so that the release policies' flattened paths, compiled in their own files, inline them.
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
 #include <utility>
 
@@ -39,19 +41,32 @@ inline void EngineCore::finish_under_claim(Instance& in) noexcept {
   end_revoked_claim(claim, lane);
 }
 
-// Once per retirement (retire_oldest).
-[[gnu::always_inline]] inline bool EngineCore::release_previous() noexcept {
-  const std::size_t e = oldest_entry_ == 0 ? sync_.size() - 1 : oldest_entry_ - 1;
-  if (released_upto_ + 1 == oldest_ &&
-      next_admit_ - static_cast<std::int64_t>(sync_.size()) <= released_upto_ && !sync_[e].device())
-      [[likely]] {
+// In the header: each retirement (retire_oldest) inlines it.
+[[gnu::always_inline]] inline bool EngineCore::release_retired(std::int64_t below) noexcept {
+  // Iteration j still owns its slot (and sync entry) while no later admission took them.
+  std::int64_t j =
+      std::max(released_upto_, next_admit_ - static_cast<std::int64_t>(sync_.size()));
+  if (j >= below) return false;
+  bool faulted = false;
+  // One ring index per call; the entries (and slots) of the iterations after j follow it.
+  for (std::size_t e = sync_ring_(j); j < below; ++j, e = entry_after(e)) {
+    // A host-only iteration (every iteration of most plans) costs one load here.
+    if (sync_[e].device()) [[unlikely]] {
+      const DeviceRelease device = device_release(j);
+      if (device == DeviceRelease::running) break;
+      faulted = device == DeviceRelease::faulted;
+    }
     release_slot(e);
-    released_upto_ = oldest_;
-    return false;
+    if (faulted) {
+      ++j;
+      break;
+    }
   }
-  return release_retired(oldest_);
+  released_upto_ = std::max(released_upto_, j);
+  return faulted;
 }
 
+// Once per released iteration (release_retired).
 [[gnu::always_inline]] inline void EngineCore::release_slot(std::size_t s) noexcept {
   Slot& slot = slots_[s];
   for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
