@@ -89,7 +89,7 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 }
 
 void ClockRelease::release(TaskIndex task, IterationSync& sync) {
-  Instance& in = *sync.instances[task];
+  Instance& in = sync.instances[task];
   if (uncounted_ && release_uncounted(in)) return;
   // With one thread, a ready instance of a task alone on its lane runs now (see run_in_place):
   // its counter at 1 waits only for the period's token.

@@ -102,13 +102,13 @@ void DataFlowRelease::advance() {
     }
     // The iteration before ran whole in place: the count-downs it owes this one come first.
     if (std::exchange(next_owed_, false))
-      c.count_down_next(*instances.front()->previous, c.serial_order_.size());
+      c.count_down_next(*sync.previous, c.serial_order_.size());
     if (run_here) here.emplace(run_queue);
     // This thread is the only runner until the scope ends: what the admission makes ready
     // runs in place at once, with what its finishes make ready after it (run_chain_here).
     const bool chain = here && here->open();
     for (TaskIndex t : admitted_) {
-      Instance& in = *instances[t];
+      Instance& in = instances[t];
       if (admission_[t] == Admission::token && !c.count_down(in)) continue;
       if (chain && in.info->in_place) {
         c.run_chain_here(in);
@@ -140,7 +140,7 @@ void DataFlowRelease::start(Instance& in) noexcept { core_.proceed(in); }
 Instance& DataFlowRelease::next_ordered(const Instance& in) const noexcept {
   const auto rank = static_cast<std::size_t>(rank_[in.task]);
   if (rank + 1 < ordered_.size()) return core_.sibling(in, ordered_[rank + 1]);
-  return *core_.sync_of(in.iter() + 1).instances[ordered_.front()];
+  return core_.sync_of(in.iter() + 1).instances[ordered_.front()];
 }
 
 void DataFlowRelease::ordered_finished(Instance& in) noexcept {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
 
@@ -29,15 +31,27 @@ const std::exception_ptr no_error;
 Instance::Instance() = default;
 Instance::~Instance() = default;
 
-void Instance::start(Lane&) noexcept { core->start_instance(*this); }
-void Instance::resume(Lane&) noexcept { core->resume_instance(*this); }
+InstanceArray::InstanceArray(std::size_t capacity)
+    : storage_(static_cast<Instance*>(
+          ::operator new(capacity * sizeof(Instance), std::align_val_t{alignof(Instance)}))) {}
+
+InstanceArray::~InstanceArray() {
+  if (storage_ == nullptr) return;
+  for (std::size_t t = size_; t-- > 0;) storage_[t].~Instance();
+  ::operator delete(storage_, std::align_val_t{alignof(Instance)});
+}
+
+Instance& InstanceArray::emplace() { return *::new (storage_ + size_++) Instance(); }
+
+void Instance::start(Lane&) noexcept { core().start_instance(*this); }
+void Instance::resume(Lane&) noexcept { core().resume_instance(*this); }
 // Flattened: an instance's step as a runnable (released under its lane's claim: every task
 // alone on its lane) is one function — proceed, run_body, finish, the successors' count-downs
 // and releases — without a call, a prologue and reloads of the instance's fields at each of
 // them (412 -> 369 instructions per task on the dispatch chain, docs/benchmarks.md). What is
 // out of line stays so (proceed_guarded, finish_guarded: [[gnu::noinline]]); virtual calls
 // (the scheduler, a body's routine) are not inlined.
-[[gnu::flatten]] void Instance::run() noexcept { core->run_instance(*this); }
+[[gnu::flatten]] void Instance::run() noexcept { core().run_instance(*this); }
 
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release,
                        std::size_t slots, FrontEnd& front)
@@ -49,6 +63,10 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       device_waker_(runtime.scheduler()),
       sequencer_(runtime.scheduler()) {
   const std::size_t n = graph_.size();
+  // An instance keeps its task in 31 bits (see Instance::task).
+  if (n >= std::size_t{1} << 31)
+    throw std::length_error("a pipeline runs at most 2^31 - 1 tasks; the plan has " +
+                            std::to_string(n));
   info_.resize(n);
   for (TaskIndex t = 0; t < n; ++t) {
     info_[t].lane = &runtime_.lane(graph_.lane(t));
@@ -109,30 +127,30 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   static_assert(alignof(TaskScope) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   scopes_ = std::make_unique_for_overwrite<std::byte[]>(sync_.size() * n * sizeof(TaskScope));
   TaskScope* const scopes = reinterpret_cast<TaskScope*>(scopes_.get());
-  // Every entry's instances exist before any is filled in, so each is written in one pass
-  // (its lane-edge successor, `after`, is in the next entry): a plan of 100,000 tasks has
-  // hundreds of megabytes of them, and every pass over them is a pass through memory.
-  for (auto& sync : sync_) sync.instance_storage = std::make_unique<Instance[]>(n);
+  // Every entry's storage exists before any instance is made, and each instance is made and
+  // filled in at once (its lane-edge successor, `after`, is in the next entry): a plan of
+  // 100,000 tasks has tens of megabytes of them, and every pass over them is a pass through
+  // memory.
   for (std::size_t e = 0; e < sync_.size(); ++e) {
-    auto& sync = sync_[e];
-    IterationSync& next = sync_[(e + 1) % sync_.size()];
+    Sync& sync = sync_[e];
+    sync.core = this;
+    sync.previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
+    sync.next = &sync_[(e + 1) % sync_.size()];
+    sync.instances = InstanceArray(n);
+  }
+  for (std::size_t e = 0; e < sync_.size(); ++e) {
+    Sync& sync = sync_[e];
     sync.generation.assign(n, 0);
     sync.recorded.assign(n, 0);
-    sync.instances.reserve(n);
     for (TaskIndex t = 0; t < n; ++t) {
-      Instance* const in = &sync.instance_storage[t];
-      in->core = this;
-      in->info = &info_[t];
-      in->task = t;
-      in->entry = e;
-      in->sync = &sync;
-      in->previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
-      in->next = &next;
-      in->after = &next.instance_storage[t];
-      in->stream = info_[t].stream;
+      Instance& in = sync.instances.emplace();
+      in.info = &info_[t];
+      in.task = static_cast<std::uint32_t>(t);
+      in.sync = &sync;
+      in.after = sync.next->instances.at(t);
+      in.stream = info_[t].stream;
       // Its constructor is private (friend: the core).
-      in->scope = ::new (&scopes[e * n + t]) TaskScope(graph_, runtime_, *in);
-      sync.instances.push_back(in);
+      in.scope = ::new (&scopes[e * n + t]) TaskScope(graph_, runtime_, in);
     }
   }
 }
@@ -187,9 +205,9 @@ int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
 void EngineCore::arm_counters() {
   const std::size_t first = sync_ring_(base_);
   for (std::size_t e = 0; e < sync_.size(); ++e)
-    for (auto& in : sync_[e].instances) {
-      in->pending.store(e == first ? info_[in->task].degree_first : info_[in->task].degree,
-                        std::memory_order_relaxed);
+    for (Instance& in : sync_[e].instances) {
+      in.pending.store(e == first ? info_[in.task].degree_first : info_[in.task].degree,
+                       std::memory_order_relaxed);
     }
 }
 
@@ -198,13 +216,13 @@ void EngineCore::reset_run_state(std::int64_t base) {
   for (auto& sync : sync_) {
     // States are stamped with their iteration, which no later run reuses; cleared anyway, so
     // the hang report of this run shows nothing of the last.
-    for (auto& in : sync.instances) {
-      in->clear_state();
+    for (Instance& in : sync.instances) {
+      in.clear_state();
       // What run_serial changed (it runs on the "default" stream), and what the executions
       // then keep from one to the next: nothing, as every finish clears its flags.
-      in->stream = info_[in->task].stream;
-      in->stream_used = false;
-      in->carries_device_work = false;
+      in.stream = info_[in.task].stream;
+      in.stream_used = false;
+      in.carries_device_work = false;
     }
     sync.remaining.store(0);
     sync.completed.store(-1);
@@ -282,7 +300,7 @@ void EngineCore::give_up_claim(Instance& in) noexcept {
 
 bool LaneClaim::holds_lane() const noexcept {
   for (const IterationSync& sync : core_.sync_)
-    if (sync.instances[task_]->holds_claimed_lane()) return true;
+    if (sync.instances[task_].holds_claimed_lane()) return true;
   return false;
 }
 
@@ -349,7 +367,7 @@ std::optional<std::pair<TaskIndex, std::int64_t>> EngineCore::unfinished_produce
   // By the states of the producers' own iterations: an iteration retired finished them all,
   // and its entry is not reused while (t, iter) is in flight.
   const auto finished = [&](TaskIndex d, std::int64_t of) {
-    return sync_of(of).instances[d]->state_in(of) == InstanceState::finished;
+    return sync_of(of).instances[d].state_in(of) == InstanceState::finished;
   };
   for (TaskIndex d : info_[t].intra)
     if (!finished(d, iter)) return std::pair{d, iter};
@@ -360,8 +378,7 @@ std::optional<std::pair<TaskIndex, std::int64_t>> EngineCore::unfinished_produce
 }
 
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
-  in.wait_task.store(dep, std::memory_order_relaxed);
-  in.wait_iter.store(iter, std::memory_order_relaxed);
+  in.set_waits_for(dep, iter);
   in.set_state(InstanceState::dependency);
   if (observer_ != nullptr)
     observer_->task_waiting(in.task, in.iter(), *in.info->lane,
@@ -387,7 +404,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
   const TaskInfo& info = *in.info;
   const std::int64_t iter = in.iter();
   const Sync& sync = *in.sync;
-  const Sync* previous = iter > base_ ? in.previous : nullptr;
+  const Sync* previous = iter > base_ ? &in.previous() : nullptr;
   const auto inter = previous != nullptr ? info.inter : std::span<const TaskIndex>{};
   // Trouble in the run, or (skip) in this iteration: the failing instance set it before it
   // counted down its consumers, so a consumer of it sees it here.
@@ -413,7 +430,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
         if (const auto generation = sync.generation[d]) {
           in.carries_device_work = true;
           if (info_[d].stream != info.stream)
-            info.stream->wait(*sync.instances[d]->device->event, generation);
+            info.stream->wait(*sync.instances[d].device->event, generation);
         }
     }
     if (previous != nullptr && previous->device()) {
@@ -421,7 +438,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
         if (const auto generation = previous->generation[d]) {
           in.carries_device_work = true;
           if (info_[d].stream != info.stream)
-            info.stream->wait(*previous->instances[d]->device->event, generation);
+            info.stream->wait(*previous->instances[d].device->event, generation);
         }
     }
   } catch (...) {
@@ -445,12 +462,12 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
             // The error moves to the instance: this thread keeps no reference (see
             // call_routine).
             waiting->error = std::move(error);
-            EngineCore& core = *waiting->core;
+            EngineCore& core = waiting->core();
             core.fail(core.graph_.name(waiting->task), waiting->iter(), waiting->error,
                       FailureKind::task);
             core.finish(*waiting, waiting->error, true);
           } else {
-            waiting->core->run_body(*waiting);
+            waiting->core().run_body(*waiting);
           }
         },
         &in, &stop_, &in);
@@ -529,10 +546,10 @@ const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) cons
   const TaskInfo& info = *in.info;
   const Sync& sync = *in.sync;
   for (TaskIndex d : info.intra)
-    if (sync.instances[d]->failed) return &sync.instances[d]->error;
+    if (sync.instances[d].failed) return &sync.instances[d].error;
   if (policy_ == FailurePolicy::skip || in.iter() <= base_) return nullptr;
   for (TaskIndex d : info.inter)
-    if (in.previous->instances[d]->failed) return &in.previous->instances[d]->error;
+    if (in.previous().instances[d].failed) return &in.previous().instances[d].error;
   return nullptr;
 }
 
@@ -557,7 +574,7 @@ void EngineCore::start_body(Instance& in, const TaskInfo& info, ErasedCo& body) 
         // The error moves to the instance, so the frame, destroyed on this thread after this
         // call, holds no reference to it (see call_routine); nullptr when it succeeded.
         done->error = std::move(error);
-        EngineCore& core = *done->core;
+        EngineCore& core = done->core();
         // Started by run_uncounted, which has not handed it over yet: it finishes it (see
         // body_here_; one load on the general path).
         Instance* starting = done;
@@ -587,7 +604,7 @@ template <bool Plain, EngineCore::Releasing R>
       info.intra_succ.empty() || R != Releasing::either || !start_proceeds_;
   if (!info.inter_succ.empty() || info.claim != nullptr) {
     for (TaskIndex s : info.inter_succ)
-      satisfy_as<R>(*in.next->instances[s], next_iteration_runs_next);
+      satisfy_as<R>(in.next().instances[s], next_iteration_runs_next);
     if (info.claim != nullptr) satisfy_as<R>(*in.after, next_iteration_runs_next);  // lane edge
   }
   if (!Plain && info.ordered) release_->ordered_finished(in);
@@ -598,11 +615,11 @@ template <bool Plain, EngineCore::Releasing R>
     // it may make) is this instance's last touch of `this`; its dependents are read first.
     const std::span<const TaskIndex> succ = info.intra_succ;
     const auto& instances = sync.instances;
-    for (std::size_t k = 0; k + 1 < succ.size(); ++k) satisfy_as<R>(*instances[succ[k]], true);
-    satisfy_as<R>(*instances[succ.back()], true);
+    for (std::size_t k = 0; k + 1 < succ.size(); ++k) satisfy_as<R>(instances[succ[k]], true);
+    satisfy_as<R>(instances[succ.back()], true);
     return;
   }
-  for (TaskIndex s : info.intra_succ) satisfy_as<R>(*sync.instances[s], true);
+  for (TaskIndex s : info.intra_succ) satisfy_as<R>(sync.instances[s], true);
   // After the last decrement's `completed`, or after any decrement of a stopping run (whose
   // drain counts them), the caller may retire the iteration and even destroy the pipeline:
   // touch nothing of `this` afterwards (the scheduler belongs to the runtime, which outlives
@@ -774,17 +791,17 @@ OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer) {
   if (env == nullptr)
     throw PipelineStateError("ctx.get('" + producer.name + "') called outside a pipeline task");
   const auto& in = static_cast<const Instance&>(*env);
-  const PlanGraph& graph = in.core->graph();
+  const PlanGraph& graph = in.core().graph();
   bool declared = false;
   for (TaskIndex d : graph.intra_deps(in.task)) declared = declared || d == producer.index;
-  if (!declared || !is_task_of(*in.core, producer))
+  if (!declared || !is_task_of(in.core(), producer))
     throw UndeclaredDependency(
         "task '" + graph.name(in.task) + "' reads the output of '" + producer.name +
         "' without declaring it: add the task with swp::reads(...) naming '" + producer.name +
         "', or list {\"" + graph.name(in.task) + "\", \"" + producer.name +
         "\"} in intra_iter_deps, so the plan orders them (and their streams)");
-  const Instance& source = in.core->sibling(in, producer.index);
-  return {.box = in.core->box(in.slot(), producer.index),
+  const Instance& source = in.core().sibling(in, producer.index);
+  return {.box = in.core().box(in.slot(), producer.index),
           .error = source.failed ? &source.error : nullptr};
 }
 

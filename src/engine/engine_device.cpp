@@ -18,14 +18,14 @@ std::span<const TaskIndex> EngineCore::recorded_tasks(std::int64_t iter) const n
 bool EngineCore::device_events_done(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter))
-    if (!sync.instances[t]->device->event->reached(sync.generation[t])) return false;
+    if (!sync.instances[t].device->event->reached(sync.generation[t])) return false;
   return true;
 }
 
 bool EngineCore::fail_on_recorded_fault(std::int64_t iter) noexcept {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
-    std::exception_ptr fault = sync.instances[t]->device->event->error(sync.generation[t]);
+    std::exception_ptr fault = sync.instances[t].device->event->error(sync.generation[t]);
     if (!fault) continue;
     try {
       fail(graph_.name(t), iter, std::move(fault), FailureKind::task);
@@ -42,7 +42,7 @@ bool EngineCore::fail_on_recorded_fault(std::int64_t iter) noexcept {
 void EngineCore::watch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
-    Instance& in = *sync.instances[t];
+    Instance& in = sync.instances[t];
     in.device->event->add_waiter(sync.generation[t], in.device->watch);
   }
 }
@@ -50,7 +50,7 @@ void EngineCore::watch_device(std::int64_t iter) {
 void EngineCore::unwatch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
-    Instance& in = *sync.instances[t];
+    Instance& in = sync.instances[t];
     in.device->event->remove_waiter(in.device->watch);
   }
 }

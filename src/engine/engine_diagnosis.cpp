@@ -37,13 +37,13 @@ std::string write_report(const EngineTimeouts& timeouts, const std::string& repo
 
 InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcept {
   if (iter < oldest_) return InstanceState::finished;  // retired
-  return sync_of(iter).instances[t]->state_in(iter);
+  return sync_of(iter).instances[t].state_in(iter);
 }
 
 std::string EngineCore::diagnose() const {
   std::ostringstream out;
   auto instance = [&](TaskIndex t, std::int64_t iter) -> const Instance& {
-    return *sync_of(iter).instances[t];
+    return sync_of(iter).instances[t];
   };
   // The in-flight instance that holds `lane` (waits there or runs its body), if one of ours.
   auto holder_of_lane = [&](const Lane* lane) -> const Instance* {
@@ -116,10 +116,11 @@ std::string EngineCore::diagnose() const {
           }
           break;
         }
-        case InstanceState::dependency:
-          out << "holds its lane and waits for " << graph_.name(in.wait_task.load()) << " (iter "
-              << in.wait_iter.load() << ")";
+        case InstanceState::dependency: {
+          const auto [task, of] = in.waits_for();
+          out << "holds its lane and waits for " << graph_.name(task) << " (iter " << of << ")";
           break;
+        }
         case InstanceState::turn: {
           const std::uint64_t next = sequencer_.next();
           out << "waits for submission turn " << in.turn << " (sequencer at turn " << next;
@@ -168,7 +169,7 @@ std::string EngineCore::pending_device_work(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
-    if (generation != 0 && !sync.instances[t]->device->event->reached(generation))
+    if (generation != 0 && !sync.instances[t].device->event->reached(generation))
       out << "\n  " << graph_.name(t) << " (iter " << iter << ") on stream '" << graph_.stream(t)
           << "': its device work has not completed";
   }

@@ -20,16 +20,16 @@ void EngineCore::run_serial(std::int64_t iter) {
   for (TaskIndex t : slots_[0].boxed) slots_[0].boxes[t]->reset();
   sync.iter = iter;
   sync.slot = 0;
-  for (auto& in : sync.instances) {
-    in->stream = &stream;
-    in->stream_used = false;
-    in->carries_device_work = false;
-    in->failed = false;
-    in->error = nullptr;
-    in->set_state(InstanceState::idle);
+  for (Instance& in : sync.instances) {
+    in.stream = &stream;
+    in.stream_used = false;
+    in.carries_device_work = false;
+    in.failed = false;
+    in.error = nullptr;
+    in.set_state(InstanceState::idle);
   }
   for (TaskIndex t : serial_order_) {
-    Instance& in = *sync.instances[t];
+    Instance& in = sync.instances[t];
     // Observed like a pipelined instance: released, started and finished, in serial order.
     if (observer_ != nullptr) {
       observer_->task_released(t, iter, *info_[t].lane);

@@ -27,7 +27,7 @@ namespace swp::detail {
   const auto& instances = sync.instances;
   const std::size_t n = serial_order_.size();
   for (std::size_t k = 0; k < n; ++k) {
-    Instance& in = *instances[serial_order_[k]];
+    Instance& in = instances[serial_order_[k]];
     rearm(in);  // for its entry's next iteration, as release_now would
     const auto hand_over = [&](bool started) { go_on_generally(sync, k, started, here); };
     if (run_uncounted(in, hand_over) != Uncounted::ran) [[unlikely]]
@@ -64,7 +64,7 @@ void EngineCore::set_counters_from(Sync& sync, std::size_t k, std::size_t first)
   sync.remaining.store(completions_from_[k], std::memory_order_relaxed);
   const auto& instances = sync.instances;
   for (std::size_t v = first; v < serial_order_.size(); ++v) {
-    Instance& in = *instances[serial_order_[v]];
+    Instance& in = instances[serial_order_[v]];
     in.pending.store(waits_from(in, k), std::memory_order_relaxed);
   }
 }
@@ -75,7 +75,7 @@ void EngineCore::release_unblocked_from(Sync& sync, std::size_t k, std::size_t f
   // meanwhile (the instance at k, or its count-downs, are still to come).
   const auto& instances = sync.instances;
   for (std::size_t v = first; v < serial_order_.size(); ++v) {
-    Instance& in = *instances[serial_order_[v]];
+    Instance& in = instances[serial_order_[v]];
     if (waits_from(in, k) == 0) release_now(in, false);
   }
 }
@@ -83,10 +83,10 @@ void EngineCore::release_unblocked_from(Sync& sync, std::size_t k, std::size_t f
 void EngineCore::count_down_next(Sync& sync, std::size_t upto) noexcept {
   const auto& instances = sync.instances;
   for (std::size_t u = 0; u < upto; ++u) {
-    const Instance& in = *instances[serial_order_[u]];
+    const Instance& in = instances[serial_order_[u]];
     const TaskInfo& info = *in.info;
     for (TaskIndex s : info.inter_succ) {
-      [[maybe_unused]] const bool last = count_down(*in.next->instances[s]);
+      [[maybe_unused]] const bool last = count_down(in.next().instances[s]);
       assert(!last);
     }
     if (info.claim != nullptr) {
@@ -108,12 +108,12 @@ int EngineCore::afresh_count(const Instance& in, std::int64_t iter, bool admitte
   const TaskInfo& info = *in.info;
   int waits = release_->extra_degree(in.task, iter);  // the clock's start token
   for (TaskIndex d : info.intra)
-    if (!admitted || !finished(*sync.instances[d], iter)) ++waits;
+    if (!admitted || !finished(sync.instances[d], iter)) ++waits;
   if (iter > base_) {
     const Sync& previous = sync_of(iter - 1);
     for (TaskIndex d : info.inter)
-      if (!finished(*previous.instances[d], iter - 1)) ++waits;
-    if (info.claim != nullptr && !finished(*previous.instances[in.task], iter - 1)) ++waits;
+      if (!finished(previous.instances[d], iter - 1)) ++waits;
+    if (info.claim != nullptr && !finished(previous.instances[in.task], iter - 1)) ++waits;
   }
   return waits;
 }
@@ -121,15 +121,14 @@ int EngineCore::afresh_count(const Instance& in, std::int64_t iter, bool admitte
 void EngineCore::count_afresh(const Instance* running) noexcept {
   // Entries nobody uses yet (and instances finished, or running): re-armed.
   for (Sync& sync : sync_)
-    for (const auto& in : sync.instances) rearm(*in);
+    for (Instance& in : sync.instances) rearm(in);
   // The iterations in flight, and the next one (its entry is free: at most depth_ are in
   // flight, in depth_ + 1 entries), whose instances the lane edges and inter dependencies of
   // the last one in flight count down before it is admitted.
   for (std::int64_t iter = oldest_; iter <= next_admit_; ++iter) {
     const Sync& sync = sync_of(iter);
     const bool admitted = iter < next_admit_;
-    for (const auto& held : sync.instances) {
-      Instance& in = *held;
+    for (Instance& in : sync.instances) {
       if (admitted && (&in == running || in.state_in(iter) == InstanceState::finished)) continue;
       in.pending.store(afresh_count(in, iter, admitted, running), std::memory_order_relaxed);
     }

@@ -188,6 +188,28 @@ TEST_CASE("the clock's hang report names the producer a task alone on its lane w
   never.set_value();
 }
 
+TEST_CASE("the clock's hang report names a producer of the iteration before") {
+  // Use(1) depends on Slow(0) (an inter-iteration dependency) and shares its lane: the
+  // second period releases it as the lane's job, and it holds the lane waiting for Slow of
+  // iteration 0 (a task alone on its lane is reported by the test above's path).
+  swp::Runtime rt({.workers = 2});
+  swp::Promise<> never;  // what Slow waits for in iteration 0; completed after the timeout
+  swp::Plan<Ctx> plan;
+  auto slow = plan.add("Slow", [&never](Ctx& ctx) -> swp::Co<void> {
+    if (ctx.iter_idx == 0) co_await never.get_future();
+  }, {.stage = 1, .thread_group = "slow"});
+  plan.add("Other", [](Ctx&) {}, {.stage = 0, .thread_group = "compute"});
+  auto use = plan.add("Use", [](Ctx&) {}, {.stage = 0, .thread_group = "compute"});
+  plan.inter_iter_deps = {{use, slow}};
+  swp::ClockPipeline<Ctx> pipe(rt, plan);
+  pipe.set_timeouts({.retire = 200ms, .check_interval = 10ms});
+  pipe.fill_pipeline(std::vector<int>{0, 1, 2});
+  const std::string what = timeout_message(pipe);
+  CHECK(what.find("\n  Use (iter 1) on lane 'compute', stream 'default': holds its lane and "
+                  "waits for Slow (iter 0)") != std::string::npos);
+  never.set_value();
+}
+
 TEST_CASE("the hang report names the instance holding the sequencer turn a waiter needs") {
   swp::Runtime rt({.workers = 2});
   swp::Promise<> never;  // First holds turn 0 until cancelled

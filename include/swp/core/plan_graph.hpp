@@ -82,6 +82,9 @@ class PlanGraph {
   static PlanGraph resolve(const PipelinePlan& plan, std::vector<PlanViolation>& violations);
 
  private:
+  // find, given the name's hash (std::hash<std::string_view>).
+  [[nodiscard]] std::optional<TaskIndex> find(std::string_view name, std::uint64_t hash) const;
+
   std::vector<PlannedTask> tasks_;
   std::vector<std::string> streams_;  // resolved, by task
   std::vector<std::optional<int>> stream_priorities_;  // of streams_[t], by task

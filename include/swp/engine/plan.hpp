@@ -1,6 +1,7 @@
 #pragma once
 // swp::Plan<Ctx>: a plan whose tasks have typed bodies — what a pipeline over Ctx runs.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <optional>
@@ -198,7 +199,9 @@ class Plan : private PipelinePlan {
       out[t] = bodies_[t]->body;
     }
     detail::DependencyIndex listed;  // fresh: trusts nothing done to the list in place
-    for (const Dependency& read : reads_) {
+    for (std::size_t k = 0; k < reads_.size(); ++k) {
+      const Dependency& read = reads_[k];
+      listed.prefetch(intra_iter_deps, reads_[std::min(k + 8, reads_.size() - 1)]);
       if (!listed.lists(intra_iter_deps, read))
         throw std::invalid_argument(
             "task '" + read.task.name() + "' declares that it reads '" + read.depends_on.name() +

@@ -1,6 +1,7 @@
 #pragma once
 // FlatPositions: a hash index of positions in a list, stored flat (not for direct use).
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -36,6 +37,16 @@ class FlatPositions {
         found = slot.position - 1;
     }
     return found;
+  }
+
+  /// Starts loading the slot where a probe for `hash` begins; the table has slots (`reserve`
+  /// or `add` came first). A table of 100k entries is megabytes, and each probe of a new key
+  /// is a miss to memory: a caller that knows the keys ahead (resolving a plan's names) issues
+  /// the misses of the next keys while it handles this one, so they overlap rather than
+  /// follow each other. (No branch around the prefetch: GCC 12 drops a prefetch under one.)
+  void prefetch(std::uint64_t hash) const noexcept {
+    assert(!slots_.empty());
+    __builtin_prefetch(&slots_[hash & (slots_.size() - 1)]);
   }
 
   /// Adds `position` under `hash` (where another position has an equal key, find gives the

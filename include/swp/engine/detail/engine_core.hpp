@@ -169,7 +169,7 @@ class EngineCore {
   }
   /// The instance of `task` in the same iteration as `in`.
   [[nodiscard]] Instance& sibling(const Instance& in, TaskIndex task) const {
-    return *in.sync->instances[task];
+    return in.sync->instances[task];
   }
 
   // The steps of an instance (Instance::start and resume call them, on its lane; run, as a
@@ -336,7 +336,7 @@ class EngineCore {
         sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure || sync.device())
       return false;
     return !info.proceeds_guarded ||
-           (!info.ordered && (sync.iter <= base_ || !in.previous->device()));
+           (!info.ordered && (sync.iter <= base_ || !in.previous().device()));
   }
   // An execution of `in` starts: the failure of its entry's iteration before is forgotten
   // (consumers read it only after this instance finished). Its stream and device flags need

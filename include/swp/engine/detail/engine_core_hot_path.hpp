@@ -256,7 +256,7 @@ inline void EngineCore::complete_here(Sync& sync) noexcept {
 inline bool EngineCore::runs_whole_here(const Sync& sync) const noexcept {
   if (attention_.load(std::memory_order_acquire) != 0) return false;
   if (sync.iter == base_) return true;
-  const Sync& previous = *sync.instances.front()->previous;
+  const Sync& previous = *sync.previous;
   return complete(sync.iter - 1, previous) && !previous.device();
 }
 

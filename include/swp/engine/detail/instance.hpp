@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "swp/async/co.hpp"
@@ -33,7 +34,7 @@ struct Instance;
 enum class InstanceState : std::uint8_t {
   idle,        ///< not released in this slot's current iteration
   queued,      ///< released, waiting for its lane
-  dependency,  ///< holds its lane, waits for a dependency (see wait_task / wait_iter)
+  dependency,  ///< holds its lane, waits for a dependency (see Instance::waits_for)
   turn,        ///< waiting for its submission turn
   running,     ///< running its body
   finished,
@@ -90,6 +91,40 @@ struct TaskInfo {
   bool in_place = false;
 };
 
+/// The instances of one IterationSync entry, one per task, in one line-aligned allocation.
+/// Each is made in place when the core fills it in (`emplace`, in task order), so building a
+/// pipeline goes through the instances' memory once: a plan of 100,000 tasks has tens of
+/// megabytes of them, and default-constructing them all first was a second pass.
+class InstanceArray {
+ public:
+  InstanceArray() = default;
+  explicit InstanceArray(std::size_t capacity);
+  InstanceArray(InstanceArray&& other) noexcept
+      : storage_(std::exchange(other.storage_, nullptr)),
+        size_(std::exchange(other.size_, 0)) {}
+  InstanceArray& operator=(InstanceArray&& other) noexcept {
+    InstanceArray gone(std::move(*this));
+    storage_ = std::exchange(other.storage_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    return *this;
+  }
+  ~InstanceArray();
+
+  /// Makes the instance of the next task (the size-th) in place.
+  Instance& emplace();
+  /// Where the instance of task `t` is or will be (before it is made: an address to keep).
+  [[nodiscard]] Instance* at(std::size_t t) const noexcept;
+
+  [[nodiscard]] Instance& operator[](std::size_t t) const noexcept { return *at(t); }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] Instance* begin() const noexcept { return at(0); }
+  [[nodiscard]] Instance* end() const noexcept { return at(size_); }
+
+ private:
+  Instance* storage_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 /// Synchronization state of one iteration: instances, events. The core has one more of these
 /// than context slots, so that the state of iteration i - 1 stays intact until iteration i
 /// retired: inter-iteration dependencies read it without racing slot reuse.
@@ -103,10 +138,13 @@ struct alignas(64) IterationSync {
   // task (with several threads, lines the lanes own).
   std::int64_t iter = -1;
   std::size_t slot = 0;
-  // Its instances, one per task (by task index), in one allocation: a plan of 100,000 tasks
-  // is built without 100,000 aligned allocations per entry.
-  std::unique_ptr<Instance[]> instance_storage;
-  std::vector<Instance*> instances;
+  // Fixed at construction: what every instance of the entry would otherwise carry (an
+  // instance is two cache lines, not three; see Instance).
+  EngineCore* core = nullptr;
+  IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
+  IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
+  // Its instances, one per task (by task index).
+  InstanceArray instances;
   std::vector<std::uint64_t> generation;      // event generation each task recorded (0: none)
   // Instances whose finish counts towards the iteration's completion and that have not
   // finished yet. Under a policy that releases every instance (both engines') only the sinks
@@ -210,23 +248,40 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   Instance* after = nullptr;          // its task's instance there (the lane edge's successor)
   Stream* stream = nullptr;           // where this execution queues device work
   TaskScope* scope = nullptr;         // handed to the body; the core's (EngineCore::scopes_)
-  EngineCore* core = nullptr;
-  TaskIndex task = 0;
-  std::size_t entry = 0;              // sync entry: iteration % (slots + 1)
-  IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
-  IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
-  std::uint64_t turn = 0;             // sequencer turn of a globally ordered instance
+  // Its task (a plan has fewer than 2^31 tasks: EngineCore's constructor checks).
+  std::uint32_t task = 0;
+
+ private:
+  // What it waits for in state `dependency` (the hang report): the task, and in the top bit
+  // whether in the iteration before. Written by record_dep_wait.
+  std::atomic<std::uint32_t> waits_for_{0};
+
+ public:
+  std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
   // Its event and the registration with it, made at its first record (finish_guarded); null
   // until then. Read only for a recorded generation, which its record published.
   std::unique_ptr<InstanceEvent> device;
-  std::exception_ptr error;       // why it failed (its own error or a dependency's)
-  std::uint64_t nvtx_range = 0;   // its NVTX range while it runs (0: none)
-  std::atomic<TaskIndex> wait_task{0};
-  std::atomic<std::int64_t> wait_iter{0};
+  std::exception_ptr error;      // why it failed (its own error or a dependency's)
+  std::uint64_t nvtx_range = 0;  // its NVTX range while it runs (0: none)
 
   /// The iteration it runs in, and that iteration's context slot.
   [[nodiscard]] std::int64_t iter() const noexcept { return sync->iter; }
   [[nodiscard]] std::size_t slot() const noexcept { return sync->slot; }
+  [[nodiscard]] EngineCore& core() const noexcept { return *sync->core; }
+  /// The entries of the iterations before and after its own.
+  [[nodiscard]] IterationSync& previous() const noexcept { return *sync->previous; }
+  [[nodiscard]] IterationSync& next() const noexcept { return *sync->next; }
+
+  /// Records that it waits for task `dep` of iteration `of` (its own or the one before).
+  void set_waits_for(TaskIndex dep, std::int64_t of) noexcept {
+    const std::uint32_t before = of < iter() ? previous_bit : 0;
+    waits_for_.store(static_cast<std::uint32_t>(dep) | before, std::memory_order_relaxed);
+  }
+  /// What set_waits_for recorded last: the task and its iteration.
+  [[nodiscard]] std::pair<TaskIndex, std::int64_t> waits_for() const noexcept {
+    const std::uint32_t word = waits_for_.load(std::memory_order_relaxed);
+    return {word & ~previous_bit, iter() - ((word & previous_bit) != 0 ? 1 : 0)};
+  }
 
   /// Its state in iteration `of`, the iteration its entry holds (in flight, or retired and not
   /// reused yet). `finished` is stamped with the iteration it was set in, so an instance is idle
@@ -273,12 +328,17 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   void run() noexcept override;
 
  private:
+  static constexpr std::uint32_t previous_bit = std::uint32_t{1} << 31;
   // A state without an iteration (see state_in); a cleared word (0) is idle without one.
   static constexpr std::uint64_t unstamped = 0;
   static std::uint64_t stamp(std::int64_t iter) noexcept {
     return static_cast<std::uint64_t>(iter) + 1;  // never `unstamped`
   }
 };
+
+static_assert(sizeof(Instance) == 128, "an instance is two cache lines");
+
+inline Instance* InstanceArray::at(std::size_t t) const noexcept { return storage_ + t; }
 
 }  // namespace detail
 }  // namespace swp
