@@ -26,7 +26,7 @@ class ClockPipeline final : public Pipeline<Ctx> {
  public:
   /// A pipeline running `plan`'s bodies. Throws PlanError for an invalid plan,
   /// std::invalid_argument for bodies that no longer fit the plan's tasks
-  /// (see Plan::bound_bodies).
+  /// (see Plan::bound_bodies), std::length_error for a plan of 2^31 tasks or more.
   ClockPipeline(Runtime& runtime, const Plan<Ctx>& plan)
       : Pipeline<Ctx>(runtime, plan, &detail::make_clock_release, depth_of(plan.untyped())) {}
 

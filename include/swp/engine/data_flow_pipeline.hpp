@@ -31,7 +31,8 @@ class DataFlowPipeline final : public Pipeline<Ctx> {
  public:
   /// A pipeline running `plan`'s bodies, at most `max_depth` iterations in flight.
   /// Throws PlanError for an invalid plan, std::invalid_argument for max_depth < 1 or bodies
-  /// that no longer fit the plan's tasks (see Plan::bound_bodies).
+  /// that no longer fit the plan's tasks (see Plan::bound_bodies), std::length_error for a plan
+  /// of 2^31 tasks or more.
   DataFlowPipeline(Runtime& runtime, const Plan<Ctx>& plan, int max_depth)
       : Pipeline<Ctx>(runtime, plan, &detail::make_data_flow_release, checked(max_depth)) {}
 
