@@ -1,14 +1,12 @@
-// EngineCore: construction, admission, the join counters and the steps of an instance (device
-// back-pressure: engine_device.cpp; retirement: engine_progress.cpp).
+// EngineCore: admission, the join counters and the steps of an instance (construction:
+// engine_construction.cpp; device back-pressure: engine_device.cpp; retirement:
+// engine_progress.cpp).
 
 #include "swp/engine/detail/engine_core.hpp"
 
 #include <algorithm>
 #include <new>
-#include <stdexcept>
 #include <string>
-#include <type_traits>
-#include <unordered_map>
 
 #include "swp/async/detail/asymmetric_fence.hpp"
 #include "swp/engine/detail/engine_handle.hpp"
@@ -28,21 +26,6 @@ const std::exception_ptr no_error;
 // from the shared library without a __tls_get_addr call).
 [[gnu::tls_model("initial-exec")]] constinit thread_local const char this_thread_marker = 0;
 
-Instance::Instance() = default;
-Instance::~Instance() = default;
-
-InstanceArray::InstanceArray(std::size_t capacity)
-    : storage_(static_cast<Instance*>(
-          ::operator new(capacity * sizeof(Instance), std::align_val_t{alignof(Instance)}))) {}
-
-InstanceArray::~InstanceArray() {
-  if (storage_ == nullptr) return;
-  for (std::size_t t = size_; t-- > 0;) storage_[t].~Instance();
-  ::operator delete(storage_, std::align_val_t{alignof(Instance)});
-}
-
-Instance& InstanceArray::emplace() { return *::new (storage_ + size_++) Instance(); }
-
 void Instance::start(Lane&) noexcept { core().start_instance(*this); }
 void Instance::resume(Lane&) noexcept { core().resume_instance(*this); }
 // Flattened: an instance's step as a runnable (released under its lane's claim: every task
@@ -52,155 +35,6 @@ void Instance::resume(Lane&) noexcept { core().resume_instance(*this); }
 // out of line stays so (proceed_guarded, finish_guarded: [[gnu::noinline]]); virtual calls
 // (the scheduler, a body's routine) are not inlined.
 [[gnu::flatten]] void Instance::run() noexcept { core().run_instance(*this); }
-
-EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release,
-                       std::size_t slots, FrontEnd& front)
-    : runtime_(runtime),
-      run_queue_(run_queue_hooks_of(runtime.scheduler())),
-      fast_(runtime.fast_paths()),
-      graph_(std::move(graph)),
-      front_(front),
-      device_waker_(runtime.scheduler()),
-      sequencer_(runtime.scheduler()) {
-  const std::size_t n = graph_.size();
-  // An instance keeps its task in 31 bits (see Instance::task).
-  if (n >= std::size_t{1} << 31)
-    throw std::length_error("a pipeline runs at most 2^31 - 1 tasks; the plan has " +
-                            std::to_string(n));
-  info_.resize(n);
-  for (TaskIndex t = 0; t < n; ++t) {
-    info_[t].lane = &runtime_.lane(graph_.lane(t));
-    info_[t].stream = &runtime_.stream(graph_.stream(t), graph_.stream_priority(t));
-    info_[t].ordered = graph_.schedule(t).globally_ordered;
-    info_[t].intra = graph_.intra_deps(t);
-    info_[t].inter = graph_.inter_deps(t);
-    info_[t].proceeds_guarded = info_[t].ordered || !info_[t].inter.empty();
-  }
-  serial_order_ = graph_.topological_order();
-  // Lane edges (see LaneClaim) before the policy is made: data-flow's admission counts them.
-  std::unordered_map<const Lane*, int> tasks_on_lane;
-  for (const TaskInfo& info : info_) ++tasks_on_lane[info.lane];
-  for (TaskIndex t = 0; t < n; ++t) {
-    if (!fast_.lane_claims || info_[t].ordered || tasks_on_lane[info_[t].lane] != 1) continue;
-    claims_.push_back(std::make_unique<LaneClaim>(*this, t));
-    info_[t].claim = claims_.back().get();
-  }
-  // Before the counters are armed: the policy says what they count besides dependencies.
-  release_ = release(*this);
-  start_proceeds_ = release_->start_proceeds();
-  retires_undriven_ = release_->retires_undriven();
-  intra_succ_ = SuccessorLists(n, [this](TaskIndex t) { return graph_.intra_deps(t); });
-  inter_succ_ = SuccessorLists(n, [this](TaskIndex t) { return graph_.inter_deps(t); });
-  for (TaskIndex t = 0; t < n; ++t) {
-    info_[t].intra_succ = intra_succ_[t];
-    info_[t].inter_succ = inter_succ_[t];
-    info_[t].degree_first = in_degree(t, 0);
-    info_[t].degree = in_degree(t, 1);
-    info_[t].counts_completion =
-        !release_->releases_every_instance() || info_[t].intra_succ.empty();
-    if (info_[t].counts_completion) ++completion_count_;
-  }
-  depth_ = slots;
-  slots_ = std::vector<Slot>(Engine::context_slots(slots));
-  slot_ring_ = RingIndex(slots_.size());
-  for (auto& slot : slots_) {
-    slot.boxes.reserve(n);
-    for (TaskIndex t = 0; t < n; ++t) {
-      slot.boxes.push_back(front_.make_output(t));
-      if (slot.boxes.back()) slot.boxed.push_back(t);
-    }
-  }
-  sync_ = std::vector<Sync>(slots + 1);
-  sync_ring_ = RingIndex(sync_.size());
-  all_in_place_ = n > 0;
-  for (TaskInfo& info : info_) {
-    info.in_place = info.claim != nullptr && &info.lane->scheduler() == &runtime_.scheduler();
-    all_in_place_ = all_in_place_ && info.in_place;
-  }
-  serial_position_.resize(n);
-  completions_from_.assign(n + 1, 0);
-  for (std::size_t k = n; k-- > 0;) {
-    serial_position_[serial_order_[k]] = k;
-    completions_from_[k] = completions_from_[k + 1] + (info_[serial_order_[k]].counts_completion ? 1 : 0);
-  }
-  static_assert(std::is_trivially_destructible_v<TaskScope>, "scopes_ is freed as bytes");
-  static_assert(alignof(TaskScope) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-  scopes_ = std::make_unique_for_overwrite<std::byte[]>(sync_.size() * n * sizeof(TaskScope));
-  TaskScope* const scopes = reinterpret_cast<TaskScope*>(scopes_.get());
-  // Every entry's storage exists before any instance is made, and each instance is made and
-  // filled in at once (its lane-edge successor, `after`, is in the next entry): a plan of
-  // 100,000 tasks has tens of megabytes of them, and every pass over them is a pass through
-  // memory.
-  for (std::size_t e = 0; e < sync_.size(); ++e) {
-    Sync& sync = sync_[e];
-    sync.core = this;
-    sync.previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
-    sync.next = &sync_[(e + 1) % sync_.size()];
-    sync.instances = InstanceArray(n);
-  }
-  for (std::size_t e = 0; e < sync_.size(); ++e) {
-    Sync& sync = sync_[e];
-    sync.generation.assign(n, 0);
-    sync.recorded.assign(n, 0);
-    for (TaskIndex t = 0; t < n; ++t) {
-      Instance& in = sync.instances.emplace();
-      in.info = &info_[t];
-      in.task = static_cast<std::uint32_t>(t);
-      in.sync = &sync;
-      in.after = sync.next->instances.at(t);
-      in.stream = info_[t].stream;
-      // Its constructor is private (friend: the core).
-      in.scope = ::new (&scopes[e * n + t]) TaskScope(graph_, runtime_, in);
-    }
-  }
-}
-
-EngineCore::~EngineCore() {
-  shut_down();
-  // Streams may still hold records and waits that point at this pipeline's events: let them
-  // finish before the events go.
-  std::vector<Stream*> streams;
-  for (const TaskInfo& info : info_) streams.push_back(info.stream);
-  std::ranges::sort(streams);
-  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
-  for (Stream* s : streams) {
-    try {
-      s->synchronize();
-    } catch (...) {
-      // A sim stream that can never drain holds nothing that refers to us once it is stuck
-      // on a wait; nothing better can be done from a destructor.
-    }
-  }
-}
-
-void EngineCore::shut_down() noexcept {
-  if (filled_ && !broken_) {
-    try {
-      // Not drain(): on a thread of the lanes' io_context it would be refused; here, the
-      // last resort, the wait runs that context's handlers meanwhile (AsioScheduler).
-      end_run();
-    } catch (...) {
-      // Destruction cannot report; the error was the caller's to collect via progress().
-    }
-  }
-  // An iteration retires when its instances' counts dropped; their lanes may still be on the
-  // way out of finish(). Wait until the last of them let go of this core. After a run that
-  // could not drain (broken), bodies that ignored cancellation still run, and will write
-  // into this core and the front end's contexts when they return: they must not be freed
-  // under them. Waiting has a deadline (drain) like every wait; past it the process ends
-  // loudly.
-  if (!wait_drained()) die_undrained();
-  end_claims();  // nothing of this run holds a lane now
-}
-
-int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {
-  const TaskInfo& info = info_[t];
-  int n = static_cast<int>(info.intra.size());
-  if (iter > 0) n += static_cast<int>(info.inter.size());
-  // The lane edge (see LaneClaim).
-  if (iter > 0 && info.claim != nullptr) ++n;
-  return n + release_->extra_degree(t, iter);
-}
 
 void EngineCore::arm_counters() {
   const std::size_t first = sync_ring_(base_);
