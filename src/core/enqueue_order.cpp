@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "concat.hpp"
+#include "swp/core/detail/edge_lists.hpp"
 #include "swp/core/topological_order.hpp"
 
 namespace swp {
@@ -27,12 +28,22 @@ bool parse_policy(std::string_view name, OrderPolicy& policy) {
   return true;
 }
 
-PeriodLocalGraph period_local_graph(const PlanGraph& graph) {
+namespace {
+
+// A period's edges (see PeriodLocalGraph) as (dependency, task) pairs, tasks in index order and
+// each task's intra dependencies before its inter ones, in declaration order; and the
+// in-degrees and stall costs they give.
+struct PeriodEdges {
+  std::vector<detail::EdgeLists::Edge> edges;
+  std::vector<int> in_degree;
+  std::vector<int> stall_cost;
+};
+
+PeriodEdges period_edges(const PlanGraph& graph) {
   const std::size_t n = graph.size();
-  PeriodLocalGraph local{std::vector<std::vector<TaskIndex>>(n), std::vector<int>(n, 0),
-                         std::vector<int>(n, 0)};
+  PeriodEdges local{{}, std::vector<int>(n, 0), std::vector<int>(n, 0)};
   auto add_edge = [&](TaskIndex dep, TaskIndex task) {
-    local.successors[dep].push_back(task);
+    local.edges.emplace_back(dep, task);
     ++local.in_degree[task];
     if (graph.stream_label(dep) != graph.stream_label(task)) ++local.stall_cost[task];
   };
@@ -46,13 +57,21 @@ PeriodLocalGraph period_local_graph(const PlanGraph& graph) {
   return local;
 }
 
+}  // namespace
+
+PeriodLocalGraph period_local_graph(const PlanGraph& graph) {
+  PeriodEdges local = period_edges(graph);
+  std::vector<std::vector<TaskIndex>> successors(graph.size());
+  for (const auto& [dep, task] : local.edges) successors[dep].push_back(task);
+  return {std::move(successors), std::move(local.in_degree), std::move(local.stall_cost)};
+}
+
 namespace {
 
 // The period's order by `key` over `nodes` (see topological_order); a cycle is an error that
 // names the tasks left over.
-template <class Key>
-std::vector<TaskIndex> ordered(std::span<const TaskIndex> nodes,
-                               const std::vector<std::vector<TaskIndex>>& successors,
+template <class Successors, class Key>
+std::vector<TaskIndex> ordered(std::span<const TaskIndex> nodes, const Successors& successors,
                                std::vector<int>& in_degree, const PlanGraph& graph, Key key) {
   auto order = topological_order(nodes, successors, in_degree, key);
   if (order.size() != nodes.size()) {
@@ -73,10 +92,12 @@ std::vector<TaskIndex> ordered(std::span<const TaskIndex> nodes,
 // released, re-sort" loop, because the keys are unique (they end with the task name). The name
 // is compared by its rank: the same order, without reading names scattered over the plan.
 std::vector<TaskIndex> ready_first(const PlanGraph& graph) {
-  auto local = period_local_graph(graph);
+  PeriodEdges local = period_edges(graph);
+  // One flat array, not a vector per task (period_local_graph's lists): the same lists.
+  const detail::EdgeLists successors(graph.size(), local.edges);
   std::vector<TaskIndex> all(graph.size());
   for (TaskIndex t = 0; t < all.size(); ++t) all[t] = t;
-  return ordered(all, local.successors, local.in_degree, graph, [&](TaskIndex t) {
+  return ordered(all, successors, local.in_degree, graph, [&](TaskIndex t) {
     return std::pair<int, std::uint32_t>(local.stall_cost[t], graph.name_rank(t));
   });
 }
@@ -84,16 +105,17 @@ std::vector<TaskIndex> ready_first(const PlanGraph& graph) {
 std::vector<TaskIndex> stage_descending(const PlanGraph& graph) {
   const std::size_t n = graph.size();
   std::map<int, std::vector<TaskIndex>, std::greater<>> by_stage;
-  std::vector<std::vector<TaskIndex>> successors(n);
+  std::vector<detail::EdgeLists::Edge> edges;  // (dependency, task)
   std::vector<int> in_degree(n, 0);
   for (TaskIndex t = 0; t < n; ++t) {
     by_stage[graph.stage(t)].push_back(t);
     for (TaskIndex d : graph.intra_deps(t)) {
       if (graph.stage(d) != graph.stage(t)) continue;
-      successors[d].push_back(t);
+      edges.emplace_back(d, t);
       ++in_degree[t];
     }
   }
+  const detail::EdgeLists successors(n, edges);
   std::vector<TaskIndex> order;
   order.reserve(n);
   // Edges stay within a stage, so the stages share one in-degree vector, each sort consuming

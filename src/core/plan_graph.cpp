@@ -245,8 +245,6 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   PlanGraph g;
   g.tasks_ = plan.tasks;
   const std::size_t n = g.tasks_.size();
-  g.intra_.resize(n);
-  g.inter_.resize(n);
   g.streams_.reserve(n);
   g.by_name_.reserve(n);
   for (const auto& t : plan.tasks) g.streams_.push_back(plan.device_stream(t.schedule.stream));
@@ -289,16 +287,18 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   }
 
   const Resolver resolve_ref{plan, g, violations};
-  auto resolve_list = [&](const std::vector<Dependency>& deps, std::string_view list,
-                          std::vector<std::vector<TaskIndex>>& out) {
+  auto resolve_list = [&](const std::vector<Dependency>& deps, std::string_view list) {
+    std::vector<detail::EdgeLists::Edge> edges;
+    edges.reserve(deps.size());
     for (std::size_t pos = 0; pos < deps.size(); ++pos) {
       const auto task = resolve_ref(deps[pos].task, deps[pos], list, pos);
       const auto dep = resolve_ref(deps[pos].depends_on, deps[pos], list, pos);
-      if (task && dep) out[*task].push_back(*dep);
+      if (task && dep) edges.emplace_back(*task, *dep);
     }
+    return detail::EdgeLists(n, edges);
   };
-  resolve_list(plan.intra_iter_deps, "intra_iter_deps", g.intra_);
-  resolve_list(plan.inter_iter_deps, "inter_iter_deps", g.inter_);
+  g.intra_ = resolve_list(plan.intra_iter_deps, "intra_iter_deps");
+  g.inter_ = resolve_list(plan.inter_iter_deps, "inter_iter_deps");
 
   // Stages beyond the limit do not count: the depth of a broken plan stays representable.
   int deepest_stage = 0;
@@ -311,7 +311,9 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   g.topological_ = intra_order(g, ranks.order);
   // Only a graph the topological sort could not finish has cycles to name.
   if (!g.acyclic()) {
-    for (const auto& cycle : detail::find_cycles(g.intra_)) {
+    std::vector<std::vector<TaskIndex>> intra(n);
+    for (TaskIndex t = 0; t < n; ++t) intra[t].assign(g.intra_[t].begin(), g.intra_[t].end());
+    for (const auto& cycle : detail::find_cycles(intra)) {
       // A loop, not a views::transform: clang 14 (the fuzz build) cannot compile libstdc++
       // 12's views.
       std::vector<std::string> names;

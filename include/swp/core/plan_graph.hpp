@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "swp/core/detail/edge_lists.hpp"
 #include "swp/core/detail/flat_positions.hpp"
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_error.hpp"
@@ -88,8 +89,8 @@ class PlanGraph {
   std::vector<PlannedTask> tasks_;
   std::vector<std::string> streams_;  // resolved, by task
   std::vector<std::optional<int>> stream_priorities_;  // of streams_[t], by task
-  std::vector<std::vector<TaskIndex>> intra_;
-  std::vector<std::vector<TaskIndex>> inter_;
+  detail::EdgeLists intra_;
+  detail::EdgeLists inter_;
   detail::FlatPositions by_name_;  // tasks_' positions, by name (the first of equal names)
   std::vector<TaskIndex> topological_;  // intra deps first, ties by name
   std::vector<std::uint32_t> name_rank_;  // by task (see name_rank)
