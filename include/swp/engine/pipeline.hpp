@@ -459,7 +459,7 @@ class Pipeline : private detail::FrontEnd {
            std::vector<std::optional<TaskBody<Ctx>>> bodies, detail::ReleasePolicy::Make release,
            std::size_t slots)
       : bodies_(std::move(bodies)),
-        shortcuts_(declared_io(plan)),
+        shortcuts_(plan.tasks.size()),
         contexts_(detail::Engine::context_slots(std::max<std::size_t>(slots, 1))),
         feed_(runtime.scheduler()),
         core_(runtime, validate(plan), release, std::max<std::size_t>(slots, 1), *this) {
@@ -487,15 +487,9 @@ class Pipeline : private detail::FrontEnd {
       if (!shortcut_routines_[t])
         shortcut_routines_[t] = std::make_unique<detail::ShortcutRoutine<Ctx>>(
             shortcuts_, t, routines_[t].get(), bodies_[t] ? &bodies_[t]->writes : nullptr,
-            contexts_);
+            core_.graph().task(t).task.io, contexts_);
       core_.set_routine(t, shortcut_routines_[t].get());
     }
-  }
-
-  static std::vector<std::vector<DeclaredIO>> declared_io(const PipelinePlan& plan) {
-    std::vector<std::vector<DeclaredIO>> io;
-    for (const auto& planned : plan.tasks) io.push_back(planned.task.io);
-    return io;
   }
 
   void set_shortcut(const std::vector<std::string_view>& names, bool on) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "swp/async/co.hpp"
+#include "swp/core/declared_io.hpp"
 #include "swp/engine/detail/shortcut_state.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/shortcut.hpp"
@@ -18,16 +19,18 @@ namespace swp::detail {
 template <class Ctx>
 class ShortcutRoutine final : public TaskRoutine {
  public:
+  /// `io`: the task's DeclaredIO (the plan graph's, which outlives this routine).
   ShortcutRoutine(ShortcutState<Ctx>& state, TaskIndex task, TaskRoutine* inner,
-                  const Writes<Ctx>* writes, std::vector<Ctx>& contexts)
-      : state_(state), task_(task), inner_(inner), writes_(writes), contexts_(contexts) {}
+                  const Writes<Ctx>* writes, const std::vector<DeclaredIO>& io,
+                  std::vector<Ctx>& contexts)
+      : state_(state), task_(task), inner_(inner), writes_(writes), io_(io), contexts_(contexts) {}
 
   ErasedCo run(std::size_t slot, TaskScope& scope, OutputBox* output) override {
     Ctx& ctx = contexts_[slot];
-    if (state_.replay(task_, ctx, output)) return {};
+    if (state_.replay(task_, ctx, output, io_)) return {};
     ErasedCo body = inner_ != nullptr ? inner_->run(slot, scope, output) : ErasedCo{};
     if (!body.valid()) {
-      state_.cache(task_, ctx, output, writes_);
+      state_.cache(task_, ctx, output, writes_, io_);
       return {};
     }
     return ErasedCo(cache_after(std::move(body), ctx, output));
@@ -38,13 +41,14 @@ class ShortcutRoutine final : public TaskRoutine {
  private:
   Co<void> cache_after(ErasedCo body, Ctx& ctx, OutputBox* output) {
     co_await body;
-    state_.cache(task_, ctx, output, writes_);
+    state_.cache(task_, ctx, output, writes_, io_);
   }
 
   ShortcutState<Ctx>& state_;
   TaskIndex task_;
   TaskRoutine* inner_;
   const Writes<Ctx>* writes_;
+  const std::vector<DeclaredIO>& io_;
   std::vector<Ctx>& contexts_;
 };
 

@@ -4,7 +4,6 @@
 
 #include <any>
 #include <memory>
-#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -33,12 +32,13 @@ struct ShortcutCache {
 /// Which tasks of a pipeline are shortcut, and what each one's caching execution left.
 /// Instances of one task run one at a time on its lane (and serial runs on the caller's
 /// thread), so a task's cache needs no lock; the configuration changes only while drained.
+/// Every pipeline has one, and most never shortcut a task: per task it holds a flag and a
+/// pointer (a task's DeclaredIO is the plan graph's, passed in by its ShortcutRoutine).
 template <class Ctx>
 class ShortcutState {
  public:
-  /// Per task of the plan: its DeclaredIO.
-  explicit ShortcutState(std::vector<std::vector<DeclaredIO>> io)
-      : io_(std::move(io)), on_(io_.size(), 0), cache_(io_.size()) {}
+  /// For a plan of `tasks` tasks, none of them shortcut.
+  explicit ShortcutState(std::size_t tasks) : on_(tasks, 0), cache_(tasks) {}
 
   /// Whether `task` is shortcut: the one flag test normal execution costs.
   [[nodiscard]] bool enabled(TaskIndex task) const noexcept { return on_[task] != 0; }
@@ -82,34 +82,35 @@ class ShortcutState {
   }
 
   /// Replay: when `task` has a cache, writes a copy of it back into `ctx`, `box` and the
-  /// DeclaredIO states and returns true; without one (the caching execution) returns false.
-  bool replay(TaskIndex task, Ctx& ctx, OutputBox* box) const {
-    const std::optional<ShortcutCache<Ctx>>& cache = cache_[task];
-    if (!cache) return false;
+  /// states of its DeclaredIO `io` and returns true; without one (the caching execution)
+  /// returns false.
+  bool replay(TaskIndex task, Ctx& ctx, OutputBox* box, const std::vector<DeclaredIO>& io) const {
+    const ShortcutCache<Ctx>* cache = cache_[task].get();
+    if (cache == nullptr) return false;
     for (const auto& restore : cache->fields) restore(ctx);
     if (box != nullptr) box->assign_from(*cache->output);
-    const std::vector<DeclaredIO>& io = io_[task];
     for (std::size_t k = 0; k < io.size(); ++k)
       if (io[k].restore) io[k].restore(cache->io[k]);
     return true;
   }
 
   /// Caching: after `task`'s body ran, snapshots the fields `writes` declares (none: nullptr),
-  /// its output value and its DeclaredIO states.
-  void cache(TaskIndex task, const Ctx& ctx, const OutputBox* box, const Writes<Ctx>* writes) {
-    ShortcutCache<Ctx> fresh;
+  /// its output value and the states of its DeclaredIO `io`.
+  void cache(TaskIndex task, const Ctx& ctx, const OutputBox* box, const Writes<Ctx>* writes,
+             const std::vector<DeclaredIO>& io) {
+    auto fresh = std::make_unique<ShortcutCache<Ctx>>();
     if (writes != nullptr)
-      for (const auto& snapshot : writes->fields()) fresh.fields.push_back(snapshot(ctx));
-    if (box != nullptr) fresh.output = box->clone();
-    for (const DeclaredIO& declared : io_[task])
-      fresh.io.push_back(declared.capture ? declared.capture() : std::any{});
+      for (const auto& snapshot : writes->fields()) fresh->fields.push_back(snapshot(ctx));
+    if (box != nullptr) fresh->output = box->clone();
+    for (const DeclaredIO& declared : io)
+      fresh->io.push_back(declared.capture ? declared.capture() : std::any{});
     cache_[task] = std::move(fresh);
   }
 
  private:
-  std::vector<std::vector<DeclaredIO>> io_;
   std::vector<unsigned char> on_;  // per task: shortcut enabled
-  std::vector<std::optional<ShortcutCache<Ctx>>> cache_;
+  // Per task: what its caching execution left (null: nothing yet).
+  std::vector<std::unique_ptr<ShortcutCache<Ctx>>> cache_;
 };
 
 }  // namespace swp::detail
