@@ -3,17 +3,18 @@
 
 #include <cstddef>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace swp::detail {
 
-/// Per-node lists built from (node, other) pairs: node t's list holds the `other` of its
-/// pairs, in the order the pairs come. A plan's dependency lists (pairs (task, dependency) in
-/// declaration order, which the ready-first order relies on) and a period's successor lists
-/// (pairs (dependency, task)). Built in O(V + E) with two allocations, where a vector per node
-/// made one per node with edges: at 100k tasks those were scattered over the heap. (See
-/// SuccessorLists for the reverse of per-node lists.)
+/// Per-node lists of edges (node, other): node t's list holds the `other` of its edges, in the
+/// order the edges come. A plan's dependency lists (edges (task, dependency) in declaration
+/// order, which the ready-first order relies on), a period's successor lists, SuccessorLists.
+/// Built in O(V + E) with two allocations, where a vector per node made one per node with
+/// edges: at 100k tasks those were scattered over the heap, and every walk of a list a cache
+/// miss.
 class EdgeLists {
  public:
   using Edge = std::pair<std::size_t, std::size_t>;  // (node, other), each < n
@@ -21,12 +22,21 @@ class EdgeLists {
   EdgeLists() = default;
 
   /// `n` nodes and their `edges`.
-  EdgeLists(std::size_t n, std::span<const Edge> edges) : first_(n + 1, 0) {
-    for (const auto& edge : edges) ++first_[edge.first + 1];
+  EdgeLists(std::size_t n, std::span<const Edge> edges)
+      : EdgeLists(n, [edges](auto&& add) {
+          for (const auto& [node, other] : edges) add(node, other);
+        }) {}
+
+  /// `n` nodes; `for_each_edge(add)` calls `add(node, other)` for every edge, in order. It is
+  /// called twice (a count, then the fill), so it must give the same edges both times.
+  template <class ForEachEdge>
+    requires std::is_invocable_v<ForEachEdge&, void (*)(std::size_t, std::size_t)>
+  EdgeLists(std::size_t n, ForEachEdge&& for_each_edge) : first_(n + 1, 0) {
+    for_each_edge([this](std::size_t node, std::size_t) { ++first_[node + 1]; });
     for (std::size_t t = 0; t < n; ++t) first_[t + 1] += first_[t];
-    others_.resize(edges.size());
+    others_.resize(first_[n]);
     std::vector<std::size_t> end(first_.begin(), first_.end() - 1);
-    for (const auto& [node, other] : edges) others_[end[node]++] = other;
+    for_each_edge([&](std::size_t node, std::size_t other) { others_[end[node]++] = other; });
   }
 
   /// The number of nodes.
