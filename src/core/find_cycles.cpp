@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <span>
 
 namespace swp::detail {
 
 namespace {
 
 // Tarjan's strongly connected components, iterative so deep chains cannot overflow the stack.
-std::vector<int> component_of(const std::vector<std::vector<std::size_t>>& deps) {
+std::vector<int> component_of(const EdgeLists& deps) {
   const std::size_t n = deps.size();
   std::vector<int> index(n, -1), low(n, 0), comp(n, -1);
   std::vector<bool> on_stack(n, false);
@@ -57,8 +58,7 @@ std::vector<int> component_of(const std::vector<std::vector<std::size_t>>& deps)
 // `parent` is scratch of size n holding n everywhere, and is left so: the search visits (and
 // resets) only its component's nodes, so that the searches of all components together stay
 // linear in the graph, however many cyclic components there are.
-std::vector<std::size_t> cycle_through(std::size_t start,
-                                       const std::vector<std::vector<std::size_t>>& deps,
+std::vector<std::size_t> cycle_through(std::size_t start, const EdgeLists& deps,
                                        const std::vector<int>& comp,
                                        std::vector<std::size_t>& parent) {
   const std::size_t n = deps.size();
@@ -69,7 +69,8 @@ std::vector<std::size_t> cycle_through(std::size_t start,
   while (!frontier.empty() && cycle.empty()) {
     std::vector<std::size_t> next;
     for (std::size_t v : frontier) {
-      sorted = deps[v];
+      const std::span<const std::size_t> list = deps[v];
+      sorted.assign(list.begin(), list.end());
       std::ranges::sort(sorted);
       for (std::size_t w : sorted) {
         if (comp[w] != comp[start]) continue;
@@ -95,7 +96,7 @@ std::vector<std::size_t> cycle_through(std::size_t start,
 
 }  // namespace
 
-std::vector<std::vector<std::size_t>> find_cycles(const std::vector<std::vector<std::size_t>>& deps) {
+std::vector<std::vector<std::size_t>> find_cycles(const EdgeLists& deps) {
   const auto comp = component_of(deps);
   std::vector<std::size_t> size(deps.size(), 0);
   for (int c : comp) ++size[static_cast<std::size_t>(c)];
@@ -105,7 +106,8 @@ std::vector<std::vector<std::size_t>> find_cycles(const std::vector<std::vector<
   for (std::size_t v = 0; v < deps.size(); ++v) {
     const auto c = static_cast<std::size_t>(comp[v]);
     if (reported[c]) continue;
-    const bool self_loop = std::ranges::find(deps[v], v) != deps[v].end();
+    const std::span<const std::size_t> list = deps[v];
+    const bool self_loop = std::ranges::find(list, v) != list.end();
     if (size[c] < 2 && !self_loop) continue;
     reported[c] = true;
     // A task that depends on itself is its own shortest cycle.

@@ -311,9 +311,7 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   g.topological_ = intra_order(g, ranks.order);
   // Only a graph the topological sort could not finish has cycles to name.
   if (!g.acyclic()) {
-    std::vector<std::vector<TaskIndex>> intra(n);
-    for (TaskIndex t = 0; t < n; ++t) intra[t].assign(g.intra_[t].begin(), g.intra_[t].end());
-    for (const auto& cycle : detail::find_cycles(intra)) {
+    for (const auto& cycle : detail::find_cycles(g.intra_)) {
       // A loop, not a views::transform: clang 14 (the fuzz build) cannot compile libstdc++
       // 12's views.
       std::vector<std::string> names;
