@@ -198,6 +198,19 @@ class Plan : private PipelinePlan {
             ": tasks were removed or reordered after their bodies were bound");
       out[t] = bodies_[t]->body;
     }
+    if (!detail::lists_in_order(intra_iter_deps, reads_)) check_reads_listed();
+    return out;
+  }
+
+ private:
+  struct Bound {
+    std::string task;  // the name the body was bound for (tasks must not move under it)
+    TaskBody<Ctx> body;
+  };
+
+  // Every declared read is in intra_iter_deps; throws naming the first that is not. The exact
+  // check behind bound_bodies' sequential one, for a list that was reordered in place.
+  void check_reads_listed() const {
     detail::DependencyIndex listed;  // fresh: trusts nothing done to the list in place
     for (std::size_t k = 0; k < reads_.size(); ++k) {
       const Dependency& read = reads_[k];
@@ -209,14 +222,7 @@ class Plan : private PipelinePlan {
             "\", \"" + read.depends_on.name() +
             "\"}: it was assigned after the task was added; append to it instead");
     }
-    return out;
   }
-
- private:
-  struct Bound {
-    std::string task;  // the name the body was bound for (tasks must not move under it)
-    TaskBody<Ctx> body;
-  };
 
   std::size_t find(const TaskRef& task, const char* what) {
     if (const TaskHandle* h = task.handle();

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@ namespace test_plan_index {  // each test file's names apart (unity builds)
 
 using swp::Dependency;
 using swp::detail::DependencyIndex;
+using swp::detail::lists_in_order;
 
 Dependency pair(int task, int on) {
   return {"t" + std::to_string(task), "t" + std::to_string(on)};
@@ -49,6 +52,40 @@ TEST_CASE("DependencyIndex indexes what was appended since, and a list that shra
   CHECK(index.lists(deps, pair(7, 3)));
   CHECK_FALSE(index.lists(deps, pair(1, 0)));
   CHECK_FALSE(index.lists(deps, pair(39, 38)));
+}
+
+TEST_CASE("lists_in_order: true exactly when the wanted pairs are listed at rising positions") {
+  // Against a brute force over random lists: each wanted pair must be found at or after the
+  // position the one before it was found at (a repeated pair matches the same entry).
+  std::mt19937 rng(11);
+  for (int round = 0; round < 300; ++round) {
+    CAPTURE(round);
+    std::vector<Dependency> deps, wanted;
+    const int n = static_cast<int>(rng() % 12);
+    for (int i = 0; i < n; ++i) deps.push_back(pair(static_cast<int>(rng() % 5), static_cast<int>(rng() % 5)));
+    const int m = static_cast<int>(rng() % 6);
+    for (int i = 0; i < m; ++i) wanted.push_back(pair(static_cast<int>(rng() % 5), static_cast<int>(rng() % 5)));
+    bool expected = true;
+    std::size_t from = 0;
+    for (const Dependency& d : wanted) {
+      const auto it = std::find(deps.begin() + static_cast<std::ptrdiff_t>(from), deps.end(), d);
+      if (it == deps.end()) {
+        expected = false;
+        break;
+      }
+      from = static_cast<std::size_t>(it - deps.begin());
+    }
+    CHECK(lists_in_order(deps, wanted) == expected);
+  }
+  // Listed, but not in that order: false (the caller then asks an index, which finds them).
+  const std::vector<Dependency> deps{pair(2, 1), pair(1, 0)};
+  CHECK_FALSE(lists_in_order(deps, {pair(1, 0), pair(2, 1)}));
+  DependencyIndex index;
+  CHECK(index.lists(deps, pair(1, 0)));
+  CHECK(index.lists(deps, pair(2, 1)));
+  CHECK(lists_in_order(deps, {pair(2, 1), pair(2, 1), pair(1, 0)}));
+  CHECK(lists_in_order(deps, {}));
+  CHECK_FALSE(lists_in_order({}, {pair(1, 0)}));
 }
 
 }  // namespace test_plan_index

@@ -92,6 +92,22 @@ class DependencyIndex {
   std::size_t indexed_ = 0;
 };
 
+/// Whether `deps` holds every pair of `wanted` (by names) at positions that do not decrease
+/// along `wanted`: one sequential pass. Plan::add appends each declared read to the list as it
+/// declares it (or finds it there), so a list only appended to holds them so; false says only
+/// that this pass did not find them, and the caller asks an index.
+[[nodiscard]] inline bool lists_in_order(const std::vector<Dependency>& deps,
+                                         const std::vector<Dependency>& wanted) noexcept {
+  std::size_t p = 0;
+  for (const Dependency& d : wanted) {
+    while (p < deps.size() && (deps[p].task.name() != d.task.name() ||
+                               deps[p].depends_on.name() != d.depends_on.name()))
+      ++p;
+    if (p == deps.size()) return false;
+  }
+  return true;
+}
+
 /// The position of each task name in a task list (the first, as a scan would find), indexed
 /// incrementally as the list grows. A hit is checked against the list before it is returned
 /// and a miss re-indexes the whole list once, so a list changed in place (a task renamed,
