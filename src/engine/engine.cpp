@@ -14,7 +14,7 @@ Engine::Engine(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release, s
 
 Engine::~Engine() = default;
 
-void Engine::set_routine(TaskIndex task, TaskRoutine* routine) noexcept {
+void Engine::set_routine(TaskIndex task, const TaskRoutine* routine) noexcept {
   core_->set_routine(task, routine);
 }
 void Engine::check_fillable() { core_->check_fillable(); }

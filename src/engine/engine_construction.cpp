@@ -64,7 +64,9 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   depth_ = slots;
   slots_ = std::vector<Slot>(Engine::context_slots(slots));
   slot_ring_ = RingIndex(slots_.size());
-  for (auto& slot : slots_) {
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    Slot& slot = slots_[s];
+    slot.context = front_.context(s);
     slot.boxes.reserve(n);
     for (TaskIndex t = 0; t < n; ++t) {
       slot.boxes.push_back(front_.make_output(t));

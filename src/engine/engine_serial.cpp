@@ -48,7 +48,7 @@ void EngineCore::run_serial(std::int64_t iter) {
     outcome.scheduler = &runtime_.scheduler();
     ErasedCo body;
     try {
-      if (info_[t].routine != nullptr) body = info_[t].routine->run(0, *in.scope, box(0, t));
+      if (info_[t].routine != nullptr) body = info_[t].routine->run(slots_[0].context, *in.scope, box(0, t));
     } catch (...) {
       outcome.error = std::current_exception();
       outcome.finished.store(true);

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -131,6 +132,33 @@ TEST_CASE("copies of a body share its callable") {
     std::vector<swp::TaskBody<Ctx>> more(3, body);
     CHECK(Counted::alive == 1);
   }
+  CHECK(Counted::alive == 0);
+}
+
+TEST_CASE("pipelines made from one plan run the same callable, which outlives the plan") {
+  // The bound body is each pipeline's routine for its task: no copy of the callable per
+  // pipeline, state it keeps is kept once, and the pipelines keep it alive without the plan.
+  std::optional<swp::ClockPipeline<Ctx>> first, second;
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  {
+    swp::Plan<Ctx> plan;
+    plan.add("Count", [counted = Counted{}, n = 0](Ctx& ctx) mutable {
+      (void)counted;
+      ctx.value = ++n;
+    });
+    first.emplace(rt, plan);
+    second.emplace(rt, plan);
+    CHECK(Counted::alive == 1);
+  }
+  CHECK(Counted::alive == 1);  // the plan is gone; the pipelines hold the body
+  const Retired a(*first), b(*second);
+  first->run(std::vector<int>{1, 2});
+  second->run(std::vector<int>{1, 2});
+  CHECK(a.values == std::vector<int>{1, 2});
+  CHECK(b.values == std::vector<int>{3, 4});
+  first.reset();
+  CHECK(Counted::alive == 1);
+  second.reset();
   CHECK(Counted::alive == 0);
 }
 

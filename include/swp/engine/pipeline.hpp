@@ -464,30 +464,33 @@ class Pipeline : private detail::FrontEnd {
         feed_(runtime.scheduler()),
         core_(runtime, validate(plan), release, std::max<std::size_t>(slots, 1), *this) {
     const PlanGraph& graph = core_.graph();
-    routines_.resize(graph.size());
+    synthetic_.resize(graph.size());
     shortcut_routines_.resize(graph.size());
-    for (TaskIndex t = 0; t < graph.size(); ++t) {
-      if (bodies_[t]) {
-        routines_[t] = bodies_[t]->call().routine(contexts_);
-      } else if (detail::SyntheticRoutine::needed(graph.cost(t))) {
-        routines_[t] = std::make_unique<detail::SyntheticRoutine>(graph.cost(t));
-      }
-    }
+    for (TaskIndex t = 0; t < graph.size(); ++t)
+      if (!bodies_[t] && detail::SyntheticRoutine::needed(graph.cost(t)))
+        synthetic_[t] = std::make_unique<detail::SyntheticRoutine>(graph.cost(t));
     update_routines();
+  }
+
+  // The routine of task `t`: its body (the plan's, shared), or its synthetic costs, or
+  // nullptr (nothing to run).
+  [[nodiscard]] const detail::TaskRoutine* routine(TaskIndex t) const noexcept {
+    if (bodies_[t]) return &bodies_[t]->call();
+    return synthetic_[t].get();
   }
 
   // What the core runs for each task: its routine, or its shortcut while it is shortcut.
   // Tasks with neither body nor cost nor shortcut have none (the core skips them).
   void update_routines() {
-    for (TaskIndex t = 0; t < routines_.size(); ++t) {
+    for (TaskIndex t = 0; t < synthetic_.size(); ++t) {
       if (!shortcuts_.enabled(t)) {
-        core_.set_routine(t, routines_[t].get());
+        core_.set_routine(t, routine(t));
         continue;
       }
       if (!shortcut_routines_[t])
         shortcut_routines_[t] = std::make_unique<detail::ShortcutRoutine<Ctx>>(
-            shortcuts_, t, routines_[t].get(), bodies_[t] ? &bodies_[t]->writes : nullptr,
-            core_.graph().task(t).task.io, contexts_);
+            shortcuts_, t, routine(t), bodies_[t] ? &bodies_[t]->writes : nullptr,
+            core_.graph().task(t).task.io);
       core_.set_routine(t, shortcut_routines_[t].get());
     }
   }
@@ -561,6 +564,8 @@ class Pipeline : private detail::FrontEnd {
                         retired_error_);
   }
 
+  void* context(std::size_t slot) noexcept override { return &contexts_[slot]; }
+
   std::unique_ptr<detail::OutputBox> make_output(TaskIndex task) override {
     return bodies_[task] ? bodies_[task]->call().make_output() : nullptr;
   }
@@ -577,8 +582,9 @@ class Pipeline : private detail::FrontEnd {
   std::vector<std::optional<TaskBody<Ctx>>> bodies_;
   detail::ShortcutState<Ctx> shortcuts_;
   std::vector<Ctx> contexts_;
-  // Per task: its routine (nullptr: nothing to run), and its shortcut once it was shortcut.
-  std::vector<std::unique_ptr<detail::TaskRoutine>> routines_;
+  // Per task: the routine of its synthetic costs (a task without a body that has any), and
+  // its shortcut once it was shortcut. A body is its own routine (see routine()).
+  std::vector<std::unique_ptr<detail::SyntheticRoutine>> synthetic_;
   std::vector<std::unique_ptr<detail::ShortcutRoutine<Ctx>>> shortcut_routines_;
   std::unique_ptr<Channel<Batch>> inbox_;  // submit()'s channel (fill_submissions)
   detail::Feed<Batch> feed_;

@@ -49,60 +49,43 @@ template <class Ctx, class Fn>
 using body_value_t = typename CoValue<body_result_t<Ctx, Fn>>::type;
 
 /// A body's callable bound for contexts `Ctx`, shared by every copy of the TaskBody (and so by
-/// every pipeline made from one plan): it makes each pipeline's routine for the task and the
-/// storage of its value.
+/// every pipeline made from one plan): it is the task's routine in each of those pipelines
+/// (they hand it their slot's context), and it makes the storage of its value.
 template <class Ctx>
-class BodyCall {
+class BodyCall : public TaskRoutine {
  public:
-  virtual ~BodyCall() = default;
-  /// The task's routine in a pipeline whose context slots are `contexts` (which outlive it).
-  [[nodiscard]] virtual std::unique_ptr<TaskRoutine> routine(std::vector<Ctx>& contexts) const = 0;
   /// Storage for the value in one context slot; nullptr when the body returns nothing.
   [[nodiscard]] virtual std::unique_ptr<OutputBox> make_output() const = 0;
   /// Whether the body produces a value.
   [[nodiscard]] virtual bool returns_value() const noexcept = 0;
 };
 
-/// The routine of a body `Fn`: calls it directly on the slot's context, so a body that does
-/// not suspend runs without any coroutine frame; a coroutine body's own Co is what the core
-/// starts, its value routed straight into the output slot.
-template <class Ctx, class Fn>
-class BodyRoutine final : public TaskRoutine {
- public:
-  BodyRoutine(std::shared_ptr<Fn> fn, std::vector<Ctx>& contexts)
-      : fn_(std::move(fn)), contexts_(contexts) {}
-
-  ErasedCo run(std::size_t slot, TaskScope& scope, OutputBox* output) override {
-    using R = body_result_t<Ctx, Fn>;
-    using V = body_value_t<Ctx, Fn>;
-    Ctx& ctx = contexts_[slot];
-    if constexpr (CoValue<R>::is_co) {
-      R co = call_body(*fn_, ctx, scope);
-      if constexpr (!std::is_void_v<V>) co.deliver_to(&static_cast<TypedBox<V>*>(output)->value);
-      return ErasedCo(std::move(co));
-    } else if constexpr (std::is_void_v<V>) {
-      call_body(*fn_, ctx, scope);
-      return {};
-    } else {
-      static_cast<TypedBox<V>*>(output)->value.emplace(call_body(*fn_, ctx, scope));
-      return {};
-    }
-  }
-
- private:
-  std::shared_ptr<Fn> fn_;
-  std::vector<Ctx>& contexts_;
-};
-
+/// The body `Fn` as a routine: it calls the callable directly on the slot's context, so a body
+/// that does not suspend runs without any coroutine frame; a coroutine body's own Co is what
+/// the core starts, its value routed straight into the output slot.
 template <class Ctx, class Fn>
 class BoundBody final : public BodyCall<Ctx> {
   using Value = body_value_t<Ctx, Fn>;
 
  public:
-  explicit BoundBody(std::shared_ptr<Fn> fn) : fn_(std::move(fn)) {}
+  template <class F>
+  explicit BoundBody(F&& fn) : fn_(std::forward<F>(fn)) {}
 
-  [[nodiscard]] std::unique_ptr<TaskRoutine> routine(std::vector<Ctx>& contexts) const override {
-    return std::make_unique<BodyRoutine<Ctx, Fn>>(fn_, contexts);
+  ErasedCo run(void* context, TaskScope& scope, OutputBox* output) const override {
+    using R = body_result_t<Ctx, Fn>;
+    Ctx& ctx = *static_cast<Ctx*>(context);
+    if constexpr (CoValue<R>::is_co) {
+      R co = call_body(fn_, ctx, scope);
+      if constexpr (!std::is_void_v<Value>)
+        co.deliver_to(&static_cast<TypedBox<Value>*>(output)->value);
+      return ErasedCo(std::move(co));
+    } else if constexpr (std::is_void_v<Value>) {
+      call_body(fn_, ctx, scope);
+      return {};
+    } else {
+      static_cast<TypedBox<Value>*>(output)->value.emplace(call_body(fn_, ctx, scope));
+      return {};
+    }
   }
   [[nodiscard]] std::unique_ptr<OutputBox> make_output() const override {
     if constexpr (std::is_void_v<Value>) {
@@ -114,7 +97,9 @@ class BoundBody final : public BodyCall<Ctx> {
   [[nodiscard]] bool returns_value() const noexcept override { return !std::is_void_v<Value>; }
 
  private:
-  std::shared_ptr<Fn> fn_;
+  // Called through a const routine: the callable is the user's, shared by every pipeline made
+  // from the plan (as it was when each held a pointer to it), and may keep state.
+  mutable Fn fn_;
 };
 
 }  // namespace detail
@@ -161,7 +146,7 @@ class TaskBody {
     requires TaskFunction<std::remove_cvref_t<Fn>, Ctx> && std::derived_from<Ctx, Fields>
   TaskBody(Fn&& fn, const Writes<Fields>& declared)
       : call_(std::make_shared<const detail::BoundBody<Ctx, std::remove_cvref_t<Fn>>>(
-            std::make_shared<std::remove_cvref_t<Fn>>(std::forward<Fn>(fn)))) {
+            std::forward<Fn>(fn))) {
     if constexpr (std::is_same_v<Fields, Ctx>) {
       writes = declared;
     } else {
@@ -172,7 +157,7 @@ class TaskBody {
   /// Whether the body produces a value (its task's handle is then an Output<T>, T not void).
   [[nodiscard]] bool returns_value() const noexcept { return call_->returns_value(); }
 
-  /// The typed callable (for pipelines).
+  /// The typed callable, which is the task's routine in a pipeline.
   [[nodiscard]] const detail::BodyCall<Ctx>& call() const noexcept { return *call_; }
 
   /// The context fields the body declares it writes (shortcut replay).

@@ -53,7 +53,7 @@ class Engine {
   [[nodiscard]] EngineCore& core() noexcept { return *core_; }
   [[nodiscard]] const EngineCore& core() const noexcept { return *core_; }
 
-  void set_routine(TaskIndex task, TaskRoutine* routine) noexcept;
+  void set_routine(TaskIndex task, const TaskRoutine* routine) noexcept;
   void check_fillable();
   void fill();
   std::optional<std::int64_t> progress();

@@ -71,7 +71,7 @@ class EngineCore {
 
   /// What runs for `task` (nullptr: nothing, its instances finish without a call). Set only
   /// while nothing is in flight; read on lanes.
-  void set_routine(TaskIndex task, TaskRoutine* routine) noexcept { info_[task].routine = routine; }
+  void set_routine(TaskIndex task, const TaskRoutine* routine) noexcept { info_[task].routine = routine; }
 
   /// Throws PipelineStateError when fill() would (a run in progress, or a broken pipeline
   /// whose bodies still run): the front end checks before it replaces its source.
@@ -195,6 +195,7 @@ class EngineCore {
   // A context slot's output boxes (the context itself lives in the typed front end). There is
   // one per sync entry: iteration i uses slot (and entry) i % (depth + 1).
   struct Slot {
+    void* context = nullptr;  // the pipeline's context object of this slot (FrontEnd::context)
     std::vector<std::unique_ptr<OutputBox>> boxes;
     std::vector<TaskIndex> boxed;  // tasks that have a box
   };

@@ -133,7 +133,8 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
 [[gnu::always_inline]] inline bool EngineCore::call_routine(Instance& in, const TaskInfo& info,
                                                             ErasedCo& body) const noexcept {
   try {
-    body = info.routine->run(in.slot(), *in.scope, box(in.slot(), in.task));
+    const Slot& slot = slots_[in.slot()];
+    body = info.routine->run(slot.context, *in.scope, slot.boxes[in.task].get());
   } catch (...) {
     in.error = std::current_exception();
     return false;

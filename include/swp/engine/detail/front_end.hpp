@@ -50,6 +50,9 @@ class FrontEnd {
   /// iteration keeps nothing alive. A context that cannot be reset stays as it is (the next
   /// admission into the slot overwrites it).
   virtual void release(std::size_t slot) noexcept = 0;
+  /// The context object of slot `slot` (what the task routines run on); the same address for
+  /// the pipeline's life.
+  [[nodiscard]] virtual void* context(std::size_t slot) noexcept = 0;
   /// Storage for `task`'s value in one context slot; nullptr when it returns nothing.
   virtual std::unique_ptr<OutputBox> make_output(TaskIndex task) = 0;
 

@@ -74,7 +74,7 @@ struct TaskInfo {
   std::span<const TaskIndex> intra_succ, inter_succ;  // dependents
   Lane* lane = nullptr;
   Stream* stream = nullptr;
-  TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
+  const TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
   int degree_first = 0;            // join counter of iteration 0 (see in_degree)
   int degree = 0;                  // join counter of every later iteration
   bool ordered = false;

@@ -20,15 +20,14 @@ template <class Ctx>
 class ShortcutRoutine final : public TaskRoutine {
  public:
   /// `io`: the task's DeclaredIO (the plan graph's, which outlives this routine).
-  ShortcutRoutine(ShortcutState<Ctx>& state, TaskIndex task, TaskRoutine* inner,
-                  const Writes<Ctx>* writes, const std::vector<DeclaredIO>& io,
-                  std::vector<Ctx>& contexts)
-      : state_(state), task_(task), inner_(inner), writes_(writes), io_(io), contexts_(contexts) {}
+  ShortcutRoutine(ShortcutState<Ctx>& state, TaskIndex task, const TaskRoutine* inner,
+                  const Writes<Ctx>* writes, const std::vector<DeclaredIO>& io)
+      : state_(state), task_(task), inner_(inner), writes_(writes), io_(io) {}
 
-  ErasedCo run(std::size_t slot, TaskScope& scope, OutputBox* output) override {
-    Ctx& ctx = contexts_[slot];
+  ErasedCo run(void* context, TaskScope& scope, OutputBox* output) const override {
+    Ctx& ctx = *static_cast<Ctx*>(context);
     if (state_.replay(task_, ctx, output, io_)) return {};
-    ErasedCo body = inner_ != nullptr ? inner_->run(slot, scope, output) : ErasedCo{};
+    ErasedCo body = inner_ != nullptr ? inner_->run(context, scope, output) : ErasedCo{};
     if (!body.valid()) {
       state_.cache(task_, ctx, output, writes_, io_);
       return {};
@@ -39,17 +38,16 @@ class ShortcutRoutine final : public TaskRoutine {
   [[nodiscard]] bool shortcut() const noexcept override { return true; }
 
  private:
-  Co<void> cache_after(ErasedCo body, Ctx& ctx, OutputBox* output) {
+  Co<void> cache_after(ErasedCo body, Ctx& ctx, OutputBox* output) const {
     co_await body;
     state_.cache(task_, ctx, output, writes_, io_);
   }
 
   ShortcutState<Ctx>& state_;
   TaskIndex task_;
-  TaskRoutine* inner_;
+  const TaskRoutine* inner_;
   const Writes<Ctx>* writes_;
   const std::vector<DeclaredIO>& io_;
-  std::vector<Ctx>& contexts_;
 };
 
 }  // namespace swp::detail

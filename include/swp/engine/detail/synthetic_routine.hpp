@@ -22,7 +22,7 @@ class SyntheticRoutine final : public TaskRoutine {
     return cost.cpu_us > 0 || cost.device_us > 0 || cost.jitter_device_us > 0;
   }
 
-  ErasedCo run(std::size_t, TaskScope& scope, OutputBox*) override {
+  ErasedCo run(void*, TaskScope& scope, OutputBox*) const override {
     if (cost_.cpu_us > 0) return ErasedCo(spend(scope));
     queue_device_work(scope);
     return {};
@@ -31,7 +31,7 @@ class SyntheticRoutine final : public TaskRoutine {
  private:
   using us = std::chrono::duration<double, std::micro>;
 
-  Co<void> spend(TaskScope& scope) {
+  Co<void> spend(TaskScope& scope) const {
     co_await scope.cpu_work(std::chrono::duration_cast<Clock::duration>(us(cost_.cpu_us)));
     queue_device_work(scope);
   }

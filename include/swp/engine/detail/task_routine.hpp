@@ -13,9 +13,10 @@ class TaskScope;
 
 namespace detail {
 
-/// One task's routine in one pipeline: its body bound to the pipeline's context slots (or its
-/// synthetic costs, or a shortcut around either). The core calls it once per instance, on the
-/// instance's lane, through this one virtual call; a task with nothing to run has no routine.
+/// One task's routine: its typed body (the plan's bound body itself, shared by every pipeline
+/// made from the plan), or its synthetic costs, or a shortcut around either. The core calls it
+/// once per instance, on the instance's lane, through this one virtual call, with the context
+/// of the instance's slot; a task with nothing to run has no routine.
 ///
 /// Completion: `run` returns an empty ErasedCo when the work completed synchronously — a body
 /// that never suspends costs no coroutine frame — or the body's own coroutine, not started,
@@ -27,9 +28,11 @@ class TaskRoutine {
  public:
   virtual ~TaskRoutine() = default;
 
-  /// Runs the task on context slot `slot` for the instance `scope` describes; a value goes
-  /// to `output` (a TypedBox of the task's value type; nullptr when it returns nothing).
-  virtual ErasedCo run(std::size_t slot, TaskScope& scope, OutputBox* output) = 0;
+  /// Runs the task on `context` (the pipeline's context object of the instance's slot, of
+  /// the type the routine was made for) for the instance `scope` describes; a value goes to
+  /// `output` (a TypedBox of the task's value type; nullptr when it returns nothing).
+  /// Const: one routine may run for several pipelines and instances at once.
+  virtual ErasedCo run(void* context, TaskScope& scope, OutputBox* output) const = 0;
 
   /// Whether this is a shortcut around the task (its NVTX range says `[skip]`).
   [[nodiscard]] virtual bool shortcut() const noexcept { return false; }
