@@ -113,7 +113,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       in.after = sync.next->instances.at(t);
       in.stream = info_[t].stream;
       // Its constructor is private (friend: the core).
-      in.scope = ::new (&scopes[e * n + t]) TaskScope(graph_, runtime_, in);
+      in.scope = ::new (&scopes[e * n + t]) TaskScope(in);
     }
   }
 }

@@ -639,6 +639,10 @@ OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer) {
           .error = source.failed ? &source.error : nullptr};
 }
 
+const PlanGraph& graph_of(const EngineCore& core) noexcept { return core.graph(); }
+
+Runtime& runtime_of(const EngineCore& core) noexcept { return core.runtime(); }
+
 bool is_task_of(const EngineCore& core, const TaskHandle& task) noexcept {
   const PlanGraph& graph = core.graph();
   return task.index < graph.size() && graph.name(task.index) == task.name;

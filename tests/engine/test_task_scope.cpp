@@ -4,9 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "support/engines.hpp"
@@ -32,6 +35,45 @@ TEST_CASE("task_scope.hpp is public: no engine core inside, no constructor for u
                                          swp::detail::Instance&>);
   static_assert(!std::is_constructible_v<swp::TaskScope, const swp::PlanGraph&, swp::Runtime&,
                                          swp::detail::Instance&>);
+  static_assert(!std::is_constructible_v<swp::TaskScope, swp::detail::Instance&>);
+  // One per task and context slot: it holds its instance, and reaches the rest through it.
+  static_assert(sizeof(swp::TaskScope) == sizeof(void*));
+}
+
+TEST_CASE_TEMPLATE("a scope names its task, iteration and runtime in every context slot", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  struct Seen {
+    std::string name;
+    swp::TaskIndex task;
+    std::int64_t iter;
+    swp::Runtime* runtime;
+  };
+  std::vector<Seen> seen;
+  swp::Plan<Ctx> plan;
+  for (const char* name : {"first", "second"})
+    plan.add(name, [&seen](Ctx&, swp::TaskScope& scope) {
+      seen.push_back({scope.name(), scope.task(), scope.iter(), &scope.runtime()});
+    });
+  plan.intra_iter_deps.push_back({"second", "first"});
+  auto pipe = Engine::template make<Ctx>(rt, plan);
+  pipe->run(std::vector<int>(5, 0));  // more iterations than context slots: every slot's scopes
+  REQUIRE(seen.size() == 10);
+  std::set<std::pair<std::string, std::int64_t>> instances;
+  for (const Seen& s : seen) {
+    CAPTURE(s.name);
+    CAPTURE(s.iter);
+    REQUIRE(s.task < plan.tasks.size());
+    CHECK(plan.tasks[s.task].task.name == s.name);
+    CHECK(s.runtime == &rt);
+    instances.emplace(s.name, s.iter);
+  }
+  std::set<std::pair<std::string, std::int64_t>> expected;
+  for (std::int64_t i = 0; i < 5; ++i) {
+    expected.emplace("first", i);
+    expected.emplace("second", i);
+  }
+  CHECK(instances == expected);
 }
 
 TEST_CASE_TEMPLATE("a callable a task queues on its stream is ordered before its consumers' work",

@@ -10,6 +10,7 @@
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/stream.hpp"
 #include "swp/device/work_tag.hpp"
+#include "swp/engine/detail/engine_handle.hpp"
 #include "swp/engine/detail/instance.hpp"
 #include "swp/engine/runtime.hpp"
 
@@ -30,7 +31,9 @@ class TaskScope {
   TaskScope(const TaskScope&) = delete;
   TaskScope& operator=(const TaskScope&) = delete;
 
-  [[nodiscard]] const std::string& name() const { return graph_.name(instance_.task); }
+  [[nodiscard]] const std::string& name() const {
+    return detail::graph_of(instance_.core()).name(instance_.task);
+  }
   [[nodiscard]] TaskIndex task() const noexcept { return instance_.task; }
   [[nodiscard]] std::int64_t iter() const noexcept { return instance_.iter(); }
 
@@ -57,14 +60,14 @@ class TaskScope {
   /// A pause of `duration` that holds no thread and ends early, throwing swp::Cancelled,
   /// when the run is cancelled or fails (Runtime::sleep_for): a task that waits for time.
   [[nodiscard]] Runtime::Sleep sleep_for(Clock::duration duration) const {
-    return runtime_.sleep_for(duration);
+    return runtime().sleep_for(duration);
   }
   /// CPU time spent in the task (spin on host, virtual time on sim).
   [[nodiscard]] Runtime::CpuWork cpu_work(Clock::duration duration) const {
-    return runtime_.cpu_work(duration);
+    return runtime().cpu_work(duration);
   }
 
-  [[nodiscard]] Runtime& runtime() const noexcept { return runtime_; }
+  [[nodiscard]] Runtime& runtime() const noexcept { return detail::runtime_of(instance_.core()); }
 
   /// The tag the device work of (task, iter) carries to stream observers (traces, `swp run`).
   static constexpr WorkTag work_tag(TaskIndex task, std::int64_t iter) noexcept {
@@ -72,14 +75,12 @@ class TaskScope {
   }
 
  private:
-  // Made once per instance by the engine core, which owns the instance; the graph and the
-  // runtime are the core's, held here so the scope reads them without the core's definition.
+  // Made once per instance by the engine core, which owns the instance. Only the instance is
+  // held (a pipeline has one scope per task and context slot): the graph and the runtime are
+  // its core's, read through detail/engine_handle.hpp without the core's definition.
   friend class detail::EngineCore;
-  TaskScope(const PlanGraph& graph, Runtime& runtime, detail::Instance& instance) noexcept
-      : graph_(graph), runtime_(runtime), instance_(instance) {}
+  explicit TaskScope(detail::Instance& instance) noexcept : instance_(instance) {}
 
-  const PlanGraph& graph_;
-  Runtime& runtime_;
   detail::Instance& instance_;
 };
 

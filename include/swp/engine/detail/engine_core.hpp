@@ -130,7 +130,7 @@ class EngineCore {
   void run_serial(std::int64_t iter);
 
   [[nodiscard]] const PlanGraph& graph() const noexcept { return graph_; }
-  [[nodiscard]] Runtime& runtime() noexcept { return runtime_; }
+  [[nodiscard]] Runtime& runtime() const noexcept { return runtime_; }
   /// The runtime's scheduler's run-queue capability (the plain hooks where it has none),
   /// asked once, as the engine binds to the runtime.
   [[nodiscard]] RunQueueHooks& run_queue() noexcept { return run_queue_; }

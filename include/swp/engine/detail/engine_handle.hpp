@@ -12,9 +12,18 @@
 #include "swp/core/task_ref.hpp"
 #include "swp/engine/detail/output_box.hpp"
 
+namespace swp {
+class Runtime;
+}
+
 namespace swp::detail {
 
 class EngineCore;
+
+/// The plan graph `core` runs (TaskScope::name).
+[[nodiscard]] const PlanGraph& graph_of(const EngineCore& core) noexcept;
+/// The runtime `core` runs on (TaskScope::runtime).
+[[nodiscard]] Runtime& runtime_of(const EngineCore& core) noexcept;
 
 /// What `ctx.get(producer)` reads: the producer's output box in the running iteration, and
 /// its error when it failed (nullptr otherwise). Both live as long as the iteration's slot.
