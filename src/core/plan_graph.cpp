@@ -6,6 +6,7 @@
 #include <map>
 #include <ranges>
 #include <string_view>
+#include <unordered_map>
 
 #include "concat.hpp"
 #include "find_cycles.hpp"
@@ -94,29 +95,52 @@ void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& 
 // Rule stream_priority: a stream has one priority. The first task that gives its stream one
 // sets it; a task giving another is reported with that first task. `streams` are the tasks'
 // resolved streams; every task on a stream with a priority gets it in `priorities`.
+// The priority of each distinct stream (`streams`; task t runs on streams[stream_of[t]]): the
+// first its tasks give, a violation for each task that gives another.
 std::vector<std::optional<int>> stream_priorities(const std::vector<PlannedTask>& tasks,
                                                   const std::vector<std::string>& streams,
+                                                  const std::vector<std::uint32_t>& stream_of,
                                                   std::vector<PlanViolation>& violations) {
-  std::map<std::string_view, TaskIndex> set_by;  // stream -> the first task giving a priority
+  constexpr TaskIndex none = static_cast<TaskIndex>(-1);
+  std::vector<TaskIndex> set_by(streams.size(), none);  // the first task giving a priority
   for (TaskIndex t = 0; t < tasks.size(); ++t) {
     const auto& mine = tasks[t].schedule.stream_priority;
     if (!mine) continue;
-    const auto [first, inserted] = set_by.emplace(streams[t], t);
-    const auto& theirs = tasks[first->second].schedule.stream_priority;
-    if (inserted || *theirs == *mine) continue;
-    const auto& a = tasks[first->second].task.name;
+    TaskIndex& first = set_by[stream_of[t]];
+    if (first == none) first = t;
+    const auto& theirs = tasks[first].schedule.stream_priority;
+    if (*theirs == *mine) continue;
+    const auto& a = tasks[first].task.name;
     const auto& b = tasks[t].task.name;
     violations.push_back(
         {PlanRule::stream_priority, {a, b},
          detail::concat("stream priority: tasks ", quoted(a), " and ", quoted(b), " run on stream ",
-                        quoted(streams[t]), " but give it priorities ", *theirs, " and ", *mine,
-                        "; a stream has one priority (give it on one task, or the same on each)")});
+                        quoted(streams[stream_of[t]]), " but give it priorities ", *theirs, " and ",
+                        *mine, "; a stream has one priority (give it on one task, or the same on each)")});
   }
-  std::vector<std::optional<int>> priorities(tasks.size());
-  for (TaskIndex t = 0; t < tasks.size(); ++t)
-    if (const auto it = set_by.find(streams[t]); it != set_by.end())
-      priorities[t] = tasks[it->second].schedule.stream_priority;
+  std::vector<std::optional<int>> priorities(streams.size());
+  for (std::size_t s = 0; s < streams.size(); ++s)
+    if (set_by[s] != none) priorities[s] = tasks[set_by[s]].schedule.stream_priority;
   return priorities;
+}
+
+// The distinct streams the tasks run on (aliases resolved), by first use, and each task's.
+void index_streams(const PipelinePlan& plan, std::vector<std::string>& streams,
+                   std::vector<std::uint32_t>& stream_of) {
+  std::unordered_map<std::string_view, std::uint32_t> index;  // views into `plan`
+  stream_of.resize(plan.tasks.size());
+  const std::string* previous = nullptr;  // tasks in a row often share a stream: no lookup
+  for (TaskIndex t = 0; t < plan.tasks.size(); ++t) {
+    const std::string& name = plan.device_stream(plan.tasks[t].schedule.stream);
+    if (previous != nullptr && name == *previous) {
+      stream_of[t] = stream_of[t - 1];
+      continue;
+    }
+    const auto [it, added] = index.try_emplace(name, static_cast<std::uint32_t>(streams.size()));
+    if (added) streams.push_back(name);
+    stream_of[t] = it->second;
+    previous = &name;
+  }
 }
 
 // Rule cost_limit: every synthetic cost of `task` within [0, max_cost_us], naming the field.
@@ -245,9 +269,8 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   PlanGraph g;
   g.tasks_ = plan.tasks;
   const std::size_t n = g.tasks_.size();
-  g.streams_.reserve(n);
   g.by_name_.reserve(n);
-  for (const auto& t : plan.tasks) g.streams_.push_back(plan.device_stream(t.schedule.stream));
+  index_streams(plan, g.streams_, g.stream_of_);
 
   if (n == 0) violations.push_back({PlanRule::no_tasks, {}, "no tasks: the plan declares no task"});
 
@@ -339,7 +362,7 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
          detail::concat("depth mismatch: pipeline_depth is ", *plan.pipeline_depth, " but max(stage) + 1 is ", g.depth_, " (deepest stage ", deepest_stage, ": ", listed, ")")});
   }
   check_stream_aliases(plan, violations);
-  g.stream_priorities_ = stream_priorities(g.tasks_, g.streams_, violations);
+  g.stream_priorities_ = stream_priorities(g.tasks_, g.streams_, g.stream_of_, violations);
   return g;
 }
 

@@ -29,9 +29,12 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     throw std::length_error("a pipeline runs at most 2^31 - 1 tasks; the plan has " +
                             std::to_string(n));
   info_.resize(n);
+  streams_.reserve(graph_.streams().size());
+  for (std::size_t s = 0; s < graph_.streams().size(); ++s)
+    streams_.push_back(&runtime_.stream(graph_.streams()[s], graph_.priority_of_stream(s)));
   for (TaskIndex t = 0; t < n; ++t) {
     info_[t].lane = &runtime_.lane(graph_.lane(t));
-    info_[t].stream = &runtime_.stream(graph_.stream(t), graph_.stream_priority(t));
+    info_[t].stream = streams_[graph_.stream_index(t)];
     info_[t].ordered = graph_.schedule(t).globally_ordered;
     info_[t].intra = graph_.intra_deps(t);
     info_[t].inter = graph_.inter_deps(t);
@@ -122,11 +125,7 @@ EngineCore::~EngineCore() {
   shut_down();
   // Streams may still hold records and waits that point at this pipeline's events: let them
   // finish before the events go.
-  std::vector<Stream*> streams;
-  for (const TaskInfo& info : info_) streams.push_back(info.stream);
-  std::ranges::sort(streams);
-  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
-  for (Stream* s : streams) {
+  for (Stream* s : streams_) {
     try {
       s->synchronize();
     } catch (...) {

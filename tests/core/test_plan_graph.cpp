@@ -530,6 +530,15 @@ TEST_CASE("a stream's priority comes from the tasks that set it, aliases resolve
   CHECK(graph.stream_priority(2) == -2);  // on data_dist through the alias, sets none itself
   CHECK(graph.stream_priority(4) == -2);  // on data_dist, sets none itself
   CHECK_FALSE(graph.stream_priority(3));  // default: no task gives it one
+  // The distinct streams, by first use, each with its priority.
+  CHECK(graph.streams() == std::vector<std::string>{"memcpy", "data_dist", "default"});
+  const std::size_t of[] = {0, 1, 1, 2, 1};
+  for (swp::TaskIndex t = 0; t < graph.size(); ++t) {
+    CAPTURE(t);
+    CHECK(graph.stream_index(t) == of[t]);
+    CHECK(graph.streams()[graph.stream_index(t)] == graph.stream(t));
+    CHECK(graph.priority_of_stream(graph.stream_index(t)) == graph.stream_priority(t));
+  }
 
   SUBCASE("tasks agreeing on a stream's priority are valid") {
     plan.tasks[4].schedule.stream_priority = -2;

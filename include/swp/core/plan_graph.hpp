@@ -32,7 +32,11 @@ class PlanGraph {
   [[nodiscard]] int stage(TaskIndex t) const { return tasks_[t].schedule.stage; }
   /// The stream `t`'s device work runs on: its `schedule.stream` with the plan's stream
   /// aliases resolved. Tasks with the same `stream(t)` share one stream (FIFO, no waits).
-  [[nodiscard]] const std::string& stream(TaskIndex t) const { return streams_[t]; }
+  [[nodiscard]] const std::string& stream(TaskIndex t) const { return streams_[stream_of_[t]]; }
+  /// The distinct streams of stream(t), in the order of their first task: `stream(t)` is
+  /// `streams()[stream_index(t)]`.
+  [[nodiscard]] const std::vector<std::string>& streams() const noexcept { return streams_; }
+  [[nodiscard]] std::size_t stream_index(TaskIndex t) const { return stream_of_[t]; }
   /// The stream name the plan gives `t` (`schedule(t).stream`, alias or not): what schedule
   /// tables show and what the enqueue order compares, as the seed's stream map does.
   [[nodiscard]] const std::string& stream_label(TaskIndex t) const {
@@ -42,7 +46,11 @@ class PlanGraph {
   /// set it (`schedule.stream_priority`), or nothing when none does: what the engines make the
   /// stream with (Runtime::stream).
   [[nodiscard]] std::optional<int> stream_priority(TaskIndex t) const {
-    return stream_priorities_[t];
+    return stream_priorities_[stream_of_[t]];
+  }
+  /// The priority of `streams()[s]` (see stream_priority).
+  [[nodiscard]] std::optional<int> priority_of_stream(std::size_t s) const {
+    return stream_priorities_[s];
   }
   [[nodiscard]] const std::string& lane(TaskIndex t) const {
     return tasks_[t].schedule.thread_group;
@@ -87,8 +95,9 @@ class PlanGraph {
   [[nodiscard]] std::optional<TaskIndex> find(std::string_view name, std::uint64_t hash) const;
 
   std::vector<PlannedTask> tasks_;
-  std::vector<std::string> streams_;  // resolved, by task
-  std::vector<std::optional<int>> stream_priorities_;  // of streams_[t], by task
+  std::vector<std::string> streams_;  // the distinct resolved streams, by first use
+  std::vector<std::uint32_t> stream_of_;  // by task: its stream's position in streams_
+  std::vector<std::optional<int>> stream_priorities_;  // of streams_[s]
   detail::EdgeLists intra_;
   detail::EdgeLists inter_;
   detail::FlatPositions by_name_;  // tasks_' positions, by name (the first of equal names)

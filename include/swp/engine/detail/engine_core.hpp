@@ -660,6 +660,7 @@ class EngineCore {
   std::vector<int> completions_from_;
   SuccessorLists intra_succ_, inter_succ_;  // every task's (TaskInfo's spans point here)
   std::vector<TaskInfo> info_;
+  std::vector<Stream*> streams_;  // the distinct streams of the tasks (PlanGraph::streams)
   std::vector<std::unique_ptr<LaneClaim>> claims_;  // of the tasks with a lane edge
   std::size_t depth_ = 1;  // iterations in flight at most
   // How many instances of an iteration count towards its completion (counts_completion).
