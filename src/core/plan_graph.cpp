@@ -93,10 +93,9 @@ void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& 
 }
 
 // Rule stream_priority: a stream has one priority. The first task that gives its stream one
-// sets it; a task giving another is reported with that first task. `streams` are the tasks'
-// resolved streams; every task on a stream with a priority gets it in `priorities`.
-// The priority of each distinct stream (`streams`; task t runs on streams[stream_of[t]]): the
-// first its tasks give, a violation for each task that gives another.
+// sets it; a task giving another is reported with that first task. `streams` are the
+// distinct resolved streams (task t runs on streams[stream_of[t]]); the result is each one's
+// priority, or nothing where no task gives one.
 std::vector<std::optional<int>> stream_priorities(const std::vector<PlannedTask>& tasks,
                                                   const std::vector<std::string>& streams,
                                                   const std::vector<std::uint32_t>& stream_of,
