@@ -255,7 +255,7 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   if (in.pending.load(std::memory_order_acquire) != 1) {
     const std::int64_t iter = in.iter();
     const bool behind =
-        iter > core_.base_ && core_.state_at(in.task, iter - 1) != InstanceState::finished;
+        iter > core_.base_ && core_.state_at(in.task(), iter - 1) != InstanceState::finished;
     if (!behind) park(in);
     if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   }
@@ -273,7 +273,7 @@ void ClockRelease::park(Instance& in) noexcept {
   // Whoever finishes last continues the instance, after this step. Every producer may have
   // finished between the decrement and the look: the last one has already queued the
   // continuation, so there is no wait to report.
-  if (const auto producer = core_.unfinished_producer(in.task, in.iter()))
+  if (const auto producer = core_.unfinished_producer(in.task(), in.iter()))
     core_.record_dep_wait(in, producer->first, producer->second);
 }
 

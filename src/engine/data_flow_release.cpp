@@ -138,7 +138,7 @@ void DataFlowRelease::ready(Instance& in, bool step_ending) noexcept {
 void DataFlowRelease::start(Instance& in) noexcept { core_.proceed(in); }
 
 Instance& DataFlowRelease::next_ordered(const Instance& in) const noexcept {
-  const auto rank = static_cast<std::size_t>(rank_[in.task]);
+  const auto rank = static_cast<std::size_t>(rank_[in.task()]);
   if (rank + 1 < ordered_.size()) return core_.sibling(in, ordered_[rank + 1]);
   return core_.sync_of(in.iter() + 1).instances[ordered_.front()];
 }

@@ -103,20 +103,19 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     sync.previous = &sync_[(e + sync_.size() - 1) % sync_.size()];
     sync.next = &sync_[(e + 1) % sync_.size()];
     sync.instances = InstanceArray(n);
+    sync.scopes = scopes + e * n;
+    sync.cold = std::make_unique<InstanceCold[]>(n);
   }
   for (std::size_t e = 0; e < sync_.size(); ++e) {
     Sync& sync = sync_[e];
     sync.generation.assign(n, 0);
-    sync.recorded.assign(n, 0);
+    sync.recorded = std::make_unique_for_overwrite<TaskIndex[]>(n);
     for (TaskIndex t = 0; t < n; ++t) {
       Instance& in = sync.instances.emplace();
       in.info = &info_[t];
-      in.task = static_cast<std::uint32_t>(t);
       in.sync = &sync;
-      in.after = sync.next->instances.at(t);
-      in.stream = info_[t].stream;
       // Its constructor is private (friend: the core).
-      in.scope = ::new (&scopes[e * n + t]) TaskScope(in);
+      ::new (&sync.scopes[t]) TaskScope(in);
     }
   }
 }

@@ -40,7 +40,7 @@ void EngineCore::arm_counters() {
   const std::size_t first = sync_ring_(base_);
   for (std::size_t e = 0; e < sync_.size(); ++e)
     for (Instance& in : sync_[e].instances) {
-      in.pending.store(e == first ? info_[in.task].degree_first : info_[in.task].degree,
+      in.pending.store(e == first ? info_[in.task()].degree_first : info_[in.task()].degree,
                        std::memory_order_relaxed);
     }
 }
@@ -50,11 +50,11 @@ void EngineCore::reset_run_state(std::int64_t base) {
   for (auto& sync : sync_) {
     // States are stamped with their iteration, which no later run reuses; cleared anyway, so
     // the hang report of this run shows nothing of the last.
+    // What run_serial changed (it runs on the "default" stream), and what the executions
+    // then keep from one to the next: nothing, as every finish clears its flags.
+    sync.serial_stream = nullptr;
     for (Instance& in : sync.instances) {
       in.clear_state();
-      // What run_serial changed (it runs on the "default" stream), and what the executions
-      // then keep from one to the next: nothing, as every finish clears its flags.
-      in.stream = info_[in.task].stream;
       in.stream_used = false;
       in.carries_device_work = false;
     }
@@ -212,10 +212,9 @@ std::optional<std::pair<TaskIndex, std::int64_t>> EngineCore::unfinished_produce
 }
 
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
-  in.set_waits_for(dep, iter);
-  in.set_state(InstanceState::dependency);
+  in.wait_for_dependency(dep, iter);
   if (observer_ != nullptr)
-    observer_->task_waiting(in.task, in.iter(), *in.info->lane,
+    observer_->task_waiting(in.task(), in.iter(), *in.info->lane,
                             TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
@@ -234,7 +233,7 @@ void EngineCore::proceed_as(Instance& in) noexcept {
 }
 
 void EngineCore::proceed_guarded(Instance& in) noexcept {
-  const TaskIndex t = in.task;
+  const TaskIndex t = in.task();
   const TaskInfo& info = *in.info;
   const std::int64_t iter = in.iter();
   const Sync& sync = *in.sync;
@@ -251,7 +250,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
     // globally ordered one still takes its turn first (run_body finishes it then).
     if (const std::exception_ptr* error = failed_dependency(in)) {
       if (!info.ordered || policy_ != FailurePolicy::skip) return finish(in, *error, false);
-      in.error = *error;
+      in.error() = *error;
     }
   }
   // Phase 2: this stream waits for each producer's event when the streams differ (phase 1,
@@ -264,7 +263,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
         if (const auto generation = sync.generation[d]) {
           in.carries_device_work = true;
           if (info_[d].stream != info.stream)
-            info.stream->wait(*sync.instances[d].device->event, generation);
+            info.stream->wait(*sync.instances[d].device()->event, generation);
         }
     }
     if (previous != nullptr && previous->device()) {
@@ -272,16 +271,16 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
         if (const auto generation = previous->generation[d]) {
           in.carries_device_work = true;
           if (info_[d].stream != info.stream)
-            info.stream->wait(*previous->instances[d].device->event, generation);
+            info.stream->wait(*previous->instances[d].device()->event, generation);
         }
     }
   } catch (...) {
-    in.error = std::current_exception();
+    in.error() = std::current_exception();
     wait_failed = true;
   }
   // Finished outside the handler, holding no reference (see call_routine).
-  if (wait_failed) return finish(in, in.error, true);
-  if (info.ordered && sequencer_.next() != in.turn) {
+  if (wait_failed) return finish(in, in.error(), true);
+  if (info.ordered && sequencer_.next() != in.turn()) {
     // Not its turn yet: the only step that needs a frame. It holds the lane meanwhile.
     in.set_state(InstanceState::turn);
     if (observer_ != nullptr)
@@ -295,11 +294,11 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
             // the run under any failure policy (a stopping run's Cancelled changes nothing).
             // The error moves to the instance: this thread keeps no reference (see
             // call_routine).
-            waiting->error = std::move(error);
+            waiting->error() = std::move(error);
             EngineCore& core = waiting->core();
-            core.fail(core.graph_.name(waiting->task), waiting->iter(), waiting->error,
+            core.fail(core.graph_.name(waiting->task()), waiting->iter(), waiting->error(),
                       FailureKind::task);
-            core.finish(*waiting, waiting->error, true);
+            core.finish(*waiting, waiting->error(), true);
           } else {
             waiting->core().run_body(*waiting);
           }
@@ -311,25 +310,27 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
 }
 
 Co<void> EngineCore::await_turn(Instance& in) {
-  co_await sequencer_.turn(in.turn, graph_.name(in.task), in.iter());  // names it only on error
+  co_await sequencer_.turn(in.turn(), graph_.name(in.task()), in.iter());  // names it only on error
 }
 
 void EngineCore::start_range(Instance& in, bool serial) const noexcept {
   const TaskRoutine* routine = in.info->routine;
   char name[128];
-  nvtx_range_name(name, sizeof name, graph_.name(in.task), in.iter(), serial,
+  nvtx_range_name(name, sizeof name, graph_.name(in.task()), in.iter(), serial,
                   routine != nullptr && routine->shortcut());
-  in.nvtx_range = detail::nvtx_range_start(name);
+  in.cold().nvtx_range = detail::nvtx_range_start(name);
 }
 
 void EngineCore::run_body(Instance& in) noexcept {
   in.set_state(InstanceState::running);
   const TaskInfo& info = *in.info;
-  if (observer_ != nullptr || nvtx_ || in.error) [[unlikely]] {
-    if (observer_ != nullptr) observer_->task_started(in.task, in.iter(), *info.lane);
+  // Only a globally ordered instance enters with an error (a dependency's, taken in
+  // proceed_guarded under skip so that it still takes its turn).
+  if (observer_ != nullptr || nvtx_ || (info.ordered && in.error())) [[unlikely]] {
+    if (observer_ != nullptr) observer_->task_started(in.task(), in.iter(), *info.lane);
     if (nvtx_) start_range(in, false);
-    if (in.error) {
-      finish(in, in.error, false);  // a failed dependency's error (see proceed)
+    if (in.error()) {
+      finish(in, in.error(), false);  // a failed dependency's error (see proceed)
       return;
     }
   }
@@ -380,17 +381,17 @@ const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) cons
   const TaskInfo& info = *in.info;
   const Sync& sync = *in.sync;
   for (TaskIndex d : info.intra)
-    if (sync.instances[d].failed) return &sync.instances[d].error;
+    if (sync.instances[d].failed) return &sync.instances[d].error();
   if (policy_ == FailurePolicy::skip || in.iter() <= base_) return nullptr;
   for (TaskIndex d : info.inter)
-    if (in.previous().instances[d].failed) return &in.previous().instances[d].error;
+    if (in.previous().instances[d].failed) return &in.previous().instances[d].error();
   return nullptr;
 }
 
 bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   ErasedCo body;
   if (!call_routine(in, info, body)) {
-    finish(in, in.error, true);
+    finish(in, in.error(), true);
     return false;
   }
   if (!body.valid()) return true;  // completed synchronously
@@ -407,7 +408,7 @@ void EngineCore::start_body(Instance& in, const TaskInfo& info, ErasedCo& body) 
         auto* done = static_cast<Instance*>(context);
         // The error moves to the instance, so the frame, destroyed on this thread after this
         // call, holds no reference to it (see call_routine); nullptr when it succeeded.
-        done->error = std::move(error);
+        done->error() = std::move(error);
         EngineCore& core = done->core();
         // Started by run_uncounted, which has not handed it over yet: it finishes it (see
         // body_here_; one load on the general path).
@@ -415,7 +416,7 @@ void EngineCore::start_body(Instance& in, const TaskInfo& info, ErasedCo& body) 
         if (core.body_here_.load(std::memory_order_relaxed) == done &&
             core.body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
           return;
-        core.finish(*done, done->error, true);
+        core.finish(*done, done->error(), true);
       },
       &in, &stop_, &in);
 }
@@ -439,7 +440,7 @@ template <bool Plain, EngineCore::Releasing R>
   if (!info.inter_succ.empty() || info.claim != nullptr) {
     for (TaskIndex s : info.inter_succ)
       satisfy_as<R>(in.next().instances[s], next_iteration_runs_next);
-    if (info.claim != nullptr) satisfy_as<R>(*in.after, next_iteration_runs_next);  // lane edge
+    if (info.claim != nullptr) satisfy_as<R>(in.after(), next_iteration_runs_next);  // lane edge
   }
   if (!Plain && info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {
@@ -478,15 +479,15 @@ template <bool Plain, EngineCore::Releasing R>
 
 template <bool Plain, EngineCore::Releasing R>
 void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool own) noexcept {
-  const TaskIndex t = in.task;
+  const TaskIndex t = in.task();
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
   if (in.stream_used ||
-      (!Plain && (in.carries_device_work || info.ordered || error || in.nvtx_range != 0 ||
+      (!Plain && (in.carries_device_work || info.ordered || error || ranges_opened_ ||
                   observer_ != nullptr))) [[unlikely]] {
     finish_guarded(in, error, own);
   } else {
-    sync.generation[t] = 0;  // no device point (the entry's is from an earlier iteration)
+    sync.clear_generation(t);  // no device point (the entry's is from an earlier iteration)
   }
   in.set_state(InstanceState::finished);
   if (!in.bypassed.load(std::memory_order_relaxed)) {
@@ -505,7 +506,7 @@ void EngineCore::finish(Instance& in, const std::exception_ptr& error, bool own)
 
 void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_error,
                                 bool own) noexcept {
-  const TaskIndex t = in.task;
+  const TaskIndex t = in.task();
   const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
@@ -521,9 +522,9 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_err
       // and an event per instance per entry was most of a large pipeline's memory (100k
       // tasks, the clock's 5 entries: ~100 MB) and of its construction time. Those that
       // record keep theirs: no allocation per task once each has recorded.
-      if (!in.device)
-        in.device = std::make_unique<InstanceEvent>(runtime_.device().make_event(), device_waker_);
-      sync.generation[t] = in.stream->record(*in.device->event);
+      if (!in.device())
+        in.device() = std::make_unique<InstanceEvent>(runtime_.device().make_event(), device_waker_);
+      sync.generation[t] = in.stream().record(*in.device()->event);
     } catch (...) {
       sync.generation[t] = 0;  // nothing to wait for: consumers see the instance failed
       record_error = std::current_exception();
@@ -534,14 +535,14 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_err
     in.stream_used = false;
     in.carries_device_work = false;
   } else {
-    sync.generation[t] = 0;
+    sync.clear_generation(t);
   }
   const InstanceState state = in.state_in(iter);
   const std::exception_ptr& error = body_error ? body_error : record_error;
   if (record_error && !body_error) own = true;  // its own failure
   if (error) {
     in.failed = true;
-    in.error = error;
+    in.error() = error;
     if (policy_ == FailurePolicy::skip && !trouble()) {
       // The iteration fails, not the run: its first own error is the one it reports.
       TaskIndex none = Sync::no_failure;
@@ -627,16 +628,16 @@ OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer) {
   const auto& in = static_cast<const Instance&>(*env);
   const PlanGraph& graph = in.core().graph();
   bool declared = false;
-  for (TaskIndex d : graph.intra_deps(in.task)) declared = declared || d == producer.index;
+  for (TaskIndex d : graph.intra_deps(in.task())) declared = declared || d == producer.index;
   if (!declared || !is_task_of(in.core(), producer))
     throw UndeclaredDependency(
-        "task '" + graph.name(in.task) + "' reads the output of '" + producer.name +
+        "task '" + graph.name(in.task()) + "' reads the output of '" + producer.name +
         "' without declaring it: add the task with swp::reads(...) naming '" + producer.name +
-        "', or list {\"" + graph.name(in.task) + "\", \"" + producer.name +
+        "', or list {\"" + graph.name(in.task()) + "\", \"" + producer.name +
         "\"} in intra_iter_deps, so the plan orders them (and their streams)");
   const Instance& source = in.core().sibling(in, producer.index);
   return {.box = in.core().box(in.slot(), producer.index),
-          .error = source.failed ? &source.error : nullptr};
+          .error = source.failed ? &source.error() : nullptr};
 }
 
 const PlanGraph& graph_of(const EngineCore& core) noexcept { return core.graph(); }

@@ -12,20 +12,20 @@ std::span<const TaskIndex> EngineCore::recorded_tasks(std::int64_t iter) const n
   // Called once iteration iter completed (every recording instance appended itself before it
   // counted down), while its entry is not reused.
   const Sync& sync = sync_of(iter);
-  return {sync.recorded.data(), sync.recorded_count.load(std::memory_order_relaxed)};
+  return {sync.recorded.get(), sync.recorded_count.load(std::memory_order_relaxed)};
 }
 
 bool EngineCore::device_events_done(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter))
-    if (!sync.instances[t].device->event->reached(sync.generation[t])) return false;
+    if (!sync.instances[t].device()->event->reached(sync.generation[t])) return false;
   return true;
 }
 
 bool EngineCore::fail_on_recorded_fault(std::int64_t iter) noexcept {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
-    std::exception_ptr fault = sync.instances[t].device->event->error(sync.generation[t]);
+    std::exception_ptr fault = sync.instances[t].device()->event->error(sync.generation[t]);
     if (!fault) continue;
     try {
       fail(graph_.name(t), iter, std::move(fault), FailureKind::task);
@@ -43,7 +43,7 @@ void EngineCore::watch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
     Instance& in = sync.instances[t];
-    in.device->event->add_waiter(sync.generation[t], in.device->watch);
+    in.device()->event->add_waiter(sync.generation[t], in.device()->watch);
   }
 }
 
@@ -51,7 +51,7 @@ void EngineCore::unwatch_device(std::int64_t iter) {
   Sync& sync = sync_of(iter);
   for (TaskIndex t : recorded_tasks(iter)) {
     Instance& in = sync.instances[t];
-    in.device->event->remove_waiter(in.device->watch);
+    in.device()->event->remove_waiter(in.device()->watch);
   }
 }
 

@@ -64,7 +64,7 @@ std::string EngineCore::diagnose() const {
       for (TaskIndex t = 0; t < graph_.size(); ++t) {
         const auto state = state_at(t, iter);
         if (info_[t].ordered && state != InstanceState::idle && state != InstanceState::queued &&
-            state != InstanceState::finished && instance(t, iter).turn == turn)
+            state != InstanceState::finished && instance(t, iter).turn() == turn)
           return &instance(t, iter);
       }
     return nullptr;
@@ -109,7 +109,7 @@ std::string EngineCore::diagnose() const {
               out << "waits for a thread (its lane is claimed for its task)";
             }
           } else if (const Instance* holder = holder_of_lane(info_[t].lane)) {
-            out << "queued on its lane behind " << graph_.name(holder->task) << " (iter "
+            out << "queued on its lane behind " << graph_.name(holder->task()) << " (iter "
                 << holder->iter() << ")";
           } else {
             out << "queued behind the lane's current job";
@@ -117,15 +117,19 @@ std::string EngineCore::diagnose() const {
           break;
         }
         case InstanceState::dependency: {
-          const auto [task, of] = in.waits_for();
-          out << "holds its lane and waits for " << graph_.name(task) << " (iter " << of << ")";
+          if (const auto waits = in.waits_for()) {
+            out << "holds its lane and waits for " << graph_.name(waits->first) << " (iter "
+                << waits->second << ")";
+          } else {
+            out << "held its lane waiting for a dependency, and has moved on since";
+          }
           break;
         }
         case InstanceState::turn: {
           const std::uint64_t next = sequencer_.next();
-          out << "waits for submission turn " << in.turn << " (sequencer at turn " << next;
+          out << "waits for submission turn " << in.turn() << " (sequencer at turn " << next;
           if (const Instance* holder = holder_of_turn(next))
-            out << ", held by " << graph_.name(holder->task) << " (iter " << holder->iter() << ")";
+            out << ", held by " << graph_.name(holder->task()) << " (iter " << holder->iter() << ")";
           out << ")";
           break;
         }
@@ -169,7 +173,7 @@ std::string EngineCore::pending_device_work(std::int64_t iter) const {
   const Sync& sync = sync_of(iter);
   for (TaskIndex t = 0; t < graph_.size(); ++t) {
     const auto generation = sync.generation[t];
-    if (generation != 0 && !sync.instances[t].device->event->reached(generation))
+    if (generation != 0 && !sync.instances[t].device()->event->reached(generation))
       out << "\n  " << graph_.name(t) << " (iter " << iter << ") on stream '" << graph_.stream(t)
           << "': its device work has not completed";
   }

@@ -254,7 +254,7 @@ void EngineCore::abort_run(bool drained) {
 
 std::exception_ptr EngineCore::task_error(std::int64_t iter, TaskIndex task) const {
   return std::make_exception_ptr(
-      TaskError(graph_.name(task), iter, sync_of(iter).instances[task].error));
+      TaskError(graph_.name(task), iter, sync_of(iter).instances[task].error()));
 }
 
 std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int64_t iter) const {

@@ -20,12 +20,12 @@ void EngineCore::run_serial(std::int64_t iter) {
   for (TaskIndex t : slots_[0].boxed) slots_[0].boxes[t]->reset();
   sync.iter = iter;
   sync.slot = 0;
+  sync.serial_stream = &stream;
   for (Instance& in : sync.instances) {
-    in.stream = &stream;
     in.stream_used = false;
     in.carries_device_work = false;
     in.failed = false;
-    in.error = nullptr;
+    in.error() = nullptr;
     in.set_state(InstanceState::idle);
   }
   for (TaskIndex t : serial_order_) {
@@ -48,7 +48,7 @@ void EngineCore::run_serial(std::int64_t iter) {
     outcome.scheduler = &runtime_.scheduler();
     ErasedCo body;
     try {
-      if (info_[t].routine != nullptr) body = info_[t].routine->run(slots_[0].context, *in.scope, box(0, t));
+      if (info_[t].routine != nullptr) body = info_[t].routine->run(slots_[0].context, in.scope(), box(0, t));
     } catch (...) {
       outcome.error = std::current_exception();
       outcome.finished.store(true);
@@ -82,7 +82,7 @@ void EngineCore::run_serial(std::int64_t iter) {
     end_range(in);
     if (outcome.error) {
       in.failed = true;
-      in.error = outcome.error;
+      in.error() = outcome.error;
     }
     if (observer_ != nullptr) observer_->task_finished(t, iter, *info_[t].lane, !outcome.error);
     if (outcome.error) throw TaskError(graph_.name(t), iter, outcome.error);

@@ -90,7 +90,7 @@ void EngineCore::count_down_next(Sync& sync, std::size_t upto) noexcept {
       assert(!last);
     }
     if (info.claim != nullptr) {
-      [[maybe_unused]] const bool last = count_down(*in.after);
+      [[maybe_unused]] const bool last = count_down(in.after());
       assert(!last);
     }
   }
@@ -106,14 +106,14 @@ int EngineCore::afresh_count(const Instance& in, std::int64_t iter, bool admitte
   };
   const Sync& sync = sync_of(iter);
   const TaskInfo& info = *in.info;
-  int waits = release_->extra_degree(in.task, iter);  // the clock's start token
+  int waits = release_->extra_degree(in.task(), iter);  // the clock's start token
   for (TaskIndex d : info.intra)
     if (!admitted || !finished(sync.instances[d], iter)) ++waits;
   if (iter > base_) {
     const Sync& previous = sync_of(iter - 1);
     for (TaskIndex d : info.inter)
       if (!finished(previous.instances[d], iter - 1)) ++waits;
-    if (info.claim != nullptr && !finished(previous.instances[in.task], iter - 1)) ++waits;
+    if (info.claim != nullptr && !finished(previous.instances[in.task()], iter - 1)) ++waits;
   }
   return waits;
 }

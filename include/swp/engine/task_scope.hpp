@@ -32,21 +32,21 @@ class TaskScope {
   TaskScope& operator=(const TaskScope&) = delete;
 
   [[nodiscard]] const std::string& name() const {
-    return detail::graph_of(instance_.core()).name(instance_.task);
+    return detail::graph_of(instance_.core()).name(instance_.task());
   }
-  [[nodiscard]] TaskIndex task() const noexcept { return instance_.task; }
+  [[nodiscard]] TaskIndex task() const noexcept { return instance_.task(); }
   [[nodiscard]] std::int64_t iter() const noexcept { return instance_.iter(); }
 
   /// The task's stream. Using it marks the instance as having queued device work, so its
   /// consumers on other streams wait for an event recorded after it.
   [[nodiscard]] Stream& stream() noexcept {
     instance_.stream_used = true;
-    return *instance_.stream;
+    return instance_.stream();
   }
 
   /// Queues synthetic device work of `duration` on the task's stream.
   void device_work(Clock::duration duration) {
-    stream().enqueue_work(duration, work_tag(instance_.task, instance_.iter()));
+    stream().enqueue_work(duration, work_tag(instance_.task(), instance_.iter()));
   }
 
   /// Queues `work` on the task's stream (see Stream::enqueue: the stream's thread on host,
@@ -54,7 +54,7 @@ class TaskScope {
   /// wait for it, as for device_work. An exception it throws surfaces from the stream's next
   /// synchronize() (the pipeline's synchronize(), or the end of run()).
   void enqueue(std::function<void()> work, Clock::duration modelled = {}) {
-    stream().enqueue(std::move(work), modelled, work_tag(instance_.task, instance_.iter()));
+    stream().enqueue(std::move(work), modelled, work_tag(instance_.task(), instance_.iter()));
   }
 
   /// A pause of `duration` that holds no thread and ends early, throwing swp::Cancelled,
@@ -83,5 +83,8 @@ class TaskScope {
 
   detail::Instance& instance_;
 };
+
+// Here, where TaskScope is complete (instance.hpp only declares it).
+inline TaskScope& detail::Instance::scope() const noexcept { return sync->scopes[task()]; }
 
 }  // namespace swp

@@ -2,7 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <memory>
 
 namespace test_instance {  // each test file's names apart (unity builds)
 
@@ -64,6 +67,70 @@ TEST_CASE("an instance holds its claimed lane from its release under the claim t
   entry.iter = 3;
   in.set_state(InstanceState::queued);
   CHECK(in.holds_claimed_lane());
+}
+
+TEST_CASE("an instance waiting for a dependency says for which, in its iteration or the one before") {
+  IterationSync entry;
+  entry.iter = 7;
+  Instance in;
+  in.sync = &entry;
+  CHECK_FALSE(in.waits_for().has_value());
+
+  in.wait_for_dependency(3, 7);
+  CHECK(in.state_in(7) == InstanceState::dependency);
+  REQUIRE(in.waits_for().has_value());
+  CHECK(in.waits_for()->first == 3);
+  CHECK(in.waits_for()->second == 7);
+
+  // The task index keeps every bit below the top one; the iteration before is the top bit.
+  const swp::TaskIndex last = (swp::TaskIndex{1} << 31) - 1;
+  in.wait_for_dependency(last, 6);
+  CHECK(in.state_in(7) == InstanceState::dependency);
+  CHECK(in.waits_for()->first == last);
+  CHECK(in.waits_for()->second == 6);
+
+  // Once it moved on, there is nothing to report (the word holds its new state).
+  in.set_state(InstanceState::running);
+  CHECK_FALSE(in.waits_for().has_value());
+  in.set_state(InstanceState::finished);
+  CHECK_FALSE(in.waits_for().has_value());
+  CHECK(in.state_in(7) == InstanceState::finished);
+  CHECK(in.state_in(8) == InstanceState::idle);
+}
+
+TEST_CASE("an instance's task, lane-edge successor and cold state follow from its entry") {
+  static_assert(sizeof(Instance) == 64);
+  constexpr std::size_t tasks = 5;
+  IterationSync entries[2];
+  for (int e = 0; e < 2; ++e) {
+    entries[e].next = &entries[1 - e];
+    entries[e].previous = &entries[1 - e];
+    entries[e].instances = swp::detail::InstanceArray(tasks);
+    entries[e].cold = std::make_unique<swp::detail::InstanceCold[]>(tasks);
+  }
+  for (int e = 0; e < 2; ++e) {
+    for (std::size_t t = 0; t < tasks; ++t) entries[e].instances.emplace().sync = &entries[e];
+  }
+  for (int e = 0; e < 2; ++e) {
+    for (std::size_t t = 0; t < tasks; ++t) {
+      Instance& in = entries[e].instances[t];
+      CHECK(in.task() == t);
+      CHECK(&in.after() == &entries[1 - e].instances[t]);
+      CHECK(&in.cold() == &entries[e].cold[t]);
+      CHECK_FALSE(in.error());
+      CHECK(in.turn() == 0);
+    }
+  }
+  // Cold state is the instance's own: an error set on one is on no other.
+  entries[1].instances[2].error() = std::make_exception_ptr(7);
+  entries[1].instances[2].turn() = 11;
+  for (int e = 0; e < 2; ++e) {
+    for (std::size_t t = 0; t < tasks; ++t) {
+      const bool that_one = e == 1 && t == 2;
+      CHECK(static_cast<bool>(entries[e].instances[t].error()) == that_one);
+      CHECK(entries[e].instances[t].turn() == (that_one ? 11U : 0U));
+    }
+  }
 }
 
 }  // namespace test_instance

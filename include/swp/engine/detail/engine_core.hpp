@@ -159,6 +159,7 @@ class EngineCore {
   /// NVTX ranges for instances (where compiled in): returns whether they are on.
   bool set_nvtx(bool on) noexcept {
     nvtx_ = on && nvtx_compiled();
+    ranges_opened_ = ranges_opened_ || nvtx_;
     update_hooks();
     return nvtx_;
   }
@@ -257,7 +258,7 @@ class EngineCore {
   }
   // Hands a globally ordered instance its sequencer turn as it is released.
   void assign_turn(Instance& in) noexcept {
-    if (in.info->ordered) in.turn = next_turn_.fetch_add(1, std::memory_order_relaxed);
+    if (in.info->ordered) in.turn() = next_turn_.fetch_add(1, std::memory_order_relaxed);
   }
   // Releases `in` to its lane (a globally ordered one with its sequencer turn); true when it
   // bypasses the lane (released under its lane's claim), which the clock engine's caller then
@@ -346,7 +347,7 @@ class EngineCore {
   static void forget_last_failure(Instance& in) noexcept {
     if (in.failed) [[unlikely]] {
       in.failed = false;
-      in.error = nullptr;
+      in.error() = nullptr;
     }
   }
   // proceed() past the common case: trouble, device waits, a turn to take.
@@ -406,7 +407,7 @@ class EngineCore {
   template <class HandOver>
   Uncounted run_uncounted(Instance& in, HandOver&& hand_over) noexcept;
   // run_uncounted's start of a body that did not complete in its call (a coroutine):
-  // true when it completed while starting (its error, if any, in in.error), and the caller
+  // true when it completed while starting (its error, if any, in in.error()), and the caller
   // finishes it; false when it suspended, still the caller's to hand over (body_here_).
   bool ran_body_here(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept;
   // The rest of run_iteration_here's iteration goes the general way from serial position
@@ -458,12 +459,12 @@ class EngineCore {
   // The NVTX range of `in` starting (ranges on) and ending (if it has one).
   void start_range(Instance& in, bool serial) const noexcept;
   static void end_range(Instance& in) noexcept {
-    if (in.nvtx_range != 0) detail::nvtx_range_end(std::exchange(in.nvtx_range, 0));
+    if (in.cold().nvtx_range != 0) detail::nvtx_range_end(std::exchange(in.cold().nvtx_range, 0));
   }
   // Runs the task's routine: true when it completed synchronously and without an error (the
   // caller finishes the instance); false when it finished it or started its coroutine.
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
-  // run_routine's two halves: calls the routine (false: it threw, its error in in.error; the
+  // run_routine's two halves: calls the routine (false: it threw, its error in in.error(); the
   // caller finishes the instance after the handler), and starts a body that did not complete
   // synchronously (its continuations finish the instance).
   bool call_routine(Instance& in, const TaskInfo& info, ErasedCo& body) const noexcept;
@@ -751,6 +752,9 @@ class EngineCore {
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;
   bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
+  // NVTX ranges were on at some point: an instance may hold one its finish must end (the
+  // range is in its cold state, which the common finish does not look at otherwise).
+  bool ranges_opened_ = false;
 
   // The thread waiting in progress() (retire_next) for this pipeline's iterations, as the
   // address of its thread_local marker (nullptr: none, or the waiter holds no thread). An

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/task_scope.hpp"
 
 namespace swp::detail {
 
@@ -111,7 +112,7 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   if (observer_ != nullptr) {
     // Several threads release onto one lane (data-flow): the observer sees the lane's order.
     std::lock_guard lock(observer_mutex_);
-    observer_->task_released(in.task, in.iter(), lane);
+    observer_->task_released(in.task(), in.iter(), lane);
     if (!bypass) {
       lane.submit(in);
     } else if (post) {
@@ -134,9 +135,9 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
                                                             ErasedCo& body) const noexcept {
   try {
     const Slot& slot = slots_[in.slot()];
-    body = info.routine->run(slot.context, *in.scope, slot.boxes[in.task].get());
+    body = info.routine->run(slot.context, in.scope(), slot.boxes[in.task()].get());
   } catch (...) {
-    in.error = std::current_exception();
+    in.error() = std::current_exception();
     return false;
   }
   // The error goes to the instance inside the handler and finish() comes after it, so this
@@ -168,7 +169,7 @@ template <class HandOver>
     ErasedCo body;
     if (!call_routine(in, info, body)) [[unlikely]] {
       hand_over(true);
-      finish(in, in.error, true);
+      finish(in, in.error(), true);
       return Uncounted::handed_over;
     }
     if (body.valid()) {
@@ -178,12 +179,12 @@ template <class HandOver>
         hand_over(true);
         Instance* starting = &in;
         if (!body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
-          finish(in, in.error, true);
+          finish(in, in.error(), true);
         return Uncounted::handed_over;
       }
-      if (in.error) [[unlikely]] {
+      if (in.error()) [[unlikely]] {
         hand_over(true);
-        finish(in, in.error, true);
+        finish(in, in.error(), true);
         return Uncounted::handed_over;
       }
     }
@@ -193,7 +194,7 @@ template <class HandOver>
     finish(in, std::exception_ptr(), true);  // it records its device work
     return Uncounted::handed_over;
   }
-  in.sync->generation[in.task] = 0;  // no device point (see finish_as)
+  in.sync->clear_generation(in.task());  // no device point (see finish_as)
   in.set_state(InstanceState::finished);
   finish_under_claim(in);  // released under the claim (bypassed)
   return Uncounted::ran;

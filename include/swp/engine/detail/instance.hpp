@@ -29,6 +29,7 @@ namespace detail {
 
 class EngineCore;
 struct Instance;
+struct InstanceCold;
 
 /// What a task instance is doing, for the hang diagnosis.
 enum class InstanceState : std::uint8_t {
@@ -125,6 +126,32 @@ class InstanceArray {
   std::size_t size_ = 0;
 };
 
+/// What an instance records its device work with: its event, made by the runtime's device
+/// (with its native handle where the backend has one), and its registration with that event
+/// while the caller waits for the iteration's device work (slot reuse, next()): one node per
+/// instance, so watching never allocates. Made at the instance's first record and kept: most
+/// instances of most plans never record, and held in every instance these were a quarter of
+/// its bytes.
+struct InstanceEvent {
+  InstanceEvent(std::unique_ptr<Event> made, EventWaiter& waiter) noexcept
+      : event(std::move(made)), watch(waiter) {}
+  std::unique_ptr<Event> event;
+  EventWait watch;
+};
+
+/// What an instance keeps outside its cache line: what only device work, errors, submission
+/// turns and NVTX touch. One per instance, in an array per sync entry (IterationSync::cold):
+/// the instance itself is one cache line, and a plan's instances are most of a pipeline's
+/// memory (a 100,000-task clock pipeline has five entries of them).
+struct InstanceCold {
+  // Its event and the registration with it, made at its first record (finish_guarded); null
+  // until then. Read only for a recorded generation, which its record published.
+  std::unique_ptr<InstanceEvent> device;
+  std::exception_ptr error;      // why it failed (its own error or a dependency's)
+  std::uint64_t turn = 0;        // sequencer turn of a globally ordered instance
+  std::uint64_t nvtx_range = 0;  // its NVTX range while it runs (0: none)
+};
+
 /// Synchronization state of one iteration: instances, events. The core has one more of these
 /// than context slots, so that the state of iteration i - 1 stays intact until iteration i
 /// retired: inter-iteration dependencies read it without racing slot reuse.
@@ -143,9 +170,22 @@ struct alignas(64) IterationSync {
   EngineCore* core = nullptr;
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
-  // Its instances, one per task (by task index).
+  // Its instances, one per task (by task index), and what they keep apart from their own
+  // cache line: their scopes (the core's, EngineCore::scopes_) and their cold state.
   InstanceArray instances;
+  TaskScope* scopes = nullptr;
+  std::unique_ptr<InstanceCold[]> cold;
+  // The stream every instance of the entry queues device work on instead of its task's, or
+  // null: run_serial's "default" stream (entry 0 only, until the next run).
+  Stream* serial_stream = nullptr;
   std::vector<std::uint64_t> generation;      // event generation each task recorded (0: none)
+  // Says that task `t` recorded no event in this iteration. Read before written: in a plan
+  // that records none (or rarely), every finish would otherwise write a line its neighbours'
+  // finishes write too (8 tasks to a line), and threads finishing neighbours pass it back
+  // and forth; a line they only read stays with each of them.
+  void clear_generation(TaskIndex t) noexcept {
+    if (generation[t] != 0) generation[t] = 0;
+  }
   // Instances whose finish counts towards the iteration's completion and that have not
   // finished yet. Under a policy that releases every instance (both engines') only the sinks
   // count (instances with no intra-iteration dependent): every other instance's last touch of
@@ -162,8 +202,9 @@ struct alignas(64) IterationSync {
   // iteration's device work looks at these, not at every task: a plan of 70,000 tasks with two
   // on streams checks two events per look, however often the wait looks. Appended by the
   // recording instance before it counts down its consumers and its `remaining`; the list is
-  // read once the iteration completed, the count also before (device()).
-  std::vector<TaskIndex> recorded;
+  // read once the iteration completed, the count also before (device()). Not initialized:
+  // nothing past the count is read, and most plans' entries never record (untouched pages).
+  std::unique_ptr<TaskIndex[]> recorded;
   std::atomic<std::uint32_t> recorded_count{0};
   // Some instance recorded an event (device_done has something to look at; consumers look
   // at generations).
@@ -190,19 +231,6 @@ class SchedulerWaker final : public EventWaiter {
   Scheduler& scheduler_;
 };
 
-/// What an instance records its device work with: its event, made by the runtime's device
-/// (with its native handle where the backend has one), and its registration with that event
-/// while the caller waits for the iteration's device work (slot reuse, next()): one node per
-/// instance, so watching never allocates. Made at the instance's first record and kept: most
-/// instances of most plans never record, and held in every instance these were a quarter of
-/// its bytes.
-struct InstanceEvent {
-  InstanceEvent(std::unique_ptr<Event> made, EventWaiter& waiter) noexcept
-      : event(std::move(made)), watch(waiter) {}
-  std::unique_ptr<Event> event;
-  EventWait watch;
-};
-
 /// One (task, sync entry): a static join counter, the lane job, the event, the outcome.
 /// Nothing here is allocated per iteration: an entry serves iteration e, e + E, e + 2E, ...
 /// (E = slots + 1), and its counter is re-armed to the task's in-degree when it is consumed.
@@ -224,11 +252,12 @@ struct InstanceEvent {
 /// instance of iteration i + E or i + E - 1 = i + slots, which runs only after iteration
 /// i + slots was admitted, so after iteration i retired and this instance finished.
 ///
-/// Layout: what every step of an instance reads or writes comes first, in the cache line of
-/// its bases' links (the object is line-aligned); what only device work, errors, waits,
-/// turns, coroutines and the report touch comes after. A period touches each of its
-/// instances' first line (and the second for the lane edge, the stream and the scope), not
-/// four lines each.
+/// Layout: one cache line (the object is line-aligned): its bases' links, what every step
+/// reads or writes, and its state. What follows from these is computed, not stored: its task
+/// from its place in its entry's array, its lane-edge successor, scope and stream from its
+/// entry; what only device work, errors, turns and NVTX touch is in its entry's cold array
+/// (InstanceCold). A period touches one line per instance, and a pipeline's instances are
+/// half the bytes they were with two lines each (most of a large pipeline's memory).
 struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   const TaskInfo* info = nullptr;  // its task's (one load on the hot path, not an index)
   IterationSync* sync = nullptr;   // its entry's state
@@ -242,27 +271,29 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   bool failed = false;
 
  private:
-  std::atomic<std::uint64_t> state_word{0};  // stamp(iteration) << 3 | InstanceState
+  // stamp(iteration) << 3 | InstanceState; in state `dependency`, what it waits for instead
+  // of the stamp (see wait_for_dependency).
+  std::atomic<std::uint64_t> state_word{0};
 
  public:
-  Instance* after = nullptr;          // its task's instance there (the lane edge's successor)
-  Stream* stream = nullptr;           // where this execution queues device work
-  TaskScope* scope = nullptr;         // handed to the body; the core's (EngineCore::scopes_)
-  // Its task (a plan has fewer than 2^31 tasks: EngineCore's constructor checks).
-  std::uint32_t task = 0;
-
- private:
-  // What it waits for in state `dependency` (the hang report): the task, and in the top bit
-  // whether in the iteration before. Written by record_dep_wait.
-  std::atomic<std::uint32_t> waits_for_{0};
-
- public:
-  std::uint64_t turn = 0;  // sequencer turn of a globally ordered instance
-  // Its event and the registration with it, made at its first record (finish_guarded); null
-  // until then. Read only for a recorded generation, which its record published.
-  std::unique_ptr<InstanceEvent> device;
-  std::exception_ptr error;      // why it failed (its own error or a dependency's)
-  std::uint64_t nvtx_range = 0;  // its NVTX range while it runs (0: none)
+  /// Its task: its position in its entry's instances (a plan has fewer than 2^31 tasks:
+  /// EngineCore's constructor checks).
+  [[nodiscard]] std::uint32_t task() const noexcept {
+    return static_cast<std::uint32_t>(this - sync->instances.begin());
+  }
+  /// Its task's instance in the entry after its own (the lane edge's successor).
+  [[nodiscard]] Instance& after() const noexcept { return sync->next->instances[task()]; }
+  /// Handed to the body (the core's, EngineCore::scopes_; defined in task_scope.hpp).
+  [[nodiscard]] TaskScope& scope() const noexcept;
+  /// Where this execution queues device work: its task's stream, or run_serial's.
+  [[nodiscard]] Stream& stream() const noexcept {
+    return sync->serial_stream != nullptr ? *sync->serial_stream : *info->stream;
+  }
+  /// Its cold state (see InstanceCold).
+  [[nodiscard]] InstanceCold& cold() const noexcept { return sync->cold[task()]; }
+  [[nodiscard]] std::exception_ptr& error() const noexcept { return cold().error; }
+  [[nodiscard]] std::unique_ptr<InstanceEvent>& device() const noexcept { return cold().device; }
+  [[nodiscard]] std::uint64_t& turn() const noexcept { return cold().turn; }
 
   /// The iteration it runs in, and that iteration's context slot.
   [[nodiscard]] std::int64_t iter() const noexcept { return sync->iter; }
@@ -272,15 +303,22 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   [[nodiscard]] IterationSync& previous() const noexcept { return *sync->previous; }
   [[nodiscard]] IterationSync& next() const noexcept { return *sync->next; }
 
-  /// Records that it waits for task `dep` of iteration `of` (its own or the one before).
-  void set_waits_for(TaskIndex dep, std::int64_t of) noexcept {
-    const std::uint32_t before = of < iter() ? previous_bit : 0;
-    waits_for_.store(static_cast<std::uint32_t>(dep) | before, std::memory_order_relaxed);
+  /// Enters state `dependency`, waiting for task `dep` of iteration `of` (its own or the one
+  /// before): one store, which the hang report decodes (waits_for).
+  void wait_for_dependency(TaskIndex dep, std::int64_t of) noexcept {
+    const std::uint64_t before = of < iter() ? previous_bit : 0;
+    const std::uint64_t waits = static_cast<std::uint64_t>(dep) | before;
+    state_word.store(waits << 3 | static_cast<std::uint64_t>(InstanceState::dependency),
+                     std::memory_order_release);
   }
-  /// What set_waits_for recorded last: the task and its iteration.
-  [[nodiscard]] std::pair<TaskIndex, std::int64_t> waits_for() const noexcept {
-    const std::uint32_t word = waits_for_.load(std::memory_order_relaxed);
-    return {word & ~previous_bit, iter() - ((word & previous_bit) != 0 ? 1 : 0)};
+  /// What it waits for while in state `dependency`: the task and its iteration; nothing once
+  /// it left that state.
+  [[nodiscard]] std::optional<std::pair<TaskIndex, std::int64_t>> waits_for() const noexcept {
+    const std::uint64_t word = state_word.load(std::memory_order_acquire);
+    if (static_cast<InstanceState>(word & 7) != InstanceState::dependency) return std::nullopt;
+    const std::uint64_t waits = word >> 3;
+    return std::pair{static_cast<TaskIndex>(waits & ~previous_bit),
+                     iter() - ((waits & previous_bit) != 0 ? 1 : 0)};
   }
 
   /// Its state in iteration `of`, the iteration its entry holds (in flight, or retired and not
@@ -291,9 +329,10 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   /// iteration (the one before finished before that iteration was admitted).
   [[nodiscard]] InstanceState state_in(std::int64_t of) const noexcept {
     const std::uint64_t word = state_word.load(std::memory_order_acquire);
+    const auto state = static_cast<InstanceState>(word & 7);
+    if (state == InstanceState::dependency) return state;  // unstamped: holds waits_for
     const std::uint64_t stamped = word >> 3;
-    return stamped == unstamped || stamped == stamp(of) ? static_cast<InstanceState>(word & 7)
-                                                        : InstanceState::idle;
+    return stamped == unstamped || stamped == stamp(of) ? state : InstanceState::idle;
   }
   /// Sets its state in its current iteration (release: the hang report reads it elsewhere).
   /// Only `finished` reads the iteration for its stamp: the release, the start and the waits
@@ -328,7 +367,7 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   void run() noexcept override;
 
  private:
-  static constexpr std::uint32_t previous_bit = std::uint32_t{1} << 31;
+  static constexpr std::uint64_t previous_bit = std::uint64_t{1} << 31;
   // A state without an iteration (see state_in); a cleared word (0) is idle without one.
   static constexpr std::uint64_t unstamped = 0;
   static std::uint64_t stamp(std::int64_t iter) noexcept {
@@ -336,7 +375,7 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   }
 };
 
-static_assert(sizeof(Instance) <= 128, "an instance is at most two cache lines");
+static_assert(sizeof(Instance) == 64, "an instance is one cache line");
 
 inline Instance* InstanceArray::at(std::size_t t) const noexcept { return storage_ + t; }
 
