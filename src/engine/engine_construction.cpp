@@ -24,7 +24,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       device_waker_(runtime.scheduler()),
       sequencer_(runtime.scheduler()) {
   const std::size_t n = graph_.size();
-  // An instance keeps its task in 31 bits (see Instance::task).
+  // An instance keeps its task in 31 bits (see TaskInfo::task and Instance::waits_for).
   if (n >= std::size_t{1} << 31)
     throw std::length_error("a pipeline runs at most 2^31 - 1 tasks; the plan has " +
                             std::to_string(n));
@@ -33,6 +33,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   for (std::size_t s = 0; s < graph_.streams().size(); ++s)
     streams_.push_back(&runtime_.stream(graph_.streams()[s], graph_.priority_of_stream(s)));
   for (TaskIndex t = 0; t < n; ++t) {
+    info_[t].task = static_cast<std::uint32_t>(t);
     info_[t].lane = &runtime_.lane(graph_.lane(t));
     info_[t].stream = streams_[graph_.stream_index(t)];
     info_[t].ordered = graph_.schedule(t).globally_ordered;

@@ -108,8 +108,14 @@ TEST_CASE("an instance's task, lane-edge successor and cold state follow from it
     entries[e].instances = swp::detail::InstanceArray(tasks);
     entries[e].cold = std::make_unique<swp::detail::InstanceCold[]>(tasks);
   }
+  swp::detail::TaskInfo infos[tasks];
+  for (std::size_t t = 0; t < tasks; ++t) infos[t].task = static_cast<std::uint32_t>(t);
   for (int e = 0; e < 2; ++e) {
-    for (std::size_t t = 0; t < tasks; ++t) entries[e].instances.emplace().sync = &entries[e];
+    for (std::size_t t = 0; t < tasks; ++t) {
+      Instance& in = entries[e].instances.emplace();
+      in.sync = &entries[e];
+      in.info = &infos[t];
+    }
   }
   for (int e = 0; e < 2; ++e) {
     for (std::size_t t = 0; t < tasks; ++t) {

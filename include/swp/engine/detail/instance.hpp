@@ -76,6 +76,9 @@ struct TaskInfo {
   Lane* lane = nullptr;
   Stream* stream = nullptr;
   const TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
+  // Its index (fewer than 2^31: EngineCore's constructor checks), read by its instances: one
+  // load from a line the step reads anyway, not a computation from the instance's address.
+  std::uint32_t task = 0;
   int degree_first = 0;            // join counter of iteration 0 (see in_degree)
   int degree = 0;                  // join counter of every later iteration
   bool ordered = false;
@@ -253,9 +256,8 @@ class SchedulerWaker final : public EventWaiter {
 /// i + slots was admitted, so after iteration i retired and this instance finished.
 ///
 /// Layout: one cache line (the object is line-aligned): its bases' links, what every step
-/// reads or writes, and its state. What follows from these is computed, not stored: its task
-/// from its place in its entry's array, its lane-edge successor, scope and stream from its
-/// entry; what only device work, errors, turns and NVTX touch is in its entry's cold array
+/// reads or writes, and its state. What follows from these is not stored again: its task is
+/// its TaskInfo's, its lane-edge successor, scope and stream follow from its entry; what only device work, errors, turns and NVTX touch is in its entry's cold array
 /// (InstanceCold). A period touches one line per instance, and a pipeline's instances are
 /// half the bytes they were with two lines each (most of a large pipeline's memory).
 struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
@@ -276,11 +278,8 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   std::atomic<std::uint64_t> state_word{0};
 
  public:
-  /// Its task: its position in its entry's instances (a plan has fewer than 2^31 tasks:
-  /// EngineCore's constructor checks).
-  [[nodiscard]] std::uint32_t task() const noexcept {
-    return static_cast<std::uint32_t>(this - sync->instances.begin());
-  }
+  /// Its task (its position in its entry's instances).
+  [[nodiscard]] std::uint32_t task() const noexcept { return info->task; }
   /// Its task's instance in the entry after its own (the lane edge's successor).
   [[nodiscard]] Instance& after() const noexcept { return sync->next->instances[task()]; }
   /// Handed to the body (the core's, EngineCore::scopes_; defined in task_scope.hpp).
