@@ -169,7 +169,7 @@ struct alignas(64) IterationSync {
   std::int64_t iter = -1;
   std::size_t slot = 0;
   // Fixed at construction: what every instance of the entry would otherwise carry (an
-  // instance is two cache lines, not three; see Instance).
+  // instance is one cache line; see Instance).
   EngineCore* core = nullptr;
   IterationSync* previous = nullptr;  // the entry of the iteration before (inter dependencies)
   IterationSync* next = nullptr;      // the entry of the iteration after (its successors there)
