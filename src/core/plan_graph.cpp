@@ -123,21 +123,24 @@ std::vector<std::optional<int>> stream_priorities(const std::vector<PlannedTask>
   return priorities;
 }
 
-// The distinct streams the tasks run on (aliases resolved), by first use, and each task's.
-void index_streams(const PipelinePlan& plan, std::vector<std::string>& streams,
-                   std::vector<std::uint32_t>& stream_of) {
-  std::unordered_map<std::string_view, std::uint32_t> index;  // views into `plan`
-  stream_of.resize(plan.tasks.size());
-  const std::string* previous = nullptr;  // tasks in a row often share a stream: no lookup
-  for (TaskIndex t = 0; t < plan.tasks.size(); ++t) {
-    const std::string& name = plan.device_stream(plan.tasks[t].schedule.stream);
+// The distinct names of name_of(t) over tasks 0..n-1, in the order of their first task, and
+// each task's position among them. `name_of` returns a reference into the plan (the index
+// holds views of it).
+template <class NameOf>
+void index_names(std::size_t n, NameOf name_of, std::vector<std::string>& names,
+                 std::vector<std::uint32_t>& index_of) {
+  std::unordered_map<std::string_view, std::uint32_t> index;
+  index_of.resize(n);
+  const std::string* previous = nullptr;  // tasks in a row often share a name: no lookup
+  for (TaskIndex t = 0; t < n; ++t) {
+    const std::string& name = name_of(t);
     if (previous != nullptr && name == *previous) {
-      stream_of[t] = stream_of[t - 1];
+      index_of[t] = index_of[t - 1];
       continue;
     }
-    const auto [it, added] = index.try_emplace(name, static_cast<std::uint32_t>(streams.size()));
-    if (added) streams.push_back(name);
-    stream_of[t] = it->second;
+    const auto [it, added] = index.try_emplace(name, static_cast<std::uint32_t>(names.size()));
+    if (added) names.push_back(name);
+    index_of[t] = it->second;
     previous = &name;
   }
 }
@@ -269,7 +272,14 @@ PlanGraph PlanGraph::resolve(const PipelinePlan& plan, std::vector<PlanViolation
   g.tasks_ = plan.tasks;
   const std::size_t n = g.tasks_.size();
   g.by_name_.reserve(n);
-  index_streams(plan, g.streams_, g.stream_of_);
+  index_names(
+      n, [&plan](TaskIndex t) -> const std::string& {
+        return plan.device_stream(plan.tasks[t].schedule.stream);
+      },
+      g.streams_, g.stream_of_);
+  index_names(
+      n, [&plan](TaskIndex t) -> const std::string& { return plan.tasks[t].schedule.thread_group; },
+      g.lanes_, g.lane_of_);
 
   if (n == 0) violations.push_back({PlanRule::no_tasks, {}, "no tasks: the plan declares no task"});
 

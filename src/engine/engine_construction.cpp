@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <unordered_map>
+#include <vector>
 
 #include "swp/engine/task_scope.hpp"
 
@@ -32,9 +32,16 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   streams_.reserve(graph_.streams().size());
   for (std::size_t s = 0; s < graph_.streams().size(); ++s)
     streams_.push_back(&runtime_.stream(graph_.streams()[s], graph_.priority_of_stream(s)));
+  // Each distinct lane and stream resolved once (Runtime::lane and ::stream lock and look up
+  // by name), and how many tasks each lane has (a task alone on its lane has a lane edge).
+  std::vector<Lane*> lanes;
+  lanes.reserve(graph_.lanes().size());
+  for (const std::string& name : graph_.lanes()) lanes.push_back(&runtime_.lane(name));
+  std::vector<int> tasks_on_lane(lanes.size(), 0);
   for (TaskIndex t = 0; t < n; ++t) {
     info_[t].task = static_cast<std::uint32_t>(t);
-    info_[t].lane = &runtime_.lane(graph_.lane(t));
+    info_[t].lane = lanes[graph_.lane_index(t)];
+    ++tasks_on_lane[graph_.lane_index(t)];
     info_[t].stream = streams_[graph_.stream_index(t)];
     info_[t].ordered = graph_.schedule(t).globally_ordered;
     info_[t].intra = graph_.intra_deps(t);
@@ -43,10 +50,9 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   }
   serial_order_ = graph_.topological_order();
   // Lane edges (see LaneClaim) before the policy is made: data-flow's admission counts them.
-  std::unordered_map<const Lane*, int> tasks_on_lane;
-  for (const TaskInfo& info : info_) ++tasks_on_lane[info.lane];
   for (TaskIndex t = 0; t < n; ++t) {
-    if (!fast_.lane_claims || info_[t].ordered || tasks_on_lane[info_[t].lane] != 1) continue;
+    if (!fast_.lane_claims || info_[t].ordered || tasks_on_lane[graph_.lane_index(t)] != 1)
+      continue;
     claims_.push_back(std::make_unique<LaneClaim>(*this, t));
     info_[t].claim = claims_.back().get();
   }

@@ -47,6 +47,9 @@ void EngineCore::arm_counters() {
 
 void EngineCore::reset_run_state(std::int64_t base) {
   base_ = base;
+  // Every range of the last run ended with its instance (unless bodies that ignored its
+  // cancellation still run): finishes look at ranges again only while they are on.
+  if (!broken_) ranges_opened_ = nvtx_;
   for (auto& sync : sync_) {
     // States are stamped with their iteration, which no later run reuses; cleared anyway, so
     // the hang report of this run shows nothing of the last.

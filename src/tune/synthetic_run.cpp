@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <set>
 #include <stdexcept>
 #include <sstream>
 #include <string>
@@ -87,13 +86,10 @@ SyntheticRunResult run_synthetic(const PipelinePlan& plan, const SyntheticRunOpt
   // serialize releases).
   const bool sim = options.runtime.backend == Backend::sim;
   detail::RunMeter meter(graph, options.iters, slots, runtime, sim, options.observer);
-  std::set<std::string> streams;
-  for (TaskIndex t = 0; t < graph.size(); ++t) {
-    streams.insert(graph.stream(t));
-    // Made here, before the pipeline, so with the priority the plan gives them.
-    runtime.stream(graph.stream(t), graph.stream_priority(t));
-  }
-  for (const auto& s : streams) runtime.stream(s).set_observer(&meter);
+  // Made here, before the pipeline, so with the priority the plan gives them.
+  const std::vector<std::string>& streams = graph.streams();
+  for (std::size_t s = 0; s < streams.size(); ++s)
+    runtime.stream(streams[s], graph.priority_of_stream(s)).set_observer(&meter);
 
   std::unique_ptr<Pipeline<Ctx>> pipe;
   if (options.engine == EngineKind::clock) {

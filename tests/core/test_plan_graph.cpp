@@ -547,6 +547,22 @@ TEST_CASE("a stream's priority comes from the tasks that set it, aliases resolve
   }
 }
 
+TEST_CASE("the distinct lanes, by first use, and each task's") {
+  const auto graph = swp::validate(make_plan({{"Load", 0, "default", "io"},
+                                              {"Decode", 0, "default", "cpu"},
+                                              {"Train", 1, "default", "io"},
+                                              {"Log", 1, "default", "gpu"},
+                                              {"Save", 2, "default", "cpu"}}));
+  CHECK(graph.lanes() == std::vector<std::string>{"io", "cpu", "gpu"});
+  const std::size_t of[] = {0, 1, 0, 2, 1};
+  for (swp::TaskIndex t = 0; t < graph.size(); ++t) {
+    CAPTURE(t);
+    CHECK(graph.lane_index(t) == of[t]);
+    CHECK(graph.lanes()[graph.lane_index(t)] == graph.lane(t));
+  }
+  CHECK(swp::validate(make_plan({{"A", 0}, {"B", 1}})).lanes().size() == 1);  // one default lane
+}
+
 TEST_CASE("rule stream_priority: two priorities for one stream name both tasks") {
   auto plan = make_plan({{"Copy", 0, "memcpy"}, {"Dist", 1, "data_dist"}, {"Emb", 2, "emb_lookup"},
                          {"Copy2", 0, "memcpy"}});

@@ -55,6 +55,10 @@ class PlanGraph {
   [[nodiscard]] const std::string& lane(TaskIndex t) const {
     return tasks_[t].schedule.thread_group;
   }
+  /// The distinct lanes of lane(t), in the order of their first task: `lane(t)` is
+  /// `lanes()[lane_index(t)]` (what an engine resolves once per lane, not once per task).
+  [[nodiscard]] const std::vector<std::string>& lanes() const noexcept { return lanes_; }
+  [[nodiscard]] std::size_t lane_index(TaskIndex t) const { return lane_of_[t]; }
   [[nodiscard]] const SyntheticCost& cost(TaskIndex t) const { return tasks_[t].cost; }
   [[nodiscard]] const PlannedTask& task(TaskIndex t) const { return tasks_[t]; }
 
@@ -98,6 +102,8 @@ class PlanGraph {
   std::vector<std::string> streams_;  // the distinct resolved streams, by first use
   std::vector<std::uint32_t> stream_of_;  // by task: its stream's position in streams_
   std::vector<std::optional<int>> stream_priorities_;  // of streams_[s]
+  std::vector<std::string> lanes_;  // the distinct lanes, by first use
+  std::vector<std::uint32_t> lane_of_;  // by task: its lane's position in lanes_
   detail::EdgeLists intra_;
   detail::EdgeLists inter_;
   detail::FlatPositions by_name_;  // tasks_' positions, by name (the first of equal names)

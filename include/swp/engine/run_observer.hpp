@@ -22,7 +22,7 @@ std::vector<Stream*> observed_streams(Pipe& pipe) {
     Stream* s = &pipe.runtime().stream(name);
     if (std::find(streams.begin(), streams.end(), s) == streams.end()) streams.push_back(s);
   };
-  for (TaskIndex t = 0; t < pipe.graph().size(); ++t) add(pipe.graph().stream(t));
+  for (const std::string& name : pipe.graph().streams()) add(name);  // each distinct once
   add("default");
   return streams;
 }
