@@ -257,9 +257,10 @@ class SchedulerWaker final : public EventWaiter {
 ///
 /// Layout: one cache line (the object is line-aligned): its bases' links, what every step
 /// reads or writes, and its state. What follows from these is not stored again: its task is
-/// its TaskInfo's, its lane-edge successor, scope and stream follow from its entry; what only device work, errors, turns and NVTX touch is in its entry's cold array
-/// (InstanceCold). A period touches one line per instance, and a pipeline's instances are
-/// half the bytes they were with two lines each (most of a large pipeline's memory).
+/// its TaskInfo's, its lane-edge successor, scope and stream follow from its entry. What only
+/// device work, errors, turns and NVTX touch is in its entry's cold array (InstanceCold). A
+/// period touches one line per instance, and an instance with its cold state is 96 bytes, not
+/// 128 (instances are most of a large pipeline's memory).
 struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   const TaskInfo* info = nullptr;  // its task's (one load on the hot path, not an index)
   IterationSync* sync = nullptr;   // its entry's state
