@@ -47,9 +47,6 @@ void EngineCore::arm_counters() {
 
 void EngineCore::reset_run_state(std::int64_t base) {
   base_ = base;
-  // Every range of the last run ended with its instance (unless bodies that ignored its
-  // cancellation still run): finishes look at ranges again only while they are on.
-  if (!broken_) ranges_opened_ = nvtx_;
   for (auto& sync : sync_) {
     // States are stamped with their iteration, which no later run reuses; cleared anyway, so
     // the hang report of this run shows nothing of the last.
@@ -486,7 +483,7 @@ void EngineCore::finish_as(Instance& in, const std::exception_ptr& error, bool o
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
   if (in.stream_used ||
-      (!Plain && (in.carries_device_work || info.ordered || error || ranges_opened_ ||
+      (!Plain && (in.carries_device_work || info.ordered || error || nvtx_ ||
                   observer_ != nullptr))) [[unlikely]] {
     finish_guarded(in, error, own);
   } else {

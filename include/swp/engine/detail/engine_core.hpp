@@ -159,7 +159,6 @@ class EngineCore {
   /// NVTX ranges for instances (where compiled in): returns whether they are on.
   bool set_nvtx(bool on) noexcept {
     nvtx_ = on && nvtx_compiled();
-    ranges_opened_ = ranges_opened_ || nvtx_;
     update_hooks();
     return nvtx_;
   }
@@ -751,10 +750,9 @@ class EngineCore {
   std::atomic<bool> device_used_{false};
   FailurePolicy policy_ = FailurePolicy::fail_run;
   bool retire_after_device_ = false;
-  bool nvtx_ = false;  // NVTX ranges per instance (set_nvtx)
-  // NVTX ranges were on at some point: an instance may hold one its finish must end (the
-  // range is in its cold state, which the common finish does not look at otherwise).
-  bool ranges_opened_ = false;
+  // NVTX ranges per instance (set_nvtx, between runs: on or off for a whole run, so a finish
+  // looks at its instance's range, in its cold state, only while they are on).
+  bool nvtx_ = false;
 
   // The thread waiting in progress() (retire_next) for this pipeline's iterations, as the
   // address of its thread_local marker (nullptr: none, or the waiter holds no thread). An
