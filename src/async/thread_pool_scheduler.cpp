@@ -348,7 +348,7 @@ Runnable* ThreadPoolScheduler::take_stuck(Context& c) noexcept {
   return nullptr;
 }
 
-unsigned ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
+unsigned ThreadPoolScheduler::run_chain(Context& c, Runnable* r, const std::uint32_t* seen) noexcept {
   unsigned chain = 0;
   while (r != nullptr) {
     Runnable* const outer = std::exchange(c.running, r);
@@ -365,7 +365,12 @@ unsigned ThreadPoolScheduler::run_chain(Context& c, Runnable* r) noexcept {
     r = std::exchange(c.bypass, nullptr);
     if (r == nullptr && c.queue->slot.load(std::memory_order_relaxed) != nullptr)
       r = c.queue->slot.exchange(nullptr, std::memory_order_relaxed);
-    if (chain >= max_chain) {
+    // A driver that was notified since it last looked at its condition looks now: its caller
+    // waits for that condition (a pipeline's oldest iteration completed elsewhere: retiring it
+    // admits the next), and a chain of long runnables would keep it waiting for all of them.
+    // relaxed: a stale value only delays the look (the drive loop loads it acquire).
+    const bool notified = seen != nullptr && notified_.load(std::memory_order_relaxed) != *seen;
+    if (chain >= max_chain || notified) {
       // Long enough: what was handed over queues behind older work. It stays visible: it was
       // in the bypass or the slot, now it is in the ring, and this thread is awake to take it.
       if (r != nullptr) push_local(c, *r);
@@ -478,7 +483,14 @@ Runnable* ThreadPoolScheduler::worker_idle(Context& c) noexcept {
   }
 }
 
-void ThreadPoolScheduler::wake_drivers() noexcept { idle_drivers_.notify_all_after_fence(); }
+void ThreadPoolScheduler::wake_drivers() noexcept {
+  // relaxed, and a load and store rather than an increment (notify() follows completions, and
+  // keeps lines shared when nobody waits): ordered after the condition's store by notify()'s
+  // fence; concurrent notifiers may store the same value, which still differs from what a
+  // driver saw before them.
+  notified_.store(notified_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  idle_drivers_.notify_all_after_fence();
+}
 
 ThreadPoolScheduler::Queue* ThreadPoolScheduler::claim_driver_queue() noexcept {
   const unsigned first = worker_count_;
@@ -538,7 +550,11 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     return result;
   };
   unsigned runs = 0;
+  // The notifications before the last look at `done` (see run_chain). acquire: pairs with
+  // the fence before a notifier's store, so a condition made true before it is seen by done().
+  std::uint32_t seen = 0;
   for (;;) {
+    seen = notified_.load(std::memory_order_acquire);
     if (done()) return leave(true);
     if (Runnable* r = find_work(c)) {
       if (searching) {
@@ -546,7 +562,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
         searching = false;
       }
       look_again = false;
-      runs += run_chain(c, r);
+      runs += run_chain(c, r, &seen);
       // Busy all along: look at the clock now and then, or endless work would keep this
       // thread past its deadline.
       if (timed && runs >= deadline_check_every) {
@@ -577,6 +593,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     // other threads' queues with back-off (see max_look_interval_ns).
     for (unsigned i = 0, looks = 0, last_look = 0, next_look = 1; i < rounds; ++i) {
       pause_round();
+      seen = notified_.load(std::memory_order_acquire);
       if ((ready = done())) break;
       if (i + 1 == next_look) {
         if ((found = find_work(c, next_look - last_look)) != nullptr) break;
@@ -588,13 +605,14 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     if (found != nullptr) {
       stop_searching();
       searching = false;
-      run_chain(c, found);
+      run_chain(c, found, &seen);
       continue;
     }
     // seq_cst: store-buffering with wake_helper (as in worker_idle).
     searching_.fetch_sub(1, std::memory_order_seq_cst);
     searching = false;
     const auto key = idle_drivers_.prepare_wait();
+    seen = notified_.load(std::memory_order_acquire);
     if (done()) {
       idle_drivers_.cancel_wait();
       return true;
@@ -605,7 +623,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
       idle_drivers_.cancel_wait();
       searching_.fetch_add(1, std::memory_order_seq_cst);
       stop_searching();
-      run_chain(c, found);
+      run_chain(c, found, &seen);
       continue;
     }
     // Another thread's next work waits for its owner: look again after the patience (as in

@@ -313,6 +313,42 @@ TEST_CASE("a driver runs what its queue holds as one chain, then looks at its co
   for (std::size_t i = 0; i < log.size(); ++i) CHECK(log[i] == static_cast<int>(i) + 1);
 }
 
+TEST_CASE("a driver notified inside a chain looks at its condition after the current runnable") {
+  // No workers: the chain runs on the caller. Its first runnable makes the condition true on
+  // another thread, which then notifies (as a completion elsewhere does); the caller looks at
+  // the condition after that runnable, not after max_chain of them.
+  constexpr auto chain = static_cast<int>(swp::ThreadPoolScheduler::max_chain);
+  swp::ThreadPoolScheduler pool(0);
+  std::atomic<bool> condition{false};
+  std::vector<int> log;
+  struct Notifying final : swp::Runnable {
+    swp::Scheduler* scheduler = nullptr;
+    std::atomic<bool>* condition = nullptr;
+    std::vector<int>* log = nullptr;
+    void run() noexcept override {
+      log->push_back(0);
+      std::thread([this] {
+        condition->store(true, std::memory_order_release);
+        scheduler->notify();
+      }).join();
+    }
+  } notifying;
+  notifying.scheduler = &pool;
+  notifying.condition = &condition;
+  notifying.log = &log;
+  auto rs = logging(pool, log, chain);
+  pool.drive_section([&] {
+    pool.post(notifying);
+    for (auto& r : rs) pool.post(*r);
+    CHECK(pool.drive_until([&] { return condition.load(std::memory_order_acquire); },
+                           swp::Clock::now() + 30s));
+    CHECK(log == std::vector<int>{0});
+    // The rest runs in the next drive, in order.
+    CHECK(pool.drive_until([&] { return log.size() == rs.size() + 1; }, swp::Clock::now() + 30s));
+  });
+  for (std::size_t i = 0; i < log.size(); ++i) CHECK(log[i] == static_cast<int>(i));
+}
+
 TEST_CASE("a thread in drive_until runs posted work while every worker is busy") {
   swp::ThreadPoolScheduler pool(1, std::chrono::microseconds(0));
   Occupier occupier;

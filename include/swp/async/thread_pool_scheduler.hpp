@@ -41,7 +41,9 @@ struct PoolContext;
 ///   behind the work it woke: a busy lane cannot starve the others. A thread runs a chain
 ///   — the bypass, else the slot, else its ring's next item — of at most `max_chain`
 ///   runnables before it looks at anything else (its caller's condition, other queues), and
-///   the slot's occupant then goes behind the ring, for the same reason.
+///   the slot's occupant then goes behind the ring, for the same reason. A thread in
+///   `drive_until` ends its chain early, after the current runnable, when `notify()` was
+///   called since it last looked at its condition (which may hold now).
 /// - `post` from any other thread (a stream's worker, a timer, the caller outside
 ///   `drive_until`) goes to a shared injection queue, which every thread polls, first every
 ///   61st runnable so local work cannot starve it.
@@ -109,7 +111,8 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
   void post_next(Runnable& r) noexcept override;
 
   /// Runs work until `done()` holds (true) or `deadline` passes (false; returns `done()`).
-  /// Chains (see above) run to their end before `done()` is checked again; when the thread goes
+  /// Chains (see above) run to their end before `done()` is checked again, unless `notify()`
+  /// is called meanwhile (then the chain ends after its current runnable); when the thread goes
   /// idle, it polls then parks until the deadline, reading the clock once per idle episode
   /// (none for `time_point::max()`). While work keeps coming it checks the deadline every
   /// 64 runnables. `time_point::min()`: run what is runnable now, then return.
@@ -171,8 +174,9 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
   // before this thread's last (timed) park; else notes it for the next time.
   Runnable* take_stuck(Context& c) noexcept;
   // Runs `r`, then the chain it starts: the bypass, the slot, else the thread's own queue
-  // (at most max_chain runnables). Returns how many it ran.
-  unsigned run_chain(Context& c, Runnable* r) noexcept;
+  // (at most max_chain runnables). Returns how many it ran. `seen` (a driver's): notified_
+  // when the driver last looked at its condition; the chain ends early once it changed.
+  unsigned run_chain(Context& c, Runnable* r, const std::uint32_t* seen = nullptr) noexcept;
   // The next runnable of the thread's own queue (its ring; now and then the injection queue).
   Runnable* local_work(Context& c) noexcept;
   // A worker with nothing to do: polls, then parks. nullptr: stop requested.
@@ -206,6 +210,8 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
   alignas(64) std::atomic<int> searching_{0};  // threads polling for work right now
   alignas(64) detail::EventCount idle_workers_;
   alignas(64) detail::EventCount idle_drivers_;
+  // notify() calls so far (wrapping): a driver inside a chain looks at it between runnables.
+  alignas(64) std::atomic<std::uint32_t> notified_{0};
   std::atomic<bool> stop_{false};
   ThreadStartHook on_start_;
   std::string lane_;  // non-empty: the dedicated pool of this lane
