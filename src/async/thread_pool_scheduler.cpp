@@ -552,12 +552,16 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     return result;
   };
   unsigned runs = 0;
-  // The notifications before the last look at `done` (see run_chain). acquire: pairs with
-  // the fence before a notifier's store, so a condition made true before it is seen by done().
+  // The notifications before the last look at `done` (see run_chain), taken by every look
+  // that may be followed by a chain. acquire: pairs with the fence before a notifier's store,
+  // so a condition made true before it is seen by done().
   std::uint32_t seen = 0;
-  for (;;) {
+  const auto look = [&] {
     seen = notified_.load(std::memory_order_acquire);
-    if (done()) return leave(true);
+    return done();
+  };
+  for (;;) {
+    if (look()) return leave(true);
     if (Runnable* r = find_work(c)) {
       if (searching) {
         stop_searching();
@@ -595,8 +599,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     // other threads' queues with back-off (see max_look_interval_ns).
     for (unsigned i = 0, looks = 0, last_look = 0, next_look = 1; i < rounds; ++i) {
       pause_round();
-      seen = notified_.load(std::memory_order_acquire);
-      if ((ready = done())) break;
+      if ((ready = look())) break;
       if (i + 1 == next_look) {
         if ((found = find_work(c, next_look - last_look)) != nullptr) break;
         last_look = next_look;
@@ -614,8 +617,7 @@ bool ThreadPoolScheduler::drive_until(const std::function<bool()>& done,
     searching_.fetch_sub(1, std::memory_order_seq_cst);
     searching = false;
     const auto key = idle_drivers_.prepare_wait();
-    seen = notified_.load(std::memory_order_acquire);
-    if (done()) {
+    if (look()) {
       idle_drivers_.cancel_wait();
       return true;
     }
