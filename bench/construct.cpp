@@ -1,5 +1,10 @@
 #include "construct.hpp"
 
+#include <malloc.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <optional>
@@ -15,10 +20,19 @@ namespace {
 
 using Ctx = swp::IterContext<int, swp::NoFields>;
 
+constexpr std::array<int, 2> sizes{10'000, 100'000};
+constexpr std::array<const char*, 2> engines{"dataflow", "clock"};
+
 double cpu_ms() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// Bytes the heap has handed out (in use, mmapped blocks included).
+std::size_t heap_in_use() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
 }
 
 // Names in an order unrelated to the declaration order (ties broken by name are exercised).
@@ -38,51 +52,88 @@ swp::Plan<Ctx> make_plan(int n, bool reads) {
   return plan;
 }
 
+// One size's measurements over the rounds.
 struct Times {
-  std::vector<double> plan, make[2], destroy[2];
+  std::vector<double> plan, make[2], destroy[2], copy;
+  std::size_t bytes[2] = {0, 0};  // the pipelines' heap bytes (the last round's)
 };
 
+// Builds and destroys one pipeline, timed apart; returns the heap bytes it held.
 template <class Pipe, class... Args>
-void time_pipeline(swp::Runtime& runtime, const swp::Plan<Ctx>& plan, std::vector<double>& make,
-                   std::vector<double>& destroy, Args... args) {
+std::size_t time_pipeline(swp::Runtime& runtime, const swp::Plan<Ctx>& plan,
+                          std::vector<double>& make, std::vector<double>& destroy, Args... args) {
+  const std::size_t before = heap_in_use();
   const double t0 = cpu_ms();
   std::optional<Pipe> pipe(std::in_place, runtime, plan, args...);
   const double t1 = cpu_ms();
+  const std::size_t bytes = heap_in_use() - before;
+  const double t2 = cpu_ms();
   pipe.reset();
   make.push_back(t1 - t0);
-  destroy.push_back(cpu_ms() - t1);
+  destroy.push_back(cpu_ms() - t2);
+  return bytes;
+}
+
+// What memory alone costs at this size: copying as many bytes as a pipeline of it holds,
+// between buffers already faulted in. A construction writes its pipeline once and reads its
+// plan; at 10k tasks both fit in the caches, at 100k they do not.
+double time_copy(std::size_t bytes) {
+  static std::vector<char> from, to;
+  from.assign(bytes, 1);
+  to.assign(bytes, 0);
+  const double t0 = cpu_ms();
+  std::memcpy(to.data(), from.data(), bytes);
+  asm volatile("" : : "r"(to.data()) : "memory");
+  return cpu_ms() - t0;
+}
+
+void measure(swp::Runtime& runtime, int n, bool reads, bool clock_first, Times& t) {
+  const double t0 = cpu_ms();
+  const swp::Plan<Ctx> plan = make_plan(n, reads);
+  t.plan.push_back(cpu_ms() - t0);
+  // The engine after the plan finds it warmer: each goes first every other round.
+  for (const int e : clock_first ? std::array{1, 0} : std::array{0, 1}) {
+    t.bytes[e] = e == 0 ? time_pipeline<swp::DataFlowPipeline<Ctx>>(runtime, plan, t.make[0], t.destroy[0], 2)
+                        : time_pipeline<swp::ClockPipeline<Ctx>>(runtime, plan, t.make[1], t.destroy[1]);
+  }
 }
 
 }  // namespace
 
 void run_construct(const ConstructOptions& options) {
-  const char* engines[2] = {"dataflow", "clock"};
   for (const bool reads : {false, true}) {
     const std::string shape = reads ? "reads" : "independent";
-    std::map<int, double> plan_ms, make_ms[2];
-    for (const int n : {10'000, 100'000}) {
-      const std::string size = std::to_string(n / 1000) + "k";
-      Times t;
-      swp::Runtime runtime({.backend = swp::Backend::sim});
-      for (int r = 0; r < options.rounds; ++r) {
-        const double t0 = cpu_ms();
-        const swp::Plan<Ctx> plan = make_plan(n, reads);
-        t.plan.push_back(cpu_ms() - t0);
-        time_pipeline<swp::DataFlowPipeline<Ctx>>(runtime, plan, t.make[0], t.destroy[0], 2);
-        time_pipeline<swp::ClockPipeline<Ctx>>(runtime, plan, t.make[1], t.destroy[1]);
-      }
-      plan_ms[n] = median(t.plan);
-      metric("construct_plan_" + shape + "_" + size + "_ms", plan_ms[n], "ms");
-      for (int e = 0; e < 2; ++e) {
-        make_ms[e][n] = median(t.make[e]);
-        metric("construct_" + std::string(engines[e]) + "_" + shape + "_" + size + "_ms", make_ms[e][n], "ms");
-        metric("destroy_" + std::string(engines[e]) + "_" + shape + "_" + size + "_ms", median(t.destroy[e]), "ms");
+    swp::Runtime runtime({.backend = swp::Backend::sim});
+    std::map<int, Times> times;
+    // Rounds interleave the sizes (and alternate which goes first), so a slow stretch of the
+    // machine falls on both; each size's copy follows its constructions.
+    for (int r = 0; r < options.rounds; ++r) {
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        const int n = sizes[(k + static_cast<std::size_t>(r)) % sizes.size()];
+        Times& t = times[n];
+        measure(runtime, n, reads, r % 2 == 1, t);
+        t.copy.push_back(time_copy(std::max(t.bytes[0], t.bytes[1])));
       }
     }
-    metric("construct_plan_" + shape + "_growth", plan_ms[100'000] / plan_ms[10'000], "ratio");
-    for (int e = 0; e < 2; ++e)
+    for (const int n : sizes) {
+      const std::string size = std::to_string(n / 1000) + "k";
+      const Times& t = times[n];
+      metric("construct_plan_" + shape + "_" + size + "_ms", median(t.plan), "ms");
+      for (std::size_t e = 0; e < engines.size(); ++e) {
+        const std::string what = std::string(engines[e]) + "_" + shape + "_" + size;
+        metric("construct_" + what + "_ms", median(t.make[e]), "ms");
+        metric("destroy_" + what + "_ms", median(t.destroy[e]), "ms");
+        metric("bytes_per_task_" + what, static_cast<double>(t.bytes[e]) / n, "B");
+      }
+      metric("construct_copy_" + shape + "_" + size + "_ms", median(t.copy), "ms");
+    }
+    const Times& small = times[sizes[0]];
+    const Times& large = times[sizes[1]];
+    metric("construct_plan_" + shape + "_growth", median(large.plan) / median(small.plan), "ratio");
+    for (std::size_t e = 0; e < engines.size(); ++e)
       metric("construct_" + std::string(engines[e]) + "_" + shape + "_growth",
-             make_ms[e][100'000] / make_ms[e][10'000], "ratio");
+             median(large.make[e]) / median(small.make[e]), "ratio");
+    metric("construct_copy_" + shape + "_growth", median(large.copy) / median(small.copy), "ratio");
   }
 }
 

@@ -17,7 +17,8 @@
 //                      [--read-threads N] [--rounds N] [--dir D]
 //                                    the data loader vs plain reads from the page cache
 //   swp-bench construct [--rounds N]  building a Plan<Ctx> and both pipelines at 10k and 100k
-//                                    tasks: CPU ms and growth (target <= 11x for 10x the tasks)
+//                                    tasks: CPU ms, bytes and growth (target <= 11x for 10x the
+//                                    tasks), beside a copy of as many bytes
 //   swp-bench idle     [--workers N] [--ms M]
 //                                    CPU per second of a runtime with nothing to run: fresh,
 //                                    between runs, a run in flight whose caller is away
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
   swp_bench::ConstructOptions construct_options;
   auto* construct = app.add_subcommand(
       "construct", "building a Plan<Ctx> and both pipelines at 10k and 100k tasks (CPU ms)");
-  construct->add_option("--rounds", construct_options.rounds, "measurements per size (median)")
+  construct->add_option("--rounds", construct_options.rounds, "interleaved rounds, each size measured once per round (medians)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   swp_bench::IdleOptions idle_options;
