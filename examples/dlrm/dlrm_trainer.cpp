@@ -1,45 +1,21 @@
-// The DLRM training step as tasks (see docs/dlrm.md for the data flow):
-//
-//   H2D             parse the loader's records; the dense features and labels become tensors
-//   InputDistStart  seed 004's two levels on the data-dist stream: splits, then ids to owners
-//   InputDistWait   wait #1 (the splits)
-//   EmbPrefetch     wait #2 and the owned tables' lookup inputs (ids, offsets) for the batch
-//   EmbLookup       sum-pooled rows of the owned tables, sent back to the samples' ranks
-//   Forward         dense forward (bottom MLP, interaction, top MLP) and the loss
-//   Backward        gradients; the pooled embeddings' back to the tables' owners, the dense
-//                   ones gathered from every rank and added in rank order
-//   EmbBackward     SGD on the embedding rows the batch touched (fused into Backward where
-//                   the preset has no EmbBackward: FBGEMM's fused TBE)
-//   OptimizerStep   SGD on the dense parameters
-//
-// Each piece of work ("op") runs in the first task of its list that the preset has, so one
-// set of bodies serves every preset: without InputDistStart (base), Forward distributes its
-// own input; without EmbLookup, Forward looks up; and so on. A body does its CPU side at once
-// (parsing, calling collectives, which take their place in the communicator's order then) and
-// queues its tensor work on the task's stream, where the engine orders it after the producers'
-// work on other streams. The serial baseline runs the same bodies one iteration at a time on
-// one stream and waits for each.
+// The DLRM training run: the data written once and read by loaders, the model sharded over
+// the ranks, the training step (training_step.cpp) bound to a preset's tasks and run by an
+// engine, and the same step as a plain loop to compare against; the metrics of both.
 
 #include "dlrm_trainer.hpp"
 
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <stdexcept>
 
-#include "dlrm_model.hpp"
 #include "swp/comm/abort_on_failure.hpp"
-#include "swp/comm/input_dist.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/run_observer.hpp"
@@ -53,6 +29,7 @@
 #include "swp/trace/chrome_trace.hpp"
 #include "swp/trace/svg_timeline.hpp"
 #include "swp/trace/trace_recorder.hpp"
+#include "trainer.hpp"
 
 namespace dlrm {
 
@@ -60,270 +37,48 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// What the source hands a pipeline: one loader batch per data shard this rank reads.
-struct DlrmBatch {
-  std::int64_t index = 0;  // the run's iteration: the same on every rank
-  std::vector<swp::io::Batch> shards;
-};
-
-struct Step;
-struct Fields {
-  std::shared_ptr<Step> step;  // created by H2D; the stream work holds its own reference
-};
-using Ctx = swp::IterContext<DlrmBatch, Fields>;
-
-/// One iteration's state on this rank. The context slot is reset when an iteration is
-/// admitted, so the work queued on streams keeps the Step alive through its own shared_ptr.
-struct Step {
-  std::int64_t iter = 0;
-  HostBatch host;
-  swp::ModuleInput input;  // the ids for each owner rank, from H2D to InputDistStart
-  at::Tensor dense, labels;
-  swp::InputDist::Batch dist;
-  std::vector<at::Tensor> ids, offsets, bag_of;  // per owned table, over the global batch
-  at::Tensor pooled_send, emb_recv, emb_leaf, loss;
-  at::Tensor emb_grad, grad_recv, gather_send, gather_recv;
-  std::vector<at::Tensor> grad_sum;
-  std::vector<swp::Future<void>> lookup_comm, backward_comm;
-};
-
-enum class Op { parse, dist_start, dist_wait, prepare, lookup, dense_forward, backward, emb_update,
-                optimizer };
-constexpr std::array all_ops{Op::parse,         Op::dist_start, Op::dist_wait,
-                             Op::prepare,       Op::lookup,     Op::dense_forward,
-                             Op::backward,      Op::emb_update, Op::optimizer};
-
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::parse: return "parse";
-    case Op::dist_start: return "input dist start";
-    case Op::dist_wait: return "input dist wait";
-    case Op::prepare: return "lookup inputs";
-    case Op::lookup: return "embedding lookup";
-    case Op::dense_forward: return "dense forward";
-    case Op::backward: return "backward";
-    case Op::emb_update: return "embedding update";
-    case Op::optimizer: return "optimizer";
-  }
-  return "?";
-}
-
-// The tasks an op may run in, first choice first.
-std::vector<std::string> hosts_of(Op op) {
-  switch (op) {
-    case Op::parse: return {"H2D"};
-    case Op::dist_start: return {"InputDistStart", "Forward"};
-    case Op::dist_wait: return {"InputDistWait", "Forward"};
-    case Op::prepare: return {"EmbPrefetch", "EmbLookup", "Forward"};
-    case Op::lookup: return {"EmbLookup", "Forward"};
-    case Op::dense_forward: return {"Forward"};
-    case Op::backward: return {"Backward"};
-    case Op::emb_update: return {"EmbBackward", "Backward"};
-    case Op::optimizer: return {"OptimizerStep"};
-  }
-  return {};
-}
-
-/// Which ops each task of `plan` runs, in op order; throws naming the preset and the op that
-/// has no task there.
-std::map<std::string, std::vector<Op>> assign_ops(const swp::PipelinePlan& plan,
-                                                  const std::string& preset) {
-  std::set<std::string> names;
-  for (const auto& t : plan.tasks) names.insert(t.task.name);
-  std::map<std::string, std::vector<Op>> out;
-  for (const auto& n : names) out[n];
-  for (Op op : all_ops) {
-    const auto hosts = hosts_of(op);
-    const auto it = std::find_if(hosts.begin(), hosts.end(),
-                                 [&](const std::string& h) { return names.count(h) != 0; });
-    if (it == hosts.end())
-      throw std::invalid_argument("--preset " + preset + ": the DLRM step's " + op_name(op) +
-                                  " needs one of the tasks " + hosts.front() +
-                                  (hosts.size() > 1 ? ", ..." : "") + ", which the preset lacks");
-    out[*it].push_back(op);
-  }
-  return out;
-}
-
-/// The first failure of stream work on this rank, with the rank, task and iteration; aborting
-/// the communicators so that the peers stop within a second.
-class Failures {
- public:
-  Failures(int rank, swp::Communicator& world) : rank_(rank), world_(world) {}
-
-  [[nodiscard]] bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
-
-  void record(const std::string& task, std::int64_t iter, const std::exception_ptr& error) {
-    std::string why = swp::detail::what_of(error);
-    std::string message;
-    try {
-      std::rethrow_exception(error);
-    } catch (const swp::CommAborted& aborted) {
-      if (aborted.aborting_rank() == rank_) {
-        // Our own abort (a task body failed here): that failure is what the run reports.
-        failed_.store(true, std::memory_order_release);
-        return;
-      }
-      // A peer's failure reached us: say whose, not only which of our operations it stopped.
-      message = "rank " + std::to_string(rank_) + ": stopped in task '" + task + "' iteration " +
-                std::to_string(iter) + " because " + world_.abort_reason();
-    } catch (...) {
-      message = "rank " + std::to_string(rank_) + ": task '" + task + "' failed in iteration " +
-                std::to_string(iter) + ": " + why;
-    }
-    {
-      std::lock_guard lock(mutex_);
-      if (!first_.empty()) return;
-      first_ = message;
-      failed_.store(true, std::memory_order_release);
-    }
-    world_.abort("task '" + task + "' failed in iteration " + std::to_string(iter) + ": " + why);
-  }
-
-  /// Throws the first failure recorded, if any (not for our own abort: the task body's
-  /// error that caused it is reported instead).
-  void throw_if_failed() const {
-    if (!failed()) return;
-    std::lock_guard lock(mutex_);
-    if (!first_.empty()) throw std::runtime_error(first_);
-  }
-
- private:
-  int rank_;
-  swp::Communicator& world_;
-  mutable std::mutex mutex_;
-  std::atomic<bool> failed_{false};
-  std::string first_;
-};
-
-/// Where an op runs: the stream, and the task and iteration its errors name.
-struct Where {
-  swp::Stream& stream;
-  std::string task;
-  std::int64_t iter;
-  swp::WorkTag tag{};  // the task instance the trace shows the stream work under
-};
-
-void check_done(const swp::Future<void>& f, const char* what) {
-  if (!f.ready()) throw std::logic_error(std::string(what) + " had not completed in stream order");
-  f.get();
-}
-
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-struct RunResult {
-  double seconds = 0;
-  std::vector<double> losses;  // global training loss per iteration
-  std::optional<swp::Trace> trace;
-};
+}  // namespace
 
-class Trainer {
- public:
-  Trainer(swp::Communicator& world, const TrainOptions& o)
-      : o_(o),
-        world_(world),
-        rank_(world.rank()),
-        ranks_(world.size()),
-        shards_(o.data_shards == 0 ? world.size() : o.data_shards),
-        failures_(world.rank(), world) {
-    spec_.tables = o.tables;
-    spec_.rows = o.rows;
-    spec_.dim = o.dim;
-    spec_.bottom = o.bottom;
-    spec_.top = o.top;
-    spec_.lr = o.lr;
-    spec_.emb_lr = o.emb_lr;
-    spec_.seed = o.model_seed;
-    data_.tables = o.tables;
-    data_.rows = o.rows;
-    data_.seed = o.data_seed;
-    check_sizes();
-    local_ = o.batch / ranks_;
-    const std::vector<int> all = all_ranks();
-    dist_comm_ = world.split(all);
-    emb_comm_ = world.split(all);
-    dense_comm_ = world.split(all);
-    dist_.add_module("ebc", *dist_comm_);
-    for (int q = 0; q < ranks_; ++q) {
-      owned_by_.push_back(EmbeddingShard::owned_by(o.tables, q, ranks_));
-      recv_offset_.push_back(q == 0 ? 0
-                                    : recv_offset_.back() + fwd_recv_counts_.back());
-      fwd_recv_counts_.push_back(owned_by_.back().size() * local_ * static_cast<std::size_t>(o.dim));
-    }
-    fwd_send_counts_.assign(static_cast<std::size_t>(ranks_),
-                            owned_by_[static_cast<std::size_t>(rank_)].size() * local_ *
-                                static_cast<std::size_t>(o.dim));
-    reset_model();
+Trainer::Trainer(swp::Communicator& world, const TrainOptions& o)
+    : o_(o),
+      world_(world),
+      rank_(world.rank()),
+      ranks_(world.size()),
+      shards_(o.data_shards == 0 ? world.size() : o.data_shards),
+      failures_(world.rank(), world) {
+  spec_.tables = o.tables;
+  spec_.rows = o.rows;
+  spec_.dim = o.dim;
+  spec_.bottom = o.bottom;
+  spec_.top = o.top;
+  spec_.lr = o.lr;
+  spec_.emb_lr = o.emb_lr;
+  spec_.seed = o.model_seed;
+  data_.tables = o.tables;
+  data_.rows = o.rows;
+  data_.seed = o.data_seed;
+  check_sizes();
+  local_ = o.batch / ranks_;
+  const std::vector<int> all = all_ranks();
+  dist_comm_ = world.split(all);
+  emb_comm_ = world.split(all);
+  dense_comm_ = world.split(all);
+  dist_.add_module("ebc", *dist_comm_);
+  for (int q = 0; q < ranks_; ++q) {
+    owned_by_.push_back(EmbeddingShard::owned_by(o.tables, q, ranks_));
+    recv_offset_.push_back(q == 0 ? 0
+                                  : recv_offset_.back() + fwd_recv_counts_.back());
+    fwd_recv_counts_.push_back(owned_by_.back().size() * local_ * static_cast<std::size_t>(o.dim));
   }
-
-  void prepare_data();
-  void reset_model() {
-    dense_ = std::make_unique<DenseArch>(spec_);
-    shard_ = std::make_unique<EmbeddingShard>(spec_, rank_, ranks_);
-  }
-  [[nodiscard]] std::vector<at::Tensor> snapshot() const {
-    std::vector<at::Tensor> out;
-    for (const auto& p : dense_->parameters()) out.push_back(p.detach().clone());
-    for (const auto& t : shard_->tables()) out.push_back(t.clone());
-    return out;
-  }
-  [[nodiscard]] double max_abs_diff(const std::vector<at::Tensor>& before) const;
-
-  RunResult run_serial(std::int64_t iters);
-  RunResult run_pipelined();
-  double evaluate();
-  [[nodiscard]] double all_max(double x);
-
-  [[nodiscard]] int rank() const { return rank_; }
-
- private:
-  void check_sizes() const;
-  [[nodiscard]] std::vector<int> all_ranks() const {
-    std::vector<int> all(static_cast<std::size_t>(ranks_));
-    for (int r = 0; r < ranks_; ++r) all[static_cast<std::size_t>(r)] = r;
-    return all;
-  }
-  [[nodiscard]] std::filesystem::path data_dir() const;
-  [[nodiscard]] std::vector<swp::io::Loader> open_loaders(const std::string& split, bool train) const;
-  [[nodiscard]] std::function<std::optional<DlrmBatch>()> make_source(std::int64_t iters) const;
-  [[nodiscard]] swp::presets::BasicPreset<swp::Plan<Ctx>> bound_preset();
-  void barrier();
-
-  // The ops (see the file comment); each does its CPU side now and queues the rest.
-  void run_op(Op op, Ctx& ctx, const Where& where);
-  void parse(Ctx& ctx, const Where& where);
-  void dist_start(Step& st, const Where& where);
-  void queue(const Where& where, const std::shared_ptr<Step>& st, std::function<void(Step&)> fn);
-  void lookup(const std::shared_ptr<Step>& st, const Where& where);
-  void backward(const std::shared_ptr<Step>& st, const Where& where);
-  void prepare_lookup(Step& st) const;
-  void dense_forward(Step& st) const;
-  void emb_update(Step& st) const;
-  void record_loss(std::int64_t iter, double loss) {
-    std::lock_guard lock(losses_mutex_);
-    if (static_cast<std::size_t>(iter) >= losses_.size()) losses_.resize(static_cast<std::size_t>(iter) + 1);
-    losses_[static_cast<std::size_t>(iter)] = loss;
-  }
-
-  TrainOptions o_;
-  ModelSpec spec_;
-  DataSpec data_;
-  swp::Communicator& world_;
-  int rank_, ranks_, shards_;
-  std::size_t local_ = 0;  // samples per rank and iteration
-  Failures failures_;
-  std::unique_ptr<swp::Communicator> dist_comm_, emb_comm_, dense_comm_;
-  swp::InputDist dist_;
-  std::vector<std::vector<int>> owned_by_;  // tables of each rank
-  std::vector<std::size_t> fwd_send_counts_, fwd_recv_counts_, recv_offset_;
-  std::unique_ptr<DenseArch> dense_;
-  std::unique_ptr<EmbeddingShard> shard_;
-  std::map<std::string, std::vector<Op>> ops_;
-  std::mutex losses_mutex_;
-  std::vector<double> losses_;
-};
+  fwd_send_counts_.assign(static_cast<std::size_t>(ranks_),
+                          owned_by_[static_cast<std::size_t>(rank_)].size() * local_ *
+                              static_cast<std::size_t>(o.dim));
+  reset_model();
+}
 
 void Trainer::check_sizes() const {
   const auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
@@ -436,212 +191,6 @@ std::function<std::optional<DlrmBatch>()> Trainer::make_source(std::int64_t iter
     ++s->taken_in_epoch;
     return b;
   };
-}
-
-void Trainer::queue(const Where& where, const std::shared_ptr<Step>& st,
-                    std::function<void(Step&)> fn) {
-  where.stream.enqueue(
-      [this, st, fn = std::move(fn), task = where.task, iter = where.iter] {
-        if (failures_.failed()) return;  // after a failure nothing more is computed or sent
-        try {
-          fn(*st);
-        } catch (...) {
-          failures_.record(task, iter, std::current_exception());
-        }
-      },
-      {}, where.tag);
-}
-
-void Trainer::parse(Ctx& ctx, const Where& where) {
-  auto st = std::make_shared<Step>();
-  ctx.step = st;
-  st->iter = ctx.batch.index;
-  st->host = empty_batch(data_);
-  for (const auto& shard : ctx.batch.shards) append_batch(shard, data_, st->host);
-  if (st->host.samples != local_)
-    throw std::runtime_error("batch has " + std::to_string(st->host.samples) + " samples, " +
-                             std::to_string(local_) + " expected");
-  // The ids each owner gets: its tables' bag lengths, then their ids (a KJT's lengths and
-  // values, keyed by table order).
-  st->input.to_rank.assign(static_cast<std::size_t>(ranks_), {});
-  for (int q = 0; q < ranks_; ++q) {
-    auto& out = st->input.to_rank[static_cast<std::size_t>(q)];
-    for (int t : owned_by_[static_cast<std::size_t>(q)]) {
-      const auto& lengths = st->host.lengths[static_cast<std::size_t>(t)];
-      out.insert(out.end(), lengths.begin(), lengths.end());
-    }
-    for (int t : owned_by_[static_cast<std::size_t>(q)]) {
-      const auto& ids = st->host.ids[static_cast<std::size_t>(t)];
-      out.insert(out.end(), ids.begin(), ids.end());
-    }
-  }
-  queue(where, st, [this](Step& s) {
-    const auto b = static_cast<std::int64_t>(local_);
-    s.dense = at::from_blob(s.host.dense.data(), {b, data_.dense}, at::kFloat).clone();
-    s.labels = at::from_blob(s.host.labels.data(), {b}, at::kFloat).clone();
-  });
-}
-
-void Trainer::dist_start(Step& st, const Where& where) {
-  st.dist = dist_.start(where.stream, {{"ebc", std::move(st.input)}},
-                        "InputDist iter " + std::to_string(where.iter));
-}
-
-// From every source rank's ids: for each owned table, the ids, the bags' offsets and each
-// id's bag, over the global batch (rank 0's samples first).
-void Trainer::prepare_lookup(Step& st) const {
-  check_done(st.dist.tensors("ebc"), "the input distribution's ids");
-  const swp::ModuleOutput in = st.dist.take("ebc");
-  const auto& mine = owned_by_[static_cast<std::size_t>(rank_)];
-  const std::size_t n = mine.size();
-  std::vector<std::vector<std::int64_t>> ids(n), offsets(n), bag_of(n);
-  for (int s = 0; s < ranks_; ++s) {
-    const auto from = in.from(s);
-    if (from.size() < n * local_)
-      throw std::runtime_error("rank " + std::to_string(s) + " sent " +
-                               std::to_string(from.size()) + " values, fewer than its lengths");
-    std::size_t at = n * local_;
-    for (std::size_t k = 0; k < n; ++k) {
-      for (std::size_t i = 0; i < local_; ++i) {
-        const auto len = static_cast<std::size_t>(from[k * local_ + i]);
-        if (at + len > from.size())
-          throw std::runtime_error("rank " + std::to_string(s) + " sent a bag past its ids");
-        offsets[k].push_back(static_cast<std::int64_t>(ids[k].size()));
-        const auto bag = static_cast<std::int64_t>(static_cast<std::size_t>(s) * local_ + i);
-        for (std::size_t j = 0; j < len; ++j) {
-          ids[k].push_back(from[at + j]);
-          bag_of[k].push_back(bag);
-        }
-        at += len;
-      }
-    }
-  }
-  st.ids.clear();
-  st.offsets.clear();
-  st.bag_of.clear();
-  for (std::size_t k = 0; k < n; ++k) {
-    st.ids.push_back(at::tensor(ids[k], at::kLong));
-    st.offsets.push_back(at::tensor(offsets[k], at::kLong));
-    st.bag_of.push_back(at::tensor(bag_of[k], at::kLong));
-  }
-}
-
-void Trainer::lookup(const std::shared_ptr<Step>& st, const Where& where) {
-  const auto n = static_cast<std::int64_t>(owned_by_[static_cast<std::size_t>(rank_)].size());
-  const auto b = static_cast<std::int64_t>(local_);
-  std::size_t recv_total = 0;
-  for (auto c : fwd_recv_counts_) recv_total += c;
-  st->pooled_send = at::empty({ranks_, n, b, o_.dim}, at::kFloat);
-  st->emb_recv = at::empty({static_cast<std::int64_t>(recv_total)}, at::kFloat);
-  queue(where, st, [this, n, b](Step& s) {
-    std::vector<at::Tensor> pooled;  // [global batch, dim] per owned table
-    for (std::size_t k = 0; k < static_cast<std::size_t>(n); ++k)
-      pooled.push_back(shard_->lookup(k, s.ids[k], s.offsets[k]));
-    if (n > 0)  // to each rank its samples' rows: [rank, table, sample, dim]
-      s.pooled_send.copy_(at::stack(pooled, 0).view({n, ranks_, b, o_.dim}).permute({1, 0, 2, 3}));
-  });
-  st->lookup_comm.push_back(swp::all_to_all_v(*emb_comm_, where.stream, st->pooled_send,
-                                              fwd_send_counts_, st->emb_recv, fwd_recv_counts_,
-                                              "pooled embeddings iter " + std::to_string(where.iter)));
-}
-
-void Trainer::dense_forward(Step& st) const {
-  for (const auto& f : st.lookup_comm) check_done(f, "the pooled embeddings' all_to_all");
-  const auto b = static_cast<std::int64_t>(local_);
-  st.emb_leaf = st.emb_recv.detach().requires_grad_(true);
-  std::vector<at::Tensor> per_table(static_cast<std::size_t>(o_.tables));
-  for (int t = 0; t < o_.tables; ++t) {
-    const int q = t % ranks_;
-    const auto offset = recv_offset_[static_cast<std::size_t>(q)] +
-                        static_cast<std::size_t>(t / ranks_) * local_ * static_cast<std::size_t>(o_.dim);
-    per_table[static_cast<std::size_t>(t)] =
-        st.emb_leaf.narrow(0, static_cast<std::int64_t>(offset), b * o_.dim).view({b, o_.dim});
-  }
-  const at::Tensor logits = dense_->forward(st.dense, at::stack(per_table, 1));
-  st.loss = at::binary_cross_entropy_with_logits(logits, st.labels, {}, {}, at::Reduction::Sum) /
-            static_cast<double>(o_.batch);
-}
-
-void Trainer::backward(const std::shared_ptr<Step>& st, const Where& where) {
-  const auto P = dense_->numel();
-  st->emb_grad = at::empty_like(st->emb_recv);
-  st->grad_recv = at::empty_like(st->pooled_send);
-  st->gather_send = at::empty({P + 1}, at::kFloat);
-  st->gather_recv = at::empty({ranks_ * (P + 1)}, at::kFloat);
-  queue(where, st, [this, P](Step& s) {
-    std::vector<at::Tensor> inputs = dense_->parameters();
-    inputs.push_back(s.emb_leaf);
-    const auto grads = torch::autograd::grad({s.loss}, inputs);
-    at::NoGradGuard no_grad;
-    std::int64_t at = 0;
-    for (std::size_t i = 0; i + 1 < grads.size(); ++i) {
-      s.gather_send.narrow(0, at, grads[i].numel()).copy_(grads[i].reshape({-1}));
-      at += grads[i].numel();
-    }
-    s.gather_send[P] = s.loss.detach().item<float>();
-    s.emb_grad.copy_(grads.back());
-    s.loss = at::Tensor();  // the graph goes now, not with the Step
-    s.emb_leaf = at::Tensor();
-  });
-  const std::string it = " iter " + std::to_string(where.iter);
-  st->backward_comm.push_back(swp::all_to_all_v(*emb_comm_, where.stream, st->emb_grad,
-                                                fwd_recv_counts_, st->grad_recv, fwd_send_counts_,
-                                                "embedding grads" + it));
-  st->backward_comm.push_back(
-      swp::all_gather(*dense_comm_, where.stream, st->gather_send, st->gather_recv, "dense grads" + it));
-  queue(where, st, [this, P](Step& s) {
-    for (const auto& f : s.backward_comm) check_done(f, "the backward's collectives");
-    // Added in rank order, whatever the backend would have done: the same sum on every rank,
-    // in every run.
-    const at::Tensor rows = s.gather_recv.view({ranks_, P + 1});
-    at::Tensor sum = rows[0].clone();
-    for (int r = 1; r < ranks_; ++r) sum.add_(rows[r]);
-    s.grad_sum.clear();
-    std::int64_t at = 0;
-    for (const auto& p : dense_->parameters()) {
-      s.grad_sum.push_back(sum.narrow(0, at, p.numel()).view(p.sizes()));
-      at += p.numel();
-    }
-    record_loss(s.iter, sum[P].item<double>());
-  });
-}
-
-void Trainer::emb_update(Step& st) const {
-  for (const auto& f : st.backward_comm) check_done(f, "the embedding grads' all_to_all");
-  const auto n = static_cast<std::int64_t>(owned_by_[static_cast<std::size_t>(rank_)].size());
-  if (n == 0) return;
-  const auto b = static_cast<std::int64_t>(local_);
-  const at::Tensor g =
-      st.grad_recv.view({ranks_, n, b, o_.dim}).permute({1, 0, 2, 3}).reshape({n, ranks_ * b, o_.dim});
-  for (std::int64_t k = 0; k < n; ++k)
-    shard_->sgd_update(static_cast<std::size_t>(k), st.ids[static_cast<std::size_t>(k)],
-                       st.bag_of[static_cast<std::size_t>(k)], g[k], spec_.emb_lr);
-}
-
-void Trainer::run_op(Op op, Ctx& ctx, const Where& where) {
-  if (op == Op::parse) return parse(ctx, where);
-  const std::shared_ptr<Step>& st = ctx.step;
-  if (!st) throw std::logic_error("no step state: H2D did not run before " + where.task);
-  switch (op) {
-    case Op::parse: break;
-    case Op::dist_start: return dist_start(*st, where);
-    case Op::dist_wait:
-      return queue(where, st, [](Step& s) {
-        for (const auto& f : s.dist.splits()) check_done(f, "the input distribution's splits");
-      });
-    case Op::prepare: return queue(where, st, [this](Step& s) { prepare_lookup(s); });
-    case Op::lookup: return lookup(st, where);
-    case Op::dense_forward: return queue(where, st, [this](Step& s) { dense_forward(s); });
-    case Op::backward: return backward(st, where);
-    case Op::emb_update: return queue(where, st, [this](Step& s) { emb_update(s); });
-    case Op::optimizer:
-      return queue(where, st, [this](Step& s) {
-        dense_->sgd_step(s.grad_sum, spec_.lr);
-        const auto iter = s.iter;
-        s = Step();  // the iteration's tensors go back now
-        s.iter = iter;
-      });
-  }
 }
 
 swp::presets::BasicPreset<swp::Plan<Ctx>> Trainer::bound_preset() {
@@ -777,6 +326,8 @@ double Trainer::max_abs_diff(const std::vector<at::Tensor>& before) const {
     m = std::max(m, (now[i] - before[i]).abs().max().item<double>());
   return m;
 }
+
+namespace {
 
 // The trace's stream work: each stream's busy time (overlapping items merged).
 struct StreamFigures {
