@@ -21,7 +21,6 @@ const char* op_name(Op op) {
   return "?";
 }
 
-
 std::vector<std::string> hosts_of(Op op) {
   switch (op) {
     case Op::parse: return {"H2D"};
@@ -36,7 +35,6 @@ std::vector<std::string> hosts_of(Op op) {
   }
   return {};
 }
-
 
 std::map<std::string, std::vector<Op>> assign_ops(const swp::PipelinePlan& plan,
                                                   const std::string& preset) {

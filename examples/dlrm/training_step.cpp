@@ -11,7 +11,8 @@
 //   EmbBackward     SGD on the embedding rows the batch touched (fused into Backward where
 //                   the preset has no EmbBackward: FBGEMM's fused TBE)
 //   OptimizerStep   SGD on the dense parameters
-//// Each piece of work ("op", step_ops.hpp) runs in the first task of its list that the preset
+//
+// Each piece of work ("op", step_ops.hpp) runs in the first task of its list that the preset
 // has, so one set of bodies serves every preset. A body does its CPU side at once (parsing,
 // calling collectives, which take their place in the communicator's order then) and queues its
 // tensor work on the task's stream, where the engine orders it after the producers' work on
@@ -34,7 +35,6 @@ void check_done(const swp::Future<void>& f, const char* what) {
   if (!f.ready()) throw std::logic_error(std::string(what) + " had not completed in stream order");
   f.get();
 }
-
 
 }  // namespace
 
@@ -243,6 +243,5 @@ void Trainer::run_op(Op op, Ctx& ctx, const Where& where) {
       });
   }
 }
-
 
 }  // namespace dlrm
