@@ -91,10 +91,20 @@ void measure(swp::Runtime& runtime, int n, bool reads, bool clock_first, Times& 
   const double t0 = cpu_ms();
   const swp::Plan<Ctx> plan = make_plan(n, reads);
   t.plan.push_back(cpu_ms() - t0);
+  const auto dataflow = [&] {
+    t.bytes[0] =
+        time_pipeline<swp::DataFlowPipeline<Ctx>>(runtime, plan, t.make[0], t.destroy[0], 2);
+  };
+  const auto clock = [&] {
+    t.bytes[1] = time_pipeline<swp::ClockPipeline<Ctx>>(runtime, plan, t.make[1], t.destroy[1]);
+  };
   // The engine after the plan finds it warmer: each goes first every other round.
-  for (const int e : clock_first ? std::array{1, 0} : std::array{0, 1}) {
-    t.bytes[e] = e == 0 ? time_pipeline<swp::DataFlowPipeline<Ctx>>(runtime, plan, t.make[0], t.destroy[0], 2)
-                        : time_pipeline<swp::ClockPipeline<Ctx>>(runtime, plan, t.make[1], t.destroy[1]);
+  if (clock_first) {
+    clock();
+    dataflow();
+  } else {
+    dataflow();
+    clock();
   }
 }
 

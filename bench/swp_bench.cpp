@@ -145,7 +145,9 @@ int main(int argc, char** argv) {
   swp_bench::ConstructOptions construct_options;
   auto* construct = app.add_subcommand(
       "construct", "building a Plan<Ctx> and both pipelines at 10k and 100k tasks (CPU ms)");
-  construct->add_option("--rounds", construct_options.rounds, "interleaved rounds, each size measured once per round (medians)")
+  construct
+      ->add_option("--rounds", construct_options.rounds,
+                   "interleaved rounds, each size measured once per round (medians)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   swp_bench::IdleOptions idle_options;
