@@ -2,6 +2,7 @@
 
 #include "swp/engine/detail/data_flow_release.hpp"
 
+#include <chrono>
 #include <optional>
 #include <ostream>
 #include <utility>
@@ -54,6 +55,36 @@ bool DataFlowRelease::retires_undriven() const noexcept {
 void DataFlowRelease::reset() {
   core_.retires_undriven_ = retires_undriven();
   next_owed_ = false;  // the counters are armed afresh
+  looked_upto_ = core_.base_;
+  looked_entry_ = core_.sync_ring_(core_.base_);
+  period_retired_ = 0;
+  alone_left_ = 0;
+}
+
+void DataFlowRelease::note_help() noexcept {
+  // The entries of the iterations retired since the last call are not reused before this
+  // call's admissions.
+  for (; looked_upto_ < core_.oldest_;
+       ++looked_upto_, looked_entry_ = core_.entry_after(looked_entry_)) {
+    const bool helped = core_.sync_[looked_entry_].helped.load(std::memory_order_relaxed);
+    if (alone_left_ > 0) {
+      // A window's whole iterations say nothing; help for one admitted before it ends it.
+      if (helped) alone_left_ = period_retired_ = 0;
+      continue;
+    }
+    if (period_retired_++ == 0) {
+      period_since_ = std::chrono::steady_clock::now();
+      period_helped_ = 0;
+    }
+    if (helped) ++period_helped_;
+    if (period_retired_ % alone_look_every != 0) continue;
+    const auto took = std::chrono::steady_clock::now() - period_since_;
+    if (took < alone_period) continue;
+    const auto tasks = period_retired_ * static_cast<std::int64_t>(core_.graph_.size());
+    if (alone_share * period_helped_ <= period_retired_ && took < tasks * alone_task_time)
+      alone_left_ = alone_window * period_retired_;
+    period_retired_ = 0;
+  }
 }
 
 int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexcept {
@@ -73,18 +104,29 @@ void DataFlowRelease::advance() {
   // streams are busy (run at once, they met idle stream threads: twice the futex calls and
   // 1.3-1.5x the time per task on the dispatch chain with host streams, docs/benchmarks.md).
   // Its posts then need a driving section to go to: no undriven retirement either.
+  // With workers that take none of the work (note_help), the caller runs whole iterations
+  // (below) as it retires them, undriven too, until the workers are offered work again.
+  if (!only_driven_ && c.fast_.uncounted && c.all_in_place_) {
+    note_help();
+    c.retires_undriven_ = alone_left_ > 0;
+  }
   if (c.retires_undriven_ && c.device_used_.load(std::memory_order_relaxed))
     c.retires_undriven_ = false;
   const bool run_here = c.retires_undriven_;
-  // This thread the only runner (run_here: a pool without workers; outside its runnables):
-  // whole iterations may run in place (EngineCore::run_iteration_here).
+  // This thread the only runner (run_here: a pool without workers, or one whose workers took
+  // none of the work lately; outside its runnables): whole iterations may run in place
+  // (EngineCore::run_iteration_here).
   RunQueueHooks& run_queue = c.run_queue();
-  const bool whole = run_here && c.fast_.uncounted && c.all_in_place_ &&
-                     (run_queue.runs_no_work_here() || run_queue.drives_here());
+  bool whole = run_here && c.fast_.uncounted && c.all_in_place_ &&
+               (run_queue.runs_no_work_here() || run_queue.drives_here());
+  // With workers: the iterations in flight complete first (the caller runs them), then each
+  // next one runs whole as it is admitted (only while one is in flight: the drive goes on).
+  const bool drain_first = whole && !only_driven_;
   for (;;) {
     const std::int64_t iter = c.next_admit_;
     if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)
       break;
+    if (drain_first && iter > c.base_ && !c.complete(iter - 1)) break;
     if (!c.await_slot()) return;
     // The user's source runs before the admission tokens: the entry being prepared is
     // invisible to the lanes until then.
@@ -97,12 +139,12 @@ void DataFlowRelease::advance() {
     // thread is not the only runner after all (inside a runnable), the scope changes nothing.
     std::optional<RunQueueHooks::RunHere> here;
     if (whole && c.runs_whole_here(sync)) {
+      if (!only_driven_ && --alone_left_ == 0) whole = c.retires_undriven_ = false;
       next_owed_ = c.run_iteration_here(sync, here);
       continue;
     }
     // The iteration before ran whole in place: the count-downs it owes this one come first.
-    if (std::exchange(next_owed_, false))
-      c.count_down_next(*sync.previous, c.serial_order_.size());
+    if (std::exchange(next_owed_, false)) c.count_down_next(*sync.previous, c.serial_order_.size());
     if (run_here) here.emplace(run_queue);
     // This thread is the only runner until the scope ends: what the admission makes ready
     // runs in place at once, with what its finishes make ready after it (run_chain_here).

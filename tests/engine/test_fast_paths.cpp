@@ -201,6 +201,17 @@ TEST_CASE_TEMPLATE("every configuration of the fast paths runs random plans as a
                                        .suspend_probability = 0.03,
                                        .stall_probability = 0.03});
   }
+  SUBCASE("a worker kept busy, then free: the caller runs every task, then shares them") {
+    // With workers that take none of the work the data-flow caller runs whole iterations
+    // uncounted (after 32 unhelped ones); bodies that suspend hand the rest over midway.
+    under_every_configuration<Engine>({.plans = 4,
+                                       .seed = 137,
+                                       .workers = 1,
+                                       .shape = all_alone,
+                                       .max_iterations = 160,
+                                       .suspend_probability = 0.02,
+                                       .busy_workers_for = 100});
+  }
   SUBCASE("two workers, every task alone, a second thread driving the pool") {
     under_every_configuration<Engine>({.plans = 5,
                                        .seed = 109,

@@ -6,9 +6,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "support/bound_plans.hpp"
+#include "support/busy_workers.hpp"
 #include "support/checked_runs.hpp"
 #include "support/drive.hpp"
 #include "support/engines.hpp"
@@ -218,6 +222,103 @@ TEST_CASE_TEMPLATE(
       for (const auto& [key, runs] : results[static_cast<std::size_t>(k)]->runs) CHECK(runs == 1);
     }
   }
+}
+
+TEST_CASE("with a worker that takes none of the work, the data-flow caller's runs match the plan") {
+  // A chain of four short tasks, each alone on its lane, every value derived from the one
+  // before; the pool's only worker is kept busy for most of the run, then freed. The caller
+  // runs every task meanwhile, so (tasks this short) it runs whole iterations in place after a
+  // while (DataFlowRelease::note_help), a body that suspends handing the rest of its
+  // iteration over midway; then the worker is offered work again. Every value and the retire
+  // order must be the plan's, each body run once.
+  constexpr std::int64_t iterations = 24000;
+  constexpr std::int64_t busy_for = 18000;
+  struct Fields {
+    std::uint64_t a = 0, b = 0, c = 0;
+  };
+  using Chain = swp::IterContext<std::uint64_t, Fields>;
+  std::vector<std::uint64_t> out(static_cast<std::size_t>(iterations), 0);
+  std::vector<int> ran(static_cast<std::size_t>(4 * iterations), 0);
+  std::vector<std::thread> resumers;  // (joined after the run, on this thread)
+  const auto count = [&](int task, std::int64_t i) {
+    ++ran[static_cast<std::size_t>(4 * i + task)];
+  };
+  swp::Plan<Chain> plan;
+  const auto a = plan.add(
+      "a",
+      [&](Chain& ctx) {
+        count(0, ctx.iter_idx);
+        ctx.a = ctx.batch * 3 + 1;
+      },
+      {.stage = 0, .thread_group = "chain_a"});
+  const auto b = plan.add(
+      "b",
+      [&](Chain& ctx) {
+        count(1, ctx.iter_idx);
+        ctx.b = ctx.a ^ 0x5aU;
+      },
+      {.stage = 1, .thread_group = "chain_b"});
+  // Suspends in one iteration of 997 until another thread resumes it.
+  std::mutex resumers_mutex;
+  const auto c = plan.add(
+      "c",
+      [&](Chain& ctx) -> swp::Co<void> {
+        count(2, ctx.iter_idx);
+        if (ctx.iter_idx % 997 == 5) {
+          swp::Promise<> promise;
+          swp::Future<> resumed = promise.get_future();
+          {
+            std::lock_guard lock(resumers_mutex);
+            resumers.emplace_back([promise]() mutable {
+              std::this_thread::sleep_for(50us);
+              promise.set_value();
+            });
+          }
+          co_await resumed;
+        }
+        ctx.c = ctx.b + ctx.a;
+      },
+      {.stage = 2, .thread_group = "chain_c"});
+  plan.add(
+      "d",
+      [&](Chain& ctx) {
+        count(3, ctx.iter_idx);
+        out[static_cast<std::size_t>(ctx.iter_idx)] = ctx.c * 2;
+      },
+      {.stage = 3, .thread_group = "chain_d"});
+  plan.intra_iter_deps.push_back({"b", "a"});
+  plan.intra_iter_deps.push_back({"c", "b"});
+  plan.intra_iter_deps.push_back({"d", "c"});
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+  swp::DataFlowPipeline<Chain> pipe(rt, plan, 4);
+  std::vector<std::int64_t> retired;
+  {
+    swp::test::BusyWorkers busy(rt.scheduler(), 1);
+    const swp::test::BusyWorkers::ReleaseOnExit release(&busy);
+    std::uint64_t next = 0;
+    pipe.fill_pipeline([&]() -> std::optional<std::uint64_t> {
+      if (next == static_cast<std::uint64_t>(iterations)) return std::nullopt;
+      return next++ * 7;
+    });
+    while (auto r = pipe.progress()) {
+      retired.push_back(r->iter());
+      if (std::ssize(retired) == busy_for) busy.release();
+    }
+  }
+  for (std::thread& resumer : resumers) resumer.join();
+  REQUIRE(std::ssize(retired) == iterations);
+  std::int64_t wrong = 0, misordered = 0, not_once = 0;
+  for (std::int64_t i = 0; i < iterations; ++i) {
+    const std::uint64_t batch = static_cast<std::uint64_t>(i) * 7;
+    const std::uint64_t va = batch * 3 + 1;
+    if (out[static_cast<std::size_t>(i)] != ((va ^ 0x5aU) + va) * 2) ++wrong;
+    if (retired[static_cast<std::size_t>(i)] != i) ++misordered;
+    for (int task = 0; task < 4; ++task)
+      if (ran[static_cast<std::size_t>(4 * i + task)] != 1) ++not_once;
+  }
+  CHECK(wrong == 0);
+  CHECK(misordered == 0);
+  CHECK(not_once == 0);
 }
 
 }  // namespace test_pipeline_in_place

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
+#include <optional>
 #include <mutex>
 #include <random>
 #include <set>
@@ -15,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/busy_workers.hpp"
 #include "support/seed.hpp"
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/async/future.hpp"
@@ -100,6 +103,8 @@ void checked_runs(const CheckedRuns& runs, MakeCheckedPipeline make) {
       return {};
     };
     {
+      // Before the runtime, which joins the workers that wait in it.
+      std::optional<BusyWorkers> busy;
       boost::asio::io_context io;
       std::unique_ptr<Runtime> runtime =
           runs.drive == Drive::asio
@@ -120,13 +125,21 @@ void checked_runs(const CheckedRuns& runs, MakeCheckedPipeline make) {
           while (!done.load())
             rt.scheduler().drive_until([&] { return done.load(); }, Clock::now() + 1ms);
         });
+      // Each worker takes one (the caller drives nothing yet) and waits in it; released after
+      // busy_workers_for retirements, or however the run ends (the runtime joins them).
+      const bool keep_busy = runs.busy_workers_for > 0 && !sim && runs.drive == Drive::progress;
+      if (keep_busy) busy.emplace(rt.scheduler(), runs.workers);
+      const BusyWorkers::ReleaseOnExit release_busy(busy ? &*busy : nullptr);
       pipe->fill_pipeline(batches);
       if (runs.drive == Drive::next) {
         retired = sync_wait(next_all(*pipe));
       } else if (runs.drive == Drive::asio) {
         retired = async_all(*pipe, io);
       } else {
-        while (auto i = pipe->progress()) retired.push_back(i->iter());
+        while (auto i = pipe->progress()) {
+          retired.push_back(i->iter());
+          if (keep_busy && std::ssize(retired) == runs.busy_workers_for) busy->release();
+        }
       }
       done.store(true);
       rt.scheduler().notify();

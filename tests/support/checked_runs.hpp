@@ -65,6 +65,9 @@ struct CheckedRuns {
   // Another thread drives the same pool meanwhile (as a second pipeline's progress() would),
   // so it may run what the first posts (host, Drive::progress or next).
   bool second_driver = false;
+  // Every worker is kept busy (a runnable of the pool that waits) until this many iterations
+  // retired, so the caller runs everything meanwhile (host, Drive::progress; 0: none).
+  int busy_workers_for = 0;
 };
 
 /// How checked_runs makes a pipeline of each engine (UseClock::make, UseDataFlow::make).

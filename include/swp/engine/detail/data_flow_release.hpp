@@ -2,6 +2,7 @@
 // DataFlowRelease: the data-flow engine's release policy — an instance goes to its lane as soon
 // as everything it depends on finished and its iteration holds a slot.
 
+#include <chrono>
 #include <vector>
 
 #include "swp/engine/detail/release_policy.hpp"
@@ -11,10 +12,10 @@ namespace swp::detail {
 /// The counter of (task, i) counts its intra dependencies, its inter dependencies (of i − 1),
 /// the admission of iteration i where something could count it down before that admission (a
 /// task with inter dependencies, or a globally ordered one), and for a globally ordered task
-/// the ordered instance before it in (iteration, rank) order — a chain of edges on *finish*, so turns are handed out in
-/// that order and an ordered instance never holds a lane waiting for its turn. Whoever takes
-/// the counter to zero releases the instance to its lane. Iterations are admitted whenever a
-/// slot is free (back-pressure: at most `slots` in flight).
+/// the ordered instance before it in (iteration, rank) order — a chain of edges on *finish*, so
+/// turns are handed out in that order and an ordered instance never holds a lane waiting for its
+/// turn. Whoever takes the counter to zero releases the instance to its lane. Iterations are
+/// admitted whenever a slot is free (back-pressure: at most `slots` in flight).
 class DataFlowRelease final : public ReleasePolicy {
  public:
   explicit DataFlowRelease(EngineCore& core);
@@ -54,6 +55,33 @@ class DataFlowRelease final : public ReleasePolicy {
   // count-downs its instances owe the next one's counters are still to be made, before that
   // one is admitted the general way (EngineCore::count_down_next).
   bool next_owed_ = false;
+  // With workers, for tasks shorter than moving one to another thread costs: whether the
+  // workers take a share of them while the caller drives the pipeline. Where they take next
+  // to none (the pool's thieves leave such tasks to their owner), the caller runs the tasks
+  // itself anyway, and it runs them as with one thread — whole iterations in place, no join
+  // counters (FastPaths::uncounted) — after a period of at least `alone_period` in which the
+  // tasks took under `alone_task_time` each (the pool's move cost, ThreadPoolScheduler) and at
+  // most one in `alone_share` retired iterations had help, for a window of `alone_window` times
+  // as many admissions; then the workers are offered the work again. Longer tasks stay on the
+  // general path: a parked worker may take a few scheduler ticks to come back (4-12 ms
+  // measured on 2 vCPUs), which no short look can tell from a worker that never will
+  // (docs/engine.md).
+  static constexpr std::chrono::milliseconds alone_period{1};
+  static constexpr std::chrono::nanoseconds alone_task_time{250};
+  static constexpr std::int64_t alone_share = 16;
+  static constexpr std::int64_t alone_window = 32;
+  static constexpr std::int64_t alone_look_every = 32;  // retirements between clock reads
+  // The retired iterations looked at so far (note_help) and the entry of the next; the
+  // period's retirements, those helped, and when it began; the whole admissions left.
+  std::int64_t looked_upto_ = 0;
+  std::size_t looked_entry_ = 0;
+  std::int64_t period_retired_ = 0;
+  std::int64_t period_helped_ = 0;
+  std::chrono::steady_clock::time_point period_since_;
+  std::int64_t alone_left_ = 0;
+  // Looks at the iterations retired since the last call: whether another thread than the
+  // caller's finished their sinks (IterationSync::helped), and how long they took.
+  void note_help() noexcept;
 };
 
 }  // namespace swp::detail

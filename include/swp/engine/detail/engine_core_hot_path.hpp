@@ -237,6 +237,7 @@ inline bool EngineCore::admit() {
   sync.iter = iter;
   sync.slot = s;
   sync.recorded_count.store(0, std::memory_order_relaxed);
+  sync.helped.store(false, std::memory_order_relaxed);
   sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.

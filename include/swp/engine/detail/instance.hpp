@@ -195,6 +195,12 @@ struct alignas(64) IterationSync {
   // the core is its count-down of its last dependent, which some sink's finish follows.
   // Otherwise every instance would count.
   alignas(64) std::atomic<int> remaining{0};
+  // Another thread than the one waiting in progress() finished one of its instances that
+  // count towards `remaining` (the sinks, which end what the thread carried: a chain's last
+  // task, a join), before its decrement, so the caller sees it once the iteration completed:
+  // whether workers take a share of the pipeline's work (DataFlowRelease::note_help).
+  // Written only when false.
+  std::atomic<bool> helped{false};
   // The iteration whose instances all finished, stored by its last finisher after its
   // decrement (its last touch of the core). Apart from `remaining`: the caller polls this
   // line, which is written once per iteration, while the finishing threads decrement
