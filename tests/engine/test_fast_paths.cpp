@@ -202,8 +202,9 @@ TEST_CASE_TEMPLATE("every configuration of the fast paths runs random plans as a
                                        .stall_probability = 0.03});
   }
   SUBCASE("a worker kept busy, then free: the caller runs every task, then shares them") {
-    // With workers that take none of the work the data-flow caller runs whole iterations
-    // uncounted (after 32 unhelped ones); bodies that suspend hand the rest over midway.
+    // The caller runs every task while the worker is busy, then shares them. (These bodies
+    // are too long for data-flow's uncounted runs with workers: test_pipeline_in_place.cpp
+    // runs those.)
     under_every_configuration<Engine>({.plans = 4,
                                        .seed = 137,
                                        .workers = 1,

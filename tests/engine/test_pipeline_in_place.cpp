@@ -25,6 +25,7 @@
 #include "support/drive.hpp"
 #include "support/engines.hpp"
 #include "support/random_plans.hpp"
+#include "support/resumed_later.hpp"
 #include "support/seed.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/sync_wait.hpp"
@@ -264,18 +265,8 @@ TEST_CASE("with a worker that takes none of the work, the data-flow caller's run
       "c",
       [&](Chain& ctx) -> swp::Co<void> {
         count(2, ctx.iter_idx);
-        if (ctx.iter_idx % 997 == 5) {
-          swp::Promise<> promise;
-          swp::Future<> resumed = promise.get_future();
-          {
-            std::lock_guard lock(resumers_mutex);
-            resumers.emplace_back([promise]() mutable {
-              std::this_thread::sleep_for(50us);
-              promise.set_value();
-            });
-          }
-          co_await resumed;
-        }
+        if (ctx.iter_idx % 997 == 5)
+          co_await swp::test::resumed_by_another_thread(resumers, resumers_mutex);
         ctx.c = ctx.b + ctx.a;
       },
       {.stage = 2, .thread_group = "chain_c"});

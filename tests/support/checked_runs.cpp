@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/busy_workers.hpp"
+#include "support/resumed_later.hpp"
 #include "support/seed.hpp"
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/async/future.hpp"
@@ -25,24 +26,6 @@
 #include "swp/core/plan_json.hpp"
 
 namespace swp::test {
-
-namespace {
-
-// A body that suspends until another thread resumes it (through its lane), about 50 µs later.
-Co<void> resumed_by_another_thread(std::vector<std::thread>& threads, std::mutex& mutex) {
-  Promise<> promise;
-  Future<> resumed = promise.get_future();
-  {
-    std::lock_guard lock(mutex);
-    threads.emplace_back([promise]() mutable {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-      promise.set_value();
-    });
-  }
-  co_await resumed;
-}
-
-}  // namespace
 
 void checked_runs(const CheckedRuns& runs, MakeCheckedPipeline make) {
   using namespace std::chrono_literals;
