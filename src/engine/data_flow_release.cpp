@@ -2,7 +2,6 @@
 
 #include "swp/engine/detail/data_flow_release.hpp"
 
-#include <chrono>
 #include <optional>
 #include <ostream>
 #include <utility>
@@ -55,36 +54,7 @@ bool DataFlowRelease::retires_undriven() const noexcept {
 void DataFlowRelease::reset() {
   core_.retires_undriven_ = retires_undriven();
   next_owed_ = false;  // the counters are armed afresh
-  looked_upto_ = core_.base_;
-  looked_entry_ = core_.sync_ring_(core_.base_);
-  period_retired_ = 0;
-  alone_left_ = 0;
-}
-
-void DataFlowRelease::note_help() noexcept {
-  // The entries of the iterations retired since the last call are not reused before this
-  // call's admissions.
-  for (; looked_upto_ < core_.oldest_;
-       ++looked_upto_, looked_entry_ = core_.entry_after(looked_entry_)) {
-    const bool helped = core_.sync_[looked_entry_].helped.load(std::memory_order_relaxed);
-    if (alone_left_ > 0) {
-      // A window's whole iterations say nothing; help for one admitted before it ends it.
-      if (helped) alone_left_ = period_retired_ = 0;
-      continue;
-    }
-    if (period_retired_++ == 0) {
-      period_since_ = std::chrono::steady_clock::now();
-      period_helped_ = 0;
-    }
-    if (helped) ++period_helped_;
-    if (period_retired_ % alone_look_every != 0) continue;
-    const auto took = std::chrono::steady_clock::now() - period_since_;
-    if (took < alone_period) continue;
-    const auto tasks = period_retired_ * static_cast<std::int64_t>(core_.graph_.size());
-    if (alone_share * period_helped_ <= period_retired_ && took < tasks * alone_task_time)
-      alone_left_ = alone_window * period_retired_;
-    period_retired_ = 0;
-  }
+  alone_.reset(core_.base_, core_.sync_ring_(core_.base_), core_.graph_.size());
 }
 
 int DataFlowRelease::extra_degree(TaskIndex task, std::int64_t iter) const noexcept {
@@ -104,11 +74,11 @@ void DataFlowRelease::advance() {
   // streams are busy (run at once, they met idle stream threads: twice the futex calls and
   // 1.3-1.5x the time per task on the dispatch chain with host streams, docs/benchmarks.md).
   // Its posts then need a driving section to go to: no undriven retirement either.
-  // With workers that take none of the work (note_help), the caller runs whole iterations
+  // With workers that take none of the work (alone_), the caller runs whole iterations
   // (below) as it retires them, undriven too, until the workers are offered work again.
   if (!only_driven_ && c.fast_.uncounted && c.all_in_place_) {
-    note_help();
-    c.retires_undriven_ = alone_left_ > 0;
+    alone_.look(c.oldest_, c.sync_);
+    c.retires_undriven_ = alone_.open();
   }
   if (c.retires_undriven_ && c.device_used_.load(std::memory_order_relaxed))
     c.retires_undriven_ = false;
@@ -139,7 +109,7 @@ void DataFlowRelease::advance() {
     // thread is not the only runner after all (inside a runnable), the scope changes nothing.
     std::optional<RunQueueHooks::RunHere> here;
     if (whole && c.runs_whole_here(sync)) {
-      if (!only_driven_ && --alone_left_ == 0) whole = c.retires_undriven_ = false;
+      if (!only_driven_ && !alone_.take(1)) whole = c.retires_undriven_ = false;
       next_owed_ = c.run_iteration_here(sync, here);
       continue;
     }

@@ -466,7 +466,7 @@ template <bool Plain, EngineCore::Releasing R>
   const bool last = !sync.counts_all && completion_count_ == 1;
   const bool waiter_is_here =
       waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
-  // Another thread carried the iteration here (DataFlowRelease::note_help); before the
+  // Another thread carried the iteration here (AloneWindow); before the
   // decrement, which publishes it to the caller.
   if (!waiter_is_here && !sync.helped.load(std::memory_order_relaxed))
     sync.helped.store(true, std::memory_order_relaxed);

@@ -2,9 +2,9 @@
 // DataFlowRelease: the data-flow engine's release policy — an instance goes to its lane as soon
 // as everything it depends on finished and its iteration holds a slot.
 
-#include <chrono>
 #include <vector>
 
+#include "swp/engine/detail/alone_window.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 
 namespace swp::detail {
@@ -55,33 +55,9 @@ class DataFlowRelease final : public ReleasePolicy {
   // count-downs its instances owe the next one's counters are still to be made, before that
   // one is admitted the general way (EngineCore::count_down_next).
   bool next_owed_ = false;
-  // With workers, for tasks shorter than moving one to another thread costs: whether the
-  // workers take a share of them while the caller drives the pipeline. Where they take next
-  // to none (the pool's thieves leave such tasks to their owner), the caller runs the tasks
-  // itself anyway, and it runs them as with one thread — whole iterations in place, no join
-  // counters (FastPaths::uncounted) — after a period of at least `alone_period` in which the
-  // tasks took under `alone_task_time` each (the pool's move cost, ThreadPoolScheduler) and at
-  // most one in `alone_share` retired iterations had help, for a window of `alone_window` times
-  // as many admissions; then the workers are offered the work again. Longer tasks stay on the
-  // general path: a parked worker may take a few scheduler ticks to come back (4-12 ms
-  // measured on 2 vCPUs), which no short look can tell from a worker that never will
-  // (docs/engine.md).
-  static constexpr std::chrono::milliseconds alone_period{1};
-  static constexpr std::chrono::nanoseconds alone_task_time{250};
-  static constexpr std::int64_t alone_share = 16;
-  static constexpr std::int64_t alone_window = 32;
-  static constexpr std::int64_t alone_look_every = 32;  // retirements between clock reads
-  // The retired iterations looked at so far (note_help) and the entry of the next; the
-  // period's retirements, those helped, and when it began; the whole admissions left.
-  std::int64_t looked_upto_ = 0;
-  std::size_t looked_entry_ = 0;
-  std::int64_t period_retired_ = 0;
-  std::int64_t period_helped_ = 0;
-  std::chrono::steady_clock::time_point period_since_;
-  std::int64_t alone_left_ = 0;
-  // Looks at the iterations retired since the last call: whether another thread than the
-  // caller's finished their sinks (IterationSync::helped), and how long they took.
-  void note_help() noexcept;
+  // With workers that take next to none of its short tasks, the caller runs whole iterations
+  // in place for a while (AloneWindow; only where whole iterations run with one thread).
+  AloneWindow alone_;
 };
 
 }  // namespace swp::detail

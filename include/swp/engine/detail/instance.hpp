@@ -198,7 +198,7 @@ struct alignas(64) IterationSync {
   // Another thread than the one waiting in progress() finished one of its instances that
   // count towards `remaining` (the sinks, which end what the thread carried: a chain's last
   // task, a join), before its decrement, so the caller sees it once the iteration completed:
-  // whether workers take a share of the pipeline's work (DataFlowRelease::note_help).
+  // whether workers take a share of the pipeline's work (AloneWindow).
   // Written only when false.
   std::atomic<bool> helped{false};
   // The iteration whose instances all finished, stored by its last finisher after its

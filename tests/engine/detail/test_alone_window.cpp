@@ -1,0 +1,149 @@
+#include "swp/engine/detail/alone_window.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "support/alone_thresholds.hpp"
+#include "swp/engine/detail/instance.hpp"
+
+namespace test_alone_window {  // each test file's names apart (unity builds)
+
+using namespace std::chrono_literals;
+using swp::detail::AloneWindow;
+using swp::detail::IterationSync;
+
+namespace {
+
+// Iterations retired one at a time through a ring of 4 entries, `helped(i)` saying whether
+// another thread finished one of iteration i's sinks; `pause_before` sleeps before retiring
+// that iteration (so that the period lasts past AloneWindow::default_period).
+struct Retirements {
+  std::vector<IterationSync> entries = std::vector<IterationSync>(4);
+  std::int64_t first = 0;  // the run's first iteration, held by entry `first_entry`
+  std::size_t first_entry = 0;
+  std::int64_t next = 0;
+
+  void retire(AloneWindow& window, std::int64_t count,
+              const std::function<bool(std::int64_t)>& helped, std::int64_t pause_before = -1) {
+    for (const std::int64_t end = next + count; next < end; ++next) {
+      const auto entry = (first_entry + static_cast<std::size_t>(next - first)) % entries.size();
+      entries[entry].helped.store(helped(next));
+      if (next == pause_before) std::this_thread::sleep_for(2 * AloneWindow::default_period);
+      window.look(next + 1, entries);
+    }
+  }
+};
+
+// So many tasks per iteration that the period's tasks took far under AloneWindow::task_time
+// each, however slowly this machine runs.
+constexpr std::size_t countless_tasks = 1'000'000'000'000;
+
+const auto never = [](std::int64_t) { return false; };
+
+}  // namespace
+
+TEST_CASE(
+    "a window opens after a period of short iterations without help, for 32 times its "
+    "retirements") {
+  AloneWindow window;
+  window.reset(0, 0, countless_tasks);
+  Retirements retirements;
+  const std::int64_t look = AloneWindow::look_every;
+  retirements.retire(window, look - 1, never);
+  CHECK_FALSE(window.open());  // decided every look_every retirements
+  retirements.retire(window, 1, never, look - 1);
+  REQUIRE(window.open());
+  const std::int64_t admissions = AloneWindow::window * look;
+  CHECK(window.take(admissions - 1));
+  CHECK(window.open());
+  CHECK_FALSE(window.take(1));
+  CHECK_FALSE(window.open());
+}
+
+TEST_CASE("help for more than one retired iteration in 16 keeps the window shut") {
+  const std::int64_t look = AloneWindow::look_every;
+  for (const std::int64_t helped : {0, 1, 2, 3, 8}) {
+    CAPTURE(helped);
+    AloneWindow window;
+    window.reset(0, 0, countless_tasks);
+    Retirements retirements;
+    retirements.retire(
+        window, look, [&](std::int64_t i) { return i < helped; }, look - 1);
+    CHECK(window.open() == (AloneWindow::share * helped <= look));
+  }
+}
+
+TEST_CASE("tasks as long as a move to another thread keep the window shut") {
+  // One task per iteration: the period (over a millisecond) took far more than 250 ns a task.
+  AloneWindow window;
+  window.reset(0, 0, 1);
+  Retirements retirements;
+  retirements.retire(window, AloneWindow::look_every, never, AloneWindow::look_every - 1);
+  CHECK_FALSE(window.open());
+}
+
+TEST_CASE("help for an iteration retired in the window closes it, and so does close()") {
+  for (const bool by_help : {true, false}) {
+    CAPTURE(by_help);
+    AloneWindow window;
+    window.reset(100, 2, countless_tasks);  // a run from iteration 100, in entry 2
+    Retirements retirements{.first = 100, .first_entry = 2, .next = 100};
+    const std::int64_t look = AloneWindow::look_every;
+    retirements.retire(window, look, never, 100 + look - 1);
+    REQUIRE(window.open());
+    retirements.retire(window, 5, never);
+    CHECK(window.open());  // the window's own iterations say nothing
+    if (by_help) {
+      retirements.retire(window, 1, [](std::int64_t) { return true; });
+    } else {
+      window.close();
+    }
+    CHECK_FALSE(window.open());
+    CHECK_FALSE(window.take(0));
+  }
+}
+
+TEST_CASE("a new run forgets the last one's window") {
+  AloneWindow window;
+  window.reset(0, 0, countless_tasks);
+  Retirements retirements;
+  retirements.retire(window, AloneWindow::look_every, never, AloneWindow::look_every - 1);
+  REQUIRE(window.open());
+  window.reset(retirements.next, 0, countless_tasks);
+  CHECK_FALSE(window.open());
+}
+
+TEST_CASE("the thresholds are process-wide, and a test may change them") {
+  // No minimal period: the rule decides at the first look; a task time of a millisecond: these
+  // "tasks" (1,000 per iteration) are short unless the 32 retirements took over 32 s.
+  const swp::test::ScopedAloneThresholds thresholds;
+  CHECK(AloneWindow::thresholds().period == 0ns);
+  CHECK(AloneWindow::thresholds().task_time == 1ms);
+  AloneWindow window;
+  window.reset(0, 0, 1000);
+  Retirements retirements;
+  retirements.retire(window, AloneWindow::look_every - 1, never);
+  CHECK_FALSE(window.open());
+  retirements.retire(window, 1, never);
+  CHECK(window.open());
+}
+
+TEST_CASE("the thresholds are the defaults unless set") {
+  const AloneWindow::Thresholds defaults = AloneWindow::thresholds();
+  CHECK(defaults.period == AloneWindow::default_period);
+  CHECK(defaults.task_time == AloneWindow::default_task_time);
+  {
+    const swp::test::ScopedAloneThresholds thresholds({.period = 5ms, .task_time = 7ns});
+    CHECK(AloneWindow::thresholds().period == 5ms);
+    CHECK(AloneWindow::thresholds().task_time == 7ns);
+  }
+  CHECK(AloneWindow::thresholds().period == AloneWindow::default_period);
+  CHECK(AloneWindow::thresholds().task_time == AloneWindow::default_task_time);
+}
+
+}  // namespace test_alone_window
