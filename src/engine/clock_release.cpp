@@ -69,11 +69,17 @@ void ClockRelease::reset() {
   admit_period_.assign(core_.sync_.size(), -1);
   // The counters are armed afresh for the run (and count once an instance is handed over).
   // Uncounted periods need one thread, on which the instances run where they are released
-  // (runs_here_): not on virtual time, nor with workers.
+  // (runs_here_): not on virtual time, and with workers only in the alone window.
   const FastPaths& fast = core_.fast_;
-  uncounted_ = fast.uncounted && fast.in_place && only_driven_ &&
-               !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
-               core_.all_in_place_;
+  const bool uncountable = fast.uncounted && fast.in_place &&
+                           !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
+                           core_.all_in_place_;
+  uncounted_ = uncountable && only_driven_;
+  // With workers, uncounted periods while they take none of the work (watch_help).
+  alone_runs_ = uncountable && !only_driven_;
+  draining_ = false;
+  alone_.reset(core_.base_, core_.sync_ring_(core_.base_), core_.graph_.size());
+  core_.retires_undriven_ = retires_undriven();
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
@@ -134,9 +140,41 @@ bool ClockRelease::release_uncounted(Instance& in) noexcept {
 void ClockRelease::count_again(const Instance* running) noexcept {
   uncounted_ = false;
   core_.count_afresh(running);
+  if (only_driven_) return;
+  // With workers (watch_help): what is released from now on is posted, and the caller
+  // retires in a driving section again.
+  alone_.close();
+  runs_here_ = nullptr;
+  core_.retires_undriven_ = false;
+}
+
+[[gnu::noinline]] void ClockRelease::watch_help() noexcept {
+  EngineCore& c = core_;
+  alone_.look(c.oldest_, c.sync_);
+  // Device work: the instances that use their streams hand over (their finish records
+  // events), and the retirement waits for it; no window.
+  if (c.device_used_.load(std::memory_order_relaxed)) alone_.close();
+  if (uncounted_) {
+    // The window's admissions made, or help for one of its iterations (one handed over)
+    // closed it: the next period counts.
+    if (!alone_.take(c.next_admit_ - alone_from_)) count_again(nullptr);
+    alone_from_ = c.next_admit_;
+    return;
+  }
+  // Only where this thread runs the periods' instances (look_who_runs would say so).
+  const RunQueueHooks& run_queue = c.run_queue();
+  draining_ = alone_.open() && (run_queue.runs_no_work_here() || run_queue.drives_here());
+  // Nothing in flight: every instance released so far finished, and each one the periods
+  // release from now on finds its producers finished as with one thread (reset's state).
+  if (!draining_ || c.oldest_ != c.next_admit_) return;
+  draining_ = false;
+  uncounted_ = true;
+  alone_from_ = c.next_admit_;
+  c.retires_undriven_ = true;  // a period's instances run as it opens: nothing to drive
 }
 
 void ClockRelease::advance() {
+  if (alone_runs_) watch_help();  // before look_who_runs, which it concerns
   look_who_runs();
   open_periods();
 }
@@ -169,7 +207,8 @@ void ClockRelease::advance() {
     const std::int64_t next = c.next_admit_;
     const std::size_t entry = c.admit_entry_;  // admit_period_ has one per entry
     // Once the source said "not yet" in this call, bubbles do not ask it again.
-    if (!c.starved_ && next < c.end_ && c.await_slot() && c.admit()) admitted = next;
+    // Not while the alone window drains the iterations in flight (watch_help).
+    if (!draining_ && !c.starved_ && next < c.end_ && c.await_slot() && c.admit()) admitted = next;
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;
@@ -206,12 +245,13 @@ void ClockRelease::release_later_stages(std::int64_t period) {
   }
 }
 
-void ClockRelease::look_who_runs() noexcept {
+[[gnu::always_inline]] inline void ClockRelease::look_who_runs() noexcept {
   // detail::sole_runner_here, with the half that never changes asked once, and the
   // question the one-thread retirement answers (outside any pool's work) first: one virtual
   // call per period there (12 instructions per iteration less).
   const RunQueueHooks& run_queue = core_.run_queue();
-  runs_here_ = only_driven_ && core_.fast_.in_place &&
+  // With workers, only in the alone window's uncounted periods (watch_help).
+  runs_here_ = (only_driven_ || uncounted_) && core_.fast_.in_place &&
                        (run_queue.runs_no_work_here() || run_queue.drives_here())
                    ? &core_.runtime().scheduler()
                    : nullptr;

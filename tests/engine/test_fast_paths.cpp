@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/alone_thresholds.hpp"
 #include "support/checked_runs.hpp"
 #include "support/engines.hpp"
 #include "support/text.hpp"
@@ -202,9 +203,7 @@ TEST_CASE_TEMPLATE("every configuration of the fast paths runs random plans as a
                                        .stall_probability = 0.03});
   }
   SUBCASE("a worker kept busy, then free: the caller runs every task, then shares them") {
-    // The caller runs every task while the worker is busy, then shares them. (These bodies
-    // are too long for data-flow's uncounted runs with workers: test_pipeline_in_place.cpp
-    // runs those.)
+    // The caller runs every task while the worker is busy, then shares them.
     under_every_configuration<Engine>({.plans = 4,
                                        .seed = 137,
                                        .workers = 1,
@@ -212,6 +211,20 @@ TEST_CASE_TEMPLATE("every configuration of the fast paths runs random plans as a
                                        .max_iterations = 160,
                                        .suspend_probability = 0.02,
                                        .busy_workers_for = 100});
+  }
+  SUBCASE("a worker kept busy, then free, the caller alone meanwhile") {
+    // Where FastPaths::uncounted is on, the caller runs the tasks uncounted as with one thread
+    // after 32 retirements without help (the alone window's thresholds set so: these bodies
+    // are far longer than 250 ns), a body resumed by another thread handing over to the
+    // general path (and ending the window: its iteration had help).
+    const swp::test::ScopedAloneThresholds thresholds;
+    under_every_configuration<Engine>({.plans = 4,
+                                       .seed = 139,
+                                       .workers = 1,
+                                       .shape = all_alone,
+                                       .max_iterations = 400,
+                                       .suspend_probability = 0.002,
+                                       .busy_workers_for = 300});
   }
   SUBCASE("two workers, every task alone, a second thread driving the pool") {
     under_every_configuration<Engine>({.plans = 5,

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/alone_thresholds.hpp"
 #include "support/bound_plans.hpp"
 #include "support/busy_workers.hpp"
 #include "support/checked_runs.hpp"
@@ -225,13 +226,15 @@ TEST_CASE_TEMPLATE(
   }
 }
 
-TEST_CASE("with a worker that takes none of the work, the data-flow caller's runs match the plan") {
+TEST_CASE_TEMPLATE("with a worker that takes none of the work, the caller's runs match the plan",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   // A chain of four short tasks, each alone on its lane, every value derived from the one
   // before; the pool's only worker is kept busy for most of the run, then freed. The caller
-  // runs every task meanwhile, so (tasks this short) it runs whole iterations in place after a
-  // while (DataFlowRelease::note_help), a body that suspends handing the rest of its
-  // iteration over midway; then the worker is offered work again. Every value and the retire
-  // order must be the plan's, each body run once.
+  // runs every task meanwhile, so (tasks this short) it runs them uncounted after a while
+  // (AloneWindow: data-flow whole iterations in place, the clock its periods once the
+  // iterations in flight retired), a body that suspends handing the rest over to the general
+  // path midway; then the worker is offered work again. Every value and the retire order must
+  // be the plan's, each body run once.
   constexpr std::int64_t iterations = 24000;
   constexpr std::int64_t busy_for = 18000;
   struct Fields {
@@ -281,17 +284,17 @@ TEST_CASE("with a worker that takes none of the work, the data-flow caller's run
   plan.intra_iter_deps.push_back({"c", "b"});
   plan.intra_iter_deps.push_back({"d", "c"});
   swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
-  swp::DataFlowPipeline<Chain> pipe(rt, plan, 4);
+  const auto pipe = Engine::template make<Chain>(rt, plan, 4);
   std::vector<std::int64_t> retired;
   {
     swp::test::BusyWorkers busy(rt.scheduler(), 1);
     const swp::test::BusyWorkers::ReleaseOnExit release(&busy);
     std::uint64_t next = 0;
-    pipe.fill_pipeline([&]() -> std::optional<std::uint64_t> {
+    pipe->fill_pipeline([&]() -> std::optional<std::uint64_t> {
       if (next == static_cast<std::uint64_t>(iterations)) return std::nullopt;
       return next++ * 7;
     });
-    while (auto r = pipe.progress()) {
+    while (auto r = pipe->progress()) {
       retired.push_back(r->iter());
       if (std::ssize(retired) == busy_for) busy.release();
     }
@@ -310,6 +313,176 @@ TEST_CASE("with a worker that takes none of the work, the data-flow caller's run
   CHECK(wrong == 0);
   CHECK(misordered == 0);
   CHECK(not_once == 0);
+}
+
+
+namespace {
+
+// A random plan of tasks short enough for the alone window (AloneWindow), each alone on its
+// lane, checked as it runs, for as long as `run_for` lasts: each body checks that what it waits
+// for (its intra and inter dependencies, its own instance before) finished, and stores a value
+// derived from theirs in a ring of `ring` iterations; every retired iteration's values are
+// compared with a serial computation of the same plan, made in step by the caller. Odd tasks'
+// bodies are coroutines that suspend (resumed by another thread) for one instance in
+// `suspend_every` (0: never).
+class ShortTasks {
+ public:
+  static constexpr std::int64_t ring = 32;  // more than any pipeline here keeps in flight
+
+  ShortTasks(const swp::PipelinePlan& source, std::int64_t suspend_every)
+      : graph_(swp::validate(source)),
+        suspend_every_(suspend_every),
+        stamps_(static_cast<std::size_t>(ring) * graph_.size()),
+        values_(static_cast<std::size_t>(ring) * graph_.size()),
+        expected_(graph_.size()) {
+    for (auto& stamp : stamps_) stamp.store(-1);
+    for (TaskIndex t = 0; t < graph_.size(); ++t) {
+      swp::TaskSchedule schedule = graph_.schedule(t);
+      if (t % 2 == 0) {
+        plan_.add(graph_.name(t), [this, t](Ctx& ctx) { body(t, ctx); }, schedule);
+      } else {
+        plan_.add(
+            graph_.name(t),
+            [this, t](Ctx& ctx) -> swp::Co<void> {
+              const std::int64_t i = ctx.iter_idx - ctx.first_iter;
+              if (suspend_every_ > 0 && (i * 31 + static_cast<std::int64_t>(t)) % suspend_every_ == 7)
+                co_await swp::test::resumed_by_another_thread(resumers_, resumers_mutex_);
+              body(t, ctx);
+            },
+            schedule);
+      }
+    }
+    plan_.intra_iter_deps = source.intra_iter_deps;
+    plan_.inter_iter_deps = source.inter_iter_deps;
+  }
+  ShortTasks(const ShortTasks&) = delete;
+  ShortTasks& operator=(const ShortTasks&) = delete;
+  ~ShortTasks() {
+    for (std::thread& resumer : resumers_) resumer.join();
+  }
+
+  [[nodiscard]] const swp::Plan<Ctx>& plan() const noexcept { return plan_; }
+
+  // The caller's check of retired iteration i (in order), against the serial values.
+  void retired(std::int64_t i) {
+    std::vector<std::uint64_t> before = expected_;
+    for (TaskIndex t : graph_.topological_order()) {
+      std::uint64_t v = swp::test::mix(t, batch(i));
+      for (TaskIndex d : graph_.intra_deps(t)) v = swp::test::mix(v, expected_[d]);
+      if (i > 0)
+        for (TaskIndex d : graph_.inter_deps(t)) v = swp::test::mix(v, before[d]);
+      expected_[t] = v;
+      const std::size_t at = slot(t, i);
+      if (stamps_[at].load() != i || values_[at] != v) ++wrong_;
+    }
+  }
+
+  [[nodiscard]] static std::uint64_t batch(std::int64_t i) {
+    return static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ULL;
+  }
+  [[nodiscard]] int out_of_order() const noexcept { return out_of_order_.load(); }
+  [[nodiscard]] int ran_twice() const noexcept { return ran_twice_.load(); }
+  [[nodiscard]] int wrong() const noexcept { return wrong_; }
+
+ private:
+  [[nodiscard]] std::size_t slot(TaskIndex t, std::int64_t i) const noexcept {
+    return static_cast<std::size_t>(i % ring) * graph_.size() + t;
+  }
+  // Whether (d, i) finished; its value.
+  bool finished(TaskIndex d, std::int64_t i) const noexcept {
+    return stamps_[slot(d, i)].load(std::memory_order_acquire) == i;
+  }
+
+  void body(TaskIndex t, const Ctx& ctx) noexcept {
+    const std::int64_t i = ctx.iter_idx - ctx.first_iter;
+    std::uint64_t v = swp::test::mix(t, ctx.batch);
+    for (TaskIndex d : graph_.intra_deps(t)) {
+      if (!finished(d, i)) ++out_of_order_;
+      v = swp::test::mix(v, values_[slot(d, i)]);
+    }
+    if (i > 0) {
+      if (!finished(t, i - 1)) ++out_of_order_;  // the lane edge
+      for (TaskIndex d : graph_.inter_deps(t)) {
+        if (!finished(d, i - 1)) ++out_of_order_;
+        v = swp::test::mix(v, values_[slot(d, i - 1)]);
+      }
+    }
+    const std::size_t at = slot(t, i);
+    if (stamps_[at].load(std::memory_order_relaxed) == i) ++ran_twice_;
+    values_[at] = v;
+    stamps_[at].store(i, std::memory_order_release);
+  }
+
+  swp::PlanGraph graph_;
+  std::int64_t suspend_every_;
+  swp::Plan<Ctx> plan_;
+  std::vector<std::atomic<std::int64_t>> stamps_;  // the iteration each (task, slot) holds
+  std::vector<std::uint64_t> values_;
+  std::vector<std::uint64_t> expected_;  // the serial values of the iteration checked last
+  std::atomic<int> out_of_order_{0};
+  std::atomic<int> ran_twice_{0};
+  int wrong_ = 0;
+  std::vector<std::thread> resumers_;
+  std::mutex resumers_mutex_;
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "random plans of short tasks with a worker that takes none of them, then is free, run as "
+    "the plan says",
+    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The caller goes alone (AloneWindow) after every 32 retirements without help (thresholds
+  // set so, for the sanitizers' builds too): the windows open, end by their count (1,024
+  // admissions) or by a body that suspends, and open again, with the worker kept busy and
+  // then free. The runs last a fixed time, which no assertion depends on.
+  const swp::test::ScopedAloneThresholds thresholds;
+  using Clock = std::chrono::steady_clock;
+  std::mt19937 rng(swp::test::seed(61));
+  const swp::test::RandomPlanShape shape{.min_tasks = 2,
+                                         .max_tasks = 6,
+                                         .lanes = 1000,
+                                         .ordered_probability = 0,
+                                         .max_cpu_us = 0,
+                                         .device_probability = 0};
+  for (int n = 0; n < 4; ++n) {
+    const swp::PipelinePlan source = swp::test::random_plan(rng, shape);
+    const int max_depth = std::uniform_int_distribution<int>(1, 5)(rng);
+    CAPTURE(n);
+    CAPTURE(swp::plan_to_json(source));
+    ShortTasks tasks(source, n % 2 == 0 ? 0 : 3001);
+    std::int64_t retired = 0, misordered = 0;
+    {
+      swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+      swp::test::BusyWorkers busy(rt.scheduler(), 1);
+      const swp::test::BusyWorkers::ReleaseOnExit release(&busy);
+      auto pipe = Engine::template make<Ctx>(rt, tasks.plan(), max_depth);
+      pipe->set_timeouts({.retire = 20s});
+      const Clock::time_point start = Clock::now();
+      std::int64_t next = 0;
+      bool freed = false;
+      pipe->fill_pipeline([&]() -> std::optional<std::uint64_t> {
+        if (next % 256 == 0) {
+          const auto elapsed = Clock::now() - start;
+          if (elapsed > 300ms) return std::nullopt;
+          if (!freed && elapsed > 200ms) {
+            busy.release();
+            freed = true;
+          }
+        }
+        return ShortTasks::batch(next++);
+      });
+      while (auto r = pipe->progress()) {
+        if (r->iter() - r->context().first_iter != retired) ++misordered;
+        tasks.retired(retired++);
+      }
+    }
+    CHECK(retired > 0);
+    CHECK(misordered == 0);
+    CHECK(tasks.out_of_order() == 0);
+    CHECK(tasks.ran_twice() == 0);
+    CHECK(tasks.wrong() == 0);
+  }
 }
 
 }  // namespace test_pipeline_in_place

@@ -20,8 +20,8 @@ namespace swp {
 /// applies: what becomes ready is posted, and idle workers take it (running it on the driving
 /// thread while offering it to them won on empty tasks and ~6% beside a busy core, not enough
 /// for a second way to run every task, so it was removed; docs/engine.md) — except that
-/// data-flow's caller runs whole iterations uncounted, as with one thread, while the workers
-/// take next to none of tasks too short to be worth moving (see uncounted).
+/// the caller runs the tasks uncounted, as with one thread, while the workers take next to
+/// none of tasks too short to be worth moving (see uncounted).
 ///
 /// All are on by default. A Runtime whose RuntimeOptions::fast_paths is unset takes them from
 /// the SWP_FAST_PATHS environment variable (see from_environment), so a whole program or test
@@ -44,11 +44,12 @@ struct FastPaths {
   /// Every task alone on its lane, and one thread to run them (as for in_place, which it
   /// needs): data-flow runs a whole admitted iteration, the clock a whole period, in serial
   /// order without counting down join counters; anything unusual (a body that suspends or
-  /// throws, device work, an observer) hands the rest over to the counted path. Data-flow
-  /// also does so with workers, on the thread in progress(), after a millisecond or more in
-  /// which its tasks took under 250 ns each (what moving one to another thread costs) and the
-  /// workers carried at most one iteration in 16, for 32 times as many iterations; then it
-  /// offers them the work again (docs/engine.md, "With workers").
+  /// throws, device work, an observer) hands the rest over to the counted path. Both engines
+  /// also do so with workers, on the thread in progress(), after a millisecond or more in
+  /// which the tasks took under 250 ns each (what moving one to another thread costs) and the
+  /// workers carried at most one iteration in 16, for 32 times as many iterations (the clock
+  /// first lets the iterations in flight retire); then they offer them the work again
+  /// (docs/engine.md, "With workers").
   bool uncounted = true;
 
   /// Every shortcut on (the default).

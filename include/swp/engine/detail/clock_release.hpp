@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "swp/async/scheduler.hpp"
+#include "swp/engine/detail/alone_window.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 
 namespace swp::detail {
@@ -53,7 +54,12 @@ class ClockRelease final : public ReleasePolicy {
   bool release_uncounted(Instance& in) noexcept;
   // The periods count again from now on in this run: every counter set to what counting
   // would have left (EngineCore::count_afresh; `running`: the instance handed over, started).
+  // With workers the window ends: they are offered the work again.
   void count_again(const Instance* running) noexcept;
+  // With workers (advance, before look_who_runs): looks at the iterations retired since the
+  // last call (AloneWindow); once the window opened, drains the iterations in flight
+  // (draining_), then makes the periods uncounted; once its admissions are made, counts again.
+  void watch_help() noexcept;
   // Releases (task, period − stage) of every task of a later stage whose iteration is in
   // flight (period's releases of iterations already admitted).
   void release_later_stages(std::int64_t period);
@@ -113,6 +119,17 @@ class ClockRelease final : public ReleasePolicy {
   // period come after the producers released in the same period (period_ordered_).
   bool period_ordered_ = true;
   bool uncounted_ = false;
+  // With workers that take next to none of its short tasks, the caller runs the periods
+  // uncounted for a while, as with one thread (AloneWindow): once the window opened, the
+  // periods admit nothing until the iterations in flight retired — each released instance
+  // must find its producers finished — then admit uncounted until the window's admissions
+  // are made, and count again (watch_help, count_again). `alone_runs_`: the run may (the
+  // conditions of uncounted_ but one thread); `alone_from_`: the next admission when the
+  // window's admissions were counted last; `draining_`: the periods admit nothing meanwhile.
+  bool alone_runs_ = false;
+  bool draining_ = false;
+  std::int64_t alone_from_ = 0;
+  AloneWindow alone_;
   std::int64_t next_period_ = 0;
   std::int64_t last_admit_period_ = -1;
   int max_stage_ = 0;
