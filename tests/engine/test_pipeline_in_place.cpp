@@ -357,8 +357,13 @@ class ShortTasks {
   }
   ShortTasks(const ShortTasks&) = delete;
   ShortTasks& operator=(const ShortTasks&) = delete;
-  ~ShortTasks() {
+  ~ShortTasks() { join_resumers(); }
+
+  // A resumer may still be inside the post that resumed its body once the run is over: call
+  // this before the runtime goes.
+  void join_resumers() {
     for (std::thread& resumer : resumers_) resumer.join();
+    resumers_.clear();
   }
 
   [[nodiscard]] const swp::Plan<Ctx>& plan() const noexcept { return plan_; }
@@ -476,6 +481,7 @@ TEST_CASE_TEMPLATE(
         if (r->iter() - r->context().first_iter != retired) ++misordered;
         tasks.retired(retired++);
       }
+      tasks.join_resumers();
     }
     CHECK(retired > 0);
     CHECK(misordered == 0);
