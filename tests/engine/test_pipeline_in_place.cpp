@@ -393,7 +393,7 @@ class ShortTasks {
   [[nodiscard]] std::size_t slot(TaskIndex t, std::int64_t i) const noexcept {
     return static_cast<std::size_t>(i % ring) * graph_.size() + t;
   }
-  // Whether (d, i) finished; its value.
+  // Whether (d, i) finished (its stamp says so; its value is then in values_).
   bool finished(TaskIndex d, std::int64_t i) const noexcept {
     return stamps_[slot(d, i)].load(std::memory_order_acquire) == i;
   }
