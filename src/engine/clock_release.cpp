@@ -252,7 +252,8 @@ void ClockRelease::release_later_stages(std::int64_t period) {
   const RunQueueHooks& run_queue = core_.run_queue();
   // With workers, only in the alone window's uncounted periods (watch_help).
   runs_here_ = (only_driven_ || uncounted_) && core_.fast_.in_place &&
-                       (run_queue.runs_no_work_here() || run_queue.drives_here())
+                       (core_.waiter_runs_no_work_ || run_queue.runs_no_work_here() ||
+                        run_queue.drives_here())
                    ? &core_.runtime().scheduler()
                    : nullptr;
 }

@@ -88,7 +88,7 @@ void DataFlowRelease::advance() {
   // (EngineCore::run_iteration_here).
   RunQueueHooks& run_queue = c.run_queue();
   bool whole = run_here && c.fast_.uncounted && c.all_in_place_ &&
-               (run_queue.runs_no_work_here() || run_queue.drives_here());
+               (c.waiter_runs_no_work_ || run_queue.runs_no_work_here() || run_queue.drives_here());
   // With workers: the iterations in flight complete first (the caller runs them), then each
   // next one runs whole as it is admitted (only while one is in flight: the drive goes on).
   const bool drain_first = whole && !only_driven_;

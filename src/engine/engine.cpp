@@ -20,6 +20,7 @@ void Engine::set_routine(TaskIndex task, const TaskRoutine* routine) noexcept {
 void Engine::check_fillable() { core_->check_fillable(); }
 void Engine::fill() { core_->fill(); }
 std::optional<std::int64_t> Engine::progress() { return core_->progress(); }
+std::int64_t Engine::retire_all() { return core_->retire_all(); }
 Co<std::optional<std::int64_t>> Engine::next(const StopSignal* abandon) {
   return core_->next(abandon);
 }
@@ -33,7 +34,6 @@ void Engine::run_serial(std::int64_t iter) { core_->run_serial(iter); }
 
 bool Engine::filled() const noexcept { return core_->filled(); }
 void Engine::require_between_runs(const char* call) const { core_->require_between_runs(call); }
-std::int64_t Engine::base() const noexcept { return core_->base(); }
 std::int64_t Engine::next_iteration() const noexcept { return core_->next_iteration(); }
 const PlanGraph& Engine::graph() const noexcept { return core_->graph(); }
 Runtime& Engine::runtime() noexcept { return core_->runtime(); }

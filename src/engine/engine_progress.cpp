@@ -322,13 +322,31 @@ std::optional<std::int64_t> EngineCore::progress() {
   return retire_next();
 }
 
-// Marks the calling thread as the one waiting in retire_next (see waiting_thread_).
+std::int64_t EngineCore::retire_all() {
+  if (!filled_) throw PipelineStateError("run() called before fill_pipeline()");
+  // The thread's answers hold for the whole call: it stays outside (or inside) the runnable
+  // it was called from, whatever runs meanwhile. So each is asked once, not per iteration (a
+  // call through progress() and its layers per iteration less: 60-70 instructions per
+  // iteration with one thread; docs/benchmarks.md).
+  refuse_blocking("run()", !at_end());
+  const bool runs_no_work = run_queue_.runs_no_work_here();
+  std::int64_t retired = 0;
+  while (retire_next(runs_no_work)) ++retired;
+  return retired;
+}
+
+// Marks the calling thread as the one waiting in retire_next (see waiting_thread_), and
+// whether it runs none of the scheduler's work (see waiter_runs_no_work_).
 class EngineCore::WaitingThread {
  public:
-  explicit WaitingThread(EngineCore& core) : core_(core) {
+  explicit WaitingThread(EngineCore& core, bool runs_no_work_here = false) : core_(core) {
     core_.waiting_thread_.store(&this_thread_marker, std::memory_order_relaxed);
+    core_.waiter_runs_no_work_ = runs_no_work_here;
   }
-  ~WaitingThread() { core_.waiting_thread_.store(nullptr, std::memory_order_relaxed); }
+  ~WaitingThread() {
+    core_.waiting_thread_.store(nullptr, std::memory_order_relaxed);
+    core_.waiter_runs_no_work_ = false;
+  }
   WaitingThread(const WaitingThread&) = delete;
   WaitingThread& operator=(const WaitingThread&) = delete;
 
@@ -337,15 +355,19 @@ class EngineCore::WaitingThread {
 };
 
 std::optional<std::int64_t> EngineCore::retire_next() {
+  return retire_next(retirable() && retires_undriven_ && run_queue_.runs_no_work_here());
+}
+
+std::optional<std::int64_t> EngineCore::retire_next(bool runs_no_work_here) {
   // The oldest iteration already complete, with a policy that runs what its retirement makes
   // ready where it is released (either engine with one thread): no driving section, nothing
   // to wait for. (Should it wait after all, each wait drives for itself.)
-  if (retirable() && retires_undriven_ && run_queue_.runs_no_work_here()) {
+  if (runs_no_work_here && retirable() && retires_undriven_) {
     // The common case retires right here: no first admissions to make, no stop, no device
     // work holding the oldest back (retire_next_driving's loop would retire at once, about 20
     // instructions per iteration later). A failure on the way surfaces from there.
     if (!begin_pending_ && !stop_.stop_requested() && !device_holds_oldest()) {
-      const WaitingThread waiting(*this);
+      const WaitingThread waiting(*this, true);
       if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0)
         return retired_iter;
     }

@@ -581,6 +581,23 @@ TEST_CASE_TEMPLATE("next() and async_progress() retire like progress(), errors i
           std::string::npos);
     CHECK(rest == std::vector<std::optional<std::int64_t>>{4, std::nullopt});
     pipe->drain();
+    // run() (progress() until the end, in one call) is refused there as progress() is, before
+    // it admits anything: nothing is in flight, so drain() on that thread ends the run.
+    io.restart();
+    const std::vector<int> retired_before = squares;
+    std::string refused_run;
+    boost::asio::post(io, [&] {
+      try {
+        (void)pipe->run(std::vector<int>{8, 9});
+      } catch (const swp::PipelineStateError& e) {
+        refused_run = e.what();
+      }
+      pipe->drain();
+    });
+    io.run();
+    CHECK(refused_run.find("run() called on a thread running the io_context the pipeline's "
+                           "lanes run on") != std::string::npos);
+    CHECK(squares == retired_before);  // 8 and 9 never ran
 
   }
   SUBCASE("a task's exception arrives as TaskError; a hang as PipelineTimeout naming the waiter") {

@@ -243,7 +243,7 @@ class Pipeline : private detail::FrontEnd {
     const auto start = core_.runtime().now();
     fill_pipeline(std::forward<S>(source));
     RunStats stats;
-    while (progress()) ++stats.iterations;
+    stats.iterations = core_.retire_all();  // progress() until the end, in one call
     core_.drain();
     synchronize_streams();
     stats.elapsed = core_.runtime().now() - start;
@@ -501,7 +501,8 @@ class Pipeline : private detail::FrontEnd {
   }
 
   // FrontEnd: the core admits batches into the contexts and hands retired ones to the user.
-  detail::Admission admit(std::int64_t iter, std::size_t slot) override {
+  detail::Admission admit(std::int64_t iter, std::int64_t first_iter,
+                          std::size_t slot) override {
     std::optional<Batch> batch;
     const detail::Admission admission = feed_.take(batch);
     if (admission != detail::Admission::admitted) return admission;
@@ -509,7 +510,7 @@ class Pipeline : private detail::FrontEnd {
     ctx = Ctx{};
     ctx.batch = std::move(*batch);
     ctx.iter_idx = iter;
-    if constexpr (requires { ctx.first_iter; }) ctx.first_iter = core_.base();
+    if constexpr (requires { ctx.first_iter; }) ctx.first_iter = first_iter;
     return admission;
   }
   [[nodiscard]] bool source_ready() const noexcept override { return feed_.ready(); }

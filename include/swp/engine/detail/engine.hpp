@@ -57,6 +57,7 @@ class Engine {
   void check_fillable();
   void fill();
   std::optional<std::int64_t> progress();
+  std::int64_t retire_all();
   Co<std::optional<std::int64_t>> next(const StopSignal* abandon = nullptr);
   Co<std::optional<std::int64_t>> next(std::stop_token token);
   void drain();
@@ -66,7 +67,6 @@ class Engine {
 
   [[nodiscard]] bool filled() const noexcept;
   void require_between_runs(const char* call) const;
-  [[nodiscard]] std::int64_t base() const noexcept;
   [[nodiscard]] std::int64_t next_iteration() const noexcept;
   [[nodiscard]] const PlanGraph& graph() const noexcept;
   [[nodiscard]] Runtime& runtime() noexcept;

@@ -84,6 +84,9 @@ class EngineCore {
   /// block (Scheduler::must_not_block_here) when the call would wait, for progress() and
   /// drain() alike.
   std::optional<std::int64_t> progress();
+  /// progress() until the run ends (Pipeline::run): the number of iterations retired. Same
+  /// errors.
+  std::int64_t retire_all();
   /// progress() whose waits suspend the awaiting coroutine instead of blocking a thread (host
   /// schedulers; on sim it is progress(), which drives virtual time). Same results and errors.
   /// With `abandon`: once it fires, the call ends with Cancelled(its reason) having retired
@@ -565,6 +568,9 @@ class EngineCore {
   }
   // progress() and drain() without refuse_blocking (the destructor's drain, next() on sim).
   std::optional<std::int64_t> retire_next();
+  // retire_next, told whether the calling thread runs none of the scheduler's work
+  // (RunQueueHooks::runs_no_work_here; retire_all asks once for all its iterations).
+  std::optional<std::int64_t> retire_next(bool runs_no_work_here);
   // retire_next inside the scheduler's driving section.
   std::optional<std::int64_t> retire_next_driving();
   void end_run();
@@ -761,6 +767,10 @@ class EngineCore {
   // relaxed: only the waiting thread stores its own marker, so a thread reading its own
   // address reads its own latest store; any other value means "notify".
   std::atomic<const void*> waiting_thread_{nullptr};
+  // The waiting thread retires undriven, outside every runnable of the scheduler (retire_next
+  // asked): what its retirement admits need not ask RunQueueHooks::runs_no_work_here again.
+  // Only that thread reads or writes it (the policies' advance runs on it).
+  bool waiter_runs_no_work_ = false;
   // The thread in run_chain_here (the address of its marker; nullptr: none), and the next
   // instance its chain runs. Only that thread writes either; an instance finishing on
   // another thread reads a marker that is not its own and releases as usual.

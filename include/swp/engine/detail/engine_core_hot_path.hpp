@@ -213,7 +213,7 @@ inline bool EngineCore::admit() {
   const std::size_t s = admit_entry_;  // its slot (see entry_after)
   Admission admission = Admission::end;
   try {
-    admission = front_.admit(iter, s);
+    admission = front_.admit(iter, base_, s);
   } catch (...) {
     // The run fails (and surfaces it from the call that is in progress, or the next one);
     // iteration iter was not admitted, so nothing of it runs or retires.

@@ -26,10 +26,11 @@ enum class Admission : std::uint8_t {
 /// `source_ready` and `source_idle` from any thread.
 class FrontEnd {
  public:
-  /// Takes the next batch into context slot `slot` as iteration `iter`, or says end of data,
-  /// or pending (then source_ready() turns true, and the scheduler is notified, once asking
-  /// again will not say pending). Throws what the source throws.
-  virtual Admission admit(std::int64_t iter, std::size_t slot) = 0;
+  /// Takes the next batch into context slot `slot` as iteration `iter` of the run whose first
+  /// iteration is `first_iter`, or says end of data, or pending (then source_ready() turns
+  /// true, and the scheduler is notified, once asking again will not say pending). Throws
+  /// what the source throws.
+  virtual Admission admit(std::int64_t iter, std::int64_t first_iter, std::size_t slot) = 0;
   /// A pending source has its answer.
   [[nodiscard]] virtual bool source_ready() const noexcept = 0;
   /// Nothing of the source runs in the background (a run may end, the pipeline go).
