@@ -52,6 +52,7 @@ bool DataFlowRelease::retires_undriven() const noexcept {
 }
 
 void DataFlowRelease::reset() {
+  whole_capable_ = core_.fast_.uncounted && core_.all_in_place_;
   core_.retires_undriven_ = retires_undriven();
   next_owed_ = false;  // the counters are armed afresh
   alone_.reset(core_.base_, core_.sync_ring_(core_.base_), core_.graph_.size());
@@ -76,7 +77,7 @@ void DataFlowRelease::advance() {
   // Its posts then need a driving section to go to: no undriven retirement either.
   // With workers that take none of the work (alone_), the caller runs whole iterations
   // (below) as it retires them, undriven too, until the workers are offered work again.
-  if (!only_driven_ && c.fast_.uncounted && c.all_in_place_) {
+  if (!only_driven_ && whole_capable_) {
     alone_.look(c.oldest_, c.sync_);
     c.retires_undriven_ = alone_.open();
   }
@@ -87,7 +88,7 @@ void DataFlowRelease::advance() {
   // none of the work lately; outside its runnables): whole iterations may run in place
   // (EngineCore::run_iteration_here).
   RunQueueHooks& run_queue = c.run_queue();
-  bool whole = run_here && c.fast_.uncounted && c.all_in_place_ &&
+  bool whole = run_here && whole_capable_ &&
                (c.waiter_runs_no_work_ || run_queue.runs_no_work_here() || run_queue.drives_here());
   // With workers: the iterations in flight complete first (the caller runs them), then each
   // next one runs whole as it is admitted (only while one is in flight: the drive goes on).

@@ -55,6 +55,9 @@ class DataFlowRelease final : public ReleasePolicy {
   // count-downs its instances owe the next one's counters are still to be made, before that
   // one is admitted the general way (EngineCore::count_down_next).
   bool next_owed_ = false;
+  // Whole iterations may run in place (EngineCore::run_iteration_here): the uncounted fast
+  // path is on and every task is in place. Fixed for the pipeline; set by reset().
+  bool whole_capable_ = false;
   // With workers that take next to none of its short tasks, the caller runs whole iterations
   // in place for a while (AloneWindow; only where whole iterations run with one thread).
   AloneWindow alone_;

@@ -571,6 +571,8 @@ class EngineCore {
   // retire_next, told whether the calling thread runs none of the scheduler's work
   // (RunQueueHooks::runs_no_work_here; retire_all asks once for all its iterations).
   std::optional<std::int64_t> retire_next(bool runs_no_work_here);
+  // retire_all's run of retirements that need no driving (see retire_next): how many.
+  std::int64_t retire_undriven_while_ready();
   // retire_next inside the scheduler's driving section.
   std::optional<std::int64_t> retire_next_driving();
   void end_run();
