@@ -117,7 +117,7 @@ bool ClockRelease::release_uncounted(Instance& in) noexcept {
     return false;
   }
   const auto hand_over = [this, &in](bool started) { count_again(started ? &in : nullptr); };
-  switch (core_.run_uncounted(in, hand_over)) {
+  switch (core_.run_uncounted(in, core_.slots_[in.slot()], hand_over)) {
     case EngineCore::Uncounted::ran: {
       // Only the sinks count (see TaskInfo::counts_completion; no observer: it would have
       // handed over). The only thread that finishes anything of the run: no

@@ -390,7 +390,7 @@ const std::exception_ptr* EngineCore::failed_dependency(const Instance& in) cons
 
 bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   ErasedCo body;
-  if (!call_routine(in, info, body)) {
+  if (!call_routine(in, info, slots_[in.slot()], body)) {
     finish(in, in.error(), true);
     return false;
   }

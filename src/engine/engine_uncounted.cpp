@@ -25,12 +25,13 @@ namespace swp::detail {
 [[gnu::flatten]] bool EngineCore::run_iteration_here(
     Sync& sync, std::optional<RunQueueHooks::RunHere>& here) noexcept {
   const auto& instances = sync.instances;
+  const Slot& slot = slots_[sync.slot];  // once for all its instances
   const std::size_t n = serial_order_.size();
   for (std::size_t k = 0; k < n; ++k) {
     Instance& in = instances[serial_order_[k]];
     rearm(in);  // for its entry's next iteration, as release_now would
     const auto hand_over = [&](bool started) { go_on_generally(sync, k, started, here); };
-    if (run_uncounted(in, hand_over) != Uncounted::ran) [[unlikely]]
+    if (run_uncounted(in, slot, hand_over) != Uncounted::ran) [[unlikely]]
       return false;
   }
   // Nobody counted `remaining`, which the next admission of the entry resets.

@@ -405,9 +405,10 @@ class EngineCore {
   // anything or re-arming its counter. Anything unusual (trouble, a revoked claim, a body that
   // throws, suspends or uses its stream) calls `hand_over(started)` first, which sets the
   // counters the general path counts down, and then finishes the instance the general way (or
-  // leaves it to its coroutine), or leaves it not started. Flattened into its callers.
+  // leaves it to its coroutine), or leaves it not started. `slot`: its iteration's (a caller
+  // may know it for several instances). Flattened into its callers.
   template <class HandOver>
-  Uncounted run_uncounted(Instance& in, HandOver&& hand_over) noexcept;
+  Uncounted run_uncounted(Instance& in, const Slot& slot, HandOver&& hand_over) noexcept;
   // run_uncounted's start of a body that did not complete in its call (a coroutine):
   // true when it completed while starting (its error, if any, in in.error()), and the caller
   // finishes it; false when it suspended, still the caller's to hand over (body_here_).
@@ -468,8 +469,9 @@ class EngineCore {
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
   // run_routine's two halves: calls the routine (false: it threw, its error in in.error(); the
   // caller finishes the instance after the handler), and starts a body that did not complete
-  // synchronously (its continuations finish the instance).
-  bool call_routine(Instance& in, const TaskInfo& info, ErasedCo& body) const noexcept;
+  // synchronously (its continuations finish the instance). `slot`: the instance's iteration's.
+  static bool call_routine(Instance& in, const TaskInfo& info, const Slot& slot,
+                           ErasedCo& body) noexcept;
   void start_body(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept;
   // Out of line: the finish of hooks, errors and coroutines, kept out of the flattened paths.
   [[gnu::noinline]] void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;

@@ -132,9 +132,9 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
 
 // In the header: the uncounted runs of both engines (run_uncounted) inline it.
 [[gnu::always_inline]] inline bool EngineCore::call_routine(Instance& in, const TaskInfo& info,
-                                                            ErasedCo& body) const noexcept {
+                                                            const Slot& slot,
+                                                            ErasedCo& body) noexcept {
   try {
-    const Slot& slot = slots_[in.slot()];
     body = info.routine->run(slot.context, in.scope(), slot.boxes[in.task()].get());
   } catch (...) {
     in.error() = std::current_exception();
@@ -151,7 +151,7 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
 
 template <class HandOver>
 [[gnu::always_inline]] inline EngineCore::Uncounted EngineCore::run_uncounted(
-    Instance& in, HandOver&& hand_over) noexcept {
+    Instance& in, const Slot& slot, HandOver&& hand_over) noexcept {
   const TaskInfo& info = *in.info;
   LaneClaim& claim = *info.claim;  // every task is in place: each has its lane's claim
   const Lane& lane = *info.lane;   // before the fence (see holds_claimed_lane)
@@ -167,7 +167,7 @@ template <class HandOver>
   forget_last_failure(in);
   if (info.routine != nullptr) {
     ErasedCo body;
-    if (!call_routine(in, info, body)) [[unlikely]] {
+    if (!call_routine(in, info, slot, body)) [[unlikely]] {
       hand_over(true);
       finish(in, in.error(), true);
       return Uncounted::handed_over;
