@@ -501,8 +501,7 @@ class Pipeline : private detail::FrontEnd {
   }
 
   // FrontEnd: the core admits batches into the contexts and hands retired ones to the user.
-  detail::Admission admit(std::int64_t iter, std::int64_t first_iter,
-                          std::size_t slot) override {
+  detail::Admission admit(std::int64_t iter, std::int64_t first_iter, std::size_t slot) override {
     std::optional<Batch> batch;
     const detail::Admission admission = feed_.take(batch);
     if (admission != detail::Admission::admitted) return admission;

@@ -81,8 +81,8 @@ class EngineCore {
   /// first admissions happen in the next progress()/next()/drain().
   void fill();
   /// Errors besides the run's: PipelineStateError on a thread where the scheduler must not
-  /// block (Scheduler::must_not_block_here) when the call would wait, for progress() and
-  /// drain() alike.
+  /// block (Scheduler::must_not_block_here) when the call would wait, for progress(),
+  /// retire_all() and drain() alike.
   std::optional<std::int64_t> progress();
   /// progress() until the run ends (Pipeline::run): the number of iterations retired. Same
   /// errors.
