@@ -335,7 +335,7 @@ std::int64_t EngineCore::retire_all() {
   std::int64_t retired = 0;
   for (;;) {
     if (runs_no_work) retired += retire_undriven_while_ready();
-    if (!retire_next(runs_no_work)) return retired;
+    if (!retire_next()) return retired;  // what the loop could not retire, the general way
     ++retired;
   }
 }
@@ -359,8 +359,9 @@ class EngineCore::WaitingThread {
   EngineCore& core_;
 };
 
-std::optional<std::int64_t> EngineCore::retire_next() {
-  return retire_next(retirable() && retires_undriven_ && run_queue_.runs_no_work_here());
+// Inline into its two callers in this file (once per iteration).
+[[gnu::always_inline]] inline bool EngineCore::retires_at_once() const noexcept {
+  return !begin_pending_ && !stop_.stop_requested() && !device_holds_oldest();
 }
 
 std::int64_t EngineCore::retire_undriven_while_ready() {
@@ -370,21 +371,18 @@ std::int64_t EngineCore::retire_undriven_while_ready() {
   // leaves the run failed: the retire_next after this surfaces it.
   const WaitingThread waiting(*this, true);
   std::int64_t retired = 0;
-  while (retirable() && retires_undriven_ && !begin_pending_ && !stop_.stop_requested() &&
-         !device_holds_oldest() && retire_oldest() >= 0)
-    ++retired;
+  while (retirable() && retires_undriven_ && retires_at_once() && retire_oldest() >= 0) ++retired;
   return retired;
 }
 
-std::optional<std::int64_t> EngineCore::retire_next(bool runs_no_work_here) {
+std::optional<std::int64_t> EngineCore::retire_next() {
   // The oldest iteration already complete, with a policy that runs what its retirement makes
   // ready where it is released (either engine with one thread): no driving section, nothing
   // to wait for. (Should it wait after all, each wait drives for itself.)
-  if (runs_no_work_here && retirable() && retires_undriven_) {
-    // The common case retires right here: no first admissions to make, no stop, no device
-    // work holding the oldest back (retire_next_driving's loop would retire at once, about 20
-    // instructions per iteration later). A failure on the way surfaces from there.
-    if (!begin_pending_ && !stop_.stop_requested() && !device_holds_oldest()) {
+  if (retirable() && retires_undriven_ && run_queue_.runs_no_work_here()) {
+    // The common case retires right here (retire_next_driving's loop would retire at once,
+    // about 20 instructions per iteration later). A failure on the way surfaces from there.
+    if (retires_at_once()) {
       const WaitingThread waiting(*this, true);
       if (const std::int64_t retired_iter = retire_oldest(); retired_iter >= 0)
         return retired_iter;

@@ -84,8 +84,7 @@ class EngineCore {
   /// block (Scheduler::must_not_block_here) when the call would wait, for progress(),
   /// retire_all() and drain() alike.
   std::optional<std::int64_t> progress();
-  /// progress() until the run ends (Pipeline::run): the number of iterations retired. Same
-  /// errors.
+  /// progress() until the run ends (Pipeline::run): how many retired. Same errors.
   std::int64_t retire_all();
   /// progress() whose waits suspend the awaiting coroutine instead of blocking a thread (host
   /// schedulers; on sim it is progress(), which drives virtual time). Same results and errors.
@@ -570,9 +569,8 @@ class EngineCore {
   }
   // progress() and drain() without refuse_blocking (the destructor's drain, next() on sim).
   std::optional<std::int64_t> retire_next();
-  // retire_next, told whether the calling thread runs none of the scheduler's work
-  // (RunQueueHooks::runs_no_work_here; retire_all asks once for all its iterations).
-  std::optional<std::int64_t> retire_next(bool runs_no_work_here);
+  // No first admissions to make, no stop, no device work holding the oldest iteration back.
+  [[nodiscard]] bool retires_at_once() const noexcept;
   // retire_all's run of retirements that need no driving (see retire_next): how many.
   std::int64_t retire_undriven_while_ready();
   // retire_next inside the scheduler's driving section.
@@ -771,9 +769,8 @@ class EngineCore {
   // relaxed: only the waiting thread stores its own marker, so a thread reading its own
   // address reads its own latest store; any other value means "notify".
   std::atomic<const void*> waiting_thread_{nullptr};
-  // The waiting thread retires undriven, outside every runnable of the scheduler (retire_next
-  // asked): what its retirement admits need not ask RunQueueHooks::runs_no_work_here again.
-  // Only that thread reads or writes it (the policies' advance runs on it).
+  // The waiting thread retires undriven, outside the scheduler's runnables: the policies'
+  // advance, on that thread only, need not ask RunQueueHooks::runs_no_work_here again.
   bool waiter_runs_no_work_ = false;
   // The thread in run_chain_here (the address of its marker; nullptr: none), and the next
   // instance its chain runs. Only that thread writes either; an instance finishing on
