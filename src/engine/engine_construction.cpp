@@ -22,7 +22,11 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       graph_(std::move(graph)),
       front_(front),
       device_waker_(runtime.scheduler()),
-      sequencer_(runtime.scheduler()) {
+      sequencer_(runtime.scheduler()),
+      parked_waits_(runtime.timers(), [this] {
+        sequencer_.check_timeouts(timeouts_.sequencer);
+        runtime_.scheduler().notify();
+      }) {
   const std::size_t n = graph_.size();
   // An instance keeps its task in 31 bits (see TaskInfo::task and Instance::waits_for).
   if (n >= std::size_t{1} << 31)

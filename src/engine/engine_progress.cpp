@@ -11,8 +11,9 @@
 namespace swp::detail {
 
 // A wait that holds no thread: the awaiting coroutine is parked on the scheduler and looks at
-// its condition again whenever something completes (Scheduler::notify), and on a timer tick,
-// which also enforces the deadlines a blocking wait checks by itself (retire, sequencer).
+// its condition again whenever something completes (Scheduler::notify), and at the ticks of
+// the run's ParkedWaitWatch, which also enforce the deadlines a blocking wait checks by itself
+// (retire, sequencer).
 class EngineCore::AsyncWait final : private Runnable {
  public:
   using Ready = bool (EngineCore::*)() const noexcept;
@@ -32,21 +33,20 @@ class EngineCore::AsyncWait final : private Runnable {
     resumer_ = resumer_of(h);
     // A parked wait looks again when the scheduler is notified: abandoning it notifies.
     if (abandon_ != nullptr) on_abandon_.emplace(abandon_->token(), Notify{&core_});
-    const auto now = Clock::now();
-    deadline_ =
-        limit_ == std::chrono::milliseconds::max() ? Clock::time_point::max() : now + limit_;
-    const auto tick = core_.timeouts_.check_interval;
-    timer_ = core_.runtime_.timers().schedule(
-        now + tick, [this] { on_tick(); }, tick);
+    const auto deadline = limit_ == std::chrono::milliseconds::max()
+                              ? Clock::time_point::max()
+                              : Clock::now() + limit_;
+    wait_ = core_.parked_waits_.begin(deadline, core_.timeouts_.check_interval);
     return park();
   }
 
   /// True when the condition holds, false when the deadline passed first.
   bool await_resume() {
     on_abandon_.reset();
-    if (timer_ != 0) core_.runtime_.timers().cancel(timer_);
+    const bool expired = core_.parked_waits_.expired(wait_);
+    core_.parked_waits_.end(wait_);
     unwatch_device();
-    return (core_.*ready_)() || !expired_.load(std::memory_order_acquire);
+    return (core_.*ready_)() || !expired;
   }
 
  private:
@@ -54,19 +54,13 @@ class EngineCore::AsyncWait final : private Runnable {
   bool park() {
     watch_device();
     return core_.runtime_.scheduler().park_unless(*this, [this] {
-      return expired_.load(std::memory_order_acquire) || (core_.*ready_)() ||
+      return core_.parked_waits_.expired(wait_) || (core_.*ready_)() ||
              (abandon_ != nullptr && abandon_->stop_requested());
     });
   }
 
   void run() noexcept override {
     if (!park()) resume_on(resumer_, handle_);
-  }
-
-  void on_tick() noexcept {
-    core_.sequencer_.check_timeouts(core_.timeouts_.sequencer);
-    if (Clock::now() >= deadline_) expired_.store(true, std::memory_order_release);
-    core_.runtime_.scheduler().notify();
   }
 
   // Once the oldest iteration retired, its device work decides whether its slot can take the
@@ -92,9 +86,7 @@ class EngineCore::AsyncWait final : private Runnable {
   std::optional<std::stop_callback<Notify>> on_abandon_;
   std::coroutine_handle<> handle_;
   Resumer* resumer_ = nullptr;
-  Clock::time_point deadline_;
-  TimerQueue::Id timer_ = 0;
-  std::atomic<bool> expired_{false};
+  ParkedWaitWatch::Id wait_ = 0;  // 0: it never parked
   bool watching_ = false;
 };
 
@@ -210,6 +202,7 @@ void EngineCore::abort_run(bool drained) {
   // Everything released must have finished before state can be reset: cancellable waits were
   // woken by fail(); bodies run to their end.
   Failure failure = *failure_;
+  parked_waits_.stop();
   filled_ = false;
   live_.store(false, std::memory_order_release);
   if (!drained) {
@@ -499,6 +492,7 @@ Co<std::optional<std::int64_t>> EngineCore::next(const StopSignal* abandon) {
 }
 
 bool EngineCore::settle_at_end() {
+  parked_waits_.stop();  // the run's last wait is over (a failure's drain may arm it again)
   // The last retired iteration is released too (this call ends its handle); device work that
   // faulted fails the run, which surfaces instead of the end.
   if (release_retired(oldest_)) return false;
@@ -538,6 +532,7 @@ void EngineCore::end_run() {
   // here (retire_next drains and throws it).
   if (release_retired(oldest_)) (void)retire_next();
   end_claims();  // every iteration retired: no instance holds its lane
+  parked_waits_.stop();
   filled_ = false;
   live_.store(false, std::memory_order_release);
   // The push form's queue is handed back (a drained run takes no new batches).

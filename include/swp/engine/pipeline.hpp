@@ -167,7 +167,8 @@ class Pipeline : private detail::FrontEnd {
   /// the wait). Lanes keep running meanwhile on the runtime's workers (workers >= 1) or on the
   /// Asio threads of an AsioScheduler. Where nothing but a driving thread runs them — the sim
   /// backend, a pool without workers (Scheduler::runs_only_when_driven) — it is progress(),
-  /// which drives on the awaiting thread. Deadlines are progress()'s, kept by a timer.
+  /// which drives on the awaiting thread. Deadlines are progress()'s, kept by one periodic
+  /// timer per run (no allocation and no timer-thread wake-up per wait).
   /// One progress()/next()/async_progress() at a time; keep the pipeline alive until it ends.
   /// The Asio completion-token form is `swp::async_progress(pipe, token)` (swp/engine/asio.hpp).
   ///

@@ -38,6 +38,7 @@
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/instance.hpp"
 #include "swp/engine/detail/output_box.hpp"
+#include "swp/engine/detail/parked_wait_watch.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/ring_index.hpp"
 #include "swp/engine/detail/task_routine.hpp"
@@ -791,6 +792,8 @@ class EngineCore {
   std::optional<Failure> failure_;
   std::function<void(const std::exception_ptr&)> on_run_failed_;  // see set_on_run_failed
   std::atomic<bool> failed_{false};  // failure_ is set; readable without the lock
+  // The deadlines of next()'s waits (AsyncWait). Last: its ticks use the members above.
+  ParkedWaitWatch parked_waits_;
 };
 
 }  // namespace detail
