@@ -98,11 +98,13 @@ void validate(const DispatchOptions& o) {
   }
 }
 
-// The systems of a round: the five, and the swp engines' reference paths with --reference.
+// The systems of a round: the five, the swp engines' reference paths with --reference, and
+// their next()-driven runs with --next.
 std::vector<System> measured_systems(const DispatchOptions& o) {
   std::vector<System> systems(std::begin(all_systems), std::end(all_systems));
   if (o.reference)
     systems.insert(systems.end(), std::begin(reference_systems), std::end(reference_systems));
+  if (o.next) systems.insert(systems.end(), std::begin(next_systems), std::end(next_systems));
   return systems;
 }
 
@@ -164,6 +166,12 @@ void report_config(const DispatchOptions& o, const DispatchConfig& c, const Samp
     ratio(System::data_flow, System::data_flow_ref);
     ratio(System::clock, System::clock_ref);
     for (System s : reference_systems) {
+      ratio(s, System::taskflow);
+      ratio(s, System::serial);
+    }
+  }
+  if (o.next) {
+    for (System s : next_systems) {
       ratio(s, System::taskflow);
       ratio(s, System::serial);
     }

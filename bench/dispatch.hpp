@@ -23,14 +23,18 @@ struct DispatchOptions {
   /// Also measure both swp engines on their reference path (swp::FastPaths::none(): systems
   /// dataflow_ref and clock_ref), with ratios of each engine to its reference.
   bool reference = false;
+  /// Also measure both swp engines driven by `co_await pipe.next()` from a coroutine on a
+  /// pool of `threads` workers (systems dataflow_next and clock_next), with their ratios to
+  /// Taskflow and to the serial loop.
+  bool next = false;
   /// The fast paths of the dataflow and clock systems, as swp::FastPaths::parse reads them
   /// ("all", "none", "lane_claims,in_place", ...). Empty: the default (SWP_FAST_PATHS, else all).
   std::string fast_paths;
   /// stage_body() steps per µs; 0: calibrated at start (give it to compare runs exactly, or
   /// under valgrind, whose clock calibration would be meaningless).
   double steps_per_us = 0;
-  /// A system's label (serial, dataflow, clock, tbb, taskflow, dataflow_ref, clock_ref): only
-  /// one measurement of it,
+  /// A system's label (serial, dataflow, clock, tbb, taskflow, dataflow_ref, clock_ref,
+  /// dataflow_next, clock_next): only one measurement of it,
   /// the first --threads and --work-us values, `iters` window iterations whatever the work,
   /// for callgrind. Empty: the rounds.
   std::string only;

@@ -14,6 +14,8 @@
 
 #include "counting_allocator.hpp"
 #include "stage_body.hpp"
+#include "swp/async/co.hpp"
+#include "swp/async/sync_wait.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/runtime.hpp"
@@ -117,8 +119,17 @@ swp::Plan<ChainCtx> swp_chain_plan(std::uint64_t steps, ChainWindow& window) {
   return plan;
 }
 
+// The _next systems' driver: retires every iteration by co_await pipe.next().
 template <class Pipe>
-void run_swp_pipe(Pipe& pipe, std::int64_t total) {
+swp::Co<void> next_until_end(Pipe& pipe) {
+  for (;;) {
+    const auto retired = co_await pipe.next();
+    if (!retired) co_return;
+  }
+}
+
+template <class Pipe>
+void run_swp_pipe(Pipe& pipe, std::int64_t total, bool by_next) {
   std::int64_t next = 0;
   // Two words, trivially copyable: std::function keeps it inline, so pulling a batch does not
   // allocate.
@@ -126,24 +137,30 @@ void run_swp_pipe(Pipe& pipe, std::int64_t total) {
     if (next >= total) return std::nullopt;
     return next++;
   };
-  pipe.run(source);
+  if (by_next) {
+    pipe.fill_pipeline(source);
+    swp::sync_wait(next_until_end(pipe));
+  } else {
+    pipe.run(source);
+  }
 }
 
 ChainSample measure_swp(System system, const ChainRun& run) {
   ChainWindow window(run);
   const swp::Plan<ChainCtx> plan = swp_chain_plan(run.steps, window);
   const bool reference = system == System::data_flow_ref || system == System::clock_ref;
+  const bool by_next = system == System::data_flow_next || system == System::clock_next;
   swp::Runtime runtime({.backend = swp::Backend::host,
-                        .workers = run.threads - 1,
+                        .workers = by_next ? run.threads : run.threads - 1,
                         .fast_paths = reference ? swp::FastPaths::none() : run.fast_paths});
-  if (system == System::clock || system == System::clock_ref) {
+  if (system == System::clock || system == System::clock_ref || system == System::clock_next) {
     swp::ClockPipeline<ChainCtx> pipe(runtime, plan);
     chain_settle(run);
-    run_swp_pipe(pipe, window.total());
+    run_swp_pipe(pipe, window.total(), by_next);
   } else {
     swp::DataFlowPipeline<ChainCtx> pipe(runtime, plan, chain_in_flight);
     chain_settle(run);
-    run_swp_pipe(pipe, window.total());
+    run_swp_pipe(pipe, window.total(), by_next);
   }
   return window.sample(system);
 }
@@ -237,6 +254,10 @@ const char* system_label(System system) noexcept {
       return "dataflow_ref";
     case System::clock_ref:
       return "clock_ref";
+    case System::data_flow_next:
+      return "dataflow_next";
+    case System::clock_next:
+      return "clock_next";
   }
   return "?";
 }
@@ -245,6 +266,8 @@ std::optional<System> system_of_label(std::string_view label) noexcept {
   for (System s : all_systems)
     if (label == system_label(s)) return s;
   for (System s : reference_systems)
+    if (label == system_label(s)) return s;
+  for (System s : next_systems)
     if (label == system_label(s)) return s;
   return std::nullopt;
 }
@@ -259,6 +282,8 @@ ChainSample measure_chain(System system, const ChainRun& run) {
     case System::clock:
     case System::data_flow_ref:
     case System::clock_ref:
+    case System::data_flow_next:
+    case System::clock_next:
       return measure_swp(system, run);
     case System::tbb:
       return measure_tbb(run);

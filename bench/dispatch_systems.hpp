@@ -15,13 +15,27 @@ inline constexpr int chain_stages = 4;
 inline constexpr int chain_in_flight = 4;
 
 /// data_flow_ref, clock_ref: the swp engines on their reference path (swp::FastPaths::none()),
-/// measured with --reference only.
-enum class System { serial, data_flow, clock, tbb, taskflow, data_flow_ref, clock_ref };
+/// measured with --reference only. data_flow_next, clock_next: the swp engines driven by
+/// `co_await pipe.next()` in a coroutine (the drive form of services and co_await training
+/// loops), measured with --next only.
+enum class System {
+  serial,
+  data_flow,
+  clock,
+  tbb,
+  taskflow,
+  data_flow_ref,
+  clock_ref,
+  data_flow_next,
+  clock_next
+};
 inline constexpr System all_systems[] = {System::serial, System::data_flow, System::clock,
                                          System::tbb, System::taskflow};
 inline constexpr System reference_systems[] = {System::data_flow_ref, System::clock_ref};
+inline constexpr System next_systems[] = {System::data_flow_next, System::clock_next};
 
-/// The name in metric lines: serial, dataflow, clock, tbb, taskflow, dataflow_ref, clock_ref.
+/// The name in metric lines: serial, dataflow, clock, tbb, taskflow, dataflow_ref, clock_ref,
+/// dataflow_next, clock_next.
 const char* system_label(System system) noexcept;
 /// The system of a label, or nothing.
 std::optional<System> system_of_label(std::string_view label) noexcept;
@@ -29,7 +43,8 @@ std::optional<System> system_of_label(std::string_view label) noexcept;
 /// One measurement's shape.
 struct ChainRun {
   /// Threads that run stages: swp `workers = threads - 1` plus the caller, which helps while
-  /// it waits in progress(); oneTBB `global_control(max_allowed_parallelism, threads)` and
+  /// it waits in run() (the _next systems: `workers = threads`, the caller waits in
+  /// swp::sync_wait while the driving coroutine runs on them); oneTBB `global_control(max_allowed_parallelism, threads)` and
   /// `task_arena(threads)` (the caller is one of them); Taskflow `tf::Executor(threads)` (the
   /// caller waits). The serial loop ignores it.
   unsigned threads = 2;

@@ -3,7 +3,8 @@
 //
 //   swp-bench dispatch [--rounds N] [--iters N] [--warmup N] [--work-ms M] [--settle-ms M]
 //                      [--threads 1,2] [--work-us 0,1,5] [--co-runner] [--steps-per-us X]
-//                      [--only SYSTEM] [--alloc-sites K] [--reference] [--fast-paths SPEC]
+//                      [--only SYSTEM] [--alloc-sites K] [--reference] [--next]
+//                      [--fast-paths SPEC]
 //                                    a 4-stage chain with the same bodies in both engines,
 //                                    oneTBB, Taskflow and a serial loop: ns and allocations per
 //                                    task, ratios; 1 and 2 threads, empty and working stages
@@ -82,15 +83,19 @@ int main(int argc, char** argv) {
   dispatch->add_flag("--reference", d.reference,
                      "also measure both engines on their reference path (fast paths none): "
                      "dataflow_ref, clock_ref");
+  dispatch->add_flag("--next", d.next,
+                     "also measure both engines driven by co_await pipe.next() from a coroutine "
+                     "on `threads` workers: dataflow_next, clock_next");
   dispatch->add_option("--fast-paths", d.fast_paths,
                        "the fast paths of dataflow and clock: all, none, or a list such as "
                        "lane_claims,in_place (default: SWP_FAST_PATHS, else all)");
   dispatch
       ->add_option("--only", d.only,
-                   "one measurement of serial|dataflow|clock|tbb|taskflow|dataflow_ref|clock_ref "
-                   "(for callgrind): the first --threads and --work-us values, --iters iterations")
-      ->check(CLI::IsMember(
-          {"serial", "dataflow", "clock", "tbb", "taskflow", "dataflow_ref", "clock_ref"}));
+                   "one measurement of serial|dataflow|clock|tbb|taskflow|dataflow_ref|clock_ref|"
+                   "dataflow_next|clock_next (for callgrind): the first --threads and --work-us "
+                   "values, --iters iterations")
+      ->check(CLI::IsMember({"serial", "dataflow", "clock", "tbb", "taskflow", "dataflow_ref",
+                             "clock_ref", "dataflow_next", "clock_next"}));
   dispatch
       ->add_option("--alloc-sites", d.alloc_sites,
                    "print the call stacks of this many steady-state allocations (stderr)")
