@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The compilers the docs name (g++ and clang++, docs/building.md), each under AddressSanitizer,
-# compile and run tests/compilers/co_await_temporaries.cpp against a built libswp: the push
-# form's temporary submits (`co_await pipe.submit(Batch{...})`, `swp::async_submit`) lose and
-# double-free nothing. The program also checks the compiler for g++ 12's defect with braced
-# aggregate temporaries in co_await and says whether it has it (docs/building.md, "Compiler
-# defects"). Fails when either program fails or ASan reports anything.
+# compile and run against a built libswp:
+# - tests/compilers/co_await_temporaries.cpp: the push form's temporary submits (`co_await
+#   pipe.submit(Batch{...})`, `swp::async_submit`) lose and double-free nothing; it also checks
+#   the compiler for g++ 12's defect with braced aggregate temporaries in co_await;
+# - tests/compilers/co_await_while_condition.cpp: the documented forms of a `co_await
+#   pipe.next()` loop retire every iteration; it also checks the compiler for g++ 12's defect
+#   with a co_await as a while condition.
+# Each says whether the compiler has its defect (docs/building.md, "Compiler defects"). Fails
+# when any program fails or ASan reports anything.
 #   tools/compiler-check.sh [BUILD_DIR]   (default: build; needs its libswp built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,10 +28,12 @@ for cxx in g++ clang++; do
     exit 1
   fi
   echo "-- $cxx ($($cxx --version | head -1))"
-  # shellcheck disable=SC2086  # the pkg-config flags are words
-  "$cxx" -std=c++20 -O1 -g -fsanitize=address -fno-omit-frame-pointer $cflags \
-    tests/compilers/co_await_temporaries.cpp -o "$work/check-$cxx" \
-    -L"$lib" -lswp -Wl,-rpath,"$lib" -pthread
-  ASAN_OPTIONS=detect_leaks=1 "$work/check-$cxx" || status=1
+  for program in co_await_temporaries co_await_while_condition; do
+    # shellcheck disable=SC2086  # the pkg-config flags are words
+    "$cxx" -std=c++20 -O1 -g -fsanitize=address -fno-omit-frame-pointer $cflags \
+      "tests/compilers/$program.cpp" -o "$work/$program-$cxx" \
+      -L"$lib" -lswp -Wl,-rpath,"$lib" -pthread
+    ASAN_OPTIONS=detect_leaks=1 "$work/$program-$cxx" || status=1
+  done
 done
 exit "$status"
