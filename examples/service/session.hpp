@@ -56,7 +56,12 @@ struct SessionLimits {
 /// from nor written to: an idle client, or one that does not read its answers. Neither clock
 /// runs against the client while the server itself holds it up: while the batcher parks the
 /// session, or while requests of it are in the pipeline (its answers are the server's to
-/// give). Each close is counted (ServerStats::frame_timeouts, idle_timeouts).
+/// give). A deadline closes the connection when two checks in a row find the same one passed
+/// (the same frame still not whole, or no byte moved since): after the server's threads
+/// stalled past a deadline, the first check may run before the read of what the client sent
+/// meanwhile (its bytes still in the kernel, or its completion queued behind the check); by the
+/// next check, a quarter of the timeout later, it ran. Each close is counted
+/// (ServerStats::frame_timeouts, idle_timeouts).
 ///
 /// A client that disconnects (end of file or an error on its socket) closes the session; the
 /// answers still due to it are dropped when they come (ServerStats::dropped), and the requests
@@ -157,24 +162,29 @@ class Session : public std::enable_shared_from_this<Session> {
            t - last_progress_.load(std::memory_order_relaxed) >= ticks(limits_.idle_timeout);
   }
 
-  // On the strand: closes the connection if a deadline passed and the client, not the server,
-  // is what holds it up.
+  // On the strand: closes the connection if a deadline passed, and had passed at the check
+  // before too (see the class comment), and the client, not the server, is what holds it up.
   void expire(Clock::time_point now) {
-    if (shut_ || parked_ || owed_.load(std::memory_order_relaxed) > 0) return;
-    const std::int64_t t = ticks(now);
-    const std::int64_t begun = frame_begun_.load(std::memory_order_relaxed);
-    // While reads pause for unwritten answers, the frame cannot advance: only idleness counts.
-    if (!write_paused_ && limits_.frame_timeout.count() > 0 && begun != 0 &&
-        t - begun >= ticks(limits_.frame_timeout)) {
-      ServerStats::add(stats_.frame_timeouts);
-      shut();
+    if (shut_ || parked_ || owed_.load(std::memory_order_relaxed) > 0) {
+      seen_late_frame_ = seen_idle_since_ = 0;
       return;
     }
-    if (limits_.idle_timeout.count() > 0 &&
-        t - last_progress_.load(std::memory_order_relaxed) >= ticks(limits_.idle_timeout)) {
-      ServerStats::add(stats_.idle_timeouts);
-      shut();
-    }
+    const std::int64_t t = ticks(now);
+    const std::int64_t begun = frame_begun_.load(std::memory_order_relaxed);
+    const std::int64_t since = last_progress_.load(std::memory_order_relaxed);
+    // While reads pause for unwritten answers, the frame cannot advance: only idleness counts.
+    const bool frame_late = !write_paused_ && limits_.frame_timeout.count() > 0 && begun != 0 &&
+                            t - begun >= ticks(limits_.frame_timeout);
+    const bool idle = limits_.idle_timeout.count() > 0 && t - since >= ticks(limits_.idle_timeout);
+    // The same deadline at the check before: the same frame still not whole, or no byte moved
+    // since. (A read that ran in between completed the frame or moved the idle clock.)
+    const bool frame_confirmed = frame_late && seen_late_frame_ == begun;
+    const bool idle_confirmed = idle && seen_idle_since_ == since;
+    seen_late_frame_ = frame_late ? begun : 0;
+    seen_idle_since_ = idle ? since : 0;
+    if (!frame_confirmed && !idle_confirmed) return;
+    ServerStats::add(frame_confirmed ? stats_.frame_timeouts : stats_.idle_timeouts);
+    shut();
   }
 
   // The server stopped holding the client up: a frame it was sending restarts its clock.
@@ -348,6 +358,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool shut_ = false;
   bool parked_ = false;        // the batcher holds the next read back
   bool write_paused_ = false;  // the unwritten answers hold the next read back
+  // What the last deadline check found passed (see expire; 0: nothing): the late frame's
+  // first byte, the idle clock's start.
+  std::int64_t seen_late_frame_ = 0;
+  std::int64_t seen_idle_since_ = 0;
   // Written on the strand, read by check_deadlines() from the server's sweep (relaxed: each is
   // a clock reading or a count on its own; expire() decides again on the strand):
   std::atomic<std::int64_t> last_progress_{0};  // steady-clock ns of the last byte moved
