@@ -19,6 +19,7 @@
 #include <thread>
 #include <utility>
 
+#include "eager.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/engine/asio.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
@@ -50,15 +51,7 @@ struct Ready {
   void await_resume() const noexcept {}
 };
 Ready take(const Aggregate&) { return {}; }
-struct Eager {
-  struct promise_type {
-    Eager get_return_object() { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() {}
-    void unhandled_exception() {}
-  };
-};
+using compiler_probe::Eager;
 // The member copied from an lvalue, as in `Batch{token}`: one copy, destroyed once.
 Eager run(const Member& m, int& after) {
   co_await take(Aggregate{m});

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "swp/async/co.hpp"
+#include "eager.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
@@ -94,15 +95,7 @@ struct Task {
   Awaiter operator co_await() && { return {h}; }
   std::coroutine_handle<promise_type> h;
 };
-struct Eager {
-  struct promise_type {
-    Eager get_return_object() { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() {}
-    void unhandled_exception() { std::terminate(); }
-  };
-};
+using compiler_probe::Eager;
 int calls = 0;
 Task countdown() { co_return ++calls < 4 ? calls : 0; }
 Eager loop(bool& done) {
