@@ -532,7 +532,6 @@ void EngineCore::end_run() {
   // here (retire_next drains and throws it).
   if (release_retired(oldest_)) (void)retire_next();
   end_claims();  // every iteration retired: no instance holds its lane
-  parked_waits_.stop();
   filled_ = false;
   live_.store(false, std::memory_order_release);
   // The push form's queue is handed back (a drained run takes no new batches).
