@@ -73,7 +73,7 @@ void ClockRelease::reset() {
   const FastPaths& fast = core_.fast_;
   const bool uncountable = fast.uncounted && fast.in_place &&
                            !core_.runtime().scheduler().virtual_time() && period_ordered_ &&
-                           core_.all_in_place_;
+                           core_.uncounted().applies();
   uncounted_ = uncountable && only_driven_;
   // With workers, uncounted periods while they take none of the work (watch_help).
   alone_runs_ = uncountable && !only_driven_;
@@ -117,8 +117,8 @@ bool ClockRelease::release_uncounted(Instance& in) noexcept {
     return false;
   }
   const auto hand_over = [this, &in](bool started) { count_again(started ? &in : nullptr); };
-  switch (core_.run_uncounted(in, core_.slots_[in.slot()], hand_over)) {
-    case EngineCore::Uncounted::ran: {
+  switch (core_.uncounted().run(in, core_.slots_[in.slot()], hand_over)) {
+    case UncountedRuns::Outcome::ran: {
       // Only the sinks count (see TaskInfo::counts_completion; no observer: it would have
       // handed over). The only thread that finishes anything of the run: no
       // read-modify-write.
@@ -126,12 +126,12 @@ bool ClockRelease::release_uncounted(Instance& in) noexcept {
       IterationSync& sync = *in.sync;
       const int left = sync.remaining.load(std::memory_order_relaxed) - 1;
       sync.remaining.store(left, std::memory_order_relaxed);
-      if (left == 0) core_.complete_here(sync);
+      if (left == 0) core_.uncounted().complete(sync);
       return true;
     }
-    case EngineCore::Uncounted::handed_over:
+    case UncountedRuns::Outcome::handed_over:
       return true;
-    case EngineCore::Uncounted::not_started:
+    case UncountedRuns::Outcome::not_started:
       break;
   }
   return false;
@@ -139,7 +139,7 @@ bool ClockRelease::release_uncounted(Instance& in) noexcept {
 
 void ClockRelease::count_again(const Instance* running) noexcept {
   uncounted_ = false;
-  core_.count_afresh(running);
+  core_.uncounted().count_afresh(running);
   if (only_driven_) return;
   // With workers (watch_help): what is released from now on is posted, and the caller
   // retires in a driving section again.

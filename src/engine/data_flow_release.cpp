@@ -52,7 +52,7 @@ bool DataFlowRelease::retires_undriven() const noexcept {
 }
 
 void DataFlowRelease::reset() {
-  whole_capable_ = core_.fast_.uncounted && core_.all_in_place_;
+  whole_capable_ = core_.fast_.uncounted && core_.uncounted().applies();
   core_.retires_undriven_ = retires_undriven();
   next_owed_ = false;  // the counters are armed afresh
   alone_.reset(core_.base_, core_.sync_ring_(core_.base_), core_.graph_.size());
@@ -86,7 +86,7 @@ void DataFlowRelease::advance() {
   const bool run_here = c.retires_undriven_;
   // This thread the only runner (run_here: a pool without workers, or one whose workers took
   // none of the work lately; outside its runnables): whole iterations may run in place
-  // (EngineCore::run_iteration_here).
+  // (UncountedRuns::run_iteration).
   RunQueueHooks& run_queue = c.run_queue();
   bool whole = run_here && whole_capable_ &&
                (c.waiter_runs_no_work_ || run_queue.runs_no_work_here() || run_queue.drives_here());
@@ -109,13 +109,13 @@ void DataFlowRelease::advance() {
     // queue's round trip, and no drive needed to run it (docs/benchmarks.md). Where this
     // thread is not the only runner after all (inside a runnable), the scope changes nothing.
     std::optional<RunQueueHooks::RunHere> here;
-    if (whole && c.runs_whole_here(sync)) {
+    if (whole && c.uncounted().runs_whole(sync)) {
       if (!only_driven_ && !alone_.take(1)) whole = c.retires_undriven_ = false;
-      next_owed_ = c.run_iteration_here(sync, here);
+      next_owed_ = c.uncounted().run_iteration(sync, here);
       continue;
     }
     // The iteration before ran whole in place: the count-downs it owes this one come first.
-    if (std::exchange(next_owed_, false)) c.count_down_next(*sync.previous, c.serial_order_.size());
+    if (std::exchange(next_owed_, false)) c.uncounted().pay_owed(*sync.previous);
     if (run_here) here.emplace(run_queue);
     // This thread is the only runner until the scope ends: what the admission makes ready
     // runs in place at once, with what its finishes make ready after it (run_chain_here).

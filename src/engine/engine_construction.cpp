@@ -76,10 +76,10 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
     if (info_[t].counts_completion) ++completion_count_;
   }
   depth_ = slots;
-  slots_ = std::vector<Slot>(Engine::context_slots(slots));
+  slots_ = std::vector<ContextSlot>(Engine::context_slots(slots));
   slot_ring_ = RingIndex(slots_.size());
   for (std::size_t s = 0; s < slots_.size(); ++s) {
-    Slot& slot = slots_[s];
+    ContextSlot& slot = slots_[s];
     slot.context = front_.context(s);
     slot.boxes.reserve(n);
     for (TaskIndex t = 0; t < n; ++t) {
@@ -89,17 +89,9 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   }
   sync_ = std::vector<Sync>(slots + 1);
   sync_ring_ = RingIndex(sync_.size());
-  all_in_place_ = n > 0;
-  for (TaskInfo& info : info_) {
+  for (TaskInfo& info : info_)
     info.in_place = info.claim != nullptr && &info.lane->scheduler() == &runtime_.scheduler();
-    all_in_place_ = all_in_place_ && info.in_place;
-  }
-  serial_position_.resize(n);
-  completions_from_.assign(n + 1, 0);
-  for (std::size_t k = n; k-- > 0;) {
-    serial_position_[serial_order_[k]] = k;
-    completions_from_[k] = completions_from_[k + 1] + (info_[serial_order_[k]].counts_completion ? 1 : 0);
-  }
+  uncounted().plan(serial_order_, info_);
   static_assert(std::is_trivially_destructible_v<TaskScope>, "scopes_ is freed as bytes");
   static_assert(alignof(TaskScope) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
   scopes_ = std::make_unique_for_overwrite<std::byte[]>(sync_.size() * n * sizeof(TaskScope));

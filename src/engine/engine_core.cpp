@@ -395,7 +395,10 @@ bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
     return false;
   }
   if (!body.valid()) return true;  // completed synchronously
-  start_body(in, info, body);
+  // Started from a local of its own, so the address of `body` never leaves this function
+  // (see UncountedRuns::run).
+  ErasedCo started = std::move(body);
+  start_body(in, info, started);
   return false;
 }
 
@@ -410,12 +413,9 @@ void EngineCore::start_body(Instance& in, const TaskInfo& info, ErasedCo& body) 
         // call, holds no reference to it (see call_routine); nullptr when it succeeded.
         done->error() = std::move(error);
         EngineCore& core = done->core();
-        // Started by run_uncounted, which has not handed it over yet: it finishes it (see
-        // body_here_; one load on the general path).
-        Instance* starting = done;
-        if (core.body_here_.load(std::memory_order_relaxed) == done &&
-            core.body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
-          return;
+        // Started by UncountedRuns::run, which has not handed it over yet: it finishes it
+        // (one load on the general path).
+        if (core.uncounted().takes_completion(*done)) return;
         core.finish(*done, done->error(), true);
       },
       &in, &stop_, &in);

@@ -311,7 +311,7 @@ TEST_CASE_TEMPLATE("injected faults surface once with the caller the only thread
 TEST_CASE_TEMPLATE("injected faults surface once with the caller the only thread and every task "
                    "alone on its lane",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
-  // Data-flow runs whole iterations in place then (EngineCore::run_iteration_here): a fault
+  // Data-flow runs whole iterations in place then (UncountedRuns::run_iteration): a fault
   // hands the rest of its iteration to the general path, which must surface it the same way.
   // Little device work: a run's first stream use ends that for the run.
   Tally tally;

@@ -171,7 +171,7 @@ TEST_CASE_TEMPLATE("a pipeline's claim on a lane gives way to another pipeline's
   // (wherever B's first submission lands), and X and Y never overlap on the lane. Without
   // workers, each thread drives the pool and A's instances run in place where they are
   // released, without join counters (every task of A is alone on its lane:
-  // EngineCore::run_uncounted): the revocation meets them there and hands them over.
+  // UncountedRuns::run): the revocation meets them there and hands them over.
   constexpr int iterations = 300;
   for (const unsigned workers : {2U, 0U}) {
     CAPTURE(workers);

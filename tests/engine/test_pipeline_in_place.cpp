@@ -58,7 +58,7 @@ void run_serially(const swp::PipelinePlan& source, int max_depth, const Batches&
 
 // Every task alone on its lane (1000 lane names: a plan rarely puts two on one), not globally
 // ordered, no observer: data-flow runs each admitted iteration whole in place
-// (EngineCore::run_iteration_here) with the caller the only thread, and the clock runs its
+// (UncountedRuns::run_iteration) with the caller the only thread, and the clock runs its
 // periods uncounted. Each hands the rest of an iteration to its general path when a body
 // suspends (resumed by another thread) or uses its stream. With workers, each task's releases
 // go straight to the pool under its lane's claim (LaneClaim).

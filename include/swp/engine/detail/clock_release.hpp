@@ -53,7 +53,7 @@ class ClockRelease final : public ReleasePolicy {
   // and the periods count again (release() goes on the general way).
   bool release_uncounted(Instance& in) noexcept;
   // The periods count again from now on in this run: every counter set to what counting
-  // would have left (EngineCore::count_afresh; `running`: the instance handed over, started).
+  // would have left (UncountedRuns::count_afresh; `running`: the instance handed over, started).
   // With workers the window ends: they are offered the work again.
   void count_again(const Instance* running) noexcept;
   // With workers (advance, before look_who_runs): looks at the iterations retired since the
@@ -110,10 +110,10 @@ class ClockRelease final : public ReleasePolicy {
     return admitted_in(period).iter;
   }
   std::vector<std::int64_t> admit_period_;  // per sync entry: the period its iteration came in
-  // Uncounted periods: with one thread and every task in place (EngineCore::all_in_place_),
+  // Uncounted periods: with one thread and every task in place (UncountedRuns::applies),
   // each instance a period releases is ready (its producers were released before it, in an
   // earlier period or earlier in this one, and ran where they were released), so it runs
-  // where it is released without its join counter (EngineCore::run_uncounted), and nothing
+  // where it is released without its join counter (UncountedRuns::run), and nothing
   // counts anything down. Until something unusual hands an instance over to the general path
   // (count_again); the run counts from then on. Possible when the plan's releases within a
   // period come after the producers released in the same period (period_ordered_).

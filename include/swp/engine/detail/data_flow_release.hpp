@@ -51,11 +51,11 @@ class DataFlowRelease final : public ReleasePolicy {
   enum class Admission : unsigned char { token, release, none };
   std::vector<Admission> admission_;
   std::vector<TaskIndex> admitted_;  // the tasks whose admission is not `none`, in task order
-  // The iteration admitted last ran whole in place (EngineCore::run_iteration_here): the
+  // The iteration admitted last ran whole in place (UncountedRuns::run_iteration): the
   // count-downs its instances owe the next one's counters are still to be made, before that
-  // one is admitted the general way (EngineCore::count_down_next).
+  // one is admitted the general way (UncountedRuns::pay_owed).
   bool next_owed_ = false;
-  // Whole iterations may run in place (EngineCore::run_iteration_here): the uncounted fast
+  // Whole iterations may run in place (UncountedRuns::run_iteration): the uncounted fast
   // path is on and every task is in place. Fixed for the pipeline; set by reset().
   bool whole_capable_ = false;
   // With workers that take next to none of its short tasks, the caller runs whole iterations

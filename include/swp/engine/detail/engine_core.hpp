@@ -34,6 +34,7 @@
 #include "swp/device/event.hpp"
 #include "swp/device/nvtx_ranges.hpp"
 #include "swp/device/stream.hpp"
+#include "swp/engine/detail/context_slot.hpp"
 #include "swp/engine/detail/engine.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/instance.hpp"
@@ -42,6 +43,7 @@
 #include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/ring_index.hpp"
 #include "swp/engine/detail/task_routine.hpp"
+#include "swp/engine/detail/uncounted_runs.hpp"
 #include "swp/engine/engine_timeouts.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/failure_policy.hpp"
@@ -59,7 +61,7 @@ namespace detail {
 // constinit: no check for a dynamic initializer at each use.
 [[gnu::tls_model("initial-exec")]] extern constinit thread_local const char this_thread_marker;
 
-class EngineCore {
+class EngineCore : private UncountedRuns {
  public:
   /// The core of a pipeline over `graph` running up to `slots` iterations at once (its depth),
   /// for the typed `front` (which must outlive it), which keeps Engine::context_slots(slots)
@@ -192,16 +194,12 @@ class EngineCore {
   friend class DataFlowRelease;
   friend class ClockRelease;
   friend class LaneClaim;
+  friend class UncountedRuns;
 
   using Sync = IterationSync;
 
-  // A context slot's output boxes (the context itself lives in the typed front end). There is
-  // one per sync entry: iteration i uses slot (and entry) i % (depth + 1).
-  struct Slot {
-    void* context = nullptr;  // the pipeline's context object of this slot (FrontEnd::context)
-    std::vector<std::unique_ptr<OutputBox>> boxes;
-    std::vector<TaskIndex> boxed;  // tasks that have a box
-  };
+  // The runs without join counters (FastPaths::uncounted), which the release policies take.
+  UncountedRuns& uncounted() noexcept { return *this; }
 
   // What failed a run: a task (error: its cause, wrapped in a TaskError when thrown), or a
   // deadline or a callback (error: the PipelineTimeout or CallbackError to throw as it is).
@@ -372,79 +370,6 @@ class EngineCore {
   // other on this thread (run_next_), instead of a post and a run queue's round trip each.
   // What cannot run in place is released as usual (to the RunHere, which runs it next).
   void run_chain_here(Instance& first) noexcept;
-  // The last instance of the iteration of `sync` finished on this thread in a run that keeps
-  // no counters (run_iteration_here, the clock's uncounted periods): it is complete, as the
-  // last finish would store it (see finish_as).
-  void complete_here(Sync& sync) noexcept;
-  // Data-flow with one thread (DataFlowRelease::advance, this thread the scheduler's only
-  // runner): whether iteration `sync.iter`, just admitted, can run whole in place
-  // (run_iteration_here): every task in place (all_in_place_), nothing unusual going on (no
-  // trouble or hooks), and the iteration before complete without device work, so each of its
-  // instances is ready once its producers in the iteration ran.
-  [[nodiscard]] bool runs_whole_here(const Sync& sync) const noexcept;
-  // Runs the admitted iteration of `sync` (runs_whole_here) on this thread, its tasks one
-  // after the other in serial order (run_uncounted), each re-armed for its entry's next
-  // iteration: every producer ran before it. No count-down, no hand-off, no queue; the
-  // iteration completes at the end (true). What the instances owe the next iteration's
-  // counters (their lane edges' and inter dependencies' count-downs) is left owed: the
-  // caller pays it (count_down_next) if the next iteration goes the general way. Anything
-  // unusual on the way (trouble, a revoked claim, a body that throws, suspends or uses its
-  // stream) hands the rest of the iteration to the general path (go_on_generally) and
-  // returns false, with nothing owed.
-  bool run_iteration_here(Sync& sync, std::optional<RunQueueHooks::RunHere>& here) noexcept;
-  // What run_uncounted did with an instance.
-  enum class Uncounted : std::uint8_t {
-    ran,           // it ran and finished here (the caller counts its completion)
-    not_started,   // it did not start: handed over, the caller releases it the general way
-    handed_over,   // it started and is finished (or will be) the general way
-  };
-  // One instance of a run that keeps no join counters (data-flow's whole iterations in place,
-  // the clock's uncounted periods), on the thread that is its scheduler's only runner, every
-  // producer finished: its release under its lane's claim, its body and a plain finish (its
-  // state, its device point, the claim's side of it), as run_in_place, without counting down
-  // anything or re-arming its counter. Anything unusual (trouble, a revoked claim, a body that
-  // throws, suspends or uses its stream) calls `hand_over(started)` first, which sets the
-  // counters the general path counts down, and then finishes the instance the general way (or
-  // leaves it to its coroutine), or leaves it not started. `slot`: its iteration's (a caller
-  // may know it for several instances). Flattened into its callers.
-  template <class HandOver>
-  Uncounted run_uncounted(Instance& in, const Slot& slot, HandOver&& hand_over) noexcept;
-  // run_uncounted's start of a body that did not complete in its call (a coroutine):
-  // true when it completed while starting (its error, if any, in in.error()), and the caller
-  // finishes it; false when it suspended, still the caller's to hand over (body_here_).
-  bool ran_body_here(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept;
-  // The rest of run_iteration_here's iteration goes the general way from serial position
-  // `k`, whose instance is either not started (`started` false: released now, the general
-  // way) or ran and is finishing (true: the caller finishes it or starts its body): opens
-  // `here` (what is released from now on runs as the admission ends), pays what the
-  // instances before k owe the next iteration, and sets the counters of the instances after
-  // k (and the iteration's `remaining`) as if each instance before k had counted them down;
-  // those left with nothing to wait for are released.
-  [[gnu::noinline]] void go_on_generally(Sync& sync, std::size_t k, bool started,
-                                         std::optional<RunQueueHooks::RunHere>& here) noexcept;
-  // How many of the intra producers of `in` are at serial position `k` or after (those a
-  // hand-over at k leaves unfinished).
-  [[nodiscard]] int waits_from(const Instance& in, std::size_t k) const noexcept;
-  // A hand-over at serial position k of the iteration of `sync`: the instances at positions
-  // `first` and after get the counters the count-downs of those before k would have left.
-  void set_counters_from(Sync& sync, std::size_t k, std::size_t first) noexcept;
-  // ... and those of them with nothing to wait for are released.
-  void release_unblocked_from(Sync& sync, std::size_t k, std::size_t first) noexcept;
-  // Sets every join counter to what the general path would have left, after a stretch of
-  // uncounted runs (the clock's periods): an instance of an iteration in flight (or of the
-  // next one, not admitted yet) that has not finished waits for its producers that have not
-  // finished (in its iteration and the one before, its lane edge) and for its period's start
-  // token; one that finished, or `running` (started, finished the general way), is re-armed
-  // for its entry's next iteration, as is every instance of the entries nobody uses yet.
-  void count_afresh(const Instance* running) noexcept;
-  // What count_afresh sets the counter of `in` (of iteration `iter`, `admitted` or the next) to.
-  [[nodiscard]] int afresh_count(const Instance& in, std::int64_t iter, bool admitted,
-                                 const Instance* running) const noexcept;
-  // The count-downs the instances at serial positions [0, upto) of the iteration of `sync`
-  // owe the iteration after it (lane edges, inter dependencies): made when they ran in place
-  // without making them (run_iteration_here). None of them is the last (the next iteration
-  // is not admitted: its admission token, or a producer of its own, is still counted).
-  void count_down_next(Sync& sync, std::size_t upto) noexcept;
   // In run_chain_here on this thread: `in`, made ready by a finish, runs next in the chain
   // (true), unless one is chosen already or `in` cannot run in place.
   bool chained_here(Instance& in) noexcept {
@@ -470,7 +395,7 @@ class EngineCore {
   // run_routine's two halves: calls the routine (false: it threw, its error in in.error(); the
   // caller finishes the instance after the handler), and starts a body that did not complete
   // synchronously (its continuations finish the instance). `slot`: the instance's iteration's.
-  static bool call_routine(Instance& in, const TaskInfo& info, const Slot& slot,
+  static bool call_routine(Instance& in, const TaskInfo& info, const ContextSlot& slot,
                            ErasedCo& body) noexcept;
   void start_body(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept;
   // Out of line: the finish of hooks, errors and coroutines, kept out of the flattened paths.
@@ -661,12 +586,6 @@ class EngineCore {
   std::mutex observer_mutex_;  // releases and lane submissions in one order for the observer
 
   std::vector<TaskIndex> serial_order_;  // topological order of intra deps, by name
-  // Every task is in place (TaskInfo::in_place), so data-flow with one thread may run whole
-  // iterations in place (run_iteration_here); with, per task, its position in serial_order_,
-  // and per position, how many instances from there on count towards completion.
-  bool all_in_place_ = false;
-  std::vector<std::size_t> serial_position_;
-  std::vector<int> completions_from_;
   SuccessorLists intra_succ_, inter_succ_;  // every task's (TaskInfo's spans point here)
   std::vector<TaskInfo> info_;
   std::vector<Stream*> streams_;  // the distinct streams of the tasks (PlanGraph::streams)
@@ -677,7 +596,7 @@ class EngineCore {
   // With an observer attached, an iteration counts every instance (IterationSync::counts_all):
   // submit() tells the observer under observer_mutex_, which a releasing instance still holds
   // after its successor went to its lane, so its own decrement must come after that.
-  std::vector<Slot> slots_;
+  std::vector<ContextSlot> slots_;
   std::vector<Sync> sync_;
   // The TaskScope of every instance, entry after entry, in one allocation (a plan of 100,000
   // tasks is built without an allocation per instance); trivially destructible.
@@ -778,13 +697,6 @@ class EngineCore {
   // another thread reads a marker that is not its own and releases as usual.
   std::atomic<const void*> chain_thread_{nullptr};
   Instance* run_next_ = nullptr;
-  // The instance whose coroutine body run_uncounted started and has not seen suspend or
-  // complete (nullptr: none). Whichever clears it — the body's completion, or the runner after
-  // the hand-over of a body that suspended — leaves the finish to the runner, or to the
-  // completion: exactly one of them finishes the instance, and the general finish only ever
-  // comes after the hand-over set the counters it counts down (the body may be resumed by
-  // another thread driving the same pool).
-  std::atomic<Instance*> body_here_{nullptr};
   class WaitingThread;
 
   // The failure record: the first root cause wins.

@@ -1,9 +1,9 @@
 #pragma once
 // EngineCore's hot paths, inline (not for direct use; included by engine_core.hpp): a count-down,
-// the release of an instance (submit, release_under_claim) and the finish under a claim, one
-// instance of a run without join counters (run_uncounted, call_routine) and the in-place runs'
-// helpers, an admission (prepare, admit), and the release of a retired iteration's slot. In a
-// header so that the release policies' flattened paths, compiled in their own files, inline them.
+// the release of an instance (submit, release_under_claim) and the finish under a claim, a
+// routine's call (call_routine), an admission (prepare, admit), and the release of a retired
+// iteration's slot. In a header so that the release policies' flattened paths, compiled in
+// their own files, inline them. The uncounted runs' follow (uncounted_runs_hot_path.hpp).
 
 #include <algorithm>
 #include <cstdint>
@@ -69,7 +69,7 @@ inline void EngineCore::finish_under_claim(Instance& in) noexcept {
 
 // Once per released iteration (release_retired).
 [[gnu::always_inline]] inline void EngineCore::release_slot(std::size_t s) noexcept {
-  Slot& slot = slots_[s];
+  ContextSlot& slot = slots_[s];
   for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
   front_.release(s);
 }
@@ -130,9 +130,9 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   return bypass;
 }
 
-// In the header: the uncounted runs of both engines (run_uncounted) inline it.
+// In the header: the uncounted runs of both engines (UncountedRuns::run) inline it.
 [[gnu::always_inline]] inline bool EngineCore::call_routine(Instance& in, const TaskInfo& info,
-                                                            const Slot& slot,
+                                                            const ContextSlot& slot,
                                                             ErasedCo& body) noexcept {
   try {
     body = info.routine->run(slot.context, in.scope(), slot.boxes[in.task()].get());
@@ -147,57 +147,6 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   // meanwhile), and free the exception inside libsupc++, whose reference count
   // ThreadSanitizer cannot see: a false race report against the caller's read.
   return true;
-}
-
-template <class HandOver>
-[[gnu::always_inline]] inline EngineCore::Uncounted EngineCore::run_uncounted(
-    Instance& in, const Slot& slot, HandOver&& hand_over) noexcept {
-  const TaskInfo& info = *in.info;
-  LaneClaim& claim = *info.claim;  // every task is in place: each has its lane's claim
-  const Lane& lane = *info.lane;   // before the fence (see holds_claimed_lane)
-  // The release's side of the claim, with the state it runs in, as run_in_place does; a
-  // revoked claim (or trouble) leaves the instance to the general release, which stores them
-  // again, gives the claim up and queues it on its lane.
-  if (attention_.load(std::memory_order_acquire) != 0 ||
-      !claim.bypassing.load(std::memory_order_relaxed) ||
-      !holds_claimed_lane(in, lane, claim, InstanceState::running)) [[unlikely]] {
-    hand_over(false);
-    return Uncounted::not_started;
-  }
-  forget_last_failure(in);
-  if (info.routine != nullptr) {
-    ErasedCo body;
-    if (!call_routine(in, info, slot, body)) [[unlikely]] {
-      hand_over(true);
-      finish(in, in.error(), true);
-      return Uncounted::handed_over;
-    }
-    if (body.valid()) {
-      if (!ran_body_here(in, info, body)) [[unlikely]] {
-        // It suspended: once resumed, it finishes the general way, after the hand-over, or
-        // (resumed and completed meanwhile elsewhere) here.
-        hand_over(true);
-        Instance* starting = &in;
-        if (!body_here_.compare_exchange_strong(starting, nullptr, std::memory_order_acq_rel))
-          finish(in, in.error(), true);
-        return Uncounted::handed_over;
-      }
-      if (in.error()) [[unlikely]] {
-        hand_over(true);
-        finish(in, in.error(), true);
-        return Uncounted::handed_over;
-      }
-    }
-  }
-  if (in.stream_used) [[unlikely]] {
-    hand_over(true);
-    finish(in, std::exception_ptr(), true);  // it records its device work
-    return Uncounted::handed_over;
-  }
-  in.sync->clear_generation(in.task());  // no device point (see finish_as)
-  in.set_state(InstanceState::finished);
-  finish_under_claim(in);  // released under the claim (bypassed)
-  return Uncounted::ran;
 }
 
 inline bool EngineCore::admit() {
@@ -228,7 +177,7 @@ inline bool EngineCore::admit() {
     end_ = iter;
     return false;
   }
-  Slot& slot = slots_[s];
+  ContextSlot& slot = slots_[s];
   for (TaskIndex t : slot.boxed) slot.boxes[t]->reset();
   Sync& sync = sync_[admit_entry_];
   // Its instances are idle in the new iteration by their state's stamp; the rest of an
@@ -247,27 +196,6 @@ inline bool EngineCore::admit() {
   return true;
 }
 
-// The in-place runs' helpers (data-flow's whole iterations, the clock's uncounted periods).
-
-inline void EngineCore::complete_here(Sync& sync) noexcept {
-  const bool waiter_is_here =
-      waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
-  sync.completed.store(sync.iter, std::memory_order_release);
-  if (!waiter_is_here) runtime_.scheduler().notify();
-}
-
-inline bool EngineCore::runs_whole_here(const Sync& sync) const noexcept {
-  if (attention_.load(std::memory_order_acquire) != 0) return false;
-  if (sync.iter == base_) return true;
-  const Sync& previous = *sync.previous;
-  return complete(sync.iter - 1, previous) && !previous.device();
-}
-
-inline int EngineCore::waits_from(const Instance& in, std::size_t k) const noexcept {
-  int waits = 0;
-  for (TaskIndex d : in.info->intra)
-    if (serial_position_[d] >= k) ++waits;
-  return waits;
-}
-
 }  // namespace swp::detail
+
+#include "swp/engine/detail/uncounted_runs_hot_path.hpp"
