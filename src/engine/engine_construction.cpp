@@ -153,7 +153,7 @@ void EngineCore::shut_down() noexcept {
   // into this core and the front end's contexts when they return: they must not be freed
   // under them. Waiting has a deadline (drain) like every wait; past it the process ends
   // loudly.
-  if (!wait_drained()) die_undrained();
+  if (!wait_drained()) hang_report().die_undrained();
   end_claims();  // nothing of this run holds a lane now
 }
 

@@ -90,7 +90,7 @@ void EngineCore::check_fillable() {
       throw PipelineStateError(
           "the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
           "run:" +
-          diagnose());
+          hang_report().unfinished());
     broken_ = false;
     end_claims();
   }
@@ -194,6 +194,11 @@ void EngineCore::set_failure_policy(FailurePolicy policy) {
 void EngineCore::set_retire_after_device(bool on) {
   require_between_runs("retire_after_device");
   retire_after_device_ = on;
+}
+
+InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcept {
+  if (iter < oldest_) return InstanceState::finished;  // retired
+  return sync_of(iter).instances[t].state_in(iter);
 }
 
 std::optional<std::pair<TaskIndex, std::int64_t>> EngineCore::unfinished_producer(

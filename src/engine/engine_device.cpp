@@ -82,15 +82,16 @@ PipelineTimeout EngineCore::slot_timeout(std::int64_t iter) const {
 }
 
 PipelineTimeout EngineCore::device_timeout(std::int64_t iter, const std::string& so) const {
-  const std::string unfinished = diagnose();
+  const HangReport report = hang_report();
+  const std::string unfinished = report.unfinished();
   // On virtual time the wait ends unfinished only when nothing is left to run (wait_for).
   const std::string why =
       runtime_.scheduler().virtual_time()
           ? " can never complete (nothing left to run: deadlock)"
           : " did not complete within " + std::to_string(timeouts_.retire.count()) + " ms";
-  return hang_error("device work of iteration " + std::to_string(iter) + why + ", " + so +
-                    "; device work not complete:" + pending_device_work(iter) +
-                    (unfinished.empty() ? "" : "\nunfinished:" + unfinished));
+  return report.error("device work of iteration " + std::to_string(iter) + why + ", " + so +
+                      "; device work not complete:" + report.device_work(iter) +
+                      (unfinished.empty() ? "" : "\nunfinished:" + unfinished));
 }
 
 }  // namespace swp::detail

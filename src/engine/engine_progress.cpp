@@ -158,7 +158,9 @@ void EngineCore::time_out_retire() {
       (stuck ? " can never retire (nothing left to run: deadlock); unfinished:"
              : " did not retire within " + std::to_string(timeouts_.retire.count()) +
                    " ms; unfinished:");
-  fail("", oldest_, std::make_exception_ptr(hang_error(what + diagnose())), FailureKind::timeout);
+  const HangReport report = hang_report();
+  fail("", oldest_, std::make_exception_ptr(report.error(what + report.unfinished())),
+       FailureKind::timeout);
 }
 
 void EngineCore::time_out_device_retire() {
@@ -209,10 +211,12 @@ void EngineCore::abort_run(bool drained) {
     broken_ = true;
     // The failure that started the drain is the cause: it stays in the message. Bodies still
     // run in the contexts of the iterations in flight: none can be handed to on_failure.
-    throw hang_error("pipeline could not drain after a failure (" + describe(failure) +
-                     "); iterations " + std::to_string(oldest_) + ".." +
-                     std::to_string(next_admit_ - 1) +
-                     " did not retire and were not reported; still unfinished:" + diagnose());
+    const HangReport report = hang_report();
+    throw report.error("pipeline could not drain after a failure (" + describe(failure) +
+                       "); iterations " + std::to_string(oldest_) + ".." +
+                       std::to_string(next_admit_ - 1) +
+                       " did not retire and were not reported; still unfinished:" +
+                       report.unfinished());
   }
   end_claims();  // drained: no instance holds its lane
   // Every iteration in flight is accounted for (FailurePolicy): failed or cancelled.
@@ -432,8 +436,10 @@ std::optional<std::int64_t> EngineCore::retire_next_driving() {
 void EngineCore::starve_timeout() {
   fail("", next_admit_,
        std::make_exception_ptr(
-           hang_error("the source has no batch for iteration " + std::to_string(next_admit_) +
-                      " and nothing left to run can give it one (nothing left to run: deadlock)")),
+           hang_report().error("the source has no batch for iteration " +
+                               std::to_string(next_admit_) +
+                               " and nothing left to run can give it one (nothing left to run: "
+                               "deadlock)")),
        FailureKind::timeout);
 }
 

@@ -37,6 +37,7 @@
 #include "swp/engine/detail/context_slot.hpp"
 #include "swp/engine/detail/engine.hpp"
 #include "swp/engine/detail/front_end.hpp"
+#include "swp/engine/detail/hang_report.hpp"
 #include "swp/engine/detail/instance.hpp"
 #include "swp/engine/detail/output_box.hpp"
 #include "swp/engine/detail/parked_wait_watch.hpp"
@@ -110,9 +111,9 @@ class EngineCore : private UncountedRuns {
   [[nodiscard]] std::int64_t next_iteration() const noexcept { return next_admit_; }
   /// Ends everything in flight before the pipeline goes: drains a filled run and waits for
   /// every released instance to finish (up to the drain deadline, then a fatal error, see
-  /// die_undrained). The destructor does it too; the front end calls it first thing in its
-  /// most-derived destructor, while the bodies the lanes still call into are whole (its
-  /// vtable included). Idempotent.
+  /// HangReport::die_undrained). The destructor does it too; the front end calls it first
+  /// thing in its most-derived destructor, while the bodies the lanes still call into are
+  /// whole (its vtable included). Idempotent.
   void shut_down() noexcept;
 
   /// Ends the run in flight with Cancelled("pipeline cancelled: " + reason), from any thread:
@@ -193,6 +194,7 @@ class EngineCore : private UncountedRuns {
  private:
   friend class DataFlowRelease;
   friend class ClockRelease;
+  friend class HangReport;
   friend class LaneClaim;
   friend class UncountedRuns;
 
@@ -469,12 +471,8 @@ class EngineCore : private UncountedRuns {
   bool wait_retire(const std::function<bool()>& done, std::optional<Clock::time_point>& started);
   // Waits (with the drain deadline) until everything released finished; false past it.
   bool wait_drained();
-  // The hang report (engine_diagnosis.cpp): every unfinished instance of the in-flight
-  // iterations and what it waits for; the device work of iteration iter not complete yet;
-  // the PipelineTimeout carrying a report (also written to the report file, if any).
-  std::string diagnose() const;
-  std::string pending_device_work(std::int64_t iter) const;
-  [[nodiscard]] PipelineTimeout hang_error(const std::string& report) const;
+  // What the run waits for, for a deadline's error (see HangReport).
+  [[nodiscard]] HangReport hang_report() const noexcept { return HangReport(*this); }
   // progress() in parts, shared with next(). The oldest iteration can retire (or the run
   // failed); then, for next(), also the slot it frees holds no device work (so the admission
   // that follows does not block), and after a failure everything released finished.
@@ -569,8 +567,6 @@ class EngineCore : private UncountedRuns {
   [[nodiscard]] const std::exception_ptr* failed_dependency(const Instance& in) const noexcept;
   // What failed the run, for a message: the task and iteration, and the error's what().
   static std::string describe(const Failure& failure);
-  // Teardown while released instances still run (see ~EngineCore): reports them, aborts.
-  [[noreturn]] void die_undrained() const noexcept;
   class AsyncWait;
 
   Runtime& runtime_;

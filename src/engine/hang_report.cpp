@@ -1,6 +1,8 @@
-// EngineCore's hang report: what every unfinished instance of the in-flight iterations waits
-// for (the body of PipelineTimeout messages), the device work a context slot waits for, the
-// optional report file, and the fatal error of a teardown under running bodies.
+// HangReport: what every unfinished instance of the in-flight iterations waits for (the body of
+// PipelineTimeout messages), the device work a context slot waits for, the optional report
+// file, and the fatal error of a teardown under running bodies.
+
+#include "swp/engine/detail/hang_report.hpp"
 
 #include <unistd.h>
 
@@ -35,22 +37,18 @@ std::string write_report(const EngineTimeouts& timeouts, const std::string& repo
 
 }  // namespace
 
-InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcept {
-  if (iter < oldest_) return InstanceState::finished;  // retired
-  return sync_of(iter).instances[t].state_in(iter);
-}
-
-std::string EngineCore::diagnose() const {
+std::string HangReport::unfinished() const {
+  const PlanGraph& graph = core_.graph_;
   std::ostringstream out;
   auto instance = [&](TaskIndex t, std::int64_t iter) -> const Instance& {
-    return sync_of(iter).instances[t];
+    return core_.sync_of(iter).instances[t];
   };
   // The in-flight instance that holds `lane` (waits there or runs its body), if one of ours.
   auto holder_of_lane = [&](const Lane* lane) -> const Instance* {
-    for (std::int64_t iter = oldest_; iter < next_admit_; ++iter)
-      for (TaskIndex t = 0; t < graph_.size(); ++t) {
-        const auto state = state_at(t, iter);
-        if (info_[t].lane == lane &&
+    for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
+      for (TaskIndex t = 0; t < graph.size(); ++t) {
+        const auto state = core_.state_at(t, iter);
+        if (core_.info_[t].lane == lane &&
             (state == InstanceState::dependency || state == InstanceState::turn ||
              state == InstanceState::running || state == InstanceState::coroutine))
           return &instance(t, iter);
@@ -60,38 +58,39 @@ std::string EngineCore::diagnose() const {
   // The in-flight ordered instance holding sequencer turn `turn` (its state was published
   // after its turn was set: only those that reached their lane are looked at).
   auto holder_of_turn = [&](std::uint64_t turn) -> const Instance* {
-    for (std::int64_t iter = oldest_; iter < next_admit_; ++iter)
-      for (TaskIndex t = 0; t < graph_.size(); ++t) {
-        const auto state = state_at(t, iter);
-        if (info_[t].ordered && state != InstanceState::idle && state != InstanceState::queued &&
-            state != InstanceState::finished && instance(t, iter).turn() == turn)
+    for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
+      for (TaskIndex t = 0; t < graph.size(); ++t) {
+        const auto state = core_.state_at(t, iter);
+        if (core_.info_[t].ordered && state != InstanceState::idle &&
+            state != InstanceState::queued && state != InstanceState::finished &&
+            instance(t, iter).turn() == turn)
           return &instance(t, iter);
       }
     return nullptr;
   };
-  for (std::int64_t iter = oldest_; iter < next_admit_; ++iter) {
-    for (TaskIndex t = 0; t < graph_.size(); ++t) {
+  for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter) {
+    for (TaskIndex t = 0; t < graph.size(); ++t) {
       const Instance& in = instance(t, iter);
       const auto state = in.state_in(iter);
       if (state == InstanceState::finished) continue;
-      out << "\n  " << graph_.name(t) << " (iter " << iter << ") on lane '" << graph_.lane(t)
-          << "', stream '" << graph_.stream(t) << "': ";
+      out << "\n  " << graph.name(t) << " (iter " << iter << ") on lane '" << graph.lane(t)
+          << "', stream '" << graph.stream(t) << "': ";
       switch (state) {
         case InstanceState::idle: {
           out << "not released yet";
           bool waits = false;  // a producer was named: ", " before the next one
           auto name_wait = [&](TaskIndex d, std::int64_t of) {
-            if (state_at(d, of) == InstanceState::finished) return;
-            out << (waits ? ", " : ": waits for ") << graph_.name(d) << " (iter " << of << ")";
+            if (core_.state_at(d, of) == InstanceState::finished) return;
+            out << (waits ? ", " : ": waits for ") << graph.name(d) << " (iter " << of << ")";
             waits = true;
           };
-          for (TaskIndex d : graph_.intra_deps(t)) name_wait(d, iter);
-          if (iter > base_) {
-            for (TaskIndex d : graph_.inter_deps(t)) name_wait(d, iter - 1);
+          for (TaskIndex d : graph.intra_deps(t)) name_wait(d, iter);
+          if (iter > core_.base_) {
+            for (TaskIndex d : graph.inter_deps(t)) name_wait(d, iter - 1);
             // The lane edge (data-flow's counter; the clock releases with the period).
-            if (info_[t].claim != nullptr && start_proceeds_) name_wait(t, iter - 1);
+            if (core_.info_[t].claim != nullptr && core_.start_proceeds_) name_wait(t, iter - 1);
           }
-          release_->explain_unreleased(out, t, iter, waits);
+          core_.release_->explain_unreleased(out, t, iter, waits);
           break;
         }
         case InstanceState::queued: {
@@ -99,17 +98,16 @@ std::string EngineCore::diagnose() const {
             // Released under its lane's claim: behind its instance before (the clock releases
             // it with its period), holding its lane for a producer still running (the clock
             // again, once the instance before finished), or waiting for a thread to run it.
-            if (iter > base_ && state_at(t, iter - 1) != InstanceState::finished) {
-              out << "queued on its lane behind " << graph_.name(t) << " (iter " << iter - 1
-                  << ")";
-            } else if (const auto producer = unfinished_producer(t, iter)) {
-              out << "holds its lane and waits for " << graph_.name(producer->first) << " (iter "
+            if (iter > core_.base_ && core_.state_at(t, iter - 1) != InstanceState::finished) {
+              out << "queued on its lane behind " << graph.name(t) << " (iter " << iter - 1 << ")";
+            } else if (const auto producer = core_.unfinished_producer(t, iter)) {
+              out << "holds its lane and waits for " << graph.name(producer->first) << " (iter "
                   << producer->second << ")";
             } else {
               out << "waits for a thread (its lane is claimed for its task)";
             }
-          } else if (const Instance* holder = holder_of_lane(info_[t].lane)) {
-            out << "queued on its lane behind " << graph_.name(holder->task()) << " (iter "
+          } else if (const Instance* holder = holder_of_lane(core_.info_[t].lane)) {
+            out << "queued on its lane behind " << graph.name(holder->task()) << " (iter "
                 << holder->iter() << ")";
           } else {
             out << "queued behind the lane's current job";
@@ -118,7 +116,7 @@ std::string EngineCore::diagnose() const {
         }
         case InstanceState::dependency: {
           if (const auto waits = in.waits_for()) {
-            out << "holds its lane and waits for " << graph_.name(waits->first) << " (iter "
+            out << "holds its lane and waits for " << graph.name(waits->first) << " (iter "
                 << waits->second << ")";
           } else {
             out << "held its lane waiting for a dependency, and has moved on since";
@@ -126,10 +124,10 @@ std::string EngineCore::diagnose() const {
           break;
         }
         case InstanceState::turn: {
-          const std::uint64_t next = sequencer_.next();
+          const std::uint64_t next = core_.sequencer_.next();
           out << "waits for submission turn " << in.turn() << " (sequencer at turn " << next;
           if (const Instance* holder = holder_of_turn(next))
-            out << ", held by " << graph_.name(holder->task()) << " (iter " << holder->iter() << ")";
+            out << ", held by " << graph.name(holder->task()) << " (iter " << holder->iter() << ")";
           out << ")";
           break;
         }
@@ -143,7 +141,7 @@ std::string EngineCore::diagnose() const {
         case InstanceState::coroutine:
           // The instance holds its lane, so the lane's current job (or, under a claim, the
           // coroutine continuing on it) is this one.
-          switch (info_[t].lane->activity()) {
+          switch (core_.info_[t].lane->activity()) {
             case Lane::Activity::running:
               out << "is running its body";
               break;
@@ -168,31 +166,32 @@ std::string EngineCore::diagnose() const {
   return out.str();
 }
 
-std::string EngineCore::pending_device_work(std::int64_t iter) const {
+std::string HangReport::device_work(std::int64_t iter) const {
+  const PlanGraph& graph = core_.graph_;
   std::ostringstream out;
-  const Sync& sync = sync_of(iter);
-  for (TaskIndex t = 0; t < graph_.size(); ++t) {
+  const IterationSync& sync = core_.sync_of(iter);
+  for (TaskIndex t = 0; t < graph.size(); ++t) {
     const auto generation = sync.generation[t];
     if (generation != 0 && !sync.instances[t].device()->event->reached(generation))
-      out << "\n  " << graph_.name(t) << " (iter " << iter << ") on stream '" << graph_.stream(t)
+      out << "\n  " << graph.name(t) << " (iter " << iter << ") on stream '" << graph.stream(t)
           << "': its device work has not completed";
   }
   return out.str();
 }
 
-PipelineTimeout EngineCore::hang_error(const std::string& report) const {
-  return PipelineTimeout(report + write_report(timeouts_, report));
+PipelineTimeout HangReport::error(const std::string& report) const {
+  return PipelineTimeout(report + write_report(core_.timeouts_, report));
 }
 
-void EngineCore::die_undrained() const noexcept {
+void HangReport::die_undrained() const noexcept {
   const std::string report =
       "swp: fatal: a pipeline is destroyed while its task bodies still run: they ignored "
       "cancellation and did not return within " +
-      std::to_string(timeouts_.drain.count()) +
+      std::to_string(core_.timeouts_.drain.count()) +
       " ms (the drain deadline), and freeing the pipeline would let them write into freed "
       "memory when they do. Still unfinished:" +
-      diagnose();
-  std::fprintf(stderr, "%s%s\n", report.c_str(), write_report(timeouts_, report).c_str());
+      unfinished();
+  std::fprintf(stderr, "%s%s\n", report.c_str(), write_report(core_.timeouts_, report).c_str());
   std::abort();
 }
 

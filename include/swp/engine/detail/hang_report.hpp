@@ -1,0 +1,44 @@
+#pragma once
+// HangReport: a pipeline's hang in words, for its deadline errors (not for direct use).
+
+#include <cstdint>
+#include <string>
+
+#include "swp/engine/errors.hpp"
+
+namespace swp::detail {
+
+class EngineCore;
+
+/// What a pipeline that stopped moving waits for: the text of its PipelineTimeout errors and of
+/// the fatal error of a teardown under running bodies. Read from the core (a friend) on the
+/// thread that found the deadline passed; any thread may still change what it reads, so a
+/// report is a snapshot, each instance's line consistent in itself.
+///
+/// The report file: where EngineTimeouts::hang_report names one, else $SWP_HANG_REPORT, each
+/// report is also appended to that file (for a service whose errors end up in a log that cuts
+/// long messages). Its behaviour is tested through the pipelines that time out
+/// (tests/engine/test_engine_timeouts.cpp).
+class HangReport {
+ public:
+  explicit HangReport(const EngineCore& core) noexcept : core_(core) {}
+
+  /// One line per unfinished instance of the in-flight iterations: its task, iteration, lane
+  /// and stream, and what it waits for (a producer, its lane's holder, a sequencer turn, its
+  /// body's await, a thread).
+  [[nodiscard]] std::string unfinished() const;
+  /// One line per task of iteration `iter` whose device work has not completed.
+  [[nodiscard]] std::string device_work(std::int64_t iter) const;
+  /// A PipelineTimeout whose message is `report`, written to the report file too (a note says
+  /// so in the message when that failed).
+  [[nodiscard]] PipelineTimeout error(const std::string& report) const;
+  /// A pipeline is destroyed while released instances still run past the drain deadline:
+  /// reports them on stderr (and in the report file) and aborts, since freeing the pipeline
+  /// would let them write into freed memory.
+  [[noreturn]] void die_undrained() const noexcept;
+
+ private:
+  const EngineCore& core_;
+};
+
+}  // namespace swp::detail
