@@ -57,8 +57,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
   for (TaskIndex t = 0; t < n; ++t) {
     if (!fast_.lane_claims || info_[t].ordered || tasks_on_lane[graph_.lane_index(t)] != 1)
       continue;
-    claims_.push_back(std::make_unique<LaneClaim>(*this, t));
-    info_[t].claim = claims_.back().get();
+    info_[t].claim = &claims_.add(sync_, t, *info_[t].lane);
   }
   // Before the counters are armed: the policy says what they count besides dependencies.
   release_ = release(*this);
@@ -154,7 +153,7 @@ void EngineCore::shut_down() noexcept {
   // under them. Waiting has a deadline (drain) like every wait; past it the process ends
   // loudly.
   if (!wait_drained()) hang_report().die_undrained();
-  end_claims();  // nothing of this run holds a lane now
+  claims_.end_all();  // nothing of this run holds a lane now
 }
 
 int EngineCore::in_degree(TaskIndex t, std::int64_t iter) const noexcept {

@@ -92,7 +92,7 @@ void EngineCore::check_fillable() {
           "run:" +
           hang_report().unfinished());
     broken_ = false;
-    end_claims();
+    claims_.end_all();
   }
   if (!filled_) return;
   // A run whose source ended and whose iterations all retired may go on with a new source.
@@ -115,47 +115,11 @@ void EngineCore::fill() {
   } else {
     std::lock_guard lock(live_mutex_);
     reset_run_state(next_admit_);
-    take_claims();
+    claims_.take_all();
     live_.store(true, std::memory_order_release);
   }
   filled_ = true;
   begin_pending_ = true;
-}
-
-void EngineCore::give_up_claim(Instance& in) noexcept {
-  // Revoked: this instance takes the lane, and so do the task's next ones; the claim ends now
-  // unless an instance released under it is left (the clock releases the next instance
-  // before the last one finished), whose finish ends it.
-  LaneClaim& claim = *in.info->claim;
-  in.bypassed.store(false, std::memory_order_relaxed);
-  claim.bypassing.store(false, std::memory_order_relaxed);
-  in.info->lane->end_claim(claim);
-}
-
-bool LaneClaim::holds_lane() const noexcept {
-  for (const IterationSync& sync : core_.sync_)
-    if (sync.instances[task_].holds_claimed_lane()) return true;
-  return false;
-}
-
-void EngineCore::end_revoked_claim(LaneClaim& claim, Lane& lane) noexcept {
-  claim.bypassing.store(false, std::memory_order_relaxed);
-  lane.end_claim(claim);  // unless a later instance released under it is left
-}
-
-void EngineCore::take_claims() noexcept {
-  for (const auto& claim : claims_) {
-    Lane& lane = *info_[claim->task()].lane;
-    lane.end_claim(*claim);
-    claim->bypassing.store(lane.try_claim(*claim), std::memory_order_relaxed);
-  }
-}
-
-void EngineCore::end_claims() noexcept {
-  for (const auto& claim : claims_) {
-    claim->bypassing.store(false, std::memory_order_relaxed);
-    info_[claim->task()].lane->end_claim(*claim);
-  }
 }
 
 void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
@@ -349,13 +313,13 @@ template <EngineCore::Releasing R>
 [[gnu::flatten]] bool EngineCore::run_in_place(Instance& in) noexcept {
   const TaskInfo& info = *in.info;
   LaneClaim& claim = *info.claim;
-  Lane& lane = *info.lane;  // before the fence (see holds_claimed_lane)
+  Lane& lane = *info.lane;  // before the fence (see hold_claimed_lane)
   if (!claim.bypassing.load(std::memory_order_relaxed) || !proceeds_plainly(in)) [[unlikely]]
     return false;
   // The release's side of the claim, with the state it runs in. A revoked claim leaves the rest
   // to submit(), which stores them again, gives the claim up and queues the instance on its
   // lane (a revoker that saw it running waits for that).
-  if (!holds_claimed_lane(in, lane, claim, InstanceState::running)) [[unlikely]]
+  if (!hold_claimed_lane(in, lane, claim, InstanceState::running)) [[unlikely]]
     return false;
   rearm(in);
   forget_last_failure(in);

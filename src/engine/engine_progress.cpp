@@ -218,7 +218,7 @@ void EngineCore::abort_run(bool drained) {
                        " did not retire and were not reported; still unfinished:" +
                        report.unfinished());
   }
-  end_claims();  // drained: no instance holds its lane
+  claims_.end_all();  // drained: no instance holds its lane
   // Every iteration in flight is accounted for (FailurePolicy): failed or cancelled.
   std::exception_ptr report_error;  // what the first throwing on_failure threw
   std::int64_t report_iter = -1;
@@ -537,7 +537,7 @@ void EngineCore::end_run() {
   // Device work of the iterations retired last that faulted fails the run, which surfaces
   // here (retire_next drains and throws it).
   if (release_retired(oldest_)) (void)retire_next();
-  end_claims();  // every iteration retired: no instance holds its lane
+  claims_.end_all();  // every iteration retired: no instance holds its lane
   filled_ = false;
   live_.store(false, std::memory_order_release);
   // The push form's queue is handed back (a drained run takes no new batches).

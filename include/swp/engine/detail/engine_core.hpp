@@ -39,6 +39,7 @@
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/hang_report.hpp"
 #include "swp/engine/detail/instance.hpp"
+#include "swp/engine/detail/lane_claim.hpp"
 #include "swp/engine/detail/output_box.hpp"
 #include "swp/engine/detail/parked_wait_watch.hpp"
 #include "swp/engine/detail/release_policy.hpp"
@@ -195,7 +196,6 @@ class EngineCore : private UncountedRuns {
   friend class DataFlowRelease;
   friend class ClockRelease;
   friend class HangReport;
-  friend class LaneClaim;
   friend class UncountedRuns;
 
   using Sync = IterationSync;
@@ -279,35 +279,6 @@ class EngineCore : private UncountedRuns {
       scheduler.post(in);
     }
   }
-  // The release of `in`, an instance of a task with a lane claim: stores whether it bypasses
-  // the lane, then its state, and then looks at the claim; true when it stands (after a
-  // revocation, ends the claim unless an instance released under it is left, and says no from
-  // then on).
-  bool release_under_claim(Instance& in) noexcept;
-  // The owner's side of Lane::submit_to_claimed's store-buffering pattern, for `in` released
-  // under its task's claim in `state`: stores that it holds the claimed lane (`bypassed` before
-  // the state, release: a revoker that sees it released also sees that), then, after the light
-  // fence that orders those stores before the look, whether the claim stands. `lane` and
-  // `claim` are read by the caller before the fence, which makes the compiler read again
-  // whatever is read after it.
-  static bool holds_claimed_lane(Instance& in, const Lane& lane, const LaneClaim& claim,
-                                 InstanceState state) noexcept {
-    in.bypassed.store(true, std::memory_order_relaxed);
-    in.set_state(state);
-    detail::light_fence();
-    return lane.claim_holds(claim);
-  }
-  // release_under_claim past a revocation (cold).
-  [[gnu::noinline]] void give_up_claim(Instance& in) noexcept;
-  // The finish of `in`, released under its lane's claim (its state stored): ends a revoked
-  // claim unless a later instance released under it is left.
-  void finish_under_claim(Instance& in) noexcept;
-  // finish_under_claim past a revocation (cold).
-  [[gnu::noinline]] static void end_revoked_claim(LaneClaim& claim, Lane& lane) noexcept;
-  // Claims the lanes of the tasks with a lane edge for a run (those that cannot be claimed run
-  // through their lanes), ending any claims still held; and ends them.
-  void take_claims() noexcept;
-  void end_claims() noexcept;
   // The data-flow release of an instance whose counter reached zero (DataFlowRelease::ready;
   // inline here, so the hot path needs no virtual call to get there). Nothing decrements the
   // entry's next iteration before this instance finished (see Instance), so it is re-armed
@@ -585,7 +556,7 @@ class EngineCore : private UncountedRuns {
   SuccessorLists intra_succ_, inter_succ_;  // every task's (TaskInfo's spans point here)
   std::vector<TaskInfo> info_;
   std::vector<Stream*> streams_;  // the distinct streams of the tasks (PlanGraph::streams)
-  std::vector<std::unique_ptr<LaneClaim>> claims_;  // of the tasks with a lane edge
+  LaneClaims claims_;  // of the tasks with a lane edge
   std::size_t depth_ = 1;  // iterations in flight at most
   // How many instances of an iteration count towards its completion (counts_completion).
   int completion_count_ = 0;

@@ -1,7 +1,6 @@
 #pragma once
 // EngineCore's hot paths, inline (not for direct use; included by engine_core.hpp): a count-down,
-// the release of an instance (submit, release_under_claim) and the finish under a claim, a
-// routine's call (call_routine), an admission (prepare, admit), and the release of a retired
+// the release of an instance (submit), a routine's call (call_routine), an admission (prepare, admit), and the release of a retired
 // iteration's slot. In a header so that the release policies' flattened paths, compiled in
 // their own files, inline them. The uncounted runs' follow (uncounted_runs_hot_path.hpp).
 
@@ -28,18 +27,6 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
   // (2.5%; docs/benchmarks.md).
   return in.pending.load(std::memory_order_acquire) == 1 ||
          in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
-}
-
-// On the hot path of every finish under a claim.
-inline void EngineCore::finish_under_claim(Instance& in) noexcept {
-  const TaskInfo& info = *in.info;
-  LaneClaim& claim = *info.claim;
-  Lane& lane = *info.lane;  // before the fence (see release_under_claim)
-  // The owner's other side of the pattern: the state stored `finished` before.
-  detail::light_fence();
-  if (lane.claim_holds(claim)) [[likely]]
-    return;
-  end_revoked_claim(claim, lane);
 }
 
 // In the header: each retirement (retire_oldest) inlines it.
@@ -74,24 +61,7 @@ inline void EngineCore::finish_under_claim(Instance& in) noexcept {
   front_.release(s);
 }
 
-// On the hot path of every release of a task with a lane claim (submit).
-[[gnu::always_inline]] inline bool EngineCore::release_under_claim(Instance& in) noexcept {
-  const TaskInfo& info = *in.info;
-  LaneClaim& claim = *info.claim;
-  // Read before the fence, which makes the compiler read again whatever it reads after it.
-  const Lane& lane = *info.lane;
-  if (!claim.bypassing.load(std::memory_order_relaxed)) {
-    in.bypassed.store(false, std::memory_order_relaxed);
-    in.set_state(InstanceState::queued);
-    return false;
-  }
-  if (holds_claimed_lane(in, lane, claim, InstanceState::queued)) [[likely]]
-    return true;
-  give_up_claim(in);
-  return false;
-}
-
-// In the header, with release_under_claim: the release policies' hot paths (the clock's
+// In the header, with release_under_claim (lane_claim.hpp): the release policies' hot paths (the clock's
 // period releases) inline it from their own files.
 inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   // Nothing of the core is read once the instance went: a data-flow instance may complete the

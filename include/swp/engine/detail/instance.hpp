@@ -28,6 +28,7 @@ class TaskScope;
 namespace detail {
 
 class EngineCore;
+class LaneClaim;
 struct Instance;
 struct InstanceCold;
 
@@ -40,32 +41,6 @@ enum class InstanceState : std::uint8_t {
   running,     ///< running its body
   finished,
   coroutine,   ///< its body is a coroutine that started: it runs or waits in an await
-};
-
-/// A task alone on its lane in this pipeline (not globally ordered) has a lane edge: the
-/// finish of its instance of the iteration before is one more thing its instance waits for,
-/// so its instances run one after the other in iteration order without the lane's help.
-/// Both engines count the edge in the join counter (data-flow releases the instance once it
-/// is done; the clock engine runs it then, once its period released it). For a run, the
-/// engine claims the lane (Lane::try_claim) and runs the task's instances as runnables of the
-/// lane's scheduler: no lane hand-off per instance. Another submitter to the lane revokes the
-/// claim; from then on, to the run's end, the task's instances go through the lane again (the
-/// edge stays: it only repeats the lane's order), and the claim ends once no instance released
-/// under it is left.
-class LaneClaim final : public Lane::Claim {
- public:
-  LaneClaim(const EngineCore& core, TaskIndex task) noexcept : core_(core), task_(task) {}
-  // Whether an instance of the task released under the claim has not finished.
-  [[nodiscard]] bool holds_lane() const noexcept override;
-  [[nodiscard]] TaskIndex task() const noexcept { return task_; }
-  // The run claimed the lane and no revocation was seen yet (instances bypass the lane).
-  // Set by the caller between runs; cleared by the task's releases and finishes once they
-  // see the claim revoked.
-  std::atomic<bool> bypassing{false};
-
- private:
-  const EngineCore& core_;
-  TaskIndex task_;
 };
 
 /// What the hot path reads about a task, in one place (the core's, one per task; each

@@ -21,13 +21,13 @@ template <class HandOver>
   EngineCore& core = this->core();
   const TaskInfo& info = *in.info;
   LaneClaim& claim = *info.claim;  // every task is in place: each has its lane's claim
-  const Lane& lane = *info.lane;   // before the fence (see EngineCore::holds_claimed_lane)
+  const Lane& lane = *info.lane;   // before the fence (see hold_claimed_lane)
   // The release's side of the claim, with the state it runs in, as run_in_place does; a
   // revoked claim (or trouble) leaves the instance to the general release, which stores them
   // again, gives the claim up and queues it on its lane.
   if (core.attention_.load(std::memory_order_acquire) != 0 ||
       !claim.bypassing.load(std::memory_order_relaxed) ||
-      !EngineCore::holds_claimed_lane(in, lane, claim, InstanceState::running)) [[unlikely]] {
+      !hold_claimed_lane(in, lane, claim, InstanceState::running)) [[unlikely]] {
     hand_over(false);
     return Outcome::not_started;
   }
@@ -68,7 +68,7 @@ template <class HandOver>
   }
   in.sync->clear_generation(in.task());  // no device point (see EngineCore::finish_as)
   in.set_state(InstanceState::finished);
-  core.finish_under_claim(in);  // released under the claim (bypassed)
+  finish_under_claim(in);  // released under the claim (bypassed)
   return Outcome::ran;
 }
 
