@@ -16,12 +16,12 @@ namespace swp::detail {
 
 EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make release,
                        std::size_t slots, FrontEnd& front)
-    : runtime_(runtime),
+    : IterationDeviceWork(runtime.scheduler()),
+      runtime_(runtime),
       run_queue_(run_queue_hooks_of(runtime.scheduler())),
       fast_(runtime.fast_paths()),
       graph_(std::move(graph)),
       front_(front),
-      device_waker_(runtime.scheduler()),
       sequencer_(runtime.scheduler()),
       parked_waits_(runtime.timers(), [this] {
         sequencer_.check_timeouts(timeouts_.sequencer);

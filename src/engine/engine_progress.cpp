@@ -163,15 +163,6 @@ void EngineCore::time_out_retire() {
        FailureKind::timeout);
 }
 
-void EngineCore::time_out_device_retire() {
-  fail("", oldest_,
-       std::make_exception_ptr(
-           device_timeout(oldest_,
-                          "so it cannot retire (retire_after_device: iterations retire after their "
-                          "device work)")),
-       FailureKind::timeout);
-}
-
 std::string EngineCore::describe(const Failure& failure) {
   std::string what = "an unknown exception";
   try {
@@ -488,8 +479,7 @@ Co<std::optional<std::int64_t>> EngineCore::next(const StopSignal* abandon) {
     } else if (device_holds_oldest()) {
       time_out_device_retire();
     } else {
-      const std::int64_t admitted = oldest_ + static_cast<std::int64_t>(depth_);
-      fail("", admitted, std::make_exception_ptr(slot_timeout(admitted)), FailureKind::timeout);
+      time_out_slot(oldest_ + static_cast<std::int64_t>(depth_));
     }
   }
   stop_source();
@@ -508,18 +498,6 @@ bool EngineCore::settle_at_end() {
   if (failed_.load(std::memory_order_acquire)) return false;
   live_.store(false, std::memory_order_release);
   return true;
-}
-
-EngineCore::DeviceRelease EngineCore::device_release(std::int64_t iter) noexcept {
-  bool done = false;
-  try {
-    done = device_events_done(iter);
-  } catch (...) {
-    // A device that cannot say: the context stays until its slot is reused.
-  }
-  if (!done) return DeviceRelease::running;  // its device work may still write into the context
-  // The run fails naming it; released all the same.
-  return fail_on_recorded_fault(iter) ? DeviceRelease::faulted : DeviceRelease::done;
 }
 
 void EngineCore::drain() {

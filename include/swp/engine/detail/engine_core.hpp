@@ -4,6 +4,10 @@
 // One core, two release policies (DESIGN.md decision 1): everything about slots, instances,
 // dependencies, events, lanes, the sequencer, errors, deadlines and cancellation lives here;
 // the policies differ only in when an instance (task, iteration) is released to its lane.
+// Concepts of their own, in their own files: the runs without join counters (UncountedRuns)
+// and the iterations' device work (IterationDeviceWork), both bases of the core whose steps
+// reach it at a fixed offset; the lane claims (lane_claim.hpp); the hang report
+// (HangReport); the deadlines of parked waits (ParkedWaitWatch); a context slot.
 
 #include <atomic>
 #include <chrono>
@@ -39,6 +43,7 @@
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/hang_report.hpp"
 #include "swp/engine/detail/instance.hpp"
+#include "swp/engine/detail/iteration_device_work.hpp"
 #include "swp/engine/detail/lane_claim.hpp"
 #include "swp/engine/detail/output_box.hpp"
 #include "swp/engine/detail/parked_wait_watch.hpp"
@@ -63,7 +68,7 @@ namespace detail {
 // constinit: no check for a dynamic initializer at each use.
 [[gnu::tls_model("initial-exec")]] extern constinit thread_local const char this_thread_marker;
 
-class EngineCore : private UncountedRuns {
+class EngineCore : private UncountedRuns, private IterationDeviceWork {
  public:
   /// The core of a pipeline over `graph` running up to `slots` iterations at once (its depth),
   /// for the typed `front` (which must outlive it), which keeps Engine::context_slots(slots)
@@ -196,6 +201,7 @@ class EngineCore : private UncountedRuns {
   friend class DataFlowRelease;
   friend class ClockRelease;
   friend class HangReport;
+  friend class IterationDeviceWork;
   friend class UncountedRuns;
 
   using Sync = IterationSync;
@@ -386,46 +392,6 @@ class EngineCore : private UncountedRuns {
   [[gnu::noinline]] void finish_guarded(Instance& in, const std::exception_ptr& error,
                                         bool own) noexcept;
   Co<void> await_turn(Instance& in);
-  // Device back-pressure: whether iteration iter's device work is complete, and waiting (with
-  // the retire deadline) until iteration iter's context slot is free.
-  [[nodiscard]] bool device_done(std::int64_t iter) const {
-    // Inline: an iteration that recorded no event (every host-only iteration) costs one load.
-    return !sync_of(iter).device() || device_events_done(iter);
-  }
-  [[nodiscard]] bool device_events_done(std::int64_t iter) const;
-  // Once iteration iter's device work completed: fails the run when some of it faulted
-  // (Event::error: a DeviceFault), with a TaskError naming the task that queued it and the
-  // iteration; true when it did (the run failed, now or before). Inline, as device_done: an
-  // iteration that recorded no event (every host-only iteration) costs one load, not a call.
-  bool fail_on_device_fault(std::int64_t iter) noexcept {
-    return sync_of(iter).device() && fail_on_recorded_fault(iter);
-  }
-  // fail_on_device_fault past the common case: the iteration recorded device work.
-  [[gnu::noinline]] bool fail_on_recorded_fault(std::int64_t iter) noexcept;
-  // The tasks of iteration iter that recorded an event (once it completed).
-  [[nodiscard]] std::span<const TaskIndex> recorded_tasks(std::int64_t iter) const noexcept;
-  // The device waker listens to (stops listening to) iteration iter's recorded events.
-  void watch_device(std::int64_t iter);
-  void unwatch_device(std::int64_t iter);
-  // For next_admit_ (its slot's previous occupant, iteration next_admit_ - depth, has the
-  // entry after its own). Inline: an occupant that recorded no device work costs one load.
-  bool await_slot() {
-    return next_admit_ < static_cast<std::int64_t>(depth_) ||
-           !sync_[entry_after(admit_entry_)].device() || await_slot_device(next_admit_);
-  }
-  // await_slot past the common case: the previous occupant recorded device work.
-  [[gnu::noinline]] bool await_slot_device(std::int64_t iter);
-  // Waits (with the retire deadline) until iteration iter's device work completed; false past
-  // the deadline (the caller fails the run).
-  bool wait_device(std::int64_t iter);
-  [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
-  // Iteration iter's device work did not complete in time; `so`: what could not happen.
-  [[nodiscard]] PipelineTimeout device_timeout(std::int64_t iter, const std::string& so) const;
-  // retire_after_device: the oldest iteration's device work is what keeps it from retiring.
-  [[nodiscard]] bool device_holds_oldest() const {
-    return retire_after_device_ && !device_done(oldest_);
-  }
-  void time_out_device_retire();
   // Errors, deadlines, drain.
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
   // Calls on_run_failed_ with the run's error (a TaskError for a task's failure).
@@ -477,9 +443,6 @@ class EngineCore : private UncountedRuns {
   // True when it found device work that faulted instead (fail_on_device_fault): the run
   // failed, and the caller surfaces it.
   bool release_retired(std::int64_t below) noexcept;
-  // What release_retired may do with iteration iter, which recorded device work.
-  enum class DeviceRelease : std::uint8_t { running, done, faulted };
-  [[gnu::noinline]] DeviceRelease device_release(std::int64_t iter) noexcept;
   // Resets slot s's output boxes and hands its context back to the front end.
   void release_slot(std::size_t s) noexcept;
   // At the end of the data (every iteration retired): the run is no longer one cancel() may
@@ -547,7 +510,6 @@ class EngineCore : private UncountedRuns {
   const FastPaths fast_;
   PlanGraph graph_;
   FrontEnd& front_;
-  SchedulerWaker device_waker_;
   EngineTimeouts timeouts_;
   TaskObserver* observer_ = nullptr;
   std::mutex observer_mutex_;  // releases and lane submissions in one order for the observer
@@ -640,11 +602,7 @@ class EngineCore : private UncountedRuns {
   // Set from the policy when it is made; the data-flow policy clears it for the rest of a run
   // once its tasks use their streams (DataFlowRelease::advance) and sets it again at the next.
   bool retires_undriven_ = false;
-  // A task of this run used its stream (finish_guarded); relaxed: a hint for the release
-  // policy, read on the driving thread.
-  std::atomic<bool> device_used_{false};
   FailurePolicy policy_ = FailurePolicy::fail_run;
-  bool retire_after_device_ = false;
   // NVTX ranges per instance (set_nvtx, between runs: on or off for a whole run, so a finish
   // looks at its instance's range, in its cold state, only while they are on).
   bool nvtx_ = false;

@@ -40,7 +40,7 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
   for (std::size_t e = sync_ring_(j); j < below; ++j, e = entry_after(e)) {
     // A host-only iteration (every iteration of most plans) costs one load here.
     if (sync_[e].device()) [[unlikely]] {
-      const DeviceRelease device = device_release(j);
+      const DeviceRelease device = device_release(*this, j);
       if (device == DeviceRelease::running) break;
       faulted = device == DeviceRelease::faulted;
     }
@@ -168,4 +168,5 @@ inline bool EngineCore::admit() {
 
 }  // namespace swp::detail
 
+#include "swp/engine/detail/iteration_device_work_hot_path.hpp"
 #include "swp/engine/detail/uncounted_runs_hot_path.hpp"

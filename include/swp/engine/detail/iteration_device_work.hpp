@@ -1,0 +1,98 @@
+#pragma once
+// IterationDeviceWork: whether the device work an iteration queued has completed, its faults,
+// and the back-pressure it puts on context slots and retirement (not for direct use).
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "swp/async/scheduler.hpp"
+#include "swp/core/plan_graph.hpp"
+#include "swp/engine/detail/instance.hpp"
+#include "swp/engine/errors.hpp"
+
+namespace swp::detail {
+
+class EngineCore;
+
+/// An iteration whose tasks used their streams recorded an event per such task as it finished
+/// (IterationSync::recorded); its device work is complete once every one of them is reached.
+/// This is what the core asks of it:
+/// - a context slot is reused only once its previous occupant's device work completed, so the
+///   CPU may write the new batch into it (DESIGN.md decision 8) — the engines' back-pressure
+///   from the device: the CPU runs at most `depth` iterations ahead of it (await_slot);
+/// - with retire_after_device, an iteration retires only once its device work completed
+///   (device_holds_oldest);
+/// - a fault the device reported for an event (Event::error: a DeviceFault) fails the run with a
+///   TaskError naming the task that queued the work and the iteration (fail_on_device_fault);
+/// - a wait for it runs with the retire deadline, the pipeline's scheduler woken by the events
+///   (watch, the waker), and ends in a PipelineTimeout naming the work not done.
+/// Every question costs one load for an iteration that recorded nothing (every host-only one).
+///
+/// A base of EngineCore, which drives it as a friend (its steps reach the core at a fixed
+/// offset, see UncountedRuns); on the driving thread, except where noted.
+class IterationDeviceWork {
+ public:
+  explicit IterationDeviceWork(Scheduler& scheduler) : device_waker_(scheduler) {}
+  IterationDeviceWork(const IterationDeviceWork&) = delete;
+  IterationDeviceWork& operator=(const IterationDeviceWork&) = delete;
+
+  /// Whether iteration iter's device work is complete.
+  [[nodiscard]] bool device_done(std::int64_t iter) const;
+  /// Once iteration iter's device work completed: fails the run when some of it faulted; true
+  /// when it did (the run failed, now or before).
+  bool fail_on_device_fault(std::int64_t iter) noexcept;
+  /// Before admitting the core's next iteration: waits (with the retire deadline) until its
+  /// slot's previous occupant, iteration next - depth, completed its device work; false when
+  /// that failed the run (a fault, or the deadline).
+  bool await_slot();
+  /// Waits (with the retire deadline) until iteration iter's device work completed; false past
+  /// the deadline (the caller fails the run).
+  bool wait_device(std::int64_t iter);
+  /// The waker listens to (stops listening to) iteration iter's recorded events.
+  void watch_device(std::int64_t iter);
+  void unwatch_device(std::int64_t iter);
+  /// retire_after_device: the oldest iteration's device work is what keeps it from retiring.
+  [[nodiscard]] bool device_holds_oldest() const;
+  /// Fails the run: the oldest iteration's device work did not complete in time.
+  void time_out_device_retire();
+  /// Fails the run: iteration iter's slot is not free in time (its previous occupant's device
+  /// work did not complete).
+  void time_out_slot(std::int64_t iter);
+  /// What the release of a retired iteration's slot may do, for one that recorded device work.
+  enum class DeviceRelease : std::uint8_t { running, done, faulted };
+  [[gnu::noinline]] static DeviceRelease device_release(EngineCore& core,
+                                                        std::int64_t iter) noexcept;
+  /// Iteration iter's device work did not complete in time; `so`: what could not happen.
+  [[nodiscard]] PipelineTimeout device_timeout(std::int64_t iter, const std::string& so) const;
+
+  /// Wakes the pipeline's scheduler when an event an instance recorded is reached (each
+  /// InstanceEvent keeps a reference: it outlives every instance).
+  SchedulerWaker device_waker_;
+  /// Iterations retire only once their device work completed (a pipeline setting, between
+  /// runs).
+  bool retire_after_device_ = false;
+  /// A task of this run used its stream (EngineCore::finish_guarded); relaxed: a hint for the
+  /// release policies, read on the driving thread.
+  std::atomic<bool> device_used_{false};
+
+ private:
+  [[nodiscard]] EngineCore& core() noexcept;
+  [[nodiscard]] const EngineCore& core() const noexcept;
+  // The calls past the common case of the inline questions are static, taking the core: with
+  // the base's `this` as their argument, a retirement loop kept that pointer too (0.5
+  // instructions per task with one thread).
+  [[nodiscard]] static bool device_events_done(const EngineCore& core, std::int64_t iter);
+  // fail_on_device_fault past the common case: the iteration recorded device work.
+  [[gnu::noinline]] static bool fail_on_recorded_fault(EngineCore& core,
+                                                       std::int64_t iter) noexcept;
+  // The tasks of iteration iter that recorded an event (once it completed).
+  [[nodiscard]] static std::span<const TaskIndex> recorded_tasks(const EngineCore& core,
+                                                                 std::int64_t iter) noexcept;
+  // await_slot past the common case: the previous occupant recorded device work.
+  [[gnu::noinline]] static bool await_slot_device(EngineCore& core, std::int64_t iter);
+  [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
+};
+
+}  // namespace swp::detail

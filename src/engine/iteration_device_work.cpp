@@ -1,0 +1,133 @@
+// IterationDeviceWork: whether an iteration's device work completed or faulted, watching its
+// events while the caller waits, the wait before a context slot is reused, and the errors of
+// a wait past its deadline.
+
+#include "swp/engine/detail/iteration_device_work.hpp"
+
+#include <string>
+
+#include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/errors.hpp"
+
+namespace swp::detail {
+
+std::span<const TaskIndex> IterationDeviceWork::recorded_tasks(const EngineCore& core,
+                                                               std::int64_t iter) noexcept {
+  // Called once iteration iter completed (every recording instance appended itself before it
+  // counted down), while its entry is not reused.
+  const IterationSync& sync = core.sync_of(iter);
+  return {sync.recorded.get(), sync.recorded_count.load(std::memory_order_relaxed)};
+}
+
+bool IterationDeviceWork::device_events_done(const EngineCore& core, std::int64_t iter) {
+  const IterationSync& sync = core.sync_of(iter);
+  for (TaskIndex t : recorded_tasks(core, iter))
+    if (!sync.instances[t].device()->event->reached(sync.generation[t])) return false;
+  return true;
+}
+
+bool IterationDeviceWork::fail_on_recorded_fault(EngineCore& core, std::int64_t iter) noexcept {
+  const IterationSync& sync = core.sync_of(iter);
+  for (TaskIndex t : recorded_tasks(core, iter)) {
+    std::exception_ptr fault = sync.instances[t].device()->event->error(sync.generation[t]);
+    if (!fault) continue;
+    EngineCore& c = core;
+    try {
+      c.fail(c.graph_.name(t), iter, std::move(fault), EngineCore::FailureKind::task);
+    } catch (...) {
+      // fail() allocates its message; without memory the run still stops: fire the signal.
+      c.failed_.store(true, std::memory_order_release);
+      c.stop_.request_stop("device fault");
+    }
+    return true;
+  }
+  return false;
+}
+
+void IterationDeviceWork::watch_device(std::int64_t iter) {
+  IterationSync& sync = core().sync_of(iter);
+  for (TaskIndex t : recorded_tasks(core(), iter)) {
+    Instance& in = sync.instances[t];
+    in.device()->event->add_waiter(sync.generation[t], in.device()->watch);
+  }
+}
+
+void IterationDeviceWork::unwatch_device(std::int64_t iter) {
+  IterationSync& sync = core().sync_of(iter);
+  for (TaskIndex t : recorded_tasks(core(), iter)) {
+    Instance& in = sync.instances[t];
+    in.device()->event->remove_waiter(in.device()->watch);
+  }
+}
+
+bool IterationDeviceWork::wait_device(std::int64_t iter) {
+  if (device_done(iter)) return true;
+  // The waker is a member, not a local: a stream may still be calling it after the wait below
+  // has seen the events complete.
+  watch_device(iter);
+  const bool done = core().wait_for([&] { return device_done(iter); }, core().timeouts_.retire);
+  unwatch_device(iter);
+  return done;
+}
+
+bool IterationDeviceWork::await_slot_device(EngineCore& core, std::int64_t iter) {
+  IterationDeviceWork& self = core;
+  const auto slots = static_cast<std::int64_t>(core.depth_);
+  // Decision 8: a context slot is reused only once its previous occupant's device work is
+  // complete, so the CPU may write the new batch into it. This is also the engines'
+  // back-pressure from the device: the CPU runs at most `depth` iterations ahead of it (the
+  // iteration `depth` before; its context slot is the one before, see context_slots).
+  if (self.wait_device(iter - slots)) return !self.fail_on_device_fault(iter - slots);
+  self.time_out_slot(iter);
+  return false;
+}
+
+void IterationDeviceWork::time_out_slot(std::int64_t iter) {
+  core().fail("", iter, std::make_exception_ptr(slot_timeout(iter)),
+              EngineCore::FailureKind::timeout);
+}
+
+PipelineTimeout IterationDeviceWork::slot_timeout(std::int64_t iter) const {
+  const std::int64_t previous = iter - static_cast<std::int64_t>(core().depth_);
+  return device_timeout(previous, "so iteration " + std::to_string(iter) + " cannot have its slot");
+}
+
+PipelineTimeout IterationDeviceWork::device_timeout(std::int64_t iter,
+                                                    const std::string& so) const {
+  const EngineCore& c = core();
+  const HangReport report = c.hang_report();
+  const std::string unfinished = report.unfinished();
+  // On virtual time the wait ends unfinished only when nothing is left to run (wait_for).
+  const std::string why =
+      c.runtime_.scheduler().virtual_time()
+          ? " can never complete (nothing left to run: deadlock)"
+          : " did not complete within " + std::to_string(c.timeouts_.retire.count()) + " ms";
+  return report.error("device work of iteration " + std::to_string(iter) + why + ", " + so +
+                      "; device work not complete:" + report.device_work(iter) +
+                      (unfinished.empty() ? "" : "\nunfinished:" + unfinished));
+}
+
+IterationDeviceWork::DeviceRelease IterationDeviceWork::device_release(EngineCore& core,
+                                                                       std::int64_t iter) noexcept {
+  bool done = false;
+  try {
+    done = device_events_done(core, iter);
+  } catch (...) {
+    // A device that cannot say: the context stays until its slot is reused.
+  }
+  if (!done) return DeviceRelease::running;  // its device work may still write into the context
+  // The run fails naming it; released all the same.
+  return fail_on_recorded_fault(core, iter) ? DeviceRelease::faulted : DeviceRelease::done;
+}
+
+void IterationDeviceWork::time_out_device_retire() {
+  EngineCore& c = core();
+  c.fail("", c.oldest_,
+         std::make_exception_ptr(
+             device_timeout(c.oldest_,
+                            "so it cannot retire (retire_after_device: iterations retire after "
+                            "their device work)")),
+         EngineCore::FailureKind::timeout);
+}
+
+}  // namespace swp::detail
