@@ -26,9 +26,10 @@ struct OtherJob final : swp::Lane::Job {
   }
 };
 
-// One task alone on its lane, with one sync entry: what the core would make for it.
+// One task alone on its lane (on virtual time), with one sync entry: what the core would make
+// for it.
 struct ClaimedTask {
-  explicit ClaimedTask(swp::Lane& lane) : entries(1) {
+  ClaimedTask() : entries(1) {
     entries[0].instances = InstanceArray(1);
     swp::detail::Instance& made = entries[0].instances.emplace();
     made.sync = &entries[0];
@@ -40,7 +41,13 @@ struct ClaimedTask {
   [[nodiscard]] LaneClaim& claim() const { return *info.claim; }
   // The instance's next iteration (its entry serves it): idle there until released.
   void next_iteration() { ++entries[0].iter; }
+  // Runs the lane's queued work; true once `other` ran (within a second of virtual time).
+  bool ran(const OtherJob& other) {
+    return sim.drive_until([&] { return other.runs == 1; }, sim.now() + 1s);
+  }
 
+  swp::SimScheduler sim;
+  swp::Lane lane{sim, "alone"};
   std::vector<IterationSync> entries;
   swp::detail::TaskInfo info;
   LaneClaims claims;
@@ -55,9 +62,8 @@ bool claims_work() {
 
 TEST_CASE("a claimed task's instances bypass the lane until another submitter revokes it") {
   if (!claims_work()) return;
-  swp::SimScheduler sim;
-  swp::Lane lane(sim, "alone");
-  ClaimedTask task(lane);
+  ClaimedTask task;
+  swp::Lane& lane = task.lane;
   task.claims.take_all();
   CHECK(task.claim().bypassing.load());
   CHECK(lane.claimed_by(task.claim()));
@@ -79,13 +85,13 @@ TEST_CASE("a claimed task's instances bypass the lane until another submitter re
   lane.submit(other);
   CHECK_FALSE(lane.claim_holds(task.claim()));
   CHECK(lane.claimed_by(task.claim()));
-  CHECK_FALSE(sim.drive_until([] { return false; }, sim.now() + 1s));
+  CHECK_FALSE(task.sim.drive_until([] { return false; }, task.sim.now() + 1s));
   CHECK(other.runs == 0);
   task.in().set_state(InstanceState::finished);
   swp::detail::finish_under_claim(task.in());
   CHECK_FALSE(task.claim().bypassing.load());
   CHECK_FALSE(lane.claimed_by(task.claim()));
-  REQUIRE(sim.drive_until([&] { return other.runs == 1; }, sim.now() + 1s));
+  REQUIRE(task.ran(other));
 
   // From then on the task's instances go through the lane.
   task.next_iteration();
@@ -97,16 +103,15 @@ TEST_CASE("a claimed task's instances bypass the lane until another submitter re
 
 TEST_CASE("a release that finds its claim revoked gives it up and goes through the lane") {
   if (!claims_work()) return;
-  swp::SimScheduler sim;
-  swp::Lane lane(sim, "alone");
-  ClaimedTask task(lane);
+  ClaimedTask task;
+  swp::Lane& lane = task.lane;
   task.claims.take_all();
   // Another submitter between two instances: nothing holds the lane, the claim ends at once,
   // and the other job runs.
   OtherJob other;
   lane.submit(other);
   CHECK_FALSE(lane.claimed_by(task.claim()));
-  REQUIRE(sim.drive_until([&] { return other.runs == 1; }, sim.now() + 1s));
+  REQUIRE(task.ran(other));
   // The task's next release still saw the claim taken (bypassing): it looks, finds it revoked,
   // gives it up, and does not bypass the lane.
   CHECK(task.claim().bypassing.load());
@@ -118,9 +123,8 @@ TEST_CASE("a release that finds its claim revoked gives it up and goes through t
 
 TEST_CASE("the claims are taken afresh for each run and ended with it") {
   if (!claims_work()) return;
-  swp::SimScheduler sim;
-  swp::Lane lane(sim, "alone");
-  ClaimedTask task(lane);
+  ClaimedTask task;
+  swp::Lane& lane = task.lane;
   task.claims.take_all();
   REQUIRE(lane.claimed_by(task.claim()));
   task.claims.end_all();
@@ -134,7 +138,7 @@ TEST_CASE("the claims are taken afresh for each run and ended with it") {
   task.claims.take_all();
   CHECK_FALSE(task.claim().bypassing.load());
   CHECK_FALSE(swp::detail::release_under_claim(task.in()));
-  REQUIRE(sim.drive_until([&] { return other.runs == 1; }, sim.now() + 1s));
+  REQUIRE(task.ran(other));
   // The next run finds the lane free again.
   task.claims.take_all();
   CHECK(task.claim().bypassing.load());
