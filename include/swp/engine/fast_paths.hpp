@@ -12,7 +12,9 @@ namespace swp {
 /// instances under the same dependencies, in the same lane order, with the same results,
 /// errors and retirements, and with fewer hand-offs: switching one off changes speed, never
 /// behaviour (tests/engine/test_fast_paths.cpp checks each against the reference path on
-/// random plans, both engines, every drive form, host and sim).
+/// random plans, both engines, every drive form, host and sim). What a TaskObserver sees of
+/// an instance's waits may differ, as it does between schedulers (TaskObserver::task_waiting:
+/// an instance under a lane claim holds its lane from its release).
 ///
 /// The shortcuts below lane_claims run tasks alone on their lane, which lane_claims releases,
 /// so without it they do not apply; the one exception is data-flow's in_place, which also

@@ -59,7 +59,11 @@ class TaskObserver {
   virtual void task_started(TaskIndex task, std::int64_t iter, const Lane& lane) noexcept = 0;
   /// The instance, holding its lane, begins to wait for `wait` (before task_started; a wait
   /// lasts until the next task_waiting, task_started or task_finished of the instance).
-  /// Not called when the dependency was already satisfied. Optional: the default ignores it.
+  /// Not called when the dependency was already satisfied. Whether an instance waits depends
+  /// on when it takes its lane, which FastPaths may change: under a lane claim it holds its
+  /// lane from its release, so it may report a wait for a producer that has not run yet, where
+  /// on the reference path it would sit in its lane's queue behind that producer and report
+  /// none. Optional: the default ignores it.
   virtual void task_waiting(TaskIndex task, std::int64_t iter, const Lane& lane,
                             const TaskWait& wait) noexcept {
     (void)task, (void)iter, (void)lane, (void)wait;
