@@ -398,14 +398,16 @@ template <bool Plain, EngineCore::Releasing R>
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
   // finish() ends its lane step (its callers return right after; nothing below blocks): the
-  // first successor released may run next on this thread. Under data-flow that is one of this
-  // iteration's own successors where it has any, not the next iteration's work (the lane's
-  // next step, an inter successor), which goes to the queue: the thread carries the iteration
-  // along, as a pipeline's line is. Run the other way, the iterations moved through the
-  // stages in convoys (each lane's backlog back to back) and retired in bursts, while the other
-  // threads waited for the caller's retirements (docs/benchmarks.md, "Occupancy").
+  // first successor released may run next on this thread. In both engines that is one of this
+  // iteration's own successors where it has any (the clock's, once its period released it),
+  // not the next iteration's work (the lane's next step, an inter successor), which goes to
+  // the queue: the thread carries the iteration along, as a pipeline's line is. Run the other
+  // way, the iterations moved through the stages in convoys (each lane's backlog back to
+  // back) and retired in bursts, while the other threads waited for the caller's retirements
+  // (docs/benchmarks.md, "Occupancy"). The clock's period run in place (R == clock, one
+  // thread) runs each instance as it is released: nothing runs next there.
   const bool next_iteration_runs_next =
-      info.intra_succ.empty() || R != Releasing::either || !start_proceeds_;
+      info.intra_succ.empty() || R != Releasing::either;
   if (!info.inter_succ.empty() || info.claim != nullptr) {
     for (TaskIndex s : info.inter_succ)
       satisfy_as<R>(in.next().instances[s], next_iteration_runs_next);

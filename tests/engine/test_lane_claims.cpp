@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/engines.hpp"
@@ -262,6 +263,51 @@ TEST_CASE("a revoked clock claim ends after the last instance released under it,
   CHECK(retired_a == 12);
   CHECK(retired_b == 4);
   CHECK(shared.most.load() == 1);
+}
+
+
+TEST_CASE_TEMPLATE("a thread that finishes a task runs its iteration's successor next, not the "
+                   "lane's next instance",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // One thread, claims on, nothing run in place: every instance is posted, and a finish hands
+  // the thread's next run (the bypass) to one instance it made ready. The iteration's
+  // successor gets it, so the thread carries the iteration through the stages; the instance
+  // after it on its lane (the lane edge, made ready by the same finish) waits in the queue.
+  // The other way round, the iterations moved through the stages together, one lane's backlog
+  // after the other (convoys; docs/benchmarks.md, "Occupancy").
+  constexpr int stages = 3;
+  constexpr int iterations = 40;
+  swp::Runtime rt({.backend = swp::Backend::host,
+                   .workers = 0,
+                   .fast_paths = swp::FastPaths::parse("lane_claims")});
+  std::vector<std::pair<int, std::int64_t>> ran;  // (stage, iteration), one thread
+  swp::Plan<Ctx> plan;
+  std::vector<swp::TaskRef> tasks;
+  for (int s = 0; s < stages; ++s)
+    tasks.push_back(plan.add("S" + std::to_string(s),
+                             [&ran, s](Ctx& ctx) { ran.emplace_back(s, ctx.iter_idx); },
+                             {.stage = s, .thread_group = "lane" + std::to_string(s)}));
+  for (int s = 1; s < stages; ++s) plan.intra_iter_deps.push_back({tasks[s], tasks[s - 1]});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 4);
+  std::vector<std::uint64_t> batches(iterations);
+  CHECK(pipe->run(batches).iterations == iterations);
+  REQUIRE(ran.size() == stages * iterations);
+  // No lane's instances back to back while the iteration has a successor: after each body of
+  // a stage before the last, the thread went on with another stage (here every successor is
+  // released by then: the clock's period opened before its producer ran).
+  for (std::size_t k = 1; k < ran.size(); ++k) {
+    const auto [stage, iter] = ran[k - 1];
+    if (stage == stages - 1) continue;
+    INFO("body " << k << ": stage " << ran[k].first << ", iteration " << ran[k].second
+         << ", after iteration " << iter << " of stage " << stage);
+    CHECK(ran[k].first != stage);
+  }
+  // And each stage ran its iterations in order (its lane's order).
+  for (int s = 0; s < stages; ++s) {
+    std::int64_t next = 0;
+    for (auto [stage, iter] : ran)
+      if (stage == s) CHECK(iter == next++);
+  }
 }
 
 }  // namespace test_lane_claims
