@@ -406,8 +406,7 @@ template <bool Plain, EngineCore::Releasing R>
   // back) and retired in bursts, while the other threads waited for the caller's retirements
   // (docs/benchmarks.md, "Occupancy"). The clock's period run in place (R == clock, one
   // thread) runs each instance as it is released: nothing runs next there.
-  const bool next_iteration_runs_next =
-      info.intra_succ.empty() || R != Releasing::either;
+  const bool next_iteration_runs_next = info.intra_succ.empty() || R != Releasing::either;
   if (!info.inter_succ.empty() || info.claim != nullptr) {
     for (TaskIndex s : info.inter_succ)
       satisfy_as<R>(in.next().instances[s], next_iteration_runs_next);

@@ -265,7 +265,6 @@ TEST_CASE("a revoked clock claim ends after the last instance released under it,
   CHECK(shared.most.load() == 1);
 }
 
-
 TEST_CASE_TEMPLATE("a thread that finishes a task runs its iteration's successor next, not the "
                    "lane's next instance",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
@@ -299,7 +298,7 @@ TEST_CASE_TEMPLATE("a thread that finishes a task runs its iteration's successor
     const auto [stage, iter] = ran[k - 1];
     if (stage == stages - 1) continue;
     INFO("body " << k << ": stage " << ran[k].first << ", iteration " << ran[k].second
-         << ", after iteration " << iter << " of stage " << stage);
+                 << ", after iteration " << iter << " of stage " << stage);
     CHECK(ran[k].first != stage);
   }
   // And each stage ran its iterations in order (its lane's order).
