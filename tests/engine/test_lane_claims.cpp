@@ -295,7 +295,8 @@ TEST_CASE_TEMPLATE("a thread that finishes a task runs its iteration's successor
   // a stage before the last, the thread went on with another stage (here every successor is
   // released by then: the clock's period opened before its producer ran).
   for (std::size_t k = 1; k < ran.size(); ++k) {
-    const auto [stage, iter] = ran[k - 1];
+    const int stage = ran[k - 1].first;  // (no structured binding: INFO captures it)
+    const std::int64_t iter = ran[k - 1].second;
     if (stage == stages - 1) continue;
     INFO("body " << k << ": stage " << ran[k].first << ", iteration " << ran[k].second
                  << ", after iteration " << iter << " of stage " << stage);
@@ -304,7 +305,7 @@ TEST_CASE_TEMPLATE("a thread that finishes a task runs its iteration's successor
   // And each stage ran its iterations in order (its lane's order).
   for (int s = 0; s < stages; ++s) {
     std::int64_t next = 0;
-    for (auto [stage, iter] : ran)
+    for (const auto& [stage, iter] : ran)
       if (stage == s) CHECK(iter == next++);
   }
 }
