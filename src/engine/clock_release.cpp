@@ -192,7 +192,7 @@ void ClockRelease::advance() {
   RunQueueHooks& run_queue = c.run_queue();
   for (;;) {
     const std::int64_t period = next_period_;
-    if (c.failed_.load(std::memory_order_acquire) || !can_open(period)) return;
+    if (c.failure_.failed() || !can_open(period)) return;
     const bool in_flight_need = needed(period);
     if (in_flight_need) {
       if (runs_here_ != nullptr) {

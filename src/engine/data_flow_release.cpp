@@ -95,7 +95,7 @@ void DataFlowRelease::advance() {
   const bool drain_first = whole && !only_driven_;
   for (;;) {
     const std::int64_t iter = c.next_admit_;
-    if (c.failed_.load(std::memory_order_acquire) || iter - c.oldest_ >= slots || iter >= c.end_)
+    if (c.failure_.failed() || iter - c.oldest_ >= slots || iter >= c.end_)
       break;
     if (drain_first && iter > c.base_ && !c.complete(iter - 1)) break;
     if (!c.await_slot()) return;

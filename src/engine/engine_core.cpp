@@ -1,6 +1,6 @@
 // EngineCore: admission, the join counters and the steps of an instance (construction:
-// engine_construction.cpp; device back-pressure: engine_device.cpp; retirement:
-// engine_progress.cpp).
+// engine_construction.cpp; device back-pressure: iteration_device_work.cpp; retirement:
+// engine_progress.cpp; the serial iteration: engine_serial.cpp).
 
 #include "swp/engine/detail/engine_core.hpp"
 
@@ -9,8 +9,6 @@
 #include <string>
 
 #include "swp/async/detail/asymmetric_fence.hpp"
-#include "swp/engine/detail/engine_handle.hpp"
-
 #include "swp/engine/errors.hpp"
 #include "swp/engine/task_scope.hpp"
 
@@ -75,7 +73,6 @@ void EngineCore::reset_run_state(std::int64_t base) {
   next_turn_.store(0);
   attention_.fetch_and(static_cast<std::uint8_t>(~trouble_bit));
   failure_.reset();
-  failed_.store(false);
   sequencer_.reset();
   stop_.reset();
   device_used_.store(false, std::memory_order_relaxed);
@@ -541,47 +538,14 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_err
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,
                       FailureKind kind) {
-  std::string reason;
-  {
-    std::lock_guard lock(failure_lock_);
-    if (failure_) return;  // the first root cause wins
-    failure_ = Failure{task, iter, error, kind};
-    failed_.store(true, std::memory_order_release);
-    if (kind == FailureKind::task) {
-      reason = "task '" + task + "' failed in iteration " + std::to_string(iter);
-    } else if (kind == FailureKind::timeout) {
-      reason = "pipeline timed out";
-    }
-  }
-  if (kind == FailureKind::callback || kind == FailureKind::cancelled) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {  // a CallbackError, or cancel()'s Cancelled
-      reason = e.what();
-    }
-  }
+  const Failure failure{task, iter, std::move(error), kind};
+  const std::optional<std::string> reason = failure_.record(failure);
+  if (!reason) return;
   // Wake every cancellable wait (turns, bodies' awaits): the run drains instead of hanging.
   set_trouble(std::memory_order_seq_cst);
-  stop_.request_stop(reason);
+  stop_.request_stop(*reason);
   runtime_.scheduler().notify();
-  if (on_run_failed_) tell_run_failed(task, iter, error, kind);
-}
-
-void EngineCore::tell_run_failed(const std::string& task, std::int64_t iter,
-                                 const std::exception_ptr& error, FailureKind kind) noexcept {
-  try {
-    on_run_failed_(kind == FailureKind::task
-                       ? std::make_exception_ptr(TaskError(task, iter, error))
-                       : error);
-  } catch (...) {
-    // Called where the run fails (a lane, a timer, cancel()'s caller): there is nobody to
-    // report to, and the run's own error surfaces from progress() anyway.
-  }
-}
-
-bool EngineCore::failed_with(FailureKind kind) const {
-  std::lock_guard lock(failure_lock_);
-  return failure_ && failure_->kind == kind;
+  failure_.tell_run_failed(failure);
 }
 
 void EngineCore::fail_callback(CallbackError::Callback which, std::int64_t iter) {
@@ -592,39 +556,5 @@ void EngineCore::fail_callback(CallbackError::Callback which, std::int64_t iter)
 // ClockRelease's period (clock_release.cpp) runs ready instances through it.
 template void EngineCore::proceed_as<EngineCore::Releasing::clock>(Instance&) noexcept;
 template bool EngineCore::run_in_place<EngineCore::Releasing::clock>(Instance&) noexcept;
-
-// The calls of engine_handle.hpp: what ctx.get and Retired::get need of the core, out of line
-// so the public headers do not include this one.
-
-OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer) {
-  if (env == nullptr)
-    throw PipelineStateError("ctx.get('" + producer.name + "') called outside a pipeline task");
-  const auto& in = static_cast<const Instance&>(*env);
-  const PlanGraph& graph = in.core().graph();
-  bool declared = false;
-  for (TaskIndex d : graph.intra_deps(in.task())) declared = declared || d == producer.index;
-  if (!declared || !is_task_of(in.core(), producer))
-    throw UndeclaredDependency(
-        "task '" + graph.name(in.task()) + "' reads the output of '" + producer.name +
-        "' without declaring it: add the task with swp::reads(...) naming '" + producer.name +
-        "', or list {\"" + graph.name(in.task()) + "\", \"" + producer.name +
-        "\"} in intra_iter_deps, so the plan orders them (and their streams)");
-  const Instance& source = in.core().sibling(in, producer.index);
-  return {.box = in.core().box(in.slot(), producer.index),
-          .error = source.failed ? &source.error() : nullptr};
-}
-
-const PlanGraph& graph_of(const EngineCore& core) noexcept { return core.graph(); }
-
-Runtime& runtime_of(const EngineCore& core) noexcept { return core.runtime(); }
-
-bool is_task_of(const EngineCore& core, const TaskHandle& task) noexcept {
-  const PlanGraph& graph = core.graph();
-  return task.index < graph.size() && graph.name(task.index) == task.name;
-}
-
-OutputBox* output_box(const EngineCore& core, std::size_t slot, TaskIndex task) noexcept {
-  return core.box(slot, task);
-}
 
 }  // namespace swp::detail

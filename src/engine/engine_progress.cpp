@@ -10,85 +10,30 @@
 
 namespace swp::detail {
 
-// A wait that holds no thread: the awaiting coroutine is parked on the scheduler and looks at
-// its condition again whenever something completes (Scheduler::notify), and at the ticks of
-// the run's ParkedWaitWatch, which also enforce the deadlines a blocking wait checks by itself
-// (retire, sequencer).
-class EngineCore::AsyncWait final : private Runnable {
- public:
-  using Ready = bool (EngineCore::*)() const noexcept;
-
-  // `abandon` (may be null): the wait also ends when it fires (see next(abandon)).
-  AsyncWait(EngineCore& core, Ready ready, std::chrono::milliseconds limit,
-            const StopSignal* abandon = nullptr)
-      : core_(core), ready_(ready), limit_(limit), abandon_(abandon) {}
-  AsyncWait(const AsyncWait&) = delete;
-  AsyncWait& operator=(const AsyncWait&) = delete;
-
-  [[nodiscard]] bool await_ready() const noexcept { return (core_.*ready_)(); }
-
-  template <class Promise>
-  bool await_suspend(std::coroutine_handle<Promise> h) {
-    handle_ = h;
-    resumer_ = resumer_of(h);
-    // A parked wait looks again when the scheduler is notified: abandoning it notifies.
-    if (abandon_ != nullptr) on_abandon_.emplace(abandon_->token(), Notify{&core_});
-    const auto deadline = limit_ == std::chrono::milliseconds::max()
-                              ? Clock::time_point::max()
-                              : Clock::now() + limit_;
-    wait_ = core_.parked_waits_.begin(deadline, core_.timeouts_.check_interval);
-    return park();
-  }
-
-  /// True when the condition holds, false when the deadline passed first.
-  bool await_resume() {
-    on_abandon_.reset();
-    const bool expired = core_.parked_waits_.expired(wait_);
-    core_.parked_waits_.end(wait_);
-    unwatch_device();
-    return (core_.*ready_)() || !expired;
-  }
-
- private:
-  // Parks unless ready or expired; true: parked (and `this` may already be running elsewhere).
-  bool park() {
-    watch_device();
-    return core_.runtime_.scheduler().park_unless(*this, [this] {
-      return core_.parked_waits_.expired(wait_) || (core_.*ready_)() ||
-             (abandon_ != nullptr && abandon_->stop_requested());
-    });
-  }
-
-  void run() noexcept override {
-    if (!park()) resume_on(resumer_, handle_);
-  }
-
+template <bool (EngineCore::*Ready)() const noexcept>
+ParkedWait EngineCore::parked(std::chrono::milliseconds limit, const StopSignal* abandon,
+                              bool wake_on_device) {
+  const ParkedWait::Condition ready{this, [](const void* core) noexcept {
+                                      return (static_cast<const EngineCore*>(core)->*Ready)();
+                                    }};
+  ParkedWait::ExtraWakeups device;
   // Once the oldest iteration retired, its device work decides whether its slot can take the
-  // next batch: wake on its events too.
-  void watch_device() {
-    if (watching_ || ready_ != &EngineCore::retire_or_admit || !core_.retirable()) return;
-    watching_ = true;
-    core_.watch_device(core_.oldest_);
-  }
-  void unwatch_device() {
-    if (watching_) core_.unwatch_device(core_.oldest_);
-  }
-
-  struct Notify {
-    EngineCore* core;
-    void operator()() const noexcept { core->runtime_.scheduler().notify(); }
-  };
-
-  EngineCore& core_;
-  Ready ready_;
-  std::chrono::milliseconds limit_;
-  const StopSignal* abandon_;
-  std::optional<std::stop_callback<Notify>> on_abandon_;
-  std::coroutine_handle<> handle_;
-  Resumer* resumer_ = nullptr;
-  ParkedWaitWatch::Id wait_ = 0;  // 0: it never parked
-  bool watching_ = false;
-};
+  // next batch: its events wake the wait too.
+  if (wake_on_device)
+    device = {this,
+              [](void* self) {
+                auto& core = *static_cast<EngineCore*>(self);
+                if (!core.retirable()) return false;
+                core.watch_device(core.oldest_);
+                return true;
+              },
+              [](void* self) {
+                auto& core = *static_cast<EngineCore*>(self);
+                core.unwatch_device(core.oldest_);
+              }};
+  return ParkedWait(runtime_.scheduler(), parked_waits_, ready, limit, timeouts_.check_interval,
+                    abandon, device);
+}
 
 bool EngineCore::retirable() const noexcept { return complete(oldest_, sync_[oldest_entry_]); }
 
@@ -163,22 +108,9 @@ void EngineCore::time_out_retire() {
        FailureKind::timeout);
 }
 
-std::string EngineCore::describe(const Failure& failure) {
-  std::string what = "an unknown exception";
-  try {
-    std::rethrow_exception(failure.error);
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
-  }
-  if (failure.kind != FailureKind::task) return what;
-  return "task '" + failure.task + "' failed in iteration " + std::to_string(failure.iter) + ": " +
-         what;
-}
-
 bool EngineCore::cancel(const std::string& reason) {
   std::lock_guard lock(live_mutex_);
-  if (!live_.load(std::memory_order_acquire) || failed_.load(std::memory_order_acquire))
+  if (!live_.load(std::memory_order_acquire) || failure_.failed())
     return false;
   const std::string what = "pipeline cancelled: " + reason;
   fail("", -1, std::make_exception_ptr(Cancelled(what)), FailureKind::cancelled);
@@ -194,7 +126,7 @@ Co<std::optional<std::int64_t>> EngineCore::next(std::stop_token token) {
 void EngineCore::abort_run(bool drained) {
   // Everything released must have finished before state can be reset: cancellable waits were
   // woken by fail(); bodies run to their end.
-  Failure failure = *failure_;
+  const Failure failure = failure_.snapshot();
   parked_waits_.stop();
   filled_ = false;
   live_.store(false, std::memory_order_release);
@@ -203,7 +135,7 @@ void EngineCore::abort_run(bool drained) {
     // The failure that started the drain is the cause: it stays in the message. Bodies still
     // run in the contexts of the iterations in flight: none can be handed to on_failure.
     const HangReport report = hang_report();
-    throw report.error("pipeline could not drain after a failure (" + describe(failure) +
+    throw report.error("pipeline could not drain after a failure (" + failure.describe() +
                        "); iterations " + std::to_string(oldest_) + ".." +
                        std::to_string(next_admit_ - 1) +
                        " did not retire and were not reported; still unfinished:" +
@@ -229,15 +161,14 @@ void EngineCore::abort_run(bool drained) {
     front_.run_ended(failure.kind == FailureKind::cancelled
                          ? failure.error
                          : std::make_exception_ptr(Cancelled(
-                               "batch not admitted: the run failed: " + describe(failure))));
+                               "batch not admitted: the run failed: " + failure.describe())));
   } catch (...) {
     if (!report_error) report_error = std::current_exception();
   }
   if (report_error)
     throw CallbackError(CallbackError::Callback::on_failure, report_iter, report_error,
-                        "while reporting the run's failure: " + describe(failure));
-  if (failure.kind != FailureKind::task) std::rethrow_exception(failure.error);
-  throw TaskError(failure.task, failure.iter, failure.error);
+                        "while reporting the run's failure: " + failure.describe());
+  std::rethrow_exception(failure.run_error());
 }
 
 std::exception_ptr EngineCore::task_error(std::int64_t iter, TaskIndex task) const {
@@ -248,13 +179,11 @@ std::exception_ptr EngineCore::task_error(std::int64_t iter, TaskIndex task) con
 std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int64_t iter) const {
   if (auto own = iteration_error(iter)) return own;  // skip: it had failed before the run did
   if (iter == failure.iter) {
-    if (failure.kind == FailureKind::task)
-      return std::make_exception_ptr(TaskError(failure.task, failure.iter, failure.error));
-    return failure.error;  // a deadline or a callback in this iteration
+    return failure.run_error();  // a task's, a deadline's or a callback's in this iteration
   }
   if (failure.kind == FailureKind::cancelled) return failure.error;
   return std::make_exception_ptr(Cancelled("iteration " + std::to_string(iter) +
-                                           " cancelled: the run failed: " + describe(failure)));
+                                           " cancelled: the run failed: " + failure.describe()));
 }
 
 // Inline into its two callers (progress()'s loop and next()): once per iteration, on the
@@ -263,7 +192,7 @@ std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int6
   // The run may have failed since the caller last looked (its failing instance completes the
   // iteration right after fail(), whose stores a completion seen by the caller makes
   // visible): an iteration of a failed run never retires, it is reported by the abort.
-  if (failed_.load(std::memory_order_acquire)) return -1;
+  if (failure_.failed()) return -1;
   const std::int64_t retired_iter = oldest_;
   // The iterations retired before (their Retired handles end here); device work of theirs
   // that faulted fails the run instead.
@@ -465,12 +394,10 @@ Co<std::optional<std::int64_t>> EngineCore::next(const StopSignal* abandon) {
       continue;
     }
     if (starving()) {
-      co_await AsyncWait(*this, &EngineCore::source_or_stop, std::chrono::milliseconds::max(),
-                         abandon);
+      co_await parked<&EngineCore::source_or_stop>(std::chrono::milliseconds::max(), abandon);
       continue;
     }
-    if (co_await AsyncWait(*this, &EngineCore::retire_or_admit, retire_time_left(started),
-                           abandon) ||
+    if (co_await parked<&EngineCore::retire_or_admit>(retire_time_left(started), abandon, true) ||
         stop_.stop_requested() || admissible() ||
         (abandon != nullptr && abandon->stop_requested()))
       continue;
@@ -484,7 +411,7 @@ Co<std::optional<std::int64_t>> EngineCore::next(const StopSignal* abandon) {
   }
   stop_source();
   release_->release_rest();
-  abort_run(co_await AsyncWait(*this, &EngineCore::drained, timeouts_.drain));
+  abort_run(co_await parked<&EngineCore::drained>(timeouts_.drain));
 }
 
 bool EngineCore::settle_at_end() {
@@ -495,7 +422,7 @@ bool EngineCore::settle_at_end() {
   // cancel() looks at live_ and fails the run under the same lock: either it failed the run
   // before this look (and the cancel surfaces), or it finds the run ended and returns false.
   std::lock_guard lock(live_mutex_);
-  if (failed_.load(std::memory_order_acquire)) return false;
+  if (failure_.failed()) return false;
   live_.store(false, std::memory_order_release);
   return true;
 }

@@ -1,7 +1,9 @@
 // EngineCore::run_serial: one iteration, tasks in topological order on the calling thread.
 
+#include <optional>
 #include <string>
 
+#include "swp/async/detail/drive_to_end.hpp"
 #include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/task_scope.hpp"
@@ -37,55 +39,33 @@ void EngineCore::run_serial(std::int64_t iter) {
     }
     in.set_state(InstanceState::running);
     if (nvtx_) start_range(in, true);
-    // The outcome is written by whichever thread finishes the body (on host a body may
-    // resume on the thread that completed what it awaited): atomically, and followed by a
-    // notify, so the waiting caller neither races nor sleeps through it.
-    struct Outcome {
-      std::atomic<bool> finished{false};
-      std::exception_ptr error;
-      Scheduler* scheduler = nullptr;
-    } outcome;
-    outcome.scheduler = &runtime_.scheduler();
+    std::exception_ptr error;
     ErasedCo body;
     try {
-      if (info_[t].routine != nullptr) body = info_[t].routine->run(slots_[0].context, in.scope(), box(0, t));
+      if (info_[t].routine != nullptr)
+        body = info_[t].routine->run(slots_[0].context, in.scope(), box(0, t));
     } catch (...) {
-      outcome.error = std::current_exception();
-      outcome.finished.store(true);
+      error = std::current_exception();
     }
     if (body.valid()) {
-      body.start(
-          nullptr,
-          [](void* context, std::exception_ptr& error) noexcept {
-            auto* o = static_cast<Outcome*>(context);
-            o->error = std::move(error);
-            Scheduler* scheduler = o->scheduler;
-            o->finished.store(true, std::memory_order_seq_cst);
-            scheduler->notify();
-          },
-          &outcome, nullptr, &in);
-    } else {
-      outcome.finished.store(true);
+      // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they run
+      // on, or finish on another thread.
+      std::optional<std::exception_ptr> ended = drive_to_end(body, runtime_.scheduler(), &in);
+      if (!ended)
+        throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
+                              graph_.name(t) +
+                              "' can never finish (it waits for something no task "
+                              "will provide)");
+      error = std::move(*ended);
     }
-    // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they ran, or
-    // finish on another thread.
-    if (!outcome.finished.load(std::memory_order_seq_cst))
-      runtime_.scheduler().drive_until(
-          [&] { return outcome.finished.load(std::memory_order_seq_cst); },
-          Clock::time_point::max());
-    if (!outcome.finished.load(std::memory_order_seq_cst))
-      throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
-                            graph_.name(t) +
-                            "' can never finish (it waits for something no task "
-                            "will provide)");
     in.set_state(InstanceState::finished);
     end_range(in);
-    if (outcome.error) {
+    if (error) {
       in.failed = true;
-      in.error() = outcome.error;
+      in.error() = error;
     }
-    if (observer_ != nullptr) observer_->task_finished(t, iter, *info_[t].lane, !outcome.error);
-    if (outcome.error) throw TaskError(graph_.name(t), iter, outcome.error);
+    if (observer_ != nullptr) observer_->task_finished(t, iter, *info_[t].lane, !error);
+    if (error) throw TaskError(graph_.name(t), iter, error);
   }
 }
 

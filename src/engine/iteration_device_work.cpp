@@ -33,10 +33,10 @@ bool IterationDeviceWork::fail_on_recorded_fault(EngineCore& core, std::int64_t 
     if (!fault) continue;
     EngineCore& c = core;
     try {
-      c.fail(c.graph_.name(t), iter, std::move(fault), EngineCore::FailureKind::task);
+      c.fail(c.graph_.name(t), iter, std::move(fault), FailureKind::task);
     } catch (...) {
       // fail() allocates its message; without memory the run still stops: fire the signal.
-      c.failed_.store(true, std::memory_order_release);
+      c.failure_.mark_failed();
       c.stop_.request_stop("device fault");
     }
     return true;
@@ -84,7 +84,7 @@ bool IterationDeviceWork::await_slot_device(EngineCore& core, std::int64_t iter)
 
 void IterationDeviceWork::time_out_slot(std::int64_t iter) {
   core().fail("", iter, std::make_exception_ptr(slot_timeout(iter)),
-              EngineCore::FailureKind::timeout);
+              FailureKind::timeout);
 }
 
 PipelineTimeout IterationDeviceWork::slot_timeout(std::int64_t iter) const {
@@ -127,7 +127,7 @@ void IterationDeviceWork::time_out_device_retire() {
              device_timeout(c.oldest_,
                             "so it cannot retire (retire_after_device: iterations retire after "
                             "their device work)")),
-         EngineCore::FailureKind::timeout);
+         FailureKind::timeout);
 }
 
 }  // namespace swp::detail

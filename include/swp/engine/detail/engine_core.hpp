@@ -7,7 +7,8 @@
 // Concepts of their own, in their own files: the runs without join counters (UncountedRuns)
 // and the iterations' device work (IterationDeviceWork), both bases of the core whose steps
 // reach it at a fixed offset; the lane claims (lane_claim.hpp); the hang report
-// (HangReport); the deadlines of parked waits (ParkedWaitWatch); a context slot.
+// (HangReport); the failure record (RunFailure); next()'s wait that holds no thread
+// (ParkedWait) and its deadlines (ParkedWaitWatch); a context slot.
 
 #include <atomic>
 #include <chrono>
@@ -29,7 +30,6 @@
 #include "swp/async/co.hpp"
 #include "swp/async/detail/asymmetric_fence.hpp"
 #include "swp/async/detail/run_queue_hooks.hpp"
-#include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/lane.hpp"
 #include "swp/async/sequencer.hpp"
@@ -46,9 +46,11 @@
 #include "swp/engine/detail/iteration_device_work.hpp"
 #include "swp/engine/detail/lane_claim.hpp"
 #include "swp/engine/detail/output_box.hpp"
+#include "swp/engine/detail/parked_wait.hpp"
 #include "swp/engine/detail/parked_wait_watch.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/ring_index.hpp"
+#include "swp/engine/detail/run_failure.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/detail/uncounted_runs.hpp"
 #include "swp/engine/engine_timeouts.hpp"
@@ -107,7 +109,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   /// retired (progress() returned no iteration; a new fill may go on with it). What the
   /// between-runs setters accept.
   [[nodiscard]] bool between_runs() const noexcept {
-    return !filled_ || (at_end() && !failed_.load(std::memory_order_acquire));
+    return !filled_ || (at_end() && !failure_.failed());
   }
   /// Throws PipelineStateError naming `call` unless between_runs().
   void require_between_runs(const char* call) const;
@@ -131,7 +133,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   /// Pipeline::on_run_failed). Set between runs.
   void set_on_run_failed(std::function<void(const std::exception_ptr&)> callback) {
     require_between_runs("on_run_failed");
-    on_run_failed_ = std::move(callback);
+    failure_.set_on_run_failed(std::move(callback));
   }
   /// next() that cancels the run (as cancel("stop requested")) when `token` is stopped while
   /// it waits, or was stopped already.
@@ -208,16 +210,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
 
   // The runs without join counters (FastPaths::uncounted), which the release policies take.
   UncountedRuns& uncounted() noexcept { return *this; }
-
-  // What failed a run: a task (error: its cause, wrapped in a TaskError when thrown), or a
-  // deadline or a callback (error: the PipelineTimeout or CallbackError to throw as it is).
-  enum class FailureKind : std::uint8_t { task, timeout, callback, cancelled };
-  struct Failure {
-    std::string task;
-    std::int64_t iter = -1;
-    std::exception_ptr error;
-    FailureKind kind = FailureKind::task;
-  };
 
   Sync& sync_of(std::int64_t iter) noexcept { return sync_[sync_ring_(iter)]; }
   const Sync& sync_of(std::int64_t iter) const noexcept { return sync_[sync_ring_(iter)]; }
@@ -393,13 +385,11 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
                                         bool own) noexcept;
   Co<void> await_turn(Instance& in);
   // Errors, deadlines, drain.
+  // Records the failure (the first root cause wins, see RunFailure); the first stops the run
+  // and tells on_run_failed.
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
-  // Calls on_run_failed_ with the run's error (a TaskError for a task's failure).
-  void tell_run_failed(const std::string& task, std::int64_t iter,
-                       const std::exception_ptr& error, FailureKind kind) noexcept;
   // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
   void fail_callback(CallbackError::Callback which, std::int64_t iter);
-  [[nodiscard]] bool failed_with(FailureKind kind) const;
   bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
   // wait_for after running what was runnable did not make `done` true.
   bool wait_past_runnable(const std::function<bool()>& done, std::chrono::milliseconds limit);
@@ -499,9 +489,11 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   // The error of an instance's failed dependency (nullptr: none failed). Inter-iteration
   // dependencies count only under fail_run (skip keeps a failure within its iteration).
   [[nodiscard]] const std::exception_ptr* failed_dependency(const Instance& in) const noexcept;
-  // What failed the run, for a message: the task and iteration, and the error's what().
-  static std::string describe(const Failure& failure);
-  class AsyncWait;
+  // next()'s wait that holds no thread (ParkedWait) until `Ready` holds, `limit` passes or
+  // `abandon` fires; with `wake_on_device`, the oldest iteration's device events wake it too.
+  template <bool (EngineCore::*Ready)() const noexcept>
+  ParkedWait parked(std::chrono::milliseconds limit, const StopSignal* abandon = nullptr,
+                    bool wake_on_device = false);
 
   Runtime& runtime_;
   RunQueueHooks& run_queue_;  // run_queue_hooks_of(runtime_.scheduler())
@@ -624,12 +616,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   Instance* run_next_ = nullptr;
   class WaitingThread;
 
-  // The failure record: the first root cause wins.
-  mutable SpinLock failure_lock_;
-  std::optional<Failure> failure_;
-  std::function<void(const std::exception_ptr&)> on_run_failed_;  // see set_on_run_failed
-  std::atomic<bool> failed_{false};  // failure_ is set; readable without the lock
-  // The deadlines of next()'s waits (AsyncWait). Last: its ticks use the members above.
+  RunFailure failure_;  // what failed the run (the first root cause)
+  // The deadlines of next()'s waits (ParkedWait). Last: its ticks use the members above.
   ParkedWaitWatch parked_waits_;
 };
 

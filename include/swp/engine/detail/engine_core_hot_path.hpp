@@ -128,7 +128,7 @@ inline bool EngineCore::admit() {
 // In the header: the release policies' admissions (once per iteration) inline it.
 [[gnu::always_inline]] inline bool EngineCore::prepare() {
   const std::int64_t iter = next_admit_;
-  if (iter >= end_ || failed_.load(std::memory_order_acquire)) return false;
+  if (iter >= end_ || failure_.failed()) return false;
   const std::size_t s = admit_entry_;  // its slot (see entry_after)
   Admission admission = Admission::end;
   try {

@@ -1,6 +1,6 @@
 #pragma once
 // The engine core as the public headers' templates see it (not for direct use): a forward
-// declaration and the few calls they make into it, defined in src/engine/engine_core.cpp.
+// declaration and the few calls they make into it, defined in src/engine/engine_handle.cpp.
 // iter_context.hpp and retired.hpp include this rather than engine_core.hpp, so a user's
 // translation unit that names a context or a Retired does not compile the core's internals.
 
