@@ -46,15 +46,6 @@ bool EngineCore::retire_ready() const noexcept {
 
 bool EngineCore::drained() const noexcept { return release_->drained() && front_.source_idle(); }
 
-bool EngineCore::wait_for_source() {
-  const auto ready = [this] { return source_or_stop(); };
-  Scheduler& scheduler = runtime_.scheduler();
-  // Virtual time: only what is scheduled can answer the source; when nothing is, it never will.
-  if (scheduler.virtual_time()) return scheduler.drive_until(ready, Clock::time_point::max());
-  while (!ready()) scheduler.drive_until(ready, scheduler.now() + timeouts_.check_interval);
-  return true;
-}
-
 void EngineCore::stop_source() noexcept {
   try {
     front_.end_source();
@@ -64,39 +55,11 @@ void EngineCore::stop_source() noexcept {
 }
 
 bool EngineCore::wait_drained() {
-  return wait_for([&] { return drained(); }, timeouts_.drain);
-}
-
-bool EngineCore::wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit) {
-  // Run what is runnable first: usually that is all it takes, and it needs no clock reading.
-  if (runtime_.scheduler().drive_until(done, Clock::time_point::min())) return true;
-  return wait_past_runnable(done, limit);
-}
-
-bool EngineCore::wait_past_runnable(const std::function<bool()>& done,
-                                    std::chrono::milliseconds limit) {
-  Scheduler& scheduler = runtime_.scheduler();
-  // Virtual time: the deadlines do not apply to the model (a task may model minutes), and a
-  // run that cannot go on is known at once: drive_until returns when nothing is left to run.
-  if (scheduler.virtual_time()) return scheduler.drive_until(done, Clock::time_point::max());
-  const auto deadline = scheduler.now() + limit;
-  while (!done()) {
-    const auto now = scheduler.now();
-    if (now >= deadline) return false;
-    scheduler.drive_until(done, std::min(deadline, now + timeouts_.check_interval));
-    if (sequencer_.check_timeouts(timeouts_.sequencer) > 0) scheduler.notify();
-  }
-  return true;
-}
-
-bool EngineCore::wait_retire(const std::function<bool()>& done,
-                             std::optional<Clock::time_point>& started) {
-  if (runtime_.scheduler().drive_until(done, Clock::time_point::min())) return true;
-  return wait_past_runnable(done, retire_time_left(started));
+  return driven_.until([&] { return drained(); }, timeouts_.drain);
 }
 
 void EngineCore::time_out_retire() {
-  // On virtual time a wait ends unfinished only when nothing is left to run (see wait_for).
+  // On virtual time a wait ends unfinished only when nothing is left to run (DrivenWait).
   const bool stuck = runtime_.scheduler().virtual_time();
   const std::string what =
       "iteration " + std::to_string(oldest_) +
@@ -214,14 +177,6 @@ std::exception_ptr EngineCore::abandoned_error(const Failure& failure, std::int6
   return retired_iter;
 }
 
-std::chrono::milliseconds EngineCore::retire_time_left(
-    std::optional<Clock::time_point>& started) const {
-  const auto now = runtime_.scheduler().now();
-  if (!started) started = now;
-  return std::max(std::chrono::ceil<std::chrono::milliseconds>(timeouts_.retire - (now - *started)),
-                  std::chrono::milliseconds(0));
-}
-
 void EngineCore::throw_blocking(const char* call) const {
   throw PipelineStateError(
       std::string(call) +
@@ -317,7 +272,10 @@ std::optional<std::int64_t> EngineCore::retire_next() {
 std::optional<std::int64_t> EngineCore::retire_next_driving() {
   const WaitingThread waiting(*this);
   begin_run();
-  std::optional<Clock::time_point> started;  // see retire_time_left
+  // The retire deadline runs while the oldest iteration is in flight (not while the source has
+  // nothing: a service may idle for hours), from the first wait of this call that has to look
+  // at the clock (DrivenWait::until sets `started`).
+  std::optional<Clock::time_point> started;
   for (;;) {
     // A failure met while admitting (the source, a slot deadline) is still to surface, also
     // when nothing is left in flight (drain() relies on it).
@@ -342,10 +300,11 @@ std::optional<std::int64_t> EngineCore::retire_next_driving() {
       continue;
     }
     if (starving()) {
-      if (!wait_for_source()) starve_timeout();
+      if (!driven_.until_ever(source_or_stop_)) starve_timeout();
       continue;
     }
-    if (!wait_retire(oldest_done_, started) && !stop_.stop_requested() && !admissible())
+    if (!driven_.until(oldest_done_, timeouts_.retire, started) && !stop_.stop_requested() &&
+        !admissible())
       time_out_retire();
   }
   stop_source();
@@ -397,7 +356,8 @@ Co<std::optional<std::int64_t>> EngineCore::next(const StopSignal* abandon) {
       co_await parked<&EngineCore::source_or_stop>(std::chrono::milliseconds::max(), abandon);
       continue;
     }
-    if (co_await parked<&EngineCore::retire_or_admit>(retire_time_left(started), abandon, true) ||
+    if (co_await parked<&EngineCore::retire_or_admit>(driven_.time_left(timeouts_.retire, started),
+                                                  abandon, true) ||
         stop_.stop_requested() || admissible() ||
         (abandon != nullptr && abandon->stop_requested()))
       continue;

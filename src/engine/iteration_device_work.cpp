@@ -65,7 +65,7 @@ bool IterationDeviceWork::wait_device(std::int64_t iter) {
   // The waker is a member, not a local: a stream may still be calling it after the wait below
   // has seen the events complete.
   watch_device(iter);
-  const bool done = core().wait_for([&] { return device_done(iter); }, core().timeouts_.retire);
+  const bool done = core().driven_.until([&] { return device_done(iter); }, core().timeouts_.retire);
   unwatch_device(iter);
   return done;
 }
@@ -97,7 +97,7 @@ PipelineTimeout IterationDeviceWork::device_timeout(std::int64_t iter,
   const EngineCore& c = core();
   const HangReport report = c.hang_report();
   const std::string unfinished = report.unfinished();
-  // On virtual time the wait ends unfinished only when nothing is left to run (wait_for).
+  // On virtual time the wait ends unfinished only when nothing is left to run (DrivenWait).
   const std::string why =
       c.runtime_.scheduler().virtual_time()
           ? " can never complete (nothing left to run: deadlock)"

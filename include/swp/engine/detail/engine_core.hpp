@@ -7,8 +7,9 @@
 // Concepts of their own, in their own files: the runs without join counters (UncountedRuns)
 // and the iterations' device work (IterationDeviceWork), both bases of the core whose steps
 // reach it at a fixed offset; the lane claims (lane_claim.hpp); the hang report
-// (HangReport); the failure record (RunFailure); next()'s wait that holds no thread
-// (ParkedWait) and its deadlines (ParkedWaitWatch); a context slot.
+// (HangReport); the failure record (RunFailure); progress()'s waits, which drive the
+// scheduler (DrivenWait); next()'s wait that holds no thread (ParkedWait) and its deadlines
+// (ParkedWaitWatch); a context slot.
 
 #include <atomic>
 #include <chrono>
@@ -39,6 +40,7 @@
 #include "swp/device/nvtx_ranges.hpp"
 #include "swp/device/stream.hpp"
 #include "swp/engine/detail/context_slot.hpp"
+#include "swp/engine/detail/driven_wait.hpp"
 #include "swp/engine/detail/engine.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/hang_report.hpp"
@@ -390,12 +392,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
   // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
   void fail_callback(CallbackError::Callback which, std::int64_t iter);
-  bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit);
-  // wait_for after running what was runnable did not make `done` true.
-  bool wait_past_runnable(const std::function<bool()>& done, std::chrono::milliseconds limit);
-  // wait_for with the retire deadline counted from `started` (set at the first wait): the
-  // clock is read only once running what is runnable was not enough.
-  bool wait_retire(const std::function<bool()>& done, std::optional<Clock::time_point>& started);
   // Waits (with the drain deadline) until everything released finished; false past it.
   bool wait_drained();
   // What the run waits for, for a deadline's error (see HangReport).
@@ -444,9 +440,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
       throw_blocking(call);
   }
   [[noreturn, gnu::noinline]] void throw_blocking(const char* call) const;
-  // Waits, without a deadline (a service may idle for hours), until the source has its
-  // answer or the run stops; false on virtual time when nothing left to run can answer it.
-  bool wait_for_source();
   // The run failed or stops: no more batches, and what waits for the source is cancelled.
   void stop_source() noexcept;
   [[nodiscard]] bool retirable() const noexcept;
@@ -461,11 +454,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   [[nodiscard]] bool retire_ready() const noexcept;
   [[nodiscard]] bool drained() const noexcept;
   void time_out_retire();
-  // What is left of the retire deadline. It runs while the oldest iteration is in flight (not
-  // while the source has nothing: a service may idle for hours), from the first wait of a
-  // progress()/next() call, which sets `started` (no clock read when nothing has to wait).
-  [[nodiscard]] std::chrono::milliseconds retire_time_left(
-      std::optional<Clock::time_point>& started) const;
   // Fails the run: on virtual time, the source waits for something nothing left can do.
   void starve_timeout();
   // Retires the oldest iteration (on_retire, or on_failure when it failed under skip) and
@@ -526,11 +514,18 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   RingIndex sync_ring_;  // iteration -> its entry in sync_
   SubmissionSequencer sequencer_;
   StopSignal stop_;
-  // progress()'s condition: the oldest iteration can retire, or the run stops. Made once (a
-  // std::function per call would cost its construction on every retirement).
+  // progress()'s conditions: the oldest iteration can retire, or the run stops; the source
+  // has its answer, or the run stops. Made once (a std::function per call would cost its
+  // construction on every retirement).
   std::function<bool()> oldest_done_ = [this] {
     return retirable() || stop_.stop_requested() || admissible();
   };
+  std::function<bool()> source_or_stop_ = [this] { return source_or_stop(); };
+  // progress()'s and drain()'s waits; at each check, the sequencer's deadlines.
+  DrivenWait driven_{runtime_.scheduler(), timeouts_, [this] {
+                       if (sequencer_.check_timeouts(timeouts_.sequencer) > 0)
+                         runtime_.scheduler().notify();
+                     }};
 
   // Run state (caller thread, except where noted).
   bool filled_ = false;
