@@ -97,11 +97,11 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 void ClockRelease::release(TaskIndex task, IterationSync& sync) {
   Instance& in = sync.instances[task];
   if (uncounted_ && release_uncounted(in)) return;
-  // With one thread, a ready instance of a task alone on its lane runs now (see run_in_place):
+  // With one thread, a ready instance of a task alone on its lane runs now (see InPlaceRuns::run):
   // its counter at 1 waits only for the period's token.
   if (runs_here_ != nullptr && in.info->in_place &&
       in.pending.load(std::memory_order_acquire) == 1 &&
-      core_.run_in_place<EngineCore::Releasing::clock>(in))
+      core_.in_place().run<Releasing::clock>(in))
     return;
   // On its lane, the lane starts it, which gives its start token (start). Under its lane's
   // claim (see LaneClaim) the period gives it, and whoever takes the counter to
@@ -304,9 +304,9 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   // With one thread (a pool without workers, and this thread outside any of its runnables) it
   // runs now, as its post would have made it run next: no queue's round trip. With one thread
   // this is every instance: a producer always finishes before its successor's period opens
-  // (docs/benchmarks.md). (Compiled for the clock's release: see EngineCore::Releasing.)
+  // (docs/benchmarks.md). (Compiled for the clock's release: see Releasing.)
   Scheduler& scheduler = in.info->lane->scheduler();
-  if (runs_here_ == &scheduler) return core_.proceed_as<EngineCore::Releasing::clock>(in);
+  if (runs_here_ == &scheduler) return core_.proceed_as<Releasing::clock>(in);
   core_.post_claimed(in, false);
 }
 

@@ -118,13 +118,13 @@ void DataFlowRelease::advance() {
     if (std::exchange(next_owed_, false)) c.uncounted().pay_owed(*sync.previous);
     if (run_here) here.emplace(run_queue);
     // This thread is the only runner until the scope ends: what the admission makes ready
-    // runs in place at once, with what its finishes make ready after it (run_chain_here).
+    // runs in place at once, with what its finishes make ready after it (InPlaceRuns::run_chain).
     const bool chain = here && here->open();
     for (TaskIndex t : admitted_) {
       Instance& in = instances[t];
       if (admission_[t] == Admission::token && !c.count_down(in)) continue;
       if (chain && in.info->in_place) {
-        c.run_chain_here(in);
+        c.in_place().run_chain(in);
       } else {
         c.release_now(in, false);
       }

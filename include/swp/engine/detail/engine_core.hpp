@@ -4,12 +4,13 @@
 // One core, two release policies (DESIGN.md decision 1): everything about slots, instances,
 // dependencies, events, lanes, the sequencer, errors, deadlines and cancellation lives here;
 // the policies differ only in when an instance (task, iteration) is released to its lane.
-// Concepts of their own, in their own files: the runs without join counters (UncountedRuns)
-// and the iterations' device work (IterationDeviceWork), both bases of the core whose steps
-// reach it at a fixed offset; the lane claims (lane_claim.hpp); the hang report
-// (HangReport); the failure record (RunFailure); progress()'s waits, which drive the
-// scheduler (DrivenWait); next()'s wait that holds no thread (ParkedWait) and its deadlines
-// (ParkedWaitWatch); a context slot.
+// Concepts of their own, in their own files: the runs without join counters (UncountedRuns),
+// the in-place runs (InPlaceRuns) and the iterations' device work (IterationDeviceWork),
+// bases of the core whose steps reach it at a fixed offset; the lane claims
+// (lane_claim.hpp); the hang report (HangReport); the failure record (RunFailure);
+// progress()'s waits, which drive the scheduler (DrivenWait); next()'s wait that holds no
+// thread (ParkedWait) and its deadlines (ParkedWaitWatch); a context slot. The steps that
+// finish an instance, inline for the flattened paths, are in engine_core_steps.hpp.
 
 #include <atomic>
 #include <chrono>
@@ -44,6 +45,7 @@
 #include "swp/engine/detail/engine.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/hang_report.hpp"
+#include "swp/engine/detail/in_place_runs.hpp"
 #include "swp/engine/detail/instance.hpp"
 #include "swp/engine/detail/iteration_device_work.hpp"
 #include "swp/engine/detail/lane_claim.hpp"
@@ -72,7 +74,7 @@ namespace detail {
 // constinit: no check for a dynamic initializer at each use.
 [[gnu::tls_model("initial-exec")]] extern constinit thread_local const char this_thread_marker;
 
-class EngineCore : private UncountedRuns, private IterationDeviceWork {
+class EngineCore : private UncountedRuns, private IterationDeviceWork, private InPlaceRuns {
  public:
   /// The core of a pipeline over `graph` running up to `slots` iterations at once (its depth),
   /// for the typed `front` (which must outlive it), which keeps Engine::context_slots(slots)
@@ -206,12 +208,15 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   friend class ClockRelease;
   friend class HangReport;
   friend class IterationDeviceWork;
+  friend class InPlaceRuns;
   friend class UncountedRuns;
 
   using Sync = IterationSync;
 
   // The runs without join counters (FastPaths::uncounted), which the release policies take.
   UncountedRuns& uncounted() noexcept { return *this; }
+  // The in-place runs (FastPaths::in_place), which the release policies take.
+  InPlaceRuns& in_place() noexcept { return *this; }
 
   Sync& sync_of(std::int64_t iter) noexcept { return sync_[sync_ring_(iter)]; }
   const Sync& sync_of(std::int64_t iter) const noexcept { return sync_[sync_ring_(iter)]; }
@@ -240,13 +245,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   // One thing `in` waited for happened; the last one tells the release policy.
   // `step_ending`: called at the end of a lane step (see ReleasePolicy::ready).
   void satisfy(Instance& in, bool step_ending = false) noexcept;
-  // Which engine's release a step is compiled for. The flattened hot paths inline every step
-  // below them: compiled for `either`, the clock's period (ClockRelease::advance) carried
-  // data-flow's release of a successor at each of its count-downs, and its hooks' and errors'
-  // finish besides (38 KB of code, against 13 KB compiled for `clock`, which made the clock
-  // 6% faster per task with one thread; docs/benchmarks.md). `either` asks start_proceeds_
-  // (data-flow's steps are compiled for it: its successor's release inlined helps them).
-  enum class Releasing : std::uint8_t { either, clock };
+  // Releasing: which engine's release the step is compiled for (releasing.hpp).
   template <Releasing R>
   void satisfy_as(Instance& in, bool step_ending) noexcept;
   // The release policy's ready, out of line: where the clock's instances are released once
@@ -301,7 +300,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   // ready instances through proceed_as<Releasing::clock>.
   template <Releasing R>
   void proceed_as(Instance& in) noexcept;
-  // The common case of proceed() (and run_in_place): no trouble or hooks, no failure and no
+  // The common case of proceed() (and InPlaceRuns::run): no trouble or hooks, no failure and no
   // device work in its iteration, no turn to take, no device work of the iteration before to
   // wait for where it has inter dependencies.
   [[nodiscard]] bool proceeds_plainly(const Instance& in) const noexcept {
@@ -326,33 +325,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   // proceed() past the common case: trouble, device waits, a turn to take.
   [[gnu::noinline]] void proceed_guarded(Instance& in) noexcept;
   void run_body(Instance& in) noexcept;
-  // The release of `in`, a ready instance of a TaskInfo::in_place task, on the thread that is
-  // its scheduler's only runner (the clock's period with one thread: its start token is all it
-  // waits for; data-flow: its counter reached zero in run_chain_here): when nothing unusual
-  // goes on (no trouble or hooks, no failure or device work in its iteration, none in the
-  // iteration before where it has inter dependencies) and its lane's claim stands, it is
-  // re-armed and runs here and now, as release_now() or ClockRelease::start_under_claim and
-  // proceed() would run it on their common path, without their questions about the other
-  // cases (docs/benchmarks.md). False: it did nothing that matters, its counter untouched (the
-  // caller releases it the general way, which then finds what differs). Compiled for the
-  // engine that calls it (see Releasing: the clock's period inlines it).
-  template <Releasing R>
-  bool run_in_place(Instance& in) noexcept;
-  // Data-flow with one thread (an admission's RunQueueHooks::RunHere open): runs `first`, ready,
-  // in place, and after it each in-place instance the finishes make ready, one after the
-  // other on this thread (run_next_), instead of a post and a run queue's round trip each.
-  // What cannot run in place is released as usual (to the RunHere, which runs it next).
-  void run_chain_here(Instance& first) noexcept;
-  // In run_chain_here on this thread: `in`, made ready by a finish, runs next in the chain
-  // (true), unless one is chosen already or `in` cannot run in place.
-  bool chained_here(Instance& in) noexcept {
-    if (!in.info->in_place) return false;
-    // The marker first: only the chain's thread reads run_next_.
-    if (chain_thread_.load(std::memory_order_relaxed) != &this_thread_marker) return false;
-    if (run_next_ != nullptr) return false;
-    run_next_ = &in;
-    return true;
-  }
   // run_body for an instance that proceeded the common way (see proceed) with no hooks: no
   // dependency's error to take, nothing to tell; its finish has only its stream to look at.
   template <Releasing R>
@@ -604,11 +576,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork {
   // The waiting thread retires undriven, outside the scheduler's runnables: the policies'
   // advance, on that thread only, need not ask RunQueueHooks::runs_no_work_here again.
   bool waiter_runs_no_work_ = false;
-  // The thread in run_chain_here (the address of its marker; nullptr: none), and the next
-  // instance its chain runs. Only that thread writes either; an instance finishing on
-  // another thread reads a marker that is not its own and releases as usual.
-  std::atomic<const void*> chain_thread_{nullptr};
-  Instance* run_next_ = nullptr;
   class WaitingThread;
 
   RunFailure failure_;  // what failed the run (the first root cause)

@@ -66,7 +66,7 @@ struct TaskInfo {
   LaneClaim* claim = nullptr;
   // It has a lane edge (so it is not globally ordered) and its lane runs on the runtime's
   // scheduler: with one thread, both engines run its ready instances where they release them
-  // (EngineCore::run_in_place).
+  // (InPlaceRuns::run).
   bool in_place = false;
 };
 

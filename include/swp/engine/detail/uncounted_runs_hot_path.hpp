@@ -22,7 +22,7 @@ template <class HandOver>
   const TaskInfo& info = *in.info;
   LaneClaim& claim = *info.claim;  // every task is in place: each has its lane's claim
   const Lane& lane = *info.lane;   // before the fence (see hold_claimed_lane)
-  // The release's side of the claim, with the state it runs in, as run_in_place does; a
+  // The release's side of the claim, with the state it runs in, as InPlaceRuns::run does; a
   // revoked claim (or trouble) leaves the instance to the general release, which stores them
   // again, gives the claim up and queues it on its lane.
   if (core.attention_.load(std::memory_order_acquire) != 0 ||
