@@ -65,7 +65,8 @@ bool IterationDeviceWork::wait_device(std::int64_t iter) {
   // The waker is a member, not a local: a stream may still be calling it after the wait below
   // has seen the events complete.
   watch_device(iter);
-  const bool done = core().driven_.until([&] { return device_done(iter); }, core().timeouts_.retire);
+  const bool done =
+      core().driven_.until([&] { return device_done(iter); }, core().timeouts_.retire);
   unwatch_device(iter);
   return done;
 }
