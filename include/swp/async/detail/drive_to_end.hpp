@@ -6,6 +6,7 @@
 #include <atomic>
 #include <exception>
 #include <optional>
+#include <utility>
 
 #include "swp/async/co.hpp"
 #include "swp/async/detail/erased_co.hpp"

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <utility>
 
 #include "swp/async/scheduler.hpp"
 #include "swp/engine/engine_timeouts.hpp"

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "swp/async/detail/spin_lock.hpp"
 
@@ -32,8 +33,8 @@ struct Failure {
 
 /// The failure record of one pipeline: the first root cause wins. Any thread records (a lane's
 /// task, a timer's deadline, cancel()'s caller); the caller's thread reads it once the run
-/// drained. Tested through the pipelines' failures (tests/engine/test_failure_policy.cpp,
-/// test_pipeline_cancel.cpp, test_engine_timeouts.cpp).
+/// drained. Tests: tests/engine/detail/test_run_failure.cpp, and the pipelines' failures
+/// (tests/engine/test_failure_policy.cpp, test_pipeline_cancel.cpp, test_engine_timeouts.cpp).
 class RunFailure {
  public:
   /// Records `failure` unless the run failed already. Returns the reason the run's stop
