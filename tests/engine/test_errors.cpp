@@ -14,6 +14,7 @@
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
 #include "support/seed.hpp"
+#include "support/text.hpp"
 #include "swp/async/cancelled.hpp"
 #include "swp/engine/pipeline.hpp"
 
@@ -23,6 +24,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Ctx = swp::IterContext<int>;
+using swp::test::message_of;
 
 std::vector<int> iota(int n) {
   std::vector<int> v(static_cast<std::size_t>(n));
@@ -193,18 +195,6 @@ std::exception_ptr run_until_error(Pipe& pipe, std::vector<std::int64_t>& retire
     return std::current_exception();
   }
   return nullptr;
-}
-
-// The message of an error of type E (empty for any other error).
-template <class E>
-std::string message_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const E& e) {
-    return e.what();
-  } catch (...) {
-  }
-  return "";
 }
 
 // After a failed run: nothing is left to retire (no phantom iteration), and a refill runs

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "support/text.hpp"
 #include "swp/async/co.hpp"
 #include "swp/async/detail/drive_to_end.hpp"
 #include "swp/async/future.hpp"
@@ -16,6 +17,7 @@ namespace test_drive_to_end {  // each test file's names apart (unity builds)
 using namespace std::chrono_literals;
 using swp::detail::drive_to_end;
 using swp::detail::ErasedCo;
+using swp::test::message_of;
 
 namespace {
 
@@ -43,14 +45,6 @@ struct SetLater final : swp::Runnable {
   void run() noexcept override { promise.set_value(value); }
 };
 
-std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 }  // namespace
 
 TEST_CASE("drive_to_end: a body that completes at once ends with no error, driving nothing") {
@@ -70,7 +64,7 @@ TEST_CASE("drive_to_end returns a body's error, thrown before or after its first
   const auto early = drive_to_end(first, sim);
   REQUIRE(early.has_value());
   REQUIRE(*early != nullptr);
-  CHECK(what_of(*early) == "bad batch");
+  CHECK(message_of<std::exception>(*early) == "bad batch");
 
   auto [promise, future] = swp::make_promise<int>();
   SetLater later;
@@ -80,7 +74,7 @@ TEST_CASE("drive_to_end returns a body's error, thrown before or after its first
   const auto late = drive_to_end(second, sim);
   REQUIRE(late.has_value());
   REQUIRE(*late != nullptr);
-  CHECK(what_of(*late) == "after the await");
+  CHECK(message_of<std::exception>(*late) == "after the await");
 }
 
 TEST_CASE("drive_to_end drives virtual time until the body's await completes") {

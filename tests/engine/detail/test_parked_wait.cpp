@@ -2,9 +2,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "swp/async/co.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/async/timer_queue.hpp"
@@ -13,21 +13,11 @@
 namespace test_parked_wait {  // each test file's names apart (unity builds)
 
 using namespace std::chrono_literals;
-using swp::Clock;
 using swp::detail::ParkedWait;
 using swp::detail::ParkedWaitWatch;
+using swp::test::eventually;
 
 namespace {
-
-// Polls `done` until it holds; false after 10 s (a broken wait fails the test, never hangs it).
-bool eventually(const std::function<bool()>& done) {
-  const auto give_up = Clock::now() + 10s;
-  while (!done()) {
-    if (Clock::now() > give_up) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 // A pool with one worker, a watch whose ticks notify it, and a flag as the condition.
 struct Fixture {

@@ -2,10 +2,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <thread>
 
 #include "support/alloc_counter.hpp"
+#include "support/eventually.hpp"
 #include "swp/async/timer_queue.hpp"
 #include "swp/engine/detail/parked_wait_watch.hpp"
 
@@ -13,19 +13,10 @@ namespace test_parked_wait_watch {  // each test file's names apart (unity build
 
 using namespace std::chrono_literals;
 using swp::Clock;
+using swp::test::eventually;
 using swp::detail::ParkedWaitWatch;
 
 namespace {
-
-// Polls `done` until it holds; false after 10 s (a broken watch fails the test, never hangs it).
-bool eventually(const std::function<bool()>& done) {
-  const auto give_up = Clock::now() + 10s;
-  while (!done()) {
-    if (Clock::now() > give_up) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 // A watch over its own timer queue, counting the ticks that reach the owner.
 struct Watched {

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/text.hpp"
 #include "swp/async/cancelled.hpp"
 #include "swp/engine/detail/run_failure.hpp"
 #include "swp/engine/errors.hpp"
@@ -15,6 +16,7 @@ namespace test_run_failure {  // each test file's names apart (unity builds)
 using swp::detail::Failure;
 using swp::detail::FailureKind;
 using swp::detail::RunFailure;
+using swp::test::message_of;
 
 namespace {
 
@@ -23,14 +25,6 @@ Failure task_failure(const std::string& task, std::int64_t iter, const std::stri
                  .iter = iter,
                  .error = std::make_exception_ptr(std::runtime_error(what)),
                  .kind = FailureKind::task};
-}
-
-std::string what_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
 }
 
 }  // namespace
@@ -88,7 +82,7 @@ TEST_CASE("RunFailure's run error of a task's failure is a TaskError naming task
   } catch (const swp::TaskError& e) {
     CHECK(e.task() == "dense");
     CHECK(e.iter() == 12);
-    CHECK(what_of(e.nested()) == "nan in loss");
+    CHECK(message_of<std::exception>(e.nested()) == "nan in loss");
   }
 }
 
