@@ -26,6 +26,9 @@ std::string Failure::describe() const {
 }
 
 std::optional<std::string> RunFailure::record(const Failure& failure) {
+  // A later failure (every instance of a stopping run that fails on its own) changes nothing:
+  // known without the lock or a reason's allocation. The lock below decides races.
+  if (failed()) return std::nullopt;
   // The reason is made before the lock (it allocates), and kept only by the first.
   std::string reason;
   if (failure.kind == FailureKind::task) {
