@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "swp/engine/detail/engine_core.hpp"
+#include "swp/engine/detail/serial_iteration.hpp"
 
 namespace swp::detail {
 
@@ -19,18 +20,18 @@ void Engine::set_routine(TaskIndex task, const TaskRoutine* routine) noexcept {
 }
 void Engine::check_fillable() { core_->check_fillable(); }
 void Engine::fill() { core_->fill(); }
-std::optional<std::int64_t> Engine::progress() { return core_->progress(); }
-std::int64_t Engine::retire_all() { return core_->retire_all(); }
+std::optional<std::int64_t> Engine::progress() { return core_->driver().progress(); }
+std::int64_t Engine::retire_all() { return core_->driver().retire_all(); }
 Co<std::optional<std::int64_t>> Engine::next(const StopSignal* abandon) {
-  return core_->next(abandon);
+  return core_->driver().next(abandon);
 }
 Co<std::optional<std::int64_t>> Engine::next(std::stop_token token) {
-  return core_->next(std::move(token));
+  return core_->driver().next(std::move(token));
 }
-void Engine::drain() { core_->drain(); }
+void Engine::drain() { core_->driver().drain(); }
 void Engine::shut_down() noexcept { core_->shut_down(); }
 bool Engine::cancel(const std::string& reason) { return core_->cancel(reason); }
-void Engine::run_serial(std::int64_t iter) { core_->run_serial(iter); }
+void Engine::run_serial(std::int64_t iter) { run_serial_iteration(*core_, iter); }
 
 bool Engine::filled() const noexcept { return core_->filled(); }
 void Engine::require_between_runs(const char* call) const { core_->require_between_runs(call); }

@@ -22,11 +22,7 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       fast_(runtime.fast_paths()),
       graph_(std::move(graph)),
       front_(front),
-      sequencer_(runtime.scheduler()),
-      parked_waits_(runtime.timers(), [this] {
-        sequencer_.check_timeouts(timeouts_.sequencer);
-        runtime_.scheduler().notify();
-      }) {
+      sequencer_(runtime.scheduler()) {
   const std::size_t n = graph_.size();
   // An instance keeps its task in 31 bits (see TaskInfo::task and Instance::waits_for).
   if (n >= std::size_t{1} << 31)
@@ -141,7 +137,7 @@ void EngineCore::shut_down() noexcept {
     try {
       // Not drain(): on a thread of the lanes' io_context it would be refused; here, the
       // last resort, the wait runs that context's handlers meanwhile (AsioScheduler).
-      end_run();
+      driver_.end_run();
     } catch (...) {
       // Destruction cannot report; the error was the caller's to collect via progress().
     }
@@ -152,7 +148,7 @@ void EngineCore::shut_down() noexcept {
   // into this core and the front end's contexts when they return: they must not be freed
   // under them. Waiting has a deadline (drain) like every wait; past it the process ends
   // loudly.
-  if (!wait_drained()) hang_report().die_undrained();
+  if (!driver_.wait_drained()) hang_report().die_undrained();
   claims_.end_all();  // nothing of this run holds a lane now
 }
 

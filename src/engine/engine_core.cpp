@@ -1,6 +1,6 @@
-// EngineCore: admission, the join counters and the steps of an instance (construction:
-// engine_construction.cpp; device back-pressure: iteration_device_work.cpp; retirement:
-// engine_progress.cpp; the serial iteration: engine_serial.cpp).
+// EngineCore: admission, the join counters, the steps of an instance, failure and retirement
+// (construction: engine_construction.cpp; device back-pressure: iteration_device_work.cpp;
+// the caller's side of a run: run_driver.cpp; the serial iteration: serial_iteration.cpp).
 
 #include "swp/engine/detail/engine_core.hpp"
 
@@ -79,7 +79,7 @@ void EngineCore::check_fillable() {
   if (broken_) {
     // The bodies that kept the last run from draining ignored cancellation: once they all
     // returned, the pipeline is whole again.
-    if (!wait_drained())
+    if (!driver_.wait_drained())
       throw PipelineStateError(
           "the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
           "run:" +
@@ -406,6 +406,39 @@ void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception
 void EngineCore::fail_callback(CallbackError::Callback which, std::int64_t iter) {
   fail("", iter, std::make_exception_ptr(CallbackError(which, iter, std::current_exception())),
        FailureKind::callback);
+}
+
+// Retirement (the driver's loops, RunDriver, call retire_oldest: engine_core_hot_path.hpp).
+
+bool EngineCore::retire_ready() const noexcept {
+  if (stop_.stop_requested()) return true;
+  if (!retirable() || device_holds_oldest()) return false;
+  // Retiring admits iteration oldest + slots into the slot oldest frees (when there is one).
+  return oldest_ + static_cast<std::int64_t>(depth_) >= end_ || device_done(oldest_);
+}
+
+bool EngineCore::drained() const noexcept { return release_->drained() && front_.source_idle(); }
+
+void EngineCore::stop_source() noexcept {
+  try {
+    front_.end_source();
+  } catch (...) {
+    // Ending a source only sets flags and fires a stop signal; nothing to report.
+  }
+}
+
+std::exception_ptr EngineCore::task_error(std::int64_t iter, TaskIndex task) const {
+  return std::make_exception_ptr(
+      TaskError(graph_.name(task), iter, sync_of(iter).instances[task].error()));
+}
+
+bool EngineCore::cancel(const std::string& reason) {
+  std::lock_guard lock(live_mutex_);
+  if (!live_.load(std::memory_order_acquire) || failure_.failed())
+    return false;
+  const std::string what = "pipeline cancelled: " + reason;
+  fail("", -1, std::make_exception_ptr(Cancelled(what)), FailureKind::cancelled);
+  return true;
 }
 
 // ClockRelease's period (clock_release.cpp) runs ready instances through it.

@@ -66,7 +66,7 @@ bool IterationDeviceWork::wait_device(std::int64_t iter) {
   // has seen the events complete.
   watch_device(iter);
   const bool done =
-      core().driven_.until([&] { return device_done(iter); }, core().timeouts_.retire);
+      core().driver_.driven().until([&] { return device_done(iter); }, core().timeouts_.retire);
   unwatch_device(iter);
   return done;
 }

@@ -8,9 +8,10 @@
 // the in-place runs (InPlaceRuns) and the iterations' device work (IterationDeviceWork),
 // bases of the core whose steps reach it at a fixed offset; the lane claims
 // (lane_claim.hpp); the hang report (HangReport); the failure record (RunFailure);
-// progress()'s waits, which drive the scheduler (DrivenWait); next()'s wait that holds no
-// thread (ParkedWait) and its deadlines (ParkedWaitWatch); a context slot. The steps that
-// finish an instance, inline for the flattened paths, are in engine_core_steps.hpp.
+// the caller's side of a run — progress(), next(), drain(), their waits and deadlines, the
+// abort of a failed run (RunDriver); the serial iteration (run_serial_iteration); a context
+// slot. The steps that finish an instance, inline for the flattened paths, are in
+// engine_core_steps.hpp.
 
 #include <atomic>
 #include <chrono>
@@ -41,7 +42,6 @@
 #include "swp/device/nvtx_ranges.hpp"
 #include "swp/device/stream.hpp"
 #include "swp/engine/detail/context_slot.hpp"
-#include "swp/engine/detail/driven_wait.hpp"
 #include "swp/engine/detail/engine.hpp"
 #include "swp/engine/detail/front_end.hpp"
 #include "swp/engine/detail/hang_report.hpp"
@@ -50,10 +50,9 @@
 #include "swp/engine/detail/iteration_device_work.hpp"
 #include "swp/engine/detail/lane_claim.hpp"
 #include "swp/engine/detail/output_box.hpp"
-#include "swp/engine/detail/parked_wait.hpp"
-#include "swp/engine/detail/parked_wait_watch.hpp"
 #include "swp/engine/detail/release_policy.hpp"
 #include "swp/engine/detail/ring_index.hpp"
+#include "swp/engine/detail/run_driver.hpp"
 #include "swp/engine/detail/run_failure.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/detail/uncounted_runs.hpp"
@@ -96,18 +95,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   /// iteration numbers go on from the last admitted one either way. Calls no source: the
   /// first admissions happen in the next progress()/next()/drain().
   void fill();
-  /// Errors besides the run's: PipelineStateError on a thread where the scheduler must not
-  /// block (Scheduler::must_not_block_here) when the call would wait, for progress(),
-  /// retire_all() and drain() alike.
-  std::optional<std::int64_t> progress();
-  /// progress() until the run ends (Pipeline::run): how many retired. Same errors.
-  std::int64_t retire_all();
-  /// progress() whose waits suspend the awaiting coroutine instead of blocking a thread (host
-  /// schedulers; on sim it is progress(), which drives virtual time). Same results and errors.
-  /// With `abandon`: once it fires, the call ends with Cancelled(its reason) having retired
-  /// nothing, and the run goes on (the next call picks up where this one was).
-  Co<std::optional<std::int64_t>> next(const StopSignal* abandon = nullptr);
-  void drain();
+  /// The caller's side of the run: progress(), retire_all(), next(), drain() (RunDriver).
+  [[nodiscard]] RunDriver& driver() noexcept { return driver_; }
   [[nodiscard]] bool filled() const noexcept { return filled_; }
   /// Nothing is in flight: no run, or a run whose source ended and whose iterations all
   /// retired (progress() returned no iteration; a new fill may go on with it). What the
@@ -139,13 +128,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
     require_between_runs("on_run_failed");
     failure_.set_on_run_failed(std::move(callback));
   }
-  /// next() that cancels the run (as cancel("stop requested")) when `token` is stopped while
-  /// it waits, or was stopped already.
-  Co<std::optional<std::int64_t>> next(std::stop_token token);
-
-  /// Runs iteration `iter`, whose context the caller put in slot 0, serially on the calling
-  /// thread: tasks in topological order, device work on the "default" stream.
-  void run_serial(std::int64_t iter);
 
   [[nodiscard]] const PlanGraph& graph() const noexcept { return graph_; }
   [[nodiscard]] Runtime& runtime() const noexcept { return runtime_; }
@@ -154,7 +136,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   [[nodiscard]] RunQueueHooks& run_queue() noexcept { return run_queue_; }
   /// How many iterations may be in flight at once (the depth).
   [[nodiscard]] std::size_t slots() const noexcept { return depth_; }
-  /// The order run_serial runs tasks in: topological over intra deps, ties by name.
+  /// The order a serial iteration (run_serial_iteration) runs tasks in: topological over intra
+  /// deps, ties by name.
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept {
     return serial_order_;
   }
@@ -210,6 +193,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   friend class IterationDeviceWork;
   friend class InPlaceRuns;
   friend class UncountedRuns;
+  friend class RunDriver;
+  friend void run_serial_iteration(EngineCore& core, std::int64_t iter);
 
   using Sync = IterationSync;
 
@@ -364,13 +349,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
   // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
   void fail_callback(CallbackError::Callback which, std::int64_t iter);
-  // Waits (with the drain deadline) until everything released finished; false past it.
-  bool wait_drained();
   // What the run waits for, for a deadline's error (see HangReport).
   [[nodiscard]] HangReport hang_report() const noexcept { return HangReport(*this); }
-  // progress() in parts, shared with next(). The oldest iteration can retire (or the run
-  // failed); then, for next(), also the slot it frees holds no device work (so the admission
-  // that follows does not block), and after a failure everything released finished.
+  // What the driver (RunDriver) asks. Every iteration retired and the source ended.
   [[nodiscard]] bool at_end() const noexcept { return oldest_ >= next_admit_ && oldest_ >= end_; }
   // The source answered "not yet" and has its answer now: advance() can admit.
   [[nodiscard]] bool admissible() const noexcept { return starved_ && front_.source_ready(); }
@@ -386,15 +367,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
     begin_pending_ = false;
     release_->advance();
   }
-  // progress() and drain() without refuse_blocking (the destructor's drain, next() on sim).
-  std::optional<std::int64_t> retire_next();
-  // No first admissions to make, no stop, no device work holding the oldest iteration back.
-  [[nodiscard]] bool retires_at_once() const noexcept;
-  // retire_all's run of retirements that need no driving (see retire_next): how many.
-  std::int64_t retire_undriven_while_ready();
-  // retire_next inside the scheduler's driving section.
-  std::optional<std::int64_t> retire_next_driving();
-  void end_run();
   // Releases the contexts (front end) and output values of the retired iterations below
   // `below` whose device work completed, oldest first, up to the first whose device work
   // still runs (released by a later call). A finished iteration keeps nothing alive.
@@ -403,18 +375,10 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   bool release_retired(std::int64_t below) noexcept;
   // Resets slot s's output boxes and hands its context back to the front end.
   void release_slot(std::size_t s) noexcept;
-  // At the end of the data (every iteration retired): the run is no longer one cancel() may
-  // end. False when it failed (a cancel) just before: that failure surfaces instead.
-  bool settle_at_end();
-  // Throws PipelineStateError when `would_wait` and the calling thread must not block.
-  void refuse_blocking(const char* call, bool would_wait) const {
-    if (would_wait && runtime_.scheduler().must_not_block_here()) [[unlikely]]
-      throw_blocking(call);
-  }
-  [[noreturn, gnu::noinline]] void throw_blocking(const char* call) const;
   // The run failed or stops: no more batches, and what waits for the source is cancelled.
   void stop_source() noexcept;
-  [[nodiscard]] bool retirable() const noexcept;
+  // The oldest iteration completed.
+  [[nodiscard]] bool retirable() const noexcept { return complete(oldest_, sync_[oldest_entry_]); }
   // Every instance of iteration iter finished and none touches the core any more.
   [[nodiscard]] bool complete(std::int64_t iter) const noexcept {
     return complete(iter, sync_of(iter));
@@ -423,11 +387,11 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   [[nodiscard]] static bool complete(std::int64_t iter, const Sync& sync) noexcept {
     return sync.completed.load(std::memory_order_seq_cst) == iter;
   }
+  // next()'s retirable: also the slot it frees holds no device work (so the admission that
+  // follows does not block); or the run stops.
   [[nodiscard]] bool retire_ready() const noexcept;
+  // Everything released finished, and no source call is in progress.
   [[nodiscard]] bool drained() const noexcept;
-  void time_out_retire();
-  // Fails the run: on virtual time, the source waits for something nothing left can do.
-  void starve_timeout();
   // Retires the oldest iteration (on_retire, or on_failure when it failed under skip) and
   // lets the next ones in; returns it, or -1 when the run failed (meanwhile, or by the
   // callback throwing) and nothing retired.
@@ -441,19 +405,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
     return task == Sync::no_failure ? nullptr : task_error(iter, task);
   }
   [[nodiscard]] std::exception_ptr task_error(std::int64_t iter, TaskIndex task) const;
-  // After a failed run drained: hands every iteration in flight to the front end as failed
-  // or cancelled (none is dropped), then throws the run's error.
-  [[noreturn]] void abort_run(bool drained);
-  // The error abort_run reports iteration `iter` with, given what failed the run.
-  [[nodiscard]] std::exception_ptr abandoned_error(const Failure& failure, std::int64_t iter) const;
   // The error of an instance's failed dependency (nullptr: none failed). Inter-iteration
   // dependencies count only under fail_run (skip keeps a failure within its iteration).
   [[nodiscard]] const std::exception_ptr* failed_dependency(const Instance& in) const noexcept;
-  // next()'s wait that holds no thread (ParkedWait) until `Ready` holds, `limit` passes or
-  // `abandon` fires; with `wake_on_device`, the oldest iteration's device events wake it too.
-  template <bool (EngineCore::*Ready)() const noexcept>
-  ParkedWait parked(std::chrono::milliseconds limit, const StopSignal* abandon = nullptr,
-                    bool wake_on_device = false);
 
   Runtime& runtime_;
   RunQueueHooks& run_queue_;  // run_queue_hooks_of(runtime_.scheduler())
@@ -486,19 +440,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   RingIndex sync_ring_;  // iteration -> its entry in sync_
   SubmissionSequencer sequencer_;
   StopSignal stop_;
-  // progress()'s conditions: the oldest iteration can retire, or the run stops; the source
-  // has its answer, or the run stops. Made once (a std::function per call would cost its
-  // construction on every retirement).
-  std::function<bool()> oldest_done_ = [this] {
-    return retirable() || stop_.stop_requested() || admissible();
-  };
-  std::function<bool()> source_or_stop_ = [this] { return source_or_stop(); };
-  // progress()'s and drain()'s waits; at each check, the sequencer's deadlines.
-  DrivenWait driven_{runtime_.scheduler(), timeouts_, [this] {
-                       if (sequencer_.check_timeouts(timeouts_.sequencer) > 0)
-                         runtime_.scheduler().notify();
-                     }};
-
   // Run state (caller thread, except where noted).
   bool filled_ = false;
   bool broken_ = false;
@@ -566,7 +507,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // looks at its instance's range, in its cold state, only while they are on).
   bool nvtx_ = false;
 
-  // The thread waiting in progress() (retire_next) for this pipeline's iterations, as the
+  // The thread waiting in progress() (RunDriver) for this pipeline's iterations, as the
   // address of its thread_local marker (nullptr: none, or the waiter holds no thread). An
   // instance that completes an iteration on that very thread calls no notify(): the waiter
   // looks at `completed` itself when the runnable returns, and nobody else waits for it.
@@ -579,8 +520,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   class WaitingThread;
 
   RunFailure failure_;  // what failed the run (the first root cause)
-  // The deadlines of next()'s waits (ParkedWait). Last: its ticks use the members above.
-  ParkedWaitWatch parked_waits_;
+  // The caller's side of the run. Last: its parked waits' ticks use the members above.
+  RunDriver driver_{*this};
 };
 
 }  // namespace detail

@@ -1,8 +1,9 @@
 #pragma once
 // EngineCore's hot paths, inline (not for direct use; included by engine_core.hpp): a count-down,
-// the release of an instance (submit), a routine's call (call_routine), an admission (prepare, admit), and the release of a retired
-// iteration's slot. In a header so that the release policies' flattened paths, compiled in
-// their own files, inline them. The uncounted runs' follow (uncounted_runs_hot_path.hpp).
+// the release of an instance (submit), a routine's call (call_routine), an admission (prepare,
+// admit), a retirement (retire_oldest) and the release of a retired iteration's slot. In a
+// header so that the release policies' flattened paths, compiled in their own files, inline
+// them. The uncounted runs' follow (uncounted_runs_hot_path.hpp).
 
 #include <algorithm>
 #include <cstdint>
@@ -27,6 +28,33 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
   // (2.5%; docs/benchmarks.md).
   return in.pending.load(std::memory_order_acquire) == 1 ||
          in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
+}
+
+// In the header: the driver's loops (RunDriver) inline it, once per iteration.
+[[gnu::always_inline]] inline std::int64_t EngineCore::retire_oldest() {
+  // The run may have failed since the caller last looked (its failing instance completes the
+  // iteration right after fail(), whose stores a completion seen by the caller makes
+  // visible): an iteration of a failed run never retires, it is reported by the abort.
+  if (failure_.failed()) return -1;
+  const std::int64_t retired_iter = oldest_;
+  // The iterations retired before (their Retired handles end here); device work of theirs
+  // that faulted fails the run instead.
+  if (release_retired(retired_iter)) return -1;
+  // Retiring after the device work: work of this one that faulted fails the run instead.
+  if (retire_after_device_ && fail_on_device_fault(retired_iter)) return -1;
+  const std::exception_ptr error = iteration_error(retired_iter, sync_[oldest_entry_]);
+  try {
+    front_.retire(retired_iter, oldest_entry_, error);  // its slot (see entry_after)
+  } catch (...) {
+    // Its callback had it: the abort that follows does not report it again.
+    count_retired();
+    fail_callback(error ? CallbackError::Callback::on_failure : CallbackError::Callback::on_retire,
+                  retired_iter);
+    return -1;
+  }
+  count_retired();
+  release_->advance();
+  return retired_iter;
 }
 
 // In the header: each retirement (retire_oldest) inlines it.

@@ -12,7 +12,7 @@
 
 namespace swp::detail {
 
-/// A coroutine parked on a pipeline (EngineCore::next) holds no thread that could look at its
+/// A coroutine parked on a pipeline (RunDriver::next) holds no thread that could look at its
 /// deadline, so a timer must. One timer serves a run: the run's first parked wait arms it,
 /// and it ticks every interval until stop() (the run's end). Each tick expires the wait in
 /// progress when its deadline passed, then calls `on_tick` (the pipeline checks its

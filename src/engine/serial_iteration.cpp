@@ -1,4 +1,6 @@
-// EngineCore::run_serial: one iteration, tasks in topological order on the calling thread.
+// run_serial_iteration: one iteration, tasks in topological order on the calling thread.
+
+#include "swp/engine/detail/serial_iteration.hpp"
 
 #include <optional>
 #include <string>
@@ -10,16 +12,16 @@
 
 namespace swp::detail {
 
-void EngineCore::run_serial(std::int64_t iter) {
-  if (filled_) {
+void run_serial_iteration(EngineCore& c, std::int64_t iter) {
+  if (c.filled_) {
     // A run that ended (its source and every iteration) ends for good: serial iterations
     // reuse its first slot and entry, so it could not go on after them.
-    require_between_runs("run_one_serial_iter");
-    end_run();
+    c.require_between_runs("run_one_serial_iter");
+    c.driver_.end_run();
   }
-  Stream& stream = runtime_.stream("default");
-  Sync& sync = sync_[0];
-  for (TaskIndex t : slots_[0].boxed) slots_[0].boxes[t]->reset();
+  Stream& stream = c.runtime_.stream("default");
+  IterationSync& sync = c.sync_[0];
+  for (TaskIndex t : c.slots_[0].boxed) c.slots_[0].boxes[t]->reset();
   sync.iter = iter;
   sync.slot = 0;
   sync.serial_stream = &stream;
@@ -30,42 +32,42 @@ void EngineCore::run_serial(std::int64_t iter) {
     in.error() = nullptr;
     in.set_state(InstanceState::idle);
   }
-  for (TaskIndex t : serial_order_) {
+  for (TaskIndex t : c.serial_order_) {
     Instance& in = sync.instances[t];
     // Observed like a pipelined instance: released, started and finished, in serial order.
-    if (observer_ != nullptr) {
-      observer_->task_released(t, iter, *info_[t].lane);
-      observer_->task_started(t, iter, *info_[t].lane);
+    if (c.observer_ != nullptr) {
+      c.observer_->task_released(t, iter, *c.info_[t].lane);
+      c.observer_->task_started(t, iter, *c.info_[t].lane);
     }
     in.set_state(InstanceState::running);
-    if (nvtx_) start_range(in, true);
+    if (c.nvtx_) c.start_range(in, true);
     std::exception_ptr error;
     ErasedCo body;
     try {
-      if (info_[t].routine != nullptr)
-        body = info_[t].routine->run(slots_[0].context, in.scope(), box(0, t));
+      if (c.info_[t].routine != nullptr)
+        body = c.info_[t].routine->run(c.slots_[0].context, in.scope(), c.box(0, t));
     } catch (...) {
       error = std::current_exception();
     }
     if (body.valid()) {
       // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they run
       // on, or finish on another thread.
-      std::optional<std::exception_ptr> ended = drive_to_end(body, runtime_.scheduler(), &in);
+      std::optional<std::exception_ptr> ended = drive_to_end(body, c.runtime_.scheduler(), &in);
       if (!ended)
         throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
-                              graph_.name(t) +
+                              c.graph_.name(t) +
                               "' can never finish (it waits for something no task "
                               "will provide)");
       error = std::move(*ended);
     }
     in.set_state(InstanceState::finished);
-    end_range(in);
+    c.end_range(in);
     if (error) {
       in.failed = true;
       in.error() = error;
     }
-    if (observer_ != nullptr) observer_->task_finished(t, iter, *info_[t].lane, !error);
-    if (error) throw TaskError(graph_.name(t), iter, error);
+    if (c.observer_ != nullptr) c.observer_->task_finished(t, iter, *c.info_[t].lane, !error);
+    if (error) throw TaskError(c.graph_.name(t), iter, error);
   }
 }
 

@@ -1,0 +1,128 @@
+// run_serial_iteration (swp/engine/detail/serial_iteration.hpp), through run_one_serial_iter:
+// the tasks run in topological order with ties by name, observed as in a pipelined run; a
+// task's error stops the iteration there; a body that can never finish is reported, not hung;
+// and a run in progress is refused.
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "support/engines.hpp"
+#include "support/text.hpp"
+#include "swp/async/co.hpp"
+#include "swp/async/future.hpp"
+#include "swp/engine/errors.hpp"
+#include "swp/engine/pipeline.hpp"
+#include "swp/engine/plan.hpp"
+#include "swp/engine/runtime.hpp"
+#include "swp/engine/task_observer.hpp"
+
+namespace test_serial_iteration {  // each test file's names apart (unity builds)
+
+namespace {
+
+using Ctx = swp::IterContext<int>;
+
+// What the observer saw, as "released|started|finished Task iter".
+struct Log final : swp::TaskObserver {
+  std::vector<std::string> events;
+  std::vector<std::string> names;  // task names by index (set by the test)
+  void task_released(swp::TaskIndex t, std::int64_t iter, const swp::Lane&) noexcept override {
+    events.push_back("released " + names.at(t) + " " + std::to_string(iter));
+  }
+  void task_started(swp::TaskIndex t, std::int64_t iter, const swp::Lane&) noexcept override {
+    events.push_back("started " + names.at(t) + " " + std::to_string(iter));
+  }
+  void task_finished(swp::TaskIndex t, std::int64_t iter, const swp::Lane&,
+                     bool ok) noexcept override {
+    events.push_back((ok ? "finished " : "failed ") + names.at(t) + " " + std::to_string(iter));
+  }
+};
+
+// B and C depend on A, D on both; added in the order D, C, B, A, so neither the insertion
+// order nor the index gives the serial order. `throws`: the task whose body throws.
+swp::Plan<Ctx> diamond(std::vector<std::string>& ran, const std::string& throws = "") {
+  swp::Plan<Ctx> plan;
+  for (const std::string name : {"D", "C", "B", "A"})
+    plan.add(name,
+             [&ran, name, throws](Ctx& ctx) {
+               ran.push_back(name + std::to_string(ctx.batch));
+               if (name == throws) throw std::runtime_error("broken " + name);
+             },
+             {.stage = 0, .thread_group = "lane_" + name});
+  plan.intra_iter_deps = {{"B", "A"}, {"C", "A"}, {"D", "B"}, {"D", "C"}};
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a serial iteration runs the tasks in topological order, ties by name, observed",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.workers = 2});
+  std::vector<std::string> ran;
+  const swp::Plan<Ctx> plan = diamond(ran);
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  Log log;
+  for (const char* name : {"D", "C", "B", "A"}) log.names.push_back(name);
+  pipe->set_observer(&log);
+  pipe->run_one_serial_iter(5, 9);
+  CHECK(ran == std::vector<std::string>{"A5", "B5", "C5", "D5"});
+  std::vector<std::string> expected;
+  for (const char* name : {"A", "B", "C", "D"})
+    for (const char* event : {"released ", "started ", "finished "})
+      expected.push_back(std::string(event) + name + " 9");
+  CHECK(log.events == expected);
+}
+
+TEST_CASE_TEMPLATE("a task's error ends the serial iteration there, naming the task", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.workers = 1});
+  std::vector<std::string> ran;
+  auto pipe = Engine::template make<Ctx>(rt, diamond(ran, "B"), 2);
+  try {
+    pipe->run_one_serial_iter(1, 4);
+    FAIL("the task's error did not surface");
+  } catch (const swp::TaskError& e) {
+    CHECK(e.task() == "B");
+    CHECK(e.iter() == 4);
+    CHECK(swp::test::contains(e.what(), "broken B"));
+  }
+  CHECK(ran == std::vector<std::string>{"A1", "B1"});  // C and D did not run
+  // The next serial iteration starts afresh.
+  ran.clear();
+  CHECK_THROWS_AS(pipe->run_one_serial_iter(2, 5), swp::TaskError);
+  CHECK(ran == std::vector<std::string>{"A2", "B2"});
+}
+
+TEST_CASE_TEMPLATE("a serial body that waits for what no task provides is reported, not hung",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Promise<> never;
+  swp::Plan<Ctx> plan;
+  plan.add("Wait", [&never](Ctx&) -> swp::Co<void> { co_await never.get_future(); },
+           {.stage = 0, .thread_group = "io"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  CHECK_THROWS_WITH_AS(pipe->run_one_serial_iter(0, 3),
+                       "serial iteration 3: task 'Wait' can never finish (it waits for "
+                       "something no task will provide)",
+                       swp::PipelineTimeout);
+}
+
+TEST_CASE_TEMPLATE("a serial iteration is refused while a run is in progress", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.workers = 1});
+  std::vector<std::string> ran;
+  auto pipe = Engine::template make<Ctx>(rt, diamond(ran), 2);
+  pipe->fill_pipeline(std::vector<int>{0, 1, 2});
+  CHECK(pipe->progress());
+  CHECK_THROWS_AS(pipe->run_one_serial_iter(7, 0), swp::PipelineStateError);
+  pipe->drain();
+  ran.clear();
+  pipe->run_one_serial_iter(7, 0);
+  CHECK(ran == std::vector<std::string>{"A7", "B7", "C7", "D7"});
+}
+
+}  // namespace test_serial_iteration
