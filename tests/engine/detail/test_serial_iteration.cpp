@@ -6,8 +6,10 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/engines.hpp"
@@ -42,14 +44,29 @@ struct Log final : swp::TaskObserver {
   }
 };
 
+// What the bodies ran, as "<task><batch>", in order. Locked: in a pipelined run B and C run
+// at once on different lanes.
+struct Ran {
+  std::mutex mutex;
+  std::vector<std::string> names;
+  void add(std::string name) {
+    const std::lock_guard lock(mutex);
+    names.push_back(std::move(name));
+  }
+  std::vector<std::string> take() {
+    const std::lock_guard lock(mutex);
+    return std::exchange(names, {});
+  }
+};
+
 // B and C depend on A, D on both; added in the order D, C, B, A, so neither the insertion
 // order nor the index gives the serial order. `throws`: the task whose body throws.
-swp::Plan<Ctx> diamond(std::vector<std::string>& ran, const std::string& throws = "") {
+swp::Plan<Ctx> diamond(Ran& ran, const std::string& throws = "") {
   swp::Plan<Ctx> plan;
   for (const std::string name : {"D", "C", "B", "A"})
     plan.add(name,
              [&ran, name, throws](Ctx& ctx) {
-               ran.push_back(name + std::to_string(ctx.batch));
+               ran.add(name + std::to_string(ctx.batch));
                if (name == throws) throw std::runtime_error("broken " + name);
              },
              {.stage = 0, .thread_group = "lane_" + name});
@@ -62,14 +79,14 @@ swp::Plan<Ctx> diamond(std::vector<std::string>& ran, const std::string& throws 
 TEST_CASE_TEMPLATE("a serial iteration runs the tasks in topological order, ties by name, observed",
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   swp::Runtime rt({.workers = 2});
-  std::vector<std::string> ran;
+  Ran ran;
   const swp::Plan<Ctx> plan = diamond(ran);
   auto pipe = Engine::template make<Ctx>(rt, plan, 2);
   Log log;
   for (const char* name : {"D", "C", "B", "A"}) log.names.push_back(name);
   pipe->set_observer(&log);
   pipe->run_one_serial_iter(5, 9);
-  CHECK(ran == std::vector<std::string>{"A5", "B5", "C5", "D5"});
+  CHECK(ran.take() == std::vector<std::string>{"A5", "B5", "C5", "D5"});
   std::vector<std::string> expected;
   for (const char* name : {"A", "B", "C", "D"})
     for (const char* event : {"released ", "started ", "finished "})
@@ -80,7 +97,7 @@ TEST_CASE_TEMPLATE("a serial iteration runs the tasks in topological order, ties
 TEST_CASE_TEMPLATE("a task's error ends the serial iteration there, naming the task", Engine,
                    swp::test::UseClock, swp::test::UseDataFlow) {
   swp::Runtime rt({.workers = 1});
-  std::vector<std::string> ran;
+  Ran ran;
   auto pipe = Engine::template make<Ctx>(rt, diamond(ran, "B"), 2);
   try {
     pipe->run_one_serial_iter(1, 4);
@@ -90,11 +107,10 @@ TEST_CASE_TEMPLATE("a task's error ends the serial iteration there, naming the t
     CHECK(e.iter() == 4);
     CHECK(swp::test::contains(e.what(), "broken B"));
   }
-  CHECK(ran == std::vector<std::string>{"A1", "B1"});  // C and D did not run
+  CHECK(ran.take() == std::vector<std::string>{"A1", "B1"});  // C and D did not run
   // The next serial iteration starts afresh.
-  ran.clear();
   CHECK_THROWS_AS(pipe->run_one_serial_iter(2, 5), swp::TaskError);
-  CHECK(ran == std::vector<std::string>{"A2", "B2"});
+  CHECK(ran.take() == std::vector<std::string>{"A2", "B2"});
 }
 
 TEST_CASE_TEMPLATE("a serial body that waits for what no task provides is reported, not hung",
@@ -114,15 +130,15 @@ TEST_CASE_TEMPLATE("a serial body that waits for what no task provides is report
 TEST_CASE_TEMPLATE("a serial iteration is refused while a run is in progress", Engine,
                    swp::test::UseClock, swp::test::UseDataFlow) {
   swp::Runtime rt({.workers = 1});
-  std::vector<std::string> ran;
+  Ran ran;
   auto pipe = Engine::template make<Ctx>(rt, diamond(ran), 2);
   pipe->fill_pipeline(std::vector<int>{0, 1, 2});
   CHECK(pipe->progress());
   CHECK_THROWS_AS(pipe->run_one_serial_iter(7, 0), swp::PipelineStateError);
   pipe->drain();
-  ran.clear();
+  (void)ran.take();
   pipe->run_one_serial_iter(7, 0);
-  CHECK(ran == std::vector<std::string>{"A7", "B7", "C7", "D7"});
+  CHECK(ran.take() == std::vector<std::string>{"A7", "B7", "C7", "D7"});
 }
 
 }  // namespace test_serial_iteration

@@ -440,36 +440,12 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   RingIndex sync_ring_;  // iteration -> its entry in sync_
   SubmissionSequencer sequencer_;
   StopSignal stop_;
-  // Run state (caller thread, except where noted).
-  bool filled_ = false;
-  bool broken_ = false;
-  bool begin_pending_ = false;  // filled, first admissions not tried yet
-  // The last admission found the source with no batch yet (Admission::pending); set by
-  // prepare, cleared by the policies' advance.
-  bool starved_ = false;
-  // The first iteration of the run: its instances have no iteration before them (inter
-  // dependencies, the ordered chain). Iteration numbers continue across runs.
-  std::int64_t base_ = 0;
-  // A run is in flight (fill to its end or failure): what cancel() may end, from any thread.
-  // cancel() holds live_mutex_ from its look at live_ through its fail(), and fill holds it
-  // while it resets the run state and sets live_: a cancel racing with a refill ends the old
-  // run or the new one, never half of the reset.
-  std::atomic<bool> live_{false};
-  std::mutex live_mutex_;
-  std::int64_t next_admit_ = 0;   // next iteration to fetch
-  std::int64_t end_ = INT64_MAX;  // first iteration with no batch
-  std::int64_t oldest_ = 0;       // oldest unretired iteration
-  // Every retired iteration below it had its context released (release_retired).
-  std::int64_t released_upto_ = 0;
-  // Their entries (and slots): sync_ring_(next_admit_), sync_ring_(oldest_).
-  std::size_t admit_entry_ = 0;
-  std::size_t oldest_entry_ = 0;
+  // What the lanes read at every step, written between runs (or, for attention_, when a run
+  // fails): apart from the caller's run state below, whose writes at every iteration would
+  // otherwise take these cache lines from the lanes' cores.
+  //
   // When instances go to their lanes (made before the counters are armed).
   std::unique_ptr<ReleasePolicy> release_;
-  // Next sequencer turn to hand out at release. Clock: the caller's; data-flow: ordered
-  // releases form one chain (each happens after the one before), so a plain counter would do;
-  // it is atomic so that the lanes' hand-offs need no reasoning about it.
-  std::atomic<std::uint64_t> next_turn_{0};
   // What an instance's proceed looks at first, in one byte (one load and one test on the hot
   // path for both):
   // - trouble_bit: some instance failed in this run, or the run is stopping: the one flag the
@@ -498,15 +474,44 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // The release policy's start is proceed and its ready is release_now (data-flow): no
   // virtual call to get to either.
   bool start_proceeds_ = false;
-  // ReleasePolicy::retires_undriven: a retirement that needs no wait takes no driving section.
-  // Set from the policy when it is made; the data-flow policy clears it for the rest of a run
-  // once its tasks use their streams (DataFlowRelease::advance) and sets it again at the next.
-  bool retires_undriven_ = false;
   FailurePolicy policy_ = FailurePolicy::fail_run;
   // NVTX ranges per instance (set_nvtx, between runs: on or off for a whole run, so a finish
   // looks at its instance's range, in its cold state, only while they are on).
   bool nvtx_ = false;
+  // The first iteration of the run: its instances have no iteration before them (inter
+  // dependencies, the ordered chain). Iteration numbers continue across runs.
+  std::int64_t base_ = 0;
 
+  // Run state (caller thread, except where noted), written at every admission and retirement:
+  // on cache lines of its own.
+  alignas(64) bool filled_ = false;
+  bool broken_ = false;
+  bool begin_pending_ = false;  // filled, first admissions not tried yet
+  // The last admission found the source with no batch yet (Admission::pending); set by
+  // prepare, cleared by the policies' advance.
+  bool starved_ = false;
+  // A run is in flight (fill to its end or failure): what cancel() may end, from any thread.
+  // cancel() holds live_mutex_ from its look at live_ through its fail(), and fill holds it
+  // while it resets the run state and sets live_: a cancel racing with a refill ends the old
+  // run or the new one, never half of the reset.
+  std::atomic<bool> live_{false};
+  std::mutex live_mutex_;
+  std::int64_t next_admit_ = 0;   // next iteration to fetch
+  std::int64_t end_ = INT64_MAX;  // first iteration with no batch
+  std::int64_t oldest_ = 0;       // oldest unretired iteration
+  // Every retired iteration below it had its context released (release_retired).
+  std::int64_t released_upto_ = 0;
+  // Their entries (and slots): sync_ring_(next_admit_), sync_ring_(oldest_).
+  std::size_t admit_entry_ = 0;
+  std::size_t oldest_entry_ = 0;
+  // ReleasePolicy::retires_undriven: a retirement that needs no wait takes no driving section.
+  // Set from the policy when it is made; the data-flow policy clears it for the rest of a run
+  // once its tasks use their streams (DataFlowRelease::advance) and sets it again at the next.
+  bool retires_undriven_ = false;
+  // Next sequencer turn to hand out at release. Clock: the caller's; data-flow: ordered
+  // releases form one chain (each happens after the one before), so a plain counter would do;
+  // it is atomic so that the lanes' hand-offs need no reasoning about it.
+  std::atomic<std::uint64_t> next_turn_{0};
   // The thread waiting in progress() (RunDriver) for this pipeline's iterations, as the
   // address of its thread_local marker (nullptr: none, or the waiter holds no thread). An
   // instance that completes an iteration on that very thread calls no notify(): the waiter
@@ -517,9 +522,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // The waiting thread retires undriven, outside the scheduler's runnables: the policies'
   // advance, on that thread only, need not ask RunQueueHooks::runs_no_work_here again.
   bool waiter_runs_no_work_ = false;
-  class WaitingThread;
 
-  RunFailure failure_;  // what failed the run (the first root cause)
+  alignas(64) RunFailure failure_;  // what failed the run (the first root cause)
   // The caller's side of the run. Last: its parked waits' ticks use the members above.
   RunDriver driver_{*this};
 };
