@@ -288,16 +288,21 @@ void ClockRelease::start(Instance& in) noexcept {
 void ClockRelease::start_under_claim(Instance& in) noexcept {
   // The period's token. Once given, the last producer may post the instance at once, and it
   // may run to its end before this call returns (the pipeline stays: periods open on the
-  // thread that retires). So what it waits for is recorded first, as the wait on its lane it
-  // would be (a producer finishing in between makes it a wait of no length): behind its
-  // instance before, it is queued on its lane; else it holds its lane, waiting for a producer.
+  // thread that retires). So an observer hears first what it waits for, as the wait on its
+  // lane it would be (a producer finishing in between makes it a wait of no length): behind
+  // its instance before, it is queued on its lane; else it holds its lane, waiting for a
+  // producer. Without one nothing is recorded: the hang report works the same out from the
+  // states of an instance queued under its claim, and the look here would read the lines of
+  // the producers' instances, which the lanes' cores hold, at every release of a period.
   // A counter at 1 waits only for this token: the instance is ready (count_down's shortcut,
   // taken here on the load this call makes anyway).
   if (in.pending.load(std::memory_order_acquire) != 1) {
-    const std::int64_t iter = in.iter();
-    const bool behind =
-        iter > core_.base_ && core_.state_at(in.task(), iter - 1) != InstanceState::finished;
-    if (!behind) park(in);
+    if (core_.observer_ != nullptr) {
+      const std::int64_t iter = in.iter();
+      const bool behind =
+          iter > core_.base_ && core_.state_at(in.task(), iter - 1) != InstanceState::finished;
+      if (!behind) park(in);
+    }
     if (in.pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   }
   core_.rearm(in);
