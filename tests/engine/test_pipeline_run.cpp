@@ -1,4 +1,4 @@
-// Pipeline::run(): progress() until the end, in one call to the engine (EngineCore::retire_all).
+// Pipeline::run(): progress() until the end, in one call to the engine (RunDriver::retire_all).
 
 #include <doctest/doctest.h>
 
@@ -118,7 +118,7 @@ RunOutcome run_in_trouble(swp::Backend backend, Trouble trouble, bool by_run) {
 
 TEST_CASE_TEMPLATE("run() tells the caller what a progress() loop would, failures included", Engine,
                    swp::test::UseClock, swp::test::UseDataFlow) {
-  // With one thread, run() retires undriven in one loop (EngineCore::retire_all): the same
+  // With one thread, run() retires undriven in one loop (RunDriver::retire_all): the same
   // iterations retire and fail, the same error surfaces, and the pipeline runs again.
   for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
     for (Trouble trouble : {Trouble::none, Trouble::task_throws, Trouble::on_retire_throws,
