@@ -97,7 +97,7 @@ class OccRecorder {
 };
 
 struct OccSample {
-  double busy_share = 0, same_stage_share = 0, ns_per_task = 0;
+  double busy_share = 0, same_stage_share = 0, carried_share = 0, ns_per_task = 0;
   std::optional<double> retire_lag_ns;
 };
 
@@ -111,7 +111,13 @@ OccSample occ_analyse(const OccRecorder& rec, std::int64_t first, std::int64_t l
                       unsigned threads, bool retires) {
   OccClock::time_point open = rec.at(first, 0).start, close = rec.at(first, 0).end;
   double busy_ns = 0;
-  std::vector<std::pair<OccClock::time_point, std::pair<int, int>>> runs;  // start, thread, stage
+  struct Run {
+    OccClock::time_point start;
+    int thread, stage;
+    std::int64_t iter;
+    bool operator<(const Run& o) const { return start < o.start; }
+  };
+  std::vector<Run> runs;
   std::vector<double> lags;
   for (std::int64_t i = first; i < last; ++i) {
     for (int s = 0; s < occ_stages; ++s) {
@@ -119,23 +125,26 @@ OccSample occ_analyse(const OccRecorder& rec, std::int64_t first, std::int64_t l
       open = std::min(open, r.start);
       close = std::max(close, r.end);
       busy_ns += occ_ns_between(r.start, r.end);
-      runs.push_back({r.start, {r.thread, s}});
+      runs.push_back({r.start, r.thread, s, i});
     }
     if (retires) lags.push_back(occ_ns_between(rec.at(i, occ_stages - 1).end, rec.retired_at(i)));
   }
   std::sort(runs.begin(), runs.end());
-  std::map<int, int> previous_stage;
-  std::size_t same = 0;
-  for (const auto& [start, who] : runs) {
-    const auto [thread, stage] = who;
-    const auto it = previous_stage.find(thread);
-    if (it != previous_stage.end() && it->second == stage) ++same;
-    previous_stage[thread] = stage;
+  // Per thread, the body before: the same stage again (a lane's backlog), or the same
+  // iteration's next stage (the thread carries its iteration along, as a Taskflow line its token).
+  std::map<int, const Run*> previous;
+  std::size_t same = 0, carried = 0;
+  for (const Run& run : runs) {
+    const Run*& before = previous[run.thread];
+    if (before != nullptr && before->stage == run.stage) ++same;
+    if (before != nullptr && before->iter == run.iter && before->stage + 1 == run.stage) ++carried;
+    before = &run;
   }
   const double span = occ_ns_between(open, close);
   OccSample sample;
   sample.busy_share = busy_ns / (span * threads);
   sample.same_stage_share = static_cast<double>(same) / static_cast<double>(runs.size());
+  sample.carried_share = static_cast<double>(carried) / static_cast<double>(runs.size());
   sample.ns_per_task = span / static_cast<double>(runs.size());
   if (retires) sample.retire_lag_ns = median(std::move(lags));
   return sample;
@@ -226,7 +235,7 @@ void run_occupancy(const OccupancyOptions& o) {
   metric("busy_core", o.co_runner ? 1 : 0, "flag");
   metric("steps_per_us", steps_per_us, "count");
   constexpr OccSystem systems[] = {OccSystem::data_flow, OccSystem::clock, OccSystem::taskflow};
-  std::map<std::string, std::vector<double>> busy, same, ns, lag;
+  std::map<std::string, std::vector<double>> busy, same, carried, ns, lag;
   for (int round = 0; round < o.rounds; ++round) {
     for (double w : o.work_us) {
       const auto steps = static_cast<std::uint64_t>(w * steps_per_us);
@@ -237,11 +246,13 @@ void run_occupancy(const OccupancyOptions& o) {
                                 occ_work_tag(w) + "_" + std::to_string(o.threads) + "t";
         const OccSample sample =
             occ_measure(s, o.threads, steps, std::max<std::int64_t>(window, 100));
-        std::fprintf(stderr, "occupancy round %d %s: busy %.3f same-stage %.3f ns/task %.1f\n",
+        std::fprintf(stderr,
+                     "occupancy round %d %s: busy %.3f same-stage %.3f carried %.3f ns/task %.1f\n",
                      round, tag.c_str(), sample.busy_share, sample.same_stage_share,
-                     sample.ns_per_task);
+                     sample.carried_share, sample.ns_per_task);
         busy[tag].push_back(sample.busy_share);
         same[tag].push_back(sample.same_stage_share);
+        carried[tag].push_back(sample.carried_share);
         ns[tag].push_back(sample.ns_per_task);
         if (sample.retire_lag_ns) lag[tag].push_back(*sample.retire_lag_ns);
       }
@@ -249,6 +260,7 @@ void run_occupancy(const OccupancyOptions& o) {
   }
   for (auto& [tag, values] : busy) metric("busy_share_" + tag, median(values), "ratio");
   for (auto& [tag, values] : same) metric("same_stage_share_" + tag, median(values), "ratio");
+  for (auto& [tag, values] : carried) metric("carried_share_" + tag, median(values), "ratio");
   for (auto& [tag, values] : lag) metric("retire_lag_ns_" + tag, median(values), "ns");
   for (auto& [tag, values] : ns) metric("ns_per_task_" + tag, median(values), "ns");
 }
