@@ -23,7 +23,6 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
-#include <stop_token>
 #include <string>
 #include <type_traits>
 #include <utility>
