@@ -15,7 +15,7 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
       only_driven_(core.runtime().scheduler().runs_only_when_driven()),
       rank_(core.graph().size(), -1) {
   for (TaskIndex t : core.serial_order()) {
-    if (!core.info_[t].ordered) continue;
+    if (!core.tasks_[t].ordered) continue;
     rank_[t] = static_cast<int>(ordered_.size());
     ordered_.push_back(t);
   }
@@ -29,7 +29,7 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
   // is released by the admission itself.
   admission_.resize(core.graph().size());
   for (TaskIndex t = 0; t < core.graph().size(); ++t) {
-    const auto& info = core.info_[t];
+    const auto& info = core.tasks_[t];
     if (!info.intra.empty()) {
       admission_[t] = Admission::none;
     } else if (!info.inter.empty() || info.claim != nullptr || rank_[t] >= 0) {

@@ -34,7 +34,7 @@ void EngineCore::arm_counters() {
   const std::size_t first = sync_ring_(base_);
   for (std::size_t e = 0; e < sync_.size(); ++e)
     for (Instance& in : sync_[e].instances) {
-      in.pending.store(e == first ? info_[in.task()].degree_first : info_[in.task()].degree,
+      in.pending.store(e == first ? tasks_[in.task()].degree_first : tasks_[in.task()].degree,
                        std::memory_order_relaxed);
     }
 }
@@ -153,10 +153,10 @@ std::optional<std::pair<TaskIndex, std::int64_t>> EngineCore::unfinished_produce
   const auto finished = [&](TaskIndex d, std::int64_t of) {
     return sync_of(of).instances[d].state_in(of) == InstanceState::finished;
   };
-  for (TaskIndex d : info_[t].intra)
+  for (TaskIndex d : tasks_[t].intra)
     if (!finished(d, iter)) return std::pair{d, iter};
   if (iter > base_)
-    for (TaskIndex d : info_[t].inter)
+    for (TaskIndex d : tasks_[t].inter)
       if (!finished(d, iter - 1)) return std::pair{d, iter - 1};
   return std::nullopt;
 }
@@ -188,7 +188,6 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
   const std::int64_t iter = in.iter();
   const Sync& sync = *in.sync;
   const Sync* previous = iter > base_ ? &in.previous() : nullptr;
-  const auto inter = previous != nullptr ? info.inter : std::span<const TaskIndex>{};
   // Trouble in the run, or (skip) in this iteration: the failing instance set it before it
   // counted down its consumers, so a consumer of it sees it here.
   if (trouble() || sync.failed_task.load(std::memory_order_relaxed) != Sync::no_failure) {
@@ -203,33 +202,9 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
       in.error() = *error;
     }
   }
-  // Phase 2: this stream waits for each producer's event when the streams differ (phase 1,
-  // the producer was submitted, is what the counter said). Only where some producer of the
-  // iteration (or of the one before) recorded an event at all.
-  bool wait_failed = false;
-  try {
-    if (sync.device()) {
-      for (TaskIndex d : info.intra)
-        if (const auto generation = sync.generation[d]) {
-          in.carries_device_work = true;
-          if (info_[d].stream != info.stream)
-            info.stream->wait(*sync.instances[d].device()->event, generation);
-        }
-    }
-    if (previous != nullptr && previous->device()) {
-      for (TaskIndex d : inter)
-        if (const auto generation = previous->generation[d]) {
-          in.carries_device_work = true;
-          if (info_[d].stream != info.stream)
-            info.stream->wait(*previous->instances[d].device()->event, generation);
-        }
-    }
-  } catch (...) {
-    in.error() = std::current_exception();
-    wait_failed = true;
-  }
-  // Finished outside the handler, holding no reference (see call_routine).
-  if (wait_failed) return finish(in, in.error(), true);
+  // Phase 2 of its dependencies (phase 1, the producers were submitted, is what the counter
+  // said). Finished outside the wait's handler, holding no reference (see call_routine).
+  if (!wait_for_producers(in, previous)) return finish(in, in.error(), true);
   if (info.ordered && sequencer_.next() != in.turn()) {
     // Not its turn yet: the only step that needs a frame. It holds the lane meanwhile.
     in.set_state(InstanceState::turn);
@@ -336,33 +311,10 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_err
   const std::int64_t iter = in.iter();
   Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
-  std::exception_ptr record_error;  // a record that threw (not a device fault: those fail
-                                    // the event, see Stream::fault) fails the instance
-  // Submission is over (or failed): publish the device point consumers must wait for (or
-  // that there is none: the entry's generation is from an earlier iteration otherwise).
-  if (in.stream_used || in.carries_device_work) {
-    if (!device_used_.load(std::memory_order_relaxed))
-      device_used_.store(true, std::memory_order_relaxed);
-    try {
-      // Made at the instance's first record: most instances of most plans never record one,
-      // and an event per instance per entry was most of a large pipeline's memory (100k
-      // tasks, the clock's 5 entries: ~100 MB) and of its construction time. Those that
-      // record keep theirs: no allocation per task once each has recorded.
-      if (!in.device())
-        in.device() = std::make_unique<InstanceEvent>(runtime_.device().make_event(), device_waker_);
-      sync.generation[t] = in.stream().record(*in.device()->event);
-    } catch (...) {
-      sync.generation[t] = 0;  // nothing to wait for: consumers see the instance failed
-      record_error = std::current_exception();
-    }
-    if (sync.generation[t] != 0)
-      sync.recorded[sync.recorded_count.fetch_add(1, std::memory_order_relaxed)] = t;
-    // Cleared for the instance's next execution (which does not reset them as it starts).
-    in.stream_used = false;
-    in.carries_device_work = false;
-  } else {
-    sync.clear_generation(t);
-  }
+  // Submission is over (or failed): publish the device point consumers must wait for. A
+  // record that threw (not a device fault: those fail the event, see Stream::fault) fails
+  // the instance.
+  const std::exception_ptr record_error = record_device_point(in);
   const InstanceState state = in.state_in(iter);
   const std::exception_ptr& error = body_error ? body_error : record_error;
   if (record_error && !body_error) own = true;  // its own failure

@@ -48,7 +48,7 @@ std::string HangReport::unfinished() const {
     for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
       for (TaskIndex t = 0; t < graph.size(); ++t) {
         const auto state = core_.state_at(t, iter);
-        if (core_.info_[t].lane == lane &&
+        if (core_.tasks_[t].lane == lane &&
             (state == InstanceState::dependency || state == InstanceState::turn ||
              state == InstanceState::running || state == InstanceState::coroutine))
           return &instance(t, iter);
@@ -61,7 +61,7 @@ std::string HangReport::unfinished() const {
     for (std::int64_t iter = core_.oldest_; iter < core_.next_admit_; ++iter)
       for (TaskIndex t = 0; t < graph.size(); ++t) {
         const auto state = core_.state_at(t, iter);
-        if (core_.info_[t].ordered && state != InstanceState::idle &&
+        if (core_.tasks_[t].ordered && state != InstanceState::idle &&
             state != InstanceState::queued && state != InstanceState::finished &&
             instance(t, iter).turn() == turn)
           return &instance(t, iter);
@@ -88,7 +88,7 @@ std::string HangReport::unfinished() const {
           if (iter > core_.base_) {
             for (TaskIndex d : graph.inter_deps(t)) name_wait(d, iter - 1);
             // The lane edge (data-flow's counter; the clock releases with the period).
-            if (core_.info_[t].claim != nullptr && core_.start_proceeds_) name_wait(t, iter - 1);
+            if (core_.tasks_[t].claim != nullptr && core_.start_proceeds_) name_wait(t, iter - 1);
           }
           core_.release_->explain_unreleased(out, t, iter, waits);
           break;
@@ -106,7 +106,7 @@ std::string HangReport::unfinished() const {
             } else {
               out << "waits for a thread (its lane is claimed for its task)";
             }
-          } else if (const Instance* holder = holder_of_lane(core_.info_[t].lane)) {
+          } else if (const Instance* holder = holder_of_lane(core_.tasks_[t].lane)) {
             out << "queued on its lane behind " << graph.name(holder->task()) << " (iter "
                 << holder->iter() << ")";
           } else {
@@ -141,7 +141,7 @@ std::string HangReport::unfinished() const {
         case InstanceState::coroutine:
           // The instance holds its lane, so the lane's current job (or, under a claim, the
           // coroutine continuing on it) is this one.
-          switch (core_.info_[t].lane->activity()) {
+          switch (core_.tasks_[t].lane->activity()) {
             case Lane::Activity::running:
               out << "is running its body";
               break;

@@ -1,6 +1,7 @@
-// IterationDeviceWork: whether an iteration's device work completed or faulted, watching its
-// events while the caller waits, the wait before a context slot is reused, and the errors of
-// a wait past its deadline.
+// IterationDeviceWork: an instance's waits for its producers' events and the record of its own,
+// whether an iteration's device work completed or faulted, watching its events while the
+// caller waits, the wait before a context slot is reused, and the errors of a wait past its
+// deadline.
 
 #include "swp/engine/detail/iteration_device_work.hpp"
 
@@ -10,6 +11,65 @@
 #include "swp/engine/errors.hpp"
 
 namespace swp::detail {
+
+bool IterationDeviceWork::wait_for_producers(Instance& in, const IterationSync* previous) noexcept {
+  const TaskInfo& info = *in.info;
+  const IterationSync& sync = *in.sync;
+  // The producers of one entry (`deps` of `of`) that recorded an event.
+  const auto wait_for = [&](const IterationSync& of, std::span<const TaskIndex> deps) {
+    for (TaskIndex d : deps)
+      if (const std::uint64_t generation = of.generation[d]) {
+        in.carries_device_work = true;
+        const Instance& producer = of.instances[d];
+        if (producer.info->stream != info.stream)
+          info.stream->wait(*producer.device()->event, generation);
+      }
+  };
+  try {
+    if (sync.device()) wait_for(sync, info.intra);
+    if (previous != nullptr && previous->device()) wait_for(*previous, info.inter);
+  } catch (...) {
+    in.error() = std::current_exception();
+    return false;
+  }
+  return true;
+}
+
+std::exception_ptr IterationDeviceWork::record_device_point(Instance& in) noexcept {
+  IterationSync& sync = *in.sync;
+  const TaskIndex t = in.task();
+  if (!in.stream_used && !in.carries_device_work) {
+    sync.clear_generation(t);  // the entry's generation is from an earlier iteration otherwise
+    return nullptr;
+  }
+  if (!device_used_.load(std::memory_order_relaxed))
+    device_used_.store(true, std::memory_order_relaxed);
+  std::exception_ptr error;
+  try {
+    // Made at the instance's first record: most instances of most plans never record one, and
+    // an event per instance per entry was most of a large pipeline's memory (100k tasks, the
+    // clock's 5 entries: ~100 MB) and of its construction time. Those that record keep
+    // theirs: no allocation per task once each has recorded.
+    if (!in.device())
+      in.device() =
+          std::make_unique<InstanceEvent>(core().runtime_.device().make_event(), device_waker_);
+    sync.generation[t] = in.stream().record(*in.device()->event);
+  } catch (...) {
+    sync.generation[t] = 0;  // nothing to wait for: consumers see the instance failed
+    error = std::current_exception();
+  }
+  if (sync.generation[t] != 0)
+    sync.recorded[sync.recorded_count.fetch_add(1, std::memory_order_relaxed)] = t;
+  // Cleared for the instance's next execution (which does not reset them as it starts).
+  in.stream_used = false;
+  in.carries_device_work = false;
+  return error;
+}
+
+bool IterationDeviceWork::fail_on_device_fault(std::int64_t iter) noexcept {
+  EngineCore& c = core();
+  return c.sync_of(iter).device() && fail_on_recorded_fault(c, iter);
+}
 
 std::span<const TaskIndex> IterationDeviceWork::recorded_tasks(const EngineCore& core,
                                                                std::int64_t iter) noexcept {

@@ -32,20 +32,20 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     in.error() = nullptr;
     in.set_state(InstanceState::idle);
   }
-  for (TaskIndex t : c.serial_order_) {
+  for (TaskIndex t : c.tasks_.serial_order()) {
     Instance& in = sync.instances[t];
     // Observed like a pipelined instance: released, started and finished, in serial order.
     if (c.observer_ != nullptr) {
-      c.observer_->task_released(t, iter, *c.info_[t].lane);
-      c.observer_->task_started(t, iter, *c.info_[t].lane);
+      c.observer_->task_released(t, iter, *c.tasks_[t].lane);
+      c.observer_->task_started(t, iter, *c.tasks_[t].lane);
     }
     in.set_state(InstanceState::running);
     if (c.nvtx_) c.start_range(in, true);
     std::exception_ptr error;
     ErasedCo body;
     try {
-      if (c.info_[t].routine != nullptr)
-        body = c.info_[t].routine->run(c.slots_[0].context, in.scope(), c.box(0, t));
+      if (c.tasks_[t].routine != nullptr)
+        body = c.tasks_[t].routine->run(c.slots_[0].context, in.scope(), c.box(0, t));
     } catch (...) {
       error = std::current_exception();
     }
@@ -66,7 +66,7 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
       in.failed = true;
       in.error() = error;
     }
-    if (c.observer_ != nullptr) c.observer_->task_finished(t, iter, *c.info_[t].lane, !error);
+    if (c.observer_ != nullptr) c.observer_->task_finished(t, iter, *c.tasks_[t].lane, !error);
     if (error) throw TaskError(c.graph_.name(t), iter, error);
   }
 }

@@ -41,7 +41,7 @@ void UncountedRuns::plan(const std::vector<TaskIndex>& serial_order,
 [[gnu::flatten]] bool UncountedRuns::run_iteration(
     IterationSync& sync, std::optional<RunQueueHooks::RunHere>& here) noexcept {
   const auto& instances = sync.instances;
-  const std::vector<TaskIndex>& order = core().serial_order_;
+  const std::vector<TaskIndex>& order = core().tasks_.serial_order();
   const ContextSlot& slot = core().slots_[sync.slot];  // once for all its instances
   const std::size_t n = order.size();
   for (std::size_t k = 0; k < n; ++k) {
@@ -82,7 +82,7 @@ void UncountedRuns::set_counters_from(IterationSync& sync, std::size_t k,
   // The sinks at k and after have not finished (the one at k, if any, is finishing).
   sync.remaining.store(completions_from_[k], std::memory_order_relaxed);
   const auto& instances = sync.instances;
-  const std::vector<TaskIndex>& order = core().serial_order_;
+  const std::vector<TaskIndex>& order = core().tasks_.serial_order();
   for (std::size_t v = first; v < order.size(); ++v) {
     Instance& in = instances[order[v]];
     in.pending.store(waits_from(in, k), std::memory_order_relaxed);
@@ -95,7 +95,7 @@ void UncountedRuns::release_unblocked_from(IterationSync& sync, std::size_t k,
   // count others down to zero, which it then releases itself. The iteration cannot complete
   // meanwhile (the instance at k, or its count-downs, are still to come).
   const auto& instances = sync.instances;
-  const std::vector<TaskIndex>& order = core().serial_order_;
+  const std::vector<TaskIndex>& order = core().tasks_.serial_order();
   for (std::size_t v = first; v < order.size(); ++v) {
     Instance& in = instances[order[v]];
     if (waits_from(in, k) == 0) core().release_now(in, false);
@@ -104,7 +104,7 @@ void UncountedRuns::release_unblocked_from(IterationSync& sync, std::size_t k,
 
 void UncountedRuns::count_down_next(IterationSync& sync, std::size_t upto) noexcept {
   const auto& instances = sync.instances;
-  const std::vector<TaskIndex>& order = core().serial_order_;
+  const std::vector<TaskIndex>& order = core().tasks_.serial_order();
   for (std::size_t u = 0; u < upto; ++u) {
     const Instance& in = instances[order[u]];
     const TaskInfo& info = *in.info;

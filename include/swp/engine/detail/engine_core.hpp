@@ -5,9 +5,11 @@
 // dependencies, events, lanes, the sequencer, errors, deadlines and cancellation lives here;
 // the policies differ only in when an instance (task, iteration) is released to its lane.
 // Concepts of their own, in their own files: the runs without join counters (UncountedRuns),
-// the in-place runs (InPlaceRuns) and the iterations' device work (IterationDeviceWork),
-// bases of the core whose steps reach it at a fixed offset; the lane claims
-// (lane_claim.hpp); the hang report (HangReport); the failure record (RunFailure);
+// the in-place runs (InPlaceRuns) and the iterations' device work (IterationDeviceWork: an
+// instance's waits for its producers' events and the record of its own, completion, faults),
+// bases of the core whose steps reach it at a fixed offset; each task's TaskInfo and join
+// counts (TaskTable); the lane claims (lane_claim.hpp); the hang report (HangReport); the
+// failure record (RunFailure);
 // the caller's side of a run — progress(), next(), drain(), their waits and deadlines, the
 // abort of a failed run (RunDriver); the serial iteration (run_serial_iteration); a context
 // slot. The steps that finish an instance, inline for the flattened paths, are in
@@ -35,7 +37,6 @@
 #include "swp/async/future.hpp"
 #include "swp/async/lane.hpp"
 #include "swp/async/sequencer.hpp"
-#include "swp/core/detail/successor_lists.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/nvtx_ranges.hpp"
@@ -53,6 +54,7 @@
 #include "swp/engine/detail/ring_index.hpp"
 #include "swp/engine/detail/run_driver.hpp"
 #include "swp/engine/detail/run_failure.hpp"
+#include "swp/engine/detail/task_table.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/detail/uncounted_runs.hpp"
 #include "swp/engine/engine_timeouts.hpp"
@@ -85,7 +87,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
 
   /// What runs for `task` (nullptr: nothing, its instances finish without a call). Set only
   /// while nothing is in flight; read on lanes.
-  void set_routine(TaskIndex task, const TaskRoutine* routine) noexcept { info_[task].routine = routine; }
+  void set_routine(TaskIndex task, const TaskRoutine* routine) noexcept {
+    tasks_[task].routine = routine;
+  }
 
   /// Throws PipelineStateError when fill() would (a run in progress, or a broken pipeline
   /// whose bodies still run): the front end checks before it replaces its source.
@@ -138,10 +142,10 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   /// The order a serial iteration (run_serial_iteration) runs tasks in: topological over intra
   /// deps, ties by name.
   [[nodiscard]] const std::vector<TaskIndex>& serial_order() const noexcept {
-    return serial_order_;
+    return tasks_.serial_order();
   }
-  [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *info_[t].stream; }
-  [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *info_[t].lane; }
+  [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *tasks_[t].stream; }
+  [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *tasks_[t].lane; }
 
   void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = std::move(t); }
   /// What a task's error does to the run (see FailurePolicy); between runs only.
@@ -204,7 +208,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
 
   Sync& sync_of(std::int64_t iter) noexcept { return sync_[sync_ring_(iter)]; }
   const Sync& sync_of(std::int64_t iter) const noexcept { return sync_[sync_ring_(iter)]; }
-  [[nodiscard]] int in_degree(TaskIndex t, std::int64_t iter) const noexcept;
   void arm_counters();
   void reset_run_state(std::int64_t base);
   // Fetches iteration next_admit_'s batch and resets its slot and sync entry (prepare), and
@@ -419,17 +422,14 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   TaskObserver* observer_ = nullptr;
   std::mutex observer_mutex_;  // releases and lane submissions in one order for the observer
 
-  std::vector<TaskIndex> serial_order_;  // topological order of intra deps, by name
-  SuccessorLists intra_succ_, inter_succ_;  // every task's (TaskInfo's spans point here)
-  std::vector<TaskInfo> info_;
-  std::vector<Stream*> streams_;  // the distinct streams of the tasks (PlanGraph::streams)
+  // Every task's TaskInfo, its streams, the serial order, the join counts. With an observer
+  // attached, an iteration counts every instance (IterationSync::counts_all), not only the
+  // table's completion_count(): submit() tells the observer under observer_mutex_, which a
+  // releasing instance still holds after its successor went to its lane, so its own decrement
+  // must come after that.
+  TaskTable tasks_;
   LaneClaims claims_;  // of the tasks with a lane edge
   std::size_t depth_ = 1;  // iterations in flight at most
-  // How many instances of an iteration count towards its completion (counts_completion).
-  int completion_count_ = 0;
-  // With an observer attached, an iteration counts every instance (IterationSync::counts_all):
-  // submit() tells the observer under observer_mutex_, which a releasing instance still holds
-  // after its successor went to its lane, so its own decrement must come after that.
   std::vector<ContextSlot> slots_;
   std::vector<Sync> sync_;
   // The TaskScope of every instance, entry after entry, in one allocation (a plan of 100,000

@@ -97,7 +97,7 @@ template <bool Plain, Releasing R>
   Scheduler& scheduler = runtime_.scheduler();
   // Read before the decrement: after it, `this` may be gone.
   const bool stopping = trouble();
-  const bool last = !sync.counts_all && completion_count_ == 1;
+  const bool last = !sync.counts_all && tasks_.completion_count() == 1;
   const bool waiter_is_here =
       waiting_thread_.load(std::memory_order_relaxed) == &this_thread_marker;
   // Another thread carried the iteration here (AloneWindow); before the

@@ -1,7 +1,7 @@
 #pragma once
 // A task instance and the state around it (not for direct use): what the engine core's hot
 // path reads and writes per (task, iteration) — the instance with its join counter, its
-// task's TaskInfo, its iteration's IterationSync, a lane claim — apart from the core that
+// iteration's IterationSync (its task's TaskInfo: task_table.hpp) — apart from the core that
 // drives them (engine_core.hpp).
 
 #include <atomic>
@@ -20,6 +20,7 @@
 #include "swp/device/event.hpp"
 #include "swp/device/stream.hpp"
 #include "swp/engine/detail/task_routine.hpp"
+#include "swp/engine/detail/task_table.hpp"
 
 namespace swp {
 
@@ -41,33 +42,6 @@ enum class InstanceState : std::uint8_t {
   running,     ///< running its body
   finished,
   coroutine,   ///< its body is a coroutine that started: it runs or waits in an await
-};
-
-/// What the hot path reads about a task, in one place (the core's, one per task; each
-/// instance points at its task's).
-struct TaskInfo {
-  std::span<const TaskIndex> intra, inter;            // dependencies
-  std::span<const TaskIndex> intra_succ, inter_succ;  // dependents
-  Lane* lane = nullptr;
-  Stream* stream = nullptr;
-  const TaskRoutine* routine = nullptr;  // what its body is (nullptr: nothing to run)
-  // Its index (fewer than 2^31: EngineCore's constructor checks), read by its instances: one
-  // load from a line the step reads anyway, not a computation from the instance's address.
-  std::uint32_t task = 0;
-  int degree_first = 0;            // join counter of iteration 0 (see in_degree)
-  int degree = 0;                  // join counter of every later iteration
-  bool ordered = false;
-  // Ordered, or with inter dependencies (whose device work it may have to wait for): its
-  // proceed looks at more than the common case's conditions.
-  bool proceeds_guarded = false;
-  // Its finish counts towards its iteration's completion (IterationSync::remaining).
-  bool counts_completion = true;
-  // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge.
-  LaneClaim* claim = nullptr;
-  // It has a lane edge (so it is not globally ordered) and its lane runs on the runtime's
-  // scheduler: with one thread, both engines run its ready instances where they release them
-  // (InPlaceRuns::run).
-  bool in_place = false;
 };
 
 /// The instances of one IterationSync entry, one per task, in one line-aligned allocation.

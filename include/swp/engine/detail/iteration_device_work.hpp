@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <string>
 
@@ -42,6 +43,8 @@ class IterationDeviceWork {
   [[nodiscard]] bool device_done(std::int64_t iter) const;
   /// Once iteration iter's device work completed: fails the run when some of it faulted; true
   /// when it did (the run failed, now or before).
+  /// Out of line: only retire_after_device asks it at every retirement, and inlined there it
+  /// took registers from the retirement loop of every run (+3 instructions per iteration).
   bool fail_on_device_fault(std::int64_t iter) noexcept;
   /// Before admitting the core's next iteration: waits (with the retire deadline) until its
   /// slot's previous occupant, iteration next - depth, completed its device work; false when
@@ -64,6 +67,17 @@ class IterationDeviceWork {
   enum class DeviceRelease : std::uint8_t { running, done, faulted };
   [[gnu::noinline]] static DeviceRelease device_release(EngineCore& core,
                                                         std::int64_t iter) noexcept;
+  /// Phase 2 of `in`'s dependencies, as its step starts: its stream waits for the event of
+  /// each producer (of its iteration, and of `previous`, the iteration before, where it is
+  /// not null) that recorded one, where their streams differ, and `in` carries device work
+  /// from then on. Only where some producer of the iteration recorded an event at all. False
+  /// when a wait threw: its error is in.error(), and the caller finishes `in` with it.
+  static bool wait_for_producers(Instance& in, const IterationSync* previous) noexcept;
+  /// As `in` finishes: where its body used its stream or it carries device work, records its
+  /// event on its stream (made at its first record) and publishes the generation its
+  /// consumers wait for (IterationSync::generation, recorded); otherwise that there is none.
+  /// Returns the record's error (nullptr: none), with nothing to wait for published.
+  std::exception_ptr record_device_point(Instance& in) noexcept;
   /// Iteration iter's device work did not complete in time; `so`: what could not happen.
   [[nodiscard]] PipelineTimeout device_timeout(std::int64_t iter, const std::string& so) const;
 

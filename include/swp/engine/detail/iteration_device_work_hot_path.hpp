@@ -18,11 +18,6 @@ inline bool IterationDeviceWork::device_done(std::int64_t iter) const {
   return !c.sync_of(iter).device() || device_events_done(c, iter);
 }
 
-inline bool IterationDeviceWork::fail_on_device_fault(std::int64_t iter) noexcept {
-  EngineCore& c = core();
-  return c.sync_of(iter).device() && fail_on_recorded_fault(c, iter);
-}
-
 inline bool IterationDeviceWork::await_slot() {
   // The slot's previous occupant has the entry after the next admission's.
   EngineCore& c = core();
