@@ -189,8 +189,9 @@ inline bool EngineCore::admit() {
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.
   sync.counts_all = observer_ != nullptr;
-  sync.remaining.store(sync.counts_all ? static_cast<int>(graph_.size()) : tasks_.completion_count(),
-                       std::memory_order_relaxed);
+  sync.remaining.store(
+      sync.counts_all ? static_cast<int>(graph_.size()) : tasks_.completion_count(),
+      std::memory_order_relaxed);
   return true;
 }
 

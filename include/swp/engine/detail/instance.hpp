@@ -9,7 +9,6 @@
 #include <exception>
 #include <memory>
 #include <optional>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -19,7 +18,6 @@
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/event.hpp"
 #include "swp/device/stream.hpp"
-#include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/detail/task_table.hpp"
 
 namespace swp {
@@ -29,7 +27,6 @@ class TaskScope;
 namespace detail {
 
 class EngineCore;
-class LaneClaim;
 struct Instance;
 struct InstanceCold;
 
