@@ -117,7 +117,7 @@ bool ClockRelease::release_uncounted(Instance& in) noexcept {
     return false;
   }
   const auto hand_over = [this, &in](bool started) { count_again(started ? &in : nullptr); };
-  switch (core_.uncounted().run(in, core_.slots_[in.slot()], hand_over)) {
+  switch (core_.uncounted().run(in, *in.info, *in.sync, core_.slots_[in.slot()], hand_over)) {
     case UncountedRuns::Outcome::ran: {
       // Only the sinks count (see TaskInfo::counts_completion; no observer: it would have
       // handed over). The only thread that finishes anything of the run: no

@@ -205,9 +205,11 @@ class RunDriver::WaitingThread {
   EngineCore& core_;
 };
 
-// Inline into its two callers in this file (once per iteration).
+// Inline into its two callers in this file (once per iteration). No look at the stop signal:
+// a run stops only once its failure is recorded (EngineCore::fail, fail_on_device_fault), and
+// retire_oldest, which both callers call next, retires nothing then.
 [[gnu::always_inline]] inline bool RunDriver::retires_at_once() const noexcept {
-  return !core_.begin_pending_ && !core_.stop_.stop_requested() && !core_.device_holds_oldest();
+  return !core_.begin_pending_ && !core_.device_holds_oldest();
 }
 
 std::int64_t RunDriver::retire_undriven_while_ready() {

@@ -46,9 +46,10 @@ void UncountedRuns::plan(const std::vector<TaskIndex>& serial_order,
   const std::size_t n = order.size();
   for (std::size_t k = 0; k < n; ++k) {
     Instance& in = instances[order[k]];
-    core().rearm(in);  // for its entry's next iteration, as release_now would
+    const TaskInfo& info = *in.info;
+    EngineCore::rearm(in, info);  // for its entry's next iteration, as release_now would
     const auto hand_over = [&](bool started) { go_on_generally(sync, k, started, here); };
-    if (run(in, slot, hand_over) != Outcome::ran) [[unlikely]]
+    if (run(in, info, sync, slot, hand_over) != Outcome::ran) [[unlikely]]
       return false;
   }
   // Nobody counted `remaining`, which the next admission of the entry resets.

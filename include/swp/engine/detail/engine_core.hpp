@@ -240,9 +240,11 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   [[gnu::noinline]] void ready_by_policy(Instance& in, bool step_ending) noexcept;
   // One of the events `in`'s join counter counts happened: true when it was the last.
   bool count_down(Instance& in) noexcept;
-  // Re-arms the counter of a consumed instance for iteration iter + E (see Instance).
-  void rearm(Instance& in) noexcept {
-    in.pending.store(in.info->degree, std::memory_order_relaxed);
+  // Re-arms the counter of a consumed instance for iteration iter + E (see Instance); `info`:
+  // its task's, where the caller has it at hand.
+  static void rearm(Instance& in) noexcept { rearm(in, *in.info); }
+  static void rearm(Instance& in, const TaskInfo& info) noexcept {
+    in.pending.store(info.degree, std::memory_order_relaxed);
   }
   // Hands a globally ordered instance its sequencer turn as it is released.
   void assign_turn(Instance& in) noexcept {
@@ -326,9 +328,10 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
   // run_routine's two halves: calls the routine (false: it threw, its error in in.error(); the
   // caller finishes the instance after the handler), and starts a body that did not complete
-  // synchronously (its continuations finish the instance). `slot`: the instance's iteration's.
-  static bool call_routine(Instance& in, const TaskInfo& info, const ContextSlot& slot,
-                           ErasedCo& body) noexcept;
+  // synchronously (its continuations finish the instance). `scope`, `box`, `slot`: the
+  // instance's, its output's and its iteration's.
+  static bool call_routine(Instance& in, const TaskInfo& info, TaskScope& scope, OutputBox* box,
+                           const ContextSlot& slot, ErasedCo& body) noexcept;
   void start_body(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept;
   // Out of line: the finish of hooks, errors and coroutines, kept out of the flattened paths.
   [[gnu::noinline]] void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;

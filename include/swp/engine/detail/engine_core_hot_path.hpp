@@ -89,8 +89,8 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
   front_.release(s);
 }
 
-// In the header, with release_under_claim (lane_claim.hpp): the release policies' hot paths (the clock's
-// period releases) inline it from their own files.
+// In the header, with release_under_claim (lane_claim.hpp): the release policies' hot paths
+// (the clock's period releases) inline it from their own files.
 inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   // Nothing of the core is read once the instance went: a data-flow instance may complete the
   // last iteration and the pipeline be destroyed before this returns (the release of a
@@ -130,10 +130,11 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
 
 // In the header: the uncounted runs of both engines (UncountedRuns::run) inline it.
 [[gnu::always_inline]] inline bool EngineCore::call_routine(Instance& in, const TaskInfo& info,
+                                                            TaskScope& scope, OutputBox* box,
                                                             const ContextSlot& slot,
                                                             ErasedCo& body) noexcept {
   try {
-    body = info.routine->run(slot.context, in.scope(), slot.boxes[in.task()].get());
+    body = info.routine->run(slot.context, scope, box);
   } catch (...) {
     in.error() = std::current_exception();
     return false;

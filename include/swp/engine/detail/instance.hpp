@@ -298,6 +298,11 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
       state_word.store(unstamped << 3 | bits, std::memory_order_release);
     }
   }
+  /// set_state(finished), where the caller has its iteration at hand (`sync->iter`).
+  void set_finished(std::int64_t iter) noexcept {
+    state_word.store(stamp(iter) << 3 | static_cast<std::uint64_t>(InstanceState::finished),
+                     std::memory_order_release);
+  }
   /// Forgets every state (a new run's hang report shows nothing of the last).
   void clear_state() noexcept { state_word.store(0, std::memory_order_relaxed); }
   /// Released under its lane's claim and not finished, in whichever iteration (acquire: its

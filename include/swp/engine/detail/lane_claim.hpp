@@ -109,10 +109,10 @@ inline bool hold_claimed_lane(Instance& in, const Lane& lane, const LaneClaim& c
 /// released under it is left.
 [[gnu::noinline]] void end_revoked_claim(LaneClaim& claim, Lane& lane) noexcept;
 
-/// The finish of `in`, released under its lane's claim, its state (`finished`) stored: the
-/// owner's other side of the pattern. On the hot path of every finish under a claim.
-inline void finish_under_claim(Instance& in) noexcept {
-  const TaskInfo& info = *in.info;
+/// The finish of an instance of the task of `info`, released under its lane's claim, its
+/// state (`finished`) stored: the owner's other side of the pattern. On the hot path of every
+/// finish under a claim.
+inline void finish_under_claim(const TaskInfo& info) noexcept {
   LaneClaim& claim = *info.claim;
   Lane& lane = *info.lane;  // before the fence (see hold_claimed_lane)
   detail::light_fence();
@@ -120,5 +120,8 @@ inline void finish_under_claim(Instance& in) noexcept {
     return;
   end_revoked_claim(claim, lane);
 }
+
+/// The same for `in`.
+inline void finish_under_claim(const Instance& in) noexcept { finish_under_claim(*in.info); }
 
 }  // namespace swp::detail

@@ -77,7 +77,7 @@ class RunDriver {
   std::optional<std::int64_t> retire_next_driving();
   // retire_all's run of retirements that need no driving (see retire_next): how many.
   std::int64_t retire_undriven_while_ready();
-  // No first admissions to make, no stop, no device work holding the oldest iteration back.
+  // No first admissions to make, no device work holding the oldest iteration back.
   [[nodiscard]] bool retires_at_once() const noexcept;
   // At the end of the data (every iteration retired): the run is no longer one cancel() may
   // end. False when it failed (a cancel) just before: that failure surfaces instead.

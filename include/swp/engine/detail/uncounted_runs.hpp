@@ -57,10 +57,13 @@ class UncountedRuns {
   /// device point, the claim's side of it), as InPlaceRuns::run, without counting down
   /// anything or re-arming its counter. Anything unusual calls `hand_over(started)` first,
   /// which sets the counters the general path counts down, and then finishes the instance the
-  /// general way (or leaves it to its coroutine), or leaves it not started. `slot`: its
-  /// iteration's (a caller may know it for several instances). Flattened into its callers.
+  /// general way (or leaves it to its coroutine), or leaves it not started. `info`, `sync`,
+  /// `slot`: its task's, its entry and its iteration's slot, which the caller has at hand
+  /// (read through `in` after the claim's fence and the routine's call, they would be read
+  /// again: 3 instructions per task). Flattened into its callers.
   template <class HandOver>
-  Outcome run(Instance& in, const ContextSlot& slot, HandOver&& hand_over) noexcept;
+  Outcome run(Instance& in, const TaskInfo& info, IterationSync& sync, const ContextSlot& slot,
+              HandOver&& hand_over) noexcept;
   /// The last instance of the iteration of `sync` finished here (run counted the sinks): it
   /// is complete, as the last finish of the reference path would store it.
   void complete(IterationSync& sync) noexcept;

@@ -17,9 +17,9 @@ inline const EngineCore& UncountedRuns::core() const noexcept {
 
 template <class HandOver>
 [[gnu::always_inline]] inline UncountedRuns::Outcome UncountedRuns::run(
-    Instance& in, const ContextSlot& slot, HandOver&& hand_over) noexcept {
+    Instance& in, const TaskInfo& info, IterationSync& sync, const ContextSlot& slot,
+    HandOver&& hand_over) noexcept {
   EngineCore& core = this->core();
-  const TaskInfo& info = *in.info;
   LaneClaim& claim = *info.claim;  // every task is in place: each has its lane's claim
   const Lane& lane = *info.lane;   // before the fence (see hold_claimed_lane)
   // The release's side of the claim, with the state it runs in, as InPlaceRuns::run does; a
@@ -34,7 +34,9 @@ template <class HandOver>
   EngineCore::forget_last_failure(in);
   if (info.routine != nullptr) {
     ErasedCo body;
-    if (!EngineCore::call_routine(in, info, slot, body)) [[unlikely]] {
+    TaskScope& scope = sync.scopes[info.task];
+    if (!EngineCore::call_routine(in, info, scope, slot.boxes[info.task].get(), slot, body))
+        [[unlikely]] {
       hand_over(true);
       core.finish(in, in.error(), true);
       return Outcome::handed_over;
@@ -66,9 +68,9 @@ template <class HandOver>
     core.finish(in, std::exception_ptr(), true);  // it records its device work
     return Outcome::handed_over;
   }
-  in.sync->clear_generation(in.task());  // no device point (see EngineCore::finish_as)
-  in.set_state(InstanceState::finished);
-  finish_under_claim(in);  // released under the claim (bypassed)
+  sync.clear_generation(info.task);  // no device point (see EngineCore::finish_as)
+  in.set_finished(sync.iter);
+  finish_under_claim(info);  // released under the claim (bypassed)
   return Outcome::ran;
 }
 
