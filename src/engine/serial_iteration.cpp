@@ -45,7 +45,7 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     ErasedCo body;
     try {
       if (c.tasks_[t].routine != nullptr)
-        body = c.tasks_[t].routine->run(c.slots_[0].context, in.scope(), c.box(0, t));
+        body = ErasedCo(c.tasks_[t].routine->run(c.slots_[0].context, in.scope(), c.box(0, t)));
     } catch (...) {
       error = std::current_exception();
     }

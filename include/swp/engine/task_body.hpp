@@ -71,14 +71,14 @@ class BoundBody final : public BodyCall<Ctx> {
   template <class F>
   explicit BoundBody(F&& fn) : fn_(std::forward<F>(fn)) {}
 
-  ErasedCo run(void* context, TaskScope& scope, OutputBox* output) const override {
+  ReleasedCo run(void* context, TaskScope& scope, OutputBox* output) const override {
     using R = body_result_t<Ctx, Fn>;
     Ctx& ctx = *static_cast<Ctx*>(context);
     if constexpr (CoValue<R>::is_co) {
       R co = call_body(fn_, ctx, scope);
       if constexpr (!std::is_void_v<Value>)
         co.deliver_to(&static_cast<TypedBox<Value>*>(output)->value);
-      return ErasedCo(std::move(co));
+      return ErasedCo(std::move(co)).release();
     } else if constexpr (std::is_void_v<Value>) {
       call_body(fn_, ctx, scope);
       return {};

@@ -329,9 +329,10 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // run_routine's two halves: calls the routine (false: it threw, its error in in.error(); the
   // caller finishes the instance after the handler), and starts a body that did not complete
   // synchronously (its continuations finish the instance). `scope`, `box`, `slot`: the
-  // instance's, its output's and its iteration's.
+  // instance's, its output's and its iteration's. `body` comes back released (in registers),
+  // a coroutine's frame adopted by an ErasedCo only where there is one.
   static bool call_routine(Instance& in, const TaskInfo& info, TaskScope& scope, OutputBox* box,
-                           const ContextSlot& slot, ErasedCo& body) noexcept;
+                           const ContextSlot& slot, ReleasedCo& body) noexcept;
   void start_body(Instance& in, const TaskInfo& info, ErasedCo& body) noexcept;
   // Out of line: the finish of hooks, errors and coroutines, kept out of the flattened paths.
   [[gnu::noinline]] void finish(Instance& in, const std::exception_ptr& error, bool own) noexcept;

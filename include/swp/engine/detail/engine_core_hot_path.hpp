@@ -132,7 +132,7 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
 [[gnu::always_inline]] inline bool EngineCore::call_routine(Instance& in, const TaskInfo& info,
                                                             TaskScope& scope, OutputBox* box,
                                                             const ContextSlot& slot,
-                                                            ErasedCo& body) noexcept {
+                                                            ReleasedCo& body) noexcept {
   try {
     body = info.routine->run(slot.context, scope, box);
   } catch (...) {

@@ -41,16 +41,14 @@ inline void EngineCore::satisfy_as(Instance& in, bool step_ending) noexcept {
 }
 
 inline bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
-  ErasedCo body;
+  ReleasedCo body;
   const ContextSlot& slot = slots_[in.slot()];
   if (!call_routine(in, info, in.scope(), slot.boxes[info.task].get(), slot, body)) {
     finish(in, in.error(), true);
     return false;
   }
-  if (!body.valid()) return true;  // completed synchronously
-  // Started from a local of its own, so the address of `body` never leaves this function
-  // (see UncountedRuns::run).
-  ErasedCo started = std::move(body);
+  if (!body.handle) return true;  // completed synchronously
+  ErasedCo started(body);
   start_body(in, info, started);
   return false;
 }

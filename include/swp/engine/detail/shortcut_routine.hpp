@@ -24,15 +24,15 @@ class ShortcutRoutine final : public TaskRoutine {
                   const Writes<Ctx>* writes, const std::vector<DeclaredIO>& io)
       : state_(state), task_(task), inner_(inner), writes_(writes), io_(io) {}
 
-  ErasedCo run(void* context, TaskScope& scope, OutputBox* output) const override {
+  ReleasedCo run(void* context, TaskScope& scope, OutputBox* output) const override {
     Ctx& ctx = *static_cast<Ctx*>(context);
     if (state_.replay(task_, ctx, output, io_)) return {};
-    ErasedCo body = inner_ != nullptr ? inner_->run(context, scope, output) : ErasedCo{};
+    ErasedCo body(inner_ != nullptr ? inner_->run(context, scope, output) : ReleasedCo{});
     if (!body.valid()) {
       state_.cache(task_, ctx, output, writes_, io_);
       return {};
     }
-    return ErasedCo(cache_after(std::move(body), ctx, output));
+    return ErasedCo(cache_after(std::move(body), ctx, output)).release();
   }
 
   [[nodiscard]] bool shortcut() const noexcept override { return true; }

@@ -22,8 +22,8 @@ class SyntheticRoutine final : public TaskRoutine {
     return cost.cpu_us > 0 || cost.device_us > 0 || cost.jitter_device_us > 0;
   }
 
-  ErasedCo run(void*, TaskScope& scope, OutputBox*) const override {
-    if (cost_.cpu_us > 0) return ErasedCo(spend(scope));
+  ReleasedCo run(void*, TaskScope& scope, OutputBox*) const override {
+    if (cost_.cpu_us > 0) return ErasedCo(spend(scope)).release();
     queue_device_work(scope);
     return {};
   }

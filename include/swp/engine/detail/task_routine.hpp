@@ -18,9 +18,10 @@ namespace detail {
 /// once per instance, on the instance's lane, through this one virtual call, with the context
 /// of the instance's slot; a task with nothing to run has no routine.
 ///
-/// Completion: `run` returns an empty ErasedCo when the work completed synchronously — a body
-/// that never suspends costs no coroutine frame — or the body's own coroutine, not started,
-/// for the core to start on the lane (its value, if any, already routed to `output`).
+/// Completion: `run` returns an empty ReleasedCo when the work completed synchronously — a
+/// body that never suspends costs no coroutine frame — or the body's own coroutine, not
+/// started, released from its ErasedCo (which the core adopts at once, and starts on the
+/// lane; its value, if any, already routed to `output`).
 /// Errors: what the body throws before its first suspension propagates from `run`; later ones
 /// come out of the coroutine. Cancellation: the core starts the coroutine with the run's stop
 /// signal.
@@ -32,7 +33,8 @@ class TaskRoutine {
   /// the type the routine was made for) for the instance `scope` describes; a value goes to
   /// `output` (a TypedBox of the task's value type; nullptr when it returns nothing).
   /// Const: one routine may run for several pipelines and instances at once.
-  virtual ErasedCo run(void* context, TaskScope& scope, OutputBox* output) const = 0;
+  [[nodiscard]] virtual ReleasedCo run(void* context, TaskScope& scope,
+                                       OutputBox* output) const = 0;
 
   /// Whether this is a shortcut around the task (its NVTX range says `[skip]`).
   [[nodiscard]] virtual bool shortcut() const noexcept { return false; }

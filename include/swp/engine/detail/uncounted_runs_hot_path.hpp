@@ -33,7 +33,7 @@ template <class HandOver>
   }
   EngineCore::forget_last_failure(in);
   if (info.routine != nullptr) {
-    ErasedCo body;
+    ReleasedCo body;
     TaskScope& scope = sync.scopes[info.task];
     if (!EngineCore::call_routine(in, info, scope, slot.boxes[info.task].get(), slot, body))
         [[unlikely]] {
@@ -41,12 +41,10 @@ template <class HandOver>
       core.finish(in, in.error(), true);
       return Outcome::handed_over;
     }
-    if (body.valid()) [[unlikely]] {
-      // A coroutine, started from a local of its own: the address of `body` never leaves this
-      // function (start_body is out of line), so the compiler knows it empty on the common
-      // path and skips its move-assignment's reset and its destructor (7.5 instructions per
-      // task with one thread).
-      ErasedCo started = std::move(body);
+    if (body.handle) [[unlikely]] {
+      // A coroutine: adopted only here, so the common path has no ErasedCo to reset or
+      // destroy.
+      ErasedCo started(body);
       if (!ran_body_here(in, info, started)) [[unlikely]] {
         // It suspended: once resumed, it finishes the general way, after the hand-over, or
         // (resumed and completed meanwhile elsewhere) here.
