@@ -42,8 +42,10 @@ std::exception_ptr IterationDeviceWork::record_device_point(Instance& in) noexce
     sync.clear_generation(t);  // the entry's generation is from an earlier iteration otherwise
     return nullptr;
   }
-  if (!device_used_.load(std::memory_order_relaxed))
+  if (!device_used_.load(std::memory_order_relaxed)) {
     device_used_.store(true, std::memory_order_relaxed);
+    recorded_ever_.store(true, std::memory_order_relaxed);
+  }
   std::exception_ptr error;
   try {
     // Made at the instance's first record: most instances of most plans never record one, and

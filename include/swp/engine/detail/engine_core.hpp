@@ -502,8 +502,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   std::int64_t next_admit_ = 0;   // next iteration to fetch
   std::int64_t end_ = INT64_MAX;  // first iteration with no batch
   std::int64_t oldest_ = 0;       // oldest unretired iteration
-  // Every retired iteration below it had its context released (release_retired).
+  // Every retired iteration below it had its context released (release_retired); its entry.
   std::int64_t released_upto_ = 0;
+  std::size_t released_entry_ = 0;
   // Their entries (and slots): sync_ring_(next_admit_), sync_ring_(oldest_).
   std::size_t admit_entry_ = 0;
   std::size_t oldest_entry_ = 0;

@@ -60,12 +60,17 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
 // In the header: each retirement (retire_oldest) inlines it.
 [[gnu::always_inline]] inline bool EngineCore::release_retired(std::int64_t below) noexcept {
   // Iteration j still owns its slot (and sync entry) while no later admission took them.
-  std::int64_t j =
-      std::max(released_upto_, next_admit_ - static_cast<std::int64_t>(sync_.size()));
+  std::int64_t j = released_upto_;
+  std::size_t e = released_entry_;
+  if (const std::int64_t taken = next_admit_ - static_cast<std::int64_t>(sync_.size());
+      j < taken) [[unlikely]] {
+    j = taken;
+    e = sync_ring_(j);
+  }
   if (j >= below) return false;
   bool faulted = false;
-  // One ring index per call; the entries (and slots) of the iterations after j follow it.
-  for (std::size_t e = sync_ring_(j); j < below; ++j, e = entry_after(e)) {
+  // The entries (and slots) of the iterations after j follow j's.
+  for (; j < below; ++j, e = entry_after(e)) {
     // A host-only iteration (every iteration of most plans) costs one load here.
     if (sync_[e].device()) [[unlikely]] {
       const DeviceRelease device = device_release(*this, j);
@@ -75,10 +80,12 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
     release_slot(e);
     if (faulted) {
       ++j;
+      e = entry_after(e);
       break;
     }
   }
-  released_upto_ = std::max(released_upto_, j);
+  released_upto_ = j;
+  released_entry_ = e;
   return faulted;
 }
 

@@ -90,6 +90,12 @@ class IterationDeviceWork {
   /// A task of this run used its stream (EngineCore::finish_guarded); relaxed: a hint for the
   /// release policies, read on the driving thread.
   std::atomic<bool> device_used_{false};
+  /// Some instance of this pipeline recorded an event, in this run or an earlier one (never
+  /// cleared: a run's device work may outlive it). Until then no slot has a previous
+  /// occupant's device work to wait for (await_slot: one load instead of finding the entry).
+  /// Relaxed: stored before the recording instance finishes, so whoever saw that iteration
+  /// complete (the retirement before a slot is reused) sees it.
+  std::atomic<bool> recorded_ever_{false};
 
  private:
   [[nodiscard]] EngineCore& core() noexcept;

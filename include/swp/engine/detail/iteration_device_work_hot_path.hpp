@@ -21,7 +21,8 @@ inline bool IterationDeviceWork::device_done(std::int64_t iter) const {
 inline bool IterationDeviceWork::await_slot() {
   // The slot's previous occupant has the entry after the next admission's.
   EngineCore& c = core();
-  return c.next_admit_ < static_cast<std::int64_t>(c.depth_) ||
+  return !recorded_ever_.load(std::memory_order_relaxed) ||
+         c.next_admit_ < static_cast<std::int64_t>(c.depth_) ||
          !c.sync_[c.entry_after(c.admit_entry_)].device() || await_slot_device(c, c.next_admit_);
 }
 
