@@ -32,7 +32,7 @@ DataFlowRelease::DataFlowRelease(EngineCore& core)
     const auto& info = core.tasks_[t];
     if (!info.intra.empty()) {
       admission_[t] = Admission::none;
-    } else if (!info.inter.empty() || info.claim != nullptr || rank_[t] >= 0) {
+    } else if (!info.inter.empty() || info.lane_edge || rank_[t] >= 0) {
       admission_[t] = Admission::token;
       admitted_.push_back(t);
     } else {

@@ -25,10 +25,13 @@ EngineCore::EngineCore(Runtime& runtime, PlanGraph graph, ReleasePolicy::Make re
       tasks_(graph_, runtime),
       sequencer_(runtime.scheduler()) {
   const std::size_t n = graph_.size();
-  // Lane edges (see LaneClaim) before the policy is made: data-flow's admission counts them.
+  // Lane edges and claims (see LaneClaim) before the policy is made: data-flow's admission
+  // counts them. Globally ordered tasks have the ordered chain instead.
   for (TaskIndex t = 0; t < n; ++t) {
     TaskInfo& info = tasks_[t];
-    if (!fast_.lane_claims || info.ordered || !tasks_.alone_on_lane(t)) continue;
+    if (!fast_.lane_claims || info.ordered) continue;
+    info.lane_edge = true;
+    if (!tasks_.alone_on_lane(t)) continue;
     info.claim = &claims_.add(sync_, t, *info.lane);
     info.in_place = &info.lane->scheduler() == &runtime_.scheduler();
   }

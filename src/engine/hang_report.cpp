@@ -88,7 +88,7 @@ std::string HangReport::unfinished() const {
           if (iter > core_.base_) {
             for (TaskIndex d : graph.inter_deps(t)) name_wait(d, iter - 1);
             // The lane edge (data-flow's counter; the clock releases with the period).
-            if (core_.tasks_[t].claim != nullptr && core_.start_proceeds_) name_wait(t, iter - 1);
+            if (core_.tasks_[t].lane_edge && core_.start_proceeds_) name_wait(t, iter - 1);
           }
           core_.release_->explain_unreleased(out, t, iter, waits);
           break;

@@ -64,7 +64,7 @@ int TaskTable::in_degree(const ReleasePolicy& policy, TaskIndex t,
   int n = static_cast<int>(info.intra.size());
   if (iter > 0) n += static_cast<int>(info.inter.size());
   // The lane edge (see LaneClaim).
-  if (iter > 0 && info.claim != nullptr) ++n;
+  if (iter > 0 && info.lane_edge) ++n;
   return n + policy.extra_degree(t, iter);
 }
 

@@ -113,7 +113,7 @@ void UncountedRuns::count_down_next(IterationSync& sync, std::size_t upto) noexc
       [[maybe_unused]] const bool last = core().count_down(in.next().instances[s]);
       assert(!last);
     }
-    if (info.claim != nullptr) {
+    if (info.lane_edge) {
       [[maybe_unused]] const bool last = core().count_down(in.after());
       assert(!last);
     }
@@ -138,7 +138,7 @@ int UncountedRuns::afresh_count(const Instance& in, std::int64_t iter, bool admi
     const IterationSync& previous = core().sync_of(iter - 1);
     for (TaskIndex d : info.inter)
       if (!finished(previous.instances[d], iter - 1)) ++waits;
-    if (info.claim != nullptr && !finished(previous.instances[in.task()], iter - 1)) ++waits;
+    if (info.lane_edge && !finished(previous.instances[in.task()], iter - 1)) ++waits;
   }
   return waits;
 }

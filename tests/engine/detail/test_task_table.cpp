@@ -106,6 +106,7 @@ TEST_CASE("join counts: dependencies, inter ones after the first iteration, the 
   SUBCASE("a lane edge and an admission token, a policy that does not release every instance") {
     std::vector<swp::detail::IterationSync> entries;
     swp::detail::LaneClaims claims;
+    t.table[t.load].lane_edge = true;
     t.table[t.load].claim = &claims.add(entries, t.load, *t.table[t.load].lane);
     t.table.count_joins(CountingPolicy(1, false));
     CHECK(t.table[t.load].degree_first == 1);  // the token; no lane edge in the first iteration
@@ -114,6 +115,13 @@ TEST_CASE("join counts: dependencies, inter ones after the first iteration, the 
     CHECK(t.table[t.step].degree == 2);
     CHECK(t.table.completion_count() == 3);
     for (TaskIndex i = 0; i < 3; ++i) CHECK(t.table[i].counts_completion);
+  }
+  SUBCASE("a lane edge without a claim (a task that shares its lane) counts the same") {
+    t.table[t.log].lane_edge = true;
+    t.table.count_joins(CountingPolicy(0, true));
+    CHECK(t.table[t.log].degree_first == 1);  // Step; no lane edge in the first iteration
+    CHECK(t.table[t.log].degree == 2);        // Step and the lane edge
+    CHECK(t.table[t.step].degree == 2);       // unchanged: Load and Log of the iteration before
   }
   SUBCASE("counted again, the counts are the latest policy's") {
     t.table.count_joins(CountingPolicy(0, false));

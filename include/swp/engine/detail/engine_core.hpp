@@ -432,7 +432,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // releasing instance still holds after its successor went to its lane, so its own decrement
   // must come after that.
   TaskTable tasks_;
-  LaneClaims claims_;  // of the tasks with a lane edge
+  LaneClaims claims_;  // of the tasks alone on their lanes
   std::size_t depth_ = 1;  // iterations in flight at most
   std::vector<ContextSlot> slots_;
   std::vector<Sync> sync_;

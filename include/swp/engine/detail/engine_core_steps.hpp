@@ -70,10 +70,10 @@ template <bool Plain, Releasing R>
   // (docs/benchmarks.md, "Occupancy"). The clock's period run in place (R == clock, one
   // thread) runs each instance as it is released: nothing runs next there.
   const bool next_iteration_runs_next = info.intra_succ.empty() || R != Releasing::either;
-  if (!info.inter_succ.empty() || info.claim != nullptr) {
+  if (!info.inter_succ.empty() || info.lane_edge) {
     for (TaskIndex s : info.inter_succ)
       satisfy_as<R>(in.next().instances[s], next_iteration_runs_next);
-    if (info.claim != nullptr) satisfy_as<R>(in.after(), next_iteration_runs_next);  // lane edge
+    if (info.lane_edge) satisfy_as<R>(in.after(), next_iteration_runs_next);
   }
   if (!Plain && info.ordered) release_->ordered_finished(in);
   if (!info.counts_completion && !sync.counts_all) {

@@ -24,6 +24,14 @@ namespace swp::detail {
 /// edge stays: it only repeats the lane's order), and the claim ends once no instance released
 /// under it is left.
 ///
+/// With claims on, a task that shares its lane (not globally ordered) has a lane edge too,
+/// without a claim (TaskInfo::lane_edge). Its lane would order its instances only in the
+/// order they reach it, and a producer under a claim can release the next iteration's first:
+/// the producer's next instance runs as soon as its counter allows, which may be before its
+/// instance before finished counting down (the admission's token comes from another thread),
+/// where its lane would have started it only after that step. Found by the randomized suite
+/// (`random plans of short tasks with a worker that takes none of them`, SWP_TEST_SEED=3114).
+///
 /// The protocol is a store-buffering pattern with Lane::submit_to_claimed: a release (or a
 /// start in place) stores that its instance holds the claimed lane, then looks at the claim
 /// (hold_claimed_lane); a revoker stores the revocation, then looks at whether an instance
@@ -50,7 +58,7 @@ class LaneClaim final : public Lane::Claim {
   Lane& lane_;
 };
 
-/// The claims of a pipeline's tasks that have a lane edge, taken for each run.
+/// The claims of a pipeline's tasks alone on their lanes, taken for each run.
 class LaneClaims {
  public:
   /// A claim for `task`, alone on `lane` (see LaneClaim's constructor); its address is stable.

@@ -42,9 +42,17 @@ struct TaskInfo {
   bool proceeds_guarded = false;
   // Its finish counts towards its iteration's completion (IterationSync::remaining).
   bool counts_completion = true;
-  // Its lane edge's claim (see LaneClaim); nullptr: it has no lane edge. Set by the core.
+  // Its instance waits for the task's instance before it (the lane edge; see LaneClaim).
+  // With lane claims on, every task that is not globally ordered has one (set by the core):
+  // under a claim its instances bypass the lane, which would otherwise order them; sharing a
+  // lane, a task's instances run in the order they reach it, and a producer under a claim
+  // can release the next iteration's before this one's (its next instance runs as soon as
+  // its counter allows, not after its finish ends, as a lane would start it).
+  bool lane_edge = false;
+  // Its lane's claim (see LaneClaim), for a task alone on its lane; nullptr: none. Set by the
+  // core.
   LaneClaim* claim = nullptr;
-  // It has a lane edge (so it is not globally ordered) and its lane runs on the runtime's
+  // It has a lane claim (so it is not globally ordered) and its lane runs on the runtime's
   // scheduler: with one thread, both engines run its ready instances where they release them
   // (InPlaceRuns::run). Set by the core.
   bool in_place = false;
@@ -55,7 +63,8 @@ struct TaskInfo {
 /// task's dependencies and lane edge):
 /// - the constructor resolves each task's lane and stream in the runtime (each distinct one
 ///   once), and fills in its dependencies, dependents and order; the core then gives the tasks
-///   alone on their lanes their lane edges (TaskInfo::claim, in_place);
+///   their lane edges and those alone on their lanes their claims (TaskInfo::lane_edge,
+///   claim, in_place);
 /// - count_joins(policy) sets each task's join counts (dependencies, the lane edge and what
 ///   the policy counts besides) and which tasks count towards their iteration's completion.
 /// Errors: a plan of 2^31 tasks or more is a std::length_error (an instance keeps its task in
@@ -79,7 +88,7 @@ class TaskTable {
   [[nodiscard]] const TaskInfo& operator[](TaskIndex t) const noexcept { return info_[t]; }
   [[nodiscard]] std::size_t size() const noexcept { return info_.size(); }
   [[nodiscard]] std::span<const TaskInfo> all() const noexcept { return info_; }
-  /// Whether `t` is the only task on its lane (a candidate for a lane edge, see LaneClaim).
+  /// Whether `t` is the only task on its lane (a candidate for a lane claim, see LaneClaim).
   [[nodiscard]] bool alone_on_lane(TaskIndex t) const noexcept { return alone_on_lane_[t]; }
   /// Topological order of the intra-iteration dependencies, ties by name (a serial
   /// iteration's order, see PlanGraph::topological_order).
