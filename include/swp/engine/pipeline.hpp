@@ -549,8 +549,17 @@ class Pipeline : private detail::FrontEnd {
   }
 
   void retire(std::int64_t, std::size_t slot, const std::exception_ptr& error) override {
-    if (error || retired_error_) retired_error_ = error;  // (no copy in the common case)
     retired_slot_ = slot;
+    // The common case without a frame of its own (on_retire is its tail call).
+    if (!error && !retired_error_) [[likely]] {
+      if (on_retire_) on_retire_(contexts_[slot]);
+      return;
+    }
+    retire_failed(slot, error);
+  }
+  // retire() of an iteration that failed (skip), or the first one after it.
+  [[gnu::noinline]] void retire_failed(std::size_t slot, const std::exception_ptr& error) {
+    retired_error_ = error;
     if (error) {
       if (on_failure_) on_failure_(contexts_[slot], error);
     } else if (on_retire_) {

@@ -15,6 +15,11 @@
 
 namespace swp::detail {
 
+// No error, as a named object: a `nullptr` argument would make a temporary that outlives the
+// call (an instance's finish could not be a tail call; a retirement would construct and
+// destroy one per iteration).
+inline const std::exception_ptr no_error;
+
 // On the hot path of every count-down.
 inline bool EngineCore::count_down(Instance& in) noexcept {
   // acq_rel: every decrement publishes what its thread wrote before (the producer's outcome
@@ -42,13 +47,20 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
   if (release_retired(retired_iter)) return -1;
   // Retiring after the device work: work of this one that faulted fails the run instead.
   if (retire_after_device_ && fail_on_device_fault(retired_iter)) return -1;
-  const std::exception_ptr error = iteration_error(retired_iter, sync_[oldest_entry_]);
+  // Failed under FailurePolicy::skip, or not (no exception_ptr made or destroyed then).
+  const TaskIndex failed = sync_[oldest_entry_].failed_task.load(std::memory_order_acquire);
   try {
-    front_.retire(retired_iter, oldest_entry_, error);  // its slot (see entry_after)
+    // Its slot (see entry_after).
+    if (failed == Sync::no_failure) [[likely]] {
+      front_.retire(retired_iter, oldest_entry_, no_error);
+    } else {
+      front_.retire(retired_iter, oldest_entry_, task_error(retired_iter, failed));
+    }
   } catch (...) {
     // Its callback had it: the abort that follows does not report it again.
     count_retired();
-    fail_callback(error ? CallbackError::Callback::on_failure : CallbackError::Callback::on_retire,
+    fail_callback(failed == Sync::no_failure ? CallbackError::Callback::on_retire
+                                             : CallbackError::Callback::on_failure,
                   retired_iter);
     return -1;
   }

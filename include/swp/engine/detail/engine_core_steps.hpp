@@ -13,10 +13,6 @@
 
 namespace swp::detail {
 
-// The outcome of an instance that did not fail, as a named object: a `nullptr` argument would
-// make a temporary that outlives the call, so finish() could not be a tail call.
-inline const std::exception_ptr no_error;
-
 inline EngineCore& InPlaceRuns::core() noexcept { return static_cast<EngineCore&>(*this); }
 
 inline bool InPlaceRuns::chained_here(Instance& in) noexcept {
