@@ -208,20 +208,41 @@ class RunDriver::WaitingThread {
 // Inline into its two callers in this file (once per iteration). No look at the stop signal:
 // a run stops only once its failure is recorded (EngineCore::fail, fail_on_device_fault), and
 // retire_oldest, which both callers call next, retires nothing then.
-[[gnu::always_inline]] inline bool RunDriver::retires_at_once() const noexcept {
-  return !core_.begin_pending_ && !core_.device_holds_oldest();
+// Static, given the core: the loops keep it in a register (through this->core_, each look
+// reloaded it after every call).
+[[gnu::always_inline]] inline bool RunDriver::retires_at_once(const EngineCore& c) noexcept {
+  return !c.begin_pending_ && !c.device_holds_oldest();
+}
+
+[[gnu::always_inline]] inline bool RunDriver::retires_next_undriven(const EngineCore& c) noexcept {
+  return c.retirable() && c.retires_undriven_ && retires_at_once(c);
+}
+
+[[gnu::always_inline]] inline void RunDriver::admit_unless_retirable() {
+  // Undriven, nothing runs until this thread admits: an iteration complete now stays so, and
+  // retires first (the next call's), and one admission's setup serves every slot they free.
+  // With one thread, data-flow runs each admitted iteration whole, so every iteration in
+  // flight is complete: one advance() per `depth` retirements instead of one per retirement
+  // (docs/benchmarks.md). The admission still follows the retirement that freed its slot.
+  if (!retires_next_undriven(core_)) core_.release_->advance();
 }
 
 std::int64_t RunDriver::retire_undriven_while_ready() {
   // retire_next's undriven retirement, one after the other on one waiting scope while each
-  // next one is complete: with one thread every one is (each retirement admits and runs the
-  // next), which saves retire_next's call and scope per iteration. A retirement that fails
-  // leaves the run failed: the retire_next after this surfaces it.
+  // next one is complete, which saves retire_next's call and scope per iteration. A
+  // retirement that fails leaves the run failed: the retire_next after this surfaces it.
   EngineCore& c = core_;
   const WaitingThread waiting(c, true);
   std::int64_t retired = 0;
-  while (c.retirable() && c.retires_undriven_ && retires_at_once() && c.retire_oldest() >= 0)
-    ++retired;
+  // Each retirement followed by admit_unless_retirable, with one look at the next iteration
+  // per retirement and one per admission.
+  while (retires_next_undriven(c)) {
+    do {
+      if (!c.retire_oldest_only()) return retired;
+      ++retired;
+    } while (retires_next_undriven(c));
+    c.release_->advance();
+  }
   return retired;
 }
 
@@ -233,10 +254,12 @@ std::optional<std::int64_t> RunDriver::retire_next() {
   if (c.retirable() && c.retires_undriven_ && c.run_queue_.runs_no_work_here()) {
     // The common case retires right here (retire_next_driving's loop would retire at once,
     // about 20 instructions per iteration later). A failure on the way surfaces from there.
-    if (retires_at_once()) {
+    if (retires_at_once(c)) {
       const WaitingThread waiting(c, true);
-      if (const std::int64_t retired_iter = c.retire_oldest(); retired_iter >= 0)
+      if (const std::int64_t retired_iter = c.oldest_; c.retire_oldest_only()) {
+        admit_unless_retirable();
         return retired_iter;
+      }
     }
     return retire_next_driving();
   }

@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -13,11 +14,13 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "support/engines.hpp"
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/engine/errors.hpp"
+#include "swp/engine/fast_paths.hpp"
 #include "swp/engine/pipeline.hpp"
 #include "swp/engine/plan.hpp"
 #include "swp/engine/runtime.hpp"
@@ -114,6 +117,35 @@ RunOutcome run_in_trouble(swp::Backend backend, Trouble trouble, bool by_run) {
   return told;
 }
 
+// The order in which a run with one thread takes its batches ("s<batch>") and retires its
+// iterations ("r<iter>"), run by run() or by a progress() loop; `all_paths`: whether the
+// runtime took every fast path (unless SWP_FAST_PATHS says otherwise).
+template <class Engine>
+std::vector<std::string> take_and_retire_order(swp::Backend backend, bool by_run,
+                                               bool* all_paths = nullptr) {
+  constexpr int batches = 30;
+  swp::Runtime rt({.backend = backend, .workers = 0});
+  if (all_paths != nullptr) *all_paths = rt.fast_paths() == swp::FastPaths::all();
+  auto pipe = Engine::template make<C>(rt, chain_plan(Trouble::none), 3);
+  std::vector<std::string> order;
+  pipe->on_retire([&](const C& ctx) { order.push_back("r" + std::to_string(ctx.iter_idx)); });
+  int next = 0;
+  auto source = [&]() -> std::optional<int> {
+    if (next == batches) return std::nullopt;
+    order.push_back("s" + std::to_string(next));
+    return next++;
+  };
+  if (by_run) {
+    CHECK(pipe->run(source).iterations == batches);
+  } else {
+    pipe->fill_pipeline(source);
+    while (pipe->progress()) {
+    }
+    pipe->drain();
+  }
+  return order;
+}
+
 }  // namespace
 
 TEST_CASE_TEMPLATE("run() tells the caller what a progress() loop would, failures included", Engine,
@@ -139,6 +171,44 @@ TEST_CASE_TEMPLATE("run() tells the caller what a progress() loop would, failure
         CHECK(by_run.counted == -1);
         CHECK(by_run.retired.size() <= 24);
       }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("with one thread, a batch is taken after the retirement that frees its slot",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // RunDriver::admit_unless_retirable: run() and a progress() loop take and retire in one
+  // order; batch k (iteration k) waits for iteration k - depth's retirement; an iteration
+  // complete when the one before it retired retires before the next batch is taken, so the
+  // data-flow engine, which runs each iteration whole with one thread (on the host, with its
+  // fast paths), retires in runs of `depth` between its admissions.
+  constexpr int depth = 3;
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    bool all_paths = false;
+    const auto by_run = take_and_retire_order<Engine>(backend, true, &all_paths);
+    const auto by_progress = take_and_retire_order<Engine>(backend, false);
+    CHECK(by_run == by_progress);
+    REQUIRE(by_run.size() == 60);
+    const auto at = [&](const std::string& event) {
+      return std::find(by_run.begin(), by_run.end(), event) - by_run.begin();
+    };
+    for (int k = 0; k < 30; ++k) {
+      CHECK(at("s" + std::to_string(k)) < at("r" + std::to_string(k)));
+      if (k >= depth) CHECK(at("r" + std::to_string(k - depth)) < at("s" + std::to_string(k)));
+    }
+    if (std::is_same_v<Engine, swp::test::UseDataFlow> && backend == swp::Backend::host &&
+        all_paths) {
+      // Past the start (s0 s1 s2 r0 s3), each admission follows `depth` retirements in a
+      // row: r1 r2 r3 s4 s5 s6 r4 r5 r6 s7 ... (the last run retires what is left).
+      std::vector<int> runs;  // the lengths of the runs of retirements
+      for (std::size_t e = 0; e < by_run.size(); ++e) {
+        if (by_run[e][0] != 'r') continue;
+        if (e == 0 || by_run[e - 1][0] != 'r') runs.push_back(0);
+        ++runs.back();
+      }
+      REQUIRE(runs.size() > 2);
+      for (std::size_t r = 1; r + 1 < runs.size(); ++r) CHECK(runs[r] == depth);
     }
   }
 }

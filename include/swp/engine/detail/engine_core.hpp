@@ -402,6 +402,10 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // lets the next ones in; returns it, or -1 when the run failed (meanwhile, or by the
   // callback throwing) and nothing retired.
   std::int64_t retire_oldest();
+  // retire_oldest without the admissions, which the caller makes (the policy's advance())
+  // once it retired what retires in a row (RunDriver::admit_unless_retirable); false when
+  // nothing retired.
+  bool retire_oldest_only();
   // The error of an iteration that failed under FailurePolicy::skip (nullptr: it did not).
   [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter) const {
     return iteration_error(iter, sync_of(iter));

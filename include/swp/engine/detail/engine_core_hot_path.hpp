@@ -37,16 +37,23 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
 
 // In the header: the driver's loops (RunDriver) inline it, once per iteration.
 [[gnu::always_inline]] inline std::int64_t EngineCore::retire_oldest() {
+  const std::int64_t retired_iter = oldest_;
+  if (!retire_oldest_only()) return -1;
+  release_->advance();
+  return retired_iter;
+}
+
+[[gnu::always_inline]] inline bool EngineCore::retire_oldest_only() {
   // The run may have failed since the caller last looked (its failing instance completes the
   // iteration right after fail(), whose stores a completion seen by the caller makes
   // visible): an iteration of a failed run never retires, it is reported by the abort.
-  if (failure_.failed()) return -1;
+  if (failure_.failed()) return false;
   const std::int64_t retired_iter = oldest_;
   // The iterations retired before (their Retired handles end here); device work of theirs
   // that faulted fails the run instead.
-  if (release_retired(retired_iter)) return -1;
+  if (release_retired(retired_iter)) return false;
   // Retiring after the device work: work of this one that faulted fails the run instead.
-  if (retire_after_device_ && fail_on_device_fault(retired_iter)) return -1;
+  if (retire_after_device_ && fail_on_device_fault(retired_iter)) return false;
   // Failed under FailurePolicy::skip, or not (no exception_ptr made or destroyed then).
   const TaskIndex failed = sync_[oldest_entry_].failed_task.load(std::memory_order_acquire);
   try {
@@ -62,11 +69,10 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
     fail_callback(failed == Sync::no_failure ? CallbackError::Callback::on_retire
                                              : CallbackError::Callback::on_failure,
                   retired_iter);
-    return -1;
+    return false;
   }
   count_retired();
-  release_->advance();
-  return retired_iter;
+  return true;
 }
 
 // In the header: each retirement (retire_oldest) inlines it.
@@ -74,7 +80,7 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
   // Iteration j still owns its slot (and sync entry) while no later admission took them.
   std::int64_t j = released_upto_;
   std::size_t e = released_entry_;
-  if (const std::int64_t taken = next_admit_ - static_cast<std::int64_t>(sync_.size());
+  if (const std::int64_t taken = next_admit_ - static_cast<std::int64_t>(sync_ring_.size());
       j < taken) [[unlikely]] {
     j = taken;
     e = sync_ring_(j);

@@ -26,7 +26,8 @@ inline bool IterationDeviceWork::await_slot() {
          !c.sync_[c.entry_after(c.admit_entry_)].device() || await_slot_device(c, c.next_admit_);
 }
 
-inline bool IterationDeviceWork::device_holds_oldest() const {
+// Always inline: once per retirement, where it is mostly the one load of a flag.
+[[gnu::always_inline]] inline bool IterationDeviceWork::device_holds_oldest() const {
   return retire_after_device_ && !device_done(core().oldest_);
 }
 

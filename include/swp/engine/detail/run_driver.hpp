@@ -78,7 +78,12 @@ class RunDriver {
   // retire_all's run of retirements that need no driving (see retire_next): how many.
   std::int64_t retire_undriven_while_ready();
   // No first admissions to make, no device work holding the oldest iteration back.
-  [[nodiscard]] bool retires_at_once() const noexcept;
+  [[nodiscard]] static bool retires_at_once(const EngineCore& c) noexcept;
+  // The oldest iteration is complete and retires at once, undriven.
+  [[nodiscard]] static bool retires_next_undriven(const EngineCore& c) noexcept;
+  // After an undriven retirement: admits what the freed slots take, unless the next
+  // iteration retires at once (then after it: its retirement frees a slot too).
+  void admit_unless_retirable();
   // At the end of the data (every iteration retired): the run is no longer one cancel() may
   // end. False when it failed (a cancel) just before: that failure surfaces instead.
   bool settle_at_end();
