@@ -236,11 +236,12 @@ void ClockRelease::release_later_stages(std::int64_t period) {
     // Only periods that admitted something hold an iteration (later ones are not opened yet;
     // a bubble holds none).
     if (from < 0 || from > last_admit_period_) continue;
-    IterationSync* sync = admitted_in(from).sync;
+    const Admitted& admitted = admitted_in(from);
+    IterationSync* sync = admitted.sync;
     if (sync == nullptr) continue;
     // Still in flight: an iteration retires only once its last stage (max_stage_, which every
     // iteration has) was released, in period from + max_stage_ >= this one.
-    assert(sync->iter == iter_of_period(from) && sync->iter >= core_.oldest_);
+    assert(sync->iter == admitted.iter && admitted.iter >= core_.oldest_);
     release(later.task, *sync);
   }
 }
