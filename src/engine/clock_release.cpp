@@ -173,7 +173,9 @@ void ClockRelease::count_again(const Instance* running) noexcept {
   c.retires_undriven_ = true;  // a period's instances run as it opens: nothing to drive
 }
 
-void ClockRelease::advance() {
+// Flattened too: open_periods inline, in the frame of the policy's virtual call (one period
+// per retirement with one thread: 186.65 -> 184.65 instructions per task on the dispatch chain).
+[[gnu::flatten]] void ClockRelease::advance() {
   if (alone_runs_) watch_help();  // before look_who_runs, which it concerns
   look_who_runs();
   open_periods();
