@@ -408,10 +408,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   bool retire_oldest_only();
   // The error of an iteration that failed under FailurePolicy::skip (nullptr: it did not).
   [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter) const {
-    return iteration_error(iter, sync_of(iter));
-  }
-  [[nodiscard]] std::exception_ptr iteration_error(std::int64_t iter, const Sync& sync) const {
-    const TaskIndex task = sync.failed_task.load(std::memory_order_acquire);
+    const TaskIndex task = sync_of(iter).failed_task.load(std::memory_order_acquire);
     return task == Sync::no_failure ? nullptr : task_error(iter, task);
   }
   [[nodiscard]] std::exception_ptr task_error(std::int64_t iter, TaskIndex task) const;
