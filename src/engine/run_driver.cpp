@@ -205,11 +205,11 @@ class RunDriver::WaitingThread {
   EngineCore& core_;
 };
 
-// Inline into its two callers in this file (once per iteration). No look at the stop signal:
-// a run stops only once its failure is recorded (EngineCore::fail, fail_on_device_fault), and
-// retire_oldest, which both callers call next, retires nothing then.
-// Static, given the core: the loops keep it in a register (through this->core_, each look
-// reloaded it after every call).
+// Inline where it is asked (once per retirement). No look at the stop signal: a run stops
+// only once its failure is recorded (EngineCore::fail, fail_on_device_fault), and
+// retire_oldest_only, which its callers call next, retires nothing then. Static, given the
+// core: the loops keep it in a register (through this->core_, each look reloaded it after
+// every call).
 [[gnu::always_inline]] inline bool RunDriver::retires_at_once(const EngineCore& c) noexcept {
   return !c.begin_pending_ && !c.device_holds_oldest();
 }

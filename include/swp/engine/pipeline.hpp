@@ -156,10 +156,9 @@ class Pipeline : private detail::FrontEnd {
   /// until the next retirement, see swp::Retired); see the class comment. Where the calling
   /// thread runs everything (one thread), the batches come in once no complete iteration is
   /// left to retire (the next call's), each after the retirement that freed its slot, as in
-  /// run(). On a thread running
-  /// the io_context the lanes run on (swp::AsioRuntime), a call that would have to wait
-  /// throws PipelineStateError (it would stall the handlers it waits for; use next() or
-  /// swp::async_progress there); so does drain() with iterations in flight.
+  /// run(). On a thread running the io_context the lanes run on (swp::AsioRuntime), a call
+  /// that would have to wait throws PipelineStateError (it would stall the handlers it waits
+  /// for; use next() or swp::async_progress there); so does drain() with iterations in flight.
   std::optional<Retired<Ctx>> progress() { return retired(core_.progress()); }
 
   /// The coroutine form of progress(): the same result (the retired iteration, swp::Retired)
