@@ -96,12 +96,15 @@ bool ClockRelease::needed(std::int64_t period) const noexcept {
 
 void ClockRelease::release(TaskIndex task, IterationSync& sync) {
   Instance& in = sync.instances[task];
-  if (uncounted_ && release_uncounted(in)) return;
+  if (uncounted_ && release_uncounted(in) != UncountedRuns::Outcome::not_started) return;
+  release_counted(in);
+}
+
+void ClockRelease::release_counted(Instance& in) {
   // With one thread, a ready instance of a task alone on its lane runs now (see InPlaceRuns::run):
   // its counter at 1 waits only for the period's token.
   if (runs_here_ != nullptr && in.info->in_place &&
-      in.pending.load(std::memory_order_acquire) == 1 &&
-      core_.in_place().run<Releasing::clock>(in))
+      in.pending.load(std::memory_order_acquire) == 1 && core_.in_place().run<Releasing::clock>(in))
     return;
   // On its lane, the lane starts it, which gives its start token (start). Under its lane's
   // claim (see LaneClaim) the period gives it, and whoever takes the counter to
@@ -110,31 +113,49 @@ void ClockRelease::release(TaskIndex task, IterationSync& sync) {
   if (core_.submit(in)) start_under_claim(in);
 }
 
-bool ClockRelease::release_uncounted(Instance& in) noexcept {
+template <class Task, class SyncOf>
+void ClockRelease::release_each(const std::vector<Task>& tasks, SyncOf sync_of) {
+  const Task* next = tasks.data();
+  const Task* const end = next + tasks.size();
+  if (uncounted_ && runs_here_ != nullptr) {
+    while (next != end) {
+      const Task& task = *next++;
+      IterationSync* sync = sync_of(task);
+      if (sync == nullptr) continue;
+      Instance& in = sync->instances[task_of(task)];
+      const UncountedRuns::Outcome outcome = run_uncounted(in, *sync);
+      if (outcome == UncountedRuns::Outcome::ran) continue;
+      // Handed over: the periods count from now on (count_again), this one's rest too.
+      if (outcome == UncountedRuns::Outcome::not_started) release_counted(in);
+      break;
+    }
+  }
+  for (; next != end; ++next)
+    if (IterationSync* sync = sync_of(*next)) release(task_of(*next), *sync);
+}
+
+UncountedRuns::Outcome ClockRelease::release_uncounted(Instance& in) noexcept {
   // Not the only runner here (called inside a runnable; virtual time): the periods count.
   if (runs_here_ == nullptr) {
     count_again(nullptr);
-    return false;
+    return UncountedRuns::Outcome::not_started;
   }
+  return run_uncounted(in, *in.sync);
+}
+
+UncountedRuns::Outcome ClockRelease::run_uncounted(Instance& in, IterationSync& sync) noexcept {
   const auto hand_over = [this, &in](bool started) { count_again(started ? &in : nullptr); };
-  switch (core_.uncounted().run(in, *in.info, *in.sync, core_.slots_[in.slot()], hand_over)) {
-    case UncountedRuns::Outcome::ran: {
-      // Only the sinks count (see TaskInfo::counts_completion; no observer: it would have
-      // handed over). The only thread that finishes anything of the run: no
-      // read-modify-write.
-      if (!in.info->counts_completion) return true;
-      IterationSync& sync = *in.sync;
-      const int left = sync.remaining.load(std::memory_order_relaxed) - 1;
-      sync.remaining.store(left, std::memory_order_relaxed);
-      if (left == 0) core_.uncounted().complete(sync);
-      return true;
-    }
-    case UncountedRuns::Outcome::handed_over:
-      return true;
-    case UncountedRuns::Outcome::not_started:
-      break;
+  const TaskInfo& info = *in.info;
+  const UncountedRuns::Outcome outcome =
+      core_.uncounted().run(in, info, sync, core_.slots_[sync.slot], hand_over);
+  // Only the sinks count (see TaskInfo::counts_completion; no observer: it would have
+  // handed over). The only thread that finishes anything of the run: no read-modify-write.
+  if (outcome == UncountedRuns::Outcome::ran && info.counts_completion) {
+    const int left = sync.remaining.load(std::memory_order_relaxed) - 1;
+    sync.remaining.store(left, std::memory_order_relaxed);
+    if (left == 0) core_.uncounted().complete(sync);
   }
-  return false;
+  return outcome;
 }
 
 void ClockRelease::count_again(const Instance* running) noexcept {
@@ -220,7 +241,7 @@ void ClockRelease::count_again(const Instance* running) noexcept {
     if (admitted < 0) continue;  // a bubble: the next period may release more
     admit_period_[entry] = period;
     last_admit_period_ = period;
-    for (TaskIndex t : first_) release(t, c.sync_[entry]);
+    release_each(first_, [sync = &c.sync_[entry]](TaskIndex) { return sync; });
   }
 }
 
@@ -233,19 +254,18 @@ bool ClockRelease::drained() const noexcept {
 }
 
 void ClockRelease::release_later_stages(std::int64_t period) {
-  for (const Later& later : later_) {
-    const std::int64_t from = period - later.stage;
-    // Only periods that admitted something hold an iteration (later ones are not opened yet;
-    // a bubble holds none).
-    if (from < 0 || from > last_admit_period_) continue;
-    const Admitted& admitted = admitted_in(from);
-    IterationSync* sync = admitted.sync;
-    if (sync == nullptr) continue;
-    // Still in flight: an iteration retires only once its last stage (max_stage_, which every
-    // iteration has) was released, in period from + max_stage_ >= this one.
-    assert(sync->iter == admitted.iter && admitted.iter >= core_.oldest_);
-    release(later.task, *sync);
-  }
+  release_each(later_, [this, period](const Later& later) {
+    // Only periods that admitted something hold an iteration (a bubble holds none). Every
+    // period before this one was written in this run (see periods_), and one before the
+    // first (period < stage) maps to an entry no period wrote yet: no range check.
+    const Admitted& admitted = admitted_in(period - later.stage);
+    // Still in flight, so its entry still holds it: an iteration retires only once its last
+    // stage (max_stage_, which every iteration has) was released, in a period no earlier than
+    // this one. (The entry is what the assert reads; a look at the oldest iteration too cost
+    // 2 instructions per task on the dispatch chain.)
+    assert(admitted.sync == nullptr || admitted.sync->iter == admitted.iter);
+    return admitted.sync;
+  });
 }
 
 [[gnu::always_inline]] inline void ClockRelease::look_who_runs() noexcept {
@@ -267,6 +287,7 @@ void ClockRelease::release_rest() {
   // its lane after its producers (lanes keep the period order), so none parks for good.
   for (std::int64_t period = next_period_; period <= last_admit_period_ + max_stage_; ++period) {
     release_later_stages(period);
+    periods_[static_cast<std::size_t>(period) & period_mask_] = Admitted{};  // a bubble
   }
   next_period_ = std::max(next_period_, last_admit_period_ + max_stage_ + 1);
 }

@@ -8,6 +8,7 @@
 #include "swp/async/scheduler.hpp"
 #include "swp/engine/detail/alone_window.hpp"
 #include "swp/engine/detail/release_policy.hpp"
+#include "swp/engine/detail/uncounted_runs.hpp"
 
 namespace swp::detail {
 
@@ -49,9 +50,21 @@ class ClockRelease final : public ReleasePolicy {
   [[nodiscard]] bool needed(std::int64_t period) const noexcept;
   // Releases `task`'s instance in the iteration `sync` holds.
   void release(TaskIndex task, IterationSync& sync);
-  // An uncounted period's release (see uncounted_): false when the instance did not start
-  // and the periods count again (release() goes on the general way).
-  bool release_uncounted(Instance& in) noexcept;
+  // release() once the periods count: in place where it is ready with one thread, else to its
+  // lane, or under its lane's claim.
+  void release_counted(Instance& in);
+  // Releases each of `tasks` (TaskIndex or Later) in order, in the iteration `sync_of(task)`
+  // names (nullptr: none this period). While the periods run uncounted here, one look at
+  // uncounted_ and runs_here_ serves them all (only a hand-over changes them, count_again:
+  // the rest then go the general way), where release() would read both again after each body.
+  template <class Task, class SyncOf>
+  void release_each(const std::vector<Task>& tasks, SyncOf sync_of);
+  // An uncounted period's release (see uncounted_): not_started when the instance did not
+  // start and the periods count again (the caller releases it the general way).
+  UncountedRuns::Outcome release_uncounted(Instance& in) noexcept;
+  // release_uncounted where this thread is known to run the periods (runs_here_); `sync`:
+  // the entry of `in`, which the caller has at hand.
+  UncountedRuns::Outcome run_uncounted(Instance& in, IterationSync& sync) noexcept;
   // The periods count again from now on in this run: every counter set to what counting
   // would have left (UncountedRuns::count_afresh; `running`: the instance handed over, started).
   // With workers the window ends: they are offered the work again.
@@ -91,12 +104,17 @@ class ClockRelease final : public ReleasePolicy {
   };
   std::vector<TaskIndex> first_;
   std::vector<Later> later_;
+  static TaskIndex task_of(TaskIndex task) noexcept { return task; }
+  static TaskIndex task_of(const Later& later) noexcept { return later.task; }
   // Periods and iterations part ways when the source answers "not yet": a period then opens
   // without admitting (a bubble) if an iteration in flight needs its later stages released,
   // and an iteration admitted at period a has its stage-k tasks released at period a + k.
   // Ring (a power of two long, indexed with period_mask_): the iteration period p admitted and
   // its sync entry (-1 and nullptr: none), so a release finds its instance without the ring
-  // arithmetic from the iteration to its entry.
+  // arithmetic from the iteration to its entry. Cleared by reset; every period is written as
+  // it opens (release_rest's too), so a look back from the period opening finds what that
+  // period admitted, and one before period 0 an entry no period wrote yet (the ring is longer
+  // than the look back plus one).
   struct Admitted {
     std::int64_t iter = -1;
     IterationSync* sync = nullptr;
