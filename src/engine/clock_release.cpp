@@ -66,7 +66,6 @@ void ClockRelease::reset() {
   // Lookups reach back S periods (the gate) and max_stage periods (releases): no aliasing.
   periods_.assign(std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1), Admitted{});
   period_mask_ = periods_.size() - 1;
-  admit_period_.assign(core_.sync_.size(), -1);
   // The counters are armed afresh for the run (and count once an instance is handed over).
   // Uncounted periods need one thread, on which the instances run where they are released
   // (runs_here_): not on virtual time, and with workers only in the alone window.
@@ -228,7 +227,7 @@ void ClockRelease::count_again(const Instance* running) noexcept {
     }
     std::int64_t admitted = -1;
     const std::int64_t next = c.next_admit_;
-    const std::size_t entry = c.admit_entry_;  // admit_period_ has one per entry
+    const std::size_t entry = c.admit_entry_;
     // Once the source said "not yet" in this call, bubbles do not ask it again.
     // Not while the alone window drains the iterations in flight (watch_help).
     if (!draining_ && !c.starved_ && next < c.end_ && c.await_slot() && c.admit()) admitted = next;
@@ -239,7 +238,6 @@ void ClockRelease::count_again(const Instance* running) noexcept {
         admitted < 0 ? Admitted{} : Admitted{admitted, &c.sync_[entry]};
     ++next_period_;
     if (admitted < 0) continue;  // a bubble: the next period may release more
-    admit_period_[entry] = period;
     last_admit_period_ = period;
     release_each(first_, [sync = &c.sync_[entry]](TaskIndex) { return sync; });
   }
@@ -354,8 +352,15 @@ void ClockRelease::ordered_finished(Instance&) noexcept {
 void ClockRelease::explain_unreleased(std::ostream& out, TaskIndex task, std::int64_t iter,
                                       bool& waits) const {
   if (waits) return;
-  const std::size_t entry = core_.sync_ring_(iter);
-  out << " (its period " << admit_period_[entry] + core_.graph().stage(task) << " has not opened)";
+  // The period that admitted it is still in the ring: an iteration in flight keeps the period
+  // S (slots) after its own from opening, and the ring is longer.
+  const auto ring = static_cast<std::int64_t>(periods_.size());
+  for (std::int64_t period = next_period_ - 1; period >= 0 && next_period_ - period <= ring;
+       --period)
+    if (iter_of_period(period) == iter) {
+      out << " (its period " << period + core_.graph().stage(task) << " has not opened)";
+      return;
+    }
 }
 
 }  // namespace swp::detail

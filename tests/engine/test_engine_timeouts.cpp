@@ -188,6 +188,27 @@ TEST_CASE("the clock's hang report names the producer a task alone on its lane w
   never.set_value();
 }
 
+TEST_CASE("the clock's hang report names the period an unreleased instance waits for") {
+  // Two slots: period p opens once the iteration of period p - 2 retired. Load(1) never
+  // completes, so period 3 (its gate: iteration 1) does not open, and Tail of iteration 2,
+  // admitted in period 2, stays unreleased.
+  swp::Runtime rt({.workers = 1});
+  swp::Promise<> never;  // what Load waits for in iteration 1; completed after the timeout
+  swp::Plan<Ctx> plan;
+  plan.add("Load", [&never](Ctx& ctx) -> swp::Co<void> {
+    if (ctx.iter_idx == 1) co_await never.get_future();
+  }, {.stage = 0, .thread_group = "io"});
+  plan.add("Tail", [](Ctx&) {}, {.stage = 1, .thread_group = "tail"});
+  auto pipe = swp::test::UseClock::make<Ctx>(rt, plan, 2);
+  pipe->set_timeouts({.retire = 200ms, .check_interval = 10ms});
+  pipe->fill_pipeline(std::vector<int>{0, 1, 2, 3});
+  const std::string what = timeout_message(*pipe);
+  CHECK_MESSAGE(what.find("\n  Tail (iter 2) on lane 'tail', stream 'default': not released yet "
+                          "(its period 3 has not opened)") != std::string::npos,
+                what);
+  never.set_value();
+}
+
 TEST_CASE("the clock's hang report names a producer of the iteration before") {
   // Use(1) depends on Slow(0) (an inter-iteration dependency) and shares its lane: the
   // second period releases it as the lane's job, and it holds the lane waiting for Slow of

@@ -127,7 +127,6 @@ class ClockRelease final : public ReleasePolicy {
   [[nodiscard]] std::int64_t iter_of_period(std::int64_t period) const noexcept {
     return admitted_in(period).iter;
   }
-  std::vector<std::int64_t> admit_period_;  // per sync entry: the period its iteration came in
   // Uncounted periods: with one thread and every task in place (UncountedRuns::applies),
   // each instance a period releases is ready (its producers were released before it, in an
   // earlier period or earlier in this one, and ran where they were released), so it runs
