@@ -38,10 +38,7 @@ bool IterationDeviceWork::wait_for_producers(Instance& in, const IterationSync* 
 std::exception_ptr IterationDeviceWork::record_device_point(Instance& in) noexcept {
   IterationSync& sync = *in.sync;
   const TaskIndex t = in.task();
-  if (!in.stream_used && !in.carries_device_work) {
-    sync.clear_generation(t);  // the entry's generation is from an earlier iteration otherwise
-    return nullptr;
-  }
+  if (!in.stream_used && !in.carries_device_work) return nullptr;
   if (!device_used_.load(std::memory_order_relaxed)) {
     device_used_.store(true, std::memory_order_relaxed);
     recorded_ever_.store(true, std::memory_order_relaxed);

@@ -139,4 +139,24 @@ TEST_CASE("an instance's task, lane-edge successor and cold state follow from it
   }
 }
 
+TEST_CASE("an entry's next admission forgets the event generations its iteration recorded") {
+  // Tasks 1 and 3 of 5 recorded (the rest did not, and never wrote theirs): forgetting clears
+  // exactly theirs, so each generation is nonzero only for a task that recorded in the
+  // entry's current iteration.
+  IterationSync entry;
+  entry.generation.assign(5, 0);
+  entry.recorded = std::make_unique<swp::TaskIndex[]>(5);
+  entry.generation[3] = 7;
+  entry.recorded[entry.recorded_count.fetch_add(1)] = 3;
+  entry.generation[1] = 4;
+  entry.recorded[entry.recorded_count.fetch_add(1)] = 1;
+  REQUIRE(entry.device());
+  entry.forget_recorded();
+  CHECK_FALSE(entry.device());
+  for (const std::uint64_t generation : entry.generation) CHECK(generation == 0);
+  // Nothing recorded: nothing to clear, still none.
+  entry.forget_recorded();
+  CHECK_FALSE(entry.device());
+}
+
 }  // namespace test_instance

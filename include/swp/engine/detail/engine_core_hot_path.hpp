@@ -209,7 +209,7 @@ inline bool EngineCore::admit() {
   // reads it before. The admission touches no instance.
   sync.iter = iter;
   sync.slot = s;
-  sync.recorded_count.store(0, std::memory_order_relaxed);
+  sync.forget_recorded();
   sync.helped.store(false, std::memory_order_relaxed);
   sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both

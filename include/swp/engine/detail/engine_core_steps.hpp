@@ -113,16 +113,11 @@ template <bool Plain, Releasing R>
 template <bool Plain, Releasing R>
 inline void EngineCore::finish_as(Instance& in, const std::exception_ptr& error,
                                   bool own) noexcept {
-  const TaskIndex t = in.task();
-  Sync& sync = *in.sync;
   const TaskInfo& info = *in.info;
-  if (in.stream_used ||
-      (!Plain && (in.carries_device_work || info.ordered || error || nvtx_ ||
-                  observer_ != nullptr))) [[unlikely]] {
+  // No device point otherwise: its generation stays 0 (IterationSync::forget_recorded).
+  if (in.stream_used || (!Plain && (in.carries_device_work || info.ordered || error || nvtx_ ||
+                                    observer_ != nullptr))) [[unlikely]]
     finish_guarded(in, error, own);
-  } else {
-    sync.clear_generation(t);  // no device point (the entry's is from an earlier iteration)
-  }
   in.set_state(InstanceState::finished);
   if (!in.bypassed.load(std::memory_order_relaxed)) {
     info.lane->finish_job();

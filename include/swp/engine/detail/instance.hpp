@@ -127,14 +127,10 @@ struct alignas(64) IterationSync {
   // The stream every instance of the entry queues device work on instead of its task's, or
   // null: run_serial's "default" stream (entry 0 only, until the next run).
   Stream* serial_stream = nullptr;
-  std::vector<std::uint64_t> generation;      // event generation each task recorded (0: none)
-  // Says that task `t` recorded no event in this iteration. Read before written: in a plan
-  // that records none (or rarely), every finish would otherwise write a line its neighbours'
-  // finishes write too (8 tasks to a line), and threads finishing neighbours pass it back
-  // and forth; a line they only read stays with each of them.
-  void clear_generation(TaskIndex t) noexcept {
-    if (generation[t] != 0) generation[t] = 0;
-  }
+  // Event generation each task recorded in the entry's iteration (0: none). Nonzero only for
+  // the tasks `recorded` lists: the admission of the entry's next iteration clears those
+  // (forget_recorded), so a finish that records nothing writes nothing here.
+  std::vector<std::uint64_t> generation;
   // Instances whose finish counts towards the iteration's completion and that have not
   // finished yet. Under a policy that releases every instance (both engines') only the sinks
   // count (instances with no intra-iteration dependent): every other instance's last touch of
@@ -161,6 +157,15 @@ struct alignas(64) IterationSync {
   // nothing past the count is read, and most plans' entries never record (untouched pages).
   std::unique_ptr<TaskIndex[]> recorded;
   std::atomic<std::uint32_t> recorded_count{0};
+  // The admission of the entry's next iteration (EngineCore::prepare): what the last one
+  // recorded is forgotten, its generations cleared. Its readers are done by then: its device
+  // work was awaited before its slot took another iteration (await_slot), and the iteration
+  // after it, whose inter dependencies read it, retired.
+  void forget_recorded() noexcept {
+    const std::uint32_t count = recorded_count.load(std::memory_order_relaxed);
+    for (std::uint32_t k = 0; k < count; ++k) generation[recorded[k]] = 0;
+    recorded_count.store(0, std::memory_order_relaxed);
+  }
   // Some instance recorded an event (device_done has something to look at; consumers look
   // at generations).
   [[nodiscard]] bool device() const noexcept {

@@ -53,8 +53,8 @@ class UncountedRuns {
     handed_over,  // it started and is finished (or will be) the general way
   };
   /// One instance, on the thread that is its scheduler's only runner, every producer
-  /// finished: its release under its lane's claim, its body and a plain finish (its state, its
-  /// device point, the claim's side of it), as InPlaceRuns::run, without counting down
+  /// finished: its release under its lane's claim, its body and a plain finish (its state and
+  /// the claim's side of it), as InPlaceRuns::run, without counting down
   /// anything or re-arming its counter. Anything unusual calls `hand_over(started)` first,
   /// which sets the counters the general path counts down, and then finishes the instance the
   /// general way (or leaves it to its coroutine), or leaves it not started. `info`, `sync`,

@@ -66,7 +66,6 @@ template <class HandOver>
     core.finish(in, std::exception_ptr(), true);  // it records its device work
     return Outcome::handed_over;
   }
-  sync.clear_generation(info.task);  // no device point (see EngineCore::finish_as)
   in.set_finished(sync.iter);
   finish_under_claim(info);  // released under the claim (bypassed)
   return Outcome::ran;
