@@ -240,6 +240,11 @@ void ClockRelease::count_again(const Instance* running) noexcept {
     if (admitted < 0) continue;  // a bubble: the next period may release more
     last_admit_period_ = period;
     release_each(first_, [sync = &c.sync_[entry]](TaskIndex) { return sync; });
+    // Every slot busy: the next period cannot open (can_open's answer without its look at the
+    // ring; one thread opens one period per retirement). Each period q up to this one opened
+    // once the iteration of period q - S retired, so the S iterations in flight came in the
+    // last S periods, one each, the next period's gate among them.
+    if (c.next_admit_ - c.oldest_ >= static_cast<std::int64_t>(c.depth_)) return;
   }
 }
 
