@@ -34,6 +34,18 @@ swp::Plan<Ctx> ordered_pair(swp::Promise<>& never) {
   return plan;
 }
 
+// Adds "Load" (scheduled as `schedule`), whose body awaits `never` in iteration 1: the
+// iteration the hang reports below are about.
+auto add_load_stuck_in_iteration_1(swp::Plan<Ctx>& plan, swp::Promise<>& never,
+                                   swp::TaskSchedule schedule) {
+  return plan.add(
+      "Load",
+      [&never](Ctx& ctx) -> swp::Co<void> {
+        if (ctx.iter_idx == 1) co_await never.get_future();
+      },
+      schedule);
+}
+
 }  // namespace
 
 TEST_CASE("the default deadlines are the seed's: 60 s retire, 30 s sequencer") {
@@ -52,9 +64,7 @@ TEST_CASE("the retire deadline ends a hang with PipelineTimeout after the config
   swp::Runtime rt({.workers = 1});
   swp::Promise<> never;  // what Load waits for in iteration 1; completed after the timeout
   swp::Plan<Ctx> plan;
-  plan.add("Load", [&never](Ctx& ctx) -> swp::Co<void> {
-    if (ctx.iter_idx == 1) co_await never.get_future();
-  }, {.stage = 0, .thread_group = "io"});
+  add_load_stuck_in_iteration_1(plan, never, {.stage = 0, .thread_group = "io"});
   swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
   pipe.set_timeouts({.retire = 200ms, .check_interval = 10ms});
   pipe.fill_pipeline(std::vector<int>{0, 1, 2});
@@ -141,9 +151,8 @@ TEST_CASE_TEMPLATE("the hang report names each waiter's lane and stream and what
   swp::Runtime rt({.workers = 2});
   swp::Promise<> never;  // what Load waits for in iteration 1; completed after the timeout
   swp::Plan<Ctx> plan;
-  auto load = plan.add("Load", [&never](Ctx& ctx) -> swp::Co<void> {
-    if (ctx.iter_idx == 1) co_await never.get_future();
-  }, {.stage = 0, .stream = "memcpy", .thread_group = "io"});
+  auto load = add_load_stuck_in_iteration_1(plan, never,
+                                            {.stage = 0, .stream = "memcpy", .thread_group = "io"});
   plan.add("Post", [](Ctx&) {}, {.stage = 1, .stream = "memcpy", .thread_group = "io"});
   auto fwd = plan.add("Forward", [](Ctx&) {}, {.stage = 1, .stream = "gpu", .thread_group = "compute"});
   plan.intra_iter_deps = {{fwd, load}};
@@ -171,9 +180,7 @@ TEST_CASE("the clock's hang report names the producer a task alone on its lane w
   swp::Runtime rt({.workers = 2});
   swp::Promise<> never;  // what Load waits for in iteration 1; completed after the timeout
   swp::Plan<Ctx> plan;
-  auto load = plan.add("Load", [&never](Ctx& ctx) -> swp::Co<void> {
-    if (ctx.iter_idx == 1) co_await never.get_future();
-  }, {.stage = 0, .thread_group = "io"});
+  auto load = add_load_stuck_in_iteration_1(plan, never, {.stage = 0, .thread_group = "io"});
   auto use = plan.add("Use", [](Ctx& ctx) {
     if (ctx.iter_idx == 0) std::this_thread::sleep_for(20ms);
   }, {.stage = 0, .thread_group = "compute"});
@@ -195,9 +202,7 @@ TEST_CASE("the clock's hang report names the period an unreleased instance waits
   swp::Runtime rt({.workers = 1});
   swp::Promise<> never;  // what Load waits for in iteration 1; completed after the timeout
   swp::Plan<Ctx> plan;
-  plan.add("Load", [&never](Ctx& ctx) -> swp::Co<void> {
-    if (ctx.iter_idx == 1) co_await never.get_future();
-  }, {.stage = 0, .thread_group = "io"});
+  add_load_stuck_in_iteration_1(plan, never, {.stage = 0, .thread_group = "io"});
   plan.add("Tail", [](Ctx&) {}, {.stage = 1, .thread_group = "tail"});
   auto pipe = swp::test::UseClock::make<Ctx>(rt, plan, 2);
   pipe->set_timeouts({.retire = 200ms, .check_interval = 10ms});
