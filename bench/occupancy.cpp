@@ -97,7 +97,8 @@ class OccRecorder {
 };
 
 struct OccSample {
-  double busy_share = 0, same_stage_share = 0, carried_share = 0, ns_per_task = 0;
+  double busy_share = 0, same_stage_share = 0, carried_share = 0, ns_per_task = 0,
+         start_lag_ns = 0;
   std::optional<double> retire_lag_ns;
 };
 
@@ -119,6 +120,12 @@ OccSample occ_analyse(const OccRecorder& rec, std::int64_t first, std::int64_t l
   };
   std::vector<Run> runs;
   std::vector<double> lags;
+  // A later stage's body may start once its producer (the stage before) and the same stage's
+  // body of the iteration before ended, in every system alike; how long after that it starts
+  // is what dispatching it cost (a thread to notice it, a period to release it, a queue to
+  // move it). Stage 0 also waits for a free line or slot: left out.
+  double start_lag_ns = 0;
+  std::size_t started = 0;
   for (std::int64_t i = first; i < last; ++i) {
     for (int s = 0; s < occ_stages; ++s) {
       const OccBody& r = rec.at(i, s);
@@ -126,6 +133,11 @@ OccSample occ_analyse(const OccRecorder& rec, std::int64_t first, std::int64_t l
       close = std::max(close, r.end);
       busy_ns += occ_ns_between(r.start, r.end);
       runs.push_back({r.start, r.thread, s, i});
+      if (s > 0 && i > first) {
+        const OccClock::time_point ready = std::max(rec.at(i, s - 1).end, rec.at(i - 1, s).end);
+        start_lag_ns += occ_ns_between(ready, r.start);
+        ++started;
+      }
     }
     if (retires) lags.push_back(occ_ns_between(rec.at(i, occ_stages - 1).end, rec.retired_at(i)));
   }
@@ -146,6 +158,7 @@ OccSample occ_analyse(const OccRecorder& rec, std::int64_t first, std::int64_t l
   sample.same_stage_share = static_cast<double>(same) / static_cast<double>(runs.size());
   sample.carried_share = static_cast<double>(carried) / static_cast<double>(runs.size());
   sample.ns_per_task = span / static_cast<double>(runs.size());
+  sample.start_lag_ns = started == 0 ? 0 : start_lag_ns / static_cast<double>(started);
   if (retires) sample.retire_lag_ns = median(std::move(lags));
   return sample;
 }
@@ -235,7 +248,7 @@ void run_occupancy(const OccupancyOptions& o) {
   metric("busy_core", o.co_runner ? 1 : 0, "flag");
   metric("steps_per_us", steps_per_us, "count");
   constexpr OccSystem systems[] = {OccSystem::data_flow, OccSystem::clock, OccSystem::taskflow};
-  std::map<std::string, std::vector<double>> busy, same, carried, ns, lag;
+  std::map<std::string, std::vector<double>> busy, same, carried, ns, lag, start_lag;
   for (int round = 0; round < o.rounds; ++round) {
     for (double w : o.work_us) {
       const auto steps = static_cast<std::uint64_t>(w * steps_per_us);
@@ -247,13 +260,15 @@ void run_occupancy(const OccupancyOptions& o) {
         const OccSample sample =
             occ_measure(s, o.threads, steps, std::max<std::int64_t>(window, 100));
         std::fprintf(stderr,
-                     "occupancy round %d %s: busy %.3f same-stage %.3f carried %.3f ns/task %.1f\n",
+                     "occupancy round %d %s: busy %.3f same-stage %.3f carried %.3f start lag "
+                     "%.0f ns, ns/task %.1f\n",
                      round, tag.c_str(), sample.busy_share, sample.same_stage_share,
-                     sample.carried_share, sample.ns_per_task);
+                     sample.carried_share, sample.start_lag_ns, sample.ns_per_task);
         busy[tag].push_back(sample.busy_share);
         same[tag].push_back(sample.same_stage_share);
         carried[tag].push_back(sample.carried_share);
         ns[tag].push_back(sample.ns_per_task);
+        start_lag[tag].push_back(sample.start_lag_ns);
         if (sample.retire_lag_ns) lag[tag].push_back(*sample.retire_lag_ns);
       }
     }
@@ -262,6 +277,7 @@ void run_occupancy(const OccupancyOptions& o) {
   for (auto& [tag, values] : same) metric("same_stage_share_" + tag, median(values), "ratio");
   for (auto& [tag, values] : carried) metric("carried_share_" + tag, median(values), "ratio");
   for (auto& [tag, values] : lag) metric("retire_lag_ns_" + tag, median(values), "ns");
+  for (auto& [tag, values] : start_lag) metric("start_lag_ns_" + tag, median(values), "ns");
   for (auto& [tag, values] : ns) metric("ns_per_task_" + tag, median(values), "ns");
 }
 
