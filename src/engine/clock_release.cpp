@@ -212,6 +212,12 @@ void ClockRelease::count_again(const Instance* running) noexcept {
   EngineCore& c = core_;
   c.starved_ = false;  // set again if the source answers "not yet" below
   RunQueueHooks& run_queue = c.run_queue();
+  // In run()'s loop of undriven retirements (its first admissions made: begin_pending_ is
+  // clear), with one thread whose periods run here: the iteration a period completes retires
+  // in this call (below). Not with workers: their alone window looks at each retirement
+  // (watch_help, once per advance()).
+  const bool may_retire = c.advance_may_retire_ && only_driven_ && runs_here_ != nullptr;
+  assert(!may_retire || !c.begin_pending_);
   for (;;) {
     const std::int64_t period = next_period_;
     if (c.failure_.failed() || !can_open(period)) return;
@@ -244,7 +250,16 @@ void ClockRelease::count_again(const Instance* running) noexcept {
     // ring; one thread opens one period per retirement). Each period q up to this one opened
     // once the iteration of period q - S retired, so the S iterations in flight came in the
     // last S periods, one each, the next period's gate among them.
-    if (c.next_admit_ - c.oldest_ >= static_cast<std::int64_t>(c.depth_)) return;
+    if (c.next_admit_ - c.oldest_ >= static_cast<std::int64_t>(c.depth_)) {
+      // The period completed the oldest iteration (its last stage ran here; always, while the
+      // periods run uncounted): it retires now, where run()'s loop would retire it right after
+      // this call (RunDriver::retires_next_undriven: the same conditions), and the next period
+      // opens in this call (one advance() per retirement cost the clock 7 instructions per task
+      // with one thread; docs/benchmarks.md). A retirement that fails ends this call, the run
+      // failed (run()'s loop then surfaces it).
+      if (!(may_retire && c.retirable() && !c.device_holds_oldest() && c.retire_oldest_only()))
+        return;
+    }
   }
 }
 

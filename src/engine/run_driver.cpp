@@ -233,17 +233,26 @@ std::int64_t RunDriver::retire_undriven_while_ready() {
   // retirement that fails leaves the run failed: the retire_next after this surfaces it.
   EngineCore& c = core_;
   const WaitingThread waiting(c, true);
-  std::int64_t retired = 0;
+  // The policy's advance() may retire too (see EngineCore::advance_may_retire_), so the
+  // retirements are counted by the oldest iteration (one whose callback failed counts too: the
+  // run surfaces that failure from the retire_next after this call).
+  struct MayRetire {
+    bool& flag;
+    explicit MayRetire(bool& f) : flag(f) { flag = true; }
+    ~MayRetire() { flag = false; }
+    MayRetire(const MayRetire&) = delete;
+    MayRetire& operator=(const MayRetire&) = delete;
+  } const may_retire(c.advance_may_retire_);
+  const std::int64_t first = c.oldest_;
   // Each retirement followed by admit_unless_retirable, with one look at the next iteration
   // per retirement and one per admission.
   while (retires_next_undriven(c)) {
     do {
-      if (!c.retire_oldest_only()) return retired;
-      ++retired;
+      if (!c.retire_oldest_only()) return c.oldest_ - first;
     } while (retires_next_undriven(c));
     c.release_->advance();
   }
-  return retired;
+  return c.oldest_ - first;
 }
 
 std::optional<std::int64_t> RunDriver::retire_next() {

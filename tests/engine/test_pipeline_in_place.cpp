@@ -93,6 +93,12 @@ TEST_CASE_TEMPLATE(
     run_alone_on_lanes<Engine>(
         {.plans = 30, .seed = 53, .drive = Drive::next, .suspend_probability = 0.05}, 0);
   }
+  SUBCASE("run(), which the clock's periods retire within (EngineCore::advance_may_retire_)") {
+    run_alone_on_lanes<Engine>(
+        {.plans = 40, .seed = 57, .drive = Drive::run, .suspend_probability = 0.05}, 0);
+    run_alone_on_lanes<Engine>(
+        {.plans = 30, .seed = 58, .drive = Drive::run, .suspend_probability = 0.02}, 0.2);
+  }
   SUBCASE("bodies resumed by another thread, which a second thread driving the pool may run") {
     run_alone_on_lanes<Engine>({.plans = 30,
                                 .seed = 59,

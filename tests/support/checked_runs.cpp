@@ -113,15 +113,20 @@ void checked_runs(const CheckedRuns& runs, MakeCheckedPipeline make) {
       const bool keep_busy = runs.busy_workers_for > 0 && !sim && runs.drive == Drive::progress;
       if (keep_busy) busy.emplace(rt.scheduler(), runs.workers);
       const BusyWorkers::ReleaseOnExit release_busy(busy ? &*busy : nullptr);
-      pipe->fill_pipeline(batches);
-      if (runs.drive == Drive::next) {
-        retired = sync_wait(next_all(*pipe));
-      } else if (runs.drive == Drive::asio) {
-        retired = async_all(*pipe, io);
+      if (runs.drive == Drive::run) {
+        pipe->on_retire([&retired](const BoundCtx& ctx) { retired.push_back(ctx.iter_idx); });
+        CHECK(pipe->run(batches).iterations == iterations);
       } else {
-        while (auto i = pipe->progress()) {
-          retired.push_back(i->iter());
-          if (keep_busy && std::ssize(retired) == runs.busy_workers_for) busy->release();
+        pipe->fill_pipeline(batches);
+        if (runs.drive == Drive::next) {
+          retired = sync_wait(next_all(*pipe));
+        } else if (runs.drive == Drive::asio) {
+          retired = async_all(*pipe, io);
+        } else {
+          while (auto i = pipe->progress()) {
+            retired.push_back(i->iter());
+            if (keep_busy && std::ssize(retired) == runs.busy_workers_for) busy->release();
+          }
         }
       }
       done.store(true);

@@ -9,9 +9,10 @@
 
 namespace swp::test {
 
-/// The blocking progress(), the coroutine next(), or async_progress handlers on an io_context
-/// whose threads also run the lanes.
-enum class Drive { progress, next, asio };
+/// The blocking progress(), the coroutine next(), async_progress handlers on an io_context
+/// whose threads also run the lanes, or run(source), which retires them all in one call
+/// (iterations seen by on_retire).
+enum class Drive { progress, next, asio, run };
 
 /// Retires every iteration with co_await next(); returns them in order.
 template <class Ctx>

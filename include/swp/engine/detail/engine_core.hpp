@@ -527,6 +527,10 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // The waiting thread retires undriven, outside the scheduler's runnables: the policies'
   // advance, on that thread only, need not ask RunQueueHooks::runs_no_work_here again.
   bool waiter_runs_no_work_ = false;
+  // run()'s loop of undriven retirements (RunDriver::retire_undriven_while_ready), which
+  // retires every iteration that completes: the clock's advance() may retire the iteration
+  // each of its periods completes itself and open the next period (ClockRelease::open_periods).
+  bool advance_may_retire_ = false;
 
   alignas(64) RunFailure failure_;  // what failed the run (the first root cause)
   // The caller's side of the run. Last: its parked waits' ticks use the members above.
