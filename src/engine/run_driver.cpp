@@ -190,13 +190,18 @@ std::int64_t RunDriver::retire_all() {
 // and whether it runs none of the scheduler's work (see EngineCore::waiter_runs_no_work_).
 class RunDriver::WaitingThread {
  public:
-  explicit WaitingThread(EngineCore& core, bool runs_no_work_here = false) : core_(core) {
+  // `advance_may_retire`: see EngineCore::advance_may_retire_ (run()'s undriven loop only).
+  explicit WaitingThread(EngineCore& core, bool runs_no_work_here = false,
+                         bool advance_may_retire = false)
+      : core_(core) {
     core_.waiting_thread_.store(&this_thread_marker, std::memory_order_relaxed);
     core_.waiter_runs_no_work_ = runs_no_work_here;
+    core_.advance_may_retire_ = advance_may_retire;
   }
   ~WaitingThread() {
     core_.waiting_thread_.store(nullptr, std::memory_order_relaxed);
     core_.waiter_runs_no_work_ = false;
+    core_.advance_may_retire_ = false;
   }
   WaitingThread(const WaitingThread&) = delete;
   WaitingThread& operator=(const WaitingThread&) = delete;
@@ -232,17 +237,10 @@ std::int64_t RunDriver::retire_undriven_while_ready() {
   // next one is complete, which saves retire_next's call and scope per iteration. A
   // retirement that fails leaves the run failed: the retire_next after this surfaces it.
   EngineCore& c = core_;
-  const WaitingThread waiting(c, true);
   // The policy's advance() may retire too (see EngineCore::advance_may_retire_), so the
   // retirements are counted by the oldest iteration (one whose callback failed counts too: the
   // run surfaces that failure from the retire_next after this call).
-  struct MayRetire {
-    bool& flag;
-    explicit MayRetire(bool& f) : flag(f) { flag = true; }
-    ~MayRetire() { flag = false; }
-    MayRetire(const MayRetire&) = delete;
-    MayRetire& operator=(const MayRetire&) = delete;
-  } const may_retire(c.advance_may_retire_);
+  const WaitingThread waiting(c, true, true);
   const std::int64_t first = c.oldest_;
   // Each retirement followed by admit_unless_retirable, with one look at the next iteration
   // per retirement and one per admission.
