@@ -192,17 +192,23 @@ TEST_CASE_TEMPLATE("retire_after_device: an iteration retires after its device w
                    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
   // The device work (a host stream's thread) writes the result some time after its task
   // finished: only retire_after_device makes every retirement see it.
-  swp::Plan<DeviceCtx> plan;
-  plan.add(
-      "Compute",
-      [](DeviceCtx& ctx, swp::TaskScope& scope) {
-        scope.enqueue([&ctx] {
-          std::this_thread::sleep_for(1ms);
-          ctx.doubled.store(2 * ctx.batch, std::memory_order_relaxed);
-        });
-      },
-      {.stage = 0, .stream = "compute"});
-  plan.add("Other", [](DeviceCtx&) {}, {.stage = 1});
+  // `own_lanes`: each task alone on its lane, so with one thread its instances run where their
+  // period or admission releases them (TaskInfo::in_place).
+  const auto make_plan = [](bool own_lanes) {
+    swp::Plan<DeviceCtx> plan;
+    plan.add(
+        "Compute",
+        [](DeviceCtx& ctx, swp::TaskScope& scope) {
+          scope.enqueue([&ctx] {
+            std::this_thread::sleep_for(1ms);
+            ctx.doubled.store(2 * ctx.batch, std::memory_order_relaxed);
+          });
+        },
+        {.stage = 0, .stream = "compute", .thread_group = own_lanes ? "compute" : ""});
+    plan.add("Other", [](DeviceCtx&) {}, {.stage = 1, .thread_group = own_lanes ? "other" : ""});
+    return plan;
+  };
+  const swp::Plan<DeviceCtx> plan = make_plan(false);
   swp::Runtime rt({.workers = 2});
   auto pipe = Engine::template make<DeviceCtx>(rt, plan, 3);
   pipe->set_timeouts({.retire = 30s, .drain = 30s});
@@ -226,6 +232,19 @@ TEST_CASE_TEMPLATE("retire_after_device: an iteration retires after its device w
     while (auto r = co_await pipe->next()) returned.push_back(r->context().doubled.load());
   }());
   CHECK(returned == expected);
+  // run() waits the same way, also with the caller the only thread (where the clock's periods
+  // retire the iterations they complete inside advance(): EngineCore::advance_may_retire_).
+  for (const unsigned workers : {2u, 0u}) {
+    CAPTURE(workers);
+    swp::Runtime own({.workers = workers});
+    auto by_run = Engine::template make<DeviceCtx>(own, make_plan(true), 3);
+    by_run->set_timeouts({.retire = 30s, .drain = 30s});
+    by_run->retire_after_device();
+    std::vector<int> seen;
+    by_run->on_retire([&](const DeviceCtx& c) { seen.push_back(c.doubled.load()); });
+    CHECK(by_run->run(batches).iterations == 12);
+    CHECK(seen == expected);
+  }
 }
 
 }  // namespace test_pipeline_lifetime
