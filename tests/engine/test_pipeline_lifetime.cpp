@@ -232,8 +232,9 @@ TEST_CASE_TEMPLATE("retire_after_device: an iteration retires after its device w
     while (auto r = co_await pipe->next()) returned.push_back(r->context().doubled.load());
   }());
   CHECK(returned == expected);
-  // run() waits the same way, also with the caller the only thread (where the clock's periods
-  // retire the iterations they complete inside advance(): EngineCore::advance_may_retire_).
+  // run() waits the same way, with workers and with the caller the only thread (whose run()
+  // may retire inside the clock's advance(), EngineCore::advance_may_retire_, but only an
+  // iteration no device work holds).
   for (const unsigned workers : {2u, 0u}) {
     CAPTURE(workers);
     swp::Runtime own({.workers = workers});
