@@ -143,7 +143,9 @@ ThreadPoolScheduler::ThreadPoolScheduler(unsigned workers, std::chrono::microsec
   for (unsigned i = 0; i < workers; ++i) threads_.emplace_back([this, i] { worker_loop(i); });
 }
 
-ThreadPoolScheduler::~ThreadPoolScheduler() {
+ThreadPoolScheduler::~ThreadPoolScheduler() { join_workers(); }
+
+void ThreadPoolScheduler::join_workers() noexcept {
   // seq_cst store, then notify_all's fence: a worker between its registration and its
   // re-check of stop_ either sees the store or is counted and woken (EventCount's protocol).
   stop_.store(true, std::memory_order_seq_cst);

@@ -87,8 +87,14 @@ Runtime::Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options)
 Runtime::~Runtime() {
   // Streams first (host streams join their workers); then every thread that may still be
   // finishing a lane step is joined, and only then the lanes go. The device (and a sim
-  // device's scheduler) goes last.
+  // device's scheduler) goes last. The pools' threads post into each other (a dedicated
+  // lane's scheduler gets the steps the main pool's workers release, and the other way): all
+  // are joined before any is freed, or a worker still inside its post to a dedicated
+  // scheduler (after the step it posted already ran and its pipeline drained) reads a freed
+  // one (found by TSan, "destroying a filled pipeline drains what is in flight first").
   streams_.clear();
+  for (auto& [name, pool] : dedicated_) pool->join_workers();
+  if (auto* pool = dynamic_cast<ThreadPoolScheduler*>(own_scheduler_.get())) pool->join_workers();
   dedicated_.clear();
   own_scheduler_.reset();
   lanes_.clear();

@@ -685,4 +685,20 @@ TEST_CASE("a PostBatch announces its posts to idle workers when it ends") {
   CHECK(eventually([&] { return a.runs.load() == 1 && b.runs.load() == 1; }));
 }
 
+TEST_CASE("join_workers stops and joins the workers; what is posted later waits for a driver") {
+  swp::ThreadPoolScheduler pool(2);
+  CountingRunnable before;
+  pool.post(before);
+  REQUIRE(eventually([&] { return before.runs.load() == 1; }));
+  pool.join_workers();
+  pool.join_workers();  // idempotent (and the destructor joins again)
+  // No worker is left to run it: only a thread that drives the pool does.
+  CountingRunnable after;
+  pool.post(after);
+  CHECK(after.runs.load() == 0);
+  CHECK(pool.drive_until([&] { return after.runs.load() == 1; },
+                         std::chrono::steady_clock::now() + 60s));
+  CHECK(after.ran_on.load() == std::this_thread::get_id());
+}
+
 }  // namespace test_thread_pool_scheduler

@@ -102,6 +102,12 @@ class ThreadPoolScheduler final : public Scheduler, public detail::RunQueueHooks
                                ThreadStartHook on_start = {}, std::string lane = {});
   ~ThreadPoolScheduler() override;
 
+  /// Stops the workers and joins them (idempotent; the destructor does it too). Work queued
+  /// from then on is not run. For an owner of several schedulers whose threads post into each
+  /// other (a runtime's dedicated lanes): join every one before destroying any, so no thread is
+  /// still inside a post to a scheduler being freed.
+  void join_workers() noexcept;
+
   ThreadPoolScheduler(const ThreadPoolScheduler&) = delete;
   ThreadPoolScheduler& operator=(const ThreadPoolScheduler&) = delete;
 
