@@ -292,11 +292,14 @@ void ClockRelease::release_later_stages(std::int64_t period) {
   // call per period there (12 instructions per iteration less).
   const RunQueueHooks& run_queue = core_.run_queue();
   // With workers, only in the alone window's uncounted periods (watch_help).
-  runs_here_ = (only_driven_ || uncounted_) && core_.fast_.in_place &&
-                       (core_.waiter_runs_no_work_ || run_queue.runs_no_work_here() ||
-                        run_queue.drives_here())
-                   ? &core_.runtime().scheduler()
-                   : nullptr;
+  Scheduler* const here = (only_driven_ || uncounted_) && core_.fast_.in_place &&
+                                  (core_.waiter_runs_no_work_ || run_queue.runs_no_work_here() ||
+                                   run_queue.drives_here())
+                              ? &core_.runtime().scheduler()
+                              : nullptr;
+  // Stored only when it changes: it shares its cache line with the policy's vtable pointer,
+  // which workers read at every ready() (a store per period made them miss on it).
+  if (runs_here_ != here) runs_here_ = here;
 }
 
 void ClockRelease::release_rest() {
