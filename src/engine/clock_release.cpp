@@ -64,8 +64,9 @@ void ClockRelease::reset() {
   next_period_ = 0;
   last_admit_period_ = -1;
   // Lookups reach back S periods (the gate) and max_stage periods (releases): no aliasing.
-  periods_.assign(std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1), Admitted{});
-  period_mask_ = periods_.size() - 1;
+  const std::size_t ring = std::bit_ceil(slots + static_cast<std::size_t>(max_stage_) + 1);
+  period_syncs_.assign(2 * ring, nullptr);
+  period_mask_ = ring - 1;
   // The counters are armed afresh for the run (and count once an instance is handed over).
   // Uncounted periods need one thread, on which the instances run where they are released
   // (runs_here_): not on virtual time, and with workers only in the alone window.
@@ -76,9 +77,15 @@ void ClockRelease::reset() {
   uncounted_ = uncountable && only_driven_;
   // With workers, uncounted periods while they take none of the work (watch_help).
   alone_runs_ = uncountable && !only_driven_;
+  steady_need_ = core_.depth_ > 1 && max_stage_ > 0;
   draining_ = false;
   alone_.reset(core_.base_, core_.sync_ring_(core_.base_), core_.graph_.size());
   core_.retires_undriven_ = retires_undriven();
+}
+
+std::int64_t ClockRelease::iter_of_period(std::int64_t period) const noexcept {
+  const IterationSync* sync = row_of(period)[0];
+  return sync == nullptr ? -1 : sync->iter;
 }
 
 bool ClockRelease::can_open(std::int64_t period) const noexcept {
@@ -146,7 +153,7 @@ UncountedRuns::Outcome ClockRelease::run_uncounted(Instance& in, IterationSync& 
   const auto hand_over = [this, &in](bool started) { count_again(started ? &in : nullptr); };
   const TaskInfo& info = *in.info;
   const UncountedRuns::Outcome outcome =
-      core_.uncounted().run(in, info, sync, core_.slots_[sync.slot], hand_over);
+      core_.uncounted().run(in, info, sync, *sync.slot, hand_over);
   // Only the sinks count (see TaskInfo::counts_completion; no observer: it would have
   // handed over). The only thread that finishes anything of the run: no read-modify-write.
   if (outcome == UncountedRuns::Outcome::ran && info.counts_completion) {
@@ -218,12 +225,16 @@ void ClockRelease::count_again(const Instance* running) noexcept {
   // (watch_help, once per advance()).
   const bool may_retire = c.advance_may_retire_ && only_driven_ && runs_here_ != nullptr;
   assert(!may_retire || !c.begin_pending_);
+  // The period's gate is known open: its iteration retired below, in the last round.
+  bool gate_retired = false;
   for (;;) {
     const std::int64_t period = next_period_;
-    if (c.failure_.failed() || !can_open(period)) return;
-    const bool in_flight_need = needed(period);
+    if (c.failure_.failed() || (!gate_retired && !can_open(period))) return;
+    // After a retirement here (below): S - 1 iterations in flight, the last one admitted in
+    // the period before, and this thread runs the periods (may_retire).
+    const bool in_flight_need = gate_retired ? steady_need_ : needed(period);
     if (in_flight_need) {
-      if (runs_here_ != nullptr) {
+      if (gate_retired || runs_here_ != nullptr) {
         release_later_stages(period);  // what is ready runs now
       } else {
         // Announced to idle threads once, before the source runs (which may block).
@@ -231,6 +242,7 @@ void ClockRelease::count_again(const Instance* running) noexcept {
         release_later_stages(period);
       }
     }
+    gate_retired = false;
     std::int64_t admitted = -1;
     const std::int64_t next = c.next_admit_;
     const std::size_t entry = c.admit_entry_;
@@ -240,8 +252,7 @@ void ClockRelease::count_again(const Instance* running) noexcept {
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;
-    periods_[static_cast<std::size_t>(period) & period_mask_] =
-        admitted < 0 ? Admitted{} : Admitted{admitted, &c.sync_[entry]};
+    record_period(period, admitted < 0 ? nullptr : &c.sync_[entry]);
     ++next_period_;
     if (admitted < 0) continue;  // a bubble: the next period may release more
     last_admit_period_ = period;
@@ -249,16 +260,17 @@ void ClockRelease::count_again(const Instance* running) noexcept {
     // Every slot busy: the next period cannot open (can_open's answer without its look at the
     // ring; one thread opens one period per retirement). Each period q up to this one opened
     // once the iteration of period q - S retired, so the S iterations in flight came in the
-    // last S periods, one each, the next period's gate among them.
+    // last S periods, one each, the next period's gate the oldest of them.
     if (c.next_admit_ - c.oldest_ >= static_cast<std::int64_t>(c.depth_)) {
       // The period completed the oldest iteration (its last stage ran here; always, while the
       // periods run uncounted): it retires now, where run()'s loop would retire it right after
       // this call (RunDriver::retires_next_undriven: the same conditions), and the next period
-      // opens in this call (one advance() per retirement cost the clock 7 instructions per task
-      // with one thread; docs/benchmarks.md). A retirement that fails ends this call, the run
-      // failed (run()'s loop then surfaces it).
+      // opens in this call, its gate retired (one advance() per retirement cost the clock 7
+      // instructions per task with one thread; docs/benchmarks.md). A retirement that fails
+      // ends this call, the run failed (run()'s loop then surfaces it).
       if (!(may_retire && c.retirable() && !c.device_holds_oldest() && c.retire_oldest_only()))
         return;
+      gate_retired = true;
     }
   }
 }
@@ -272,18 +284,16 @@ bool ClockRelease::drained() const noexcept {
 }
 
 void ClockRelease::release_later_stages(std::int64_t period) {
-  release_each(later_, [this, period](const Later& later) {
-    // Only periods that admitted something hold an iteration (a bubble holds none). Every
-    // period before this one was written in this run (see periods_), and one before the
-    // first (period < stage) maps to an entry no period wrote yet: no range check.
-    const Admitted& admitted = admitted_in(period - later.stage);
-    // Still in flight, so its entry still holds it: an iteration retires only once its last
-    // stage (max_stage_, which every iteration has) was released, in a period no earlier than
-    // this one. (The entry is what the assert reads; a look at the oldest iteration too cost
-    // 2 instructions per task on the dispatch chain.)
-    assert(admitted.sync == nullptr || admitted.sync->iter == admitted.iter);
-    return admitted.sync;
-  });
+  // Only periods that admitted something hold an iteration (a bubble holds none). Every
+  // period before this one was written in this run (see period_syncs_), and one before the
+  // first (period < stage) maps to an entry no period wrote yet: no range check. Each
+  // iteration in reach is still in flight, so its entry still holds it: an iteration retires
+  // only once its last stage (max_stage_, which every iteration has) was released, in a period
+  // no earlier than this one. (Not asserted: a look at the entry's iteration cost 2
+  // instructions per task on the dispatch chain, at each release or once per period; an entry
+  // of another iteration would run the wrong instances, which the engine tests' outputs show.)
+  IterationSync* const* const row = row_of(period);
+  release_each(later_, [row](const Later& later) { return row[-later.stage]; });
 }
 
 [[gnu::always_inline]] inline void ClockRelease::look_who_runs() noexcept {
@@ -308,7 +318,7 @@ void ClockRelease::release_rest() {
   // its lane after its producers (lanes keep the period order), so none parks for good.
   for (std::int64_t period = next_period_; period <= last_admit_period_ + max_stage_; ++period) {
     release_later_stages(period);
-    periods_[static_cast<std::size_t>(period) & period_mask_] = Admitted{};  // a bubble
+    record_period(period, nullptr);  // a bubble
   }
   next_period_ = std::max(next_period_, last_admit_period_ + max_stage_ + 1);
 }
@@ -377,7 +387,7 @@ void ClockRelease::explain_unreleased(std::ostream& out, TaskIndex task, std::in
   if (waits) return;
   // The period that admitted it is still in the ring: an iteration in flight keeps the period
   // S (slots) after its own from opening, and the ring is longer.
-  const auto ring = static_cast<std::int64_t>(periods_.size());
+  const auto ring = static_cast<std::int64_t>(period_mask_ + 1);
   for (std::int64_t period = next_period_ - 1; period >= 0 && next_period_ - period <= ring;
        --period)
     if (iter_of_period(period) == iter) {

@@ -24,7 +24,7 @@ OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer) {
         "', or list {\"" + graph.name(in.task()) + "\", \"" + producer.name +
         "\"} in intra_iter_deps, so the plan orders them (and their streams)");
   const Instance& source = in.core().sibling(in, producer.index);
-  return {.box = in.core().box(in.slot(), producer.index),
+  return {.box = in.slot().boxes[producer.index].get(),
           .error = source.failed ? &source.error() : nullptr};
 }
 

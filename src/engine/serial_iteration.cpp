@@ -23,7 +23,7 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
   IterationSync& sync = c.sync_[0];
   for (TaskIndex t : c.slots_[0].boxed) c.slots_[0].boxes[t]->reset();
   sync.iter = iter;
-  sync.slot = 0;
+  sync.slot = &c.slots_[0];
   sync.serial_stream = &stream;
   for (Instance& in : sync.instances) {
     in.stream_used = false;

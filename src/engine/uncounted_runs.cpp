@@ -42,7 +42,7 @@ void UncountedRuns::plan(const std::vector<TaskIndex>& serial_order,
     IterationSync& sync, std::optional<RunQueueHooks::RunHere>& here) noexcept {
   const auto& instances = sync.instances;
   const std::vector<TaskIndex>& order = core().tasks_.serial_order();
-  const ContextSlot& slot = core().slots_[sync.slot];  // once for all its instances
+  const ContextSlot& slot = *sync.slot;  // once for all its instances
   const std::size_t n = order.size();
   for (std::size_t k = 0; k < n; ++k) {
     Instance& in = instances[order[k]];

@@ -109,23 +109,29 @@ class ClockRelease final : public ReleasePolicy {
   // Periods and iterations part ways when the source answers "not yet": a period then opens
   // without admitting (a bubble) if an iteration in flight needs its later stages released,
   // and an iteration admitted at period a has its stage-k tasks released at period a + k.
-  // Ring (a power of two long, indexed with period_mask_): the iteration period p admitted and
-  // its sync entry (-1 and nullptr: none), so a release finds its instance without the ring
-  // arithmetic from the iteration to its entry. Cleared by reset; every period is written as
-  // it opens (release_rest's too), so a look back from the period opening finds what that
-  // period admitted, and one before period 0 an entry no period wrote yet (the ring is longer
-  // than the look back plus one).
-  struct Admitted {
-    std::int64_t iter = -1;
-    IterationSync* sync = nullptr;
-  };
-  std::vector<Admitted> periods_;
+  // Ring (a power of two long, R = period_mask_ + 1): the sync entry of the iteration period p
+  // admitted (nullptr: none), so a release finds its instance without the ring arithmetic
+  // from the iteration to its entry. Kept twice, at p mod R and p mod R + R: a period's row
+  // (row_of) looks back up to R periods by a negative index, with no wrap of its own (the
+  // clock's releases: one look back per task of a later stage). Cleared by reset; every
+  // period is written as it opens (release_rest's too), so a look back from the period
+  // opening finds what that period admitted, and one before period 0 an entry no period
+  // wrote yet (the ring is longer than the look back plus one). The entry still holds the
+  // iteration for every look back made: the releases' (the iteration is in flight) and the
+  // gate's, S periods (can_open: fewer than S admissions since, the entries are S + 1).
+  std::vector<IterationSync*> period_syncs_;  // 2R
   std::size_t period_mask_ = 0;
-  [[nodiscard]] const Admitted& admitted_in(std::int64_t period) const noexcept {
-    return periods_[static_cast<std::size_t>(period) & period_mask_];
+  // row_of(p)[-k]: the entry period p - k admitted (0 <= k <= R).
+  [[nodiscard]] IterationSync* const* row_of(std::int64_t period) const noexcept {
+    return period_syncs_.data() + (static_cast<std::size_t>(period) & period_mask_) +
+           period_mask_ + 1;
   }
-  [[nodiscard]] std::int64_t iter_of_period(std::int64_t period) const noexcept {
-    return admitted_in(period).iter;
+  // The iteration period p admitted, -1 for none, while its entry holds it (above).
+  [[nodiscard]] std::int64_t iter_of_period(std::int64_t period) const noexcept;
+  void record_period(std::int64_t period, IterationSync* sync) noexcept {
+    const std::size_t k = static_cast<std::size_t>(period) & period_mask_;
+    period_syncs_[k] = sync;
+    period_syncs_[k + period_mask_ + 1] = sync;
   }
   // Uncounted periods: with one thread and every task in place (UncountedRuns::applies),
   // each instance a period releases is ready (its producers were released before it, in an
@@ -147,6 +153,9 @@ class ClockRelease final : public ReleasePolicy {
   bool draining_ = false;
   std::int64_t alone_from_ = 0;
   AloneWindow alone_;
+  // needed() of a period that opens once the one before retired the oldest of S iterations
+  // in flight (open_periods): S - 1 are left, the last admitted by the period before.
+  bool steady_need_ = false;
   std::int64_t next_period_ = 0;
   std::int64_t last_admit_period_ = -1;
   int max_stage_ = 0;

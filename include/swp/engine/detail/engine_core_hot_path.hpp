@@ -208,7 +208,7 @@ inline bool EngineCore::admit() {
   // instance's per-iteration state is reset by the instance as it starts (proceed): nobody
   // reads it before. The admission touches no instance.
   sync.iter = iter;
-  sync.slot = s;
+  sync.slot = &slot;
   sync.forget_recorded();
   sync.helped.store(false, std::memory_order_relaxed);
   sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);

@@ -38,7 +38,7 @@ inline void EngineCore::satisfy_as(Instance& in, bool step_ending) noexcept {
 
 inline bool EngineCore::run_routine(Instance& in, const TaskInfo& info) noexcept {
   ReleasedCo body;
-  const ContextSlot& slot = slots_[in.slot()];
+  const ContextSlot& slot = in.slot();
   if (!call_routine(in, info, in.scope(), slot.boxes[info.task].get(), slot, body)) {
     finish(in, in.error(), true);
     return false;

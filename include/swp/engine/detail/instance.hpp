@@ -27,6 +27,7 @@ class TaskScope;
 namespace detail {
 
 class EngineCore;
+struct ContextSlot;
 struct Instance;
 struct InstanceCold;
 
@@ -108,12 +109,13 @@ struct InstanceCold {
 /// `remaining`, which every finishing instance decrements and the waiting caller polls, one
 /// apart from what the instances read on every step.
 struct alignas(64) IterationSync {
-  // The iteration the entry holds and its context slot: written when it is admitted, before
+  // The iteration the entry holds and its context slot (a pointer: the clock's periods reach
+  // it once per task, without the core's vector): written when it is admitted, before
   // anything of it is released (so its instances read them without synchronizing), and kept
   // here rather than in every instance, so an admission writes one cache line, not one per
   // task (with several threads, lines the lanes own).
   std::int64_t iter = -1;
-  std::size_t slot = 0;
+  ContextSlot* slot = nullptr;
   // Fixed at construction: what every instance of the entry would otherwise carry (an
   // instance is one cache line; see Instance).
   EngineCore* core = nullptr;
@@ -254,7 +256,7 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
 
   /// The iteration it runs in, and that iteration's context slot.
   [[nodiscard]] std::int64_t iter() const noexcept { return sync->iter; }
-  [[nodiscard]] std::size_t slot() const noexcept { return sync->slot; }
+  [[nodiscard]] ContextSlot& slot() const noexcept { return *sync->slot; }
   [[nodiscard]] EngineCore& core() const noexcept { return *sync->core; }
   /// The entries of the iterations before and after its own.
   [[nodiscard]] IterationSync& previous() const noexcept { return *sync->previous; }
