@@ -526,7 +526,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // (with the two flags its scope sets): every instance that counts towards an iteration's
   // completion reads it as it finishes, and beside oldest_ and the other fields the caller
   // writes at every admission and retirement that read missed whenever a worker completed an
-  // iteration (data-flow, 2 threads, 1 us stages: 1.021 -> 0.991 and 1.045 -> 1.004 to
+  // iteration (data-flow, 2 threads, 1 us stages: 1.026 -> 1.002 and 1.041 -> 1.002 to
   // Taskflow, 30 alternations each order; docs/benchmarks.md).
   alignas(64) std::atomic<const void*> waiting_thread_{nullptr};
   // The waiting thread retires undriven, outside the scheduler's runnables: the policies'
