@@ -1,5 +1,8 @@
 #include "occupancy.hpp"
 
+#include <sched.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -46,6 +49,7 @@ const char* occ_label(OccSystem s) {
 // that runs it, and read after the run: no synchronization beyond the run's end.
 struct OccBody {
   int thread = -1;
+  int cpu = -1, end_cpu = -1;  // sched_getcpu() at the start and at the end
   OccClock::time_point start, end;
 };
 
@@ -62,9 +66,11 @@ class OccRecorder {
   void body(int stage, std::int64_t iter) noexcept {
     OccBody& r = bodies_[static_cast<std::size_t>(iter) * occ_stages + stage];
     r.thread = thread_index();
+    r.cpu = sched_getcpu();
     r.start = OccClock::now();
     stage_body(steps_);
     r.end = OccClock::now();
+    r.end_cpu = sched_getcpu();
   }
   void retired(std::int64_t iter) noexcept {
     retired_[static_cast<std::size_t>(iter)] = OccClock::now();
@@ -99,6 +105,12 @@ class OccRecorder {
 struct OccSample {
   double busy_share = 0, same_stage_share = 0, carried_share = 0, ns_per_task = 0,
          start_lag_ns = 0;
+  // Beside a co-runner: the share of the body time that started on its core (shared, so a
+  // body there runs at about half speed), and of the bodies that ended on another core.
+  double shared_core_share = 0, migrated_share = 0;
+  // Context switches of the process (voluntary: a thread slept; involuntary: preempted) per
+  // task, over the whole run (warm-up included).
+  double voluntary_switches = 0, involuntary_switches = 0;
   std::optional<double> retire_lag_ns;
 };
 
@@ -109,9 +121,10 @@ double occ_ns_between(OccClock::time_point a, OccClock::time_point b) {
 // The window is iterations [first, last): after the warm-up, before the last 4 (the chain is
 // full throughout).
 OccSample occ_analyse(const OccRecorder& rec, std::int64_t first, std::int64_t last,
-                      unsigned threads, bool retires) {
+                      unsigned threads, bool retires, int shared_core) {
   OccClock::time_point open = rec.at(first, 0).start, close = rec.at(first, 0).end;
-  double busy_ns = 0;
+  double busy_ns = 0, shared_ns = 0;
+  std::size_t migrated = 0;
   struct Run {
     OccClock::time_point start;
     int thread, stage;
@@ -132,6 +145,8 @@ OccSample occ_analyse(const OccRecorder& rec, std::int64_t first, std::int64_t l
       open = std::min(open, r.start);
       close = std::max(close, r.end);
       busy_ns += occ_ns_between(r.start, r.end);
+      if (r.cpu == shared_core) shared_ns += occ_ns_between(r.start, r.end);
+      if (r.cpu != r.end_cpu) ++migrated;
       runs.push_back({r.start, r.thread, s, i});
       if (s > 0 && i > first) {
         const OccClock::time_point ready = std::max(rec.at(i, s - 1).end, rec.at(i - 1, s).end);
@@ -155,6 +170,8 @@ OccSample occ_analyse(const OccRecorder& rec, std::int64_t first, std::int64_t l
   const double span = occ_ns_between(open, close);
   OccSample sample;
   sample.busy_share = busy_ns / (span * threads);
+  sample.shared_core_share = shared_ns / busy_ns;
+  sample.migrated_share = static_cast<double>(migrated) / static_cast<double>(runs.size());
   sample.same_stage_share = static_cast<double>(same) / static_cast<double>(runs.size());
   sample.carried_share = static_cast<double>(carried) / static_cast<double>(runs.size());
   sample.ns_per_task = span / static_cast<double>(runs.size());
@@ -189,9 +206,8 @@ void occ_run_pipe(Pipe& pipe, OccRecorder& rec, std::int64_t total) {
   });
 }
 
-OccSample occ_measure(OccSystem system, unsigned threads, std::uint64_t steps,
-                      std::int64_t window) {
-  const std::int64_t warmup = std::max<std::int64_t>(window / 10, 100);
+OccSample occ_run_system(OccSystem system, unsigned threads, std::uint64_t steps,
+                         std::int64_t warmup, std::int64_t window, int shared_core) {
   const std::int64_t total = warmup + window + occ_in_flight;
   OccRecorder rec(total, steps);
   if (system == OccSystem::taskflow) {
@@ -216,7 +232,7 @@ OccSample occ_measure(OccSystem system, unsigned threads, std::uint64_t steps,
     taskflow.composed_of(pipeline);
     occ_settle();
     executor.run(taskflow).wait();
-    return occ_analyse(rec, warmup, warmup + window, threads, false);
+    return occ_analyse(rec, warmup, warmup + window, threads, false, shared_core);
   }
   const swp::Plan<OccCtx> plan = occupancy_plan(rec);
   swp::Runtime runtime({.backend = swp::Backend::host, .workers = threads - 1});
@@ -227,7 +243,21 @@ OccSample occ_measure(OccSystem system, unsigned threads, std::uint64_t steps,
     swp::DataFlowPipeline<OccCtx> pipe(runtime, plan, occ_in_flight);
     occ_run_pipe(pipe, rec, total);
   }
-  return occ_analyse(rec, warmup, warmup + window, threads, true);
+  return occ_analyse(rec, warmup, warmup + window, threads, true, shared_core);
+}
+
+OccSample occ_measure(OccSystem system, unsigned threads, std::uint64_t steps,
+                      std::int64_t window, int shared_core) {
+  const std::int64_t warmup = std::max<std::int64_t>(window / 10, 100);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  OccSample sample = occ_run_system(system, threads, steps, warmup, window, shared_core);
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  const auto tasks = static_cast<double>((warmup + window + occ_in_flight) * occ_stages);
+  sample.voluntary_switches = static_cast<double>(after.ru_nvcsw - before.ru_nvcsw) / tasks;
+  sample.involuntary_switches = static_cast<double>(after.ru_nivcsw - before.ru_nivcsw) / tasks;
+  return sample;
 }
 
 std::string occ_work_tag(double w) {
@@ -248,7 +278,9 @@ void run_occupancy(const OccupancyOptions& o) {
   metric("busy_core", o.co_runner ? 1 : 0, "flag");
   metric("steps_per_us", steps_per_us, "count");
   constexpr OccSystem systems[] = {OccSystem::data_flow, OccSystem::clock, OccSystem::taskflow};
-  std::map<std::string, std::vector<double>> busy, same, carried, ns, lag, start_lag;
+  std::map<std::string, std::vector<double>> busy, same, carried, ns, lag, start_lag, shared,
+      migrated, voluntary, involuntary;
+  const int shared_core = co_runner ? co_runner->core() : -1;
   for (int round = 0; round < o.rounds; ++round) {
     for (double w : o.work_us) {
       const auto steps = static_cast<std::uint64_t>(w * steps_per_us);
@@ -258,17 +290,22 @@ void run_occupancy(const OccupancyOptions& o) {
         const std::string tag = std::string(occ_label(s)) + (o.co_runner ? "_corunner_" : "_") +
                                 occ_work_tag(w) + "_" + std::to_string(o.threads) + "t";
         const OccSample sample =
-            occ_measure(s, o.threads, steps, std::max<std::int64_t>(window, 100));
+            occ_measure(s, o.threads, steps, std::max<std::int64_t>(window, 100), shared_core);
         std::fprintf(stderr,
                      "occupancy round %d %s: busy %.3f same-stage %.3f carried %.3f start lag "
-                     "%.0f ns, ns/task %.1f\n",
+                     "%.0f ns, ns/task %.1f, shared core %.3f, migrated %.3f\n",
                      round, tag.c_str(), sample.busy_share, sample.same_stage_share,
-                     sample.carried_share, sample.start_lag_ns, sample.ns_per_task);
+                     sample.carried_share, sample.start_lag_ns, sample.ns_per_task,
+                     sample.shared_core_share, sample.migrated_share);
         busy[tag].push_back(sample.busy_share);
         same[tag].push_back(sample.same_stage_share);
         carried[tag].push_back(sample.carried_share);
         ns[tag].push_back(sample.ns_per_task);
         start_lag[tag].push_back(sample.start_lag_ns);
+        if (shared_core >= 0) shared[tag].push_back(sample.shared_core_share);
+        migrated[tag].push_back(sample.migrated_share);
+        voluntary[tag].push_back(sample.voluntary_switches);
+        involuntary[tag].push_back(sample.involuntary_switches);
         if (sample.retire_lag_ns) lag[tag].push_back(*sample.retire_lag_ns);
       }
     }
@@ -278,6 +315,12 @@ void run_occupancy(const OccupancyOptions& o) {
   for (auto& [tag, values] : carried) metric("carried_share_" + tag, median(values), "ratio");
   for (auto& [tag, values] : lag) metric("retire_lag_ns_" + tag, median(values), "ns");
   for (auto& [tag, values] : start_lag) metric("start_lag_ns_" + tag, median(values), "ns");
+  for (auto& [tag, values] : shared) metric("shared_core_share_" + tag, median(values), "ratio");
+  for (auto& [tag, values] : migrated) metric("migrated_share_" + tag, median(values), "ratio");
+  for (auto& [tag, values] : voluntary)
+    metric("voluntary_switches_per_task_" + tag, median(values), "count");
+  for (auto& [tag, values] : involuntary)
+    metric("involuntary_switches_per_task_" + tag, median(values), "count");
   for (auto& [tag, values] : ns) metric("ns_per_task_" + tag, median(values), "ns");
 }
 
