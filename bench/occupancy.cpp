@@ -109,7 +109,8 @@ struct OccSample {
   // body there runs at about half speed), and of the bodies that ended on another core.
   double shared_core_share = 0, migrated_share = 0;
   // Context switches of the process (voluntary: a thread slept; involuntary: preempted) per
-  // task, over the whole run (warm-up included).
+  // task, over the whole measurement: its threads' start and end, the settle and the warm-up
+  // included (a few dozen switches beside the window's).
   double voluntary_switches = 0, involuntary_switches = 0;
   std::optional<double> retire_lag_ns;
 };
