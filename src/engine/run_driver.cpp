@@ -162,13 +162,42 @@ void RunDriver::throw_blocking(const char* call) const {
       "call it from a thread outside the io_context");
 }
 
+// One public call drives the run at a time: set for the call's length (next()'s suspensions
+// included), and any other call meanwhile is refused before it touches the run.
+class RunDriver::Driving {
+ public:
+  Driving(RunDriver& driver, const char* call) : driver_(driver) {
+    if (const char* driving = driver.driving_.load(std::memory_order_relaxed);
+        driving != nullptr) [[unlikely]]
+      throw_reentered(call, driving);
+    driver.driving_.store(call, std::memory_order_relaxed);
+  }
+  ~Driving() { driver_.driving_.store(nullptr, std::memory_order_relaxed); }
+  Driving(const Driving&) = delete;
+  Driving& operator=(const Driving&) = delete;
+
+ private:
+  RunDriver& driver_;
+};
+
+void RunDriver::throw_reentered(const char* call, const char* driving) {
+  throw PipelineStateError(
+      std::string(call) + " called while " + driving +
+      " of the same pipeline runs (from its on_retire, on_failure, source or a task body, or "
+      "from another thread): one call drives a pipeline at a time (from on_retire, a second "
+      "one would retire the same iteration again). To end the run from there, call cancel(), "
+      "or let the source end");
+}
+
 std::optional<std::int64_t> RunDriver::progress() {
+  const Driving driving(*this, "progress()");
   if (!core_.filled_) throw PipelineStateError("progress() called before fill_pipeline()");
   refuse_blocking("progress()", !core_.at_end());
   return retire_next();
 }
 
 std::int64_t RunDriver::retire_all() {
+  const Driving driving(*this, "run()");
   if (!core_.filled_) throw PipelineStateError("run() called before fill_pipeline()");
   // The thread's answers hold for the whole call: it stays outside (or inside) the runnable
   // it was called from, whatever runs meanwhile. So each is asked once, not per iteration,
@@ -324,6 +353,7 @@ std::optional<std::int64_t> RunDriver::retire_next_driving() {
 }
 
 Co<std::optional<std::int64_t>> RunDriver::next(const StopSignal* abandon) {
+  const Driving driving(*this, "next()");
   EngineCore& c = core_;
   if (!c.filled_) throw PipelineStateError("next() called before fill_pipeline()");
   // Virtual time advances only while someone drives the sim scheduler, and a pool without
@@ -391,6 +421,7 @@ bool RunDriver::settle_at_end() {
 }
 
 void RunDriver::drain() {
+  const Driving driving(*this, "drain()");
   if (!core_.filled_) return;
   refuse_blocking("drain()", core_.oldest_ < core_.next_admit_);
   end_run();

@@ -159,6 +159,10 @@ class Pipeline : private detail::FrontEnd {
   /// run(). On a thread running the io_context the lanes run on (swp::AsioRuntime), a call
   /// that would have to wait throws PipelineStateError (it would stall the handlers it waits
   /// for; use next() or swp::async_progress there); so does drain() with iterations in flight.
+  /// One call drives a pipeline at a time: progress(), run(), next() or drain() called while
+  /// another runs — from its on_retire, on_failure, source or a task body, or from another
+  /// thread — throws PipelineStateError naming both, before it touches the run (from
+  /// on_retire it would retire the same iteration again); cancel() is the call for there.
   std::optional<Retired<Ctx>> progress() { return retired(core_.progress()); }
 
   /// The coroutine form of progress(): the same result (the retired iteration, swp::Retired)
@@ -287,7 +291,8 @@ class Pipeline : private detail::FrontEnd {
 
   /// Called on the caller's thread with the context of every iteration as it retires (in
   /// progress(), before its slot is reused): where results such as a loss are read. An
-  /// exception from it fails the run (CallbackError from that progress()).
+  /// exception from it fails the run (CallbackError from that progress()). It may call
+  /// cancel(), not progress()/run()/next()/drain() (refused: see progress()).
   void on_retire(std::function<void(const Ctx&)> callback) { on_retire_ = std::move(callback); }
 
   /// Called on the caller's thread (in progress()/next()/drain(), which throw the run's error

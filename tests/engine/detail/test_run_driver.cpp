@@ -1,16 +1,20 @@
 // RunDriver (swp/engine/detail/run_driver.hpp), through the pipelines it drives: its three
 // forms retire the same iterations, an abandoned next() retires nothing and the run goes on, a
-// deadlock on virtual time names the iteration, and the abort of a failed run hands every
-// iteration in flight back, even when reporting them throws.
+// deadlock on virtual time names the iteration, the abort of a failed run hands every
+// iteration in flight back, even when reporting them throws, and a second call while one
+// drives the run (from a callback, a body or another thread) is refused.
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/engines.hpp"
@@ -20,6 +24,7 @@
 #include "swp/async/co.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/sync_wait.hpp"
+#include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/pipeline.hpp"
 #include "swp/engine/plan.hpp"
@@ -196,6 +201,148 @@ TEST_CASE_TEMPLATE("a failed run hands every iteration in flight to on_failure, 
   // The pipeline runs again.
   pipe->on_failure([](const Ctx&, const std::exception_ptr&) {});
   CHECK(pipe->run(batches(2)).iterations == 2);
+}
+
+namespace {
+
+// What a call made where another drives the run threw (empty: it threw nothing).
+std::string refusal(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const swp::PipelineStateError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a call from on_retire while another drives the run is refused; nothing retires "
+                   "twice or is passed over",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Each driving form outside, each call inside, on host (no workers, two) and sim. The
+  // retirement whose callback runs is the outer call's: a second one would retire the same
+  // iteration again and pass over the next (it did, before the refusal).
+  const std::vector<std::string> inner_calls{"progress()", "drain()", "next()", "run()"};
+  for (const auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    for (const unsigned workers : {0u, 2u}) {
+      for (const std::string outer : {"progress()", "run()", "next()"}) {
+        for (const std::string& inner : inner_calls) {
+          CAPTURE(swp::backend_name(backend));
+          CAPTURE(workers);
+          CAPTURE(outer);
+          CAPTURE(inner);
+          swp::Runtime rt({.backend = backend, .workers = workers});
+          auto pipe = Engine::template make<Ctx>(rt, chain(), 3);
+          std::vector<int> retired;  // batches, in on_retire's order
+          std::string refused;
+          pipe->on_retire([&](const Ctx& ctx) {
+            retired.push_back(ctx.batch);
+            if (ctx.batch != 2) return;
+            refused = refusal([&] {
+              if (inner == "progress()") (void)pipe->progress();
+              if (inner == "drain()") pipe->drain();
+              if (inner == "next()") (void)swp::sync_wait(pipe->next());
+              if (inner == "run()") (void)pipe->run(batches(1));
+            });
+          });
+          if (outer == "run()") {
+            CHECK(pipe->run(batches(8)).iterations == 8);
+          } else {
+            pipe->fill_pipeline(batches(8));
+            std::vector<std::int64_t> by_next;
+            if (outer == "next()") {
+              swp::sync_wait(retire_by_next(*pipe, by_next));
+            } else {
+              while (pipe->progress()) {
+              }
+            }
+          }
+          CHECK(retired == batches(8));
+          // run() fills first, which the run in flight refuses with its own message.
+          const std::string expected =
+              inner == "run()" ? "fill_pipeline while a run is in progress"
+                               : inner + " called while " + outer +
+                                     " of the same pipeline runs (from its on_retire, "
+                                     "on_failure, source or a task body, or from another "
+                                     "thread)";
+          CHECK(swp::test::contains(refused, expected));
+          // Refused before it touched the run: the pipeline goes on as before.
+          CHECK(pipe->run(batches(3)).iterations == 3);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("on_retire that lets the refusal through fails the run; every iteration is "
+                   "accounted for once",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.workers = 2});
+  auto pipe = Engine::template make<Ctx>(rt, chain(), 3);
+  std::vector<std::int64_t> retired;
+  std::vector<std::int64_t> failed;
+  pipe->on_retire([&](const Ctx& ctx) {
+    retired.push_back(ctx.iter_idx);
+    if (ctx.iter_idx == 2) (void)pipe->progress();
+  });
+  pipe->on_failure([&](const Ctx& ctx, const std::exception_ptr&) {
+    failed.push_back(ctx.iter_idx);
+  });
+  try {
+    pipe->run(batches(10));
+    FAIL("the refusal did not fail the run");
+  } catch (const swp::CallbackError& e) {
+    CHECK(e.callback() == swp::CallbackError::Callback::on_retire);
+    CHECK(swp::test::contains(e.what(), "on_retire failed in iteration 2: progress() called "
+                                        "while run() of the same pipeline runs"));
+  }
+  CHECK(retired == upto(3));
+  // The iterations admitted after 2 are handed back, each once, in order.
+  const std::int64_t admitted = pipe->next_iteration();
+  std::vector<std::int64_t> rest;
+  for (std::int64_t i = 3; i < admitted; ++i) rest.push_back(i);
+  CHECK(failed == rest);
+}
+
+TEST_CASE("another thread or a task body calling progress() while a call drives the run is "
+          "refused") {
+  // Host with a worker. Another thread: next() parks while Work of batch 0 waits for the test's
+  // go-ahead (admitted inside that next(), it cannot retire before), and the test's thread asks
+  // meanwhile. A task body: run() drives the whole run, and the body of batch 1 asks.
+  swp::Runtime rt({.workers = 1});
+  swp::Plan<Ctx> plan;
+  std::atomic<bool> hold{true};
+  std::atomic<bool> held{false};
+  bool ask_from_body = false;  // written before the run that reads it
+  std::string from_body;
+  swp::DataFlowPipeline<Ctx>* self = nullptr;
+  plan.add("Work",
+           [&](Ctx& ctx) {
+             if (ctx.batch == 0 && hold.load()) {
+               held.store(true);
+               while (hold.load()) std::this_thread::yield();
+             }
+             if (ctx.batch == 1 && ask_from_body)
+               from_body = refusal([&] { (void)self->progress(); });
+           },
+           {.stage = 0, .thread_group = "work"});
+  swp::DataFlowPipeline<Ctx> pipe(rt, plan, 1);
+  self = &pipe;
+
+  pipe.fill_pipeline(batches(3));
+  std::vector<std::int64_t> by_next;
+  std::thread driver([&] { swp::sync_wait(retire_by_next(pipe, by_next)); });
+  while (!held.load()) std::this_thread::yield();
+  const std::string from_thread = refusal([&] { (void)pipe.progress(); });
+  hold.store(false);
+  driver.join();
+  CHECK(swp::test::contains(from_thread, "progress() called while next() of the same pipeline"));
+  CHECK(by_next == upto(3));
+
+  ask_from_body = true;
+  CHECK(pipe.run(batches(3)).iterations == 3);
+  CHECK(swp::test::contains(from_body, "progress() called while run() of the same pipeline"));
 }
 
 }  // namespace test_run_driver

@@ -2,6 +2,7 @@
 // RunDriver: the caller's side of an EngineCore's run — progress(), run(), next(), drain() —
 // with its waits' deadlines and the surfacing of a failed run (not for direct use).
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -31,10 +32,13 @@ class EngineCore;
 /// deadline's, a callback's, Cancelled from cancel()), after the driver drained what was
 /// released and handed every iteration in flight to the front end as failed or cancelled
 /// (abort: none is dropped); a run that cannot drain throws and leaves the core broken.
-/// PipelineStateError when called before fill(), or where the calling thread must not block
-/// and the call would wait (RunQueueHooks: an io_context's own thread). Cancellation: the
-/// core's cancel() fails the run, which surfaces here; next(abandon) ends with Cancelled
-/// once `abandon` fires, retiring nothing, and the run goes on.
+/// PipelineStateError when called before fill(), where the calling thread must not block and
+/// the call would wait (RunQueueHooks: an io_context's own thread), or while another of these
+/// calls drives the run (from its on_retire, on_failure, source or a task body, or from
+/// another thread; from on_retire, a second call would retire the same iteration again and
+/// pass over the next). Cancellation: the core's cancel() fails the run, which surfaces here;
+/// next(abandon) ends with Cancelled once `abandon` fires, retiring nothing, and the run goes
+/// on.
 ///
 /// Example (what Pipeline::run does): `core.driver().retire_all(); core.driver().drain();`
 ///
@@ -61,7 +65,8 @@ class RunDriver {
   /// admitted go back to the front end (cancelled). Nothing when no run is filled.
   void drain();
 
-  /// drain() without the blocking check (the core's teardown, a serial iteration's start).
+  /// drain() without the blocking and re-entry checks (the core's teardown, a serial
+  /// iteration's start).
   void end_run();
   /// Waits (with the drain deadline) until everything released finished; false past it.
   bool wait_drained();
@@ -70,6 +75,10 @@ class RunDriver {
 
  private:
   class WaitingThread;
+  class Driving;
+
+  // Refuses `call` while `driving` (another public call) drives the run.
+  [[noreturn, gnu::noinline]] static void throw_reentered(const char* call, const char* driving);
 
   // progress() and drain() without the blocking check (the teardown's drain, next() on sim).
   std::optional<std::int64_t> retire_next();
@@ -106,6 +115,9 @@ class RunDriver {
                     bool wake_on_device = false);
 
   EngineCore& core_;
+  // The public call driving the run now (progress(), run(), next(), drain()), nullptr while
+  // none does (Driving). Atomic: the refused call may come from another thread.
+  std::atomic<const char*> driving_{nullptr};
   // progress()'s conditions: the oldest iteration can retire, or the run stops; the source
   // has its answer, or the run stops. Made once (a std::function per call would cost its
   // construction on every retirement).
