@@ -66,7 +66,14 @@ struct StageFlags {
 
 // The stage plan the flags name: --layers/--stages (uniform) or --layer-counts (explicit).
 StagePlan stage_plan(const StageFlags& f) {
-  if (!f.layer_counts.empty()) return StagePlan::from_layer_counts(f.layer_counts);
+  if (!f.layer_counts.empty()) {
+    try {
+      return StagePlan::from_layer_counts(f.layer_counts);
+    } catch (const std::invalid_argument& e) {
+      print_error(std::string("swp pp: --layer-counts: ") + e.what());
+      throw CommandFailed{Exit::bad_usage};
+    }
+  }
   if (f.layers < 0) {
     print_error("swp pp: give --layers and --stages, or --layer-counts");
     throw CommandFailed{Exit::bad_usage};

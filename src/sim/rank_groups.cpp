@@ -21,12 +21,16 @@ RankGroups make_rank_groups(const ParallelConfig& c, int rank) {
   check_size("tp size", c.tp_size);
   check_size("pp size", c.pp_size);
   check_size("dp size", c.dp_size);
-  const auto product = static_cast<std::int64_t>(c.tp_size) * c.pp_size * c.dp_size;
-  if (product != c.world_size)
+  // Checked: three sizes up to INT_MAX can wrap int64 round to the world size (or to 0).
+  std::int64_t product = 0;
+  const bool wraps =
+      __builtin_mul_overflow(static_cast<std::int64_t>(c.tp_size), c.pp_size, &product) ||
+      __builtin_mul_overflow(product, c.dp_size, &product);
+  if (wraps || product != c.world_size)
     throw std::invalid_argument("world size " + std::to_string(c.world_size) + " != tp " +
                                 std::to_string(c.tp_size) + " x pp " + std::to_string(c.pp_size) +
                                 " x dp " + std::to_string(c.dp_size) + " = " +
-                                std::to_string(product));
+                                (wraps ? std::string("more than 2^63") : std::to_string(product)));
   if (rank < 0 || rank >= c.world_size)
     throw std::invalid_argument("rank " + std::to_string(rank) + " is not in 0.." +
                                 std::to_string(c.world_size - 1));

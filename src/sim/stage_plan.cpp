@@ -13,14 +13,16 @@ StagePlan StagePlan::uniform(int total_layers, int num_stages) {
   if (num_stages < 1)
     throw std::invalid_argument("stage count " + std::to_string(num_stages) +
                                 " must be at least 1");
-  // ceil(L / S) in integers; the min() clamps keep trailing stages inside the model.
-  const int per_stage = (total_layers + num_stages - 1) / num_stages;
+  // ceil(L / S) in integers (int64: L + S - 1 passes INT_MAX for large L); the min() clamps
+  // keep trailing stages inside the model.
+  const std::int64_t per_stage =
+      (static_cast<std::int64_t>(total_layers) + num_stages - 1) / num_stages;
   std::vector<StageInfo> stages;
   stages.reserve(static_cast<std::size_t>(num_stages));
   for (int s = 0; s < num_stages; ++s) {
     const auto start =
         std::min(static_cast<std::int64_t>(s) * per_stage, static_cast<std::int64_t>(total_layers));
-    const auto end = std::min(static_cast<std::int64_t>(s + 1) * per_stage,
+    const auto end = std::min((static_cast<std::int64_t>(s) + 1) * per_stage,
                               static_cast<std::int64_t>(total_layers));
     stages.push_back(
         StageInfo{s, num_stages, static_cast<int>(start), static_cast<int>(end), total_layers});
@@ -37,7 +39,9 @@ StagePlan StagePlan::from_layer_counts(const std::vector<int>& layer_counts) {
                                   std::to_string(layer_counts[s]) + ")");
     total += layer_counts[s];
   }
-  if (total > 1'000'000'000) throw std::invalid_argument("too many layers in the stage plan");
+  if (total > 1'000'000'000)
+    throw std::invalid_argument("too many layers in the stage plan: " + std::to_string(total) +
+                                " (at most 1000000000)");
   const int num_stages = static_cast<int>(layer_counts.size());
   std::vector<StageInfo> stages;
   int start = 0;

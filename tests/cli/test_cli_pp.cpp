@@ -51,6 +51,13 @@ TEST_CASE("swp pp stages prints the uniform partition, end exclusive") {
   r = run_swp("pp stages --layers 4 --stages 0");
   CHECK(r.status == 2);
   CHECK(r.err.find("--stages") != std::string::npos);
+  // Each count in range, their sum not: a usage error naming the flag (it was exit 1, unnamed).
+  std::string counts = "1000000";
+  for (int s = 1; s < 1001; ++s) counts += ",1000000";
+  r = run_swp("pp stages --layer-counts " + counts);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: swp pp: --layer-counts: too many layers in the stage plan: 1001000000 "
+                 "(at most 1000000000)\n");
 }
 
 TEST_CASE("swp pp groups prints the seed's example") {

@@ -73,6 +73,13 @@ TEST_CASE("bad rank group arguments are named") {
   CHECK_THROWS_WITH_AS(
       swp::make_rank_groups({.world_size = 4, .tp_size = 0, .pp_size = 2, .dp_size = 1}, 0),
       "tp size 0 must be at least 1", std::invalid_argument);
+  // A product past int64 does not wrap round to the world size (it did: 2^21 x 2^21 x 2^22
+  // is 2^64, which wrapped to 0; these three wrapped to 26 and printed ranks outside it).
+  CHECK_THROWS_WITH_AS(swp::make_rank_groups({.world_size = 26, .tp_size = 252017,
+                                              .pp_size = 7571986, .dp_size = 9666741},
+                                             5),
+                       "world size 26 != tp 252017 x pp 7571986 x dp 9666741 = more than 2^63",
+                       std::invalid_argument);
 }
 
 }  // namespace test_rank_groups

@@ -77,6 +77,18 @@ TEST_CASE("an explicit partition takes the layer counts as given") {
   CHECK_THROWS_WITH_AS(swp::StagePlan::from_layer_counts({2, -1}),
                        "stage 1 has a negative layer count (-1)", std::invalid_argument);
   CHECK_THROWS_AS(swp::StagePlan::from_layer_counts({}), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::StagePlan::from_layer_counts(std::vector<int>(1001, 1'000'000)),
+                       "too many layers in the stage plan: 1001000000 (at most 1000000000)",
+                       std::invalid_argument);
+}
+
+TEST_CASE("a uniform partition of INT_MAX layers stays in range") {
+  // L + S - 1 used to wrap int: the ranges came out negative.
+  const auto plan = swp::StagePlan::uniform(2147483647, 2);
+  CHECK(plan.stage(0).start_layer == 0);
+  CHECK(plan.stage(0).end_layer == 1073741824);
+  CHECK(plan.stage(1).start_layer == 1073741824);
+  CHECK(plan.stage(1).end_layer == 2147483647);
 }
 
 TEST_CASE("bad partition arguments are named") {
