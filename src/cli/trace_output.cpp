@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <exception>
+#include <filesystem>
+#include <system_error>
 
 #include "diagnostics.hpp"
 #include "swp/trace/chrome_trace.hpp"
@@ -37,11 +39,27 @@ bool write_one(std::ofstream& file, const std::string& path, bool failed_run, Wr
   return false;
 }
 
+// Whether two paths name one file (spelled differently, or through links), whether it exists
+// yet or not.
+bool same_file(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  std::error_code ec_a, ec_b;
+  const auto canonical_a = std::filesystem::weakly_canonical(a, ec_a);
+  const auto canonical_b = std::filesystem::weakly_canonical(b, ec_b);
+  return !ec_a && !ec_b && canonical_a == canonical_b;
+}
+
 }  // namespace
 
 bool TraceOutputs::open(const std::string& json_path, const std::string& svg_path) {
   json_path_ = json_path;
   svg_path_ = svg_path;
+  // Checked before either is opened (truncated): the SVG would overwrite the trace.
+  if (!json_path_.empty() && !svg_path_.empty() && same_file(json_path_, svg_path_)) {
+    print_error("--trace and --svg name the same file '" + svg_path_ +
+                "': the SVG would overwrite the trace; give them different paths");
+    return false;
+  }
   return open_one(json_, json_path_) && open_one(svg_, svg_path_);
 }
 

@@ -14,7 +14,8 @@ class TraceOutputs {
  public:
   /// Opens `json_path` and `svg_path` for writing (an empty path: that file is not wanted).
   /// Returns false after printing `error: cannot write 'PATH': reason` to stderr (for the
-  /// first file that cannot be opened).
+  /// first file that cannot be opened), or an error when both paths name the same file
+  /// (checked before either is opened, so nothing is truncated).
   bool open(const std::string& json_path, const std::string& svg_path);
 
   /// Whether any file was asked for (and a run must therefore be recorded).

@@ -61,6 +61,28 @@ TEST_CASE("swp run with an unwritable --trace or --svg path exits 2 naming it, b
   }
 }
 
+TEST_CASE("--trace and --svg naming one file exit 2 before running, and leave it as it was") {
+  // The SVG used to overwrite the trace silently (exit 0, the file holding only the SVG).
+  const TempFile file("keep me", ".out");
+  const std::string dotted =
+      (file.path().parent_path() / "." / file.path().filename()).string();  // another spelling
+  for (const std::string& svg : {file.str(), dotted}) {
+    CAPTURE(svg);
+    for (const std::string& command :
+         {"run " + three_stage() + " --backend sim --iters 5",
+          std::string("pp simulate --schedule gpipe --stages 2 --microbatches 2 --fwd-us 1 "
+                      "--bwd-us 1")}) {
+      CAPTURE(command);
+      const auto r = run_swp(command + " --trace " + quoted(file.str()) + " --svg " + quoted(svg));
+      CHECK(r.status == 2);
+      CHECK(r.out.empty());
+      CHECK(r.err == "error: --trace and --svg name the same file '" + svg +
+                         "': the SVG would overwrite the trace; give them different paths\n");
+      CHECK(swp::test::read_text(file.path()) == "keep me");
+    }
+  }
+}
+
 TEST_SUITE_END();
 
 }  // namespace test_cli_trace
