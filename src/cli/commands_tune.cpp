@@ -16,6 +16,7 @@
 #include "swp/core/plan_json.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/tune/plan_tuner.hpp"
+#include "swp/tune/profiled_costs.hpp"
 
 namespace swp::cli {
 
@@ -67,6 +68,14 @@ int tune(const TuneFlags& flags) {
     options.measured = read_costs(flags.costs_path, plan->plan.tasks.size());
     if (!options.measured) return Exit::bad_usage;
     options.costless_on = flags.costless_on == "cpu" ? MeasuredTimeOn::cpu : MeasuredTimeOn::device;
+    // Checked here, so that what the profile gets wrong is named by --costs and nothing else
+    // is (tune_plan applies it again).
+    try {
+      (void)with_profiled_costs(plan->plan, *options.measured, options.costless_on);
+    } catch (const std::invalid_argument& e) {  // tasks the plan lacks, times past the limit
+      print_error("--costs '" + flags.costs_path + "': " + e.what());
+      return Exit::bad_usage;
+    }
   }
   // Opened before the search, so a bad path costs no search.
   std::ofstream out_file;
@@ -82,8 +91,8 @@ int tune(const TuneFlags& flags) {
   TuneResult result;
   try {
     result = tune_plan(plan->plan, options);
-  } catch (const std::invalid_argument& e) {  // --costs measuring tasks the plan lacks
-    print_error((flags.costs_path.empty() ? "" : "--costs '" + flags.costs_path + "': ") + e.what());
+  } catch (const std::invalid_argument& e) {  // runs longer than their clock can count
+    print_error(e.what());
     return Exit::bad_usage;
   } catch (const TaskError& e) {
     print_error(e.what());

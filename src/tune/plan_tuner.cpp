@@ -139,7 +139,13 @@ class Evaluator {
     options.engine = EngineKind::clock;
     options.iters = iters;
     options.runtime.backend = Backend::sim;
-    return run_synthetic(plan, options).us_per_iter;
+    try {
+      return run_synthetic(plan, options).us_per_iter;
+    } catch (const std::invalid_argument& e) {  // a run longer than its clock can count
+      // Named by the option that asked for it (the search's runs come first).
+      throw std::invalid_argument(std::string(iters == iters_ ? "search_iters " : "iters ") +
+                                  std::to_string(iters) + ": " + e.what());
+    }
   }
   double measure(const StageAssignment& s, int iters) const {
     return measure(with_stages(plan_, s), iters);

@@ -140,7 +140,15 @@ ProfileResult profile_synthetic(const PipelinePlan& plan, const SyntheticProfile
   const ProfileOptions& p = options.profile;
   const double per_round = static_cast<double>(p.warmup) +
                            static_cast<double>(p.measure) * static_cast<double>(p.rounds);
-  check_horizon(graph, per_round * static_cast<double>(graph.size() + 1));
+  try {
+    check_horizon(graph, per_round * static_cast<double>(graph.size() + 1));
+  } catch (const std::invalid_argument& e) {
+    // Named by the options that make the profile that long.
+    throw std::invalid_argument("warmup " + std::to_string(p.warmup) + " + measure " +
+                                std::to_string(p.measure) + " x rounds " +
+                                std::to_string(p.rounds) + " iterations, for a baseline and " +
+                                std::to_string(graph.size()) + " task(s): " + e.what());
+  }
   Runtime runtime(options.runtime);
   ClockPipeline<Ctx> pipe(runtime, plan);  // serial runs: the engine plays no role
   return TaskProfiler(pipe).profile(0, options.profile);

@@ -135,6 +135,14 @@ TEST_CASE("swp tune --costs errors name the file, the line or the task (exit 2)"
     CHECK(r.err.find("'Loader'") != std::string::npos);
     CHECK(r.out.empty());
   }
+  SUBCASE("a time that scales a task's cost past the limit") {
+    const TempFile costs("metric exposed_us.H2D 2000000000 us\n");
+    const auto r = tune("--costs " + quoted(costs.str()));
+    CHECK(r.status == 2);
+    CHECK(r.err.starts_with("error: --costs '" + costs.str() +
+                            "': profiled task 'H2D': an exposed time of 2e+09 us"));
+    CHECK(r.out.empty());
+  }
   SUBCASE("plan and costs both on stdin; --costless-on without --costs") {
     const auto both = run_swp("tune - --costs -", swp_cli() + " preset base |");
     CHECK(both.status == 2);

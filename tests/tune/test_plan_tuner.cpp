@@ -10,6 +10,7 @@
 
 #include "support/plans.hpp"
 #include "swp/core/plan_error.hpp"
+#include "swp/core/plan_json.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/tune/synthetic_run.hpp"
 #include "swp/presets/preset_registry.hpp"
@@ -262,6 +263,16 @@ TEST_CASE("tune_plan rejects invalid plans and options") {
     o.max_candidates = 0;
     CHECK_THROWS_AS(swp::tune_plan(plan, o), std::invalid_argument);
     CHECK_THROWS_AS(swp::with_stages(plan, {0, 1}), std::invalid_argument);
+  }
+  SUBCASE("runs longer than their clock can count, named by the option") {
+    const auto plan = swp::parse_plan(R"({"tasks": [{"name": "A", "cpu_us": 1e9},
+                                                    {"name": "B", "device_us": 1e9}]})")
+                          .plan;
+    auto o = kQuick;
+    o.search_iters = 1'000'000;
+    CHECK_THROWS_WITH_AS(swp::tune_plan(plan, o),
+                         doctest::Contains("search_iters 1000000: 1e+06 iterations of up to"),
+                         std::invalid_argument);
   }
 }
 

@@ -84,6 +84,18 @@ TEST_CASE("with_profiled_costs rejects a profile of another plan, naming the tas
   CHECK_THROWS_AS(
       swp::with_profiled_costs(plan, measured({{"B", std::numeric_limits<double>::infinity()}})),
       std::invalid_argument);
+  // A time that scales a cost past the plan's limit (1e9 us) is the profile's error, by task:
+  // it used to surface from the costed plan's validation as an invalid plan. D's jitter (80
+  // every 4th against a mean of 50) passes the limit before its mean does.
+  CHECK_THROWS_WITH_AS(swp::with_profiled_costs(plan, measured({{"B", 2e9}})),
+                       "profiled task 'B': an exposed time of 2e+09 us scales its cost to 2e+09 "
+                       "us, past the limit of 1e+09 us per task",
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(swp::with_profiled_costs(plan, measured({{"D", 1e9}})),
+                       doctest::Contains("profiled task 'D': an exposed time of 1e+09 us scales "
+                                         "its cost to 1.6e+09 us"),
+                       std::invalid_argument);
+  CHECK_NOTHROW(swp::with_profiled_costs(plan, measured({{"B", 1e9}})));
 }
 
 TEST_SUITE_END();

@@ -149,6 +149,14 @@ TEST_CASE("run_synthetic rejects a cost or a run length the clock cannot represe
                           .plan;
     options.iters = 100'000'000;
     CHECK_THROWS_AS((void)swp::run_synthetic(plan, options), std::invalid_argument);
+    // A profile that long names the options that make it so (its message named none).
+    swp::SyntheticProfileOptions profile{.runtime = {.backend = swp::Backend::sim}};
+    profile.profile.measure = 1'000'000;
+    CHECK_THROWS_WITH_AS((void)swp::profile_synthetic(plan, profile),
+                         doctest::Contains("warmup 3 + measure 1000000 x rounds 3 iterations, "
+                                           "for a baseline and 2 task(s): 9.00001e+06 "
+                                           "iterations of up to"),
+                         std::invalid_argument);
   }
 }
 
