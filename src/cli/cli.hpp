@@ -8,7 +8,7 @@ namespace swp::cli {
 /// stdout and stderr as the `swp` executable does. Returns the exit code of the CLI contract
 /// (DESIGN.md): 0 success, 1 invalid plan or failed run, 2 bad usage; every non-zero code comes
 /// with one `error: ...` line on stderr naming the offending thing (a plan that breaks several
-/// rules gets one per violation). Help and version requests print to stdout and return 0.
+/// rules gets them all on it, joined with "; "). Help and version requests print to stdout and return 0.
 /// Output that cannot be written (stdout on a full disk, /dev/full, a closed descriptor) makes
 /// a command that succeeded return 1 with `error: writing standard output: REASON`.
 /// Never calls exit(); reentrant (each call builds its own parser), so it can be called many

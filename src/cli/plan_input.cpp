@@ -31,12 +31,18 @@ std::optional<CheckedPlan> load_checked(const std::string& path, Strictness stri
     const bool fatal = strictness == Strictness::valid ? !inspection.valid()
                                                        : inspection.structurally_broken();
     // Rule messages name tasks; the file is named after them, so that the messages still
-    // begin with the rule ("error: corollary 1: ...").
+    // begin with the rule ("error: corollary 1: ..."). The errors make one line, joined with
+    // "; " (DESIGN.md: a non-zero exit prints exactly one `error:` line); warnings one each.
     const std::string where = " (in " + std::string(path == "-" ? "<stdin>" : path) + ")";
+    std::string errors;
     for (const auto& v : inspection.violations) {
-      const bool is_error = strictness == Strictness::valid || is_structural(v.rule);
-      (is_error ? print_error : print_warning)(v.message + where);
+      if (strictness == Strictness::valid || is_structural(v.rule)) {
+        errors += (errors.empty() ? "" : "; ") + v.message + where;
+      } else {
+        print_warning(v.message + where);
+      }
     }
+    if (!errors.empty()) print_error(errors);
     if (fatal) return std::nullopt;
     if (!inspection.valid())
       print_warning(path + ": the plan breaks the rules above; `swp validate` rejects it and an "
