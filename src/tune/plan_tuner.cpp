@@ -56,15 +56,25 @@ class Enumerator {
   Enumerator(const StageRules& rules, int max_depth, std::size_t limit)
       : rules_(rules), max_depth_(max_depth), limit_(limit), stages_(rules.intra.size(), -1) {}
 
-  bool run() { return visit(0); }
+  // Counts the assignments first, stopping past the limit, and keeps them only when they
+  // all fit: a space far larger than a large limit (--max-candidates up to 1e7) held `limit`
+  // assignments of every task before giving up (gigabytes, then std::bad_alloc).
+  bool run() {
+    if (!visit(0)) return false;  // more than `limit`: nothing kept
+    found_.reserve(count_);
+    keep_ = true;
+    count_ = 0;
+    return visit(0);
+  }
   std::vector<StageAssignment>& found() { return found_; }
 
  private:
   bool visit(std::size_t k) {
     if (k == rules_.topo.size()) {
       if (std::find(stages_.begin(), stages_.end(), 0) == stages_.end()) return true;
-      if (found_.size() == limit_) return false;
-      found_.push_back(stages_);
+      if (count_ == limit_) return false;
+      ++count_;
+      if (keep_) found_.push_back(stages_);
       return true;
     }
     const TaskIndex t = rules_.topo[k];
@@ -97,6 +107,8 @@ class Enumerator {
   int max_depth_;
   std::size_t limit_;
   StageAssignment stages_;
+  bool keep_ = false;      // the second pass: store what the first one counted
+  std::size_t count_ = 0;  // assignments met in this pass
   std::vector<StageAssignment> found_;
 };
 

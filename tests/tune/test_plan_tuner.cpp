@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "support/alloc_counter.hpp"
+#include "support/names.hpp"
 #include "support/plans.hpp"
 #include "swp/core/plan_error.hpp"
 #include "swp/core/plan_json.hpp"
@@ -86,6 +88,23 @@ TEST_CASE("stage_assignments lists exactly the stage labelings that validate") {
   const swp::StageAssignment zero(plan.tasks.size(), 0);
   CHECK(swp::stage_assignments(graph, 1, 1) == std::vector<swp::StageAssignment>{zero});
   CHECK_THROWS_AS(swp::stage_assignments(graph, 0, 10), std::invalid_argument);
+}
+
+TEST_CASE("stage_assignments keeps nothing when there are more than the limit") {
+  // 40 independent tasks under a cap of 2: 2^40 - 1 assignments. Refusing them used to cost
+  // `limit` stored assignments first (here 200,000 vectors; with --max-candidates 1e7 and
+  // hundreds of tasks, gigabytes and std::bad_alloc).
+  swp::PipelinePlan plan;
+  for (int i = 0; i < 40; ++i) plan.add(swp::PipelineTask{swp::test::numbered("T", i)}, {});
+  const auto graph = swp::validate(plan);
+  std::size_t allocations = 0;
+  {
+    swp::test::AllocationCount count;
+    const bool listed = swp::stage_assignments(graph, 2, 200'000).has_value();
+    allocations = count.stop();
+    CHECK_FALSE(listed);
+  }
+  CHECK(allocations < 100);
 }
 
 TEST_CASE("stage_assignments come in lexicographic order along the plan's topological order") {
