@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -19,6 +20,17 @@ std::uint64_t splitmix(std::uint64_t& state) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
+}
+
+// The message of the exception being handled.
+std::string what_failed() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
 }
 }  // namespace
 
@@ -55,18 +67,26 @@ std::vector<std::filesystem::path> generate_dataset(
     std::snprintf(name, sizeof name, "part-%05llu%s", static_cast<unsigned long long>(f),
                   record_file_extension);
     files.push_back(dir / name);
-    RecordWriter out(files.back());
     // Runs as even as they can be: the first (records % files) files get one more.
     const std::uint64_t count =
         options.records / options.files + (f < options.records % options.files ? 1 : 0);
-    for (std::uint64_t i = 0; i < count; ++i, ++g) {
-      std::uint64_t state = options.seed * 0x100000001b3ULL ^ g;
-      words[0] = g;
-      for (std::size_t w = 1; w < words.size(); ++w) words[w] = splitmix(state);
-      out.append(std::as_bytes(std::span(words)).first(options.bytes));
-      if (on_progress && g % 256 == 0) on_progress(g);
+    try {
+      RecordWriter out(files.back());
+      for (std::uint64_t i = 0; i < count; ++i, ++g) {
+        std::uint64_t state = options.seed * 0x100000001b3ULL ^ g;
+        words[0] = g;
+        for (std::size_t w = 1; w < words.size(); ++w) words[w] = splitmix(state);
+        out.append(std::as_bytes(std::span(words)).first(options.bytes));
+        if (on_progress && g % 256 == 0) on_progress(g);
+      }
+      out.close();
+    } catch (...) {
+      // The writer died with the exception, leaving its file incomplete (refused when read):
+      // say which file, keeping the cause.
+      std::throw_with_nested(RecordError(
+          files.back(), 0,
+          "not finished (" + what_failed() + "): left incomplete, its header has no index"));
     }
-    out.close();
   }
   if (on_progress) on_progress(g);
   return files;

@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <exception>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include "support/temp_dir.hpp"
@@ -51,6 +54,30 @@ TEST_CASE("checking a dataset names the first bad file and the offset") {
     CHECK(e.file() == files[2]);
     CHECK(e.offset() == at);
   }
+}
+
+TEST_CASE("a generation interrupted by an exception names the file it leaves incomplete") {
+  swp::test::TempDir dir;
+  struct Cancelled : std::runtime_error {
+    Cancelled() : std::runtime_error("cancelled") {}
+  };
+  const auto cancel_at_512 = [](std::uint64_t n) {
+    if (n >= 512) throw Cancelled();
+  };
+  const auto part1 = dir / "part-00001.swprec";
+  try {
+    (void)swp::io::generate_dataset(dir.path(), {.records = 2000, .bytes = 64, .files = 2},
+                                    cancel_at_512);
+    FAIL("no error");
+  } catch (const swp::io::RecordError& e) {
+    CHECK(e.file() == dir / "part-00000.swprec");
+    CHECK(std::string(e.what()).find("cancelled") != std::string::npos);
+    CHECK_THROWS_AS(std::rethrow_if_nested(e), Cancelled);
+  }
+  CHECK_FALSE(std::filesystem::exists(part1));
+  CHECK_THROWS_WITH_AS((void)swp::io::check_dataset(dir.path()),
+                       doctest::Contains("incomplete: the header has no index"),
+                       swp::io::RecordError);
 }
 
 TEST_CASE("dataset errors name the directory or the argument") {

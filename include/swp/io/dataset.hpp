@@ -26,8 +26,12 @@ struct GenerateOptions {
 /// in consecutive runs over `files` files. Record g's payload starts with g (u64) and is filled
 /// with a pseudo-random stream of (seed, g), so a reader can tell which record it got.
 /// `on_progress(records_written)` is called now and then (may be empty). Returns the files.
-/// Errors: std::invalid_argument for records or files 0, bytes < 8, files > records;
-/// std::system_error naming a file that cannot be written.
+/// Errors: std::invalid_argument for records or files 0, bytes < 8, files > records. Once
+/// writing began, any exception (a file that cannot be written, one thrown by on_progress)
+/// stops it and leaves the file being written incomplete — its header has no index, so
+/// RecordFile and check_dataset refuse it rather than read a shorter dataset — and is thrown
+/// as a RecordError naming that file (offset 0), the cause nested (std::throw_with_nested) and
+/// in what(). The files before it are complete.
 std::vector<std::filesystem::path> generate_dataset(
     const std::filesystem::path& dir, const GenerateOptions& options,
     const std::function<void(std::uint64_t)>& on_progress = {});
