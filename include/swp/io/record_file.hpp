@@ -22,7 +22,9 @@ namespace swp::io {
 /// FIFO never blocks), a file shorter than its header or index says (truncated: the offset
 /// where it ends), bytes after the index (where they start), a bad magic, version, checksum,
 /// non-zero flag, reserved word or padding byte, a bad index entry (the offset of the header
-/// field, index entry, frame or byte at fault). docs/io.md lists every message.
+/// field, index entry, frame or byte at fault), a record count over 65,536 that the bytes
+/// before the index cannot hold (checked before the index is allocated), an index that cannot
+/// be allocated (its offset). docs/io.md lists every message.
 /// Thread safety: const members may be called from any thread (reads use pread).
 /// Example:
 /// ```
