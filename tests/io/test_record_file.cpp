@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -222,6 +223,22 @@ TEST_CASE("a record count larger than the file can hold is refused before its in
   CHECK(std::string(error.what())
             .find("record count 68719476736 does not fit in the 0 bytes "
                   "before the index") != std::string::npos);
+}
+
+TEST_CASE("verify() reports progress per run of records and skips an empty callback") {
+  swp::test::TempDir dir;
+  const RecordFile file(write_file(dir));
+  CHECK_NOTHROW(file.verify(std::function<void(std::uint64_t)>{}));
+  CHECK_NOTHROW(file.verify(static_cast<void (*)(std::uint64_t)>(nullptr)));
+  std::uint64_t calls = 0, bytes = 0;
+  file.verify([&](std::uint64_t n) {
+    ++calls;
+    bytes += n;
+  });
+  CHECK(calls == 1);  // every record of the file in one read of less than 4 MiB
+  std::uint64_t frames = 0;
+  for (const auto& e : file.index()) frames += swp::io::frame_bytes(e.length);
+  CHECK(bytes == frames);
 }
 
 TEST_CASE("checksums are XXH3-64 (test vectors of the xxHash project)") {
