@@ -48,6 +48,16 @@ std::vector<std::filesystem::path> list_dataset(const std::filesystem::path& dir
   return files;
 }
 
+std::string generated_file_name(std::uint64_t file, std::uint64_t files) {
+  // Every number of the dataset as wide as the largest, so name order is number order.
+  const int width =
+      std::max(5, static_cast<int>(std::to_string(files == 0 ? 0 : files - 1).size()));
+  char name[48];
+  std::snprintf(name, sizeof name, "part-%0*llu%s", width, static_cast<unsigned long long>(file),
+                record_file_extension);
+  return name;
+}
+
 std::vector<std::filesystem::path> generate_dataset(
     const std::filesystem::path& dir, const GenerateOptions& options,
     const std::function<void(std::uint64_t)>& on_progress) {
@@ -63,10 +73,7 @@ std::vector<std::filesystem::path> generate_dataset(
   std::vector<std::uint64_t> words((options.bytes + 7) / 8);
   std::uint64_t g = 0;
   for (std::uint64_t f = 0; f < options.files; ++f) {
-    char name[48];
-    std::snprintf(name, sizeof name, "part-%05llu%s", static_cast<unsigned long long>(f),
-                  record_file_extension);
-    files.push_back(dir / name);
+    files.push_back(dir / generated_file_name(f, options.files));
     // Runs as even as they can be: the first (records % files) files get one more.
     const std::uint64_t count =
         options.records / options.files + (f < options.records % options.files ? 1 : 0);

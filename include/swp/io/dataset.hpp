@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace swp::io {
@@ -18,9 +19,15 @@ std::vector<std::filesystem::path> list_dataset(const std::filesystem::path& dir
 struct GenerateOptions {
   std::uint64_t records = 1000;  ///< records in all
   std::uint64_t bytes = 4096;    ///< payload bytes per record (at least 8)
-  std::uint64_t files = 4;       ///< files to spread them over (part-00000.swprec, ...)
+  std::uint64_t files = 4;       ///< files to spread them over (generated_file_name)
   std::uint64_t seed = 1;        ///< the payload contents' seed
 };
+
+/// The name generate_dataset gives file `file` of `files`: "part-" and the number, zero-padded
+/// to 5 digits or to the width of files - 1 when that is wider (part-000000.swprec ... for
+/// 100,001 files and more), then ".swprec": the same width for every file of the dataset, so
+/// list_dataset's name order is the order the records were written in.
+[[nodiscard]] std::string generated_file_name(std::uint64_t file, std::uint64_t files);
 
 /// Writes a test dataset into `dir` (created if missing): `records` records of `bytes` bytes,
 /// in consecutive runs over `files` files. Record g's payload starts with g (u64) and is filled
