@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -20,6 +21,17 @@ std::uint64_t splitmix(std::uint64_t& state) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
+
+// The message of the exception being handled.
+std::string what_failed() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
 }  // namespace
 
 std::vector<std::filesystem::path> list_dataset(const std::filesystem::path& dir) {
@@ -34,6 +46,16 @@ std::vector<std::filesystem::path> list_dataset(const std::filesystem::path& dir
     throw RecordError(dir, 0, std::string("no record files (*") + record_file_extension + ")");
   std::ranges::sort(files);
   return files;
+}
+
+std::string generated_file_name(std::uint64_t file, std::uint64_t files) {
+  // Every number of the dataset as wide as the largest, so name order is number order.
+  const int width =
+      std::max(5, static_cast<int>(std::to_string(files == 0 ? 0 : files - 1).size()));
+  char name[48];
+  std::snprintf(name, sizeof name, "part-%0*llu%s", width, static_cast<unsigned long long>(file),
+                record_file_extension);
+  return name;
 }
 
 std::vector<std::filesystem::path> generate_dataset(
@@ -51,22 +73,27 @@ std::vector<std::filesystem::path> generate_dataset(
   std::vector<std::uint64_t> words((options.bytes + 7) / 8);
   std::uint64_t g = 0;
   for (std::uint64_t f = 0; f < options.files; ++f) {
-    char name[48];
-    std::snprintf(name, sizeof name, "part-%05llu%s", static_cast<unsigned long long>(f),
-                  record_file_extension);
-    files.push_back(dir / name);
-    RecordWriter out(files.back());
+    files.push_back(dir / generated_file_name(f, options.files));
     // Runs as even as they can be: the first (records % files) files get one more.
     const std::uint64_t count =
         options.records / options.files + (f < options.records % options.files ? 1 : 0);
-    for (std::uint64_t i = 0; i < count; ++i, ++g) {
-      std::uint64_t state = options.seed * 0x100000001b3ULL ^ g;
-      words[0] = g;
-      for (std::size_t w = 1; w < words.size(); ++w) words[w] = splitmix(state);
-      out.append(std::as_bytes(std::span(words)).first(options.bytes));
-      if (on_progress && g % 256 == 0) on_progress(g);
+    try {
+      RecordWriter out(files.back());
+      for (std::uint64_t i = 0; i < count; ++i, ++g) {
+        std::uint64_t state = options.seed * 0x100000001b3ULL ^ g;
+        words[0] = g;
+        for (std::size_t w = 1; w < words.size(); ++w) words[w] = splitmix(state);
+        out.append(std::as_bytes(std::span(words)).first(options.bytes));
+        if (on_progress && g % 256 == 0) on_progress(g);
+      }
+      out.close();
+    } catch (...) {
+      // The writer died with the exception, leaving its file incomplete (refused when read):
+      // say which file, keeping the cause.
+      std::throw_with_nested(RecordError(
+          files.back(), 0,
+          "not finished (" + what_failed() + "): left incomplete, its header has no index"));
     }
-    out.close();
   }
   if (on_progress) on_progress(g);
   return files;

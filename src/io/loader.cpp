@@ -52,7 +52,8 @@ const char* to_string(ReaderKind kind) noexcept {
 bool Batch::pinned() const noexcept { return buffer_ != nullptr && buffer_->pinned; }
 
 Loader::Loader(std::vector<std::filesystem::path> files, LoaderOptions options)
-    : state_(std::make_shared<detail::LoaderState>(std::move(files), std::move(options))) {}
+    : state_(new detail::LoaderState(std::move(files), std::move(options)),
+             &detail::LoaderState::destroy) {}
 
 Loader Loader::open_dir(const std::filesystem::path& dir, LoaderOptions options) {
   return Loader(list_dataset(dir), std::move(options));

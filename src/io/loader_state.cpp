@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "swp/io/read_order.hpp"
@@ -10,6 +11,26 @@
 namespace swp::io::detail {
 
 namespace {
+// The loader whose next() this thread is resuming inline (a waiter without a Resumer, e.g.
+// under sync_wait): the consumer's code runs on the loader's own read, ring or decode thread
+// until it next suspends. Tearing the loader down or draining it for restart() there would
+// wait for reads and decodes that only this thread can finish, then join it.
+thread_local const LoaderState* resuming_for = nullptr;
+
+// Marks this thread as resuming a waiter of `state` for the scope (nests: restores the loader
+// it was resuming for before).
+class ResumingScope {
+ public:
+  explicit ResumingScope(const LoaderState* state) noexcept
+      : previous_(std::exchange(resuming_for, state)) {}
+  ResumingScope(const ResumingScope&) = delete;
+  ResumingScope& operator=(const ResumingScope&) = delete;
+  ~ResumingScope() { resuming_for = previous_; }
+
+ private:
+  const LoaderState* previous_;
+};
+
 void check(const LoaderOptions& o) {
   const auto bad = [&](const std::string& what) {
     throw std::invalid_argument("loader '" + o.name + "': " + what);
@@ -46,6 +67,23 @@ LoaderState::LoaderState(std::vector<std::filesystem::path> files, LoaderOptions
   batches_per_epoch_ = records_per_epoch_ / batch + (records_per_epoch_ % batch != 0 ? 1 : 0);
   decode_pool_ = std::make_unique<WorkPool>(options_.decode_threads);
   reader_ = make_file_reader(options_.reader, std::move(reader_files), options_.read_threads);
+}
+
+void LoaderState::destroy(LoaderState* state) noexcept {
+  if (resuming_for != state) {
+    delete state;
+    return;
+  }
+  // The last handle went inside a coroutine this thread resumed for the loader: the loader ends
+  // on a thread that is not its own, while this one returns to the loop it came from (which
+  // the teardown then joins). A later loader at the same address is not this one.
+  resuming_for = nullptr;
+  try {
+    std::thread([state] { delete state; }).detach();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): no thread to spare
+    // Deleting here would wait on this thread forever: the loader (its threads, buffers and
+    // file descriptors) is leaked instead.
+  }
 }
 
 LoaderState::~LoaderState() {
@@ -140,10 +178,11 @@ void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
         if (!decode_here) decode_pool_->post([this, &slot] { decode(slot); });
       }
     }
+    finish_restart_locked();
     wake_locked(h, resumer);
   }
   if (decode_here) decode(slot);
-  if (h) resume_on(resumer, h);
+  if (h) resume_waiter(this, resumer, h);
 }
 
 void LoaderState::decode(Slot& slot) {
@@ -178,13 +217,28 @@ void LoaderState::decode(Slot& slot) {
       slot.error = std::move(error);
       failed_ = true;
     }
+    finish_restart_locked();
     wake_locked(h, resumer);
   }
-  if (h) resume_on(resumer, h);
+  if (h) resume_waiter(this, resumer, h);
+}
+
+// A waiter with a Resumer continues in its own context; one without continues right here,
+// marked, so that dropping the loader or restarting it from its code cannot deadlock.
+// Static: `state` may be gone when h.resume() returns (the consumer dropped the last handle).
+void LoaderState::resume_waiter(const LoaderState* state, Resumer* resumer,
+                                std::coroutine_handle<> h) {
+  if (resumer != nullptr) {
+    resumer->resume(h);
+    return;
+  }
+  const ResumingScope scope(state);
+  h.resume();
 }
 
 bool LoaderState::deliverable_locked() const {
   // Whether a waiter's poll() would not say wait (it registered after one that did).
+  if (restart_to_) return drained_locked();
   if (failure_ || !started_) return true;
   if (window_.empty()) return !failed_ || drained_locked();
   const Slot& front = *window_.front();
@@ -202,6 +256,10 @@ void LoaderState::wake_locked(std::coroutine_handle<>& h, Resumer*& resumer) {
 LoaderState::Poll LoaderState::poll(std::unique_lock<std::mutex>& lock, std::optional<Batch>& out,
                                     std::exception_ptr& error) {
   (void)lock;
+  if (restart_to_) {
+    if (!drained_locked()) return Poll::wait;
+    restart_locked(*restart_to_);
+  }
   if (failure_) {
     error = failure_;
     return Poll::error;
@@ -303,7 +361,31 @@ void LoaderState::drain_locked(std::unique_lock<std::mutex>& lock) {
 void LoaderState::restart(std::uint64_t epoch) {
   std::unique_lock lock(mutex_);
   if (waiter_) throw std::logic_error("loader '" + options_.name + "': restart during next()");
+  failed_ = true;  // nothing new is issued
+  if (resuming_for == this && !drained_locked()) {
+    // This thread resumed the caller for the loader: the reads and decodes in flight may need
+    // it to complete, so waiting for them here could wait forever. The next call waits.
+    restart_to_ = epoch;
+    return;
+  }
   drain_locked(lock);
+  restart_locked(epoch);
+}
+
+// The read or decode that drains the loader completes a restart() left pending. A waiter
+// registered meanwhile (its poll() said wait) is not woken to restart: it would then start the
+// epoch's reads from its await_resume and wait for them there, maybe on this very thread.
+// The new epoch's reads start here instead, and it is woken with its batch as usual.
+void LoaderState::finish_restart_locked() {
+  if (!restart_to_ || !drained_locked()) return;
+  restart_locked(*restart_to_);
+  if (waiter_) {
+    start_epoch_locked();
+    issue_locked();
+  }
+}
+
+void LoaderState::restart_locked(std::uint64_t epoch) {
   window_.clear();
   window_bytes_ = 0;
   failed_ = false;
@@ -311,6 +393,7 @@ void LoaderState::restart(std::uint64_t epoch) {
   started_ = false;
   epoch_ = epoch;
   stall_since_.reset();
+  restart_to_.reset();
 }
 
 }  // namespace swp::io::detail

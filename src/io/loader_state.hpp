@@ -63,7 +63,14 @@ class LoaderState {
             std::exception_ptr& error);
 
   std::optional<Batch> take();
+  /// Drains and restarts; on a thread the loader resumed a next() on (whose reads may need
+  /// this very thread) it leaves the drain and the restart to the next call instead.
   void restart(std::uint64_t epoch);
+
+  /// The deleter of the Loader handles' shared state: deletes `state` here, or — on a thread
+  /// of its own running a coroutine it resumed, whose reads and decodes may need this very
+  /// thread to finish — on a new thread, so the drain and the joins never wait for the caller.
+  static void destroy(LoaderState* state) noexcept;
 
   /// For the next() awaiter: poll(), and when it says wait, register `h` to be resumed
   /// (through `resumer`) once poll() would not.
@@ -74,7 +81,7 @@ class LoaderState {
   /// Notes the start of a wait for the stall measure.
   void note_stall_start();
   /// Under the lock: the epoch the next batch comes from.
-  [[nodiscard]] std::uint64_t epoch() const noexcept { return epoch_; }
+  [[nodiscard]] std::uint64_t epoch() const noexcept { return restart_to_.value_or(epoch_); }
   [[nodiscard]] ReaderKind reader_kind() const noexcept { return reader_->kind(); }
   LoaderStats stats();
 
@@ -96,8 +103,11 @@ class LoaderState {
   [[nodiscard]] bool deliverable_locked() const;
   [[nodiscard]] bool drained_locked() const { return reads_in_flight_ == 0 && decodes_ == 0; }
   void wake_locked(std::coroutine_handle<>& h, Resumer*& resumer);
+  static void resume_waiter(const LoaderState* state, Resumer* resumer, std::coroutine_handle<> h);
   void finish(std::unique_lock<std::mutex>& lock);
   void drain_locked(std::unique_lock<std::mutex>& lock);
+  void restart_locked(std::uint64_t epoch);
+  void finish_restart_locked();
 
   std::shared_ptr<BufferPool> pool_;
   std::condition_variable changed_;
@@ -105,6 +115,9 @@ class LoaderState {
   bool started_ = false;
   bool failed_ = false;         // a slot failed: issue nothing more
   std::exception_ptr failure_;  // thrown (as LoaderError) by every call until restart()
+  // A restart() that could not wait for the drain (called on the loader's own thread): the
+  // next call waits for it and restarts at this epoch.
+  std::optional<std::uint64_t> restart_to_;
   std::vector<RecordRef> order_;
   std::vector<PlannedBatch> plan_;
   std::uint64_t next_issue_ = 0;

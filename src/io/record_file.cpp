@@ -9,8 +9,11 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "swp/io/detail/pread_all.hpp"
 
@@ -101,6 +104,41 @@ void check_index_place(const std::filesystem::path& path, const RecordFileHeader
                           std::to_string(index_end) + ")");
 }
 
+// Every record's frame takes at least a frame header of the data area (between the header and
+// the index), so the area bounds the count. Checked before a large index is allocated: a
+// crafted count in a large sparse file (free to make) would otherwise have the reader allocate
+// and zero up to half the file's size before the index checksum refuses it. An index of at
+// most 1 MiB is read as it is: check_frames then names the entry at fault.
+void check_index_count(const std::filesystem::path& path, const RecordFileHeader& header) {
+  constexpr std::uint64_t small_index_entries = std::uint64_t{1} << 16;
+  const std::uint64_t data_area = header.index_offset - record_header_bytes;
+  if (header.record_count > small_index_entries &&
+      header.record_count > data_area / frame_header_bytes)
+    throw RecordError(path, offsetof(RecordFileHeader, record_count),
+                      "record count " + std::to_string(header.record_count) +
+                          " does not fit in the " + std::to_string(data_area) +
+                          " bytes before the index (a record takes at least " +
+                          std::to_string(frame_header_bytes) + ")");
+}
+
+// The index's memory, or a RecordError naming the file when it cannot be had (an index of a
+// plausible count can still be larger than the memory there is).
+void allocate_index(const std::filesystem::path& path, const RecordFileHeader& header,
+                    std::vector<IndexEntry>& index) {
+  try {
+    index.resize(header.record_count);
+  } catch (const std::bad_alloc&) {
+    throw RecordError(path, header.index_offset,
+                      "cannot allocate the index of " + std::to_string(header.record_count) +
+                          " entries (" + std::to_string(header.record_count * index_entry_bytes) +
+                          " bytes)");
+  } catch (const std::length_error&) {
+    throw RecordError(path, header.index_offset,
+                      "cannot allocate the index of " + std::to_string(header.record_count) +
+                          " entries (over the vector's maximum size)");
+  }
+}
+
 // The frames tile the data area: each entry's frame starts where the one before ended, lies
 // before the index, and the last one ends where the index starts; the payload lengths add up
 // to the header's count. Every sum stays below the file size (lengths are checked first).
@@ -154,7 +192,8 @@ RecordFile::RecordFile(std::filesystem::path path) : path_(std::move(path)) {
     detail::pread_all(fd_, path_, std::as_writable_bytes(std::span(&header, 1)), 0);
     check_header(path_, header);
     check_index_place(path_, header, file_bytes_);
-    index_.resize(header.record_count);  // at most the file's size / 16 entries
+    check_index_count(path_, header);
+    allocate_index(path_, header, index_);
     detail::pread_all(fd_, path_, std::as_writable_bytes(std::span(index_)), header.index_offset);
     if (checksum(std::as_bytes(std::span(index_))) != header.index_checksum)
       throw RecordError(path_, header.index_offset, "index checksum mismatch (corrupt index)");

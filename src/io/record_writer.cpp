@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <exception>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -43,7 +44,8 @@ struct FreeHashState {
 };
 }  // namespace
 
-RecordWriter::RecordWriter(std::filesystem::path path) : path_(std::move(path)) {
+RecordWriter::RecordWriter(std::filesystem::path path)
+    : path_(std::move(path)), exceptions_at_construction_(std::uncaught_exceptions()) {
   file_ = std::fopen(path_.c_str(), "wb");
   if (file_ == nullptr) fail(path_, "cannot create");
   // A header saying "0 records, no index" until close(): a file left by a writer that died
@@ -54,14 +56,30 @@ RecordWriter::RecordWriter(std::filesystem::path path) : path_(std::move(path)) 
 }
 
 RecordWriter::~RecordWriter() {
+  // Closing while an exception unwinds would turn the records so far into a valid, shorter
+  // file: the producer failed, so the file keeps its "no index" header instead.
+  if (std::uncaught_exceptions() > exceptions_at_construction_ || write_failed_) {
+    abandon();
+    return;
+  }
   try {
     close();
   } catch (...) {  // NOLINT(bugprone-empty-catch): close() reports; a destructor cannot
   }
 }
 
+// Ends the file as it is, without the index: its header still says "no index", so a reader
+// refuses it as incomplete. The frames written so far are flushed; errors do not matter.
+void RecordWriter::abandon() noexcept {
+  if (spill_ != nullptr) std::fclose(std::exchange(spill_, nullptr));
+  if (file_ != nullptr) std::fclose(std::exchange(file_, nullptr));
+}
+
 void RecordWriter::write(const void* data, std::size_t bytes) {
-  if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes) fail(path_, "cannot write");
+  if (bytes != 0 && std::fwrite(data, 1, bytes, file_) != bytes) {
+    write_failed_ = true;
+    fail(path_, "cannot write");
+  }
   offset_ += bytes;
 }
 
@@ -87,8 +105,10 @@ std::uint64_t RecordWriter::append(std::span<const std::byte> payload) {
 
 void RecordWriter::spill_index() {
   if (spill_ == nullptr) spill_ = open_spill(path_);
-  if (std::fwrite(index_.data(), sizeof(IndexEntry), index_.size(), spill_) != index_.size())
+  if (std::fwrite(index_.data(), sizeof(IndexEntry), index_.size(), spill_) != index_.size()) {
+    write_failed_ = true;  // the spill may hold part of the block: the index is lost
     fail(path_, "cannot write the index spill file of");
+  }
   index_.clear();
 }
 
@@ -122,6 +142,11 @@ bool RecordWriter::write_index(std::FILE* file, std::uint64_t& index_checksum) {
 
 void RecordWriter::close() {
   if (file_ == nullptr) return;
+  if (write_failed_) {
+    abandon();
+    throw std::logic_error("RecordWriter::close after a failed write: " + path_.string() +
+                           " is left incomplete");
+  }
   std::FILE* file = std::exchange(file_, nullptr);
   RecordFileHeader header;
   header.record_count = records_;

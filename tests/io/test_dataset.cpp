@@ -3,7 +3,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "support/temp_dir.hpp"
 #include "swp/io/dataset.hpp"
@@ -50,6 +56,48 @@ TEST_CASE("checking a dataset names the first bad file and the offset") {
   } catch (const swp::io::RecordError& e) {
     CHECK(e.file() == files[2]);
     CHECK(e.offset() == at);
+  }
+}
+
+TEST_CASE("a generation interrupted by an exception names the file it leaves incomplete") {
+  swp::test::TempDir dir;
+  struct Cancelled : std::runtime_error {
+    Cancelled() : std::runtime_error("cancelled") {}
+  };
+  const auto cancel_at_512 = [](std::uint64_t n) {
+    if (n >= 512) throw Cancelled();
+  };
+  const auto part1 = dir / "part-00001.swprec";
+  try {
+    (void)swp::io::generate_dataset(dir.path(), {.records = 2000, .bytes = 64, .files = 2},
+                                    cancel_at_512);
+    FAIL("no error");
+  } catch (const swp::io::RecordError& e) {
+    CHECK(e.file() == dir / "part-00000.swprec");
+    CHECK(std::string(e.what()).find("cancelled") != std::string::npos);
+    CHECK_THROWS_AS(std::rethrow_if_nested(e), Cancelled);
+  }
+  CHECK_FALSE(std::filesystem::exists(part1));
+  CHECK_THROWS_WITH_AS((void)swp::io::check_dataset(dir.path()),
+                       doctest::Contains("incomplete: the header has no index"),
+                       swp::io::RecordError);
+}
+
+TEST_CASE("generated file names sort in file order, however many files") {
+  using swp::io::generated_file_name;
+  CHECK(generated_file_name(0, 4) == "part-00000.swprec");
+  CHECK(generated_file_name(99999, 100000) == "part-99999.swprec");
+  // Past 100,000 files every name is wider, not only the ones past part-99999.
+  CHECK(generated_file_name(0, 100001) == "part-000000.swprec");
+  CHECK(generated_file_name(100000, 100001) == "part-100000.swprec");
+  CHECK(generated_file_name(0, UINT64_MAX) == "part-00000000000000000000.swprec");
+  for (const std::uint64_t files : {std::uint64_t{100001}, std::uint64_t{1234567}}) {
+    CAPTURE(files);
+    std::vector<std::string> names;
+    for (const std::uint64_t f : {std::uint64_t{0}, std::uint64_t{9}, std::uint64_t{10001},
+                                  std::uint64_t{99999}, std::uint64_t{100000}, files - 1})
+      names.push_back(generated_file_name(f, files));
+    CHECK(std::ranges::is_sorted(names));
   }
 }
 

@@ -5,10 +5,17 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <future>
+#include <iterator>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/fake_backend.hpp"
@@ -287,6 +294,98 @@ TEST_CASE_TEMPLATE("a batch of more records than the epoch holds is the whole ep
       }
       CHECK_FALSE(loader->take());
     }
+  }
+}
+
+namespace {
+
+// Threads of this process now (the loader's read, ring and decode threads among them).
+std::ptrdiff_t threads_now() {
+  return std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                       std::filesystem::directory_iterator());
+}
+
+// sync_wait(co) on a thread of its own; fails the test after 30 s instead of hanging it (the
+// stuck thread is then left behind).
+template <class T>
+T sync_wait_within_deadline(swp::Co<T> co) {
+  auto result = std::make_shared<std::promise<T>>();
+  auto done = result->get_future();
+  std::thread([result, co = std::move(co)]() mutable {
+    try {
+      result->set_value(swp::sync_wait(std::move(co)));
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  REQUIRE_MESSAGE(done.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
+                  "sync_wait did not finish within 30 s");
+  return done.get();
+}
+
+// A coroutine that owns its loader: after the first next() suspends, it runs on the loader's
+// threads (no Resumer under sync_wait), and drops the loader there when it returns.
+swp::Co<std::uint64_t> own_and_drop(const Dataset& data, swp::io::LoaderOptions options,
+                                    std::uint64_t calls) {
+  swp::io::Loader mine(data.files, std::move(options));
+  std::uint64_t records = 0;
+  for (std::uint64_t i = 0; i < calls; ++i)
+    if (auto batch = co_await mine.next()) records += swp::test::checked_ids(data, *batch).size();
+  co_return records;
+}
+
+// restart(3) after the first batch, then epoch 3 whole: on whichever thread the coroutine
+// continues after its first next() (a thread of the loader's, when it suspended).
+swp::Co<std::vector<std::uint64_t>> restart_inside(const Dataset& data, swp::io::Loader& loader) {
+  (void)co_await loader.next();
+  loader.restart(3);
+  CHECK(loader.epoch() == 3);
+  std::vector<std::uint64_t> ids;
+  while (auto batch = co_await loader.next()) {
+    CHECK(batch->epoch() == 3);
+    for (auto id : swp::test::checked_ids(data, *batch)) ids.push_back(id);
+  }
+  co_return ids;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a coroutine that owns its loader can drop it on the thread that resumed it",
+                   Reader, UseUring, UsePread) {
+  const Dataset data({.records = 200, .bytes = 64, .files = 2, .seed = 3});
+  // One read thread: batches are verified and resumed on the decode thread; two: on the read
+  // threads (pread) or the rings' threads (io_uring).
+  for (const std::size_t read_threads : {std::size_t{1}, std::size_t{2}}) {
+    CAPTURE(read_threads);
+    const swp::io::LoaderOptions options{
+        .batch_records = 8, .reader = Reader::kind, .read_threads = read_threads};
+    if (!swp::test::open_loader<Reader>(data.files, options)) return;
+    const auto before = threads_now();
+    // next() calls: a partial epoch (reads in flight when it drops the loader), the whole
+    // epoch of 25 batches and its end, and 4 batches into the next epoch.
+    for (const auto& [calls, records] :
+         {std::pair<std::uint64_t, std::uint64_t>{2, 16}, {26, 200}, {30, 232}}) {
+      CAPTURE(calls);
+      CHECK(sync_wait_within_deadline(own_and_drop(data, options, calls)) == records);
+      // The loader ended (on a thread of its own) and joined every thread it had.
+      swp::test::wait_until([&] { return threads_now() <= before; });
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("restart() from a coroutine that awaits next() without a Resumer", Reader,
+                   UseUring, UsePread) {
+  const Dataset data({.records = 100, .bytes = 64, .files = 2, .seed = 3});
+  for (const std::size_t read_threads : {std::size_t{1}, std::size_t{2}}) {
+    CAPTURE(read_threads);
+    auto loader = swp::test::open_loader<Reader>(
+        data.files, {.batch_records = 8, .read_threads = read_threads});
+    if (!loader) return;
+    for (int run = 0; run < 20; ++run)  // the first next() of the epoch often suspends
+      CHECK(sync_wait_within_deadline(restart_inside(data, *loader)) == iota(100));
+    CHECK(loader->epoch() == 4);
+    loader->restart(5);  // from this thread: drained and restarted here
+    CHECK(epoch_ids(data, *loader) == iota(100));
   }
 }
 

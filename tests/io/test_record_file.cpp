@@ -4,14 +4,19 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "support/crafted_records.hpp"
 #include "support/temp_dir.hpp"
 #include "swp/io/record_file.hpp"
+#include "swp/io/record_format.hpp"
 #include "swp/io/record_writer.hpp"
 
 namespace test_record_file {  // each test file's names apart (unity builds)
@@ -191,6 +196,49 @@ TEST_CASE("every crafted file is refused naming the file, the offset and what is
       CHECK(read_error == what);
     }
   }
+}
+
+TEST_CASE("a record count larger than the file can hold is refused before its index is allocated") {
+  swp::test::TempDir dir;
+  const auto path = dir / "huge.swprec";
+  // An index of 2^36 entries (1 TiB) right after the header, in a sparse file of 1 TiB: no
+  // room for a single frame, and far more memory than there is.
+  swp::io::RecordFileHeader header;
+  header.index_offset = swp::io::record_header_bytes;
+  header.record_count = std::uint64_t{1} << 36;
+  header.header_checksum = swp::io::header_checksum(header);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(&header), sizeof header);
+  }
+  std::error_code ec;
+  std::filesystem::resize_file(path, header.index_offset + header.record_count * 16, ec);
+  if (ec) {
+    MESSAGE("skipped: no 1 TiB sparse file here: " << ec.message());
+    return;
+  }
+  const RecordError error = record_error([&] { (void)RecordFile(path); });
+  CHECK(error.file() == path);
+  CHECK(error.offset() == offsetof(swp::io::RecordFileHeader, record_count));
+  CHECK(std::string(error.what())
+            .find("record count 68719476736 does not fit in the 0 bytes "
+                  "before the index") != std::string::npos);
+}
+
+TEST_CASE("verify() reports progress per run of records and skips an empty callback") {
+  swp::test::TempDir dir;
+  const RecordFile file(write_file(dir));
+  CHECK_NOTHROW(file.verify(std::function<void(std::uint64_t)>{}));
+  CHECK_NOTHROW(file.verify(static_cast<void (*)(std::uint64_t)>(nullptr)));
+  std::uint64_t calls = 0, bytes = 0;
+  file.verify([&](std::uint64_t n) {
+    ++calls;
+    bytes += n;
+  });
+  CHECK(calls == 1);  // every record of the file in one read of less than 4 MiB
+  std::uint64_t frames = 0;
+  for (const auto& e : file.index()) frames += swp::io::frame_bytes(e.length);
+  CHECK(bytes == frames);
 }
 
 TEST_CASE("checksums are XXH3-64 (test vectors of the xxHash project)") {

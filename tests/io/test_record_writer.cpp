@@ -1,8 +1,6 @@
 // RecordWriter: an index longer than the writer keeps in memory goes through its spill file
 // and comes out as if it never left (record_file.hpp reads it back).
 
-#include "swp/io/record_writer.hpp"
-
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -10,10 +8,13 @@
 #include <filesystem>
 #include <iterator>
 #include <span>
+#include <system_error>
 #include <vector>
 
 #include "support/temp_dir.hpp"
+#include "swp/io/io_errors.hpp"
 #include "swp/io/record_file.hpp"
+#include "swp/io/record_writer.hpp"
 
 namespace test_record_writer {  // each test file's names apart (unity builds)
 
@@ -80,6 +81,57 @@ TEST_CASE("a writer destroyed without close() completes its file and leaves no s
   CHECK(swp::io::RecordFile(path).size() == swp::io::RecordWriter::index_block + 10);
   CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),
                       std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE("a writer destroyed while an exception unwinds leaves its file incomplete") {
+  swp::test::TempDir dir;
+  const auto path = dir / "a.swprec";
+  struct ProducerFailed {};
+  // Past the in-memory block too, so the spill file is dropped as well.
+  for (const std::uint64_t records : {std::uint64_t{40}, swp::io::RecordWriter::index_block + 10}) {
+    CAPTURE(records);
+    try {
+      swp::io::RecordWriter out(path);
+      const std::uint64_t word = 7;
+      for (std::uint64_t i = 0; i < records; ++i) out.append(std::as_bytes(std::span(&word, 1)));
+      throw ProducerFailed{};
+    } catch (const ProducerFailed&) {
+    }
+    CHECK_THROWS_WITH_AS(swp::io::RecordFile{path},
+                         doctest::Contains("incomplete: the header has no index"),
+                         swp::io::RecordError);
+    CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),
+                        std::filesystem::directory_iterator()) == 1);
+  }
+}
+
+TEST_CASE("a writer made while an exception unwinds still closes on its own scope exit") {
+  swp::test::TempDir dir;
+  const auto path = dir / "a.swprec";
+  struct WritesInDestructor {
+    std::filesystem::path path;
+    ~WritesInDestructor() {
+      swp::io::RecordWriter out(path);
+      const std::uint64_t word = 7;
+      out.append(std::as_bytes(std::span(&word, 1)));
+    }  // an ordinary exit for `out`, though an exception is in flight
+  };
+  try {
+    WritesInDestructor writes{path};
+    throw 1;
+  } catch (int) {
+  }
+  CHECK(swp::io::RecordFile(path).size() == 1);
+}
+
+TEST_CASE("after a failed write close() refuses and the file is not finished") {
+  if (!std::filesystem::exists("/dev/full")) return;  // no device that is always full here
+  swp::io::RecordWriter out("/dev/full");
+  // Larger than the stdio buffer, so fwrite itself meets the full device.
+  const std::vector<std::byte> payload(1 << 20);
+  CHECK_THROWS_AS(out.append(payload), std::system_error);
+  CHECK_THROWS_WITH_AS(out.close(), doctest::Contains("after a failed write"), std::logic_error);
+  CHECK_NOTHROW(out.close());  // closed, incomplete: idempotent
 }
 
 }  // namespace test_record_writer

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace swp::io {
@@ -18,16 +19,26 @@ std::vector<std::filesystem::path> list_dataset(const std::filesystem::path& dir
 struct GenerateOptions {
   std::uint64_t records = 1000;  ///< records in all
   std::uint64_t bytes = 4096;    ///< payload bytes per record (at least 8)
-  std::uint64_t files = 4;       ///< files to spread them over (part-00000.swprec, ...)
+  std::uint64_t files = 4;       ///< files to spread them over (generated_file_name)
   std::uint64_t seed = 1;        ///< the payload contents' seed
 };
+
+/// The name generate_dataset gives file `file` of `files`: "part-" and the number, zero-padded
+/// to 5 digits or to the width of files - 1 when that is wider (part-000000.swprec ... for
+/// 100,001 files and more), then ".swprec": the same width for every file of the dataset, so
+/// list_dataset's name order is the order the records were written in.
+[[nodiscard]] std::string generated_file_name(std::uint64_t file, std::uint64_t files);
 
 /// Writes a test dataset into `dir` (created if missing): `records` records of `bytes` bytes,
 /// in consecutive runs over `files` files. Record g's payload starts with g (u64) and is filled
 /// with a pseudo-random stream of (seed, g), so a reader can tell which record it got.
 /// `on_progress(records_written)` is called now and then (may be empty). Returns the files.
-/// Errors: std::invalid_argument for records or files 0, bytes < 8, files > records;
-/// std::system_error naming a file that cannot be written.
+/// Errors: std::invalid_argument for records or files 0, bytes < 8, files > records. Once
+/// writing began, any exception (a file that cannot be written, one thrown by on_progress)
+/// stops it and leaves the file being written incomplete — its header has no index, so
+/// RecordFile and check_dataset refuse it rather than read a shorter dataset — and is thrown
+/// as a RecordError naming that file (offset 0), the cause nested (std::throw_with_nested) and
+/// in what(). The files before it are complete.
 std::vector<std::filesystem::path> generate_dataset(
     const std::filesystem::path& dir, const GenerateOptions& options,
     const std::function<void(std::uint64_t)>& on_progress = {});

@@ -59,8 +59,13 @@ struct LoaderStats {
 ///
 /// Completion: next() completes with the next batch once it was read and verified, or empty
 /// at the end of the epoch; take() is the same, blocking the calling thread. One call at a
-/// time. A suspended next() resumes through its coroutine's Resumer (a pipeline lane), else on
-/// the decode thread that finished the batch.
+/// time. A suspended next() resumes through its coroutine's Resumer (a pipeline lane), else
+/// inline on the loader's thread that finished the batch (a pread read thread, an io_uring
+/// ring's thread or a decode thread), where the coroutine runs until it next suspends (e.g.
+/// under sync_wait). There, dropping the last handle is safe (the loader ends on a thread it
+/// starts for that, after its reads in flight completed), and so is restart() (it returns at
+/// once and the next call waits for the drain); take() there may deadlock (it would wait for
+/// work only that thread can finish): await next() instead.
 /// Errors: the constructor throws RecordError for a missing, truncated or corrupt file header
 /// or index, or a path that is not a regular file (file and offset; see RecordFile),
 /// std::invalid_argument for bad options (naming them) and std::runtime_error when
@@ -95,7 +100,9 @@ class Loader {
   std::optional<Batch> take();
 
   /// Drops what was read ahead (after the reads in flight completed) and makes the next call
-  /// start epoch `epoch` (for resuming a run); also clears a failure.
+  /// start epoch `epoch` (for resuming a run); also clears a failure. Throws std::logic_error
+  /// during a next(). On the loader's own thread that resumed a next() (see above) it does
+  /// not wait: the next call waits for the reads in flight, then starts epoch `epoch`.
   void restart(std::uint64_t epoch);
 
   /// The epoch the next batch comes from.

@@ -13,7 +13,7 @@ class Batch;
 /// How a loader issues its reads.
 enum class ReaderKind {
   automatic,  ///< io_uring where compiled in and permitted by the kernel, else pread
-  uring,      ///< Boost.Asio random_access_file on io_uring (liburing); an error if unavailable
+  uring,      ///< io_uring through liburing (rings with their own threads); an error if unavailable
   pread,      ///< a pool of threads calling pread(2)
 };
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "swp/io/io_errors.hpp"
@@ -22,7 +23,9 @@ namespace swp::io {
 /// FIFO never blocks), a file shorter than its header or index says (truncated: the offset
 /// where it ends), bytes after the index (where they start), a bad magic, version, checksum,
 /// non-zero flag, reserved word or padding byte, a bad index entry (the offset of the header
-/// field, index entry, frame or byte at fault). docs/io.md lists every message.
+/// field, index entry, frame or byte at fault), a record count over 65,536 that the bytes
+/// before the index cannot hold (checked before the index is allocated), an index that cannot
+/// be allocated (its offset). docs/io.md lists every message.
 /// Thread safety: const members may be called from any thread (reads use pread).
 /// Example:
 /// ```
@@ -51,9 +54,12 @@ class RecordFile {
   /// Record `i`'s payload, read and verified. std::out_of_range for a bad index.
   [[nodiscard]] std::vector<std::byte> read(std::uint64_t i) const;
   /// Reads and verifies every record in order; throws RecordError at the first bad one.
-  /// `on_record(bytes)` (may be empty) is told each verified record's frame bytes (progress).
+  /// `on_progress(bytes)` is told the frame bytes of each run of records verified: one call
+  /// per read of consecutive records (up to 4 MiB, or one larger record), not one per record,
+  /// so a progress display costs nothing per record. The runs' bytes add up to the frames'.
+  /// An empty `on_progress` (a null std::function or function pointer) is not called.
   template <class F>
-  void verify(F&& on_record) const;
+  void verify(F&& on_progress) const;
   void verify() const {
     verify([](std::uint64_t) {});
   }
@@ -77,7 +83,9 @@ std::span<const std::byte> verify_frame(const std::filesystem::path& file, const
                                         std::span<const std::byte> frame);
 
 template <class F>
-void RecordFile::verify(F&& on_record) const {
+void RecordFile::verify(F&& on_progress) const {
+  bool report = true;
+  if constexpr (std::is_constructible_v<bool, F&>) report = static_cast<bool>(on_progress);
   // In chunks of consecutive records (one read each), like the loader's unshuffled reads.
   constexpr std::uint64_t chunk_bytes = std::uint64_t{1} << 22;
   std::vector<std::byte> buffer;
@@ -88,7 +96,7 @@ void RecordFile::verify(F&& on_record) const {
     while (last < size() && bytes + frame_bytes(index_[last].length) <= chunk_bytes)
       bytes += frame_bytes(index_[last++].length);
     verify_range(first, last, buffer);
-    on_record(bytes);
+    if (report) on_progress(bytes);
     first = last;
   }
 }

@@ -16,6 +16,13 @@ namespace swp::io {
 /// header. Until close() the header on disk says "no records", so a file whose writer died is
 /// reported as incomplete, never read as a shorter dataset.
 ///
+/// A writer dies when its destructor runs because of an exception: one thrown while it lives
+/// (std::uncaught_exceptions() has grown since its construction, e.g. a producer's error
+/// unwinding through the writer's scope), or a failed write of its own. It then leaves the
+/// frames written so far behind the "no index" header, and RecordFile refuses the file as
+/// "incomplete: the header has no index (its writer did not close it)". A writer destroyed by
+/// an ordinary scope exit closes its file as close() does.
+///
 /// Memory stays constant, however many records: the writer holds at most `index_block` index
 /// entries (1 MiB); beyond, it moves them to a spill file beside the output (unlinked as soon
 /// as it is created, so nothing is left behind) and close() copies them after the frames. A
@@ -24,8 +31,10 @@ namespace swp::io {
 /// Completion: append() returns once the frame is in the stdio buffer; close() once everything
 /// was written and flushed to the OS (not fsync'ed). Errors: std::system_error naming the
 /// file when it cannot be created or written; std::length_error for a payload over 4 GiB - 1;
-/// append after close throws std::logic_error. The destructor closes (errors swallowed: call
-/// close() to see them).
+/// append after close throws std::logic_error; close() after a failed write throws
+/// std::logic_error and leaves the file incomplete. The destructor closes on an ordinary scope
+/// exit (errors swallowed: call close() to see them) and leaves the file incomplete while an
+/// exception unwinds (above).
 /// Example:
 /// ```
 /// swp::io::RecordWriter out("data/part-0.swprec");
@@ -44,7 +53,8 @@ class RecordWriter {
 
   /// Appends one record; returns its index in the file.
   std::uint64_t append(std::span<const std::byte> payload);
-  /// Writes the index and the header; idempotent.
+  /// Writes the index and the header; idempotent. After a failed write it closes the file
+  /// incomplete and throws std::logic_error naming it.
   void close();
 
   [[nodiscard]] std::uint64_t records() const noexcept { return records_; }
@@ -54,6 +64,7 @@ class RecordWriter {
   void write(const void* data, std::size_t bytes);
   void spill_index();
   [[nodiscard]] bool write_index(std::FILE* file, std::uint64_t& checksum);
+  void abandon() noexcept;
 
   std::filesystem::path path_;
   std::FILE* file_ = nullptr;
@@ -62,6 +73,10 @@ class RecordWriter {
   std::uint64_t data_bytes_ = 0;
   std::uint64_t records_ = 0;
   std::vector<IndexEntry> index_;  // the entries after the spilled ones, at most index_block
+  // The exceptions in flight when the writer was made: more at destruction means one unwinds
+  // through its scope, and the file stays incomplete.
+  int exceptions_at_construction_ = 0;
+  bool write_failed_ = false;  // a frame may be half written: the file must not be closed
 };
 
 }  // namespace swp::io
