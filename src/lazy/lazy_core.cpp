@@ -360,19 +360,25 @@ void LazyCore::run_backward(std::any& grad) {
 }
 
 void LazyCore::flush() {
-  // Held pre-hooks whose target was never called run now, in call order; a call whose
-  // predecessor was never called cannot.
-  while (!stored_.empty()) {
+  // Every stored call that can run does, holds released (a held pre-hook whose target never
+  // came runs now), oldest first; only then is the round failed for what is left: a call whose
+  // predecessor was never called. Scanning past the front matters: one call that cannot run
+  // must not drop the others' runs.
+  try {
+    while (run_one_stored()) {
+    }
+  } catch (...) {
+    abandon();  // nothing stays pending: what is left gets its LazyError
+    throw;
+  }
+  if (!stored_.empty()) {
     const auto call = stored_.front();
     std::uint32_t missing = 0;
-    if (!runnable(call->segment, missing)) {
-      const std::string who = segments_[call->segment].name, what = segments_[missing].name;
-      abandon();  // ends the round too
-      throw LazyError("round ended with segment " + in_quotes(who) + " stored: segment " +
-                      in_quotes(what) + ", which the schedule runs before it, was never called");
-    }
-    run_chain(call->segment);
-    drain();
+    (void)runnable(call->segment, missing);
+    const std::string who = segments_[call->segment].name, what = segments_[missing].name;
+    abandon();  // ends the round too
+    throw LazyError("round ended with segment " + in_quotes(who) + " stored: segment " +
+                    in_quotes(what) + ", which the schedule runs before it, was never called");
   }
   // A delayed segment that failed where nobody read its result must not fail silently.
   std::exception_ptr failure;
@@ -386,6 +392,16 @@ void LazyCore::flush() {
   round_over_ = true;
   in_round_.store(false, std::memory_order_release);
   if (failure) std::rethrow_exception(failure);
+}
+
+bool LazyCore::run_one_stored() {
+  for (const auto& call : stored_) {
+    std::uint32_t missing = 0;
+    if (!runnable(call->segment, missing)) continue;
+    run_chain(call->segment);  // changes stored_: the caller scans again
+    return true;
+  }
+  return false;
 }
 
 void LazyCore::abandon() noexcept {

@@ -183,6 +183,32 @@ TEST_CASE("a stored segment whose predecessor is never called fails the round, n
   CHECK(p.ran.empty());
 }
 
+TEST_CASE(
+    "a round that fails for a stored segment still runs the held pre-hook that can run, in "
+    "either call order") {
+  for (const bool hook_called_first : {false, true}) {
+    CAPTURE(hook_called_first);
+    Program p({.schedule = {"v", "x"}});
+    (void)p.make("v");
+    auto x = p.make("x");
+    (void)p.make("t");
+    auto pre = p.make("p");
+    p.sched.register_segment_pre_hook("t", "p");  // p held until t, which never comes
+    swp::Deferred<int> rx, rp;
+    if (hook_called_first) {
+      rp = pre(1);
+      rx = x(1);  // stored: v is never called
+    } else {
+      rx = x(1);
+      rp = pre(1);
+    }
+    CHECK_THROWS_WITH_AS(p.sched.flush(), doctest::Contains("'v'"), swp::LazyError);
+    CHECK(rp.get() == 2);  // the held pre-hook ran when the round ended
+    CHECK_THROWS_WITH_AS((void)rx.get(), doctest::Contains("'x'"), swp::LazyError);
+    CHECK(p.ran == Order{"p"});
+  }
+}
+
 TEST_CASE("unknown segment names in a schedule or a hook are errors naming them") {
   Program p({.schedule = {"a", "nope"}});
   auto a = p.make("a");

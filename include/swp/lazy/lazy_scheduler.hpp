@@ -115,9 +115,11 @@ class LazyScheduler {
     return *out;
   }
 
-  /// Ends the round: runs every stored segment (a held pre-hook whose target was never called
-  /// runs now), then rethrows the first SegmentError nobody read. Throws LazyError when a
-  /// stored segment waits for one that was never called (its Deferred fails too).
+  /// Ends the round: runs every stored segment that can run, holds released (a held pre-hook
+  /// whose target was never called runs now), then rethrows the first SegmentError nobody
+  /// read. Throws LazyError when a stored segment waits for one that was never called: that
+  /// segment's Deferred fails too (and those of what waits for it), after every other stored
+  /// segment ran.
   void flush() { core_.flush(); }
 
   /// A round for one pipeline task instance (or one iteration): segment slices carry `tag`.

@@ -106,6 +106,8 @@ class LazyCore {
   void run_chain(std::uint32_t segment);
   void execute(LazyCall& call);
   void drain();
+  // Flush: runs the oldest stored call that can run, holds released; false when none can.
+  bool run_one_stored();
   void reset_round() noexcept;
 
   LazyOptions options_;
