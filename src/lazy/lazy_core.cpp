@@ -38,6 +38,7 @@ std::uint32_t LazyCore::add_segment(std::string name, SegmentOptions options) {
   segments_.push_back(Segment{.name = std::move(name), .options = std::move(options)});
   called_.push_back(0);
   done_.push_back(0);
+  visiting_.push_back(0);
   pending_.emplace_back();
   dirty_ = true;
   // Hazards are checked as soon as the order constraints they depend on are known.
@@ -237,15 +238,46 @@ bool LazyCore::held(std::uint32_t segment) const {
                       [&](std::uint32_t t) { return called_[t] != 0; });
 }
 
-bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) const {
+bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) {
   if (done_[segment]) return true;
   if (!called_[segment]) {
     missing = segment;
     return false;
   }
-  for (std::uint32_t p : segments_[segment].before)
-    if (!runnable(p, missing)) return false;
-  return true;
+  if (visiting_[segment]) {  // its inputs and the schedule wait for each other: never runnable
+    missing = segment;
+    return false;
+  }
+  visiting_[segment] = 1;
+  bool ok = std::all_of(segments_[segment].before.begin(), segments_[segment].before.end(),
+                        [&](std::uint32_t p) { return runnable(p, missing); });
+  // The producers of its pending inputs run first (execute() reads them), so they must be able
+  // to: otherwise reading one would throw after other segments ran.
+  if (ok && pending_[segment] && pending_[segment]->state == LazyCall::State::stored) {
+    struct Context {
+      LazyCore* core;
+      std::uint32_t* missing;
+    } context{this, &missing};
+    ok = pending_[segment]->each_pending_input(
+        [](void* c, LazyCall& producer) {
+          auto& [core, out] = *static_cast<Context*>(c);
+          // Another scheduler's call, or one running now (execute() reports that), is not ours
+          // to wait for.
+          if (producer.core != core || producer.state != LazyCall::State::stored) return true;
+          return core->runnable(producer.segment, *out);
+        },
+        &context);
+  }
+  visiting_[segment] = 0;
+  return ok;
+}
+
+std::string LazyCore::blocked(std::uint32_t missing) const {
+  if (called_[missing])
+    return "its inputs and the schedule form a cycle through segment " +
+           in_quotes(segments_[missing].name) + " (each waits for the other)";
+  return "segment " + in_quotes(segments_[missing].name) +
+         ", which must run before it (schedule, hook or input), was never called";
 }
 
 bool LazyCore::claim_now(std::uint32_t segment) {
@@ -264,7 +296,7 @@ void LazyCore::ran_now() {
   if (!stored_.empty()) drain();
 }
 
-bool LazyCore::would_run_now(std::uint32_t segment) const {
+bool LazyCore::would_run_now(std::uint32_t segment) {
   if (held(segment)) return false;
   std::uint32_t missing = 0;
   for (std::uint32_t p : segments_[segment].before)
@@ -316,10 +348,14 @@ void LazyCore::materialise(LazyCall& call) {
   if (call.state == LazyCall::State::running)
     throw LazyError("segment " + in_quotes(segments_[call.segment].name) + " reads its own result");
   std::uint32_t missing = 0;
-  if (!runnable(call.segment, missing))
+  if (!runnable(call.segment, missing)) {
+    if (called_[missing])
+      throw LazyError("segment " + in_quotes(segments_[call.segment].name) +
+                      " cannot be materialised: " + blocked(missing));
     throw LazyError("segment " + in_quotes(segments_[call.segment].name) +
                     " was materialised before segment " + in_quotes(segments_[missing].name) +
                     ", which the schedule runs before it, was called");
+  }
   run_chain(call.segment);
   drain();
 }
@@ -375,10 +411,9 @@ void LazyCore::flush() {
     const auto call = stored_.front();
     std::uint32_t missing = 0;
     (void)runnable(call->segment, missing);
-    const std::string who = segments_[call->segment].name, what = segments_[missing].name;
+    const std::string who = segments_[call->segment].name, what = blocked(missing);
     abandon();  // ends the round too
-    throw LazyError("round ended with segment " + in_quotes(who) + " stored: segment " +
-                    in_quotes(what) + ", which the schedule runs before it, was never called");
+    throw LazyError("round ended with segment " + in_quotes(who) + " stored: " + what);
   }
   // A delayed segment that failed where nobody read its result must not fail silently.
   std::exception_ptr failure;

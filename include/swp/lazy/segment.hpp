@@ -43,9 +43,11 @@ class Segment;
 ///
 /// Completion: a segment no order constraint names runs at once on the calling thread and
 /// returns a ready Deferred (its real value). A segment the schedule or a hook names runs now
-/// when it can (after the stored segments it must follow), else it is stored and its Deferred
-/// stays pending until it runs: when what it waits for is called, when something reads the
-/// Deferred, or at the end of the round.
+/// when it can (after the stored segments it must follow, and the producers of its pending
+/// Deferred arguments), else it is stored and its Deferred stays pending until it runs: when
+/// what it waits for is called, when something reads the Deferred, or at the end of the round.
+/// A stored segment whose pending argument's producer cannot run yet stays stored (it does not
+/// fail the call that would have let it run).
 /// Errors: when the segment runs within its own call and throws, the call throws SegmentError
 /// naming it (body exception nested); a stored segment's error surfaces where its Deferred is
 /// read, or from the round's finish() if nobody read it. HazardError when an argument is an
@@ -152,7 +154,9 @@ class Segment<R(A...)> {
     if (shared_->backward) record_tape(x...);
     // No order constraint, or its predecessors ran already (no reordering needed): run now,
     // no record kept. Inputs from delayed segments run first, so the order shows producers first.
-    if (free || core.claim_now(index_)) {
+    // A constrained call with a pending input goes through submit(), which stores it when that
+    // input's producer cannot run yet (rather than claiming it, then failing to read the input).
+    if (free || (!(detail::is_pending_deferred(x) || ...) && core.claim_now(index_))) {
       (detail::materialise_if_deferred(x), ...);
       core.begin_run(index_);
       Deferred<R> out;
@@ -232,6 +236,10 @@ class Segment<R(A...)> {
       }
     }
     void cancel(std::exception_ptr e) noexcept override { promise.set_error(std::move(e)); }
+    bool each_pending_input(bool (*visit)(void*, detail::LazyCall&), void* context) override {
+      return std::apply([&](auto&... s) { return (visit_if_pending(s, visit, context) && ...); },
+                        stored);
+    }
     void ready_inputs() override {
       std::apply([](auto&... s) { (detail::materialise_if_deferred(s), ...); }, stored);
     }
@@ -241,6 +249,16 @@ class Segment<R(A...)> {
     Promise<result_type> promise;
     std::unique_ptr<Shadow<I...>> shadow;
   };
+
+  template <class S>
+  static bool visit_if_pending(const S& s, bool (*visit)(void*, detail::LazyCall&),
+                               void* context) {
+    if constexpr (std::is_pointer_v<S>) {
+      return true;  // the caller's object: nothing to run first
+    } else {
+      return !s.call_ || s.is_ready() || visit(context, *s.call_);
+    }
+  }
 
   // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything).
   template <class... X>

@@ -34,6 +34,11 @@ struct LazyCall {
   virtual void run() = 0;
   /// Materialises the Deferreds among its inputs (before it runs, so producers run first).
   virtual void ready_inputs() = 0;
+  /// Calls `visit(context, producer)` for the call of each pending Deferred among its inputs
+  /// (what must run before it can); stops at, and returns false for, the first visit that
+  /// returns false. Runs nothing.
+  virtual bool each_pending_input(bool (*visit)(void* context, LazyCall& producer),
+                                  void* context) = 0;
   /// Completes the call's promise with `error` without running it (its round was abandoned).
   virtual void cancel(std::exception_ptr error) noexcept = 0;
 };

@@ -57,7 +57,7 @@ class LazyCore {
   void begin_shadow(std::uint32_t segment) { running_.push_back(segment); }
   void end_shadow() noexcept { running_.pop_back(); }
   /// True when a call of `segment` now would run at once (not held, predecessors ran or called).
-  [[nodiscard]] bool would_run_now(std::uint32_t segment) const;
+  [[nodiscard]] bool would_run_now(std::uint32_t segment);
   [[nodiscard]] bool is_backward(std::uint32_t segment) const {
     return segments_[segment].options.is_backward;
   }
@@ -100,9 +100,12 @@ class LazyCore {
   void check_state_hazards() const;
   [[nodiscard]] std::uint32_t find(const std::string& name, const char* where) const;
   [[nodiscard]] bool held(std::uint32_t segment) const;
-  // True when `segment` and everything before it was called (or ran); `missing` gets the first
-  // segment that was not.
-  bool runnable(std::uint32_t segment, std::uint32_t& missing) const;
+  // True when `segment`, everything before it and the producers of its pending inputs were
+  // called (or ran); `missing` gets the first segment that was not (or, for a cycle through
+  // inputs and the schedule, a called one).
+  bool runnable(std::uint32_t segment, std::uint32_t& missing);
+  // Why a call cannot run, given runnable()'s `missing`.
+  [[nodiscard]] std::string blocked(std::uint32_t missing) const;
   void run_chain(std::uint32_t segment);
   void execute(LazyCall& call);
   void drain();
@@ -119,6 +122,7 @@ class LazyCore {
 
   // The current round.
   std::vector<char> called_, done_;
+  std::vector<char> visiting_;  // runnable()'s path (a cycle guard), all 0 between calls
   std::vector<std::shared_ptr<LazyCall>> pending_;  // by segment: its stored call
   std::vector<std::shared_ptr<LazyCall>> stored_;   // stored calls, in call order
   std::vector<std::shared_ptr<LazyCall>> ran_;      // constrained calls that ran (failures)
