@@ -11,8 +11,6 @@ namespace swp::detail {
 
 void materialise(LazyCall& call) { call.core->materialise(call); }
 
-const std::string& segment_name(const LazyCall& call) { return call.core->name(call.segment); }
-
 namespace {
 
 std::string in_quotes(const std::string& name) { return "'" + name + "'"; }

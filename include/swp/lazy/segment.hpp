@@ -116,7 +116,9 @@ class Segment<R(A...)> {
   /// handle typed by the callable, which converts to this one).
   template <class Fn>
   Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
-      : core_(&core), index_(index), shared_(std::make_shared<Bound<Fn>>(std::move(fn))) {}
+      : core_(&core), index_(index), shared_(std::make_shared<Bound<Fn>>(std::move(fn))) {
+    shared_->name = core.name(index);
+  }
 
  private:
   template <std::size_t... I>
@@ -132,6 +134,8 @@ class Segment<R(A...)> {
     virtual ~Shared() = default;
     virtual R fn(A... a) = 0;
     std::function<std::function<void(std::any&)>(SavedInputs)> backward;
+    // The segment's name, for its calls' Deferreds, which may outlive the scheduler.
+    std::string name;
   };
   template <class Fn>
   struct Bound final : Shared {
@@ -180,6 +184,7 @@ class Segment<R(A...)> {
     Deferred<R> out(call->promise.get_future(), call);
     call->core = core_;
     call->segment = index_;
+    call->name = &shared_->name;
     (
         [&] {
           if constexpr (detail::writes_param_v<std::tuple_element_t<I, params>>) {

@@ -18,6 +18,9 @@ struct LazyCall {
 
   LazyCore* core = nullptr;
   std::uint32_t segment = 0;
+  // Its segment's name, owned by the segment's callable, which the call keeps alive: the
+  // call's Deferreds name it after the scheduler is gone.
+  const std::string* name = nullptr;
   State state = State::stored;
   bool mutates_input = false;        // the segment writes one of its inputs (a T& parameter)
   std::exception_ptr error;          // the SegmentError it completed its promise with, if any
@@ -47,7 +50,5 @@ struct LazyCall {
 /// LazyError when a segment that must run first was not called yet.
 void materialise(LazyCall& call);
 
-/// The name of the call's segment.
-[[nodiscard]] const std::string& segment_name(const LazyCall& call);
 
 }  // namespace swp::detail
