@@ -40,8 +40,25 @@ std::uint32_t LazyCore::add_segment(std::string name, SegmentOptions options) {
   pending_.emplace_back();
   dirty_ = true;
   // Hazards are checked as soon as the order constraints they depend on are known.
-  if (!hooks_.empty()) prepare();
+  if (!hooks_.empty()) {
+    try {
+      prepare();
+    } catch (...) {
+      remove_last_segment();  // a refused registration leaves the scheduler as it was
+      throw;
+    }
+  }
   return index;
+}
+
+void LazyCore::remove_last_segment() noexcept {
+  by_name_.erase(segments_.back().name);
+  segments_.pop_back();
+  called_.pop_back();
+  done_.pop_back();
+  visiting_.pop_back();
+  pending_.pop_back();
+  dirty_ = true;  // the constraints built with it are rebuilt without it
 }
 
 StateId LazyCore::add_state(std::string name, const void* object) {

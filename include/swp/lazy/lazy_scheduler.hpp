@@ -62,7 +62,8 @@ class LazyScheduler {
 
   /// Registers `fn` (a function pointer, lambda or functor with one call signature) as the
   /// segment `name`. Throws LazyError for an empty or taken name, HazardError when its
-  /// declared state conflicts with a delayed segment's.
+  /// declared state conflicts with a delayed segment's; a refused registration leaves the
+  /// scheduler as it was (the name stays free).
   template <class Fn>
   requires(!std::is_member_function_pointer_v<std::remove_cvref_t<Fn>>)
       Segment<std::decay_t<Fn>> register_segment(std::string name, Fn&& fn,

@@ -94,6 +94,8 @@ class LazyCore {
     bool backward;
   };
 
+  // Undoes add_segment (its registration was refused).
+  void remove_last_segment() noexcept;
   void prepare();
   void build_constraints();
   void check_cycles() const;
