@@ -216,6 +216,33 @@ TEST_CASE("debug mode runs a delayed segment twice and reports outputs that chan
   }
 }
 
+TEST_CASE("debug mode does not run a delayed segment that writes declared state twice") {
+  for (const bool debug : {false, true}) {
+    CAPTURE(debug);
+    swp::LazyScheduler sched({.debug = debug});
+    int steps = 0;  // private to "opt": accepted for a delayed segment
+    auto s = sched.declare_state("steps", steps);
+    auto opt = sched.register_segment(
+        "opt",
+        [s](int lr) {
+          s.write() += 1;
+          return lr;
+        },
+        {.writes = {s}});
+    auto bwd = sched.register_segment("bwd", [](int g) { return g; });
+    sched.register_segment_pre_hook("bwd", "opt");
+    for (int round = 0; round < 3; ++round) {
+      auto o = opt(1);  // held: runs right before bwd
+      CHECK_FALSE(o.is_ready());
+      (void)bwd(2);
+      CHECK(o.get() == 1);
+      sched.flush();
+    }
+    CHECK(steps == 3);  // the same result with debug mode on or off
+    CHECK(sched.debug_findings().empty());
+  }
+}
+
 TEST_CASE("a segment that runs at once is not double-run, even in debug mode") {
   swp::LazyScheduler sched({.debug = true});
   int runs = 0;

@@ -193,7 +193,9 @@ class Segment<R(A...)> {
           }
         }(),
         ...);
-    if (core.debug() && !core.would_run_now(index_)) {
+    // A segment that declares state writes is not shadow-run: its writes would land twice in
+    // the real state (only its T& inputs are copied for the shadow run).
+    if (core.debug() && !core.writes_state(index_) && !core.would_run_now(index_)) {
       call->shadow = std::make_unique<Shadow<I...>>();
       shadow_run(call->stored, *call->shadow);
     }

@@ -58,6 +58,10 @@ class LazyCore {
   void end_shadow() noexcept { running_.pop_back(); }
   /// True when a call of `segment` now would run at once (not held, predecessors ran or called).
   [[nodiscard]] bool would_run_now(std::uint32_t segment);
+  /// True when the segment declares writes to shared state (SegmentOptions::writes).
+  [[nodiscard]] bool writes_state(std::uint32_t segment) const {
+    return !segments_[segment].options.writes.empty();
+  }
   [[nodiscard]] bool is_backward(std::uint32_t segment) const {
     return segments_[segment].options.is_backward;
   }
