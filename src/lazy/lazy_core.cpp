@@ -241,7 +241,7 @@ bool LazyCore::submit(const std::shared_ptr<LazyCall>& call) {
   stored_.push_back(call);
   for (const void* w : call->written) pending_writes_.emplace_back(w, s);
   std::uint32_t missing = 0;
-  if (!held(s) && runnable(s, missing)) run_chain(s);
+  if (runnable(s, missing, true)) run_chain(s);
   drain();
   return call->state == LazyCall::State::done;
 }
@@ -253,9 +253,9 @@ bool LazyCore::held(std::uint32_t segment) const {
                       [&](std::uint32_t t) { return called_[t] != 0; });
 }
 
-bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) {
+bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing, bool honour_holds) {
   if (done_[segment]) return true;
-  if (!called_[segment]) {
+  if (!called_[segment] || (honour_holds && held(segment))) {
     missing = segment;
     return false;
   }
@@ -265,9 +265,10 @@ bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) {
   }
   visiting_[segment] = 1;
   bool ok = std::all_of(segments_[segment].before.begin(), segments_[segment].before.end(),
-                        [&](std::uint32_t p) { return runnable(p, missing); });
+                        [&](std::uint32_t p) { return runnable(p, missing, honour_holds); });
   // The producers of its pending inputs run first (execute() reads them), so they must be able
-  // to: otherwise reading one would throw after other segments ran.
+  // to: otherwise reading one would throw after other segments ran. Reading a value runs its
+  // producer even when held (RFC problem 1), so holds do not count there.
   if (ok && pending_[segment] && pending_[segment]->state == LazyCall::State::stored) {
     struct Context {
       LazyCore* core;
@@ -279,7 +280,7 @@ bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) {
           // Another scheduler's call, or one running now (execute() reports that), is not ours
           // to wait for.
           if (producer.core != core || producer.state != LazyCall::State::stored) return true;
-          return core->runnable(producer.segment, *out);
+          return core->runnable(producer.segment, *out, false);
         },
         &context);
   }
@@ -315,7 +316,7 @@ bool LazyCore::would_run_now(std::uint32_t segment) {
   if (held(segment)) return false;
   std::uint32_t missing = 0;
   for (std::uint32_t p : segments_[segment].before)
-    if (!runnable(p, missing)) return false;
+    if (!runnable(p, missing, true)) return false;
   return true;
 }
 
@@ -350,7 +351,7 @@ void LazyCore::drain() {
     moved = false;
     for (const auto& call : stored_) {
       std::uint32_t missing = 0;
-      if (held(call->segment) || !runnable(call->segment, missing)) continue;
+      if (!runnable(call->segment, missing, true)) continue;
       run_chain(call->segment);
       moved = true;
       break;  // stored_ changed
@@ -363,7 +364,7 @@ void LazyCore::materialise(LazyCall& call) {
   if (call.state == LazyCall::State::running)
     throw LazyError("segment " + in_quotes(segments_[call.segment].name) + " reads its own result");
   std::uint32_t missing = 0;
-  if (!runnable(call.segment, missing)) {
+  if (!runnable(call.segment, missing, false)) {
     if (called_[missing])
       throw LazyError("segment " + in_quotes(segments_[call.segment].name) +
                       " cannot be materialised: " + blocked(missing));
@@ -425,7 +426,7 @@ void LazyCore::flush() {
   if (!stored_.empty()) {
     const auto call = stored_.front();
     std::uint32_t missing = 0;
-    (void)runnable(call->segment, missing);
+    (void)runnable(call->segment, missing, false);
     const std::string who = segments_[call->segment].name, what = blocked(missing);
     abandon();  // ends the round too
     throw LazyError("round ended with segment " + in_quotes(who) + " stored: " + what);
@@ -447,7 +448,7 @@ void LazyCore::flush() {
 bool LazyCore::run_one_stored() {
   for (const auto& call : stored_) {
     std::uint32_t missing = 0;
-    if (!runnable(call->segment, missing)) continue;
+    if (!runnable(call->segment, missing, false)) continue;
     run_chain(call->segment);  // changes stored_: the caller scans again
     return true;
   }

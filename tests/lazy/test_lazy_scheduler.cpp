@@ -161,6 +161,32 @@ TEST_CASE("a backward pre-hook runs its segment right before the target, in the 
   CHECK(ran == Order{"sdd_fwd", "sdd_fwd"});
 }
 
+TEST_CASE(
+    "a held pre-hook stays held when its schedule successor is called: both wait for its "
+    "target") {
+  Program p({.schedule = {"comm", "compute"}});
+  auto comm = p.make("comm");
+  auto compute = p.make("compute");
+  auto bwd = p.make("bwd");
+  p.sched.register_segment_pre_hook("bwd", "comm");  // comm held until bwd is called
+  auto c = comm(1);
+  auto y = compute(2);  // its predecessor is held: stored too
+  CHECK_FALSE(c.is_ready());
+  CHECK_FALSE(y.is_ready());
+  CHECK(p.ran.empty());
+  auto g = bwd(3);  // comm runs right before bwd, then compute after comm
+  CHECK(p.ran == Order{"comm", "bwd", "compute"});
+  CHECK(y.get() == 3);
+  p.sched.flush();
+  // Reading the successor's value releases the hold (RFC problem 1): comm, then compute.
+  auto c2 = comm(1);
+  auto y2 = compute(2);
+  CHECK(y2.get() == 3);
+  CHECK(c2.is_ready());
+  p.sched.flush();
+  CHECK(p.sched.executed_order() == Order{"comm", "compute"});
+}
+
 TEST_CASE("a held pre-hook whose target is never called runs when the round ends") {
   Program p;
   auto a = p.make("a");

@@ -108,8 +108,10 @@ class LazyCore {
   [[nodiscard]] bool held(std::uint32_t segment) const;
   // True when `segment`, everything before it and the producers of its pending inputs were
   // called (or ran); `missing` gets the first segment that was not (or, for a cycle through
-  // inputs and the schedule, a called one).
-  bool runnable(std::uint32_t segment, std::uint32_t& missing);
+  // inputs and the schedule, a called one). With `honour_holds` (a call running by itself:
+  // submit, drain), a held pre-hook in its chain is not runnable either; materialising and
+  // the round's end release holds.
+  bool runnable(std::uint32_t segment, std::uint32_t& missing, bool honour_holds);
   // Why a call cannot run, given runnable()'s `missing`.
   [[nodiscard]] std::string blocked(std::uint32_t missing) const;
   void run_chain(std::uint32_t segment);
