@@ -491,9 +491,17 @@ void LazyCore::begin_round(SegmentTag tag) {
     throw LazyError(
         "round: this scheduler is in a round already (a scheduler serves one task "
         "instance at a time: use one scheduler per task)");
-  if (!stored_.empty()) {
+  // Calls since the last flush() belong to a round nobody ended: refuse, rather than carry
+  // their "called" marks (and unread failures) into this one or drop them silently.
+  const auto called = std::find(called_.begin(), called_.end(), char{1});
+  if (!stored_.empty() || called != called_.end()) {
     in_round_.store(false, std::memory_order_release);
-    throw LazyError("round: the previous round still has stored segments");
+    const std::uint32_t s = called != called_.end()
+                                ? static_cast<std::uint32_t>(called - called_.begin())
+                                : stored_.front()->segment;
+    throw LazyError("round: the previous round was not ended (segment " +
+                    in_quotes(segments_[s].name) +
+                    " was called since the last flush()): end it with flush() first");
   }
   executed_.clear();
   round_over_ = false;

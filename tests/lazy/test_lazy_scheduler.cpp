@@ -391,6 +391,20 @@ TEST_CASE("a scheduler serves one round at a time; a round left unfinished fails
   CHECK(p.ran.empty());
 }
 
+TEST_CASE("round() refuses while calls since the last flush() were not ended, naming one") {
+  Program p({.schedule = {"a", "b"}});
+  auto a = p.make("a");
+  auto b = p.make("b");
+  (void)a(1);
+  (void)b(2);  // both ran at once; the round was not flushed
+  CHECK_THROWS_WITH_AS((void)p.sched.round(), doctest::Contains("'a'"), swp::LazyError);
+  p.sched.flush();
+  auto round = p.sched.round();  // accepted now, and a fresh round
+  CHECK(a(3).get() == 4);
+  CHECK(b(4).get() == 5);
+  round.finish();
+}
+
 TEST_CASE(
     "executed_order lists the round's runs in the order they ran, and starts over with the next "
     "round (the docs/lazy.md example)") {

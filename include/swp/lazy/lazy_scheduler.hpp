@@ -148,6 +148,9 @@ class LazyScheduler {
     detail::LazyCore* core_;
   };
 
+  /// Starts a round. Throws LazyError while another round is open (another task instance)
+  /// or when segments the schedule or a hook names were called since the last flush() (end
+  /// that round with flush() first: its calls and failures must not leak into this one).
   [[nodiscard]] Round round(SegmentTag tag = {}) {
     core_.begin_round(tag);
     return Round(core_);
