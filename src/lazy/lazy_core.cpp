@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "swp/lazy/lazy_error.hpp"
@@ -42,7 +43,7 @@ std::uint32_t LazyCore::add_segment(std::string name, SegmentOptions options) {
   // Hazards are checked as soon as the order constraints they depend on are known.
   if (!hooks_.empty()) {
     try {
-      prepare();
+      prepare(false);
     } catch (...) {
       remove_last_segment();  // a refused registration leaves the scheduler as it was
       throw;
@@ -79,7 +80,7 @@ void LazyCore::add_hook(const std::string& target, const std::string& pre, bool 
   hooks_.push_back(Hook{target, pre, backward});
   dirty_ = true;
   try {
-    prepare();
+    prepare(false);  // schedule names not registered yet are checked later, as documented
   } catch (...) {
     hooks_.pop_back();  // a refused hook leaves the scheduler as it was
     dirty_ = true;
@@ -89,7 +90,7 @@ void LazyCore::add_hook(const std::string& target, const std::string& pre, bool 
 
 void LazyCore::validate() {
   dirty_ = true;
-  prepare();
+  prepare(true);
 }
 
 std::uint32_t LazyCore::find(const std::string& name, const char* where) const {
@@ -103,15 +104,15 @@ std::uint32_t LazyCore::find(const std::string& name, const char* where) const {
   return it->second;
 }
 
-void LazyCore::prepare() {
+void LazyCore::prepare(bool strict) {
   if (!dirty_) return;
-  build_constraints();
+  const bool complete = build_constraints(strict);
   check_cycles();
   check_state_hazards();
-  dirty_ = false;
+  dirty_ = !complete;  // names skipped: the next strict prepare checks them
 }
 
-void LazyCore::build_constraints() {
+bool LazyCore::build_constraints(bool strict) {
   for (Segment& s : segments_) {
     s.before.clear();
     s.hold_targets.clear();
@@ -122,16 +123,24 @@ void LazyCore::build_constraints() {
     if (std::find(b.begin(), b.end(), first) == b.end()) b.push_back(first);
     segments_[first].constrained = segments_[then].constrained = true;
   };
-  for (std::size_t k = 0; k < options_.schedule.size(); ++k) {
-    const std::uint32_t s = find(options_.schedule[k], "LazyScheduler schedule");
+  bool complete = true;
+  std::optional<std::uint32_t> previous;  // the last registered name before this one
+  for (const std::string& name : options_.schedule) {
+    if (!strict && !by_name_.contains(name)) {
+      complete = false;  // may be registered later; checked at validate() or the first call
+      continue;
+    }
+    const std::uint32_t s = find(name, "LazyScheduler schedule");
     segments_[s].constrained = true;
-    if (k > 0) add_before(find(options_.schedule[k - 1], "LazyScheduler schedule"), s);
+    if (previous) add_before(*previous, s);  // what runs between them is implied
+    previous = s;
   }
   for (const Hook& h : hooks_) {
     const std::uint32_t t = by_name_.at(h.target), p = by_name_.at(h.pre);
     add_before(p, t);
     segments_[p].hold_targets.push_back(t);
   }
+  return complete;
 }
 
 void LazyCore::check_cycles() const {
@@ -193,7 +202,7 @@ void LazyCore::check_state_hazards() const {
 }
 
 bool LazyCore::enter_call(std::uint32_t segment, const void* const* inputs, std::size_t count) {
-  if (dirty_) prepare();
+  if (dirty_) prepare(true);
   const Segment& s = segments_[segment];
   if (s.options.is_backward && !in_backward_)
     throw LazyError(

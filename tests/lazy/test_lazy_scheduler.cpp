@@ -307,6 +307,28 @@ TEST_CASE("unknown segment names in a schedule or a hook are errors naming them"
                        doctest::Contains("'a'"), swp::LazyError);
 }
 
+TEST_CASE(
+    "a hook or segment registered before every schedule name is registered is accepted; the "
+    "names are checked at validate() and the first call") {
+  Program p({.schedule = {"fwd", "opt"}});
+  auto fwd = p.make("fwd");
+  auto comm = p.make("comm");
+  CHECK_NOTHROW(p.sched.register_segment_pre_hook("fwd", "comm"));  // "opt" comes later
+  CHECK_NOTHROW((void)p.make("other"));
+  CHECK_THROWS_WITH_AS(p.sched.validate(), doctest::Contains("'opt'"), swp::LazyError);
+  CHECK_THROWS_WITH_AS((void)fwd(1), doctest::Contains("'opt'"), swp::LazyError);
+  auto opt = p.make("opt");
+  CHECK_NOTHROW(p.sched.validate());
+  auto ro = opt(5);   // stored: fwd not called yet
+  auto rc = comm(0);  // held until fwd
+  CHECK_FALSE(ro.is_ready());
+  CHECK(fwd(1).get() == 2);  // comm runs right before fwd, then opt
+  CHECK(ro.get() == 6);
+  CHECK(rc.get() == 1);
+  CHECK(p.ran == Order{"comm", "fwd", "opt"});
+  p.sched.flush();
+}
+
 TEST_CASE("hooks forming a cycle are refused, printing the cycle") {
   Program p;
   (void)p.make("a");

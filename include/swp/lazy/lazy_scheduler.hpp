@@ -84,8 +84,10 @@ class LazyScheduler {
 
   /// Runs backward segment `pre` right before backward segment `target` (the RFC's hook):
   /// `pre` is held when called until `target` is called (or a Deferred that needs it is read,
-  /// or the round ends); segments the schedule puts after `pre` wait with it. Throws LazyError for unknown names,
-  /// a target that is not a backward segment, or a cycle with the other hooks and the schedule.
+  /// or the round ends); segments the schedule puts after `pre` wait with it. Throws
+  /// LazyError for unknown hook names, a target that is not a backward segment, or a cycle
+  /// with the other hooks and the schedule (schedule names not registered yet are skipped
+  /// here and checked at validate() or the first call).
   void register_segment_backward_pre_hook(const std::string& target, const std::string& pre) {
     core_.add_hook(target, pre, true);
   }

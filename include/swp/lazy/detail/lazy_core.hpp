@@ -100,8 +100,12 @@ class LazyCore {
 
   // Undoes add_segment (its registration was refused).
   void remove_last_segment() noexcept;
-  void prepare();
-  void build_constraints();
+  // Builds the order constraints and checks them. `strict` (validate(), the first call):
+  // every schedule name must be registered; otherwise (a registration) names not registered
+  // yet are skipped, and the constraints stay dirty so the next strict pass checks them.
+  void prepare(bool strict);
+  // False when it skipped a schedule name (not strict).
+  bool build_constraints(bool strict);
   void check_cycles() const;
   void check_state_hazards() const;
   [[nodiscard]] std::uint32_t find(const std::string& name, const char* where) const;
