@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>

@@ -358,17 +358,16 @@ TEST_CASE("a registration refused for a state hazard leaves the scheduler as it 
   int table = 0;
   auto t = sched.declare_state("table", table);
   auto target = sched.register_segment("target", [](int x) { return x; });
-  auto pre = sched.register_segment(
-      "pre",
-      [t](int x) {
-        t.write() = x;
-        return x;
-      },
-      {.writes = {t}});
+  auto pre = sched.register_segment("pre",
+                                    [t](int x) {
+                                      t.write() = x;
+                                      return x;
+                                    },
+                                    {.writes = {t}});
   sched.register_segment_pre_hook("target", "pre");  // pre may be delayed and writes 'table'
-  CHECK_THROWS_WITH_AS(sched.register_segment(
-                           "reader", [t](int) { return t.read(); }, {.reads = {t}}),
-                       doctest::Contains("'reader'"), swp::HazardError);
+  CHECK_THROWS_WITH_AS(
+      sched.register_segment("reader", [t](int) { return t.read(); }, {.reads = {t}}),
+      doctest::Contains("'reader'"), swp::HazardError);
   // The name is free again, and the scheduler still works.
   auto reader = sched.register_segment("reader", [](int x) { return x + 1; });
   CHECK(reader(1).get() == 2);

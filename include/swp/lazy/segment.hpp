@@ -30,7 +30,9 @@ class Segment;
 /// A registered segment (LazyScheduler::register_segment): call it like the callable it wraps.
 /// Arguments may be values or Deferreds of the parameter types (a Deferred argument makes this
 /// call depend on its producer, which runs first when this one runs); a parameter of type `T&`
-/// is an input the segment writes and takes the caller's object.
+/// is an input the segment writes and takes the caller's object (T need not be copyable; a
+/// segment writing a non-copyable input is not shadow-run in debug mode, and set_backward needs
+/// copy-constructible parameter types, since the tape keeps copies).
 ///
 /// Two spellings name one handle. `Segment<R(A...)>` is named by the call signature of the
 /// registered callable (for a method: its parameters without the object), as std::function
@@ -95,6 +97,9 @@ class Segment<R(A...)> {
   template <class BR, class... BA>
   void set_backward(const Segment<BR(BA...)>& bwd) {
     using G = std::remove_cvref_t<BR>;
+    static_assert(tape_copyable,
+                  "set_backward: the tape keeps copies of the forward segment's inputs, so each "
+                  "parameter type must be copy-constructible");
     (void)core();
     if (!bwd.is_backward())
       throw LazyError("set_backward: segment '" + bwd.name() + "' is not a backward segment");
@@ -123,6 +128,15 @@ class Segment<R(A...)> {
  private:
   template <std::size_t... I>
   using StoredArgs = std::tuple<detail::Stored<std::tuple_element_t<I, params>>...>;
+  // Debug mode's shadow run works on copies of the inputs the segment writes; a segment with
+  // a written input that cannot be copied is not shadow-run (nor compared).
+  static constexpr bool shadow_copyable =
+      ((!detail::writes_param_v<A> || (std::is_copy_constructible_v<std::remove_cvref_t<A>> &&
+                                       std::is_copy_assignable_v<std::remove_cvref_t<A>>)) &&
+       ...);
+  // The tape keeps copies of every input.
+  static constexpr bool tape_copyable =
+      (std::is_copy_constructible_v<std::remove_cvref_t<A>> && ...);
   using SavedInputs = std::tuple<Deferred<std::remove_cvref_t<A>>...>;
 
   // What every handle of the segment shares: the callable, behind one virtual call so that
@@ -155,7 +169,9 @@ class Segment<R(A...)> {
     const void* inputs[sizeof...(X) + 1] = {detail::address_of(std::forward<X>(x))..., nullptr};
     detail::LazyCore& core = this->core();
     const bool free = core.enter_call(index_, inputs, sizeof...(X));
-    if (shared_->backward) record_tape(x...);
+    if constexpr (tape_copyable) {
+      if (shared_->backward) record_tape(x...);
+    }
     // No order constraint, or its predecessors ran already (no reordering needed): run now,
     // no record kept. Inputs from delayed segments run first, so the order shows producers first.
     // A constrained call with a pending input goes through submit(), which stores it when that
@@ -195,9 +211,11 @@ class Segment<R(A...)> {
         ...);
     // A segment that declares state writes is not shadow-run: its writes would land twice in
     // the real state (only its T& inputs are copied for the shadow run).
-    if (core.debug() && !core.writes_state(index_) && !core.would_run_now(index_)) {
-      call->shadow = std::make_unique<Shadow<I...>>();
-      shadow_run(call->stored, *call->shadow);
+    if constexpr (shadow_copyable) {
+      if (core.debug() && !core.writes_state(index_) && !core.would_run_now(index_)) {
+        call->shadow = std::make_unique<Shadow<I...>>();
+        shadow_run(call->stored, *call->shadow);
+      }
     }
     if (core.submit(call) && call->error) {
       // It ran within its own call: fail here, as a segment that runs at once does.
@@ -258,8 +276,7 @@ class Segment<R(A...)> {
   };
 
   template <class S>
-  static bool visit_if_pending(const S& s, bool (*visit)(void*, detail::LazyCall&),
-                               void* context) {
+  static bool visit_if_pending(const S& s, bool (*visit)(void*, detail::LazyCall&), void* context) {
     if constexpr (std::is_pointer_v<S>) {
       return true;  // the caller's object: nothing to run first
     } else {

@@ -50,5 +50,4 @@ struct LazyCall {
 /// LazyError when a segment that must run first was not called yet.
 void materialise(LazyCall& call);
 
-
 }  // namespace swp::detail
