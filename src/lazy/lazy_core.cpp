@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "swp/lazy/lazy_error.hpp"
@@ -10,8 +11,6 @@
 namespace swp::detail {
 
 void materialise(LazyCall& call) { call.core->materialise(call); }
-
-const std::string& segment_name(const LazyCall& call) { return call.core->name(call.segment); }
 
 namespace {
 
@@ -38,11 +37,29 @@ std::uint32_t LazyCore::add_segment(std::string name, SegmentOptions options) {
   segments_.push_back(Segment{.name = std::move(name), .options = std::move(options)});
   called_.push_back(0);
   done_.push_back(0);
+  visiting_.push_back(0);
   pending_.emplace_back();
   dirty_ = true;
   // Hazards are checked as soon as the order constraints they depend on are known.
-  if (!hooks_.empty()) prepare();
+  if (!hooks_.empty()) {
+    try {
+      prepare(false);
+    } catch (...) {
+      remove_last_segment();  // a refused registration leaves the scheduler as it was
+      throw;
+    }
+  }
   return index;
+}
+
+void LazyCore::remove_last_segment() noexcept {
+  by_name_.erase(segments_.back().name);
+  segments_.pop_back();
+  called_.pop_back();
+  done_.pop_back();
+  visiting_.pop_back();
+  pending_.pop_back();
+  dirty_ = true;  // the constraints built with it are rebuilt without it
 }
 
 StateId LazyCore::add_state(std::string name, const void* object) {
@@ -63,7 +80,7 @@ void LazyCore::add_hook(const std::string& target, const std::string& pre, bool 
   hooks_.push_back(Hook{target, pre, backward});
   dirty_ = true;
   try {
-    prepare();
+    prepare(false);  // schedule names not registered yet are checked later, as documented
   } catch (...) {
     hooks_.pop_back();  // a refused hook leaves the scheduler as it was
     dirty_ = true;
@@ -73,7 +90,7 @@ void LazyCore::add_hook(const std::string& target, const std::string& pre, bool 
 
 void LazyCore::validate() {
   dirty_ = true;
-  prepare();
+  prepare(true);
 }
 
 std::uint32_t LazyCore::find(const std::string& name, const char* where) const {
@@ -87,15 +104,15 @@ std::uint32_t LazyCore::find(const std::string& name, const char* where) const {
   return it->second;
 }
 
-void LazyCore::prepare() {
+void LazyCore::prepare(bool strict) {
   if (!dirty_) return;
-  build_constraints();
+  const bool complete = build_constraints(strict);
   check_cycles();
   check_state_hazards();
-  dirty_ = false;
+  dirty_ = !complete;  // names skipped: the next strict prepare checks them
 }
 
-void LazyCore::build_constraints() {
+bool LazyCore::build_constraints(bool strict) {
   for (Segment& s : segments_) {
     s.before.clear();
     s.hold_targets.clear();
@@ -106,16 +123,24 @@ void LazyCore::build_constraints() {
     if (std::find(b.begin(), b.end(), first) == b.end()) b.push_back(first);
     segments_[first].constrained = segments_[then].constrained = true;
   };
-  for (std::size_t k = 0; k < options_.schedule.size(); ++k) {
-    const std::uint32_t s = find(options_.schedule[k], "LazyScheduler schedule");
+  bool complete = true;
+  std::optional<std::uint32_t> previous;  // the last registered name before this one
+  for (const std::string& name : options_.schedule) {
+    if (!strict && !by_name_.contains(name)) {
+      complete = false;  // may be registered later; checked at validate() or the first call
+      continue;
+    }
+    const std::uint32_t s = find(name, "LazyScheduler schedule");
     segments_[s].constrained = true;
-    if (k > 0) add_before(find(options_.schedule[k - 1], "LazyScheduler schedule"), s);
+    if (previous) add_before(*previous, s);  // what runs between them is implied
+    previous = s;
   }
   for (const Hook& h : hooks_) {
     const std::uint32_t t = by_name_.at(h.target), p = by_name_.at(h.pre);
     add_before(p, t);
     segments_[p].hold_targets.push_back(t);
   }
+  return complete;
 }
 
 void LazyCore::check_cycles() const {
@@ -177,7 +202,7 @@ void LazyCore::check_state_hazards() const {
 }
 
 bool LazyCore::enter_call(std::uint32_t segment, const void* const* inputs, std::size_t count) {
-  if (dirty_) prepare();
+  if (dirty_) prepare(true);
   const Segment& s = segments_[segment];
   if (s.options.is_backward && !in_backward_)
     throw LazyError(
@@ -225,7 +250,7 @@ bool LazyCore::submit(const std::shared_ptr<LazyCall>& call) {
   stored_.push_back(call);
   for (const void* w : call->written) pending_writes_.emplace_back(w, s);
   std::uint32_t missing = 0;
-  if (!held(s) && runnable(s, missing)) run_chain(s);
+  if (runnable(s, missing, true)) run_chain(s);
   drain();
   return call->state == LazyCall::State::done;
 }
@@ -237,15 +262,47 @@ bool LazyCore::held(std::uint32_t segment) const {
                       [&](std::uint32_t t) { return called_[t] != 0; });
 }
 
-bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing) const {
+bool LazyCore::runnable(std::uint32_t segment, std::uint32_t& missing, bool honour_holds) {
   if (done_[segment]) return true;
-  if (!called_[segment]) {
+  if (!called_[segment] || (honour_holds && held(segment))) {
     missing = segment;
     return false;
   }
-  for (std::uint32_t p : segments_[segment].before)
-    if (!runnable(p, missing)) return false;
-  return true;
+  if (visiting_[segment]) {  // its inputs and the schedule wait for each other: never runnable
+    missing = segment;
+    return false;
+  }
+  visiting_[segment] = 1;
+  bool ok = std::all_of(segments_[segment].before.begin(), segments_[segment].before.end(),
+                        [&](std::uint32_t p) { return runnable(p, missing, honour_holds); });
+  // The producers of its pending inputs run first (execute() reads them), so they must be able
+  // to: otherwise reading one would throw after other segments ran. Reading a value runs its
+  // producer even when held (RFC problem 1), so holds do not count there.
+  if (ok && pending_[segment] && pending_[segment]->state == LazyCall::State::stored) {
+    struct Context {
+      LazyCore* core;
+      std::uint32_t* missing;
+    } context{this, &missing};
+    ok = pending_[segment]->each_pending_input(
+        [](void* c, LazyCall& producer) {
+          auto& [core, out] = *static_cast<Context*>(c);
+          // Another scheduler's call, or one running now (execute() reports that), is not ours
+          // to wait for.
+          if (producer.core != core || producer.state != LazyCall::State::stored) return true;
+          return core->runnable(producer.segment, *out, false);
+        },
+        &context);
+  }
+  visiting_[segment] = 0;
+  return ok;
+}
+
+std::string LazyCore::blocked(std::uint32_t missing) const {
+  if (called_[missing])
+    return "its inputs and the schedule form a cycle through segment " +
+           in_quotes(segments_[missing].name) + " (each waits for the other)";
+  return "segment " + in_quotes(segments_[missing].name) +
+         ", which must run before it (schedule, hook or input), was never called";
 }
 
 bool LazyCore::claim_now(std::uint32_t segment) {
@@ -264,11 +321,11 @@ void LazyCore::ran_now() {
   if (!stored_.empty()) drain();
 }
 
-bool LazyCore::would_run_now(std::uint32_t segment) const {
+bool LazyCore::would_run_now(std::uint32_t segment) {
   if (held(segment)) return false;
   std::uint32_t missing = 0;
   for (std::uint32_t p : segments_[segment].before)
-    if (!runnable(p, missing)) return false;
+    if (!runnable(p, missing, true)) return false;
   return true;
 }
 
@@ -303,7 +360,7 @@ void LazyCore::drain() {
     moved = false;
     for (const auto& call : stored_) {
       std::uint32_t missing = 0;
-      if (held(call->segment) || !runnable(call->segment, missing)) continue;
+      if (!runnable(call->segment, missing, true)) continue;
       run_chain(call->segment);
       moved = true;
       break;  // stored_ changed
@@ -316,10 +373,14 @@ void LazyCore::materialise(LazyCall& call) {
   if (call.state == LazyCall::State::running)
     throw LazyError("segment " + in_quotes(segments_[call.segment].name) + " reads its own result");
   std::uint32_t missing = 0;
-  if (!runnable(call.segment, missing))
+  if (!runnable(call.segment, missing, false)) {
+    if (called_[missing])
+      throw LazyError("segment " + in_quotes(segments_[call.segment].name) +
+                      " cannot be materialised: " + blocked(missing));
     throw LazyError("segment " + in_quotes(segments_[call.segment].name) +
                     " was materialised before segment " + in_quotes(segments_[missing].name) +
                     ", which the schedule runs before it, was called");
+  }
   run_chain(call.segment);
   drain();
 }
@@ -360,19 +421,24 @@ void LazyCore::run_backward(std::any& grad) {
 }
 
 void LazyCore::flush() {
-  // Held pre-hooks whose target was never called run now, in call order; a call whose
-  // predecessor was never called cannot.
-  while (!stored_.empty()) {
+  // Every stored call that can run does, holds released (a held pre-hook whose target never
+  // came runs now), oldest first; only then is the round failed for what is left: a call whose
+  // predecessor was never called. Scanning past the front matters: one call that cannot run
+  // must not drop the others' runs.
+  try {
+    while (run_one_stored()) {
+    }
+  } catch (...) {
+    abandon();  // nothing stays pending: what is left gets its LazyError
+    throw;
+  }
+  if (!stored_.empty()) {
     const auto call = stored_.front();
     std::uint32_t missing = 0;
-    if (!runnable(call->segment, missing)) {
-      const std::string who = segments_[call->segment].name, what = segments_[missing].name;
-      abandon();  // ends the round too
-      throw LazyError("round ended with segment " + in_quotes(who) + " stored: segment " +
-                      in_quotes(what) + ", which the schedule runs before it, was never called");
-    }
-    run_chain(call->segment);
-    drain();
+    (void)runnable(call->segment, missing, false);
+    const std::string who = segments_[call->segment].name, what = blocked(missing);
+    abandon();  // ends the round too
+    throw LazyError("round ended with segment " + in_quotes(who) + " stored: " + what);
   }
   // A delayed segment that failed where nobody read its result must not fail silently.
   std::exception_ptr failure;
@@ -386,6 +452,16 @@ void LazyCore::flush() {
   round_over_ = true;
   in_round_.store(false, std::memory_order_release);
   if (failure) std::rethrow_exception(failure);
+}
+
+bool LazyCore::run_one_stored() {
+  for (const auto& call : stored_) {
+    std::uint32_t missing = 0;
+    if (!runnable(call->segment, missing, false)) continue;
+    run_chain(call->segment);  // changes stored_: the caller scans again
+    return true;
+  }
+  return false;
 }
 
 void LazyCore::abandon() noexcept {
@@ -424,9 +500,17 @@ void LazyCore::begin_round(SegmentTag tag) {
     throw LazyError(
         "round: this scheduler is in a round already (a scheduler serves one task "
         "instance at a time: use one scheduler per task)");
-  if (!stored_.empty()) {
+  // Calls since the last flush() belong to a round nobody ended: refuse, rather than carry
+  // their "called" marks (and unread failures) into this one or drop them silently.
+  const auto called = std::find(called_.begin(), called_.end(), char{1});
+  if (!stored_.empty() || called != called_.end()) {
     in_round_.store(false, std::memory_order_release);
-    throw LazyError("round: the previous round still has stored segments");
+    const std::uint32_t s = called != called_.end()
+                                ? static_cast<std::uint32_t>(called - called_.begin())
+                                : stored_.front()->segment;
+    throw LazyError("round: the previous round was not ended (segment " +
+                    in_quotes(segments_[s].name) +
+                    " was called since the last flush()): end it with flush() first");
   }
   executed_.clear();
   round_over_ = false;

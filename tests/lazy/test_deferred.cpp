@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -152,6 +154,26 @@ TEST_CASE("a segment that fails at its own call throws there, naming it") {
   });
   CHECK(bad(1).get() == 1);
   CHECK_THROWS_WITH_AS((void)bad(-1), doctest::Contains("'bad'"), swp::SegmentError);
+}
+
+TEST_CASE("a stored call's Deferred names its segment after the scheduler is gone") {
+  // The scheduler lives in storage wiped after its destruction, so a Deferred still reading it
+  // would crash instead of (by chance) finding the old bytes.
+  alignas(swp::LazyScheduler) unsigned char storage[sizeof(swp::LazyScheduler)];
+  swp::Deferred<int> d;
+  {
+    auto* sched = new (storage) swp::LazyScheduler({.schedule = {"first", "a_long_segment_name"}});
+    auto first = sched->register_segment("first", [](int x) { return x; });
+    auto late = sched->register_segment("a_long_segment_name", [](int x) { return 2 * x; });
+    d = late(3);  // stored: "first" not called yet
+    CHECK_FALSE(d.is_ready());
+    (void)first(1);  // runs it
+    sched->flush();
+    sched->~LazyScheduler();
+    std::memset(storage, 0, sizeof(storage));
+  }
+  CHECK(d.get() == 6);
+  CHECK(d.segment() == "a_long_segment_name");
 }
 
 }  // namespace test_deferred

@@ -161,6 +161,32 @@ TEST_CASE("a backward pre-hook runs its segment right before the target, in the 
   CHECK(ran == Order{"sdd_fwd", "sdd_fwd"});
 }
 
+TEST_CASE(
+    "a held pre-hook stays held when its schedule successor is called: both wait for its "
+    "target") {
+  Program p({.schedule = {"comm", "compute"}});
+  auto comm = p.make("comm");
+  auto compute = p.make("compute");
+  auto bwd = p.make("bwd");
+  p.sched.register_segment_pre_hook("bwd", "comm");  // comm held until bwd is called
+  auto c = comm(1);
+  auto y = compute(2);  // its predecessor is held: stored too
+  CHECK_FALSE(c.is_ready());
+  CHECK_FALSE(y.is_ready());
+  CHECK(p.ran.empty());
+  auto g = bwd(3);  // comm runs right before bwd, then compute after comm
+  CHECK(p.ran == Order{"comm", "bwd", "compute"});
+  CHECK(y.get() == 3);
+  p.sched.flush();
+  // Reading the successor's value releases the hold (RFC problem 1): comm, then compute.
+  auto c2 = comm(1);
+  auto y2 = compute(2);
+  CHECK(y2.get() == 3);
+  CHECK(c2.is_ready());
+  p.sched.flush();
+  CHECK(p.sched.executed_order() == Order{"comm", "compute"});
+}
+
 TEST_CASE("a held pre-hook whose target is never called runs when the round ends") {
   Program p;
   auto a = p.make("a");
@@ -183,6 +209,87 @@ TEST_CASE("a stored segment whose predecessor is never called fails the round, n
   CHECK(p.ran.empty());
 }
 
+TEST_CASE(
+    "a round that fails for a stored segment still runs the held pre-hook that can run, in "
+    "either call order") {
+  for (const bool hook_called_first : {false, true}) {
+    CAPTURE(hook_called_first);
+    Program p({.schedule = {"v", "x"}});
+    (void)p.make("v");
+    auto x = p.make("x");
+    (void)p.make("t");
+    auto pre = p.make("p");
+    p.sched.register_segment_pre_hook("t", "p");  // p held until t, which never comes
+    swp::Deferred<int> rx, rp;
+    if (hook_called_first) {
+      rp = pre(1);
+      rx = x(1);  // stored: v is never called
+    } else {
+      rx = x(1);
+      rp = pre(1);
+    }
+    CHECK_THROWS_WITH_AS(p.sched.flush(), doctest::Contains("'v'"), swp::LazyError);
+    CHECK(rp.get() == 2);  // the held pre-hook ran when the round ended
+    CHECK_THROWS_WITH_AS((void)rx.get(), doctest::Contains("'x'"), swp::LazyError);
+    CHECK(p.ran == Order{"p"});
+  }
+}
+
+TEST_CASE(
+    "a stored call whose input's producer cannot run yet stays stored; the call that let it "
+    "run keeps its value") {
+  Program p({.schedule = {"v", "w"}});
+  auto v = p.make("v");
+  auto w = p.make("w");
+  auto a = p.make("a");
+  auto x = p.make("x");
+  p.sched.register_segment_pre_hook("x", "a");  // a runs right before x
+  auto rw = w(1);                               // stored: v not called yet
+  auto rx = x(rw);                              // stored: waits for a, and reads w
+  auto ra = a(10);  // runs; x may follow it, but x's input (w) cannot run yet
+  CHECK(ra.get() == 11);
+  CHECK_FALSE(rx.is_ready());
+  CHECK(p.ran == Order{"a"});
+  (void)v(0);  // now w can run, then x
+  CHECK(rx.get() == 3);
+  CHECK(p.ran == Order{"a", "v", "w", "x"});
+  p.sched.flush();
+}
+
+TEST_CASE(
+    "a call that could run at once but reads a pending input whose producer cannot run is "
+    "stored, not failed") {
+  Program p({.schedule = {"v", "w"}});
+  auto v = p.make("v");
+  auto w = p.make("w");
+  auto y = p.make("y");
+  auto t = p.make("t");
+  p.sched.register_segment_pre_hook("t", "y");  // y runs right before t
+  auto rt = t(0);                               // stored: waits for y
+  auto rw = w(1);                               // stored: v not called yet
+  auto ry = y(rw);  // not held (t was called), nothing before it: only its input waits
+  CHECK_FALSE(ry.is_ready());
+  CHECK(p.ran.empty());
+  (void)v(0);
+  CHECK(ry.get() == 3);
+  CHECK(rt.get() == 1);
+  CHECK(p.ran == Order{"v", "w", "y", "t"});
+  p.sched.flush();
+}
+
+TEST_CASE("a stored call whose input waits for it through the schedule is a cycle, not a crash") {
+  Program p({.schedule = {"x", "y"}});
+  auto x = p.make("x");
+  auto y = p.make("y");
+  auto ry = y(1);   // stored: x not called yet
+  auto rx = x(ry);  // x reads y, which the schedule runs after x
+  CHECK_FALSE(rx.is_ready());
+  CHECK_THROWS_WITH_AS((void)rx.get(), doctest::Contains("cycle"), swp::LazyError);
+  CHECK_THROWS_WITH_AS(p.sched.flush(), doctest::Contains("cycle"), swp::LazyError);
+  CHECK_THROWS_AS((void)ry.get(), swp::LazyError);  // failed with the round: nothing hangs
+  CHECK(p.ran.empty());
+}
+
 TEST_CASE("unknown segment names in a schedule or a hook are errors naming them") {
   Program p({.schedule = {"a", "nope"}});
   auto a = p.make("a");
@@ -198,6 +305,28 @@ TEST_CASE("unknown segment names in a schedule or a hook are errors naming them"
                        doctest::Contains("'spectre'"), swp::LazyError);
   CHECK_THROWS_WITH_AS(q.sched.register_segment_backward_pre_hook("a", "a"),
                        doctest::Contains("'a'"), swp::LazyError);
+}
+
+TEST_CASE(
+    "a hook or segment registered before every schedule name is registered is accepted; the "
+    "names are checked at validate() and the first call") {
+  Program p({.schedule = {"fwd", "opt"}});
+  auto fwd = p.make("fwd");
+  auto comm = p.make("comm");
+  CHECK_NOTHROW(p.sched.register_segment_pre_hook("fwd", "comm"));  // "opt" comes later
+  CHECK_NOTHROW((void)p.make("other"));
+  CHECK_THROWS_WITH_AS(p.sched.validate(), doctest::Contains("'opt'"), swp::LazyError);
+  CHECK_THROWS_WITH_AS((void)fwd(1), doctest::Contains("'opt'"), swp::LazyError);
+  auto opt = p.make("opt");
+  CHECK_NOTHROW(p.sched.validate());
+  auto ro = opt(5);   // stored: fwd not called yet
+  auto rc = comm(0);  // held until fwd
+  CHECK_FALSE(ro.is_ready());
+  CHECK(fwd(1).get() == 2);  // comm runs right before fwd, then opt
+  CHECK(ro.get() == 6);
+  CHECK(rc.get() == 1);
+  CHECK(p.ran == Order{"comm", "fwd", "opt"});
+  p.sched.flush();
 }
 
 TEST_CASE("hooks forming a cycle are refused, printing the cycle") {
@@ -222,6 +351,33 @@ TEST_CASE("hooks forming a cycle are refused, printing the cycle") {
   // The refused hook left no trace: the scheduler still works.
   auto a = p.make("d");
   CHECK(a(1).get() == 2);
+}
+
+TEST_CASE("a registration refused for a state hazard leaves the scheduler as it was") {
+  swp::LazyScheduler sched;
+  int table = 0;
+  auto t = sched.declare_state("table", table);
+  auto target = sched.register_segment("target", [](int x) { return x; });
+  auto pre = sched.register_segment("pre",
+                                    [t](int x) {
+                                      t.write() = x;
+                                      return x;
+                                    },
+                                    {.writes = {t}});
+  sched.register_segment_pre_hook("target", "pre");  // pre may be delayed and writes 'table'
+  CHECK_THROWS_WITH_AS(
+      sched.register_segment("reader", [t](int) { return t.read(); }, {.reads = {t}}),
+      doctest::Contains("'reader'"), swp::HazardError);
+  // The name is free again, and the scheduler still works.
+  auto reader = sched.register_segment("reader", [](int x) { return x + 1; });
+  CHECK(reader(1).get() == 2);
+  CHECK_NOTHROW(sched.validate());
+  auto held = pre(5);
+  CHECK_FALSE(held.is_ready());
+  CHECK(target(2).get() == 2);
+  CHECK(held.get() == 5);
+  CHECK(table == 5);
+  sched.flush();
 }
 
 TEST_CASE("a backward segment cannot be called from forward code") {
@@ -254,6 +410,20 @@ TEST_CASE("a scheduler serves one round at a time; a round left unfinished fails
   auto next = p.sched.round({.task = 0, .iter = 2});  // the scheduler is usable again
   next.finish();
   CHECK(p.ran.empty());
+}
+
+TEST_CASE("round() refuses while calls since the last flush() were not ended, naming one") {
+  Program p({.schedule = {"a", "b"}});
+  auto a = p.make("a");
+  auto b = p.make("b");
+  (void)a(1);
+  (void)b(2);  // both ran at once; the round was not flushed
+  CHECK_THROWS_WITH_AS((void)p.sched.round(), doctest::Contains("'a'"), swp::LazyError);
+  p.sched.flush();
+  auto round = p.sched.round();  // accepted now, and a fresh round
+  CHECK(a(3).get() == 4);
+  CHECK(b(4).get() == 5);
+  round.finish();
 }
 
 TEST_CASE(

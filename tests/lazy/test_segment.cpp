@@ -216,6 +216,58 @@ TEST_CASE("debug mode runs a delayed segment twice and reports outputs that chan
   }
 }
 
+TEST_CASE("debug mode does not run a delayed segment that writes declared state twice") {
+  for (const bool debug : {false, true}) {
+    CAPTURE(debug);
+    swp::LazyScheduler sched({.debug = debug});
+    int steps = 0;  // private to "opt": accepted for a delayed segment
+    auto s = sched.declare_state("steps", steps);
+    auto opt = sched.register_segment("opt",
+                                      [s](int lr) {
+                                        s.write() += 1;
+                                        return lr;
+                                      },
+                                      {.writes = {s}});
+    auto bwd = sched.register_segment("bwd", [](int g) { return g; });
+    sched.register_segment_pre_hook("bwd", "opt");
+    for (int round = 0; round < 3; ++round) {
+      auto o = opt(1);  // held: runs right before bwd
+      CHECK_FALSE(o.is_ready());
+      (void)bwd(2);
+      CHECK(o.get() == 1);
+      sched.flush();
+    }
+    CHECK(steps == 3);  // the same result with debug mode on or off
+    CHECK(sched.debug_findings().empty());
+  }
+}
+
+TEST_CASE("a segment may write an input of a type that cannot be copied; debug mode skips it") {
+  for (const bool debug : {false, true}) {
+    CAPTURE(debug);
+    swp::LazyScheduler sched({.debug = debug});
+    int runs = 0;
+    auto reset = sched.register_segment("reset", [&runs](std::unique_ptr<int>& p) {
+      ++runs;
+      p.reset();
+    });
+    auto step = sched.register_segment("step", [] {});
+    auto now = std::make_unique<int>(1);
+    reset(now).get();  // nothing orders it: runs at once
+    CHECK(now == nullptr);
+    sched.register_segment_pre_hook("step", "reset");
+    auto later = std::make_unique<int>(2);
+    auto held = reset(later);  // held: debug mode cannot copy it for a shadow run
+    CHECK_FALSE(held.is_ready());
+    CHECK(later != nullptr);
+    step();
+    CHECK(later == nullptr);
+    CHECK(runs == 2);  // once per call, debug mode or not
+    CHECK(sched.debug_findings().empty());
+    sched.flush();
+  }
+}
+
 TEST_CASE("a segment that runs at once is not double-run, even in debug mode") {
   swp::LazyScheduler sched({.debug = true});
   int runs = 0;

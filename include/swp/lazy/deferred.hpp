@@ -58,10 +58,9 @@ class Deferred {
   /// True when the segment writes one of its inputs (a `T&` parameter): until it runs, no other
   /// segment may read that input (HazardError).
   [[nodiscard]] bool mutated() const noexcept { return call_ && call_->mutates_input; }
-  /// The segment that produces it ("" for a Deferred made by ready()).
-  [[nodiscard]] std::string segment() const {
-    return call_ ? detail::segment_name(*call_) : std::string();
-  }
+  /// The segment that produces it ("" for a Deferred made by ready()). Works after the
+  /// scheduler is gone (the call keeps the name).
+  [[nodiscard]] std::string segment() const { return call_ ? *call_->name : std::string(); }
 
   /// Runs the delayed segment now if it has not run. Does nothing when ready.
   void materialise() const {

@@ -33,9 +33,11 @@ struct LazyOptions {
   /// before its predecessor was called is stored and runs once it can (the RFC's rule).
   /// Names are checked at the first segment call (or validate()).
   std::vector<std::string> schedule{};
-  /// Debug mode (RFC problem 3): a delayed segment also runs at its call (on copies of what it
-  /// writes), and the outputs of the two runs are compared; differences are reported in
-  /// debug_findings(). Expensive; off by default, and nothing runs twice without it.
+  /// Debug mode (RFC problem 3): a delayed segment also runs at its call (on copies of the
+  /// inputs it writes), and the outputs of the two runs are compared; differences are reported
+  /// in debug_findings(). A segment that declares state writes (SegmentOptions::writes) is not
+  /// run twice: its shadow run would write the real state. Expensive; off by default, and
+  /// nothing runs twice without it.
   bool debug = false;
 };
 

@@ -62,7 +62,8 @@ class LazyScheduler {
 
   /// Registers `fn` (a function pointer, lambda or functor with one call signature) as the
   /// segment `name`. Throws LazyError for an empty or taken name, HazardError when its
-  /// declared state conflicts with a delayed segment's.
+  /// declared state conflicts with a delayed segment's; a refused registration leaves the
+  /// scheduler as it was (the name stays free).
   template <class Fn>
   requires(!std::is_member_function_pointer_v<std::remove_cvref_t<Fn>>)
       Segment<std::decay_t<Fn>> register_segment(std::string name, Fn&& fn,
@@ -82,8 +83,11 @@ class LazyScheduler {
   }
 
   /// Runs backward segment `pre` right before backward segment `target` (the RFC's hook):
-  /// `pre` is held when called until `target` is called. Throws LazyError for unknown names,
-  /// a target that is not a backward segment, or a cycle with the other hooks and the schedule.
+  /// `pre` is held when called until `target` is called (or a Deferred that needs it is read,
+  /// or the round ends); segments the schedule puts after `pre` wait with it. Throws
+  /// LazyError for unknown hook names, a target that is not a backward segment, or a cycle
+  /// with the other hooks and the schedule (schedule names not registered yet are skipped
+  /// here and checked at validate() or the first call).
   void register_segment_backward_pre_hook(const std::string& target, const std::string& pre) {
     core_.add_hook(target, pre, true);
   }
@@ -115,9 +119,11 @@ class LazyScheduler {
     return *out;
   }
 
-  /// Ends the round: runs every stored segment (a held pre-hook whose target was never called
-  /// runs now), then rethrows the first SegmentError nobody read. Throws LazyError when a
-  /// stored segment waits for one that was never called (its Deferred fails too).
+  /// Ends the round: runs every stored segment that can run, holds released (a held pre-hook
+  /// whose target was never called runs now), then rethrows the first SegmentError nobody
+  /// read. Throws LazyError when a stored segment waits for one that was never called: that
+  /// segment's Deferred fails too (and those of what waits for it), after every other stored
+  /// segment ran.
   void flush() { core_.flush(); }
 
   /// A round for one pipeline task instance (or one iteration): segment slices carry `tag`.
@@ -144,6 +150,9 @@ class LazyScheduler {
     detail::LazyCore* core_;
   };
 
+  /// Starts a round. Throws LazyError while another round is open (another task instance)
+  /// or when segments the schedule or a hook names were called since the last flush() (end
+  /// that round with flush() first: its calls and failures must not leak into this one).
   [[nodiscard]] Round round(SegmentTag tag = {}) {
     core_.begin_round(tag);
     return Round(core_);

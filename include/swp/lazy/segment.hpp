@@ -30,7 +30,9 @@ class Segment;
 /// A registered segment (LazyScheduler::register_segment): call it like the callable it wraps.
 /// Arguments may be values or Deferreds of the parameter types (a Deferred argument makes this
 /// call depend on its producer, which runs first when this one runs); a parameter of type `T&`
-/// is an input the segment writes and takes the caller's object.
+/// is an input the segment writes and takes the caller's object (T need not be copyable; a
+/// segment writing a non-copyable input is not shadow-run in debug mode, and set_backward needs
+/// copy-constructible parameter types, since the tape keeps copies).
 ///
 /// Two spellings name one handle. `Segment<R(A...)>` is named by the call signature of the
 /// registered callable (for a method: its parameters without the object), as std::function
@@ -43,9 +45,11 @@ class Segment;
 ///
 /// Completion: a segment no order constraint names runs at once on the calling thread and
 /// returns a ready Deferred (its real value). A segment the schedule or a hook names runs now
-/// when it can (after the stored segments it must follow), else it is stored and its Deferred
-/// stays pending until it runs: when what it waits for is called, when something reads the
-/// Deferred, or at the end of the round.
+/// when it can (after the stored segments it must follow, and the producers of its pending
+/// Deferred arguments), else it is stored and its Deferred stays pending until it runs: when
+/// what it waits for is called, when something reads the Deferred, or at the end of the round.
+/// A stored segment whose pending argument's producer cannot run yet stays stored (it does not
+/// fail the call that would have let it run).
 /// Errors: when the segment runs within its own call and throws, the call throws SegmentError
 /// naming it (body exception nested); a stored segment's error surfaces where its Deferred is
 /// read, or from the round's finish() if nobody read it. HazardError when an argument is an
@@ -93,6 +97,9 @@ class Segment<R(A...)> {
   template <class BR, class... BA>
   void set_backward(const Segment<BR(BA...)>& bwd) {
     using G = std::remove_cvref_t<BR>;
+    static_assert(tape_copyable,
+                  "set_backward: the tape keeps copies of the forward segment's inputs, so each "
+                  "parameter type must be copy-constructible");
     (void)core();
     if (!bwd.is_backward())
       throw LazyError("set_backward: segment '" + bwd.name() + "' is not a backward segment");
@@ -114,11 +121,22 @@ class Segment<R(A...)> {
   /// handle typed by the callable, which converts to this one).
   template <class Fn>
   Segment(detail::LazyCore& core, std::uint32_t index, Fn fn)
-      : core_(&core), index_(index), shared_(std::make_shared<Bound<Fn>>(std::move(fn))) {}
+      : core_(&core), index_(index), shared_(std::make_shared<Bound<Fn>>(std::move(fn))) {
+    shared_->name = core.name(index);
+  }
 
  private:
   template <std::size_t... I>
   using StoredArgs = std::tuple<detail::Stored<std::tuple_element_t<I, params>>...>;
+  // Debug mode's shadow run works on copies of the inputs the segment writes; a segment with
+  // a written input that cannot be copied is not shadow-run (nor compared).
+  static constexpr bool shadow_copyable =
+      ((!detail::writes_param_v<A> || (std::is_copy_constructible_v<std::remove_cvref_t<A>> &&
+                                       std::is_copy_assignable_v<std::remove_cvref_t<A>>)) &&
+       ...);
+  // The tape keeps copies of every input.
+  static constexpr bool tape_copyable =
+      (std::is_copy_constructible_v<std::remove_cvref_t<A>> && ...);
   using SavedInputs = std::tuple<Deferred<std::remove_cvref_t<A>>...>;
 
   // What every handle of the segment shares: the callable, behind one virtual call so that
@@ -130,6 +148,8 @@ class Segment<R(A...)> {
     virtual ~Shared() = default;
     virtual R fn(A... a) = 0;
     std::function<std::function<void(std::any&)>(SavedInputs)> backward;
+    // The segment's name, for its calls' Deferreds, which may outlive the scheduler.
+    std::string name;
   };
   template <class Fn>
   struct Bound final : Shared {
@@ -149,10 +169,14 @@ class Segment<R(A...)> {
     const void* inputs[sizeof...(X) + 1] = {detail::address_of(std::forward<X>(x))..., nullptr};
     detail::LazyCore& core = this->core();
     const bool free = core.enter_call(index_, inputs, sizeof...(X));
-    if (shared_->backward) record_tape(x...);
+    if constexpr (tape_copyable) {
+      if (shared_->backward) record_tape(x...);
+    }
     // No order constraint, or its predecessors ran already (no reordering needed): run now,
     // no record kept. Inputs from delayed segments run first, so the order shows producers first.
-    if (free || core.claim_now(index_)) {
+    // A constrained call with a pending input goes through submit(), which stores it when that
+    // input's producer cannot run yet (rather than claiming it, then failing to read the input).
+    if (free || (!(detail::is_pending_deferred(x) || ...) && core.claim_now(index_))) {
       (detail::materialise_if_deferred(x), ...);
       core.begin_run(index_);
       Deferred<R> out;
@@ -176,6 +200,7 @@ class Segment<R(A...)> {
     Deferred<R> out(call->promise.get_future(), call);
     call->core = core_;
     call->segment = index_;
+    call->name = &shared_->name;
     (
         [&] {
           if constexpr (detail::writes_param_v<std::tuple_element_t<I, params>>) {
@@ -184,9 +209,13 @@ class Segment<R(A...)> {
           }
         }(),
         ...);
-    if (core.debug() && !core.would_run_now(index_)) {
-      call->shadow = std::make_unique<Shadow<I...>>();
-      shadow_run(call->stored, *call->shadow);
+    // A segment that declares state writes is not shadow-run: its writes would land twice in
+    // the real state (only its T& inputs are copied for the shadow run).
+    if constexpr (shadow_copyable) {
+      if (core.debug() && !core.writes_state(index_) && !core.would_run_now(index_)) {
+        call->shadow = std::make_unique<Shadow<I...>>();
+        shadow_run(call->stored, *call->shadow);
+      }
     }
     if (core.submit(call) && call->error) {
       // It ran within its own call: fail here, as a segment that runs at once does.
@@ -232,6 +261,10 @@ class Segment<R(A...)> {
       }
     }
     void cancel(std::exception_ptr e) noexcept override { promise.set_error(std::move(e)); }
+    bool each_pending_input(bool (*visit)(void*, detail::LazyCall&), void* context) override {
+      return std::apply([&](auto&... s) { return (visit_if_pending(s, visit, context) && ...); },
+                        stored);
+    }
     void ready_inputs() override {
       std::apply([](auto&... s) { (detail::materialise_if_deferred(s), ...); }, stored);
     }
@@ -241,6 +274,15 @@ class Segment<R(A...)> {
     Promise<result_type> promise;
     std::unique_ptr<Shadow<I...>> shadow;
   };
+
+  template <class S>
+  static bool visit_if_pending(const S& s, bool (*visit)(void*, detail::LazyCall&), void* context) {
+    if constexpr (std::is_pointer_v<S>) {
+      return true;  // the caller's object: nothing to run first
+    } else {
+      return !s.call_ || s.is_ready() || visit(context, *s.call_);
+    }
+  }
 
   // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything).
   template <class... X>

@@ -18,6 +18,9 @@ struct LazyCall {
 
   LazyCore* core = nullptr;
   std::uint32_t segment = 0;
+  // Its segment's name, owned by the segment's callable, which the call keeps alive: the
+  // call's Deferreds name it after the scheduler is gone.
+  const std::string* name = nullptr;
   State state = State::stored;
   bool mutates_input = false;        // the segment writes one of its inputs (a T& parameter)
   std::exception_ptr error;          // the SegmentError it completed its promise with, if any
@@ -34,6 +37,11 @@ struct LazyCall {
   virtual void run() = 0;
   /// Materialises the Deferreds among its inputs (before it runs, so producers run first).
   virtual void ready_inputs() = 0;
+  /// Calls `visit(context, producer)` for the call of each pending Deferred among its inputs
+  /// (what must run before it can); stops at, and returns false for, the first visit that
+  /// returns false. Runs nothing.
+  virtual bool each_pending_input(bool (*visit)(void* context, LazyCall& producer),
+                                  void* context) = 0;
   /// Completes the call's promise with `error` without running it (its round was abandoned).
   virtual void cancel(std::exception_ptr error) noexcept = 0;
 };
@@ -41,8 +49,5 @@ struct LazyCall {
 /// Runs `call` now, first running what the schedule puts before it (Deferred::get). Throws
 /// LazyError when a segment that must run first was not called yet.
 void materialise(LazyCall& call);
-
-/// The name of the call's segment.
-[[nodiscard]] const std::string& segment_name(const LazyCall& call);
 
 }  // namespace swp::detail

@@ -57,7 +57,11 @@ class LazyCore {
   void begin_shadow(std::uint32_t segment) { running_.push_back(segment); }
   void end_shadow() noexcept { running_.pop_back(); }
   /// True when a call of `segment` now would run at once (not held, predecessors ran or called).
-  [[nodiscard]] bool would_run_now(std::uint32_t segment) const;
+  [[nodiscard]] bool would_run_now(std::uint32_t segment);
+  /// True when the segment declares writes to shared state (SegmentOptions::writes).
+  [[nodiscard]] bool writes_state(std::uint32_t segment) const {
+    return !segments_[segment].options.writes.empty();
+  }
   [[nodiscard]] bool is_backward(std::uint32_t segment) const {
     return segments_[segment].options.is_backward;
   }
@@ -94,18 +98,31 @@ class LazyCore {
     bool backward;
   };
 
-  void prepare();
-  void build_constraints();
+  // Undoes add_segment (its registration was refused).
+  void remove_last_segment() noexcept;
+  // Builds the order constraints and checks them. `strict` (validate(), the first call):
+  // every schedule name must be registered; otherwise (a registration) names not registered
+  // yet are skipped, and the constraints stay dirty so the next strict pass checks them.
+  void prepare(bool strict);
+  // False when it skipped a schedule name (not strict).
+  bool build_constraints(bool strict);
   void check_cycles() const;
   void check_state_hazards() const;
   [[nodiscard]] std::uint32_t find(const std::string& name, const char* where) const;
   [[nodiscard]] bool held(std::uint32_t segment) const;
-  // True when `segment` and everything before it was called (or ran); `missing` gets the first
-  // segment that was not.
-  bool runnable(std::uint32_t segment, std::uint32_t& missing) const;
+  // True when `segment`, everything before it and the producers of its pending inputs were
+  // called (or ran); `missing` gets the first segment that was not (or, for a cycle through
+  // inputs and the schedule, a called one). With `honour_holds` (a call running by itself:
+  // submit, drain), a held pre-hook in its chain is not runnable either; materialising and
+  // the round's end release holds.
+  bool runnable(std::uint32_t segment, std::uint32_t& missing, bool honour_holds);
+  // Why a call cannot run, given runnable()'s `missing`.
+  [[nodiscard]] std::string blocked(std::uint32_t missing) const;
   void run_chain(std::uint32_t segment);
   void execute(LazyCall& call);
   void drain();
+  // Flush: runs the oldest stored call that can run, holds released; false when none can.
+  bool run_one_stored();
   void reset_round() noexcept;
 
   LazyOptions options_;
@@ -117,6 +134,7 @@ class LazyCore {
 
   // The current round.
   std::vector<char> called_, done_;
+  std::vector<char> visiting_;  // runnable()'s path (a cycle guard), all 0 between calls
   std::vector<std::shared_ptr<LazyCall>> pending_;  // by segment: its stored call
   std::vector<std::shared_ptr<LazyCall>> stored_;   // stored calls, in call order
   std::vector<std::shared_ptr<LazyCall>> ran_;      // constrained calls that ran (failures)

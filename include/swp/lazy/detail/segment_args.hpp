@@ -41,6 +41,15 @@ void materialise_if_deferred(const X& x) {
   if constexpr (is_deferred_v<X>) x.materialise();
 }
 
+template <class X>
+bool is_pending_deferred(const X& x) noexcept {
+  if constexpr (is_deferred_v<X>) {
+    return x.valid() && !x.is_ready();  // an empty one fails where it is read, as before
+  } else {
+    return false;
+  }
+}
+
 template <class P, class X>
 Stored<P> store(X&& x) {
   if constexpr (writes_param_v<P>) {
