@@ -42,6 +42,11 @@ class AbortState {
   /// listener must therefore not unlisten, nor destroy a communicator of this state.
   bool trigger(int rank, std::string reason, bool local);
 
+  /// This process aborts (Communicator::abort, or a backend whose operation failed in a way
+  /// its peers cannot see): trigger() as self_rank(), or as `rank` where the state has none,
+  /// local. Never throws (out of memory: the peers still have their timeouts).
+  void abort_here(int rank, std::string reason) noexcept;
+
   /// Adds a listener; told at once (on this thread) when the state is aborted already.
   /// Returns the id unlisten() takes.
   std::uint64_t listen(Listener listener);
@@ -64,5 +69,9 @@ class AbortState {
   bool told_ = false;   // the listeners were told: one added later is told at once
   bool local_ = false;  // what they were told
 };
+
+/// what() of the exception in `error` (a fixed text for one not derived from std::exception):
+/// the reason an operation's own failure gives when it aborts the communicator.
+[[nodiscard]] std::string message_of(const std::exception_ptr& error);
 
 }  // namespace swp::detail

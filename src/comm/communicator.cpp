@@ -64,6 +64,25 @@ void AbortState::unlisten(std::uint64_t id) noexcept {
   listeners_.erase(id);
 }
 
+void AbortState::abort_here(int rank, std::string reason) noexcept {
+  try {
+    trigger(self_rank_ >= 0 ? self_rank_ : rank, std::move(reason), /*local=*/true);
+  } catch (...) {
+    // Out of memory recording the reason, or a backend failing to send: nothing better to
+    // do here; the peers still have their timeouts.
+  }
+}
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+
 std::exception_ptr AbortState::error(int rank, std::string op, const std::string& description,
                                      std::string_view verb) const {
   const Info by = info().value_or(Info{});
@@ -79,13 +98,7 @@ Communicator::Communicator() : abort_state_(std::make_shared<detail::AbortState>
 Communicator::~Communicator() = default;
 
 void Communicator::abort(std::string reason) noexcept {
-  try {
-    const int self = abort_state_->self_rank() >= 0 ? abort_state_->self_rank() : rank();
-    abort_state_->trigger(self, std::move(reason), /*local=*/true);
-  } catch (...) {
-    // Out of memory recording the reason, or a backend failing to send: nothing better to
-    // do here; the peers still have their timeouts.
-  }
+  abort_state_->abort_here(rank(), std::move(reason));
 }
 
 bool Communicator::aborted() const noexcept { return abort_state_->aborted(); }

@@ -116,7 +116,12 @@ class AbortState;
 /// swp's globally ordered tasks make the engines do so from any lane.
 /// Errors: the future fails with CommError (the backend's error), or CommTimeout when the
 /// operation did not complete within timeout() — never a hang. std::invalid_argument (thrown
-/// at once) for buffers whose sizes do not fit the operation or a peer out of range.
+/// at once) for buffers whose sizes do not fit the operation or a peer out of range. An
+/// operation that fails on this rank as it starts — after taking its place in the call
+/// order, before the backend has it (an exception from all_to_all_v's `when_started`, a start
+/// the backend refuses) — fails with its own CommError and aborts the communicator with that
+/// error as the reason (see abort()): the peers' part of it would otherwise pair with this
+/// rank's next operation, another operation's data landing in their buffers unnoticed.
 /// Cancellation: an operation that started cannot be withdrawn (the other ranks take part in
 /// it); a waiter cancelled through its stop signal stops waiting, the operation goes on.
 /// Abort: abort() fails every pending operation of every rank with CommAborted within a
@@ -217,8 +222,11 @@ class Communicator {
   /// host buffers included — and returns the buffers and
   /// counts (it may allocate `recv` then). The operation takes its place in the call order
   /// now, so calling both levels of an input distribution from one globally ordered task keeps
-  /// the ranks in step. Errors: an exception from `when_started`, or counts that do not have
-  /// one entry per rank, fail the future with CommError naming the operation.
+  /// the ranks in step. Errors: an exception from `when_started` (of any type), or counts that
+  /// do not have one entry per rank, fail the future with CommError naming the operation, and
+  /// abort the communicator with that error as the reason: this rank skipped its part, so
+  /// every rank's pending and later operations fail with CommAborted naming this rank and the
+  /// operation, instead of the next collective pairing with the peers' part of this one.
   Future<void> all_to_all_v(Stream& stream, std::function<AllToAllVBuffers()> when_started,
                             DataType type, std::string_view what = {}) {
     if (aborted()) [[unlikely]]

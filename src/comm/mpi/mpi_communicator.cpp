@@ -137,6 +137,8 @@ struct MpiCommunicator::Impl {
   std::map<std::uint64_t, std::shared_ptr<MpiPendingOp>> ops;  // by ticket, until run
 
   [[nodiscard]] bool aborted() const noexcept { return aborts->aborted(); }
+  // This rank aborts the communicator (and those it aborts with), as Communicator::abort.
+  void abort(std::string reason) noexcept { aborts->abort_here(rank, std::move(reason)); }
 
   // A new operation, in the call order and among the pending ones.
   std::shared_ptr<MpiPendingOp> enlist(std::string op, std::string description) {
@@ -308,20 +310,17 @@ class MpiOperationRun {
     }
     MPI_Request request = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
+    std::exception_ptr not_started;
     try {
       rc = start(&request);
-    } catch (const CommError&) {
-      impl_.pass_turn();
-      lock.unlock();
-      return fail_with(std::current_exception());
-    } catch (const std::exception& e) {
-      impl_.pass_turn();
-      lock.unlock();
-      return fail(std::string(" failed as it started: ") + e.what());
+    } catch (...) {  // anything: the turn must pass and the future complete
+      not_started = start_error();
     }
+    if (not_started) return abandon(lock, std::move(not_started));
+    if (rc != MPI_SUCCESS)
+      return abandon(lock, error(" failed: " + mpi_error(rc)));
     impl_.pass_turn();
     lock.unlock();
-    if (rc != MPI_SUCCESS) return fail(" failed: " + mpi_error(rc));
     switch (wait_for(request, deadline_, rc, *impl_.aborts)) {
       case Waited::done:
         if (op_.claim()) op_.promise.set_value();
@@ -398,12 +397,43 @@ class MpiOperationRun {
     return false;
   }
 
+  // In the catch of what `start` threw: the operation's error — a CommError as it is, any
+  // other exception a CommError naming the operation.
+  std::exception_ptr start_error() const {
+    try {
+      throw;
+    } catch (const CommError&) {
+      return std::current_exception();
+    } catch (const std::exception& e) {
+      return error(std::string(" failed as it started: ") + e.what());
+    } catch (...) {
+      return error(" failed as it started: it threw an exception not derived from std::exception");
+    }
+  }
+
+  // With the turn held: the operation failed on this rank after taking its place in the call
+  // order, and MPI never got it. The peers' part of it would pair with this rank's next
+  // operation on the communicator (another operation's data in their buffers, silently), so
+  // the communicator is aborted with this error — every rank's pending and later operations
+  // fail with CommAborted naming this rank and the operation — before the turn passes (no
+  // later operation of this rank starts meanwhile). The operation itself fails with `error`.
+  void abandon(std::unique_lock<std::mutex>& lock, std::exception_ptr error) {
+    const bool mine = op_.claim();  // before the abort, which would fail it with CommAborted
+    lock.unlock();                  // the abort's listener (fail_pending) takes turn_mutex
+    impl_.abort(detail::message_of(error));
+    lock.lock();
+    impl_.pass_turn();
+    lock.unlock();
+    if (mine) op_.promise.set_error(std::move(error));
+  }
+
+  std::exception_ptr error(const std::string& message) const {
+    return std::make_exception_ptr(CommError(impl_.rank, op_.op, op_.description + message));
+  }
   void fail_with(std::exception_ptr error) {
     if (op_.claim()) op_.promise.set_error(std::move(error));
   }
-  void fail(const std::string& message) {
-    fail_with(std::make_exception_ptr(CommError(impl_.rank, op_.op, op_.description + message)));
-  }
+  void fail(const std::string& message) { fail_with(error(message)); }
   void time_out(MPI_Request request, const std::string& what) {
     {
       std::lock_guard lock(impl_.mutex);
@@ -450,8 +480,12 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
   Future<void> future = pending->promise.get_future();
   try {
     stream.enqueue([&impl, pending, timeout, check = std::move(check), start = std::move(start)] {
+      struct Discharge {  // also when run() throws (out of memory naming an error)
+        MpiCommunicator::Impl& impl;
+        const MpiPendingOp& op;
+        ~Discharge() { impl.discharge(op); }
+      } discharge{impl, *pending};
       MpiOperationRun(impl, *pending, timeout).run(check, start);
-      impl.discharge(*pending);
     });
   } catch (...) {
     impl.discharge(*pending);

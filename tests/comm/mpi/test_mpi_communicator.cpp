@@ -388,6 +388,94 @@ TEST_CASE("mpi: abort fails every rank's pending operations at once, and every l
 
 namespace {
 
+// The buffers of two all_to_all_v, one element from each rank to each rank: element `to` of
+// rank `from`'s send holds 1000 * exchange + 10 * from + to. An abort gives the collectives up:
+// MPI may still write the buffers until the process ends.
+struct Exchanges {
+  std::vector<std::int64_t> send[2], recv[2];
+  std::vector<std::size_t> ones;
+};
+Exchanges& lasting_exchanges(int me, int n) {
+  static std::vector<std::unique_ptr<Exchanges>> all;  // freed after MPI_Finalize
+  Exchanges& x = *all.emplace_back(std::make_unique<Exchanges>());
+  x.ones.assign(static_cast<std::size_t>(n), 1);
+  for (int exchange = 0; exchange < 2; ++exchange) {
+    for (int to = 0; to < n; ++to) x.send[exchange].push_back(1000 * (exchange + 1) + 10 * me + to);
+    x.recv[exchange].assign(static_cast<std::size_t>(n), -1);
+  }
+  return x;
+}
+
+// Rank 0's all_to_all_v 'first' fails as it starts (its when_started calls `planted`, which
+// throws), the other ranks' start; then every rank calls all_to_all_v 'second'. Rank 0 skipped
+// its part of 'first': its 'second' must not pair with the peers' 'first'. Every operation fails
+// instead — rank 0's 'first' with its own error (`says` in it), everything else with
+// CommAborted naming rank 0 — and no buffer receives the other exchange's elements.
+void fail_to_start_on_rank_0(const std::function<void()>& planted, const std::string& says) {
+  auto world = swp::MpiCommunicator::world();
+  world->set_timeout(20s);  // only without the abort would anything wait for it
+  const int me = world->rank();
+  const int n = world->size();
+  if (n < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  Exchanges& x = lasting_exchanges(me, n);
+  const std::span<const std::size_t> ones(x.ones);
+  auto first = world->all_to_all_v(
+      s,
+      [&, me]() -> swp::AllToAllVBuffers {
+        if (me == 0) planted();
+        return {x.send[0].data(), x.ones, x.recv[0].data(), x.ones};
+      },
+      swp::DataType::i64, "first");
+  auto second = world->all_to_all_v(s, std::span<const std::int64_t>(x.send[1]), ones,
+                                    std::span<std::int64_t>(x.recv[1]), ones, "second");
+  CHECK_NOTHROW(s.synchronize());
+  REQUIRE(first.ready());
+  REQUIRE(second.ready());
+  if (me == 0) {
+    try {
+      first.get();
+      FAIL("rank 0's first all_to_all_v did not fail");
+    } catch (const swp::CommAborted& e) {
+      FAIL("rank 0's own error became CommAborted: " << e.what());
+    } catch (const swp::CommError& e) {
+      CHECK(e.rank() == 0);
+      CHECK(e.op() == "all_to_all_v");
+      CHECK(std::string(e.what()) ==
+            "rank 0: all_to_all_v 'first' (i64) failed as it started: " + says);
+    }
+  } else {
+    const swp::CommAborted e = aborted_error(first);
+    CHECK(e.rank() == me);
+    CHECK(e.aborting_rank() == 0);
+    CHECK(e.reason() == "rank 0: all_to_all_v 'first' (i64) failed as it started: " + says);
+  }
+  CHECK(aborted_error(second).aborting_rank() == 0);
+  CHECK(world->aborted());
+  for (int exchange = 0; exchange < 2; ++exchange)
+    for (int from = 0; from < n; ++from) {
+      const std::int64_t got = x.recv[exchange][static_cast<std::size_t>(from)];
+      CAPTURE(exchange);
+      CAPTURE(from);
+      CHECK((got == -1 || got == 1000 * (exchange + 1) + 10 * from + me));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("mpi: an all_to_all_v failing as it starts on one rank aborts every rank's operations") {
+  fail_to_start_on_rank_0([] { throw std::runtime_error("planted capacity error"); },
+                          "planted capacity error");
+}
+
+TEST_CASE("mpi: an all_to_all_v whose when_started throws a non-std exception fails, and aborts") {
+  fail_to_start_on_rank_0([] { throw 42; },
+                          "it threw an exception not derived from std::exception");
+}
+
+namespace {
+
 using IterCtx = swp::IterContext<int>;
 
 // Two independent tasks, A and B, on lanes and streams of their own, each all_reducing its
