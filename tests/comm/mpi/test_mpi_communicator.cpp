@@ -701,6 +701,40 @@ TEST_CASE("mpi: without the sequencer, ranks calling in different orders fail on
   }
 }
 
+TEST_CASE("mpi: the order check tells calls apart that differ only at the end of a long name") {
+  auto world = swp::MpiCommunicator::world();
+  world->set_order_check(true);
+  world->set_timeout(20s);
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  // Every rank at another iteration of the same long-named task: different collectives, whose
+  // descriptions are the same for more than the 119 characters the check exchanges as text.
+  const std::string task(110, 'T');
+  const std::string what = task + " iter " + std::to_string(me);
+  std::int64_t mine = 1, sum = 0;
+  auto reduced = world->all_reduce(s, std::span<const std::int64_t>(&mine, 1),
+                                   std::span<std::int64_t>(&sum, 1), swp::ReduceOp::sum, what);
+  s.synchronize();
+  REQUIRE(reduced.ready());
+  try {
+    reduced.get();
+    FAIL("rank " << me << ": the different calls passed the order check, sum " << sum);
+  } catch (const swp::CommError& e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK(message.find("the ranks called different collectives here") != std::string::npos);
+    // The message shows where they differ: each text's tail, with the iteration and the type.
+    CHECK(message.find("iter 0' (1 i64), rank 1 ") != std::string::npos);
+    CHECK(message.find("iter 1' (1 i64)") != std::string::npos);
+  }
+  // Nothing was run: the communicator goes on.
+  finish(s, world->all_reduce(s, std::span<const std::int64_t>(&mine, 1),
+                              std::span<std::int64_t>(&sum, 1), swp::ReduceOp::sum, task));
+  CHECK(sum == world->size());
+}
+
 }  // namespace test_mpi_communicator
 
 int main(int argc, char** argv) {
