@@ -266,6 +266,15 @@ struct MpiCommunicator::Impl {
     std::lock_guard lock(turn_mutex);
     return next_ticket++;
   }
+  // A ticket whose operation will never run: its turn passes now, or as soon as it comes.
+  void give_up_turn(std::uint64_t ticket) {
+    std::lock_guard lock(turn_mutex);
+    if (turn == ticket) {
+      pass_turn();
+    } else {
+      given_up.insert(ticket);
+    }
+  }
   // With turn_mutex held, by the operation whose turn it was.
   void pass_turn() {
     ++turn;
@@ -564,7 +573,16 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
       MpiOperationRun(impl, *pending, timeout).run(check, start);
     });
   } catch (...) {
+    // Not queued, but it took its place in the call order: the operations called after it
+    // would wait for its turn, and the peers' part of it would pair with this rank's next
+    // operation. So its turn is given up and the communicator aborted, as for an operation
+    // that fails as it starts; the caller gets the stream's exception.
+    const std::string reason = pending->description + " could not be queued on stream '" +
+                               stream.name() + "': " + detail::message_of(std::current_exception());
+    pending->claim();  // its future is not returned: the abort leaves it be
     impl.discharge(*pending);
+    impl.give_up_turn(pending->ticket);
+    impl.abort(reason);
     throw;
   }
   return future;

@@ -424,6 +424,55 @@ TEST_CASE("mpi: abort fails every rank's pending operations at once, and every l
 
 namespace {
 
+// A stream that takes no work, as one shutting down would not.
+class RefusingStream final : public swp::Stream {
+ public:
+  RefusingStream() : swp::Stream("refusing") {}
+  using swp::Stream::wait;
+  void enqueue_work(swp::Clock::duration, swp::WorkTag) override { refuse(); }
+  void enqueue(std::function<void()>, swp::Clock::duration, swp::WorkTag) override { refuse(); }
+  std::uint64_t record(swp::Event&) override { refuse(); }
+  void wait(const swp::Event&, std::uint64_t) override { refuse(); }
+  void synchronize() override {}
+  void enqueue_fault(std::string) override { refuse(); }
+
+ private:
+  [[noreturn]] static void refuse() { throw std::runtime_error("stream 'refusing' takes no work"); }
+};
+
+}  // namespace
+
+TEST_CASE("mpi: an operation its stream refuses aborts the communicator on every rank") {
+  auto world = swp::MpiCommunicator::world();
+  world->set_timeout(20s);  // only without the abort would anything wait for it
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  AbortedBuffers& b = lasting_aborted_buffers();
+  const auto one = std::span<const std::int64_t>(&b.one, 1);
+  if (me == 0) {
+    // Its ticket was taken: without the abort, rank 0's next operation would wait for that
+    // turn, and the others' first one would pair with rank 0's second.
+    RefusingStream refusing;
+    CHECK_THROWS_WITH_AS(world->all_reduce(refusing, one, std::span<std::int64_t>(&b.sum, 1),
+                                           swp::ReduceOp::sum, "refused"),
+                         "stream 'refusing' takes no work", std::runtime_error);
+    CHECK(world->aborted());
+  }
+  auto next = world->all_reduce(s, one, std::span<std::int64_t>(&b.later_sum, 1),
+                                swp::ReduceOp::sum, "next");
+  s.synchronize();
+  REQUIRE(next.ready());
+  const swp::CommAborted e = aborted_error(next);
+  CHECK(e.aborting_rank() == 0);
+  CHECK(e.reason() ==
+        "rank 0: all_reduce 'refused' (1 i64) could not be queued on stream 'refusing': stream "
+        "'refusing' takes no work");
+}
+
+namespace {
+
 // The buffers of two all_to_all_v, one element from each rank to each rank: element `to` of
 // rank `from`'s send holds 1000 * exchange + 10 * from + to. An abort gives the collectives up:
 // MPI may still write the buffers until the process ends.

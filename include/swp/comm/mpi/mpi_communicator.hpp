@@ -47,7 +47,9 @@ class MpiSession {
 /// a stream's queue — and later ones at once. Operations an abort left under way in MPI are
 /// not waited for at destruction (the communicator is then not freed; MPI_Finalize still runs).
 /// Errors from MPI (MPI_ERRORS_RETURN on its communicators) fail the future with CommError
-/// carrying MPI's error string.
+/// carrying MPI's error string. An operation that its stream refuses (enqueue throws) had
+/// taken its place in the call order: the call throws the stream's exception and aborts the
+/// communicator (see Communicator's Errors).
 ///
 /// Example (run with `mpirun -np 4 program`):
 /// ```
