@@ -157,9 +157,9 @@ class Communicator {
   /// about to run (operation, element type, count, `what`, compared in full however long
   /// `what` is); when they differ — the ranks called their collectives in different
   /// orders — the collective is not run and fails on every rank with CommError naming each
-  /// rank's operation, instead of pairing the wrong operations or hanging. Costs one small all_gather per collective: a debugging aid, and
-  /// how tests show that globally ordered tasks keep the ranks in step. Set it on every rank
-  /// alike, before the operations it is to check.
+  /// rank's operation, instead of pairing the wrong operations or hanging. Costs one small
+  /// all_gather per collective: a debugging aid, and how tests show that globally ordered tasks
+  /// keep the ranks in step. Set it on every rank alike, before the operations it is to check.
   void set_order_check(bool on) noexcept { order_check_ = on; }
   [[nodiscard]] bool order_check() const noexcept { return order_check_; }
 

@@ -402,8 +402,7 @@ class MpiOperationRun {
       not_started = start_error();
     }
     if (not_started) return abandon(lock, std::move(not_started));
-    if (rc != MPI_SUCCESS)
-      return abandon(lock, error(" failed: " + mpi_error(rc)));
+    if (rc != MPI_SUCCESS) return abandon(lock, error(" failed: " + mpi_error(rc)));
     impl_.pass_turn();
     lock.unlock();
     switch (wait_for(request, deadline_, rc, *impl_.aborts)) {

@@ -171,8 +171,8 @@ Outcome check_order(NcclCommunicator::Impl& impl, Stream& stream, cudaStream_t s
   while (!gathered.ready()) backoff.pause();
   if (gathered.error_ptr()) return {gathered.error_ptr()};
   if (detail::same_everywhere(all, mine)) return {};
-  return {std::make_exception_ptr(
-      CommError(impl.rank, op, description + detail::order_mismatch(all)))};
+  return {
+      std::make_exception_ptr(CommError(impl.rank, op, description + detail::order_mismatch(all)))};
 }
 
 Turn::Turn(NcclCommunicator::Impl& impl, std::chrono::milliseconds timeout, const std::string& what)

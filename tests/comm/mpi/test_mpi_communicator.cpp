@@ -568,8 +568,9 @@ namespace {
 // thread, where the resumed coroutine destroys the group (~MpiCommunicator unlistens from the
 // abort state the group shares with its world). `abort` aborts the world (on `victim`'s main
 // thread, or on a peer); the coroutine must end within the deadline.
-void resumed_coroutine_destroys_group(swp::MpiCommunicator& world, int victim,
-                                      const std::function<void(const std::function<void()>&)>& abort) {
+void resumed_coroutine_destroys_group(
+    swp::MpiCommunicator& world, int victim,
+    const std::function<void(const std::function<void()>&)>& abort) {
   const int me = world.rank();
   std::vector<int> all(static_cast<std::size_t>(world.size()));
   std::iota(all.begin(), all.end(), 0);
@@ -592,8 +593,7 @@ void resumed_coroutine_destroys_group(swp::MpiCommunicator& world, int victim,
     runner = std::thread([&] {
       swp::sync_wait([](swp::MpiCommunicator& w, std::unique_ptr<swp::Communicator> g,
                         swp::Stream& stream, std::int64_t& into, swp::Future<void>& op,
-                        std::atomic<bool>& op_called,
-                        std::atomic<bool>& gone) -> swp::Co<void> {
+                        std::atomic<bool>& op_called, std::atomic<bool>& gone) -> swp::Co<void> {
         op = w.recv(stream, std::span<std::int64_t>(&into, 1), w.rank(), "never sent");
         op_called = true;
         try {
@@ -633,11 +633,11 @@ TEST_CASE("mpi: a coroutine resumed by its own rank's abort may destroy a group 
   // Every rank is its own victim (a peer's abort message may tell it first: then the
   // coroutine resumes on the abort channel's thread). The abort runs on a thread of its own,
   // which the victim's deadline outlives.
-  resumed_coroutine_destroys_group(*world, world->rank(),
-                                   [&](const std::function<void()>& wait_for_call) {
-                                     wait_for_call();
-                                     aborter = std::thread([&] { world->abort("planted failure"); });
-                                   });
+  resumed_coroutine_destroys_group(
+      *world, world->rank(), [&](const std::function<void()>& wait_for_call) {
+        wait_for_call();
+        aborter = std::thread([&] { world->abort("planted failure"); });
+      });
   aborter.join();
 }
 
@@ -826,4 +826,3 @@ int main(int argc, char** argv) {
   doctest::Context context(argc, argv);
   return context.run();
 }
-
