@@ -27,32 +27,58 @@ bool AbortState::trigger(int rank, std::string reason, bool local) {
     // Release: whoever sees aborted() sees info_ (error() reads it under the mutex anyway).
     aborted_.store(true, std::memory_order_release);
   }
-  // A listener that aborts again (a failure its own abort caused) returns above, without
-  // this lock.
-  std::lock_guard lock(listeners_mutex_);
-  told_ = true;
-  local_ = local;
-  for (auto& [id, listener] : listeners_) {
+  // A listener that aborts again (a failure its own abort caused) returns above. The
+  // listeners are called without the lock (see trigger's comment); those added from now on
+  // are told by listen(), those removed meanwhile are skipped.
+  std::vector<std::uint64_t> ids;
+  {
+    std::lock_guard lock(listeners_mutex_);
+    told_ = true;
+    local_ = local;
+    telling_thread_ = std::this_thread::get_id();
+    for (const auto& [id, listener] : listeners_) ids.push_back(id);
+  }
+  for (const std::uint64_t id : ids) {
+    Listener* listener = nullptr;
+    {
+      std::lock_guard lock(listeners_mutex_);
+      const auto it = listeners_.find(id);
+      if (it == listeners_.end()) continue;  // unlistened meanwhile
+      listener = &it->second;  // stays: unlisten() waits for the call, or leaves it to us
+      calling_ = id;
+    }
     try {
-      listener(info, local);
+      (*listener)(info, local);
     } catch (...) {
       // One backend failing (out of memory failing its operations) must not keep the
       // others from being told.
     }
+    {
+      std::lock_guard lock(listeners_mutex_);
+      if (erase_after_call_) listeners_.erase(id);
+      erase_after_call_ = false;
+      calling_.reset();
+    }
+    call_ended_.notify_all();
   }
+  std::lock_guard lock(listeners_mutex_);
+  telling_thread_ = std::thread::id();
   return true;
 }
 
 std::uint64_t AbortState::listen(Listener listener) {
-  std::lock_guard lock(listeners_mutex_);
-  // Told already: told now, once. Not yet told (even if trigger() recorded the abort and is
-  // about to take this lock): trigger tells it.
+  std::unique_lock lock(listeners_mutex_);
+  // Told already: told now, once, without the lock. Not yet told (even if trigger() recorded
+  // the abort and is about to take this lock): trigger tells it.
   if (told_) {
+    const bool local = local_;
+    lock.unlock();
     try {
-      listener(*info(), local_);
+      listener(*info(), local);
     } catch (...) {
       // As in trigger(): the listener is still added (unlisten removes it).
     }
+    lock.lock();
   }
   const std::uint64_t id = next_id_++;
   listeners_.emplace(id, std::move(listener));
@@ -60,8 +86,32 @@ std::uint64_t AbortState::listen(Listener listener) {
 }
 
 void AbortState::unlisten(std::uint64_t id) noexcept {
-  std::lock_guard lock(listeners_mutex_);
+  std::unique_lock lock(listeners_mutex_);
+  if (calling_ == id && telling_thread_ == std::this_thread::get_id()) {
+    erase_after_call_ = true;  // from inside its own call: trigger removes it once it returns
+    return;
+  }
+  call_ended_.wait(lock, [&] { return calling_ != id; });
   listeners_.erase(id);
+}
+
+void AbortState::abort_here(int rank, std::string reason) noexcept {
+  try {
+    trigger(self_rank_ >= 0 ? self_rank_ : rank, std::move(reason), /*local=*/true);
+  } catch (...) {
+    // Out of memory recording the reason, or a backend failing to send: nothing better to
+    // do here; the peers still have their timeouts.
+  }
+}
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
 }
 
 std::exception_ptr AbortState::error(int rank, std::string op, const std::string& description,
@@ -79,13 +129,7 @@ Communicator::Communicator() : abort_state_(std::make_shared<detail::AbortState>
 Communicator::~Communicator() = default;
 
 void Communicator::abort(std::string reason) noexcept {
-  try {
-    const int self = abort_state_->self_rank() >= 0 ? abort_state_->self_rank() : rank();
-    abort_state_->trigger(self, std::move(reason), /*local=*/true);
-  } catch (...) {
-    // Out of memory recording the reason, or a backend failing to send: nothing better to
-    // do here; the peers still have their timeouts.
-  }
+  abort_state_->abort_here(rank(), std::move(reason));
 }
 
 bool Communicator::aborted() const noexcept { return abort_state_->aborted(); }

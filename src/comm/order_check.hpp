@@ -3,21 +3,49 @@
 // MPI and NCCL backends (the comm layer's private header).
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace swp::detail {
 
 /// What a rank is about to run, as the ranks exchange it: plain bytes (an all_gather of
-/// size() × sizeof), the same layout on every rank of one build.
+/// size() × sizeof), the same layout on every rank of one build. Compared whole: `hash`
+/// covers the full text, so calls that differ only past what `text` holds (a long task name
+/// with the iteration, the count and the type at its end) differ too.
 struct OpDescriptor {
-  char text[120] = {};  // "all_reduce 'what' (n type)", truncated
+  std::uint64_t hash = 0;  // FNV-1a of the full text
+  char text[120] = {};     // "all_reduce 'what' (n type)"; a longer one as its head ... tail
   bool operator==(const OpDescriptor&) const = default;
 };
 
+/// FNV-1a, 64 bits: the same on every rank (std::hash need not be).
+inline std::uint64_t text_hash(std::string_view text) noexcept {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 inline OpDescriptor descriptor_of(const std::string& text) {
   OpDescriptor d;
-  text.copy(d.text, sizeof d.text - 1);
+  d.hash = text_hash(text);
+  constexpr std::size_t room = sizeof d.text - 1;
+  if (text.size() <= room) {
+    text.copy(d.text, room);
+    return d;
+  }
+  // Too long: its head and its tail — where the iteration, the count and the type are — so
+  // that a mismatch's message shows how the calls differ.
+  constexpr std::string_view cut = " ... ";
+  constexpr std::size_t tail = 48;
+  constexpr std::size_t head = room - cut.size() - tail;
+  text.copy(d.text, head);
+  cut.copy(d.text + head, cut.size());
+  text.copy(d.text + head + cut.size(), tail, text.size() - tail);
   return d;
 }
 

@@ -116,7 +116,12 @@ class AbortState;
 /// swp's globally ordered tasks make the engines do so from any lane.
 /// Errors: the future fails with CommError (the backend's error), or CommTimeout when the
 /// operation did not complete within timeout() — never a hang. std::invalid_argument (thrown
-/// at once) for buffers whose sizes do not fit the operation or a peer out of range.
+/// at once) for buffers whose sizes do not fit the operation or a peer out of range. An
+/// operation that fails on this rank as it starts — after taking its place in the call
+/// order, before the backend has it (an exception from all_to_all_v's `when_started`, a start
+/// the backend refuses) — fails with its own CommError and aborts the communicator with that
+/// error as the reason (see abort()): the peers' part of it would otherwise pair with this
+/// rank's next operation, another operation's data landing in their buffers unnoticed.
 /// Cancellation: an operation that started cannot be withdrawn (the other ranks take part in
 /// it); a waiter cancelled through its stop signal stops waiting, the operation goes on.
 /// Abort: abort() fails every pending operation of every rank with CommAborted within a
@@ -149,12 +154,12 @@ class Communicator {
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 
   /// Order check (off by default): before each collective, the ranks exchange what they are
-  /// about to run (operation, element type, count, `what`); when they differ — the ranks
-  /// called their collectives in different orders — the collective is not run and fails on
-  /// every rank with CommError naming each rank's operation, instead of pairing the wrong
-  /// operations or hanging. Costs one small all_gather per collective: a debugging aid, and
-  /// how tests show that globally ordered tasks keep the ranks in step. Set it on every rank
-  /// alike, before the operations it is to check.
+  /// about to run (operation, element type, count, `what`, compared in full however long
+  /// `what` is); when they differ — the ranks called their collectives in different
+  /// orders — the collective is not run and fails on every rank with CommError naming each
+  /// rank's operation, instead of pairing the wrong operations or hanging. Costs one small
+  /// all_gather per collective: a debugging aid, and how tests show that globally ordered tasks
+  /// keep the ranks in step. Set it on every rank alike, before the operations it is to check.
   void set_order_check(bool on) noexcept { order_check_ = on; }
   [[nodiscard]] bool order_check() const noexcept { return order_check_; }
 
@@ -217,8 +222,11 @@ class Communicator {
   /// host buffers included — and returns the buffers and
   /// counts (it may allocate `recv` then). The operation takes its place in the call order
   /// now, so calling both levels of an input distribution from one globally ordered task keeps
-  /// the ranks in step. Errors: an exception from `when_started`, or counts that do not have
-  /// one entry per rank, fail the future with CommError naming the operation.
+  /// the ranks in step. Errors: an exception from `when_started` (of any type), or counts that
+  /// do not have one entry per rank, fail the future with CommError naming the operation, and
+  /// abort the communicator with that error as the reason: this rank skipped its part, so
+  /// every rank's pending and later operations fail with CommAborted naming this rank and the
+  /// operation, instead of the next collective pairing with the peers' part of this one.
   Future<void> all_to_all_v(Stream& stream, std::function<AllToAllVBuffers()> when_started,
                             DataType type, std::string_view what = {}) {
     if (aborted()) [[unlikely]]
@@ -241,8 +249,10 @@ class Communicator {
 
   /// A process group: a communicator over `ranks` (ranks of this communicator, in the new
   /// group's rank order). Called by exactly the ranks in the list (collective over them);
-  /// the others do not call it. std::invalid_argument for a rank out of range, a rank listed
-  /// twice, or a caller not in the list.
+  /// the others do not call it. Returns once every listed rank called it; CommTimeout when
+  /// one did not within timeout(), CommAborted when the communicator is aborted meanwhile —
+  /// never a hang. std::invalid_argument for a rank out of range, a rank listed twice, or a
+  /// caller not in the list.
   virtual std::unique_ptr<Communicator> split(std::span<const int> ranks) = 0;
 
   // Typed forms: counts from the spans, checked.

@@ -125,7 +125,10 @@ class InputDist {
   /// NcclCompletion::submitted, tensors(module) completes once the exchange is on the
   /// stream, with its device event: `co_await batch.tensors(m).on(main)` makes the main
   /// stream wait on the GPU, never the CPU. A module receiving more than its recv_capacity
-  /// fails its tensors with CommError naming the module, both counts and the rank. Throws
+  /// fails its tensors with CommError naming the module, both counts and the rank, and
+  /// aborts the module's communicator (this rank cannot take part in the exchange; see
+  /// Communicator::all_to_all_v with a callable): on every rank the module's and the later
+  /// modules' tensors fail with CommAborted naming this rank's error. Throws
   /// std::invalid_argument as the host form does, and for a missing `ids` or `recv` with
   /// ids to send or room to receive.
   Batch start_on_device(Stream& stream, std::map<std::string, DeviceModuleInput> inputs,

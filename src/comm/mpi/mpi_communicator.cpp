@@ -36,6 +36,13 @@ std::atomic<int>& abandoned_operations() {
   return count;
 }
 
+// Group creations (MpiCommunicator::split) that split gave up on and that are still blocked
+// in MPI on their own threads: MPI_Finalize must not run while a thread is inside MPI.
+std::atomic<int>& blocked_group_creations() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
 MPI_Datatype mpi_type(DataType type) {
   switch (type) {
     case DataType::u8:
@@ -105,6 +112,19 @@ MpiSession::~MpiSession() {
                  "swp: MPI operations that timed out never completed; not calling MPI_Finalize\n");
     return;
   }
+  // A creation whose missing member joined late may be ending right now: given a moment.
+  const auto settle = SteadyClock::now() + std::chrono::seconds(1);
+  while (blocked_group_creations().load(std::memory_order_acquire) > 0 &&
+         SteadyClock::now() < settle)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (blocked_group_creations().load(std::memory_order_acquire) > 0) {
+    // A split gave up on a member that never called it; its MPI_Comm_create_group still
+    // waits on a thread of its own: MPI_Finalize must not run beside it.
+    std::fprintf(stderr,
+                 "swp: a process group's creation never completed (a member did not call split); "
+                 "not calling MPI_Finalize\n");
+    return;
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized == 0) MPI_Finalize();
@@ -122,6 +142,53 @@ struct MpiPendingOp {
   bool claim() noexcept { return !completed.exchange(true, std::memory_order_acq_rel); }
 };
 
+// A process group's MPI_Comm_create_group, run on a thread of its own: it blocks until every
+// member called it, and MPI has no nonblocking form, so split waits for it polling its
+// deadline and the abort state, and gives it up (`abandoned`) rather than hang. A creation
+// given up on goes on in MPI; if the missing members call split later it completes, and its
+// thread frees the communicator nobody took.
+struct MpiGroupCreation {
+  std::mutex mutex;  // the fields below
+  std::condition_variable ended;
+  bool done = false;
+  bool abandoned = false;
+  int rc = MPI_SUCCESS;
+  MPI_Comm comm = MPI_COMM_NULL;
+
+  // Starts MPI_Comm_create_group(parent, group) (and frees `group`) on its thread.
+  static std::shared_ptr<MpiGroupCreation> start(MPI_Comm parent, MPI_Group group) {
+    auto creation = std::make_shared<MpiGroupCreation>();
+    blocked_group_creations().fetch_add(1, std::memory_order_relaxed);
+    try {
+      std::thread([creation, parent, group]() mutable {
+        MPI_Comm comm = MPI_COMM_NULL;
+        const int rc = MPI_Comm_create_group(parent, group, 0, &comm);
+        MPI_Group_free(&group);
+        bool abandoned = false;
+        {
+          std::lock_guard lock(creation->mutex);
+          creation->rc = rc;
+          creation->comm = comm;
+          creation->done = true;
+          abandoned = creation->abandoned;
+          // Waited for: no longer blocked before split returns (MpiSession must not count
+          // it); release: MpiSession sees no MPI call of this thread after it reads 0.
+          if (!abandoned) blocked_group_creations().fetch_sub(1, std::memory_order_release);
+        }
+        creation->ended.notify_all();
+        if (!abandoned) return;
+        if (rc == MPI_SUCCESS) MPI_Comm_free(&comm);
+        blocked_group_creations().fetch_sub(1, std::memory_order_release);
+      }).detach();
+    } catch (...) {
+      blocked_group_creations().fetch_sub(1, std::memory_order_relaxed);
+      MPI_Group_free(&group);
+      throw;
+    }
+    return creation;
+  }
+};
+
 struct MpiCommunicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
@@ -132,11 +199,16 @@ struct MpiCommunicator::Impl {
   std::mutex mutex;                    // timed_out, dead
   std::vector<MPI_Request> timed_out;  // operations that outlived their timeout
   std::vector<MPI_Request> dead;       // operations under way when the communicator aborted
+  // Group creations split gave up on (see MpiGroupCreation): while one still runs in MPI on
+  // this communicator, the communicator is not freed.
+  std::vector<std::shared_ptr<MpiGroupCreation>> abandoned_creations;
 
   std::mutex ops_mutex;                                        // ops
   std::map<std::uint64_t, std::shared_ptr<MpiPendingOp>> ops;  // by ticket, until run
 
   [[nodiscard]] bool aborted() const noexcept { return aborts->aborted(); }
+  // This rank aborts the communicator (and those it aborts with), as Communicator::abort.
+  void abort(std::string reason) noexcept { aborts->abort_here(rank, std::move(reason)); }
 
   // A new operation, in the call order and among the pending ones.
   std::shared_ptr<MpiPendingOp> enlist(std::string op, std::string description) {
@@ -194,6 +266,15 @@ struct MpiCommunicator::Impl {
     std::lock_guard lock(turn_mutex);
     return next_ticket++;
   }
+  // A ticket whose operation will never run: its turn passes now, or as soon as it comes.
+  void give_up_turn(std::uint64_t ticket) {
+    std::lock_guard lock(turn_mutex);
+    if (turn == ticket) {
+      pass_turn();
+    } else {
+      given_up.insert(ticket);
+    }
+  }
   // With turn_mutex held, by the operation whose turn it was.
   void pass_turn() {
     ++turn;
@@ -237,6 +318,7 @@ MpiCommunicator::~MpiCommunicator() {
   // unless the communicator was aborted (before or meanwhile): then no rank that has not
   // joined it yet ever will, and nothing is waited for.
   bool clean = true;
+  bool creating_groups = false;
   {
     std::lock_guard lock(impl_->mutex);
     const auto deadline = SteadyClock::now() +
@@ -249,11 +331,16 @@ MpiCommunicator::~MpiCommunicator() {
       clean = clean && done != 0;
     }
     clean = clean && impl_->dead.empty();
+    for (const auto& creation : impl_->abandoned_creations) {
+      std::lock_guard creating(creation->mutex);
+      creating_groups = creating_groups || !creation->done;  // MPI still uses the communicator
+    }
   }
   // An operation still under way keeps its communicator: freeing it would be erroneous (Open
   // MPI crashes in MPI_Finalize, seen). Left by an abort, it does not keep MPI_Finalize from
-  // running (see ~MpiSession); timed out without one, it does.
-  if (clean && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+  // running (see ~MpiSession); timed out without one, it does. A group creation split gave up
+  // on keeps it too (not freed, ever); MpiSession counts those apart, while they run.
+  if (clean && !creating_groups && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
   if (!clean && !impl_->aborted()) abandoned_operations().fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -308,20 +395,16 @@ class MpiOperationRun {
     }
     MPI_Request request = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
+    std::exception_ptr not_started;
     try {
       rc = start(&request);
-    } catch (const CommError&) {
-      impl_.pass_turn();
-      lock.unlock();
-      return fail_with(std::current_exception());
-    } catch (const std::exception& e) {
-      impl_.pass_turn();
-      lock.unlock();
-      return fail(std::string(" failed as it started: ") + e.what());
+    } catch (...) {  // anything: the turn must pass and the future complete
+      not_started = start_error();
     }
+    if (not_started) return abandon(lock, std::move(not_started));
+    if (rc != MPI_SUCCESS) return abandon(lock, error(" failed: " + mpi_error(rc)));
     impl_.pass_turn();
     lock.unlock();
-    if (rc != MPI_SUCCESS) return fail(" failed: " + mpi_error(rc));
     switch (wait_for(request, deadline_, rc, *impl_.aborts)) {
       case Waited::done:
         if (op_.claim()) op_.promise.set_value();
@@ -398,12 +481,43 @@ class MpiOperationRun {
     return false;
   }
 
+  // In the catch of what `start` threw: the operation's error — a CommError as it is, any
+  // other exception a CommError naming the operation.
+  std::exception_ptr start_error() const {
+    try {
+      throw;
+    } catch (const CommError&) {
+      return std::current_exception();
+    } catch (const std::exception& e) {
+      return error(std::string(" failed as it started: ") + e.what());
+    } catch (...) {
+      return error(" failed as it started: it threw an exception not derived from std::exception");
+    }
+  }
+
+  // With the turn held: the operation failed on this rank after taking its place in the call
+  // order, and MPI never got it. The peers' part of it would pair with this rank's next
+  // operation on the communicator (another operation's data in their buffers, silently), so
+  // the communicator is aborted with this error — every rank's pending and later operations
+  // fail with CommAborted naming this rank and the operation — before the turn passes (no
+  // later operation of this rank starts meanwhile). The operation itself fails with `error`.
+  void abandon(std::unique_lock<std::mutex>& lock, std::exception_ptr error) {
+    const bool mine = op_.claim();  // before the abort, which would fail it with CommAborted
+    lock.unlock();                  // the abort's listener (fail_pending) takes turn_mutex
+    impl_.abort(detail::message_of(error));
+    lock.lock();
+    impl_.pass_turn();
+    lock.unlock();
+    if (mine) op_.promise.set_error(std::move(error));
+  }
+
+  std::exception_ptr error(const std::string& message) const {
+    return std::make_exception_ptr(CommError(impl_.rank, op_.op, op_.description + message));
+  }
   void fail_with(std::exception_ptr error) {
     if (op_.claim()) op_.promise.set_error(std::move(error));
   }
-  void fail(const std::string& message) {
-    fail_with(std::make_exception_ptr(CommError(impl_.rank, op_.op, op_.description + message)));
-  }
+  void fail(const std::string& message) { fail_with(error(message)); }
   void time_out(MPI_Request request, const std::string& what) {
     {
       std::lock_guard lock(impl_.mutex);
@@ -450,11 +564,24 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
   Future<void> future = pending->promise.get_future();
   try {
     stream.enqueue([&impl, pending, timeout, check = std::move(check), start = std::move(start)] {
+      struct Discharge {  // also when run() throws (out of memory naming an error)
+        MpiCommunicator::Impl& impl;
+        const MpiPendingOp& op;
+        ~Discharge() { impl.discharge(op); }
+      } discharge{impl, *pending};
       MpiOperationRun(impl, *pending, timeout).run(check, start);
-      impl.discharge(*pending);
     });
   } catch (...) {
+    // Not queued, but it took its place in the call order: the operations called after it
+    // would wait for its turn, and the peers' part of it would pair with this rank's next
+    // operation. So its turn is given up and the communicator aborted, as for an operation
+    // that fails as it starts; the caller gets the stream's exception.
+    const std::string reason = pending->description + " could not be queued on stream '" +
+                               stream.name() + "': " + detail::message_of(std::current_exception());
+    pending->claim();  // its future is not returned: the abort leaves it be
     impl.discharge(*pending);
+    impl.give_up_turn(pending->ticket);
+    impl.abort(reason);
     throw;
   }
   return future;
@@ -618,14 +745,32 @@ std::unique_ptr<Communicator> MpiCommunicator::split(std::span<const int> ranks)
   MPI_Group sub = MPI_GROUP_NULL;
   MPI_Comm_group(impl_->comm, &all);
   MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &sub);
-  auto impl = std::make_unique<Impl>();
-  const int rc = MPI_Comm_create_group(impl_->comm, sub, 0, &impl->comm);
-  MPI_Group_free(&sub);
   MPI_Group_free(&all);
-  if (rc != MPI_SUCCESS)
+  const std::shared_ptr<MpiGroupCreation> creation = MpiGroupCreation::start(impl_->comm, sub);
+  const auto deadline = SteadyClock::now() + timeout();
+  std::unique_lock lock(creation->mutex);
+  while (!creation->done && !aborted() && SteadyClock::now() < deadline)
+    creation->ended.wait_for(lock, std::chrono::milliseconds(1));  // the abort is polled
+  if (!creation->done) {
+    creation->abandoned = true;
+    lock.unlock();
+    {
+      std::lock_guard abandoned(impl_->mutex);
+      impl_->abandoned_creations.push_back(creation);
+    }
+    const std::string what = "rank " + std::to_string(rank()) + ": split";
+    if (aborted()) std::rethrow_exception(abort_state()->error(rank(), "split", what, "failed"));
+    throw CommTimeout(rank(), "split",
+                      what + " did not complete in " + std::to_string(timeout().count()) +
+                          " ms: a rank in the list did not call split (every one must)");
+  }
+  lock.unlock();
+  if (const int rc = creation->rc; rc != MPI_SUCCESS)
     throw CommError(
         rank(), "split",
         "rank " + std::to_string(rank()) + ": MPI_Comm_create_group failed: " + mpi_error(rc));
+  auto impl = std::make_unique<Impl>();
+  impl->comm = creation->comm;
   MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(impl->comm, &impl->rank);
   MPI_Comm_size(impl->comm, &impl->size);

@@ -338,6 +338,11 @@ Future<void> NcclCommunicator::do_all_to_all_v_later(Stream& stream,
           throw;
         } catch (const std::exception& e) {
           throw CommError(c.impl.rank, c.op, named + " failed as it started: " + e.what());
+        } catch (...) {
+          throw CommError(c.impl.rank, c.op,
+                          named +
+                              " failed as it started: it threw an exception not derived "
+                              "from std::exception");
         }
         require_counts(b, named);
         enqueue_all_to_all_v(c, b.send, b.send_counts, b.recv, b.recv_counts, type);

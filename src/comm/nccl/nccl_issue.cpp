@@ -132,7 +132,8 @@ cudaStream_t cuda_stream_of(Stream& stream, const NcclCommunicator::Impl& impl,
   return cuda->native_handle();
 }
 
-void complete(Promise<void>& promise, const Outcome& outcome) {
+void complete(NcclCommunicator::Impl& impl, Promise<void>& promise, const Outcome& outcome) {
+  if (outcome.unissued) impl.aborts->abort_here(impl.rank, message_of(outcome.error));
   if (outcome.error) {
     promise.set_error(outcome.error);
   } else if (outcome.submitted) {
@@ -146,9 +147,9 @@ void complete(Promise<void>& promise, const Outcome& outcome) {
 // rank runs the same; otherwise the error that fails the operation on every rank: the
 // mismatch, naming each rank's call, or the check's own failure (its timeout aborts the
 // communicator, as any collective's does).
-std::exception_ptr check_order(NcclCommunicator::Impl& impl, Stream& stream, cudaStream_t s,
-                               std::chrono::milliseconds timeout, const std::string& op,
-                               const std::string& description, const std::string& check) {
+Outcome check_order(NcclCommunicator::Impl& impl, Stream& stream, cudaStream_t s,
+                    std::chrono::milliseconds timeout, const std::string& op,
+                    const std::string& description, const std::string& check) {
   const detail::OpDescriptor mine = detail::descriptor_of(check);
   std::vector<detail::OpDescriptor> all(static_cast<std::size_t>(impl.size));
   Promise<void> promise;  // nobody else waits for it
@@ -162,16 +163,16 @@ std::exception_ptr check_order(NcclCommunicator::Impl& impl, Stream& stream, cud
                    c.impl.rank, c.op, c.description + ": ncclAllGather");
       },
       promise);
-  if (outcome.error) return outcome.error;
+  if (outcome.error) return outcome;
   // The watchdog completes it (its result is for the host: the descriptors copied into `all`
   // first) or fails it by its deadline; outside the call, so that a timeout's abort does not
   // wait for this thread.
   detail::Backoff backoff;
   while (!gathered.ready()) backoff.pause();
-  if (gathered.error_ptr()) return gathered.error_ptr();
-  if (detail::same_everywhere(all, mine)) return nullptr;
-  return std::make_exception_ptr(
-      CommError(impl.rank, op, description + detail::order_mismatch(all)));
+  if (gathered.error_ptr()) return {gathered.error_ptr()};
+  if (detail::same_everywhere(all, mine)) return {};
+  return {
+      std::make_exception_ptr(CommError(impl.rank, op, description + detail::order_mismatch(all)))};
 }
 
 Turn::Turn(NcclCommunicator::Impl& impl, std::chrono::milliseconds timeout, const std::string& what)
@@ -318,8 +319,9 @@ void NcclCommunicator::Impl::issue_deferred() {
     try {
       outcome = detail::issue(*this, *next.stream, next.cuda, next.timeout, next.op,
                               next.description, next.check, next.enqueue, next.promise);
-    } catch (...) {  // nothing may end this thread: the operation fails instead
-      outcome = {std::current_exception()};
+    } catch (...) {  // nothing may end this thread: the operation fails instead, and
+      // whether its NCCL calls were enqueued is not known: the communicator is aborted
+      outcome = {std::current_exception(), false, true};
     }
     Promise<void> promise = next.promise;
     call.unlock();
@@ -328,7 +330,7 @@ void NcclCommunicator::Impl::issue_deferred() {
     advance();
     lock.unlock();
     // Completed last, holding nothing: a waiter resumed on this thread may call again.
-    detail::complete(promise, outcome);
+    detail::complete(*this, promise, outcome);
     lock.lock();
   }
 }

@@ -74,10 +74,16 @@ struct Call {
 struct Outcome {
   std::exception_ptr error;
   bool submitted = false;
+  // It failed after taking its place in the call order, before its NCCL calls were all
+  // enqueued: the peers' part of it would pair with this rank's next operation (another
+  // operation's data in their buffers), so complete() aborts the communicator first.
+  bool unissued = false;
 };
 
-// Completes `promise` as `outcome` says (failed, completed now, or left to the watchdog).
-void complete(Promise<void>& promise, const Outcome& outcome);
+// Completes `promise` as `outcome` says (failed, completed now, or left to the watchdog);
+// first, for an unissued operation, aborts the communicator with its error
+// (Communicator::abort: the abort state's listeners run here, so no lock may be held).
+void complete(NcclCommunicator::Impl& impl, Promise<void>& promise, const Outcome& outcome);
 
 // The CUDA stream of `stream`, which must be a CUDA stream on this rank's GPU
 // (std::invalid_argument naming it and `description` otherwise).
@@ -116,18 +122,26 @@ Outcome enqueue_call(NcclCommunicator::Impl& impl, Stream& stream, cudaStream_t 
   std::string why;
   {
     Leave leave{impl};
+    bool enqueued = false;  // false: failing, this rank leaves the ranks' sequence (unissued)
     try {
       cudaSetDevice(impl.device->ordinal());
       Call c(impl, stream, s, op, description);
       enqueue(c);
+      enqueued = true;
       return {nullptr, c.finish_call(promise)};
     } catch (const CommTimeout& e) {
       stuck = std::current_exception();
       why = e.what();
     } catch (const CommError&) {
-      return {std::current_exception()};
+      return {std::current_exception(), false, !enqueued};
     } catch (const std::exception& e) {  // out of memory, say: still this operation's error
-      return {std::make_exception_ptr(CommError(impl.rank, op, description + ": " + e.what()))};
+      return {std::make_exception_ptr(CommError(impl.rank, op, description + ": " + e.what())),
+              false, !enqueued};
+    } catch (...) {  // a caller's callable (all_to_all_v's when_started) may throw anything
+      return {std::make_exception_ptr(CommError(
+                  impl.rank, op,
+                  description + ": it threw an exception not derived from std::exception")),
+              false, !enqueued};
     }
   }
   // Out of the call (an abort waits for calls to leave): abort it, as the watchdog does a
@@ -143,9 +157,11 @@ Outcome enqueue_call(NcclCommunicator::Impl& impl, Stream& stream, cudaStream_t 
 // rank runs the same; otherwise the error that fails the operation on every rank: the
 // mismatch, naming each rank's call, or the check's own failure (its timeout aborts the
 // communicator, as any collective's does).
-std::exception_ptr check_order(NcclCommunicator::Impl& impl, Stream& stream, cudaStream_t s,
-                               std::chrono::milliseconds timeout, const std::string& op,
-                               const std::string& description, const std::string& check);
+// Returns the outcome of the check's own all_gather where it failed (unissued: never
+// enqueued on this rank).
+Outcome check_order(NcclCommunicator::Impl& impl, Stream& stream, cudaStream_t s,
+                    std::chrono::milliseconds timeout, const std::string& op,
+                    const std::string& description, const std::string& check);
 
 // With the call mutex held: the operation, issued — the ranks compare `check` first when the
 // order check is on (check_order), then enqueue_call. The caller completes `promise` as the
@@ -156,8 +172,9 @@ Outcome issue(NcclCommunicator::Impl& impl, Stream& stream, cudaStream_t s,
               const std::string& description, const std::string& check, Enqueue&& enqueue,
               Promise<void> promise) {
   if (!check.empty())
-    if (auto mismatch = check_order(impl, stream, s, timeout, op, description, check))
-      return {std::move(mismatch)};
+    if (Outcome mismatch = check_order(impl, stream, s, timeout, op, description, check);
+        mismatch.error)
+      return mismatch;
   return enqueue_call(impl, stream, s, timeout, op, description, std::forward<Enqueue>(enqueue),
                       std::move(promise));
 }
@@ -197,7 +214,7 @@ Future<void> run(NcclCommunicator::Impl& impl, Stream& stream, std::chrono::mill
     outcome = issue(impl, stream, s, timeout, op, description, check,
                     std::forward<Enqueue>(enqueue), promise);
   }
-  complete(promise, outcome);
+  complete(impl, promise, outcome);
   return future;
 }
 

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -208,6 +209,41 @@ TEST_CASE("mpi: process groups reduce within their members only") {
   if (n > 1) CHECK_THROWS_AS(world->split(others), std::invalid_argument);
 }
 
+TEST_CASE("mpi: split fails by its deadline when a listed rank does not call it") {
+  auto world = swp::MpiCommunicator::world();
+  auto control = swp::MpiCommunicator::world();  // tells rank 1 that rank 0 gave up
+  control->set_timeout(20s);
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& c = rt.stream("control");
+  const std::vector<int> pair{0, 1};
+  std::int32_t token = 0;
+  if (me == 0) {
+    world->set_timeout(300ms);
+    try {
+      auto group = world->split(pair);
+      FAIL("split returned although rank 1 did not call it");
+    } catch (const swp::CommTimeout& e) {
+      CHECK(e.rank() == 0);
+      CHECK(e.op() == "split");
+      CHECK(std::string(e.what()) ==
+            "rank 0: split did not complete in 300 ms: a rank in the list did not call split "
+            "(every one must)");
+    }
+    finish(c, control->send(c, std::span<const std::int32_t>(&token, 1), 1));
+    finish(c, control->recv(c, std::span<std::int32_t>(&token, 1), 1));
+  } else if (me == 1) {
+    const auto gave_up = control->recv(c, std::span<std::int32_t>(&token, 1), 0);
+    c.synchronize();
+    CHECK_NOTHROW(gave_up.get());
+    // Rank 0's group creation still waits in MPI: joining it lets it end (rank 0 frees its
+    // side, and MpiSession finalizes MPI); this side is not used.
+    CHECK(world->split(pair) != nullptr);
+    finish(c, control->send(c, std::span<const std::int32_t>(&token, 1), 0));  // joined
+  }
+}
+
 TEST_CASE("mpi: a rank that does not take part fails the others' operation by its deadline") {
   auto world = swp::MpiCommunicator::world();
   auto control = swp::MpiCommunicator::world();  // tells rank 0 when the others timed out
@@ -388,6 +424,244 @@ TEST_CASE("mpi: abort fails every rank's pending operations at once, and every l
 
 namespace {
 
+// A stream that takes no work, as one shutting down would not.
+class RefusingStream final : public swp::Stream {
+ public:
+  RefusingStream() : swp::Stream("refusing") {}
+  using swp::Stream::wait;
+  void enqueue_work(swp::Clock::duration, swp::WorkTag) override { refuse(); }
+  void enqueue(std::function<void()>, swp::Clock::duration, swp::WorkTag) override { refuse(); }
+  std::uint64_t record(swp::Event&) override { refuse(); }
+  void wait(const swp::Event&, std::uint64_t) override { refuse(); }
+  void synchronize() override {}
+  void enqueue_fault(std::string) override { refuse(); }
+
+ private:
+  [[noreturn]] static void refuse() { throw std::runtime_error("stream 'refusing' takes no work"); }
+};
+
+}  // namespace
+
+TEST_CASE("mpi: an operation its stream refuses aborts the communicator on every rank") {
+  auto world = swp::MpiCommunicator::world();
+  world->set_timeout(20s);  // only without the abort would anything wait for it
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  AbortedBuffers& b = lasting_aborted_buffers();
+  const auto one = std::span<const std::int64_t>(&b.one, 1);
+  if (me == 0) {
+    // Its ticket was taken: without the abort, rank 0's next operation would wait for that
+    // turn, and the others' first one would pair with rank 0's second.
+    RefusingStream refusing;
+    CHECK_THROWS_WITH_AS(world->all_reduce(refusing, one, std::span<std::int64_t>(&b.sum, 1),
+                                           swp::ReduceOp::sum, "refused"),
+                         "stream 'refusing' takes no work", std::runtime_error);
+    CHECK(world->aborted());
+  }
+  auto next = world->all_reduce(s, one, std::span<std::int64_t>(&b.later_sum, 1),
+                                swp::ReduceOp::sum, "next");
+  s.synchronize();
+  REQUIRE(next.ready());
+  const swp::CommAborted e = aborted_error(next);
+  CHECK(e.aborting_rank() == 0);
+  CHECK(e.reason() ==
+        "rank 0: all_reduce 'refused' (1 i64) could not be queued on stream 'refusing': stream "
+        "'refusing' takes no work");
+}
+
+namespace {
+
+// The buffers of two all_to_all_v, one element from each rank to each rank: element `to` of
+// rank `from`'s send holds 1000 * exchange + 10 * from + to. An abort gives the collectives up:
+// MPI may still write the buffers until the process ends.
+struct Exchanges {
+  std::vector<std::int64_t> send[2], recv[2];
+  std::vector<std::size_t> ones;
+};
+Exchanges& lasting_exchanges(int me, int n) {
+  static std::vector<std::unique_ptr<Exchanges>> all;  // freed after MPI_Finalize
+  Exchanges& x = *all.emplace_back(std::make_unique<Exchanges>());
+  x.ones.assign(static_cast<std::size_t>(n), 1);
+  for (int exchange = 0; exchange < 2; ++exchange) {
+    for (int to = 0; to < n; ++to) x.send[exchange].push_back(1000 * (exchange + 1) + 10 * me + to);
+    x.recv[exchange].assign(static_cast<std::size_t>(n), -1);
+  }
+  return x;
+}
+
+// Rank 0's all_to_all_v 'first' fails as it starts (its when_started calls `planted`, which
+// throws), the other ranks' start; then every rank calls all_to_all_v 'second'. Rank 0 skipped
+// its part of 'first': its 'second' must not pair with the peers' 'first'. Every operation fails
+// instead — rank 0's 'first' with its own error (`says` in it), everything else with
+// CommAborted naming rank 0 — and no buffer receives the other exchange's elements.
+void fail_to_start_on_rank_0(const std::function<void()>& planted, const std::string& says) {
+  auto world = swp::MpiCommunicator::world();
+  world->set_timeout(20s);  // only without the abort would anything wait for it
+  const int me = world->rank();
+  const int n = world->size();
+  if (n < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  Exchanges& x = lasting_exchanges(me, n);
+  const std::span<const std::size_t> ones(x.ones);
+  auto first = world->all_to_all_v(
+      s,
+      [&, me]() -> swp::AllToAllVBuffers {
+        if (me == 0) planted();
+        return {x.send[0].data(), x.ones, x.recv[0].data(), x.ones};
+      },
+      swp::DataType::i64, "first");
+  auto second = world->all_to_all_v(s, std::span<const std::int64_t>(x.send[1]), ones,
+                                    std::span<std::int64_t>(x.recv[1]), ones, "second");
+  CHECK_NOTHROW(s.synchronize());
+  REQUIRE(first.ready());
+  REQUIRE(second.ready());
+  if (me == 0) {
+    try {
+      first.get();
+      FAIL("rank 0's first all_to_all_v did not fail");
+    } catch (const swp::CommAborted& e) {
+      FAIL("rank 0's own error became CommAborted: " << e.what());
+    } catch (const swp::CommError& e) {
+      CHECK(e.rank() == 0);
+      CHECK(e.op() == "all_to_all_v");
+      CHECK(std::string(e.what()) ==
+            "rank 0: all_to_all_v 'first' (i64) failed as it started: " + says);
+    }
+  } else {
+    const swp::CommAborted e = aborted_error(first);
+    CHECK(e.rank() == me);
+    CHECK(e.aborting_rank() == 0);
+    CHECK(e.reason() == "rank 0: all_to_all_v 'first' (i64) failed as it started: " + says);
+  }
+  CHECK(aborted_error(second).aborting_rank() == 0);
+  CHECK(world->aborted());
+  for (int exchange = 0; exchange < 2; ++exchange)
+    for (int from = 0; from < n; ++from) {
+      const std::int64_t got = x.recv[exchange][static_cast<std::size_t>(from)];
+      CAPTURE(exchange);
+      CAPTURE(from);
+      CHECK((got == -1 || got == 1000 * (exchange + 1) + 10 * from + me));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("mpi: an all_to_all_v failing as it starts on one rank aborts every rank's operations") {
+  fail_to_start_on_rank_0([] { throw std::runtime_error("planted capacity error"); },
+                          "planted capacity error");
+}
+
+TEST_CASE("mpi: an all_to_all_v whose when_started throws a non-std exception fails, and aborts") {
+  fail_to_start_on_rank_0([] { throw 42; },
+                          "it threw an exception not derived from std::exception");
+}
+
+namespace {
+
+// Rank `victim`'s coroutine (run by sync_wait on a thread of its own: no resumer, so it resumes
+// on whichever thread completes what it awaits) owns a process group of `world` and awaits a
+// receive on `world` that nobody sends, queued behind a busy stream item that lets it run only
+// once it failed: the abort alone completes it, from inside its listener call on the aborting
+// thread, where the resumed coroutine destroys the group (~MpiCommunicator unlistens from the
+// abort state the group shares with its world). `abort` aborts the world (on `victim`'s main
+// thread, or on a peer); the coroutine must end within the deadline.
+void resumed_coroutine_destroys_group(
+    swp::MpiCommunicator& world, int victim,
+    const std::function<void(const std::function<void()>&)>& abort) {
+  const int me = world.rank();
+  std::vector<int> all(static_cast<std::size_t>(world.size()));
+  std::iota(all.begin(), all.end(), 0);
+  std::unique_ptr<swp::Communicator> group = world.split(all);  // aborts with its world
+  swp::Runtime rt;
+  swp::Stream& busy = rt.stream("busy");
+  static std::vector<std::unique_ptr<std::int64_t>> received;  // MPI may write it until the end
+  std::int64_t& buffer = *received.emplace_back(std::make_unique<std::int64_t>(0));
+  std::atomic<bool> called{false};
+  std::atomic<bool> ended{false};
+  std::atomic<bool> group_gone{false};
+  swp::Future<void> pending;
+  std::thread runner;
+  if (me == victim) {
+    busy.enqueue([&] {
+      const auto deadline = std::chrono::steady_clock::now() + 20s;
+      while (!(called && pending.ready()) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(1ms);
+    });
+    runner = std::thread([&] {
+      swp::sync_wait([](swp::MpiCommunicator& w, std::unique_ptr<swp::Communicator> g,
+                        swp::Stream& stream, std::int64_t& into, swp::Future<void>& op,
+                        std::atomic<bool>& op_called, std::atomic<bool>& gone) -> swp::Co<void> {
+        op = w.recv(stream, std::span<std::int64_t>(&into, 1), w.rank(), "never sent");
+        op_called = true;
+        try {
+          co_await op;
+        } catch (const swp::CommAborted&) {
+        }
+        g.reset();  // on the aborting thread, inside the abort's listener call
+        gone = true;
+      }(world, std::move(group), busy, buffer, pending, called, group_gone));
+      ended = true;
+    });
+  }
+  abort([&] {
+    while (!called) std::this_thread::yield();  // the victim's receive is in the call order
+  });
+  if (me != victim) return;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!ended && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  if (!ended) {
+    // Deadlocked (the abort's thread waits for itself): nothing could end this process cleanly.
+    std::fprintf(stderr, "rank %d: the coroutine resumed by the abort never ended (deadlock)\n",
+                 me);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  runner.join();
+  CHECK(group_gone);
+  CHECK(world.aborted());
+  busy.synchronize();
+}
+
+}  // namespace
+
+TEST_CASE("mpi: a coroutine resumed by its own rank's abort may destroy a group of that world") {
+  auto world = swp::MpiCommunicator::world();
+  std::thread aborter;
+  // Every rank is its own victim (a peer's abort message may tell it first: then the
+  // coroutine resumes on the abort channel's thread). The abort runs on a thread of its own,
+  // which the victim's deadline outlives.
+  resumed_coroutine_destroys_group(
+      *world, world->rank(), [&](const std::function<void()>& wait_for_call) {
+        wait_for_call();
+        aborter = std::thread([&] { world->abort("planted failure"); });
+      });
+  aborter.join();
+}
+
+TEST_CASE("mpi: a coroutine resumed by a peer's abort may destroy a group of that world") {
+  auto world = swp::MpiCommunicator::world();
+  auto control = swp::MpiCommunicator::world();  // tells rank 1 that rank 0 called
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& c = rt.stream("control");
+  resumed_coroutine_destroys_group(*world, 0, [&](const std::function<void()>& wait_for_call) {
+    std::int32_t token = 0;
+    if (me == 0) {
+      wait_for_call();
+      finish(c, control->send(c, std::span<const std::int32_t>(&token, 1), 1));
+    } else if (me == 1) {
+      finish(c, control->recv(c, std::span<std::int32_t>(&token, 1), 0));
+      world->abort("planted failure");  // reaches rank 0's abort channel thread
+    }
+  });
+}
+
+namespace {
+
 using IterCtx = swp::IterContext<int>;
 
 // Two independent tasks, A and B, on lanes and streams of their own, each all_reducing its
@@ -511,6 +785,40 @@ TEST_CASE("mpi: without the sequencer, ranks calling in different orders fail on
   }
 }
 
+TEST_CASE("mpi: the order check tells calls apart that differ only at the end of a long name") {
+  auto world = swp::MpiCommunicator::world();
+  world->set_order_check(true);
+  world->set_timeout(20s);
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  // Every rank at another iteration of the same long-named task: different collectives, whose
+  // descriptions are the same for more than the 119 characters the check exchanges as text.
+  const std::string task(110, 'T');
+  const std::string what = task + " iter " + std::to_string(me);
+  std::int64_t mine = 1, sum = 0;
+  auto reduced = world->all_reduce(s, std::span<const std::int64_t>(&mine, 1),
+                                   std::span<std::int64_t>(&sum, 1), swp::ReduceOp::sum, what);
+  s.synchronize();
+  REQUIRE(reduced.ready());
+  try {
+    reduced.get();
+    FAIL("rank " << me << ": the different calls passed the order check, sum " << sum);
+  } catch (const swp::CommError& e) {
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK(message.find("the ranks called different collectives here") != std::string::npos);
+    // The message shows where they differ: each text's tail, with the iteration and the type.
+    CHECK(message.find("iter 0' (1 i64), rank 1 ") != std::string::npos);
+    CHECK(message.find("iter 1' (1 i64)") != std::string::npos);
+  }
+  // Nothing was run: the communicator goes on.
+  finish(s, world->all_reduce(s, std::span<const std::int64_t>(&mine, 1),
+                              std::span<std::int64_t>(&sum, 1), swp::ReduceOp::sum, task));
+  CHECK(sum == world->size());
+}
+
 }  // namespace test_mpi_communicator
 
 int main(int argc, char** argv) {
@@ -518,4 +826,3 @@ int main(int argc, char** argv) {
   doctest::Context context(argc, argv);
   return context.run();
 }
-

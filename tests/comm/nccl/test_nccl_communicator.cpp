@@ -391,6 +391,19 @@ TEST_CASE("nccl: the order check compares each rank's call, names each on a mism
   // A description longer than the exchanged text is cut, never overflows it.
   const auto long_one = swp::detail::descriptor_of(std::string(500, 'x'));
   CHECK(std::string(long_one.text).size() == sizeof long_one.text - 1);
+  // Calls that differ only past what the text holds still differ (the full text's hash), and
+  // the text keeps the tail that tells them apart.
+  const std::string task(110, 'T');
+  const auto descriptor = [&](int rank) {
+    const std::string r = std::to_string(rank);
+    return swp::detail::descriptor_of(
+        check_text("rank " + r + ": all_reduce '" + task + " iter " + r + "' (1 i64)", true));
+  };
+  const auto iter_0 = descriptor(0);
+  const auto iter_1 = descriptor(1);
+  CHECK_FALSE(swp::detail::same_everywhere({iter_0, iter_1}, iter_0));
+  CHECK(std::string(iter_0.text).ends_with(" ... " + std::string(32, 'T') + " iter 0' (1 i64)"));
+  CHECK(std::string(iter_0.text).starts_with("all_reduce 'TTT"));
 }
 
 TEST_CASE(
