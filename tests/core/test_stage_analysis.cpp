@@ -102,6 +102,11 @@ TEST_CASE("ready-first submits low stages first, so its LDS is only 1 on SparseD
   CHECK(contains(report, "LDS = 1 (example: ("));
   CHECK(contains(report, ",): "));  // a one-element tuple, written the Python way
   CHECK(contains(report, "\u2717 LDS (1) < depth (3)"));
+  // Not "memory without overlap": that is the stage-descending order's verdict, given beside
+  // it (the clock engine runs SparseDist in ready-first order at its bound).
+  CHECK_FALSE(contains(report, "memory without overlap"));
+  CHECK(contains(report, "ready-first submits in dependency order"));
+  CHECK(contains(report, "stage-descending: LDS = 3, \u2713 every slot overlaps"));
 }
 
 TEST_CASE("the LDS is the longest strictly decreasing run of stages, equal stages never chain") {

@@ -18,7 +18,9 @@ namespace swp {
 /// subsequences that cover the sequence) its length `lds` is the number of distinct iterations
 /// one period's submission order really interleaves. `lds == depth` means every slot the plan
 /// holds is used by that order; `lds < depth` means slots (memory) that buy no overlap, e.g. a
-/// stage number no task uses.
+/// stage number no task uses. That reading is the stage-descending order's: ready-first submits
+/// in dependency order (lower stages first), so its `lds` is often 1 while every stage still
+/// overlaps; format_stage_analysis then gives the stage-descending verdict beside it.
 struct StageAnalysis {
   OrderPolicy policy = OrderPolicy::stage_descending;
   std::vector<TaskIndex> order;      ///< the period's order; position = index in this vector
