@@ -31,6 +31,7 @@ Co<std::optional<std::int64_t>> Engine::next(std::stop_token token) {
 void Engine::drain() { core_->driver().drain(); }
 void Engine::shut_down() noexcept { core_->shut_down(); }
 bool Engine::cancel(const std::string& reason) { return core_->cancel(reason); }
+void Engine::prepare_serial() { prepare_serial_iteration(*core_); }
 void Engine::run_serial(std::int64_t iter) { run_serial_iteration(*core_, iter); }
 
 bool Engine::filled() const noexcept { return core_->filled(); }
@@ -47,7 +48,7 @@ Stream& Engine::stream_of(TaskIndex task) const noexcept { return core_->stream_
 void Engine::set_on_run_failed(std::function<void(const std::exception_ptr&)> callback) {
   core_->set_on_run_failed(std::move(callback));
 }
-void Engine::set_timeouts(EngineTimeouts timeouts) noexcept {
+void Engine::set_timeouts(EngineTimeouts timeouts) {
   core_->set_timeouts(std::move(timeouts));
 }
 void Engine::set_failure_policy(FailurePolicy policy) { core_->set_failure_policy(policy); }

@@ -12,13 +12,18 @@
 
 namespace swp::detail {
 
-void run_serial_iteration(EngineCore& c, std::int64_t iter) {
+void prepare_serial_iteration(EngineCore& c) {
+  c.driver_.refuse_while_driving("run_one_serial_iter");
   if (c.filled_) {
     // A run that ended (its source and every iteration) ends for good: serial iterations
     // reuse its first slot and entry, so it could not go on after them.
     c.require_between_runs("run_one_serial_iter");
     c.driver_.end_run();
   }
+}
+
+void run_serial_iteration(EngineCore& c, std::int64_t iter) {
+  prepare_serial_iteration(c);
   Stream& stream = c.runtime_.stream("default");
   IterationSync& sync = c.sync_[0];
   for (TaskIndex t : c.slots_[0].boxed) c.slots_[0].boxes[t]->reset();

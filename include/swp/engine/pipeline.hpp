@@ -282,6 +282,9 @@ class Pipeline : private detail::FrontEnd {
   /// One serial iteration of `batch` as iteration `iter_idx`, tasks in topological order on the
   /// calling thread. Leaves nothing in flight. Throws TaskError naming the failing task.
   void run_one_serial_iter(Batch batch, std::int64_t iter_idx) {
+    // Checked (and a run that ended ended) before slot 0 is written: a refused call leaves
+    // the context of the iteration in it as it was.
+    core_.prepare_serial();
     contexts_[0] = Ctx{};
     contexts_[0].batch = std::move(batch);
     contexts_[0].iter_idx = iter_idx;
@@ -432,7 +435,9 @@ class Pipeline : private detail::FrontEnd {
   }
   [[nodiscard]] Runtime& runtime() noexcept { return core_.runtime(); }
 
-  void set_timeouts(EngineTimeouts timeouts) noexcept { core_.set_timeouts(std::move(timeouts)); }
+  /// Sets the deadlines of the run's waits (see EngineTimeouts); between runs. Throws
+  /// std::invalid_argument for a check interval that is not positive.
+  void set_timeouts(EngineTimeouts timeouts) { core_.set_timeouts(std::move(timeouts)); }
   void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
 
   /// Emits an NVTX range for every task instance from now on (off: none), named as in seed 003:

@@ -141,4 +141,45 @@ TEST_CASE_TEMPLATE("a serial iteration is refused while a run is in progress", E
   CHECK(ran.take() == std::vector<std::string>{"A7", "B7", "C7", "D7"});
 }
 
+TEST_CASE_TEMPLATE("a refused run_one_serial_iter leaves the contexts of the run as they were",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Slot 0 was written before the state check: the refused call gave an iteration in flight
+  // (or the one retired last) the serial call's batch and number.
+  for (const unsigned workers : {0u, 2u}) {
+    CAPTURE(workers);
+    swp::Runtime rt({.workers = workers});
+    swp::Plan<Ctx> plan;
+    auto load = plan.add("Load", [](Ctx&) {}, {.stage = 0, .thread_group = "load"});
+    plan.add("Work", [](Ctx&) {}, {.stage = 1, .thread_group = "work"}, swp::reads(load));
+    auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+    std::vector<std::pair<std::int64_t, int>> retired;  // (iter_idx, batch) as on_retire saw it
+    std::string from_callback;
+    pipe->on_retire([&](const Ctx& ctx) {
+      retired.emplace_back(ctx.iter_idx, ctx.batch);
+      if (ctx.iter_idx == 4) {
+        try {
+          pipe->run_one_serial_iter(999, 77);
+        } catch (const swp::PipelineStateError& e) {
+          from_callback = e.what();
+        }
+      }
+    });
+    std::vector<int> batches;
+    for (int i = 0; i < 8; ++i) batches.push_back(100 + i);
+    pipe->fill_pipeline(batches);
+    for (int i = 0; i < 3; ++i) REQUIRE(pipe->progress());
+    CHECK_THROWS_AS(pipe->run_one_serial_iter(999, 77), swp::PipelineStateError);
+    while (pipe->progress()) {
+    }
+    std::vector<std::pair<std::int64_t, int>> expected;
+    for (int i = 0; i < 8; ++i) expected.emplace_back(i, 100 + i);
+    CHECK(retired == expected);
+    CHECK(swp::test::contains(from_callback, "run_one_serial_iter"));
+    // Between runs it runs, as before.
+    retired.clear();
+    pipe->run_one_serial_iter(5, 50);
+    CHECK(retired == std::vector<std::pair<std::int64_t, int>>{{50, 5}});
+  }
+}
+
 }  // namespace test_serial_iteration

@@ -63,6 +63,7 @@ class Engine {
   void drain();
   void shut_down() noexcept;
   bool cancel(const std::string& reason);
+  void prepare_serial();
   void run_serial(std::int64_t iter);
 
   [[nodiscard]] bool filled() const noexcept;
@@ -75,7 +76,7 @@ class Engine {
   [[nodiscard]] Stream& stream_of(TaskIndex task) const noexcept;
 
   void set_on_run_failed(std::function<void(const std::exception_ptr&)> callback);
-  void set_timeouts(EngineTimeouts timeouts) noexcept;
+  void set_timeouts(EngineTimeouts timeouts);
   void set_failure_policy(FailurePolicy policy);
   [[nodiscard]] FailurePolicy failure_policy() const noexcept;
   void set_retire_after_device(bool on);

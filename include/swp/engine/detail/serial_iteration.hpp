@@ -25,4 +25,10 @@ class EngineCore;
 /// `run_serial_iteration(core, 7);`
 void run_serial_iteration(EngineCore& core, std::int64_t iter);
 
+/// What run_serial_iteration does first, for the front end to call before it writes the
+/// context into slot 0: the state checks (PipelineStateError while a run is in progress, or
+/// while progress()/run()/next()/drain() runs — from a callback of theirs) and the end of a run
+/// that ended (whose last releases may still reset slot 0). Nothing changes when it throws.
+void prepare_serial_iteration(EngineCore& core);
+
 }  // namespace swp::detail
