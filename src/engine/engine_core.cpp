@@ -7,8 +7,11 @@
 #include "swp/engine/detail/engine_core_steps.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <new>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "swp/async/detail/asymmetric_fence.hpp"
 #include "swp/engine/errors.hpp"
@@ -76,6 +79,9 @@ void EngineCore::reset_run_state(std::int64_t base) {
 }
 
 void EngineCore::check_fillable() {
+  // From on_retire, on_failure or the source: a failed run's hand-back has marked it unfilled
+  // already while it still reports its iterations (a fill there lost them).
+  driver_.refuse_while_driving("fill_pipeline");
   if (broken_) {
     // The bodies that kept the last run from draining ignored cancellation: once they all
     // returned, the pipeline is whole again.
@@ -129,6 +135,16 @@ void EngineCore::require_between_runs(const char* call) const {
                            std::to_string(oldest_) + ".." + std::to_string(next_admit_ - 1) +
                            " in flight, or its source not ended): retire them with progress() "
                            "until it returns no iteration, or drain() first");
+}
+
+void EngineCore::set_timeouts(EngineTimeouts timeouts) {
+  // A check interval of 0 made the waits' periodic check fire once: next()'s deadlines (and
+  // the sequencer's) were then never looked at again.
+  if (timeouts.check_interval <= std::chrono::milliseconds::zero())
+    throw std::invalid_argument("EngineTimeouts::check_interval must be positive (it is how "
+                                "often a wait looks at its deadlines), got " +
+                                std::to_string(timeouts.check_interval.count()) + " ms");
+  timeouts_ = std::move(timeouts);
 }
 
 void EngineCore::set_failure_policy(FailurePolicy policy) {

@@ -97,14 +97,27 @@ void RunDriver::abort_run(bool drained) {
   c.live_.store(false, std::memory_order_release);
   if (!drained) {
     c.broken_ = true;
-    // The failure that started the drain is the cause: it stays in the message. Bodies still
-    // run in the contexts of the iterations in flight: none can be handed to on_failure.
+    // Bodies still run in the contexts of the iterations in flight: none can be handed to
+    // on_failure. The batches never admitted are in no context: they go back now, and the
+    // push form's queue closes (left open, it took batches into a dead run, and every later
+    // fill_submissions() failed to reopen it).
+    std::string handing_back;
+    try {
+      c.front_.run_ended(std::make_exception_ptr(Cancelled(
+          "batch not admitted: the run failed and could not drain: " + failure.describe())));
+    } catch (const std::exception& e) {
+      handing_back = std::string("; on_failure threw while the batches not admitted were "
+                                 "handed back: ") + e.what();
+    } catch (...) {
+      handing_back = "; on_failure threw while the batches not admitted were handed back";
+    }
+    // The failure that started the drain is the cause: it stays in the message.
     const HangReport report = c.hang_report();
     throw report.error("pipeline could not drain after a failure (" + failure.describe() +
                        "); iterations " + std::to_string(c.oldest_) + ".." +
                        std::to_string(c.next_admit_ - 1) +
-                       " did not retire and were not reported; still unfinished:" +
-                       report.unfinished());
+                       " did not retire and were not reported" + handing_back +
+                       "; still unfinished:" + report.unfinished());
   }
   c.claims_.end_all();  // drained: no instance holds its lane
   // Every iteration in flight is accounted for (FailurePolicy): failed or cancelled.
@@ -167,12 +180,14 @@ void RunDriver::throw_blocking(const char* call) const {
 class RunDriver::Driving {
  public:
   Driving(RunDriver& driver, const char* call) : driver_(driver) {
-    if (const char* driving = driver.driving_.load(std::memory_order_relaxed);
-        driving != nullptr) [[unlikely]]
+    // One read-modify-write per call (not per iteration of run()): two threads cannot both
+    // pass.
+    const char* driving = nullptr;
+    if (!driver.driving_.compare_exchange_strong(driving, call, std::memory_order_acquire,
+                                                 std::memory_order_relaxed)) [[unlikely]]
       throw_reentered(call, driving);
-    driver.driving_.store(call, std::memory_order_relaxed);
   }
-  ~Driving() { driver_.driving_.store(nullptr, std::memory_order_relaxed); }
+  ~Driving() { driver_.driving_.store(nullptr, std::memory_order_release); }
   Driving(const Driving&) = delete;
   Driving& operator=(const Driving&) = delete;
 
@@ -187,6 +202,11 @@ void RunDriver::throw_reentered(const char* call, const char* driving) {
       "from another thread): one call drives a pipeline at a time (from on_retire, a second "
       "one would retire the same iteration again). To end the run from there, call cancel(), "
       "or let the source end");
+}
+
+void RunDriver::refuse_while_driving(const char* call) const {
+  if (const char* driving = driving_.load(std::memory_order_relaxed); driving != nullptr)
+    throw_reentered(call, driving);
 }
 
 std::optional<std::int64_t> RunDriver::progress() {

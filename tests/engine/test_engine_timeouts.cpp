@@ -60,6 +60,22 @@ TEST_CASE("the default deadlines are the seed's: 60 s retire, 30 s sequencer") {
   CHECK(custom.sequencer == 30s);
 }
 
+TEST_CASE_TEMPLATE("a check interval that is not positive is refused, naming it", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // 0 made next()'s periodic check fire once: its deadlines were never looked at again.
+  swp::Runtime rt({.workers = 1});
+  auto pipe = Engine::template make<Ctx>(rt, swp::test::make_plan({{"A", 0}}), 2);
+  for (const auto interval : {0ms, -5ms}) {
+    CAPTURE(interval.count());
+    const swp::EngineTimeouts timeouts{.retire = 50ms, .check_interval = interval};
+    CHECK_THROWS_WITH_AS(pipe->set_timeouts(timeouts),
+                         doctest::Contains("EngineTimeouts::check_interval must be positive"),
+                         std::invalid_argument);
+  }
+  pipe->set_timeouts({.retire = 50ms, .check_interval = 1ms});
+  CHECK(pipe->run(std::vector<int>{1, 2}).iterations == 2);
+}
+
 TEST_CASE("the retire deadline ends a hang with PipelineTimeout after the configured time") {
   swp::Runtime rt({.workers = 1});
   swp::Promise<> never;  // what Load waits for in iteration 1; completed after the timeout

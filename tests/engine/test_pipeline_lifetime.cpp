@@ -17,6 +17,7 @@
 #include "support/cli.hpp"
 #include "support/engines.hpp"
 #include "support/iter_of.hpp"
+#include "support/text.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
@@ -246,6 +247,46 @@ TEST_CASE_TEMPLATE("retire_after_device: an iteration retires after its device w
     CHECK(by_run->run(batches).iterations == 12);
     CHECK(seen == expected);
   }
+}
+
+TEST_CASE_TEMPLATE("a push run that cannot drain hands its queued batches back and closes the queue",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The queue stayed open: later submissions went into the dead run, the queued batches never
+  // reached on_failure, and every fill_submissions() failed to reopen it.
+  swp::Runtime rt{swp::RuntimeOptions{.workers = 2, .dedicated_lanes = {"slow"}}};
+  std::atomic<bool> release{false}, returned{false};
+  auto pipe = Engine::template make<Ctx>(rt, holdout_plan(release, returned), 2);
+  std::vector<std::uint64_t> handed_back;  // batches on_failure got as never admitted
+  pipe->on_failure([&](const Ctx& ctx, const std::exception_ptr&) {
+    if (ctx.iter_idx == -1) handed_back.push_back(ctx.batch);
+  });
+  pipe->set_timeouts({.retire = 100ms, .check_interval = 5ms, .drain = 100ms});
+  pipe->fill_submissions(16);
+  for (std::uint64_t b = 0; b < 8; ++b) REQUIRE(pipe->try_submit(b));
+  std::string what;
+  try {
+    (void)pipe->progress();
+  } catch (const swp::PipelineTimeout& e) {
+    what = e.what();
+  }
+  CHECK(swp::test::contains(what, "could not drain"));
+  // Iteration 0 (the holdout) and what was admitted with it stay in their contexts; the rest
+  // came back, in order, and the queue is closed.
+  REQUIRE(!handed_back.empty());
+  CHECK(handed_back.back() == 7);
+  for (std::size_t k = 1; k < handed_back.size(); ++k)
+    CHECK(handed_back[k] == handed_back[k - 1] + 1);
+  std::uint64_t late = 8;
+  CHECK_FALSE(pipe->try_submit(late));
+  release.store(true);
+  REQUIRE(wait_for_flag(returned));
+  // Once the body returned, the push form fills again.
+  pipe->fill_submissions(4);
+  for (std::uint64_t b = 20; b < 23; ++b) REQUIRE(pipe->try_submit(b));
+  pipe->close_submissions();
+  int retired = 0;
+  while (pipe->progress()) ++retired;
+  CHECK(retired == 3);
 }
 
 }  // namespace test_pipeline_lifetime

@@ -259,13 +259,12 @@ TEST_CASE_TEMPLATE("a call from on_retire while another drives the run is refuse
             }
           }
           CHECK(retired == batches(8));
-          // run() fills first, which the run in flight refuses with its own message.
+          // run() fills first, which is refused the same way.
           const std::string expected =
-              inner == "run()" ? "fill_pipeline while a run is in progress"
-                               : inner + " called while " + outer +
-                                     " of the same pipeline runs (from its on_retire, "
-                                     "on_failure, source or a task body, or from another "
-                                     "thread)";
+              (inner == "run()" ? std::string("fill_pipeline") : inner) + " called while " +
+              outer +
+              " of the same pipeline runs (from its on_retire, on_failure, source or a task "
+              "body, or from another thread)";
           CHECK(swp::test::contains(refused, expected));
           // Refused before it touched the run: the pipeline goes on as before.
           CHECK(pipe->run(batches(3)).iterations == 3);
@@ -343,6 +342,44 @@ TEST_CASE("another thread or a task body calling progress() while a call drives 
   ask_from_body = true;
   CHECK(pipe.run(batches(3)).iterations == 3);
   CHECK(swp::test::contains(from_body, "progress() called while run() of the same pipeline"));
+}
+
+TEST_CASE_TEMPLATE("fill_pipeline from on_failure while a failed run hands its iterations back is "
+                   "refused; each is reported once",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The hand-back marks the run unfilled before it reports: a fill there was accepted, ended
+  // the report (iterations never reported) and lost a batch of the new run.
+  for (const unsigned workers : {0u, 2u}) {
+    CAPTURE(workers);
+    swp::Runtime rt({.workers = workers});
+    auto pipe = Engine::template make<Ctx>(rt, chain(1), 3);
+    std::vector<std::int64_t> retired, failed;
+    std::vector<std::string> refusals;
+    pipe->on_retire([&](const Ctx& ctx) { retired.push_back(ctx.iter_idx); });
+    pipe->on_failure([&](const Ctx& ctx, const std::exception_ptr&) {
+      if (ctx.iter_idx >= 0) failed.push_back(ctx.iter_idx);  // -1: a batch never admitted
+      refusals.push_back(refusal([&] { pipe->fill_pipeline(batches(3)); }));
+    });
+    pipe->fill_pipeline(batches(10));
+    CHECK_THROWS_AS(
+        [&] {
+          while (pipe->progress()) {
+          }
+        }(),
+        swp::TaskError);
+    const std::int64_t admitted = pipe->next_iteration();
+    std::vector<std::int64_t> all = retired;
+    all.insert(all.end(), failed.begin(), failed.end());
+    CHECK(all == upto(admitted));
+    REQUIRE(!refusals.empty());
+    for (const auto& what : refusals)
+      CHECK(swp::test::contains(what, "fill_pipeline called while progress() of the same "
+                                      "pipeline runs"));
+    // After the failure surfaced, the pipeline refills (batches Work does not fail on).
+    retired.clear();
+    CHECK(pipe->run(std::vector<int>{10, 11, 12}).iterations == 3);
+    CHECK(retired == std::vector<std::int64_t>{admitted, admitted + 1, admitted + 2});
+  }
 }
 
 }  // namespace test_run_driver

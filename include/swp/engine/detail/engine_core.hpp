@@ -147,7 +147,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *tasks_[t].stream; }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *tasks_[t].lane; }
 
-  void set_timeouts(EngineTimeouts t) noexcept { timeouts_ = std::move(t); }
+  /// Throws std::invalid_argument for a check interval that is not positive.
+  void set_timeouts(EngineTimeouts timeouts);
   /// What a task's error does to the run (see FailurePolicy); between runs only.
   void set_failure_policy(FailurePolicy policy);
   [[nodiscard]] FailurePolicy failure_policy() const noexcept { return policy_; }
@@ -198,6 +199,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   friend class UncountedRuns;
   friend class RunDriver;
   friend void run_serial_iteration(EngineCore& core, std::int64_t iter);
+  friend void prepare_serial_iteration(EngineCore& core);
 
   using Sync = IterationSync;
 

@@ -68,6 +68,10 @@ class RunDriver {
   /// drain() without the blocking and re-entry checks (the core's teardown, a serial
   /// iteration's start).
   void end_run();
+  /// Throws PipelineStateError naming `call` while one of the calls above drives the run (the
+  /// core's other entry points that change the run: fill, a serial iteration), e.g. from
+  /// on_failure while a failed run's iterations are handed back.
+  void refuse_while_driving(const char* call) const;
   /// Waits (with the drain deadline) until everything released finished; false past it.
   bool wait_drained();
   /// The waits of progress(), for the core's device work (an iteration's events).
