@@ -21,8 +21,9 @@ namespace swp {
 /// - `sequencer`: how long a globally ordered instance may wait for its submission turn.
 ///   Exceeding it fails that instance with SequencerTimeout, so progress() throws TaskError
 ///   naming the instance, with the SequencerTimeout as `nested()`.
-/// - `check_interval`: how often a blocking progress() on the host backend looks at the
-///   deadlines while it waits (it wakes at once when something completes).
+/// - `check_interval` (positive: set_timeouts throws std::invalid_argument otherwise): how
+///   often a wait (progress(), next()) looks at the deadlines while it waits (it wakes at
+///   once when something completes).
 /// - `drain`: how long a failed run (a task's error, a callback's, a deadline) waits for what
 ///   it released to finish before its error is thrown. Cancelled waits end at once; a body
 ///   that ignores cancellation is waited for. Past the deadline progress() throws
