@@ -176,8 +176,9 @@ class MicroBatcher {
       if (ready_.size() < options_.max_waiting) parked.swap(parked_);
     }
     if (error) {
-      // The batch went with the operation (async_submit does not give it back), so its
-      // requests cannot be answered: say so loudly. Not reachable while only close() closes.
+      // The batch went with the operation (async_submit owns it and destroys a refused one),
+      // so its requests cannot be answered: say so loudly. Not reachable while only close()
+      // closes.
       try {
         std::rethrow_exception(error);
       } catch (const std::exception& e) {

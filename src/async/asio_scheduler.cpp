@@ -3,17 +3,56 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <cstdint>
+#include <memory>
 #include <thread>
+#include <utility>
 
 namespace swp {
 
 namespace {
 
-// The io_context behind `executor` when the calling thread is running it, else nullptr.
-boost::asio::io_context* running_context(const boost::asio::any_io_executor& executor) {
-  const auto* io = executor.target<boost::asio::io_context::executor_type>();
-  if (io == nullptr || !io->running_in_this_thread()) return nullptr;
-  return &io->context();
+// Where the calling thread stands with the scheduler's executor: the io_context it is
+// running (nullptr: none of the executor's), and whether it is inside the executor's strand.
+struct Here {
+  boost::asio::io_context* io = nullptr;
+  bool in_strand = false;
+};
+
+// io_context executors of every property combination (blocking.never, relationship.
+// continuation, outstanding_work.tracked: the Bits 0-7 of basic_executor_type), plain or
+// wrapped in a strand. True when `executor` holds an `Ex`; `here` then says where we stand.
+template <class Ex>
+bool holds(const boost::asio::any_io_executor& executor, Here& here) {
+  if (const auto* ex = executor.target<Ex>()) {
+    if (ex->running_in_this_thread()) here.io = &ex->context();
+    return true;
+  }
+  if (const auto* strand = executor.target<boost::asio::strand<Ex>>()) {
+    const Ex inner = strand->get_inner_executor();
+    if (inner.running_in_this_thread()) {
+      here.io = &inner.context();
+      here.in_strand = strand->running_in_this_thread();
+    }
+    return true;
+  }
+  return false;
+}
+
+template <std::uintptr_t... Bits>
+Here where_from(const boost::asio::any_io_executor& executor,
+                std::integer_sequence<std::uintptr_t, Bits...>) {
+  Here here;
+  (void)(holds<boost::asio::io_context::basic_executor_type<std::allocator<void>, Bits>>(
+             executor, here) ||
+         ...);
+  return here;
+}
+
+// Only on waiting paths (a driver about to wait), never per task: up to 16 type checks.
+Here where(const boost::asio::any_io_executor& executor) {
+  return where_from(executor, std::make_integer_sequence<std::uintptr_t, 8>());
 }
 
 constexpr auto slice = std::chrono::milliseconds(1);  // re-check done() this often when nested
@@ -47,9 +86,7 @@ AsioScheduler::AsioScheduler(boost::asio::any_io_executor executor)
 
 AsioScheduler::~AsioScheduler() { gate_->close(); }
 
-bool AsioScheduler::must_not_block_here() const noexcept {
-  return running_context(executor_) != nullptr;
-}
+bool AsioScheduler::must_not_block_here() const noexcept { return where(executor_).io != nullptr; }
 
 void AsioScheduler::post(Runnable& r) noexcept {
   // Allocation failure here cannot be reported to anyone (the contract is noexcept): it
@@ -63,9 +100,12 @@ void AsioScheduler::post(Runnable& r) noexcept {
 
 bool AsioScheduler::drive_until(const std::function<bool()>& done, Clock::time_point deadline) {
   if (done()) return true;
-  if (boost::asio::io_context* io = running_context(executor_)) {
+  if (const Here here = where(executor_); here.io != nullptr) {
     // Called from one of the context's own handlers: run the others meanwhile, or nothing
-    // (a one-thread context) would ever make `done` true.
+    // (a one-thread context) would ever make `done` true. From inside the executor's strand
+    // that cannot help: the strand's handlers (the lanes) wait for this one to return.
+    if (here.in_strand) return false;
+    boost::asio::io_context* io = here.io;
     if (deadline == Clock::time_point::min()) {
       while (!done() && io->poll_one() > 0) {
       }

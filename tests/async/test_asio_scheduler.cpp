@@ -4,7 +4,10 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/execution.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/require.hpp>
+#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -83,6 +86,60 @@ TEST_CASE("drive_until waits for notify off the context, and runs handlers on it
     io.run();
     CHECK(waited);
   }
+}
+
+TEST_CASE("the io threads are recognised on a strand and on executors with properties") {
+  namespace execution = boost::asio::execution;
+  boost::asio::io_context io;
+  // Whether must_not_block_here() holds on the io thread (in a handler) and off it (here).
+  auto check = [&io](const boost::asio::any_io_executor& executor) {
+    swp::AsioScheduler scheduler(executor);
+    bool on_io_thread = false;
+    boost::asio::post(io, [&] { on_io_thread = scheduler.must_not_block_here(); });
+    io.restart();
+    io.run_one();  // a tracked executor keeps run() from returning
+    CHECK(on_io_thread);
+    CHECK_FALSE(scheduler.must_not_block_here());
+  };
+  SUBCASE("plain") { check(io.get_executor()); }
+  SUBCASE("a strand") { check(boost::asio::make_strand(io)); }
+  SUBCASE("outstanding_work.tracked") {
+    check(boost::asio::require(io.get_executor(), execution::outstanding_work.tracked));
+  }
+  SUBCASE("blocking.never") {
+    check(boost::asio::require(io.get_executor(), execution::blocking.never));
+  }
+  SUBCASE("a strand of a tracked executor") {
+    check(boost::asio::make_strand(
+        boost::asio::require(io.get_executor(), execution::outstanding_work.tracked)));
+  }
+}
+
+TEST_CASE("on a strand, drive_until runs the strand's handlers from outside it, never from in it") {
+  boost::asio::io_context io;
+  const auto strand = boost::asio::make_strand(io);
+  swp::AsioScheduler scheduler(strand);
+  Recorder r;
+  bool from_io = false, from_strand = true;
+  // On the io thread, outside the strand: the nested run reaches the lane's handler.
+  boost::asio::post(io, [&] {
+    scheduler.post(r);
+    from_io = scheduler.drive_until([&] { return r.runs.load() == 1; }, swp::Clock::now() + 30s);
+  });
+  io.run();
+  CHECK(from_io);
+  // Inside the strand: its handlers wait for this one, so the wait ends at once, unmet.
+  Recorder blocked;
+  boost::asio::post(strand, [&] {
+    scheduler.post(blocked);
+    from_strand =
+        scheduler.drive_until([&] { return blocked.runs.load() == 1; }, swp::Clock::now() + 30s);
+    CHECK(blocked.runs.load() == 0);
+  });
+  io.restart();
+  io.run();
+  CHECK_FALSE(from_strand);
+  CHECK(blocked.runs.load() == 1);  // once the strand was free
 }
 
 TEST_CASE("a lane on an AsioScheduler stays FIFO and serial with several context threads") {

@@ -145,6 +145,89 @@ TEST_CASE("a channel moves move-only values") {
   CHECK(**got == 3);
 }
 
+namespace {
+
+// Sends `value` as an lvalue; records whether the caller still has it when the send ends in
+// an error (ChannelClosed, Cancelled).
+swp::Co<void> send_kept(swp::Channel<std::unique_ptr<int>>& ch, std::unique_ptr<int>& value,
+                        bool& kept) {
+  try {
+    co_await ch.send(value);
+  } catch (...) {
+    kept = value != nullptr && *value == 8;
+    throw;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a refused or cancelled send of an lvalue leaves the value with the caller") {
+  SUBCASE("refused at once: the channel is closed") {
+    swp::Channel<std::unique_ptr<int>> ch(1);
+    ch.close();
+    auto value = std::make_unique<int>(8);
+    bool kept = false;
+    Started sender(send_kept(ch, value, kept));
+    CHECK(sender.finished);
+    CHECK_THROWS_AS(std::rethrow_exception(sender.error), swp::ChannelClosed);
+    CHECK(kept);
+  }
+  SUBCASE("refused while waiting: close()") {
+    swp::Channel<std::unique_ptr<int>> ch(1);
+    CHECK(ch.try_send(std::make_unique<int>(1)));
+    auto value = std::make_unique<int>(8);
+    bool kept = false;
+    Started sender(send_kept(ch, value, kept));
+    CHECK_FALSE(sender.finished);
+    ch.close();
+    CHECK(sender.finished);
+    CHECK_THROWS_AS(std::rethrow_exception(sender.error), swp::ChannelClosed);
+    CHECK(kept);
+  }
+  SUBCASE("cancelled while waiting") {
+    swp::Channel<std::unique_ptr<int>> ch(1);
+    CHECK(ch.try_send(std::make_unique<int>(1)));
+    auto value = std::make_unique<int>(8);
+    bool kept = false;
+    swp::StopSignal stop;
+    Started sender(send_kept(ch, value, kept), &stop);
+    CHECK_FALSE(sender.finished);
+    stop.request_stop("client went away");
+    CHECK(sender.cancelled_reason() == "client went away");
+    CHECK(kept);
+    CHECK(ch.size() == 1);
+  }
+  SUBCASE("accepted after a wait: moved from then, and received") {
+    swp::Channel<std::unique_ptr<int>> ch(1);
+    CHECK(ch.try_send(std::make_unique<int>(1)));
+    auto value = std::make_unique<int>(8);
+    bool kept = false;
+    Started sender(send_kept(ch, value, kept));
+    CHECK_FALSE(sender.finished);
+    CHECK(value != nullptr);  // not taken while it waits
+    CHECK(**ch.try_receive() == 1);
+    CHECK(sender.finished);
+    CHECK_FALSE(sender.error);
+    CHECK(value == nullptr);
+    CHECK(**ch.try_receive() == 8);
+  }
+}
+
+TEST_CASE("a send of an rvalue or a const lvalue owns its value, and copies a const one") {
+  swp::Channel<std::string> ch(3);
+  const std::string constant = "c";
+  std::string moved = "m";
+  swp::sync_wait([&]() -> swp::Co<void> {
+    co_await ch.send(constant);
+    co_await ch.send(std::move(moved));
+    co_await ch.send("t");
+  }());
+  CHECK(constant == "c");
+  CHECK(ch.try_receive() == "c");
+  CHECK(ch.try_receive() == "m");
+  CHECK(ch.try_receive() == "t");
+}
+
 TEST_CASE("producers and a consumer on different threads pass every value exactly once") {
   constexpr int producers = 3, per_producer = 2000;
   swp::Channel<int> ch(4);

@@ -76,6 +76,29 @@ TEST_CASE("a failed awaitable rethrows inside the fiber") {
   CHECK(caught == "producer failed");
 }
 
+TEST_CASE("destroying an on_fiber Co parked on a future unwinds it; completing the future later "
+          "is safe") {
+  swp::Promise<int> p;
+  bool unwound = false;
+  int got = 0;
+  {
+    struct Unwound {
+      bool* flag;
+      ~Unwound() { *flag = true; }
+    };
+    swp::test::Started run(swp::on_fiber([&unwound, &got, f = p.get_future()] {
+      Unwound guard{&unwound};
+      got = swp::blocking_await(f) + 1;
+    }));
+    CHECK_FALSE(run.finished);
+  }  // destroyed while the fiber is parked
+  CHECK(unwound);
+  p.set_value(41);  // used to resume the freed await frame (the waiter stayed linked)
+  auto read = [f = p.get_future()] { return swp::blocking_await(f); };
+  CHECK(swp::sync_wait(swp::on_fiber(read)) == 41);
+  CHECK(got == 0);
+}
+
 namespace {
 
 struct Fields {

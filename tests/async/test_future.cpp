@@ -128,6 +128,23 @@ TEST_CASE("a stop signal wakes a waiting awaiter with Cancelled and its reason")
   CHECK(got == 0);
 }
 
+TEST_CASE("a coroutine destroyed while it waits on a future is unlinked: completion skips it") {
+  auto [promise, future] = swp::make_promise<int>();
+  swp::StopSignal stop;
+  int kept = 0, destroyed = 0;
+  swp::test::Started stays(await_future(future, kept));
+  {
+    swp::test::Started gone(await_future(future, destroyed), &stop);
+    swp::test::Started gone_too(await_future(future, destroyed));
+    CHECK_FALSE(gone.finished);
+  }  // both frames freed while suspended on the future
+  stop.request_stop("after the frame is gone");  // its callback was removed with it
+  promise.set_value(5);  // used to resume the freed frames
+  CHECK(stays.finished);
+  CHECK(kept == 5);
+  CHECK(destroyed == 0);
+}
+
 TEST_CASE("awaiting under an already fired stop signal throws at once") {
   swp::StopSignal stop;
   stop.request_stop("pipeline drained");

@@ -248,4 +248,25 @@ TEST_CASE_TEMPLATE("co_await submit of a temporary request suspends and loses no
   CHECK(service.token.use_count() == 1);
 }
 
+TEST_CASE_TEMPLATE("submit of a named batch moves it once queued and leaves a refused one",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 2});
+  Service service;
+  auto pipe = make<Engine>(rt, service);
+  pipe->fill_submissions(1);
+  auto submit = [&](Request& r) -> swp::Co<void> { co_await pipe->submit(r); };
+  Request accepted(0, service.token);
+  swp::sync_wait(submit(accepted));
+  CHECK(accepted.token == nullptr);  // queued: moved from, not copied
+  pipe->close_submissions();
+  Request refused(1, service.token);
+  CHECK_THROWS_AS(swp::sync_wait(submit(refused)), swp::ChannelClosed);
+  CHECK(refused.id == 1);
+  CHECK(refused.token == service.token);  // still the caller's, not destroyed
+  while (pipe->progress()) {
+  }
+  CHECK(service.check_each_once(1) == 0);
+  CHECK(service.token.use_count() == 2);  // the service's and `refused`'s
+}
+
 }  // namespace test_pipeline_submissions

@@ -22,7 +22,12 @@ namespace swp {
 /// a pipeline refuses a blocking progress() or drain() that would wait (PipelineStateError:
 /// it would stall the handlers it waits for); use the non-blocking forms there:
 /// `co_await pipe.next()`, `swp::async_progress(pipe, token)` (swp/engine/asio.hpp). Only a
-/// pipeline's destructor, draining as a last resort, runs that context's handlers meanwhile.
+/// pipeline's destructor, draining as a last resort, runs that context's handlers meanwhile
+/// — except from inside the executor's strand, whose handlers cannot run until the calling
+/// one returns: there `drive_until` returns at once. The io threads are recognised for an
+/// io_context's executor (any of its blocking, relationship and outstanding_work
+/// properties, default allocator) and a strand of one (`make_strand(io)`); for any other
+/// executor type every thread counts as outside it.
 /// Errors: none of its own. Cancellation: stop the io_context only after the pipelines on it
 /// are drained; queued lane steps then never run.
 ///
@@ -52,7 +57,8 @@ class AsioScheduler final : public Scheduler {
   void post(Runnable& r) noexcept override;
   bool drive_until(const std::function<bool()>& done, Clock::time_point deadline) override;
   [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
-  /// True on a thread running the executor's io_context.
+  /// True on a thread running the executor's io_context (see the class comment for the
+  /// executor types recognised).
   [[nodiscard]] bool must_not_block_here() const noexcept override;
 
   [[nodiscard]] const boost::asio::any_io_executor& executor() const noexcept { return executor_; }

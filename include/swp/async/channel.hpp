@@ -18,7 +18,8 @@
 
 namespace swp {
 
-/// Thrown by a send on a closed channel: the value was not taken.
+/// Thrown by a send on a closed channel: the value was not sent (see Channel::send for who
+/// keeps it).
 class ChannelClosed : public std::logic_error {
  public:
   using std::logic_error::logic_error;
@@ -36,16 +37,20 @@ class ChannelClosed : public std::logic_error {
 /// first served. A suspended side resumes through its coroutine's Resumer (its lane), or inline
 /// on the thread that made room or sent the value when it has none. `try_send`/`try_receive`
 /// never suspend. Nothing allocates per value (a ring of `capacity` slots).
-/// Errors: a send on a closed channel throws ChannelClosed and leaves the value with the
-/// caller (`try_send` returns false). Cancellation: a waiting send or receive of a coroutine
-/// running under a StopSignal throws swp::Cancelled when it fires — the value is then neither
-/// sent nor taken, so nothing is lost. `close()` is for the producers: values already queued
-/// are still received; waiting senders get ChannelClosed.
+/// Errors: a send on a closed channel throws ChannelClosed (`try_send` returns false).
+/// Cancellation: a waiting send or receive of a coroutine running under a StopSignal throws
+/// swp::Cancelled when it fires — the value is then neither sent nor taken. Who keeps a value
+/// that was not sent: `send(value)` with a (non-const) lvalue moves from it only once it is
+/// accepted, so on ChannelClosed or Cancelled the caller still has it, untouched (as with
+/// `try_send`); `send(std::move(value))` and `send(temporary)` hand it to the awaiter, which
+/// destroys a refused value with itself. Send an lvalue where a refused value must survive.
+/// `close()` is for the producers: values already queued are still received; waiting senders
+/// get ChannelClosed.
 ///
 /// Example:
 /// ```
 /// swp::Channel<Request> requests(64);
-/// // producer: co_await requests.send(std::move(req));  ...  requests.close();
+/// // producer: co_await requests.send(req);  ...  requests.close();  (req: moved from once sent)
 /// // consumer: while (auto req = co_await requests.receive()) handle(*req);
 /// ```
 template <class T>
@@ -62,8 +67,15 @@ class Channel {
   class SendAwaiter;
   class ReceiveAwaiter;
 
-  /// Awaitable send of `value` (see the class comment).
-  [[nodiscard]] SendAwaiter send(T value) { return SendAwaiter(*this, std::move(value)); }
+  /// Awaitable send of the caller's `value`, moved from only once accepted: on ChannelClosed
+  /// or Cancelled it is left untouched (see the class comment). The awaiter refers to
+  /// `value`: keep it alive until the co_await completes.
+  [[nodiscard]] SendAwaiter send(T& value) { return SendAwaiter(*this, value); }
+  /// Awaitable send of a value the awaiter takes over (an rvalue): a refused or cancelled
+  /// send destroys it with the awaiter.
+  [[nodiscard]] SendAwaiter send(T&& value) { return SendAwaiter(*this, std::move(value)); }
+  /// Awaitable send of a copy of `value` (a refused copy is destroyed; `value` is untouched).
+  [[nodiscard]] SendAwaiter send(const T& value) { return SendAwaiter(*this, T(value)); }
 
   /// Sends `value` if that needs no wait: true when it was taken (moved from), false when the
   /// channel is full or closed (then `value` is untouched).
@@ -152,7 +164,8 @@ class Channel {
   // A suspended sender (with its value) or receiver (with the place for one), linked in its
   // side's FIFO while it waits.
   struct Waiter : detail::FutureWaiter {
-    std::optional<T>* value = nullptr;  // a sender's value, or a receiver's result
+    std::optional<T>* value = nullptr;  // a receiver's result
+    T* offered = nullptr;               // a sender's value
     bool refused = false;               // a sender refused by close()
     bool linked = false;
   };
@@ -201,7 +214,7 @@ class Channel {
     --count_;
     Waiter* sender = senders_.pop();
     if (sender != nullptr) {
-      ring_[(head_ + count_) % ring_.size()].emplace(std::move(**sender->value));
+      ring_[(head_ + count_) % ring_.size()].emplace(std::move(*sender->offered));
       ++count_;
     }
     return sender;
@@ -244,9 +257,13 @@ class Channel {
   };
 
  public:
+  // Sends *source_: the caller's lvalue (moved from only once accepted), or owned_ for an
+  // rvalue the awaiter took over.
   class SendAwaiter : Awaiting {
    public:
-    SendAwaiter(Channel& ch, T value) : Awaiting(ch), value_(std::move(value)) {}
+    SendAwaiter(Channel& ch, T& value) : Awaiting(ch), source_(&value) {}
+    SendAwaiter(Channel& ch, T&& value)
+        : Awaiting(ch), owned_(std::move(value)), source_(&*owned_) {}
     SendAwaiter(const SendAwaiter&) = delete;
     SendAwaiter& operator=(const SendAwaiter&) = delete;
 
@@ -263,9 +280,9 @@ class Channel {
           return false;
         }
         if (ch.count_ < ch.ring_.size() || !ch.receivers_.empty()) {
-          receiver = ch.deliver(*value_);
+          receiver = ch.deliver(*source_);
         } else {
-          this->value = &value_;
+          this->offered = source_;
           ch.senders_.push(*this);
           receiver = this;  // marks "waiting" below
         }
@@ -280,7 +297,8 @@ class Channel {
     }
 
    private:
-    std::optional<T> value_;
+    std::optional<T> owned_;
+    T* source_;
   };
 
   class ReceiveAwaiter : Awaiting {

@@ -199,7 +199,12 @@ class CoPromise<void> : public CoPromiseBase {
 /// awaits never grow the stack. Errors: an exception leaving the body is rethrown from the
 /// `co_await`. Cancellation: a Co has none of its own; it ends when what it awaits is cancelled.
 /// Frames come from a thread-local recycling allocator. Move-only; destroying an unstarted or
-/// finished Co frees its frame.
+/// finished Co frees its frame. Destroying a suspended Co frees its frame and those of the Cos
+/// it awaits; it is supported while the innermost one waits on a Future (`co_await f`, or an
+/// on_fiber whose fiber is parked in `blocking_await(f)`): the future's awaiter unlinks itself,
+/// so its completion resumes nothing — provided the future does not complete concurrently
+/// with the destruction. Any other wait (a Channel, a sequencer turn, a timer) must end first
+/// (complete, or be cancelled through its StopSignal), or its completion resumes a freed frame.
 ///
 /// Example:
 /// ```

@@ -228,7 +228,9 @@ decltype(auto) blocking_await(A&& awaitable) {
 /// Cancellation: that of the awaitables `fn` waits for. Destroying the Co while the fiber is
 /// parked unwinds the fiber's frames: the parked `blocking_await` throws an exception that is
 /// no std::exception (a `catch (...)` in `fn` that swallows it lets `fn` go on, without
-/// waiting: every later `blocking_await` throws it again).
+/// waiting: every later `blocking_await` throws it again). That is supported while the fiber
+/// waits on a Future that does not complete concurrently (its waiter is unlinked); for any
+/// other awaitable, end the wait first (see Co: destroying a suspended Co).
 ///
 /// Example:
 /// ```

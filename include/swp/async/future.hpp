@@ -256,6 +256,13 @@ class Future {
   struct Awaiter : detail::FutureWaiter {
     Awaiter(detail::FutureState<T>* s, S* st) noexcept : state(s), stream(st) {}
     Awaiter(Awaiter&& o) noexcept : state(o.state), stream(o.stream) {}
+    // Still suspended (phase 1: linked, never claimed) only when its coroutine is destroyed
+    // while it waits (a parked on_fiber's Co destroyed): unlinked then, or completing the
+    // future would resume the freed frame. Otherwise one load and a branch.
+    ~Awaiter() {
+      if (this->phase.load(std::memory_order_relaxed) == 1) [[unlikely]]
+        abandon();
+    }
 
     struct OnStop {
       Awaiter* self;
@@ -288,6 +295,13 @@ class Future {
       if (stream != nullptr && state->event() != nullptr)
         stream->wait(*state->event(), state->event_generation());
       if constexpr (!std::is_void_v<T>) return state->value();
+    }
+
+    // The stop callback goes first: one running on another thread finishes (and, if it
+    // unlinked the waiter, claimed it: phase 2) before the state is looked at.
+    void abandon() noexcept {
+      on_stop.reset();
+      if (this->phase.load(std::memory_order_acquire) == 1) state->remove_waiter(*this);
     }
   };
 

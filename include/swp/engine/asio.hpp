@@ -112,11 +112,14 @@ Co<void> async_submit_op(Pipeline<Ctx>& pipe, typename Ctx::batch_type batch, Ha
 /// wait; otherwise when the pipeline admitted enough to make room: back-pressure). The
 /// handler is posted to its associated executor (default: the AsioScheduler's executor when
 /// the lanes run on one, else the system executor), never invoked inline.
-/// Errors: swp::ChannelClosed after close_submissions() (the batch was not taken),
-/// PipelineStateError before fill_submissions(), as the exception_ptr.
+/// Errors: swp::ChannelClosed after close_submissions(), PipelineStateError before
+/// fill_submissions(), as the exception_ptr.
 /// Cancellation: the handler's cancellation slot (terminal, partial, total) ends the wait with
-/// swp::Cancelled("async_submit cancelled"); the batch is then not taken — only this
-/// operation ends, not the run.
+/// swp::Cancelled("async_submit cancelled") — only this operation ends, not the run.
+/// The operation owns the batch (it outlives this call): one that was not queued (an error,
+/// a cancellation) is not in the pipeline and is destroyed with the operation, not given
+/// back. Where a refused batch must survive, submit from a coroutine with
+/// `co_await pipe.submit(batch)` (an lvalue: left with the caller when refused).
 ///
 /// Example:
 /// ```

@@ -135,15 +135,28 @@ class Pipeline : private detail::FrontEnd {
   /// ends before admitting it — cancel(), a failure, drain(), the pipeline's destruction —
   /// on_failure gets it with swp::Cancelled naming why, in a context whose `iter_idx` is -1
   /// (never admitted), and the queue closes until the next fill_submissions().
-  /// Errors: swp::ChannelClosed after close_submissions() or after such an end (the batch is
-  /// not taken: it stays with the caller), PipelineStateError before any fill_submissions().
-  /// Cancellation: under a StopSignal the wait throws swp::Cancelled and the batch is not
-  /// taken. The Asio form is `swp::async_submit(pipe, batch, token)` (swp/engine/asio.hpp).
+  /// Errors: swp::ChannelClosed after close_submissions() or after such an end,
+  /// PipelineStateError before any fill_submissions().
+  /// Cancellation: under a StopSignal the wait throws swp::Cancelled.
+  /// Who keeps a batch that was not queued (ChannelClosed, Cancelled): `submit(batch)` with a
+  /// (non-const) lvalue moves from it only once it is queued, so the caller still has it,
+  /// untouched (as with try_submit); keep it alive until the co_await completes.
+  /// `submit(std::move(batch))` and `submit(temporary)` hand it to the awaiter, which
+  /// destroys a refused batch with itself. The Asio form is `swp::async_submit(pipe, batch,
+  /// token)` (swp/engine/asio.hpp).
   /// g++ 12 miscompiles a braced aggregate temporary inside any co_await expression (it is
   /// destroyed twice; docs/building.md, "Compiler defects"): there, write
-  /// `co_await pipe.submit(std::move(batch))` with a named batch, or give Batch a constructor.
-  [[nodiscard]] typename Channel<Batch>::SendAwaiter submit(Batch batch) {
+  /// `co_await pipe.submit(batch)` with a named batch, or give Batch a constructor.
+  [[nodiscard]] typename Channel<Batch>::SendAwaiter submit(Batch& batch) {
+    return inbox().send(batch);
+  }
+  /// submit() of a batch the awaiter takes over (destroyed if refused or cancelled).
+  [[nodiscard]] typename Channel<Batch>::SendAwaiter submit(Batch&& batch) {
     return inbox().send(std::move(batch));
+  }
+  /// submit() of a copy of `batch` (a refused copy is destroyed; `batch` is untouched).
+  [[nodiscard]] typename Channel<Batch>::SendAwaiter submit(const Batch& batch) {
+    return inbox().send(batch);
   }
   /// submit() without waiting: true when the batch was queued (moved from); false when the
   /// queue is full or closed (the batch is untouched).
@@ -552,7 +565,7 @@ class Pipeline : private detail::FrontEnd {
     };
     hand_back(feed_.take_fetched());  // received before anything still queued
     if (inbox_ != nullptr) {
-      // Closed first: a racing submit is refused (its batch stays with its caller) instead of
+      // Closed first: a racing submit is refused (ChannelClosed) instead of
       // landing behind the last look.
       inbox_->close();
       while (auto batch = inbox_->try_receive()) hand_back(std::move(batch));
