@@ -363,10 +363,11 @@ TEST_CASE_TEMPLATE("a coroutine that owns its loader can drop it on the thread t
     const auto before = threads_now();
     // next() calls: a partial epoch (reads in flight when it drops the loader), the whole
     // epoch of 25 batches and its end, and 4 batches into the next epoch.
-    for (const auto& [calls, records] :
-         {std::pair<std::uint64_t, std::uint64_t>{2, 16}, {26, 200}, {30, 232}}) {
+    // A pair, not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+    for (const auto& run : {std::pair<std::uint64_t, std::uint64_t>{2, 16}, {26, 200}, {30, 232}}) {
+      const std::uint64_t calls = run.first;
       CAPTURE(calls);
-      CHECK(sync_wait_within_deadline(own_and_drop(data, options, calls)) == records);
+      CHECK(sync_wait_within_deadline(own_and_drop(data, options, calls)) == run.second);
       // The loader ended (on a thread of its own) and joined every thread it had.
       swp::test::wait_until([&] { return threads_now() <= before; });
     }
