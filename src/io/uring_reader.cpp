@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -48,6 +49,13 @@ struct UringRead {
   std::size_t read = 0;
 };
 
+// Rings closed so far. Its release (before a ring's memory is unmapped) and acquire (after a
+// new ring is mapped) order the kernel's reuse of a ring's address for ThreadSanitizer, which
+// does not see munmap and mmap: since a loader may be torn down on a thread of its own, the
+// finished ring thread's writes to the old mapping were otherwise unordered with a new ring
+// thread's reads at the same address (a false race report in CI). One atomic per ring.
+std::atomic<std::uint64_t> rings_closed{0};
+
 // The io_uring instance, closed on destruction (its thread has exited by then: the kernel
 // cancelled what that thread had submitted when it exited).
 class UringQueue {
@@ -55,6 +63,7 @@ class UringQueue {
   explicit UringQueue(unsigned depth) {
     if (const int rc = io_uring_queue_init(depth, &ring_, 0); rc < 0)
       throw std::runtime_error("io_uring_queue_init: " + os_error(-rc));
+    (void)rings_closed.load(std::memory_order_acquire);
     // IORING_OP_READ (Linux 5.6): an older kernel would fail every read, not the setup.
     io_uring_probe* probe = io_uring_get_probe_ring(&ring_);
     const bool reads = probe != nullptr && io_uring_opcode_supported(probe, IORING_OP_READ) != 0;
@@ -64,7 +73,10 @@ class UringQueue {
       throw std::runtime_error("this kernel's io_uring has no IORING_OP_READ (Linux < 5.6)");
     }
   }
-  ~UringQueue() { io_uring_queue_exit(&ring_); }
+  ~UringQueue() {
+    rings_closed.fetch_add(1, std::memory_order_release);
+    io_uring_queue_exit(&ring_);
+  }
   UringQueue(const UringQueue&) = delete;
   UringQueue& operator=(const UringQueue&) = delete;
 
