@@ -249,10 +249,11 @@ class Communicator {
 
   /// A process group: a communicator over `ranks` (ranks of this communicator, in the new
   /// group's rank order). Called by exactly the ranks in the list (collective over them);
-  /// the others do not call it. Returns once every listed rank called it; CommTimeout when
-  /// one did not within timeout(), CommAborted when the communicator is aborted meanwhile —
-  /// never a hang. std::invalid_argument for a rank out of range, a rank listed twice, or a
-  /// caller not in the list.
+  /// the others do not call it. std::invalid_argument for a rank out of range, a rank listed
+  /// twice, or a caller not in the list. On MPI it blocks until every listed rank called it:
+  /// no deadline and no abort reach it there (MPI_Comm_create_group has no nonblocking form;
+  /// running it on a thread of its own raced with the communicator's other calls inside
+  /// Open MPI), so call it where every listed rank does, as at start-up.
   virtual std::unique_ptr<Communicator> split(std::span<const int> ranks) = 0;
 
   // Typed forms: counts from the spans, checked.

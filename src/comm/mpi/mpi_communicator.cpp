@@ -36,13 +36,6 @@ std::atomic<int>& abandoned_operations() {
   return count;
 }
 
-// Group creations (MpiCommunicator::split) that split gave up on and that are still blocked
-// in MPI on their own threads: MPI_Finalize must not run while a thread is inside MPI.
-std::atomic<int>& blocked_group_creations() {
-  static std::atomic<int> count{0};
-  return count;
-}
-
 MPI_Datatype mpi_type(DataType type) {
   switch (type) {
     case DataType::u8:
@@ -112,19 +105,6 @@ MpiSession::~MpiSession() {
                  "swp: MPI operations that timed out never completed; not calling MPI_Finalize\n");
     return;
   }
-  // A creation whose missing member joined late may be ending right now: given a moment.
-  const auto settle = SteadyClock::now() + std::chrono::seconds(1);
-  while (blocked_group_creations().load(std::memory_order_acquire) > 0 &&
-         SteadyClock::now() < settle)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (blocked_group_creations().load(std::memory_order_acquire) > 0) {
-    // A split gave up on a member that never called it; its MPI_Comm_create_group still
-    // waits on a thread of its own: MPI_Finalize must not run beside it.
-    std::fprintf(stderr,
-                 "swp: a process group's creation never completed (a member did not call split); "
-                 "not calling MPI_Finalize\n");
-    return;
-  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized == 0) MPI_Finalize();
@@ -142,53 +122,6 @@ struct MpiPendingOp {
   bool claim() noexcept { return !completed.exchange(true, std::memory_order_acq_rel); }
 };
 
-// A process group's MPI_Comm_create_group, run on a thread of its own: it blocks until every
-// member called it, and MPI has no nonblocking form, so split waits for it polling its
-// deadline and the abort state, and gives it up (`abandoned`) rather than hang. A creation
-// given up on goes on in MPI; if the missing members call split later it completes, and its
-// thread frees the communicator nobody took.
-struct MpiGroupCreation {
-  std::mutex mutex;  // the fields below
-  std::condition_variable ended;
-  bool done = false;
-  bool abandoned = false;
-  int rc = MPI_SUCCESS;
-  MPI_Comm comm = MPI_COMM_NULL;
-
-  // Starts MPI_Comm_create_group(parent, group) (and frees `group`) on its thread.
-  static std::shared_ptr<MpiGroupCreation> start(MPI_Comm parent, MPI_Group group) {
-    auto creation = std::make_shared<MpiGroupCreation>();
-    blocked_group_creations().fetch_add(1, std::memory_order_relaxed);
-    try {
-      std::thread([creation, parent, group]() mutable {
-        MPI_Comm comm = MPI_COMM_NULL;
-        const int rc = MPI_Comm_create_group(parent, group, 0, &comm);
-        MPI_Group_free(&group);
-        bool abandoned = false;
-        {
-          std::lock_guard lock(creation->mutex);
-          creation->rc = rc;
-          creation->comm = comm;
-          creation->done = true;
-          abandoned = creation->abandoned;
-          // Waited for: no longer blocked before split returns (MpiSession must not count
-          // it); release: MpiSession sees no MPI call of this thread after it reads 0.
-          if (!abandoned) blocked_group_creations().fetch_sub(1, std::memory_order_release);
-        }
-        creation->ended.notify_all();
-        if (!abandoned) return;
-        if (rc == MPI_SUCCESS) MPI_Comm_free(&comm);
-        blocked_group_creations().fetch_sub(1, std::memory_order_release);
-      }).detach();
-    } catch (...) {
-      blocked_group_creations().fetch_sub(1, std::memory_order_relaxed);
-      MPI_Group_free(&group);
-      throw;
-    }
-    return creation;
-  }
-};
-
 struct MpiCommunicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
@@ -199,9 +132,6 @@ struct MpiCommunicator::Impl {
   std::mutex mutex;                    // timed_out, dead
   std::vector<MPI_Request> timed_out;  // operations that outlived their timeout
   std::vector<MPI_Request> dead;       // operations under way when the communicator aborted
-  // Group creations split gave up on (see MpiGroupCreation): while one still runs in MPI on
-  // this communicator, the communicator is not freed.
-  std::vector<std::shared_ptr<MpiGroupCreation>> abandoned_creations;
 
   std::mutex ops_mutex;                                        // ops
   std::map<std::uint64_t, std::shared_ptr<MpiPendingOp>> ops;  // by ticket, until run
@@ -318,7 +248,6 @@ MpiCommunicator::~MpiCommunicator() {
   // unless the communicator was aborted (before or meanwhile): then no rank that has not
   // joined it yet ever will, and nothing is waited for.
   bool clean = true;
-  bool creating_groups = false;
   {
     std::lock_guard lock(impl_->mutex);
     const auto deadline = SteadyClock::now() +
@@ -331,16 +260,11 @@ MpiCommunicator::~MpiCommunicator() {
       clean = clean && done != 0;
     }
     clean = clean && impl_->dead.empty();
-    for (const auto& creation : impl_->abandoned_creations) {
-      std::lock_guard creating(creation->mutex);
-      creating_groups = creating_groups || !creation->done;  // MPI still uses the communicator
-    }
   }
   // An operation still under way keeps its communicator: freeing it would be erroneous (Open
   // MPI crashes in MPI_Finalize, seen). Left by an abort, it does not keep MPI_Finalize from
-  // running (see ~MpiSession); timed out without one, it does. A group creation split gave up
-  // on keeps it too (not freed, ever); MpiSession counts those apart, while they run.
-  if (clean && !creating_groups && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+  // running (see ~MpiSession); timed out without one, it does.
+  if (clean && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
   if (!clean && !impl_->aborted()) abandoned_operations().fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -745,32 +669,14 @@ std::unique_ptr<Communicator> MpiCommunicator::split(std::span<const int> ranks)
   MPI_Group sub = MPI_GROUP_NULL;
   MPI_Comm_group(impl_->comm, &all);
   MPI_Group_incl(all, static_cast<int>(ranks.size()), ranks.data(), &sub);
+  auto impl = std::make_unique<Impl>();
+  const int rc = MPI_Comm_create_group(impl_->comm, sub, 0, &impl->comm);
+  MPI_Group_free(&sub);
   MPI_Group_free(&all);
-  const std::shared_ptr<MpiGroupCreation> creation = MpiGroupCreation::start(impl_->comm, sub);
-  const auto deadline = SteadyClock::now() + timeout();
-  std::unique_lock lock(creation->mutex);
-  while (!creation->done && !aborted() && SteadyClock::now() < deadline)
-    creation->ended.wait_for(lock, std::chrono::milliseconds(1));  // the abort is polled
-  if (!creation->done) {
-    creation->abandoned = true;
-    lock.unlock();
-    {
-      std::lock_guard abandoned(impl_->mutex);
-      impl_->abandoned_creations.push_back(creation);
-    }
-    const std::string what = "rank " + std::to_string(rank()) + ": split";
-    if (aborted()) std::rethrow_exception(abort_state()->error(rank(), "split", what, "failed"));
-    throw CommTimeout(rank(), "split",
-                      what + " did not complete in " + std::to_string(timeout().count()) +
-                          " ms: a rank in the list did not call split (every one must)");
-  }
-  lock.unlock();
-  if (const int rc = creation->rc; rc != MPI_SUCCESS)
+  if (rc != MPI_SUCCESS)
     throw CommError(
         rank(), "split",
         "rank " + std::to_string(rank()) + ": MPI_Comm_create_group failed: " + mpi_error(rc));
-  auto impl = std::make_unique<Impl>();
-  impl->comm = creation->comm;
   MPI_Comm_set_errhandler(impl->comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(impl->comm, &impl->rank);
   MPI_Comm_size(impl->comm, &impl->size);

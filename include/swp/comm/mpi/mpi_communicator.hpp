@@ -73,12 +73,6 @@ class MpiCommunicator final : public Communicator {
   [[nodiscard]] int size() const noexcept override;
   [[nodiscard]] std::string_view backend() const noexcept override { return "mpi"; }
 
-  /// Communicator::split, by MPI_Comm_create_group — which blocks until every listed rank
-  /// called it and has no nonblocking form, so it runs on a thread of its own while split
-  /// waits for it up to timeout(), polling the abort state (CommTimeout, CommAborted). A
-  /// creation given up on stays under way in MPI: if the missing ranks call split later it
-  /// completes and its communicator is freed; until then this communicator is never freed,
-  /// and MpiSession skips MPI_Finalize while one is still blocked (saying so on stderr).
   std::unique_ptr<Communicator> split(std::span<const int> ranks) override;
 
   struct Impl;  // the MPI communicator and what timed out (the .cpp's)
