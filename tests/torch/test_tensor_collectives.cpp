@@ -167,7 +167,32 @@ TEST_CASE("a tensor that cannot be handed over as it is is refused before anythi
         (void)swp::all_reduce(comm, stream, matrix, matrix.view({12}), swp::ReduceOp::sum, "r"),
         doctest::Contains("same storage"), std::invalid_argument);
   }
+  SUBCASE("send and recv that overlap in part (two views of one storage)") {
+    const at::Tensor flat = at::zeros({24}, at::kFloat);
+    CHECK_THROWS_WITH_AS((void)swp::all_reduce(comm, stream, flat.narrow(0, 0, 12),
+                                               flat.narrow(0, 6, 12), swp::ReduceOp::sum, "r"),
+                         doctest::Contains("all_reduce 'r': send and recv overlap"),
+                         std::invalid_argument);
+    // Two ranks: recv holds 8 elements, the last 4 of them send's.
+    CHECK_THROWS_WITH_AS(
+        (void)swp::all_gather(comm, stream, flat.narrow(0, 20, 4), flat.narrow(0, 16, 8), "g"),
+        doctest::Contains("all_gather 'g': send and recv overlap"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS((void)swp::all_to_all_v(comm, stream, flat.narrow(0, 0, 12), two,
+                                                 flat.narrow(0, 11, 12), two, "emb"),
+                         doctest::Contains("all_to_all_v 'emb': send and recv overlap"),
+                         std::invalid_argument);
+  }
   CHECK(comm.calls.empty());
+}
+
+TEST_CASE("adjacent views of one storage are disjoint buffers: handed over as they are") {
+  swp::Runtime rt;
+  Recording comm;
+  const at::Tensor flat = at::zeros({24}, at::kFloat);
+  (void)swp::all_reduce(comm, rt.stream("comm"), flat.narrow(0, 0, 12), flat.narrow(0, 12, 12),
+                        swp::ReduceOp::sum, "r");
+  REQUIRE(comm.calls.size() == 1);
+  CHECK(comm.calls[0].recv == flat.narrow(0, 12, 12).data_ptr());
 }
 
 }  // namespace test_tensor_collectives

@@ -8,6 +8,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,24 @@ inline DataType collective_buffer(const Communicator& comm, const at::Tensor& t,
 
 inline std::size_t numel_of(const at::Tensor& t) { return static_cast<std::size_t>(t.numel()); }
 
+// Throws std::invalid_argument unless send's and recv's elements are disjoint in memory: MPI
+// forbids aliasing buffers (outside MPI_IN_PLACE), and a partial overlap (two views of one
+// storage) would read elements the collective already wrote.
+inline void require_disjoint(const at::Tensor& send, const at::Tensor& recv, const char* op,
+                             std::string_view what) {
+  if (send.numel() == 0 || recv.numel() == 0) return;
+  const auto* s = static_cast<const std::byte*>(send.data_ptr());
+  const auto* r = static_cast<const std::byte*>(recv.data_ptr());
+  const std::size_t s_bytes = numel_of(send) * send.element_size();
+  const std::size_t r_bytes = numel_of(recv) * recv.element_size();
+  // std::less gives a total order over unrelated pointers.
+  const std::less<const std::byte*> before;
+  if (before(s, r + r_bytes) && before(r, s + s_bytes))
+    throw std::invalid_argument(std::string(op) + " '" + std::string(what) +
+                                "': send and recv overlap in the same storage (not in place: "
+                                "give recv a tensor of its own)");
+}
+
 inline void require_same_type(DataType a, DataType b, const char* op, std::string_view what) {
   if (a != b)
     throw std::invalid_argument(std::string(op) + " '" + std::string(what) +
@@ -66,15 +85,17 @@ inline void require_same_type(DataType a, DataType b, const char* op, std::strin
 }  // namespace detail
 
 /// `comm.all_reduce` over tensors: recv = op over the ranks of send, elementwise. `send` and
-/// `recv` have the same dtype and number of elements (shapes may differ) and do not overlap
-/// (MPI forbids aliasing buffers outside MPI_IN_PLACE).
+/// `recv` have the same dtype and number of elements (shapes may differ) and share no element
+/// (MPI forbids aliasing buffers outside MPI_IN_PLACE; two overlapping views of one storage are
+/// refused too).
 ///
 /// The call hands the tensors' storage to the communicator (data_ptr(), no copy), so — as for
 /// every collective — both must stay alive and `send` unchanged until the future completed:
 /// keep a reference (e.g. capture the tensors in the work that follows on the stream).
 /// Completion, errors and cancellation are Communicator::all_reduce's; before anything is
 /// queued, std::invalid_argument for an undefined, non-contiguous or (on MPI) non-CPU tensor,
-/// an unsupported dtype, or mismatched dtypes or sizes, naming the operation and `what`.
+/// an unsupported dtype, mismatched dtypes or sizes, or overlapping send and recv, naming the
+/// operation and `what`.
 ///
 /// Example (every rank):
 /// ```
@@ -89,10 +110,7 @@ inline Future<void> all_reduce(Communicator& comm, Stream& stream, const at::Ten
   if (detail::numel_of(send) != detail::numel_of(recv))
     throw std::invalid_argument("all_reduce '" + std::string(what) +
                                 "': recv must have as many elements as send");
-  if (send.numel() > 0 && send.data_ptr() == recv.data_ptr())
-    throw std::invalid_argument("all_reduce '" + std::string(what) +
-                                "': send and recv are the same storage (not in place: give recv "
-                                "a tensor of its own)");
+  detail::require_disjoint(send, recv, "all_reduce", what);
   return comm.all_reduce(stream, send.data_ptr(), recv.data_ptr(), detail::numel_of(send), type, op,
                          what);
 }
@@ -109,6 +127,7 @@ inline Future<void> all_gather(Communicator& comm, Stream& stream, const at::Ten
   if (detail::numel_of(recv) != detail::numel_of(send) * static_cast<std::size_t>(comm.size()))
     throw std::invalid_argument("all_gather '" + std::string(what) +
                                 "': recv must hold size() x send.numel() elements");
+  detail::require_disjoint(send, recv, "all_gather", what);
   return comm.all_gather(stream, send.data_ptr(), recv.data_ptr(), detail::numel_of(send), type,
                          what);
 }
@@ -131,6 +150,7 @@ inline Future<void> all_to_all_v(Communicator& comm, Stream& stream, const at::T
   if (sent != detail::numel_of(send) || received != detail::numel_of(recv))
     throw std::invalid_argument("all_to_all_v '" + std::string(what) +
                                 "': the counts must add up to the tensors' numel()");
+  detail::require_disjoint(send, recv, "all_to_all_v", what);
   return comm.all_to_all_v(stream, send.data_ptr(), send_counts, recv.data_ptr(), recv_counts,
                            type, what);
 }
