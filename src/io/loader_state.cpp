@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 
+#include "swp/io/detail/teardown_threads.hpp"
 #include "swp/io/read_order.hpp"
 
 namespace swp::io::detail {
@@ -77,10 +77,13 @@ void LoaderState::destroy(LoaderState* state) noexcept {
   // The last handle went inside a coroutine this thread resumed for the loader: the loader ends
   // on a thread that is not its own, while this one returns to the loop it came from (which
   // the teardown then joins). A later loader at the same address is not this one.
+  // The thread is one of TeardownThreads::process(), which static destruction joins before it
+  // destroys the objects the teardown uses (it joins threads, frees buffers, maybe through the
+  // CUDA runtime, and closes files): the process cannot exit while a teardown still runs.
   resuming_for = nullptr;
   try {
-    std::thread([state] { delete state; }).detach();
-  } catch (...) {  // NOLINT(bugprone-empty-catch): no thread to spare
+    TeardownThreads::process().start([state] { delete state; });
+  } catch (...) {  // NOLINT(bugprone-empty-catch): no thread to spare, or the process is exiting
     // Deleting here would wait on this thread forever: the loader (its threads, buffers and
     // file descriptors) is leaked instead.
   }

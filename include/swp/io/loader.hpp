@@ -63,9 +63,10 @@ struct LoaderStats {
 /// inline on the loader's thread that finished the batch (a pread read thread, an io_uring
 /// ring's thread or a decode thread), where the coroutine runs until it next suspends (e.g.
 /// under sync_wait). There, dropping the last handle is safe (the loader ends on a thread it
-/// starts for that, after its reads in flight completed), and so is restart() (it returns at
-/// once and the next call waits for the drain); take() there may deadlock (it would wait for
-/// work only that thread can finish): await next() instead.
+/// starts for that, after its reads in flight completed; the process waits for that thread at
+/// exit, before destroying its static objects), and so is restart() (it returns at once and
+/// the next call waits for the drain); take() there may deadlock (it would wait for work only
+/// that thread can finish): await next() instead.
 /// Errors: the constructor throws RecordError for a missing, truncated or corrupt file header
 /// or index, or a path that is not a regular file (file and offset; see RecordFile),
 /// std::invalid_argument for bad options (naming them) and std::runtime_error when
