@@ -4,7 +4,8 @@
 #   tools/dlrm-check.sh [ci|full] [BUILD_DIR]   (default: ci, build)
 # ci   (CI, under 2 minutes): 2 ranks, small sizes, 200 iterations; base, sparse_dist,
 #      fused_sparse_dist and prefetch_sparse_dist on both engines: max_abs_param_diff_vs_serial
-#      must be exactly 0.
+#      must be exactly 0; the dataset's files are named as swp::io::generated_file_name names
+#      them (as `swp data gen` does), in both modes.
 # full (about 10 minutes on 2 cores): the ci matrix on 1 and 2 ranks at the default sizes;
 #      semi_sync's final loss within 2% of the serial run's; 2 ranks against 1 rank with the
 #      same global batch (loss curves within 1e-5 relative per step); the held-out loss after
@@ -68,6 +69,16 @@ for ranks in "${rank_counts[@]}"; do
     done
   done
 done
+
+# The dataset's files are named as the library's generator names them
+# (swp::io::generated_file_name: numbers as wide as the largest, so that name order, the order
+# the loader reads them in, is the order the samples were written in).
+"$dir/src/cli/swp" data gen --records 4 --bytes 8 --files 4 --out "$tmp/names" >/dev/null 2>"$tmp/err" ||
+  fail "swp data gen: exit $?"
+expected=$(cd "$tmp/names" 2>/dev/null && ls -- *.swprec || true)
+got=$(cd "$tmp/data/train" 2>/dev/null && ls -- *.swprec || true)
+echo "dataset file names: $(echo $got)"
+[ "$got" = "$expected" ] || fail "the dataset's files are named $(echo $got), the library names them $(echo $expected)"
 
 if [ "$mode" = full ]; then
   # semi_sync: stale embeddings after its synchronous start; final loss within 2%.

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "swp/io/dataset.hpp"
 #include "swp/io/record_writer.hpp"
 
 namespace dlrm {
@@ -124,8 +125,10 @@ void write_dataset(const std::filesystem::path& dir, const DataSpec& spec, std::
   const auto per_file = (count + static_cast<std::uint64_t>(files) - 1) / static_cast<std::uint64_t>(files);
   std::uint64_t next = first;
   for (int f = 0; f < files && next < first + count; ++f) {
-    char name[32];
-    std::snprintf(name, sizeof name, "part-%05d.swprec", f);
+    // The library's names (numbers as wide as the largest): list_dataset's name order, which
+    // the loader reads in, is the order the samples were written in, past 100,000 files too.
+    const auto name = swp::io::generated_file_name(static_cast<std::uint64_t>(f),
+                                                   static_cast<std::uint64_t>(files));
     swp::io::RecordWriter out(dir / name);
     const std::uint64_t end = std::min(first + count, next + per_file);
     for (; next < end; ++next) {

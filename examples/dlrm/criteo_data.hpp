@@ -41,8 +41,9 @@ struct HostBatch {
 /// of a dataset is a pure function of (spec, index): any rank can tell what it should be.
 [[nodiscard]] std::vector<std::byte> make_sample(const DataSpec& spec, std::uint64_t index);
 
-/// Writes samples [first, first + count) into `files` record files part-00000.swprec, ... in
-/// `dir` (created), consecutive runs per file. Throws what RecordWriter throws.
+/// Writes samples [first, first + count) into `files` record files in `dir` (created), named
+/// as swp::io::generated_file_name names them (part-00000.swprec, ...: name order is sample
+/// order), consecutive runs per file. Throws what RecordWriter throws.
 void write_dataset(const std::filesystem::path& dir, const DataSpec& spec, std::uint64_t first,
                    std::uint64_t count, int files);
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 
+#include "swp/io/detail/teardown_threads.hpp"
 #include "swp/io/read_order.hpp"
 
 namespace swp::io::detail {
@@ -77,10 +77,13 @@ void LoaderState::destroy(LoaderState* state) noexcept {
   // The last handle went inside a coroutine this thread resumed for the loader: the loader ends
   // on a thread that is not its own, while this one returns to the loop it came from (which
   // the teardown then joins). A later loader at the same address is not this one.
+  // The thread is one of TeardownThreads::process(), which static destruction joins before it
+  // destroys the objects the teardown uses (it joins threads, frees buffers, maybe through the
+  // CUDA runtime, and closes files): the process cannot exit while a teardown still runs.
   resuming_for = nullptr;
   try {
-    std::thread([state] { delete state; }).detach();
-  } catch (...) {  // NOLINT(bugprone-empty-catch): no thread to spare
+    TeardownThreads::process().start([state] { delete state; });
+  } catch (...) {  // NOLINT(bugprone-empty-catch): no thread to spare, or the process is exiting
     // Deleting here would wait on this thread forever: the loader (its threads, buffers and
     // file descriptors) is leaked instead.
   }
@@ -132,27 +135,57 @@ void LoaderState::issue_locked() {
          (window_.empty() || window_bytes_ + plan_[next_issue_].bytes <= options_.prefetch_bytes)) {
     const PlannedBatch& b = plan_[next_issue_];
     auto slot = std::make_unique<Slot>();
-    slot->number = next_issue_++;
+    slot->number = next_issue_;
     slot->bytes = b.bytes;
     slot->reads_left = b.reads.size();
-    slot->batch.buffer_ = pool_->acquire(b.bytes);
-    slot->batch.bytes_ = {slot->batch.buffer_->data, b.bytes};
     slot->batch.number_ = slot->number;
     slot->batch.epoch_ = epoch_;
     Slot& s = *slot;
+    // Up to here a throw (std::bad_alloc) changed nothing, and reaches the caller. From here
+    // the batch is in the window, and a failure to issue it fails it there instead.
     window_.push_back(std::move(slot));
+    ++next_issue_;
     window_bytes_ += b.bytes;
     stats_.peak_prefetched_batches = std::max(stats_.peak_prefetched_batches, window_.size());
     stats_.peak_prefetched_bytes = std::max(stats_.peak_prefetched_bytes, window_bytes_);
-    for (const PlannedRead& r : b.reads) {
-      ++reads_in_flight_;
-      ++stats_.reads;
-      stats_.read_bytes += r.bytes;
-      // The readers complete on their own threads, never inside read(): the lock held here
-      // is free by then.
-      reader_->read(r.file, r.offset, s.batch.bytes_.subspan(r.at, r.bytes),
-                    [this, &s](std::exception_ptr error) { on_read(s, std::move(error)); });
+    std::size_t issued = 0;
+    try {
+      s.batch.buffer_ = pool_->acquire(b.bytes);
+      s.batch.bytes_ = {s.batch.buffer_->data, b.bytes};
+      for (; issued < b.reads.size(); ++issued) {
+        const PlannedRead& r = b.reads[issued];
+        // The readers complete on their own threads, never inside read(): the lock held here
+        // is free by then. A read() that throws accepted nothing (FileReader).
+        reader_->read(r.file, r.offset, s.batch.bytes_.subspan(r.at, r.bytes),
+                      [this, &s](std::exception_ptr error) { on_read(s, std::move(error)); });
+        ++reads_in_flight_;
+        ++stats_.reads;
+        stats_.read_bytes += r.bytes;
+      }
+    } catch (...) {
+      fail_issue_locked(s, b.reads[issued], b.reads.size() - issued, std::current_exception());
     }
+  }
+}
+
+void LoaderState::fail_issue_locked(Slot& slot, const PlannedRead& read, std::size_t not_issued,
+                                    std::exception_ptr cause) noexcept {
+  // The reads not issued never complete: the slot is done once the issued ones did.
+  slot.reads_left -= not_issued;
+  slot.done = slot.reads_left == 0;
+  failed_ = true;
+  try {
+    std::string why = "unknown error";
+    try {
+      std::rethrow_exception(cause);
+    } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): "unknown error"
+    }
+    slot.error = std::make_exception_ptr(
+        RecordError(files_[read.file].path(), read.offset, "read not issued: " + why));
+  } catch (...) {  // no memory for the message: the cause itself
+    slot.error = std::move(cause);
   }
 }
 

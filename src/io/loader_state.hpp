@@ -97,7 +97,11 @@ class LoaderState {
 
  private:
   void start_epoch_locked();
+  /// Issues the reads of the batches the window has room for. A batch whose buffer or reads
+  /// cannot be had (read() threw) fails in the window like a failed read, naming the read.
   void issue_locked();
+  void fail_issue_locked(Slot& slot, const PlannedRead& read, std::size_t not_issued,
+                         std::exception_ptr cause) noexcept;
   void on_read(Slot& slot, std::exception_ptr error);
   void decode(Slot& slot);
   [[nodiscard]] bool deliverable_locked() const;

@@ -338,14 +338,30 @@ std::unique_ptr<FileReader> make_uring_reader(std::vector<ReaderFile>, std::size
 }
 #endif
 
+namespace {
+// set_reader_wrap's function; the mutex orders a test's setting before the loaders it opens.
+std::mutex reader_wrap_mutex;
+ReaderWrap reader_wrap;
+
+std::unique_ptr<FileReader> wrapped(std::unique_ptr<FileReader> reader) {
+  const std::lock_guard lock(reader_wrap_mutex);
+  return reader_wrap ? reader_wrap(std::move(reader)) : std::move(reader);
+}
+}  // namespace
+
+void set_reader_wrap(ReaderWrap wrap) {
+  const std::lock_guard lock(reader_wrap_mutex);
+  reader_wrap = std::move(wrap);
+}
+
 std::unique_ptr<FileReader> make_file_reader(ReaderKind kind, std::vector<ReaderFile> files,
                                              std::size_t threads) {
   if (kind != ReaderKind::pread) {
     std::string why;
-    if (auto reader = make_uring_reader(files, threads, why)) return reader;
+    if (auto reader = make_uring_reader(files, threads, why)) return wrapped(std::move(reader));
     if (kind == ReaderKind::uring) throw std::runtime_error("ReaderKind::uring: " + why);
   }
-  return make_pread_reader(std::move(files), threads);
+  return wrapped(make_pread_reader(std::move(files), threads));
 }
 
 }  // namespace swp::io::detail

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <future>
@@ -21,6 +23,7 @@
 #include "support/fake_backend.hpp"
 #include "support/loader_rig.hpp"
 #include "swp/async/sync_wait.hpp"
+#include "swp/io/detail/teardown_threads.hpp"
 #include "swp/io/loader.hpp"
 #include "swp/io/read_order.hpp"
 
@@ -372,6 +375,29 @@ TEST_CASE_TEMPLATE("a coroutine that owns its loader can drop it on the thread t
       swp::test::wait_until([&] { return threads_now() <= before; });
     }
   }
+}
+
+TEST_CASE("the threads loaders end on are joined before the process exits") {
+  // What a loader dropped on its own thread ends on (TeardownThreads::process(), closed at
+  // static destruction): close() returns only once every job it started has finished.
+  swp::io::detail::TeardownThreads threads;
+  threads.start([] {});  // finished long before close(): joined by the next start()
+  swp::test::wait_until([&] { return threads.running() == 0; });
+  std::atomic<bool> closing{false};
+  std::atomic<bool> finished{false};
+  threads.start([&] {
+    while (!closing.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Still running once close() is called (without the join, close() returns meanwhile).
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    finished = true;
+  });
+  CHECK(threads.running() == 1);
+  closing = true;
+  threads.close();
+  CHECK(finished.load());
+  CHECK(threads.running() == 0);
+  // Closed (the process is exiting): a job is refused, not run past the join.
+  CHECK_THROWS_WITH_AS(threads.start([] {}), doctest::Contains("closed"), std::logic_error);
 }
 
 TEST_CASE_TEMPLATE("restart() from a coroutine that awaits next() without a Resumer", Reader,

@@ -1,17 +1,24 @@
-// Loader errors: a corrupt record, a file truncated under the loader, a failing decode and a
-// missing file — each named with file and offset, surfacing from the consumer's next call as
-// LoaderError once the reads in flight drained, the batches before it still handed out.
-// Both readers.
+// Loader errors: a corrupt record, a file truncated under the loader, a read the reader cannot
+// issue, a failing decode and a missing file — each named with file and offset, surfacing from
+// the consumer's next call as LoaderError once the reads in flight drained, the batches before
+// it still handed out. Both readers.
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstddef>
 #include <filesystem>
+#include <future>
+#include <memory>
+#include <new>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "support/crafted_records.hpp"
 #include "support/loader_rig.hpp"
 #include "swp/async/sync_wait.hpp"
+#include "swp/io/detail/file_reader.hpp"
 #include "swp/io/io_errors.hpp"
 #include "swp/io/loader.hpp"
 #include "swp/io/record_file.hpp"
@@ -47,6 +54,41 @@ swp::io::RecordError cause(const swp::io::LoaderError& e) {
   FAIL("the cause is not a RecordError");
   return {{}, 0, ""};
 }
+
+// Passes reads to the real reader until `fail_at` were accepted; then read() throws
+// std::bad_alloc, as a reader that cannot allocate its queue entry would.
+class ThrowingReader final : public swp::io::detail::FileReader {
+ public:
+  ThrowingReader(std::unique_ptr<FileReader> real, std::size_t fail_at)
+      : real_(std::move(real)), fail_at_(fail_at) {}
+  void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into, Done done) override {
+    if (reads_ == fail_at_) throw std::bad_alloc();  // the loader issues under its lock
+    ++reads_;
+    real_->read(file, offset, into, std::move(done));
+  }
+  [[nodiscard]] swp::io::ReaderKind kind() const noexcept override { return real_->kind(); }
+  [[nodiscard]] bool completes_on_pool() const noexcept override {
+    return real_->completes_on_pool();
+  }
+
+ private:
+  std::unique_ptr<FileReader> real_;
+  std::size_t fail_at_;
+  std::size_t reads_ = 0;
+};
+
+// Every reader made in its scope is a ThrowingReader failing at read `fail_at`.
+class ThrowingReads {
+ public:
+  explicit ThrowingReads(std::size_t fail_at) {
+    swp::io::detail::set_reader_wrap([fail_at](std::unique_ptr<swp::io::detail::FileReader> r) {
+      return std::make_unique<ThrowingReader>(std::move(r), fail_at);
+    });
+  }
+  ThrowingReads(const ThrowingReads&) = delete;
+  ThrowingReads& operator=(const ThrowingReads&) = delete;
+  ~ThrowingReads() { swp::io::detail::set_reader_wrap({}); }
+};
 
 }  // namespace
 
@@ -155,6 +197,50 @@ TEST_CASE_TEMPLATE("a loader refuses every crafted file as RecordFile does, with
     CHECK(error->offset() == c.offset);
     CHECK(std::string(error->what()) == expected->what());
   }
+}
+
+TEST_CASE_TEMPLATE("a read the reader refuses to issue fails the loader, naming file and offset",
+                   Reader, UseUring, UsePread) {
+  const Dataset data({.records = 40, .bytes = 64, .files = 2, .seed = 3});
+  // Unshuffled batches of 4 in files of 20 records are one read each: read 6 is batch 6,
+  // records 4..7 of file 1.
+  const std::uint64_t at = swp::io::RecordFile(data.files[1]).entry(4).offset;
+  std::optional<swp::io::Loader> opened;
+  {
+    const ThrowingReads throwing(6);
+    opened = swp::test::open_loader<Reader>(
+        data.files, {.name = "refused", .batch_records = 4, .prefetch_batches = 3});
+  }
+  if (!opened) return;
+  // The loader shared with the thread that takes: were that thread left waiting for a read
+  // never issued, it would keep the loader (which could not be destroyed) and the test fail.
+  auto loader = std::make_shared<swp::io::Loader>(std::move(*opened));
+  opened.reset();
+  auto result = std::make_shared<std::promise<std::pair<std::uint64_t, swp::io::LoaderError>>>();
+  auto done = result->get_future();
+  std::thread([loader, result] {
+    std::uint64_t n = 0;
+    try {
+      while (loader->take()) ++n;
+      result->set_value({n, swp::io::LoaderError("", nullptr)});
+    } catch (const swp::io::LoaderError& e) {
+      result->set_value({n, e});
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  REQUIRE_MESSAGE(done.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
+                  "take() did not return within 30 s");
+  const auto [taken, error] = done.get();
+  CHECK(taken == 6);  // every batch before the refused read
+  CHECK(error.loader() == "refused");
+  REQUIRE(error.nested() != nullptr);
+  const auto record = cause(error);
+  CHECK(record.file() == data.files[1]);
+  CHECK(record.offset() == at);
+  CHECK(std::string(record.what()).find("std::bad_alloc") != std::string::npos);
+  CHECK(loader->stats().reads_in_flight == 0);
+  CHECK_THROWS_AS(loader->take(), swp::io::LoaderError);  // until restart()
 }
 
 }  // namespace test_loader_errors

@@ -63,19 +63,21 @@ struct LoaderStats {
 /// inline on the loader's thread that finished the batch (a pread read thread, an io_uring
 /// ring's thread or a decode thread), where the coroutine runs until it next suspends (e.g.
 /// under sync_wait). There, dropping the last handle is safe (the loader ends on a thread it
-/// starts for that, after its reads in flight completed), and so is restart() (it returns at
-/// once and the next call waits for the drain); take() there may deadlock (it would wait for
-/// work only that thread can finish): await next() instead.
+/// starts for that, after its reads in flight completed; the process waits for that thread at
+/// exit, before destroying its static objects), and so is restart() (it returns at once and
+/// the next call waits for the drain); take() there may deadlock (it would wait for work only
+/// that thread can finish): await next() instead.
 /// Errors: the constructor throws RecordError for a missing, truncated or corrupt file header
 /// or index, or a path that is not a regular file (file and offset; see RecordFile),
 /// std::invalid_argument for bad options (naming them) and std::runtime_error when
 /// ReaderKind::uring is asked for where io_uring is unavailable. A failed read (truncated
-/// file, OS error) or a record whose checksum does not match (file and offset), or a `decode`
-/// exception, fails the loader: no new reads are issued, the batches before the failing one
-/// are still handed out, and the call that would return the failing one throws LoaderError
-/// (naming the loader; nested: the RecordError) once every read in flight completed — and so
-/// does every later call, until restart(). In a pipeline it surfaces from progress()/next()
-/// as CallbackError (source) nesting the LoaderError.
+/// file, OS error), a read the reader could not issue (it threw, e.g. std::bad_alloc: a
+/// RecordError naming that read's file and offset), a record whose checksum does not match
+/// (file and offset), or a `decode` exception, fails the loader: no new reads are issued, the
+/// batches before the failing one are still handed out, and the call that would return the
+/// failing one throws LoaderError (naming the loader; nested: the RecordError) once every read
+/// in flight completed — and so does every later call, until restart(). In a pipeline it
+/// surfaces from progress()/next() as CallbackError (source) nesting the LoaderError.
 /// Cancellation: a next() waits for reads that always complete; it is not cancelled by a
 /// pipeline's stop signal (the pipeline waits for it, a read's time at most).
 ///

@@ -17,7 +17,8 @@ namespace swp::io::detail {
 
 /// Reads byte ranges of a fixed set of open files. `read` returns at once; `done` runs later
 /// on a reader thread with nullptr, or with a RecordError naming the file and the offset
-/// (truncated: where the file ended; failed: the OS error). The destructor waits for every
+/// (truncated: where the file ended; failed: the OS error). A `read` that throws (e.g.
+/// std::bad_alloc) accepted nothing: its `done` never runs. The destructor waits for every
 /// read it accepted to complete (their `done` has run).
 class FileReader {
  public:
@@ -42,6 +43,12 @@ struct ReaderFile {
 /// unavailable, saying why.
 std::unique_ptr<FileReader> make_file_reader(ReaderKind kind, std::vector<ReaderFile> files,
                                              std::size_t threads);
+
+/// For fault-injection tests: when set, every reader make_file_reader makes goes through `wrap`,
+/// and the reader it returns is used instead (say, one whose read() throws). Process-wide: set
+/// it while no loader is being opened; an empty function (the default) wraps nothing.
+using ReaderWrap = std::function<std::unique_ptr<FileReader>(std::unique_ptr<FileReader>)>;
+void set_reader_wrap(ReaderWrap wrap);
 
 std::unique_ptr<FileReader> make_pread_reader(std::vector<ReaderFile> files, std::size_t threads);
 /// `threads` rings, each with its own thread; nullptr with `why` set when io_uring is not
