@@ -186,6 +186,11 @@ struct MpiCommunicator::Impl {
   // Operations start in MPI in the order they were called (their tickets), whichever streams
   // they are on: the call order is what the ranks agree on (the engines' globally ordered
   // tasks call in the same order on every rank), not the order the streams get to them.
+  // A call holds call_mutex from taking its ticket until its stream queued it (run_on), so
+  // that on any one stream the tickets are queued in increasing order: two threads calling on
+  // one stream could otherwise queue the later ticket first, whose run then waits on the
+  // stream's thread for a turn that is queued behind it — until its timeout, on every rank.
+  std::mutex call_mutex;
   std::mutex turn_mutex;  // the fields below
   std::condition_variable turn_changed;
   std::uint64_t next_ticket = 0;
@@ -484,6 +489,10 @@ class MpiOperationRun {
 Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
                     std::string description, std::chrono::milliseconds timeout, std::string check,
                     std::function<int(MPI_Request*)> start) {
+  // The ticket and the place in the stream's queue, taken together (see Impl::call_mutex).
+  // Not held past the enqueue: an abort below runs listeners that may resume waiters, which
+  // may call again.
+  std::unique_lock call(impl.call_mutex);
   std::shared_ptr<MpiPendingOp> pending = impl.enlist(std::move(op), std::move(description));
   Future<void> future = pending->promise.get_future();
   try {
@@ -496,6 +505,7 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
       MpiOperationRun(impl, *pending, timeout).run(check, start);
     });
   } catch (...) {
+    call.unlock();
     // Not queued, but it took its place in the call order: the operations called after it
     // would wait for its turn, and the peers' part of it would pair with this rank's next
     // operation. So its turn is given up and the communicator aborted, as for an operation

@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <span>
 #include <stdexcept>
@@ -180,6 +182,76 @@ TEST_CASE("mpi: operations start in the order they were called, whichever stream
                               std::span<std::int64_t>(y_sum), swp::ReduceOp::sum, "Y");
   finish(second, yd);
   finish(first, xd);
+  CHECK(x_sum[0] == n);
+  CHECK(y_sum[0] == 1000 * n);
+}
+
+namespace {
+
+// A stream that passes its work on to `inner`, holding its first enqueue until a second one
+// comes (or `hold` passed): the thread whose call queues first reaches the queue last, unless
+// the communicator keeps a call's place in the call order and its place in the queue together.
+class GatedStream final : public swp::Stream {
+ public:
+  GatedStream(swp::Stream& inner, std::chrono::milliseconds hold)
+      : swp::Stream("gated"), inner_(inner), hold_(hold) {}
+  using swp::Stream::wait;
+  void enqueue_work(swp::Clock::duration d, swp::WorkTag tag) override {
+    inner_.enqueue_work(d, tag);
+  }
+  void enqueue(std::function<void()> work, swp::Clock::duration modelled,
+               swp::WorkTag tag) override {
+    {
+      std::unique_lock lock(mutex_);
+      const bool first = ++enqueues_ == 1;
+      changed_.notify_all();
+      if (first) changed_.wait_for(lock, hold_, [&] { return enqueues_ > 1; });
+    }
+    inner_.enqueue(std::move(work), modelled, tag);
+  }
+  std::uint64_t record(swp::Event& event) override { return inner_.record(event); }
+  void wait(const swp::Event& event, std::uint64_t generation) override {
+    inner_.wait(event, generation);
+  }
+  void synchronize() override { inner_.synchronize(); }
+  void enqueue_fault(std::string what) override { inner_.enqueue_fault(std::move(what)); }
+
+  // Waits (up to 20 s) until the first enqueue came; whether it did.
+  bool first_came() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, 20s, [&] { return enqueues_ > 0; });
+  }
+
+ private:
+  swp::Stream& inner_;
+  const std::chrono::milliseconds hold_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int enqueues_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("mpi: two threads calling on one stream queue their operations in the call order") {
+  auto world = swp::MpiCommunicator::world();
+  world->set_timeout(20s);  // only an operation queued behind a later one waits for it
+  swp::Runtime rt;
+  GatedStream s(rt.stream("comm"), 2s);
+  const int n = world->size();
+  // Every rank calls X, then Y, from two threads on one stream; X's thread is held between
+  // taking its place in the call order and reaching the stream's queue while Y is called.
+  std::vector<std::int64_t> x{1}, y{1000}, x_sum(1), y_sum(1);
+  swp::Future<void> xd;
+  std::thread caller([&] {
+    xd = world->all_reduce(s, std::span<const std::int64_t>(x), std::span<std::int64_t>(x_sum),
+                           swp::ReduceOp::sum, "X");
+  });
+  REQUIRE(s.first_came());
+  auto yd = world->all_reduce(s, std::span<const std::int64_t>(y), std::span<std::int64_t>(y_sum),
+                              swp::ReduceOp::sum, "Y");
+  caller.join();
+  finish(s, yd);
+  finish(s, xd);
   CHECK(x_sum[0] == n);
   CHECK(y_sum[0] == 1000 * n);
 }

@@ -31,8 +31,10 @@ class MpiSession {
 /// nonblocking MPI operation (MPI_Iallreduce, MPI_Ialltoallv, MPI_Isend, ...) and tests it
 /// with a bounded back-off until it completed or the timeout passed, then completes the
 /// future. Operations of one communicator start in MPI in the order they were *called*,
-/// whichever streams they are on (one waits for the one called before it to start): the call
-/// order is what the ranks must agree on, as with NCCL, where a call enqueues the kernel. So the
+/// whichever streams they are on (one waits for the one called before it to start), and from
+/// any threads (a call takes its place in the call order and in its stream's queue together,
+/// so one stream's queue holds them in call order): the call order is what the ranks must
+/// agree on, as with NCCL, where a call enqueues the kernel. So the
 /// stream's later work sees the result, other streams go on meanwhile, and a rank that never takes
 /// part ends in CommTimeout naming this rank, the operation and what it was for, instead of a hang.
 ///
