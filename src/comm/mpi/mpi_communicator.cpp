@@ -170,17 +170,22 @@ struct MpiCommunicator::Impl {
   // The abort's part here (a listener of `aborts`): every pending operation fails at once,
   // those waiting for their turn stop waiting; operations under way in MPI are left to their
   // streams, which see the abort within their next look (at most 1 ms) and give them up.
+  // The errors are made first and the promises completed last, touching only locals then: a
+  // waiter resumed here may destroy this communicator (even the world's last one).
   void fail_pending() {
-    std::vector<std::shared_ptr<MpiPendingOp>> pending;
+    std::vector<std::pair<std::shared_ptr<MpiPendingOp>, std::exception_ptr>> failing;
     {
       std::lock_guard lock(ops_mutex);
-      for (auto& [ticket, op] : ops) pending.push_back(op);
+      for (auto& [ticket, op] : ops) failing.emplace_back(op, nullptr);
     }
+    for (auto& [op, error] : failing)
+      error = aborts->error(rank, op->op, op->description, "failed");
     {
       std::lock_guard lock(turn_mutex);  // a waiter between its look and its wait sees it
     }
     turn_changed.notify_all();
-    for (auto& op : pending) fail_aborted(*op);  // outside the lock: waiters may resume here
+    for (auto& [op, error] : failing)  // outside the lock: waiters may resume here
+      if (op->claim()) op->promise.set_error(std::move(error));
   }
 
   // Operations start in MPI in the order they were called (their tickets), whichever streams

@@ -697,6 +697,65 @@ TEST_CASE("mpi: a coroutine resumed by a peer's abort may destroy a group of tha
   });
 }
 
+TEST_CASE("mpi: a coroutine resumed by a peer's abort may destroy the last communicator of it") {
+  auto control = swp::MpiCommunicator::world();  // tells rank 1 that rank 0 called
+  auto world = swp::MpiCommunicator::world();
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& c = rt.stream("control");
+  swp::Stream& busy = rt.stream("busy");
+  static std::vector<std::unique_ptr<std::int64_t>> received;  // MPI may write it until the end
+  std::int64_t& buffer = *received.emplace_back(std::make_unique<std::int64_t>(0));
+  std::int32_t token = 0;
+  if (me == 1) {
+    finish(c, control->recv(c, std::span<std::int32_t>(&token, 1), 0));
+    world->abort("planted failure");  // reaches rank 0's abort channel thread
+  }
+  if (me != 0) return;
+  // Rank 0's receive fails by the abort's listener, on the abort channel's thread (its stream
+  // gets to it only after that); the coroutine resumed there waits for the stream, as a
+  // communicator's operations must end before it goes, then destroys the world's only
+  // communicator: its abort channel, whose thread this is.
+  std::atomic<bool> called{false};
+  std::atomic<bool> ended{false};
+  std::atomic<bool> world_gone{false};
+  swp::Future<void> pending;
+  busy.enqueue([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!(called && pending.ready()) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+  });
+  std::thread runner([&] {
+    swp::sync_wait([](std::unique_ptr<swp::MpiCommunicator> w, swp::Stream& stream,
+                      std::int64_t& into, swp::Future<void>& op, std::atomic<bool>& op_called,
+                      std::atomic<bool>& gone) -> swp::Co<void> {
+      op = w->recv(stream, std::span<std::int64_t>(&into, 1), w->rank(), "never sent");
+      op_called = true;
+      try {
+        co_await op;
+      } catch (const swp::CommAborted&) {
+      }
+      stream.synchronize();  // the receive's run gave it up
+      w.reset();             // on the abort channel's thread, inside the abort's listener call
+      gone = true;
+    }(std::move(world), busy, buffer, pending, called, world_gone));
+    ended = true;
+  });
+  while (!called) std::this_thread::yield();  // the receive is in the call order
+  finish(c, control->send(c, std::span<const std::int32_t>(&token, 1), 1));
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!ended && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  if (!ended) {
+    std::fprintf(stderr, "rank 0: the coroutine resumed by the abort never ended (deadlock)\n");
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  runner.join();
+  CHECK(world_gone);
+  busy.synchronize();
+}
+
 namespace {
 
 using IterCtx = swp::IterContext<int>;

@@ -48,6 +48,8 @@ class MpiSession {
 /// rank's pending operations fail with CommAborted within milliseconds — also those still in
 /// a stream's queue — and later ones at once. Operations an abort left under way in MPI are
 /// not waited for at destruction (the communicator is then not freed; MPI_Finalize still runs).
+/// A waiter that an abort resumes (on the aborting thread, or for a peer's abort on the abort
+/// channel's thread) may destroy communicators of that world there, its last one included.
 /// Errors from MPI (MPI_ERRORS_RETURN on its communicators) fail the future with CommError
 /// carrying MPI's error string. An operation that its stream refuses (enqueue throws) had
 /// taken its place in the call order: the call throws the stream's exception and aborts the
