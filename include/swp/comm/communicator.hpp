@@ -247,6 +247,20 @@ class Communicator {
     return do_recv(stream, data, count, type, peer, what);
   }
 
+  /// Keeps `owner` — what holds the buffers of operations called on this communicator so far —
+  /// until none of those operations can touch their buffers any more, then lets it go (on this
+  /// thread, or a thread of the backend's: a stream's, as one of those operations ends). An
+  /// operation whose future failed may still be under way in the backend: on MPI a collective
+  /// that timed out, or one an abort gave up (MPI cannot withdraw either), stays under way until
+  /// every rank joined it, and `owner` stays until MPI completed it — seen as a later operation
+  /// ends, or when the communicator is destroyed (which waits for what timed out once more); what
+  /// is still under way then keeps `owner` until the process ends. The default, for backends
+  /// whose operations touch no buffer once their futures completed (NCCL), lets it go at once
+  /// (the caller keeps the buffers until the futures completed, as ever). How InputDist frees a
+  /// failed batch's buffers. Any thread; throws only what allocating throws.
+  /// Example: `comm.keep_until_done(batch_buffers);  // after calling the batch's collectives`
+  virtual void keep_until_done(std::shared_ptr<const void> owner);
+
   /// A process group: a communicator over `ranks` (ranks of this communicator, in the new
   /// group's rank order). Called by exactly the ranks in the list (collective over them);
   /// the others do not call it. std::invalid_argument for a rank out of range, a rank listed

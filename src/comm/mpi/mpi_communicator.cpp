@@ -129,9 +129,24 @@ struct MpiCommunicator::Impl {
   std::shared_ptr<detail::MpiAbortChannel> channel;  // the world's, shared with its groups
   std::shared_ptr<detail::AbortState> aborts;        // the channel's
   std::uint64_t abort_listener = 0;
-  std::mutex mutex;                    // timed_out, dead
-  std::vector<MPI_Request> timed_out;  // operations that outlived their timeout
-  std::vector<MPI_Request> dead;       // operations under way when the communicator aborted
+  // A request MPI still has after its operation's future failed, and the operation's ticket.
+  struct UnderWay {
+    MPI_Request request = MPI_REQUEST_NULL;  // MPI_REQUEST_NULL once a test saw it complete
+    std::uint64_t ticket = 0;
+  };
+  // What keep_until_done keeps: `owner` until the operations with tickets below `before` ended.
+  struct Kept {
+    std::uint64_t before = 0;
+    std::shared_ptr<const void> owner;
+  };
+  std::mutex mutex;                 // the fields below
+  std::vector<UnderWay> timed_out;  // operations that outlived their timeout
+  std::vector<UnderWay> dead;       // operations under way when the communicator aborted
+  std::vector<Kept> kept;
+  // !kept.empty(), which discharge looks at without the lock. Relaxed: an owner kept while an
+  // operation was pending was added before its let_go took ops_mutex, which the discharge of
+  // that operation takes after it.
+  std::atomic<bool> keeping{false};
 
   std::mutex ops_mutex;                                        // ops
   std::map<std::uint64_t, std::shared_ptr<MpiPendingOp>> ops;  // by ticket, until run
@@ -162,6 +177,44 @@ struct MpiCommunicator::Impl {
       ops.erase(pending.ticket);
     }
     channel->op_ended();
+    if (keeping.load(std::memory_order_relaxed)) let_go();
+  }
+
+  // Lets go of the owners kept (keep_until_done) whose operations all ended: none is still
+  // pending (listed in ops) or under way in MPI (a request of timed_out or dead that a test
+  // does not see complete). The owners are destroyed last, without a lock (they may hold
+  // anything). `forever`: what is left stays until the process ends (the communicator goes).
+  void let_go(bool forever = false) {
+    std::vector<std::shared_ptr<const void>> done;
+    {
+      std::lock_guard lock(mutex);
+      if (kept.empty()) return;
+      std::uint64_t oldest = UINT64_MAX;  // the oldest ticket whose operation has not ended
+      for (std::vector<UnderWay>* list : {&timed_out, &dead})
+        for (UnderWay& u : *list) {
+          int complete = 0;
+          if (u.request != MPI_REQUEST_NULL &&
+              (MPI_Test(&u.request, &complete, MPI_STATUS_IGNORE) != MPI_SUCCESS || complete == 0))
+            oldest = std::min(oldest, u.ticket);
+        }
+      {
+        std::lock_guard ops_lock(ops_mutex);
+        if (!ops.empty()) oldest = std::min(oldest, ops.begin()->first);
+      }
+      std::erase_if(kept, [&](Kept& k) {
+        if (k.before > oldest) return false;
+        done.push_back(std::move(k.owner));
+        return true;
+      });
+      if (forever) {
+        static std::mutex kept_mutex;
+        static auto* until_exit = new std::vector<std::shared_ptr<const void>>();
+        std::lock_guard kept_lock(kept_mutex);
+        for (Kept& k : kept) until_exit->push_back(std::move(k.owner));
+        kept.clear();
+      }
+      keeping.store(!kept.empty(), std::memory_order_relaxed);
+    }
   }
   void fail_aborted(MpiPendingOp& pending) {
     if (pending.claim())
@@ -262,15 +315,19 @@ MpiCommunicator::~MpiCommunicator() {
     std::lock_guard lock(impl_->mutex);
     const auto deadline = SteadyClock::now() +
                           std::max<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10));
-    for (MPI_Request& request : impl_->timed_out) {
+    for (Impl::UnderWay& under_way : impl_->timed_out) {
       int done = 0;
-      while (!impl_->aborted() && MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-             done == 0 && SteadyClock::now() < deadline)
+      while (!impl_->aborted() &&
+             MPI_Test(&under_way.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
+             SteadyClock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       clean = clean && done != 0;
     }
     clean = clean && impl_->dead.empty();
   }
+  // What keep_until_done kept goes now where its operations ended; what MPI may still write
+  // stays until the process ends.
+  impl_->let_go(/*forever=*/true);
   // An operation still under way keeps its communicator: freeing it would be erroneous (Open
   // MPI crashes in MPI_Finalize, seen). Left by an abort, it does not keep MPI_Finalize from
   // running (see ~MpiSession); timed out without one, it does.
@@ -455,7 +512,7 @@ class MpiOperationRun {
   void time_out(MPI_Request request, const std::string& what) {
     {
       std::lock_guard lock(impl_.mutex);
-      impl_.timed_out.push_back(request);
+      impl_.timed_out.push_back({request, op_.ticket});
     }
     fail_with(std::make_exception_ptr(CommTimeout(
         impl_.rank, op_.op,
@@ -470,7 +527,7 @@ class MpiOperationRun {
   void give_up(MPI_Request request) {
     if (request != MPI_REQUEST_NULL && !withdrawn(request)) {
       std::lock_guard lock(impl_.mutex);
-      impl_.dead.push_back(request);
+      impl_.dead.push_back({request, op_.ticket});
     }
     impl_.fail_aborted(op_);
   }
@@ -665,6 +722,21 @@ Future<void> MpiCommunicator::do_recv(Stream& stream, void* data, std::size_t co
   return run_on(stream, *impl_, "recv", description, timeout(), std::string(), [=](MPI_Request* r) {
     return MPI_Irecv(data, n, mpi_type(type), peer, 0, comm, r);
   });
+}
+
+void MpiCommunicator::keep_until_done(std::shared_ptr<const void> owner) {
+  if (!owner) return;
+  std::uint64_t before = 0;
+  {
+    std::lock_guard lock(impl_->turn_mutex);
+    before = impl_->next_ticket;
+  }
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->kept.push_back({before, std::move(owner)});
+    impl_->keeping.store(true, std::memory_order_relaxed);
+  }
+  impl_->let_go();  // at once where they all ended already
 }
 
 std::unique_ptr<Communicator> MpiCommunicator::split(std::span<const int> ranks) {

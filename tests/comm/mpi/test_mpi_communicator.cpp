@@ -332,6 +332,49 @@ TEST_CASE("mpi: a rank that does not take part fails the others' operation by it
   CHECK(again[0] == n);
 }
 
+TEST_CASE("mpi: keep_until_done keeps an owner while an operation that timed out is under way") {
+  auto control = swp::MpiCommunicator::world();  // tells rank 0 when the others timed out
+  auto world = swp::MpiCommunicator::world();
+  const int me = world->rank();
+  const int n = world->size();
+  if (n < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  swp::Stream& c = rt.stream("control");
+  // The operation's buffers, owned as a batch's are: the communicator keeps them.
+  struct Buffers {
+    std::int64_t value = 1, sum = 0;
+  };
+  auto buffers = std::make_shared<Buffers>();
+  const std::weak_ptr<Buffers> watched = buffers;
+  world->set_timeout(me == 0 ? 60s : 300ms);
+  if (me == 0) {
+    // Rank 0 joins only once every other rank's operation timed out.
+    std::vector<std::int32_t> told(static_cast<std::size_t>(n));
+    for (int r = 1; r < n; ++r)
+      finish(c, control->recv(
+                    c, std::span<std::int32_t>(told).subspan(static_cast<std::size_t>(r), 1), r));
+  }
+  auto done =
+      world->all_reduce(s, std::span<const std::int64_t>(&buffers->value, 1),
+                        std::span<std::int64_t>(&buffers->sum, 1), swp::ReduceOp::sum, "late");
+  world->keep_until_done(std::move(buffers));
+  s.synchronize();
+  REQUIRE(done.ready());
+  if (me == 0) {
+    CHECK_NOTHROW(done.get());
+    CHECK(watched.expired());  // let go as the operation ended
+  } else {
+    CHECK_THROWS_AS(done.get(), swp::CommTimeout);
+    // Still under way in MPI, which may write the buffers once rank 0 joins: kept.
+    CHECK_FALSE(watched.expired());
+    const std::vector<std::int32_t> timed_out{me};
+    finish(c, control->send(c, std::span<const std::int32_t>(timed_out), 0));
+  }
+  world.reset();  // waits once more for what timed out: rank 0 joined it, MPI completed it
+  CHECK(watched.expired());
+}
+
 namespace {
 
 // Waits (with a deadline) until `future` is ready; how long it took.

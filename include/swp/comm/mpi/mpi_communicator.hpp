@@ -78,6 +78,11 @@ class MpiCommunicator final : public Communicator {
   [[nodiscard]] std::string_view backend() const noexcept override { return "mpi"; }
 
   std::unique_ptr<Communicator> split(std::span<const int> ranks) override;
+  /// Keeps `owner` until the operations called so far ended in MPI (see
+  /// Communicator::keep_until_done): looked at as each later operation ends, and when the
+  /// communicator is destroyed (what is still under way in MPI then keeps it until the
+  /// process ends).
+  void keep_until_done(std::shared_ptr<const void> owner) override;
 
   struct Impl;  // the MPI communicator and what timed out (the .cpp's)
   explicit MpiCommunicator(std::unique_ptr<Impl> impl);
