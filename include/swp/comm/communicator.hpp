@@ -264,10 +264,15 @@ class Communicator {
   /// A process group: a communicator over `ranks` (ranks of this communicator, in the new
   /// group's rank order). Called by exactly the ranks in the list (collective over them);
   /// the others do not call it. std::invalid_argument for a rank out of range, a rank listed
-  /// twice, or a caller not in the list. On MPI it blocks until every listed rank called it:
-  /// no deadline and no abort reach it there (MPI_Comm_create_group has no nonblocking form;
-  /// running it on a thread of its own raced with the communicator's other calls inside
-  /// Open MPI), so call it where every listed rank does, as at start-up.
+  /// twice, or a caller not in the list. On MPI the listed ranks first agree that each of
+  /// them called it (nonblocking messages, on this thread), then create the group: a listed
+  /// rank that does not call it within timeout() fails it with CommTimeout naming that rank,
+  /// an abort with CommAborted, and a rank calling it after another gave up with CommError
+  /// naming the one that gave up (calling it again on every listed rank retries it). Each rank
+  /// decides by its own deadline, so a listed rank arriving just as another's passes can still
+  /// leave the others' creation (MPI_Comm_create_group, which cannot be given up on) waiting
+  /// for it: call it where every listed rank does, as at start-up, one split at a time per
+  /// communicator.
   virtual std::unique_ptr<Communicator> split(std::span<const int> ranks) = 0;
 
   // Typed forms: counts from the spans, checked.

@@ -281,6 +281,58 @@ TEST_CASE("mpi: process groups reduce within their members only") {
   if (n > 1) CHECK_THROWS_AS(world->split(others), std::invalid_argument);
 }
 
+TEST_CASE("mpi: split fails by its deadline, naming the listed rank that did not call it") {
+  auto world = swp::MpiCommunicator::world();
+  auto control = swp::MpiCommunicator::world();  // tells rank 1 that rank 0 gave up
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  swp::Stream& c = rt.stream("control");
+  const std::vector<int> pair{0, 1};
+  std::int32_t token = 0;
+  if (me == 0) {
+    world->set_timeout(300ms);
+    try {
+      auto group = world->split(pair);
+      FAIL("split returned although rank 1 did not call it");
+    } catch (const swp::CommTimeout& e) {
+      CHECK(e.rank() == 0);
+      CHECK(e.op() == "split");
+      CHECK(std::string(e.what()) ==
+            "rank 0: split of ranks [0, 1] did not complete in 300 ms: rank(s) [1] did not call "
+            "split (every listed rank must)");
+    }
+    finish(c, control->send(c, std::span<const std::int32_t>(&token, 1), 1));
+  } else if (me == 1) {
+    finish(c, control->recv(c, std::span<std::int32_t>(&token, 1), 0));
+    // Late: rank 0 gave up on this split, and says so — no creation waits for it alone.
+    try {
+      auto group = world->split(pair);
+      FAIL("a split rank 0 gave up on returned");
+    } catch (const swp::CommTimeout& e) {
+      FAIL("not told that rank 0 gave up: " << e.what());
+    } catch (const swp::CommError& e) {
+      CHECK(e.rank() == 1);
+      CHECK(e.op() == "split");
+      CHECK(std::string(e.what()) ==
+            "rank 1: split of ranks [0, 1] was not run: rank 0 gave up on it (a listed rank did "
+            "not call split by its deadline)");
+    }
+  }
+  if (me > 1) return;
+  // Called again by both, it makes the group (the first attempt's messages left over are
+  // told apart), which works.
+  world->set_timeout(60s);
+  auto group = world->split(pair);
+  REQUIRE(group != nullptr);
+  CHECK(group->size() == 2);
+  std::int64_t one = 1, sum = 0;
+  finish(s, group->all_reduce(s, std::span<const std::int64_t>(&one, 1),
+                              std::span<std::int64_t>(&sum, 1), swp::ReduceOp::sum, "pair"));
+  CHECK(sum == 2);
+}
+
 TEST_CASE("mpi: a rank that does not take part fails the others' operation by its deadline") {
   auto world = swp::MpiCommunicator::world();
   auto control = swp::MpiCommunicator::world();  // tells rank 0 when the others timed out

@@ -77,6 +77,8 @@ class MpiCommunicator final : public Communicator {
   [[nodiscard]] int size() const noexcept override;
   [[nodiscard]] std::string_view backend() const noexcept override { return "mpi"; }
 
+  /// See Communicator::split: an agreement by nonblocking messages (a tag of its own on this
+  /// communicator), tested until timeout(), then MPI_Comm_create_group.
   std::unique_ptr<Communicator> split(std::span<const int> ranks) override;
   /// Keeps `owner` until the operations called so far ended in MPI (see
   /// Communicator::keep_until_done): looked at as each later operation ends, and when the
