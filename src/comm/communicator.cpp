@@ -132,6 +132,10 @@ void Communicator::abort(std::string reason) noexcept {
   abort_state_->abort_here(rank(), std::move(reason));
 }
 
+void Communicator::keep_until_done(std::shared_ptr<const void> owner) {
+  owner.reset();  // nothing under way outlives its future here
+}
+
 bool Communicator::aborted() const noexcept { return abort_state_->aborted(); }
 
 std::string Communicator::abort_reason() const {

@@ -1,7 +1,6 @@
 #include "swp/comm/input_dist.hpp"
 
 #include <algorithm>
-#include <mutex>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -12,16 +11,19 @@ namespace swp {
 
 namespace {
 
-// Buffers of batches whose collectives failed or timed out: MPI cannot withdraw an operation,
-// so one that timed out may still write into them later. They are never freed.
-void keep_forever(std::vector<std::vector<std::int64_t>>&& buffers) {
-  static std::mutex mutex;
-  static auto* kept = new std::vector<std::vector<std::int64_t>>();
-  std::lock_guard lock(mutex);
-  for (auto& b : buffers) kept->push_back(std::move(b));
-}
-
-bool settled(const Future<void>& f) { return !f.valid() || (f.ready() && !f.error_ptr()); }
+// Hands a batch's state to each of its communicators' keep_until_done once the batch's
+// collectives were called (or a call threw, after those called before it).
+struct KeepUntilDone {
+  const std::vector<Communicator*>& groups;
+  const std::shared_ptr<const void>& state;
+  ~KeepUntilDone() {
+    try {
+      for (Communicator* group : groups) group->keep_until_done(state);
+    } catch (...) {
+      // Out of memory: the collectives' own hold on the state (when_started) is what is left.
+    }
+  }
+};
 
 }  // namespace
 
@@ -48,21 +50,12 @@ struct InputDist::Batch::State {
   std::vector<std::vector<std::int64_t>> splits_send, splits_recv;
   std::vector<Future<void>> splits;
 
+  // Goes with the last of: the Batch handles, the tensors' queued operations (their
+  // when_started holds it) and the communicators' keep_until_done, which keeps it while a
+  // collective of the batch that failed (timed out, given up by an abort) may still write it.
   State() = default;
   State(const State&) = delete;
   State& operator=(const State&) = delete;
-  ~State() {
-    bool clean = std::all_of(splits.begin(), splits.end(), settled);
-    for (const PerModule& m : modules) clean = clean && settled(m.tensors);
-    if (clean) return;
-    std::vector<std::vector<std::int64_t>> buffers = std::move(splits_send);
-    for (auto& b : splits_recv) buffers.push_back(std::move(b));
-    for (PerModule& m : modules) {
-      buffers.push_back(std::move(m.send));
-      buffers.push_back(std::move(m.out.values));
-    }
-    keep_forever(std::move(buffers));
-  }
 
   PerModule& find(std::string_view name) {
     for (PerModule& m : modules)
@@ -221,6 +214,10 @@ InputDist::Batch InputDist::start_batch(Stream& stream, std::map<std::string, In
     splits_group[pm.splits] = pm.group;
   }
 
+  // Each group keeps the buffers until none of the batch's collectives can touch them any more
+  // (a failed one may still be under way in the backend: MPI cannot withdraw it).
+  const std::shared_ptr<const void> kept = state;
+  const KeepUntilDone keep{groups_, kept};
   // Level 1: the splits, in group order; then level 2: each module's tensors, whose receive
   // counts are read from the splits when the exchange starts (after them on the stream).
   for (std::size_t c = 0; c < collectives; ++c) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -151,6 +152,15 @@ TEST_CASE("communicator: the timeout is the communicator's, 60 s unless set") {
   CHECK(comm.timeout() == std::chrono::seconds(60));
   comm.set_timeout(std::chrono::milliseconds(250));
   CHECK(comm.timeout() == std::chrono::milliseconds(250));
+}
+
+TEST_CASE("communicator: keep_until_done lets go at once where nothing outlives its future") {
+  Recording comm(2);
+  auto owner = std::make_shared<std::vector<std::int64_t>>(1024);
+  const std::weak_ptr<std::vector<std::int64_t>> watched = owner;
+  comm.keep_until_done(std::move(owner));
+  CHECK(watched.expired());
+  comm.keep_until_done(nullptr);  // nothing to keep: nothing happens
 }
 
 TEST_CASE("communicator: the order check is off unless set") {

@@ -247,13 +247,32 @@ class Communicator {
     return do_recv(stream, data, count, type, peer, what);
   }
 
+  /// Keeps `owner` — what holds the buffers of operations called on this communicator so far —
+  /// until none of those operations can touch their buffers any more, then lets it go (on this
+  /// thread, or a thread of the backend's: a stream's, as one of those operations ends). An
+  /// operation whose future failed may still be under way in the backend: on MPI a collective
+  /// that timed out, or one an abort gave up (MPI cannot withdraw either), stays under way until
+  /// every rank joined it, and `owner` stays until MPI completed it — seen as a later operation
+  /// ends, or when the communicator is destroyed (which waits for what timed out once more); what
+  /// is still under way then keeps `owner` until the process ends. The default, for backends
+  /// whose operations touch no buffer once their futures completed (NCCL), lets it go at once
+  /// (the caller keeps the buffers until the futures completed, as ever). How InputDist frees a
+  /// failed batch's buffers. Any thread; throws only what allocating throws.
+  /// Example: `comm.keep_until_done(batch_buffers);  // after calling the batch's collectives`
+  virtual void keep_until_done(std::shared_ptr<const void> owner);
+
   /// A process group: a communicator over `ranks` (ranks of this communicator, in the new
   /// group's rank order). Called by exactly the ranks in the list (collective over them);
   /// the others do not call it. std::invalid_argument for a rank out of range, a rank listed
-  /// twice, or a caller not in the list. On MPI it blocks until every listed rank called it:
-  /// no deadline and no abort reach it there (MPI_Comm_create_group has no nonblocking form;
-  /// running it on a thread of its own raced with the communicator's other calls inside
-  /// Open MPI), so call it where every listed rank does, as at start-up.
+  /// twice, or a caller not in the list. On MPI the listed ranks first agree that each of
+  /// them called it (nonblocking messages, on this thread), then create the group: a listed
+  /// rank that does not call it within timeout() fails it with CommTimeout naming that rank,
+  /// an abort with CommAborted, and a rank calling it after another gave up with CommError
+  /// naming the one that gave up (calling it again on every listed rank retries it). Each rank
+  /// decides by its own deadline, so a listed rank arriving just as another's passes can still
+  /// leave the others' creation (MPI_Comm_create_group, which cannot be given up on) waiting
+  /// for it: call it where every listed rank does, as at start-up, one split at a time per
+  /// communicator.
   virtual std::unique_ptr<Communicator> split(std::span<const int> ranks) = 0;
 
   // Typed forms: counts from the spans, checked.

@@ -51,7 +51,16 @@ MpiAbortChannel::~MpiAbortChannel() {
     stopping_ = true;
   }
   wake_.notify_all();
-  thread_.join();
+  if (thread_.get_id() == std::this_thread::get_id()) {
+    // Destroyed on its own thread: inside an abort's listeners (poll_incoming's trigger), a
+    // waiter resumed there let go of the world's last communicator. That thread cannot be
+    // joined; it ends on its own, touching nothing of this object once trigger returned
+    // (run() sees *destroyed_), and owns incoming_ meanwhile as ever.
+    *destroyed_ = true;
+    thread_.detach();
+  } else {
+    thread_.join();
+  }
   // Bounded: a receive is withdrawn at once, and a 1 KiB send completes without its receiver.
   const auto deadline = SteadyClock::now() + std::chrono::seconds(1);
   const auto settle = [&](MPI_Request& request) {
@@ -102,11 +111,14 @@ void MpiAbortChannel::send_to_peers(const AbortState::Info& info) {
 }
 
 void MpiAbortChannel::run() {
+  bool destroyed = false;  // on this stack: the channel may go while poll_incoming runs
+  destroyed_ = &destroyed;
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     poll_outgoing();
     lock.unlock();
     poll_incoming();
+    if (destroyed) return;  // `lock` holds nothing now (its mutex went with the channel)
     lock.lock();
     const bool busy = active_.load(std::memory_order_relaxed) > 0 || !outgoing_.empty();
     wake_.wait_for(lock, busy ? std::chrono::milliseconds(1) : std::chrono::milliseconds(20),
@@ -130,7 +142,10 @@ void MpiAbortChannel::poll_incoming() {
   // reused) is not this world's.
   if (message.generation != generation_) return;
   const std::size_t length = strnlen(message.reason, sizeof message.reason);
-  state_->trigger(status.MPI_SOURCE, std::string(message.reason, length), /*local=*/false);
+  // The listeners may destroy the world's last communicator, and with it this channel (see
+  // the destructor): the state stays while trigger runs, and nothing of `this` is touched after.
+  const std::shared_ptr<AbortState> state = state_;
+  state->trigger(status.MPI_SOURCE, std::string(message.reason, length), /*local=*/false);
 }
 
 void MpiAbortChannel::poll_outgoing() {

@@ -64,9 +64,11 @@ class MpiAbortChannel {
   std::uint64_t listener_ = 0;
   std::atomic<int> active_{0};  // pending operations (relaxed: only the polling pace)
 
-  // The progress thread's alone (the destructor's once it was joined).
+  // The progress thread's alone (the destructor's once it was joined, or when it runs on that
+  // thread).
   MPI_Request incoming_ = MPI_REQUEST_NULL;
   MpiAbortMessage inbox_;
+  bool* destroyed_ = nullptr;  // run()'s flag: set by a destructor running on the thread itself
 
   std::mutex mutex_;  // the fields below
   std::condition_variable wake_;

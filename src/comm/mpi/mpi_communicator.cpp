@@ -129,12 +129,30 @@ struct MpiCommunicator::Impl {
   std::shared_ptr<detail::MpiAbortChannel> channel;  // the world's, shared with its groups
   std::shared_ptr<detail::AbortState> aborts;        // the channel's
   std::uint64_t abort_listener = 0;
-  std::mutex mutex;                    // timed_out, dead
-  std::vector<MPI_Request> timed_out;  // operations that outlived their timeout
-  std::vector<MPI_Request> dead;       // operations under way when the communicator aborted
+  // A request MPI still has after its operation's future failed, and the operation's ticket.
+  struct UnderWay {
+    MPI_Request request = MPI_REQUEST_NULL;  // MPI_REQUEST_NULL once a test saw it complete
+    std::uint64_t ticket = 0;
+  };
+  // What keep_until_done keeps: `owner` until the operations with tickets below `before` ended.
+  struct Kept {
+    std::uint64_t before = 0;
+    std::shared_ptr<const void> owner;
+  };
+  std::mutex mutex;                 // the fields below
+  std::vector<UnderWay> timed_out;  // operations that outlived their timeout
+  std::vector<UnderWay> dead;       // operations under way when the communicator aborted
+  std::vector<Kept> kept;
+  // !kept.empty(), which discharge looks at without the lock. Relaxed: an owner kept while an
+  // operation was pending was added before its let_go took ops_mutex, which the discharge of
+  // that operation takes after it.
+  std::atomic<bool> keeping{false};
 
   std::mutex ops_mutex;                                        // ops
   std::map<std::uint64_t, std::shared_ptr<MpiPendingOp>> ops;  // by ticket, until run
+
+  std::mutex splits_mutex;                                   // split_attempts
+  std::map<std::vector<int>, std::uint64_t> split_attempts;  // splits of each list called so far
 
   [[nodiscard]] bool aborted() const noexcept { return aborts->aborted(); }
   // This rank aborts the communicator (and those it aborts with), as Communicator::abort.
@@ -162,6 +180,44 @@ struct MpiCommunicator::Impl {
       ops.erase(pending.ticket);
     }
     channel->op_ended();
+    if (keeping.load(std::memory_order_relaxed)) let_go();
+  }
+
+  // Lets go of the owners kept (keep_until_done) whose operations all ended: none is still
+  // pending (listed in ops) or under way in MPI (a request of timed_out or dead that a test
+  // does not see complete). The owners are destroyed last, without a lock (they may hold
+  // anything). `forever`: what is left stays until the process ends (the communicator goes).
+  void let_go(bool forever = false) {
+    std::vector<std::shared_ptr<const void>> done;
+    {
+      std::lock_guard lock(mutex);
+      if (kept.empty()) return;
+      std::uint64_t oldest = UINT64_MAX;  // the oldest ticket whose operation has not ended
+      for (std::vector<UnderWay>* list : {&timed_out, &dead})
+        for (UnderWay& u : *list) {
+          int complete = 0;
+          if (u.request != MPI_REQUEST_NULL &&
+              (MPI_Test(&u.request, &complete, MPI_STATUS_IGNORE) != MPI_SUCCESS || complete == 0))
+            oldest = std::min(oldest, u.ticket);
+        }
+      {
+        std::lock_guard ops_lock(ops_mutex);
+        if (!ops.empty()) oldest = std::min(oldest, ops.begin()->first);
+      }
+      std::erase_if(kept, [&](Kept& k) {
+        if (k.before > oldest) return false;
+        done.push_back(std::move(k.owner));
+        return true;
+      });
+      if (forever) {
+        static std::mutex kept_mutex;
+        static auto* until_exit = new std::vector<std::shared_ptr<const void>>();
+        std::lock_guard kept_lock(kept_mutex);
+        for (Kept& k : kept) until_exit->push_back(std::move(k.owner));
+        kept.clear();
+      }
+      keeping.store(!kept.empty(), std::memory_order_relaxed);
+    }
   }
   void fail_aborted(MpiPendingOp& pending) {
     if (pending.claim())
@@ -170,22 +226,32 @@ struct MpiCommunicator::Impl {
   // The abort's part here (a listener of `aborts`): every pending operation fails at once,
   // those waiting for their turn stop waiting; operations under way in MPI are left to their
   // streams, which see the abort within their next look (at most 1 ms) and give them up.
+  // The errors are made first and the promises completed last, touching only locals then: a
+  // waiter resumed here may destroy this communicator (even the world's last one).
   void fail_pending() {
-    std::vector<std::shared_ptr<MpiPendingOp>> pending;
+    std::vector<std::pair<std::shared_ptr<MpiPendingOp>, std::exception_ptr>> failing;
     {
       std::lock_guard lock(ops_mutex);
-      for (auto& [ticket, op] : ops) pending.push_back(op);
+      for (auto& [ticket, op] : ops) failing.emplace_back(op, nullptr);
     }
+    for (auto& [op, error] : failing)
+      error = aborts->error(rank, op->op, op->description, "failed");
     {
       std::lock_guard lock(turn_mutex);  // a waiter between its look and its wait sees it
     }
     turn_changed.notify_all();
-    for (auto& op : pending) fail_aborted(*op);  // outside the lock: waiters may resume here
+    for (auto& [op, error] : failing)  // outside the lock: waiters may resume here
+      if (op->claim()) op->promise.set_error(std::move(error));
   }
 
   // Operations start in MPI in the order they were called (their tickets), whichever streams
   // they are on: the call order is what the ranks agree on (the engines' globally ordered
   // tasks call in the same order on every rank), not the order the streams get to them.
+  // A call holds call_mutex from taking its ticket until its stream queued it (run_on), so
+  // that on any one stream the tickets are queued in increasing order: two threads calling on
+  // one stream could otherwise queue the later ticket first, whose run then waits on the
+  // stream's thread for a turn that is queued behind it — until its timeout, on every rank.
+  std::mutex call_mutex;
   std::mutex turn_mutex;  // the fields below
   std::condition_variable turn_changed;
   std::uint64_t next_ticket = 0;
@@ -252,15 +318,19 @@ MpiCommunicator::~MpiCommunicator() {
     std::lock_guard lock(impl_->mutex);
     const auto deadline = SteadyClock::now() +
                           std::max<std::chrono::milliseconds>(timeout(), std::chrono::seconds(10));
-    for (MPI_Request& request : impl_->timed_out) {
+    for (Impl::UnderWay& under_way : impl_->timed_out) {
       int done = 0;
-      while (!impl_->aborted() && MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS &&
-             done == 0 && SteadyClock::now() < deadline)
+      while (!impl_->aborted() &&
+             MPI_Test(&under_way.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
+             SteadyClock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       clean = clean && done != 0;
     }
     clean = clean && impl_->dead.empty();
   }
+  // What keep_until_done kept goes now where its operations ended; what MPI may still write
+  // stays until the process ends.
+  impl_->let_go(/*forever=*/true);
   // An operation still under way keeps its communicator: freeing it would be erroneous (Open
   // MPI crashes in MPI_Finalize, seen). Left by an abort, it does not keep MPI_Finalize from
   // running (see ~MpiSession); timed out without one, it does.
@@ -445,7 +515,7 @@ class MpiOperationRun {
   void time_out(MPI_Request request, const std::string& what) {
     {
       std::lock_guard lock(impl_.mutex);
-      impl_.timed_out.push_back(request);
+      impl_.timed_out.push_back({request, op_.ticket});
     }
     fail_with(std::make_exception_ptr(CommTimeout(
         impl_.rank, op_.op,
@@ -460,7 +530,7 @@ class MpiOperationRun {
   void give_up(MPI_Request request) {
     if (request != MPI_REQUEST_NULL && !withdrawn(request)) {
       std::lock_guard lock(impl_.mutex);
-      impl_.dead.push_back(request);
+      impl_.dead.push_back({request, op_.ticket});
     }
     impl_.fail_aborted(op_);
   }
@@ -484,6 +554,10 @@ class MpiOperationRun {
 Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
                     std::string description, std::chrono::milliseconds timeout, std::string check,
                     std::function<int(MPI_Request*)> start) {
+  // The ticket and the place in the stream's queue, taken together (see Impl::call_mutex).
+  // Not held past the enqueue: an abort below runs listeners that may resume waiters, which
+  // may call again.
+  std::unique_lock call(impl.call_mutex);
   std::shared_ptr<MpiPendingOp> pending = impl.enlist(std::move(op), std::move(description));
   Future<void> future = pending->promise.get_future();
   try {
@@ -496,6 +570,7 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
       MpiOperationRun(impl, *pending, timeout).run(check, start);
     });
   } catch (...) {
+    call.unlock();
     // Not queued, but it took its place in the call order: the operations called after it
     // would wait for its turn, and the peers' part of it would pair with this rank's next
     // operation. So its turn is given up and the communicator aborted, as for an operation
@@ -652,6 +727,202 @@ Future<void> MpiCommunicator::do_recv(Stream& stream, void* data, std::size_t co
   });
 }
 
+void MpiCommunicator::keep_until_done(std::shared_ptr<const void> owner) {
+  if (!owner) return;
+  std::uint64_t before = 0;
+  {
+    std::lock_guard lock(impl_->turn_mutex);
+    before = impl_->next_ticket;
+  }
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->kept.push_back({before, std::move(owner)});
+    impl_->keeping.store(true, std::memory_order_relaxed);
+  }
+  impl_->let_go();  // at once where they all ended already
+}
+
+namespace {
+
+// The tag of split's agreement messages on the communicator split (its send and recv use 0).
+constexpr int split_tag = 0x5350;
+
+// What a listed rank tells the others of a split, in two rounds: `arrived` (it called split),
+// then `ready` (every listed rank had arrived) or `gave_up` (it stopped waiting: its deadline,
+// an abort, another's gave_up). `list` (a hash of the listed ranks) and `attempt` (how many
+// splits of that list this rank called on the communicator before) name the split: a message
+// naming another is left over from an earlier attempt (a rank that called late), and dropped.
+struct SplitMessage {
+  std::uint64_t list = 0;
+  std::uint64_t attempt = 0;
+  std::int32_t kind = 0;
+  std::int32_t unused = 0;
+};
+constexpr std::int32_t split_arrived = 0;
+constexpr std::int32_t split_ready = 1;
+constexpr std::int32_t split_gave_up = 2;
+
+// "[0, 2, 3]"
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < ranks.size(); ++i)
+    s += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+// Before split's blocking MPI_Comm_create_group (which MPI cannot give up on), the listed
+// ranks agree that every one of them called split, by nonblocking point-to-point messages on
+// the calling thread, tested until the deadline: each sends `arrived` to the others; once all
+// arrived, `ready`; the creation runs once every other rank is ready. A rank missing at the
+// deadline, an abort, or another's `gave_up` fails the split on this rank (and sends
+// `gave_up`, so that a rank calling late fails too instead of creating alone). Each rank
+// decides by its own deadline, so a rank arriving just as another's deadline passes can still
+// leave a creation waiting: the agreement narrows that to the moment of the deadline.
+class SplitAgreement {
+ public:
+  SplitAgreement(MPI_Comm comm, int me, const std::vector<int>& members, std::uint64_t list,
+                 std::uint64_t attempt)
+      : comm_(comm), io_(new Io) {
+    for (int r : members)
+      if (r != me) peers_.push_back(r);
+    mine_.list = list;
+    mine_.attempt = attempt;
+    io_->out.resize(3 * peers_.size());  // never reallocated while sends are under way
+    io_->in.resize(peers_.size());
+    io_->recvs.assign(peers_.size(), MPI_REQUEST_NULL);
+    stage_.assign(peers_.size(), Stage::waiting);
+  }
+  SplitAgreement(const SplitAgreement&) = delete;
+  SplitAgreement& operator=(const SplitAgreement&) = delete;
+  // Withdraws what is still posted; the buffers of sends that do not complete within a second
+  // (none should: 24 bytes go eagerly) are left to MPI for the process's life.
+  ~SplitAgreement() {
+    for (MPI_Request& r : io_->recvs)
+      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+    const auto deadline = SteadyClock::now() + std::chrono::seconds(1);
+    bool settled = true;
+    for (auto* list : {&io_->recvs, &io_->sends})
+      for (MPI_Request& r : *list) {
+        int done = 0;
+        while (MPI_Test(&r, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done == 0 &&
+               SteadyClock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+        settled = settled && done != 0;
+      }
+    if (!settled) static_cast<void>(io_.release());
+  }
+
+  enum class Outcome { ready, timed_out, gave_up, aborted, failed };
+
+  // The two rounds, until every other rank is ready or the split fails. `missing()` and
+  // `gave_up_by()` name the ranks after a failure.
+  Outcome run(std::chrono::milliseconds timeout, const detail::AbortState& aborts) {
+    if (!send_all(split_arrived)) return give_up(Outcome::failed);
+    for (std::size_t i = 0; i < peers_.size(); ++i)
+      if (!post(i)) return give_up(Outcome::failed);
+    auto deadline = SteadyClock::now() + timeout;
+    bool ready_sent = false;
+    auto pause = std::chrono::microseconds(1);
+    for (int polls = 0;; ++polls) {
+      bool progressed = false;
+      for (std::size_t i = 0; i < peers_.size(); ++i) {
+        MPI_Request& r = io_->recvs[i];
+        if (r == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        if (MPI_Test(&r, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return give_up(Outcome::failed);
+        if (done == 0) continue;
+        progressed = true;
+        const SplitMessage m = io_->in[i];
+        if (m.list != mine_.list || m.attempt != mine_.attempt) {  // an earlier attempt's
+          if (!post(i)) return give_up(Outcome::failed);
+          continue;
+        }
+        if (m.kind == split_gave_up) {
+          gave_up_by_.push_back(peers_[i]);
+          return give_up(Outcome::gave_up);
+        }
+        if (m.kind == split_arrived && stage_[i] == Stage::waiting) {
+          stage_[i] = Stage::arrived;
+          if (!post(i)) return give_up(Outcome::failed);  // for its ready (or gave_up)
+        } else if (m.kind == split_ready && stage_[i] == Stage::arrived) {
+          stage_[i] = Stage::ready;  // nothing more of this split comes from it
+        } else if (!post(i)) {
+          return give_up(Outcome::failed);
+        }
+      }
+      if (!ready_sent && all_at_least(Stage::arrived)) {
+        // Every listed rank called split: each sends ready or gave_up within its own deadline,
+        // which the next one outlasts.
+        if (!send_all(split_ready)) return give_up(Outcome::failed);
+        ready_sent = true;
+        deadline = SteadyClock::now() + timeout;
+      }
+      if (ready_sent && all_at_least(Stage::ready)) return Outcome::ready;
+      if (aborts.aborted()) return give_up(Outcome::aborted);
+      if (SteadyClock::now() >= deadline) {
+        confirming_ = ready_sent;
+        const Stage wanted = ready_sent ? Stage::ready : Stage::arrived;
+        for (std::size_t i = 0; i < peers_.size(); ++i)
+          if (stage_[i] < wanted) missing_.push_back(peers_[i]);
+        return give_up(Outcome::timed_out);
+      }
+      if (progressed || polls < 64) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
+      }
+    }
+  }
+
+  // The ranks that did not call split in time, or — confirming() — that all called it but
+  // did not confirm in time.
+  [[nodiscard]] const std::vector<int>& missing() const noexcept { return missing_; }
+  [[nodiscard]] bool confirming() const noexcept { return confirming_; }
+  [[nodiscard]] const std::vector<int>& gave_up_by() const noexcept { return gave_up_by_; }
+
+ private:
+  enum class Stage { waiting, arrived, ready };
+  struct Io {
+    std::vector<SplitMessage> out, in;
+    std::vector<MPI_Request> sends, recvs;
+  };
+
+  bool all_at_least(Stage stage) const {
+    return std::all_of(stage_.begin(), stage_.end(), [&](Stage s) { return s >= stage; });
+  }
+  bool post(std::size_t i) {
+    return MPI_Irecv(&io_->in[i], sizeof(SplitMessage), MPI_BYTE, peers_[i], split_tag, comm_,
+                     &io_->recvs[i]) == MPI_SUCCESS;
+  }
+  bool send_all(std::int32_t kind) {
+    for (int peer : peers_) {
+      SplitMessage& m = io_->out[io_->sends.size()];
+      m = mine_;
+      m.kind = kind;
+      MPI_Request r = MPI_REQUEST_NULL;
+      if (MPI_Isend(&m, sizeof m, MPI_BYTE, peer, split_tag, comm_, &r) != MPI_SUCCESS)
+        return false;
+      io_->sends.push_back(r);
+    }
+    return true;
+  }
+  Outcome give_up(Outcome outcome) {
+    if (io_->sends.size() + peers_.size() <= io_->out.size()) send_all(split_gave_up);
+    return outcome;
+  }
+
+  MPI_Comm comm_;
+  std::unique_ptr<Io> io_;
+  std::vector<int> peers_;
+  SplitMessage mine_;
+  std::vector<Stage> stage_;
+  std::vector<int> missing_, gave_up_by_;
+  bool confirming_ = false;
+};
+
+}  // namespace
+
 std::unique_ptr<Communicator> MpiCommunicator::split(std::span<const int> ranks) {
   std::set<int> seen;
   bool member = false;
@@ -662,9 +933,48 @@ std::unique_ptr<Communicator> MpiCommunicator::split(std::span<const int> ranks)
     member = member || r == rank();
   }
   require(member, "split", {}, "only the ranks in the list call split (this one is not in it)");
+  const std::vector<int> members(ranks.begin(), ranks.end());
+  const std::string description =
+      "rank " + std::to_string(rank()) + ": split of ranks " + rank_list(members);
   if (aborted())
-    std::rethrow_exception(abort_state()->error(
-        rank(), "split", "rank " + std::to_string(rank()) + ": split", "was not run"));
+    std::rethrow_exception(abort_state()->error(rank(), "split", description, "was not run"));
+  std::uint64_t attempt = 0;
+  {
+    std::lock_guard lock(impl_->splits_mutex);
+    attempt = impl_->split_attempts[members]++;
+  }
+  {
+    SplitAgreement agreement(
+        impl_->comm, rank(), members,
+        detail::text_hash(std::string_view(reinterpret_cast<const char*>(members.data()),
+                                           members.size() * sizeof(int))),
+        attempt);
+    impl_->channel->op_started();  // an abort is seen within a millisecond meanwhile
+    const SplitAgreement::Outcome outcome = agreement.run(timeout(), *impl_->aborts);
+    impl_->channel->op_ended();
+    switch (outcome) {
+      case SplitAgreement::Outcome::ready:
+        break;
+      case SplitAgreement::Outcome::timed_out:
+        throw CommTimeout(
+            rank(), "split",
+            description + " did not complete in " + std::to_string(timeout().count()) +
+                " ms: rank(s) " + rank_list(agreement.missing()) +
+                (agreement.confirming() ? " called split but did not confirm it"
+                                        : " did not call split (every listed rank must)"));
+      case SplitAgreement::Outcome::gave_up:
+        throw CommError(rank(), "split",
+                        description + " was not run: rank " +
+                            std::to_string(agreement.gave_up_by().front()) +
+                            " gave up on it (a listed rank did not call split by its deadline)");
+      case SplitAgreement::Outcome::aborted:
+        std::rethrow_exception(abort_state()->error(rank(), "split", description, "was not run"));
+      case SplitAgreement::Outcome::failed:
+        throw CommError(rank(), "split",
+                        description + " failed: MPI refused its agreement's messages");
+    }
+  }
+  // Every listed rank called split and is about to create the group: the blocking creation.
   MPI_Group all = MPI_GROUP_NULL;
   MPI_Group sub = MPI_GROUP_NULL;
   MPI_Comm_group(impl_->comm, &all);

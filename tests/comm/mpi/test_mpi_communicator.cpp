@@ -7,11 +7,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <span>
 #include <stdexcept>
@@ -184,6 +186,76 @@ TEST_CASE("mpi: operations start in the order they were called, whichever stream
   CHECK(y_sum[0] == 1000 * n);
 }
 
+namespace {
+
+// A stream that passes its work on to `inner`, holding its first enqueue until a second one
+// comes (or `hold` passed): the thread whose call queues first reaches the queue last, unless
+// the communicator keeps a call's place in the call order and its place in the queue together.
+class GatedStream final : public swp::Stream {
+ public:
+  GatedStream(swp::Stream& inner, std::chrono::milliseconds hold)
+      : swp::Stream("gated"), inner_(inner), hold_(hold) {}
+  using swp::Stream::wait;
+  void enqueue_work(swp::Clock::duration d, swp::WorkTag tag) override {
+    inner_.enqueue_work(d, tag);
+  }
+  void enqueue(std::function<void()> work, swp::Clock::duration modelled,
+               swp::WorkTag tag) override {
+    {
+      std::unique_lock lock(mutex_);
+      const bool first = ++enqueues_ == 1;
+      changed_.notify_all();
+      if (first) changed_.wait_for(lock, hold_, [&] { return enqueues_ > 1; });
+    }
+    inner_.enqueue(std::move(work), modelled, tag);
+  }
+  std::uint64_t record(swp::Event& event) override { return inner_.record(event); }
+  void wait(const swp::Event& event, std::uint64_t generation) override {
+    inner_.wait(event, generation);
+  }
+  void synchronize() override { inner_.synchronize(); }
+  void enqueue_fault(std::string what) override { inner_.enqueue_fault(std::move(what)); }
+
+  // Waits (up to 20 s) until the first enqueue came; whether it did.
+  bool first_came() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, 20s, [&] { return enqueues_ > 0; });
+  }
+
+ private:
+  swp::Stream& inner_;
+  const std::chrono::milliseconds hold_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int enqueues_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("mpi: two threads calling on one stream queue their operations in the call order") {
+  auto world = swp::MpiCommunicator::world();
+  world->set_timeout(20s);  // only an operation queued behind a later one waits for it
+  swp::Runtime rt;
+  GatedStream s(rt.stream("comm"), 2s);
+  const int n = world->size();
+  // Every rank calls X, then Y, from two threads on one stream; X's thread is held between
+  // taking its place in the call order and reaching the stream's queue while Y is called.
+  std::vector<std::int64_t> x{1}, y{1000}, x_sum(1), y_sum(1);
+  swp::Future<void> xd;
+  std::thread caller([&] {
+    xd = world->all_reduce(s, std::span<const std::int64_t>(x), std::span<std::int64_t>(x_sum),
+                           swp::ReduceOp::sum, "X");
+  });
+  REQUIRE(s.first_came());
+  auto yd = world->all_reduce(s, std::span<const std::int64_t>(y), std::span<std::int64_t>(y_sum),
+                              swp::ReduceOp::sum, "Y");
+  caller.join();
+  finish(s, yd);
+  finish(s, xd);
+  CHECK(x_sum[0] == n);
+  CHECK(y_sum[0] == 1000 * n);
+}
+
 TEST_CASE("mpi: process groups reduce within their members only") {
   auto world = swp::MpiCommunicator::world();
   swp::Runtime rt;
@@ -207,6 +279,58 @@ TEST_CASE("mpi: process groups reduce within their members only") {
   CHECK_THROWS_AS(world->split(twice), std::invalid_argument);
   const std::vector<int> others{(me + 1) % n};
   if (n > 1) CHECK_THROWS_AS(world->split(others), std::invalid_argument);
+}
+
+TEST_CASE("mpi: split fails by its deadline, naming the listed rank that did not call it") {
+  auto world = swp::MpiCommunicator::world();
+  auto control = swp::MpiCommunicator::world();  // tells rank 1 that rank 0 gave up
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  swp::Stream& c = rt.stream("control");
+  const std::vector<int> pair{0, 1};
+  std::int32_t token = 0;
+  if (me == 0) {
+    world->set_timeout(300ms);
+    try {
+      auto group = world->split(pair);
+      FAIL("split returned although rank 1 did not call it");
+    } catch (const swp::CommTimeout& e) {
+      CHECK(e.rank() == 0);
+      CHECK(e.op() == "split");
+      CHECK(std::string(e.what()) ==
+            "rank 0: split of ranks [0, 1] did not complete in 300 ms: rank(s) [1] did not call "
+            "split (every listed rank must)");
+    }
+    finish(c, control->send(c, std::span<const std::int32_t>(&token, 1), 1));
+  } else if (me == 1) {
+    finish(c, control->recv(c, std::span<std::int32_t>(&token, 1), 0));
+    // Late: rank 0 gave up on this split, and says so — no creation waits for it alone.
+    try {
+      auto group = world->split(pair);
+      FAIL("a split rank 0 gave up on returned");
+    } catch (const swp::CommTimeout& e) {
+      FAIL("not told that rank 0 gave up: " << e.what());
+    } catch (const swp::CommError& e) {
+      CHECK(e.rank() == 1);
+      CHECK(e.op() == "split");
+      CHECK(std::string(e.what()) ==
+            "rank 1: split of ranks [0, 1] was not run: rank 0 gave up on it (a listed rank did "
+            "not call split by its deadline)");
+    }
+  }
+  if (me > 1) return;
+  // Called again by both, it makes the group (the first attempt's messages left over are
+  // told apart), which works.
+  world->set_timeout(60s);
+  auto group = world->split(pair);
+  REQUIRE(group != nullptr);
+  CHECK(group->size() == 2);
+  std::int64_t one = 1, sum = 0;
+  finish(s, group->all_reduce(s, std::span<const std::int64_t>(&one, 1),
+                              std::span<std::int64_t>(&sum, 1), swp::ReduceOp::sum, "pair"));
+  CHECK(sum == 2);
 }
 
 TEST_CASE("mpi: a rank that does not take part fails the others' operation by its deadline") {
@@ -258,6 +382,49 @@ TEST_CASE("mpi: a rank that does not take part fails the others' operation by it
   finish(s, world->all_reduce(s, std::span<const std::int64_t>(value),
                               std::span<std::int64_t>(again), swp::ReduceOp::sum, "after"));
   CHECK(again[0] == n);
+}
+
+TEST_CASE("mpi: keep_until_done keeps an owner while an operation that timed out is under way") {
+  auto control = swp::MpiCommunicator::world();  // tells rank 0 when the others timed out
+  auto world = swp::MpiCommunicator::world();
+  const int me = world->rank();
+  const int n = world->size();
+  if (n < 2) return;
+  swp::Runtime rt;
+  swp::Stream& s = rt.stream("comm");
+  swp::Stream& c = rt.stream("control");
+  // The operation's buffers, owned as a batch's are: the communicator keeps them.
+  struct Buffers {
+    std::int64_t value = 1, sum = 0;
+  };
+  auto buffers = std::make_shared<Buffers>();
+  const std::weak_ptr<Buffers> watched = buffers;
+  world->set_timeout(me == 0 ? 60s : 300ms);
+  if (me == 0) {
+    // Rank 0 joins only once every other rank's operation timed out.
+    std::vector<std::int32_t> told(static_cast<std::size_t>(n));
+    for (int r = 1; r < n; ++r)
+      finish(c, control->recv(
+                    c, std::span<std::int32_t>(told).subspan(static_cast<std::size_t>(r), 1), r));
+  }
+  auto done =
+      world->all_reduce(s, std::span<const std::int64_t>(&buffers->value, 1),
+                        std::span<std::int64_t>(&buffers->sum, 1), swp::ReduceOp::sum, "late");
+  world->keep_until_done(std::move(buffers));
+  s.synchronize();
+  REQUIRE(done.ready());
+  if (me == 0) {
+    CHECK_NOTHROW(done.get());
+    CHECK(watched.expired());  // let go as the operation ended
+  } else {
+    CHECK_THROWS_AS(done.get(), swp::CommTimeout);
+    // Still under way in MPI, which may write the buffers once rank 0 joins: kept.
+    CHECK_FALSE(watched.expired());
+    const std::vector<std::int32_t> timed_out{me};
+    finish(c, control->send(c, std::span<const std::int32_t>(timed_out), 0));
+  }
+  world.reset();  // waits once more for what timed out: rank 0 joined it, MPI completed it
+  CHECK(watched.expired());
 }
 
 namespace {
@@ -623,6 +790,65 @@ TEST_CASE("mpi: a coroutine resumed by a peer's abort may destroy a group of tha
       world->abort("planted failure");  // reaches rank 0's abort channel thread
     }
   });
+}
+
+TEST_CASE("mpi: a coroutine resumed by a peer's abort may destroy the last communicator of it") {
+  auto control = swp::MpiCommunicator::world();  // tells rank 1 that rank 0 called
+  auto world = swp::MpiCommunicator::world();
+  const int me = world->rank();
+  if (world->size() < 2) return;
+  swp::Runtime rt;
+  swp::Stream& c = rt.stream("control");
+  swp::Stream& busy = rt.stream("busy");
+  static std::vector<std::unique_ptr<std::int64_t>> received;  // MPI may write it until the end
+  std::int64_t& buffer = *received.emplace_back(std::make_unique<std::int64_t>(0));
+  std::int32_t token = 0;
+  if (me == 1) {
+    finish(c, control->recv(c, std::span<std::int32_t>(&token, 1), 0));
+    world->abort("planted failure");  // reaches rank 0's abort channel thread
+  }
+  if (me != 0) return;
+  // Rank 0's receive fails by the abort's listener, on the abort channel's thread (its stream
+  // gets to it only after that); the coroutine resumed there waits for the stream, as a
+  // communicator's operations must end before it goes, then destroys the world's only
+  // communicator: its abort channel, whose thread this is.
+  std::atomic<bool> called{false};
+  std::atomic<bool> ended{false};
+  std::atomic<bool> world_gone{false};
+  swp::Future<void> pending;
+  busy.enqueue([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!(called && pending.ready()) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+  });
+  std::thread runner([&] {
+    swp::sync_wait([](std::unique_ptr<swp::MpiCommunicator> w, swp::Stream& stream,
+                      std::int64_t& into, swp::Future<void>& op, std::atomic<bool>& op_called,
+                      std::atomic<bool>& gone) -> swp::Co<void> {
+      op = w->recv(stream, std::span<std::int64_t>(&into, 1), w->rank(), "never sent");
+      op_called = true;
+      try {
+        co_await op;
+      } catch (const swp::CommAborted&) {
+      }
+      stream.synchronize();  // the receive's run gave it up
+      w.reset();             // on the abort channel's thread, inside the abort's listener call
+      gone = true;
+    }(std::move(world), busy, buffer, pending, called, world_gone));
+    ended = true;
+  });
+  while (!called) std::this_thread::yield();  // the receive is in the call order
+  finish(c, control->send(c, std::span<const std::int32_t>(&token, 1), 1));
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!ended && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  if (!ended) {
+    std::fprintf(stderr, "rank 0: the coroutine resumed by the abort never ended (deadlock)\n");
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+  runner.join();
+  CHECK(world_gone);
+  busy.synchronize();
 }
 
 namespace {

@@ -31,8 +31,10 @@ class MpiSession {
 /// nonblocking MPI operation (MPI_Iallreduce, MPI_Ialltoallv, MPI_Isend, ...) and tests it
 /// with a bounded back-off until it completed or the timeout passed, then completes the
 /// future. Operations of one communicator start in MPI in the order they were *called*,
-/// whichever streams they are on (one waits for the one called before it to start): the call
-/// order is what the ranks must agree on, as with NCCL, where a call enqueues the kernel. So the
+/// whichever streams they are on (one waits for the one called before it to start), and from
+/// any threads (a call takes its place in the call order and in its stream's queue together,
+/// so one stream's queue holds them in call order): the call order is what the ranks must
+/// agree on, as with NCCL, where a call enqueues the kernel. So the
 /// stream's later work sees the result, other streams go on meanwhile, and a rank that never takes
 /// part ends in CommTimeout naming this rank, the operation and what it was for, instead of a hang.
 ///
@@ -46,6 +48,8 @@ class MpiSession {
 /// rank's pending operations fail with CommAborted within milliseconds — also those still in
 /// a stream's queue — and later ones at once. Operations an abort left under way in MPI are
 /// not waited for at destruction (the communicator is then not freed; MPI_Finalize still runs).
+/// A waiter that an abort resumes (on the aborting thread, or for a peer's abort on the abort
+/// channel's thread) may destroy communicators of that world there, its last one included.
 /// Errors from MPI (MPI_ERRORS_RETURN on its communicators) fail the future with CommError
 /// carrying MPI's error string. An operation that its stream refuses (enqueue throws) had
 /// taken its place in the call order: the call throws the stream's exception and aborts the
@@ -73,7 +77,14 @@ class MpiCommunicator final : public Communicator {
   [[nodiscard]] int size() const noexcept override;
   [[nodiscard]] std::string_view backend() const noexcept override { return "mpi"; }
 
+  /// See Communicator::split: an agreement by nonblocking messages (a tag of its own on this
+  /// communicator), tested until timeout(), then MPI_Comm_create_group.
   std::unique_ptr<Communicator> split(std::span<const int> ranks) override;
+  /// Keeps `owner` until the operations called so far ended in MPI (see
+  /// Communicator::keep_until_done): looked at as each later operation ends, and when the
+  /// communicator is destroyed (what is still under way in MPI then keeps it until the
+  /// process ends).
+  void keep_until_done(std::shared_ptr<const void> owner) override;
 
   struct Impl;  // the MPI communicator and what timed out (the .cpp's)
   explicit MpiCommunicator(std::unique_ptr<Impl> impl);
