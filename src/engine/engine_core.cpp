@@ -119,6 +119,7 @@ void EngineCore::fill() {
   }
   filled_ = true;
   begin_pending_ = true;
+  source_stopped_ = false;
 }
 
 void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
@@ -388,6 +389,7 @@ bool EngineCore::retire_ready() const noexcept {
 bool EngineCore::drained() const noexcept { return release_->drained() && front_.source_idle(); }
 
 void EngineCore::stop_source() noexcept {
+  source_stopped_ = true;
   try {
     front_.end_source();
   } catch (...) {

@@ -493,6 +493,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   alignas(64) bool filled_ = false;
   bool broken_ = false;
   bool begin_pending_ = false;  // filled, first admissions not tried yet
+  // stop_source() ended this run's source: a fetch still running was cancelled, and what
+  // waits for it has the drain deadline (RunDriver). Cleared by fill.
+  bool source_stopped_ = false;
   // The last admission found the source with no batch yet (Admission::pending); set by
   // prepare, cleared by the policies' advance.
   bool starved_ = false;
