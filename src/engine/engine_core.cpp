@@ -92,6 +92,7 @@ void EngineCore::check_fillable() {
           hang_report().unfinished());
     broken_ = false;
     claims_.end_all();
+    hand_back_late_batch();
   }
   if (!filled_) return;
   // A run whose source ended and whose iterations all retired may go on with a new source.
@@ -394,6 +395,18 @@ void EngineCore::stop_source() noexcept {
     front_.end_source();
   } catch (...) {
     // Ending a source only sets flags and fires a stop signal; nothing to report.
+  }
+}
+
+void EngineCore::hand_back_late_batch() {
+  try {
+    front_.run_ended(std::make_exception_ptr(
+        Cancelled("batch not admitted: the source gave it after its run had failed and could "
+                  "not drain")));
+  } catch (...) {
+    throw CallbackError(CallbackError::Callback::on_failure, -1, std::current_exception(),
+                        "while handing back the batch the source gave after its run had failed "
+                        "and could not drain");
   }
 }
 

@@ -496,6 +496,42 @@ TEST_CASE_TEMPLATE(
 }
 
 TEST_CASE_TEMPLATE(
+    "the batch of a source fetch that returned after its run broke is handed back exactly once",
+    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // It was dropped when the pipeline was filled again (or destroyed).
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    for (const bool by_destruction : {false, true}) {
+      CAPTURE(swp::backend_name(backend));
+      CAPTURE(by_destruction);
+      Gate gate;
+      Outcome outcome;
+      {
+        GatedRig<Engine> rig(gate, backend);
+        REQUIRE(gate.waiting());
+        CHECK(rig.pipe->cancel("shutdown"));
+        CHECK_THROWS_AS((void)rig.pipe->progress(), swp::PipelineTimeout);  // broken
+        // Nothing fetched yet: nothing handed back.
+        CHECK(rig.outcome.handed_back.empty());
+        REQUIRE(gate.open(2));  // the fetch returns its batch now, on this thread
+        rig.pipe->set_timeouts({.retire = 30s, .drain = 30s});
+        if (by_destruction) {
+          rig.pipe.reset();
+        } else {
+          rig.pipe->fill_pipeline(std::vector<int>{3});
+          CHECK(rig.retire_all() == range(1, 2));
+        }
+        outcome = rig.outcome;
+      }
+      // Every batch the source gave (1, 2) and the refill's (3) reached one callback, once.
+      CHECK(outcome.retired == (by_destruction ? std::vector<int>{1} : std::vector<int>{1, 3}));
+      CHECK(outcome.handed_back == std::vector<int>{2});
+      REQUIRE(outcome.why.size() == 1);
+      CHECK(swp::test::contains(outcome.why[0], "batch not admitted"));
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE(
     "a source fetch that returns after the run began to end is handed back, not admitted", Engine,
     swp::test::UseClock, swp::test::UseDataFlow) {
   // The fetch was cancelled (drain(), the destruction) but returns a batch within the drain

@@ -33,8 +33,9 @@ namespace swp {
 ///   still runs: "the source's fetch of the batch for iteration N: ..." for a fetch) and the
 ///   pipeline is broken:
 ///   fill_pipeline() waits up to `drain` again for those bodies (and that fetch) to return
-///   (then the pipeline is whole again) or throws PipelineStateError naming them; the pipeline's
-///   destructor waits up to `drain` too, then ends the process with a fatal error naming them
+///   (then the pipeline is whole again, and a batch the fetch brought goes to on_failure,
+///   never admitted) or throws PipelineStateError naming them; the pipeline's destructor
+///   waits up to `drain` too, then ends the process with a fatal error naming them
 ///   (std::abort), since freeing the pipeline under a running body (or fetch) would corrupt
 ///   memory.
 ///   Kept apart from `retire`, so that a tiny retire deadline does not make a busy machine's

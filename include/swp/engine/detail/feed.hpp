@@ -34,7 +34,8 @@ class Feed {
   ~Feed() { await_notified(); }
 
   /// The source of the next run. Precondition: idle(), and the last run's fetched batch taken
-  /// (take_fetched) unless that run could not drain.
+  /// (take_fetched; the engine core hands it back before it fills again, also after a run
+  /// that could not drain).
   template <class S>
   void set(S&& source) {
     fetched_.reset();
@@ -69,8 +70,11 @@ class Feed {
   }
   /// What the last fetch received and take() did not hand out yet: at the end of a run that
   /// failed or was drained, a batch taken from the source but never admitted (also one a
-  /// fetch cancelled by end() brought anyway). Precondition: idle().
+  /// fetch cancelled by end() brought anyway). Nothing while a fetch still runs (a run that
+  /// could not drain): what it brings stays here for a later call, once idle().
   std::optional<Batch> take_fetched() noexcept {
+    // The fetch owns `fetched_` until it publishes `done` (acquire: its write is seen).
+    if (!idle()) return std::nullopt;
     std::optional<Batch> out = std::move(fetched_);
     fetched_.reset();
     return out;
