@@ -118,6 +118,16 @@ void EngineCore::shut_down() noexcept {
   // loudly.
   if (!driver_.wait_drained()) hang_report().die_undrained();
   claims_.end_all();  // nothing of this run holds a lane now
+  if (broken_) {
+    // What a fetch that outlived its broken run brought goes back before the pipeline goes.
+    // Once: the core's own destructor calls this again, after the front end is gone.
+    broken_ = false;
+    try {
+      hand_back_late_batch();
+    } catch (...) {
+      // Destruction cannot report what on_failure threw.
+    }
+  }
 }
 
 }  // namespace swp::detail

@@ -92,6 +92,7 @@ void EngineCore::check_fillable() {
           hang_report().unfinished());
     broken_ = false;
     claims_.end_all();
+    hand_back_late_batch();
   }
   if (!filled_) return;
   // A run whose source ended and whose iterations all retired may go on with a new source.
@@ -119,6 +120,7 @@ void EngineCore::fill() {
   }
   filled_ = true;
   begin_pending_ = true;
+  source_stopped_ = false;
 }
 
 void EngineCore::satisfy(Instance& in, bool step_ending) noexcept {
@@ -388,10 +390,23 @@ bool EngineCore::retire_ready() const noexcept {
 bool EngineCore::drained() const noexcept { return release_->drained() && front_.source_idle(); }
 
 void EngineCore::stop_source() noexcept {
+  source_stopped_ = true;
   try {
     front_.end_source();
   } catch (...) {
     // Ending a source only sets flags and fires a stop signal; nothing to report.
+  }
+}
+
+void EngineCore::hand_back_late_batch() {
+  try {
+    front_.run_ended(std::make_exception_ptr(
+        Cancelled("batch not admitted: the source gave it after its run had failed and could "
+                  "not drain")));
+  } catch (...) {
+    throw CallbackError(CallbackError::Callback::on_failure, -1, std::current_exception(),
+                        "while handing back the batch the source gave after its run had failed "
+                        "and could not drain");
   }
 }
 

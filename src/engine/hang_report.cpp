@@ -163,6 +163,17 @@ std::string HangReport::unfinished() const {
       }
     }
   }
+  // The source's fetch of the next batch, running in the background (an awaitable source or
+  // a channel receive that suspended).
+  if (!core_.front_.source_idle()) {
+    out << "\n  the source's fetch of the batch for iteration " << core_.next_admit_ << ": ";
+    if (core_.source_stopped_) {
+      out << "cancelled as the run ended, it has not returned: it is suspended in an await "
+             "that ignores cancellation";
+    } else {
+      out << "it is suspended in an await that has not completed";
+    }
+  }
   return out.str();
 }
 
@@ -184,9 +195,15 @@ PipelineTimeout HangReport::error(const std::string& report) const {
 }
 
 void HangReport::die_undrained() const noexcept {
+  const bool bodies = !core_.release_->drained();
+  const bool fetch = !core_.front_.source_idle();
+  const std::string what = bodies && fetch
+                               ? "its task bodies and its source's fetch still run: they"
+                           : fetch ? "its source's fetch still runs: it"
+                                   : "its task bodies still run: they";
   const std::string report =
-      "swp: fatal: a pipeline is destroyed while its task bodies still run: they ignored "
-      "cancellation and did not return within " +
+      "swp: fatal: a pipeline is destroyed while " + what +
+      " ignored cancellation and did not return within " +
       std::to_string(core_.timeouts_.drain.count()) +
       " ms (the drain deadline), and freeing the pipeline would let them write into freed "
       "memory when they do. Still unfinished:" +

@@ -81,6 +81,22 @@ void RunDriver::starve_timeout() {
          FailureKind::timeout);
 }
 
+void RunDriver::time_out_source() {
+  EngineCore& c = core_;
+  const bool stuck = c.runtime().scheduler().virtual_time();
+  const HangReport report = c.hang_report();
+  c.fail("", c.next_admit_,
+         std::make_exception_ptr(report.error(
+             "the source's fetch of the batch for iteration " + std::to_string(c.next_admit_) +
+             " was cancelled as the run ended and " +
+             (stuck ? std::string("can never return (nothing left to run: deadlock)")
+                    : "did not return within " + std::to_string(c.timeouts_.drain.count()) +
+                          " ms (the drain deadline): it awaits something that ignores "
+                          "cancellation") +
+             "; unfinished:" + report.unfinished())),
+         FailureKind::timeout);
+}
+
 Co<std::optional<std::int64_t>> RunDriver::next(std::stop_token token) {
   // Registered for the wait only; it runs at once if the token stopped already.
   std::stop_callback on_stop(token, [this] { core_.cancel("stop requested"); });
@@ -113,11 +129,13 @@ void RunDriver::abort_run(bool drained) {
     }
     // The failure that started the drain is the cause: it stays in the message.
     const HangReport report = c.hang_report();
-    throw report.error("pipeline could not drain after a failure (" + failure.describe() +
-                       "); iterations " + std::to_string(c.oldest_) + ".." +
-                       std::to_string(c.next_admit_ - 1) +
-                       " did not retire and were not reported" + handing_back +
-                       "; still unfinished:" + report.unfinished());
+    const std::string in_flight = c.oldest_ < c.next_admit_
+                                      ? "iterations " + std::to_string(c.oldest_) + ".." +
+                                            std::to_string(c.next_admit_ - 1) +
+                                            " did not retire and were not reported"
+                                      : std::string("no iteration was in flight");
+    throw report.error("pipeline could not drain after a failure (" + failure.describe() + "); " +
+                       in_flight + handing_back + "; still unfinished:" + report.unfinished());
   }
   c.claims_.end_all();  // drained: no instance holds its lane
   // Every iteration in flight is accounted for (FailurePolicy): failed or cancelled.
@@ -335,6 +353,9 @@ std::optional<std::int64_t> RunDriver::retire_next_driving() {
   // nothing: a service may idle for hours), from the first wait of this call that has to look
   // at the clock (DrivenWait::until sets `started`).
   std::optional<Clock::time_point> started;
+  // The wait for a cancelled fetch had the drain deadline already: the drain after its
+  // failure does not wait for it again.
+  bool fetch_waited = false;
   for (;;) {
     // A failure met while admitting (the source, a slot deadline) is still to surface, also
     // when nothing is left in flight (drain() relies on it).
@@ -360,7 +381,16 @@ std::optional<std::int64_t> RunDriver::retire_next_driving() {
       continue;
     }
     if (c.starving()) {
-      if (!driven_.until_ever(source_or_stop_)) starve_timeout();
+      if (c.source_stopped_) {
+        // The run ends (drain(), the teardown) and cancelled the fetch; one whose await
+        // ignores cancellation is waited for up to the drain deadline, as a body is.
+        if (!driven_.until(source_or_stop_, c.timeouts_.drain)) {
+          time_out_source();
+          fetch_waited = true;
+        }
+      } else if (!driven_.until_ever(source_or_stop_)) {
+        starve_timeout();
+      }
       continue;
     }
     if (!driven_.until(oldest_done_, c.timeouts_.retire, started) && !c.stop_.stop_requested() &&
@@ -369,7 +399,7 @@ std::optional<std::int64_t> RunDriver::retire_next_driving() {
   }
   c.stop_source();
   c.release_->release_rest();
-  abort_run(wait_drained());
+  abort_run(fetch_waited ? c.drained() : wait_drained());
 }
 
 Co<std::optional<std::int64_t>> RunDriver::next(const StopSignal* abandon) {

@@ -6,6 +6,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <coroutine>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,8 +19,10 @@
 #include <thread>
 #include <vector>
 
+#include "support/cli.hpp"
 #include "support/engines.hpp"
 #include "support/iter_of.hpp"
+#include "support/text.hpp"
 #include "swp/async/channel.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
@@ -363,6 +369,221 @@ TEST_CASE_TEMPLATE("a fetch completed on a producer's thread is done with the ru
     }  // the pipeline, then the runtime, while `producer` may still be inside notify()
     producer.join();
   }
+}
+
+namespace {
+
+// An await that ignores swp's cancellation (a foreign library's callback, say): it suspends
+// until open() resumes it, on the thread that calls open() — or, so that no bug hangs the
+// suite, until a watchdog does after 10 s with the batch -1.
+class Gate {
+ public:
+  Gate() = default;
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  ~Gate() {
+    {
+      std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    wake_.notify_all();
+    watchdog_.join();
+  }
+
+  struct Awaiter {
+    Gate& gate;
+    [[nodiscard]] bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) noexcept { gate.waiting_.store(h.address()); }
+    [[nodiscard]] int await_resume() const noexcept { return gate.value_; }
+  };
+  Awaiter wait() { return Awaiter{*this}; }
+
+  /// A coroutine is suspended here.
+  [[nodiscard]] bool waiting() const { return waiting_.load() != nullptr; }
+  /// Resumes the suspended coroutine with `value` on this thread; false when none waits.
+  bool open(int value) {
+    void* waiting = waiting_.exchange(nullptr);
+    if (waiting == nullptr) return false;
+    value_ = value;
+    std::coroutine_handle<>::from_address(waiting).resume();
+    return true;
+  }
+
+ private:
+  std::atomic<void*> waiting_{nullptr};
+  int value_ = 0;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool closing_ = false;
+  std::thread watchdog_{[this] {
+    std::unique_lock lock(mutex_);
+    if (wake_.wait_for(lock, 10s, [this] { return closing_; })) return;
+    lock.unlock();
+    open(-1);
+  }};
+};
+
+// What reached the callbacks: every batch the source gave must be in exactly one of them.
+struct Outcome {
+  std::vector<int> retired;
+  std::vector<int> handed_back;  // on_failure with iter_idx -1 (never admitted)
+  std::vector<std::string> why;  // their errors' messages
+};
+
+// A pipeline whose awaitable source gives the batch 1, then suspends on `gate` for the next.
+template <class Engine>
+struct GatedRig : Rig<Engine> {
+  Outcome outcome;
+  int calls = 0;
+
+  GatedRig(Gate& gate, swp::Backend backend) : Rig<Engine>(backend) {
+    this->pipe->on_retire([this](const Ctx& c) { outcome.retired.push_back(c.batch); });
+    this->pipe->on_failure([this](const Ctx& c, const std::exception_ptr& error) {
+      CHECK(c.iter_idx == -1);  // nothing admitted fails in these runs
+      outcome.handed_back.push_back(c.batch);
+      outcome.why.push_back(swp::test::message_of<swp::Cancelled>(error));
+    });
+    this->pipe->set_timeouts({.retire = 30s, .check_interval = 5ms, .drain = 100ms});
+    this->pipe->fill_pipeline([this, &gate]() -> swp::Co<std::optional<int>> {
+      if (++calls == 1) co_return 1;
+      co_return co_await gate.wait();
+    });
+    // Iteration 0 retires; iteration 1's fetch waits at the gate.
+    CHECK(swp::test::iter_of(this->pipe->progress()) == 0);
+  }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "a source fetch that ignores cancellation breaks the run by the drain deadline, naming it",
+    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // drain() once waited for such a fetch without a deadline (and the destructor with it), and
+  // no error named the fetch.
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    for (const bool by_cancel : {true, false}) {
+      CAPTURE(swp::backend_name(backend));
+      CAPTURE(by_cancel);
+      Gate gate;
+      GatedRig<Engine> rig(gate, backend);
+      REQUIRE(gate.waiting());
+      std::string what;
+      try {
+        if (by_cancel) {
+          CHECK(rig.pipe->cancel("shutdown"));
+          (void)rig.pipe->progress();
+        } else {
+          rig.pipe->drain();
+        }
+      } catch (const swp::PipelineTimeout& e) {
+        what = e.what();
+      }
+      CAPTURE(what);
+      CHECK(swp::test::contains(what, "pipeline could not drain"));
+      CHECK(swp::test::contains(what, "the source's fetch of the batch for iteration 1"));
+      // Broken while the fetch runs: a refill waits up to the drain deadline, then names it.
+      CHECK_THROWS_WITH_AS(rig.pipe->fill_pipeline(std::vector<int>{3}),
+                           doctest::Contains("the source's fetch of the batch for iteration 1"),
+                           swp::PipelineStateError);
+      // Once the fetch returned, the pipeline is whole again.
+      REQUIRE(gate.open(2));
+      rig.pipe->set_timeouts({.retire = 30s, .drain = 30s});
+      rig.pipe->fill_pipeline(std::vector<int>{3});
+      CHECK(rig.retire_all() == range(1, 2));  // the new run's batch, numbered on
+      CHECK(rig.calls == 2);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE(
+    "the batch of a source fetch that returned after its run broke is handed back exactly once",
+    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // It was dropped when the pipeline was filled again (or destroyed).
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    for (const bool by_destruction : {false, true}) {
+      CAPTURE(swp::backend_name(backend));
+      CAPTURE(by_destruction);
+      Gate gate;
+      Outcome outcome;
+      {
+        GatedRig<Engine> rig(gate, backend);
+        REQUIRE(gate.waiting());
+        CHECK(rig.pipe->cancel("shutdown"));
+        CHECK_THROWS_AS((void)rig.pipe->progress(), swp::PipelineTimeout);  // broken
+        // Nothing fetched yet: nothing handed back.
+        CHECK(rig.outcome.handed_back.empty());
+        REQUIRE(gate.open(2));  // the fetch returns its batch now, on this thread
+        rig.pipe->set_timeouts({.retire = 30s, .drain = 30s});
+        if (by_destruction) {
+          rig.pipe.reset();
+        } else {
+          rig.pipe->fill_pipeline(std::vector<int>{3});
+          CHECK(rig.retire_all() == range(1, 2));
+        }
+        outcome = rig.outcome;
+      }
+      // Every batch the source gave (1, 2) and the refill's (3) reached one callback, once.
+      CHECK(outcome.retired == (by_destruction ? std::vector<int>{1} : std::vector<int>{1, 3}));
+      CHECK(outcome.handed_back == std::vector<int>{2});
+      REQUIRE(outcome.why.size() == 1);
+      CHECK(swp::test::contains(outcome.why[0], "batch not admitted"));
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE(
+    "a source fetch that returns after the run began to end is handed back, not admitted", Engine,
+    swp::test::UseClock, swp::test::UseDataFlow) {
+  // The fetch was cancelled (drain(), the destruction) but returns a batch within the drain
+  // deadline: the drain took no new batch, so the batch goes back to on_failure.
+  for (const bool by_destruction : {false, true}) {
+    CAPTURE(by_destruction);
+    Gate gate;
+    Outcome outcome;
+    {
+      GatedRig<Engine> rig(gate, swp::Backend::host);
+      REQUIRE(gate.waiting());
+      rig.pipe->set_timeouts({.retire = 30s, .check_interval = 5ms, .drain = 30s});
+      std::thread opener([&gate] {
+        std::this_thread::sleep_for(20ms);
+        gate.open(2);
+      });
+      if (by_destruction) {
+        rig.pipe.reset();
+      } else {
+        rig.pipe->drain();
+      }
+      opener.join();
+      outcome = rig.outcome;
+    }
+    CHECK(outcome.retired == std::vector<int>{1});
+    CHECK(outcome.handed_back == std::vector<int>{2});
+  }
+}
+
+// Runs in a child process only (see the next case): the pipeline is destroyed while its
+// source's fetch never returns, which must end the process with a fatal error naming it.
+TEST_CASE("child: destroying a pipeline whose source fetch never returns is fatal" *
+          doctest::skip()) {
+  Gate gate;
+  GatedRig<swp::test::UseDataFlow> rig(gate, swp::Backend::host);
+  rig.pipe.reset();  // aborts after the drain deadline (100 ms), twice
+  FAIL("the destructor returned while the source's fetch still ran");
+}
+
+TEST_CASE("destroying a pipeline whose source fetch never returns is a fatal error naming it") {
+  const swp::test::TempFile err("", ".err");
+  const std::string command =
+      "timeout 120 " + swp::test::quoted(std::filesystem::read_symlink("/proc/self/exe").string()) +
+      " --no-skip --test-case='child: destroying a pipeline whose source fetch never returns is "
+      "fatal' >/dev/null 2>" +
+      swp::test::quoted(err.str());
+  const int status = std::system(command.c_str());
+  CHECK(status != 0);
+  const std::string what = swp::test::read_text(err.path());
+  CAPTURE(what);
+  CHECK(swp::test::contains(what, "swp: fatal: a pipeline is destroyed while its source's fetch"));
+  CHECK(swp::test::contains(what, "the source's fetch of the batch for iteration 1"));
 }
 
 }  // namespace test_pipeline_sources

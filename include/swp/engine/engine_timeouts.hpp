@@ -25,14 +25,19 @@ namespace swp {
 ///   often a wait (progress(), next()) looks at the deadlines while it waits (it wakes at
 ///   once when something completes).
 /// - `drain`: how long a failed run (a task's error, a callback's, a deadline) waits for what
-///   it released to finish before its error is thrown. Cancelled waits end at once; a body
-///   that ignores cancellation is waited for. Past the deadline progress() throws
+///   it released to finish before its error is thrown, and how long drain() (or the
+///   destructor's drain) waits for the source's fetch it cancelled (an awaitable source or a
+///   channel receive that suspended). Cancelled waits end at once; a body, or a fetch, whose
+///   await ignores cancellation is waited for. Past the deadline progress() (drain()) throws
 ///   PipelineTimeout ("could not drain", naming the failure that started the drain and what
-///   still runs) and the pipeline is broken:
-///   fill_pipeline() waits up to `drain` again for those bodies to return (then the pipeline
-///   is whole again) or throws PipelineStateError naming them; the pipeline's destructor
+///   still runs: "the source's fetch of the batch for iteration N: ..." for a fetch) and the
+///   pipeline is broken:
+///   fill_pipeline() waits up to `drain` again for those bodies (and that fetch) to return
+///   (then the pipeline is whole again, and a batch the fetch brought goes to on_failure,
+///   never admitted) or throws PipelineStateError naming them; the pipeline's destructor
 ///   waits up to `drain` too, then ends the process with a fatal error naming them
-///   (std::abort), since freeing the pipeline under a running body would corrupt memory.
+///   (std::abort), since freeing the pipeline under a running body (or fetch) would corrupt
+///   memory.
 ///   Kept apart from `retire`, so that a tiny retire deadline does not make a busy machine's
 ///   slow drain look like a stuck body.
 /// - `hang_report`: a file each hang report is also appended to (see the field).

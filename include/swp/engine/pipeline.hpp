@@ -245,7 +245,13 @@ class Pipeline : private detail::FrontEnd {
   bool cancel(const std::string& reason) { return core_.cancel(reason); }
 
   /// Retires everything in flight without taking new batches; the pipeline can be filled
-  /// again afterwards (with another source).
+  /// again afterwards (with another source). A wait for the source is cancelled: a batch it
+  /// gives all the same (its await ignored the cancellation) is not admitted but goes to
+  /// on_failure (`iter_idx` -1, swp::Cancelled), as batches queued for submit() do.
+  /// Errors: what retiring throws (as progress()); a source's fetch that does not return
+  /// within EngineTimeouts::drain after its cancellation makes it throw PipelineTimeout
+  /// naming the fetch, and the pipeline is broken until the fetch returned (see
+  /// EngineTimeouts::drain).
   void drain() { core_.drain(); }
 
   /// Range form: fills the pipeline from `source` and yields every retired iteration index

@@ -385,6 +385,11 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   void release_slot(std::size_t s) noexcept;
   // The run failed or stops: no more batches, and what waits for the source is cancelled.
   void stop_source() noexcept;
+  // Hands the front end a batch the source gave after a run that could not drain had ended
+  // (a fetch that ignored cancellation), now that it returned: before a refill or the
+  // teardown, so that it is neither lost nor admitted into another run. Throws CallbackError
+  // when on_failure throws.
+  void hand_back_late_batch();
   // The oldest iteration completed.
   [[nodiscard]] bool retirable() const noexcept { return complete(oldest_, sync_[oldest_entry_]); }
   // Every instance of iteration iter finished and none touches the core any more.
@@ -493,6 +498,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   alignas(64) bool filled_ = false;
   bool broken_ = false;
   bool begin_pending_ = false;  // filled, first admissions not tried yet
+  // stop_source() ended this run's source: a fetch still running was cancelled, and what
+  // waits for it has the drain deadline (RunDriver). Cleared by fill.
+  bool source_stopped_ = false;
   // The last admission found the source with no batch yet (Admission::pending); set by
   // prepare, cleared by the policies' advance.
   bool starved_ = false;

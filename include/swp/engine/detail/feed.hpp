@@ -34,13 +34,15 @@ class Feed {
   ~Feed() { await_notified(); }
 
   /// The source of the next run. Precondition: idle(), and the last run's fetched batch taken
-  /// (take_fetched) unless that run could not drain.
+  /// (take_fetched; the engine core hands it back before it fills again, also after a run
+  /// that could not drain).
   template <class S>
   void set(S&& source) {
     fetched_.reset();
     error_ = nullptr;
     ended_ = false;
     fetch_ended_ = false;
+    abandoned_ = false;
     state_.store(no_fetch, std::memory_order_relaxed);  // idle(): no fetch runs
     pull_ = nullptr;
     async_ = nullptr;
@@ -67,9 +69,12 @@ class Feed {
     return fetch(out);
   }
   /// What the last fetch received and take() did not hand out yet: at the end of a run that
-  /// failed or was drained, a batch taken from the source but never admitted. Precondition:
-  /// idle().
+  /// failed or was drained, a batch taken from the source but never admitted (also one a
+  /// fetch cancelled by end() brought anyway). Nothing while a fetch still runs (a run that
+  /// could not drain): what it brings stays here for a later call, once idle().
   std::optional<Batch> take_fetched() noexcept {
+    // The fetch owns `fetched_` until it publishes `done` (acquire: its write is seen).
+    if (!idle()) return std::nullopt;
     std::optional<Batch> out = std::move(fetched_);
     fetched_.reset();
     return out;
@@ -84,10 +89,15 @@ class Feed {
   }
   /// Ends the source for this run: take() says end from now on, after a batch a fetch already
   /// received. A running fetch is cancelled (its waits on swp awaitables throw Cancelled, so a
-  /// channel gives up nothing); it still finishes in the background (see idle()).
+  /// channel gives up nothing); it still finishes in the background (see idle()), and a batch
+  /// it brings all the same (its await ignored the cancellation) is not admitted: it came
+  /// after the end, and take_fetched() hands it out.
   void end() {
     ended_ = true;
-    if (state_.load(std::memory_order_acquire) == running) fetch_stop_.request_stop("source ended");
+    if (state_.load(std::memory_order_acquire) == running) {
+      abandoned_ = true;
+      fetch_stop_.request_stop("source ended");
+    }
   }
 
  private:
@@ -98,7 +108,7 @@ class Feed {
     if (state_.load(std::memory_order_relaxed) == done)
       state_.store(no_fetch, std::memory_order_relaxed);
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-    if (fetched_) {
+    if (fetched_ && !abandoned_) {
       out = std::move(fetched_);
       fetched_.reset();
       return Admission::admitted;
@@ -188,6 +198,7 @@ class Feed {
   std::exception_ptr error_;
   bool fetch_ended_ = false;  // the last fetch saw the end of data
   bool ended_ = false;        // take() says end
+  bool abandoned_ = false;    // end() cancelled a running fetch: its batch is not admitted
   StopSignal fetch_stop_;
   std::atomic<int> state_{no_fetch};
   std::atomic<bool> notified_{true};  // the last fetch's completion returned from notify()

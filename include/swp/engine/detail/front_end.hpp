@@ -42,6 +42,8 @@ class FrontEnd {
   /// pipeline's destruction), once everything in flight was reported: batches the pipeline
   /// holds but never admitted (its own submission queue, a batch fetched in the background)
   /// are handed back, each with `why`. Throws what a callback threw, once all were handed.
+  /// After a run that could not drain, a fetch that ignored cancellation may still bring a
+  /// batch: the core calls this again once it returned (before a refill, or at the teardown).
   virtual void run_ended(const std::exception_ptr& why) = 0;
   /// Iteration `iter`, in slot `slot`, is done: retired (no `error`), or failed or cancelled
   /// (`error` says why; see FailurePolicy). The slot keeps its context until the next call.

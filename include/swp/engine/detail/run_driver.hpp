@@ -109,6 +109,9 @@ class RunDriver {
   // waits for something nothing left can do.
   void time_out_retire();
   void starve_timeout();
+  // The source's fetch, cancelled as the run ended (drain(), the teardown), did not return
+  // within the drain deadline (on virtual time: nothing left to run can end it).
+  void time_out_source();
   // Throws PipelineStateError when `would_wait` and the calling thread must not block.
   void refuse_blocking(const char* call, bool would_wait) const;
   [[noreturn, gnu::noinline]] void throw_blocking(const char* call) const;
