@@ -430,6 +430,18 @@ TEST_CASE("a constrained segment called twice in a round is an error naming it")
   CHECK_THROWS_WITH_AS((void)a(2), doctest::Contains("'a'"), swp::LazyError);
 }
 
+TEST_CASE("an empty Deferred argument is refused naming the segment and input; nothing is run") {
+  Program p({.schedule = {"a", "b"}});
+  auto a = p.make("a");
+  auto b = p.make("b");
+  CHECK_THROWS_WITH_AS((void)a(swp::Deferred<int>()),
+                       doctest::Contains("segment 'a': input 0 is an empty"), swp::LazyError);
+  CHECK(a(1).get() == 2);  // not marked as called: this is its round's one call
+  CHECK(b(2).get() == 3);
+  CHECK(p.ran == Order{"a", "b"});
+  p.sched.flush();
+}
+
 TEST_CASE("a scheduler serves one round at a time; a round left unfinished fails what it stored") {
   Program p({.schedule = {"c", "a"}});
   auto a = p.make("a");

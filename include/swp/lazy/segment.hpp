@@ -53,8 +53,10 @@ class Segment;
 /// Errors: when the segment runs within its own call and throws, the call throws SegmentError
 /// naming it (body exception nested); a stored segment's error surfaces where its Deferred is
 /// read, or from the round's finish() if nobody read it. HazardError when an argument is an
-/// input a stored segment writes; LazyError for a backward segment called directly or a
-/// constrained segment called twice in one round.
+/// input a stored segment writes; LazyError for a backward segment called directly, a
+/// constrained segment called twice in one round, or an empty (default-constructed) Deferred
+/// argument (naming the segment and the input: the call is refused before it counts, so the
+/// segment can still be called in that round).
 /// Cancellation: none; a round that ends unfinished fails the Deferreds of its stored segments.
 /// Thread-safety: one thread at a time, with its scheduler.
 ///
@@ -168,6 +170,7 @@ class Segment<R(A...)> {
   Deferred<result_type> call(std::index_sequence<I...>, X&&... x) const {
     const void* inputs[sizeof...(X) + 1] = {detail::address_of(std::forward<X>(x))..., nullptr};
     detail::LazyCore& core = this->core();
+    (refuse_empty(I, x), ...);  // before the call counts: a refused call leaves no trace
     const bool free = core.enter_call(index_, inputs, sizeof...(X));
     // The tape entry is taken before the call can run (recording runs nothing): a failure
     // that ends this call takes it back; a stored call that fails later leaves it, and the
@@ -291,6 +294,17 @@ class Segment<R(A...)> {
       return true;  // the caller's object: nothing to run first
     } else {
       return !s.call_ || s.is_ready() || visit(context, *s.call_);
+    }
+  }
+
+  // An empty (default-constructed) Deferred argument: no segment will ever produce it.
+  template <class X>
+  void refuse_empty(std::size_t input, const X& x) const {
+    if constexpr (detail::is_deferred_v<X>) {
+      if (!x.valid())
+        throw LazyError("segment '" + name() + "': input " + std::to_string(input) +
+                        " is an empty (default-constructed) Deferred; pass a value or a "
+                        "Deferred a segment returned");
     }
   }
 
