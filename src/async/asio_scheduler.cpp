@@ -6,6 +6,7 @@
 #include <boost/asio/strand.hpp>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -56,6 +57,15 @@ Here where(const boost::asio::any_io_executor& executor) {
 }
 
 constexpr auto slice = std::chrono::milliseconds(1);  // re-check done() this often when nested
+
+// A wait on a thread of a stopped io_context: nothing runs the context's handlers on this
+// thread any more (the lanes' steps among them), so waiting would only spin to the deadline.
+[[noreturn]] void throw_stopped() {
+  throw std::logic_error(
+      "swp::AsioScheduler::drive_until: the io_context this thread runs was stopped while the "
+      "wait was unfinished; its handlers (the lanes' steps) cannot run here any more. Drain "
+      "the pipelines on an io_context before stopping it");
+}
 
 }  // namespace
 
@@ -111,8 +121,13 @@ bool AsioScheduler::drive_until(const std::function<bool()>& done, Clock::time_p
       }
       return done();
     }
-    while (!done() && Clock::now() < deadline)
-      io->run_one_until(std::min(deadline, Clock::now() + slice));
+    while (!done() && Clock::now() < deadline) {
+      // run_one_until returns 0 at once on a stopped context: asked only then, so a turn that
+      // ran a handler or waited out its slice pays nothing for it.
+      if (io->run_one_until(std::min(deadline, Clock::now() + slice)) == 0 && io->stopped() &&
+          !done())
+        throw_stopped();
+    }
     return done();
   }
   if (deadline == Clock::time_point::min()) return false;

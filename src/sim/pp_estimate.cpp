@@ -26,6 +26,9 @@ void check_times(const char* what, const std::vector<double>& v) {
 double PipelineEstimate::compute_us() const noexcept { return sum(stage_compute_us); }
 double PipelineEstimate::comm_us() const noexcept { return sum(stage_comm_us); }
 double PipelineEstimate::bubble_us() const noexcept {
+  // The seed's formula is for pp_size > 1 (pp_size 1 keeps its old output): one stage runs
+  // its microbatches back to back and never idles, so the (m - 1) later passes are no bubble.
+  if (stage_us.size() <= 1) return 0;
   return std::max(0.0, latency_us - sum(stage_us));
 }
 

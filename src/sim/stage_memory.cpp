@@ -13,6 +13,16 @@ void check_bytes(const std::string& what, std::int64_t bytes) {
     throw std::invalid_argument(what + " size " + std::to_string(bytes) + " is negative");
 }
 
+// A stage's total, `what` of stage `stage`, grown by `part` (`named`: the layer or module it
+// comes from): refused rather than wrapped when it leaves the 64 bits it is counted in.
+void add_bytes(std::int64_t& total, std::int64_t part, int stage, const char* what,
+               const std::string& named) {
+  if (__builtin_add_overflow(total, part, &total))
+    throw std::invalid_argument("stage " + std::to_string(stage) + " " + what +
+                                " do not fit in 64 bits once " + named + " (" +
+                                std::to_string(part) + ") is added: the sizes are too large");
+}
+
 }  // namespace
 
 ModelMemory ModelMemory::uniform(int layers, std::int64_t weight_bytes_per_layer,
@@ -45,12 +55,18 @@ std::vector<StageMemory> stage_memory(const StagePlan& plan, const ModelMemory& 
   for (const StageInfo& s : plan.stages()) {
     StageMemory m{s.stage_id, 0, 0};
     for (int l = s.start_layer; l < s.end_layer; ++l) {
-      m.weight_bytes += model.layer_weight_bytes[static_cast<std::size_t>(l)];
-      m.kv_bytes_per_token += model.layer_kv_bytes_per_token[static_cast<std::size_t>(l)];
+      const auto layer = static_cast<std::size_t>(l);
+      const std::string named = "layer " + std::to_string(l);
+      add_bytes(m.weight_bytes, model.layer_weight_bytes[layer], s.stage_id, "weight bytes", named);
+      add_bytes(m.kv_bytes_per_token, model.layer_kv_bytes_per_token[layer], s.stage_id,
+                "KV cache bytes per token", named);
     }
-    if (s.has_embedding()) m.weight_bytes += model.embedding_bytes;
-    if (s.has_final_norm()) m.weight_bytes += model.final_norm_bytes;
-    if (s.has_lm_head()) m.weight_bytes += model.lm_head_bytes;
+    if (s.has_embedding())
+      add_bytes(m.weight_bytes, model.embedding_bytes, s.stage_id, "weight bytes", "embedding");
+    if (s.has_final_norm())
+      add_bytes(m.weight_bytes, model.final_norm_bytes, s.stage_id, "weight bytes", "final norm");
+    if (s.has_lm_head())
+      add_bytes(m.weight_bytes, model.lm_head_bytes, s.stage_id, "weight bytes", "lm_head");
     out.push_back(m);
   }
   return out;
@@ -63,8 +79,13 @@ StageMemoryPeak stage_memory_peak(const StagePlan& plan, const ModelMemory& mode
   StageMemoryPeak peak;
   for (const StageMemory& m : stage_memory(plan, model)) {
     peak.max_stage_weight_bytes = std::max(peak.max_stage_weight_bytes, m.weight_bytes);
-    peak.max_stage_kv_cache_bytes =
-        std::max(peak.max_stage_kv_cache_bytes, m.kv_bytes_per_token * tokens);
+    std::int64_t kv_cache = 0;
+    if (__builtin_mul_overflow(m.kv_bytes_per_token, tokens, &kv_cache))
+      throw std::invalid_argument("stage " + std::to_string(m.stage_id) + " KV cache for " +
+                                  std::to_string(tokens) + " tokens (" +
+                                  std::to_string(m.kv_bytes_per_token) +
+                                  " bytes per token) does not fit in 64 bits");
+    peak.max_stage_kv_cache_bytes = std::max(peak.max_stage_kv_cache_bytes, kv_cache);
   }
   return peak;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "swp/engine/task_scope.hpp"
 
@@ -210,6 +211,21 @@ Trace TraceRecorder::trace() const {
                                         .waited_for = w.wait});
     }
   }
+  // Streams first, then lanes (docs/trace.md): a stream first seen during the run (the
+  // `default` stream a serial run puts its device work on, when no task of the plan names it)
+  // was appended after the lanes; it moves up behind the plan's streams.
+  std::vector<std::size_t> moved_to(trace.tracks.size());
+  std::vector<TraceTrack> ordered;
+  ordered.reserve(trace.tracks.size());
+  for (const auto kind : {TraceTrack::Kind::stream, TraceTrack::Kind::lane}) {
+    for (std::size_t k = 0; k < trace.tracks.size(); ++k) {
+      if (trace.tracks[k].kind != kind) continue;
+      moved_to[k] = ordered.size();
+      ordered.push_back(std::move(trace.tracks[k]));
+    }
+  }
+  trace.tracks = std::move(ordered);
+  for (TraceSlice& slice : trace.slices) slice.track = moved_to[slice.track];
   std::ranges::stable_sort(trace.slices, [](const TraceSlice& a, const TraceSlice& b) {
     if (a.track != b.track) return a.track < b.track;
     if (a.start != b.start) return a.start < b.start;

@@ -10,6 +10,8 @@
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "swp/async/detail/run_queue_hooks.hpp"
@@ -86,6 +88,42 @@ TEST_CASE("drive_until waits for notify off the context, and runs handlers on it
     io.run();
     CHECK(waited);
   }
+}
+
+TEST_CASE("drive_until on a thread of a stopped io_context fails at once instead of spinning") {
+  boost::asio::io_context io;
+  swp::AsioScheduler scheduler(io.get_executor());
+  Recorder never;  // queued behind the stopped handler: nothing runs it any more
+  int looks = 0;   // how often the wait looked at its condition: once per loop turn
+  bool threw = false;
+  std::string what;
+  boost::asio::post(io, [&] {
+    scheduler.post(never);
+    io.stop();
+    try {
+      scheduler.drive_until(
+          [&] {
+            ++looks;
+            return never.runs.load() == 1;
+          },
+          swp::Clock::now() + 200ms);
+    } catch (const std::logic_error& e) {
+      threw = true;
+      what = e.what();
+    }
+  });
+  io.run();
+  CHECK(threw);
+  CHECK(what.find("stopped") != std::string::npos);
+  CHECK(looks <= 3);  // not a loop turn per slice until the deadline
+  CHECK(never.runs.load() == 0);
+  // Running what is runnable now (time_point::min()) still just returns: nothing is.
+  boost::asio::post(io, [&] {
+    io.stop();
+    CHECK_FALSE(scheduler.drive_until([] { return false; }, swp::Clock::time_point::min()));
+  });
+  io.restart();
+  io.run();
 }
 
 TEST_CASE("the io threads are recognised on a strand and on executors with properties") {

@@ -126,6 +126,42 @@ TEST_CASE("a cancelled receive takes nothing, and a cancelled send sends nothing
   CHECK_FALSE(ch.try_receive().has_value());  // 6 was never sent
 }
 
+TEST_CASE("a coroutine destroyed while it waits on a channel is unlinked: the channel skips it") {
+  SUBCASE("a receiver") {
+    swp::Channel<int> ch(1);
+    swp::StopSignal stop;
+    std::optional<int> lost, kept;
+    {
+      Started gone(receive_one(ch, lost), &stop);
+      CHECK_FALSE(gone.finished);
+    }  // its frame freed while it waits, first in line
+    Started stays(receive_one(ch, kept));
+    stop.request_stop("after the frame is gone");  // its callback went with it
+    CHECK(ch.try_send(5));  // used to hand 5 to the freed frame and resume it
+    CHECK(stays.finished);
+    CHECK(kept == 5);
+    CHECK_FALSE(lost.has_value());
+    CHECK(ch.size() == 0);
+  }
+  SUBCASE("a sender") {
+    swp::Channel<int> ch(1);
+    CHECK(ch.try_send(1));
+    swp::StopSignal stop;
+    {
+      Started gone(send_all(ch, {2}), &stop);
+      CHECK_FALSE(gone.finished);
+    }  // its frame (and the value it offered) freed while it waits for room
+    Started stays(send_all(ch, {3}));
+    stop.request_stop("after the frame is gone");
+    CHECK(ch.try_receive() == 1);  // used to move the freed 2 into the room and resume it
+    CHECK(stays.finished);
+    CHECK(ch.try_receive() == 3);
+    CHECK_FALSE(ch.try_receive().has_value());
+    ch.close();  // refuses nobody: no waiter is left
+    CHECK(ch.done());
+  }
+}
+
 TEST_CASE("a wait under a signal that already fired is cancelled at once") {
   swp::Channel<int> ch(1);
   swp::StopSignal stop;

@@ -114,6 +114,26 @@ TEST_CASE("a waiter whose stop signal fires leaves the queue with Cancelled") {
   CHECK(seq.waiting() == 0);
 }
 
+TEST_CASE("a coroutine destroyed while it waits for its turn is unlinked: advance skips it") {
+  swp::SimScheduler sim;
+  swp::SubmissionSequencer seq(sim);
+  swp::StopSignal stop;
+  std::vector<std::uint64_t> order;
+  Started stays(take_turn(seq, 2, order));
+  {
+    Started gone(take_turn(seq, 1, order), &stop);
+    CHECK(seq.waiting() == 2);
+  }  // its frame freed while it waits for turn 1
+  CHECK(seq.waiting() == 1);
+  stop.request_stop("after the frame is gone");  // its callback went with it
+  seq.advance();                                 // turn 1: used to resume the freed frame
+  CHECK_FALSE(stays.finished);
+  seq.advance();  // turn 2
+  CHECK(stays.finished);
+  CHECK(order == std::vector<std::uint64_t>{2});
+  CHECK(seq.waiting() == 0);
+}
+
 TEST_CASE("a wait is timed from the first check that saw it parked, and named only for its error") {
   swp::SimScheduler sim;
   swp::SubmissionSequencer seq(sim);

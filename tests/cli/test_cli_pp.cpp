@@ -90,6 +90,14 @@ TEST_CASE("swp pp estimate prints the fill-drain metrics and the breakdown line"
     CHECK(m["pp_bubble_us"] == 0);
     CHECK(r.out.find("PP Compute 100.00 | PP Comm 0.00 | PP Bubble 0.00") != std::string::npos);
   }
+  SUBCASE("one stage: no pipeline, so no bubble however many microbatches") {
+    r = run_swp("pp estimate --layers 8 --stages 1 --layer-us 100 --microbatches 3");
+    CHECK(r.status == 0);
+    m = metric_values(r.out);
+    CHECK(m["latency_us"] == doctest::Approx(3 * 800));  // the microbatches one after another
+    CHECK(m["pp_bubble_us"] == 0);
+    CHECK(r.out.find("PP Compute 100.00 | PP Comm 0.00 | PP Bubble 0.00") != std::string::npos);
+  }
   SUBCASE("an explicit partition: the slowest stage sets the pace") {
     r = run_swp("pp estimate --layer-counts 1,3 --layer-us 10 --microbatches 2");
     m = metric_values(r.out);

@@ -380,6 +380,41 @@ TEST_CASE("a registration refused for a state hazard leaves the scheduler as it 
   sched.flush();
 }
 
+TEST_CASE("a forward segment that failed is not replayed by backward") {
+  OverArch overarch;
+  swp::LazyScheduler sched;
+  auto f1 = sched.register_segment("overarch_func1", &OverArch::func1, overarch);
+  auto f2 = sched.register_segment("overarch_func2", [&overarch](int x) {
+    if (x < 0) throw std::runtime_error("negative input");
+    return overarch.func2(x);
+  });
+  auto f1_bwd = sched.register_segment("overarch_func1_bwd", &OverArch::func1_backward, overarch,
+                                       {.is_backward = true});
+  auto f2_bwd = sched.register_segment("overarch_func2_bwd", &OverArch::func2_backward, overarch,
+                                       {.is_backward = true});
+  f1.set_backward(f1_bwd);
+  f2.set_backward(f2_bwd);
+  SUBCASE("one that failed within its call leaves no tape entry") {
+    CHECK(f1(3).get() == 3);
+    CHECK_THROWS_AS(f2(-1), swp::SegmentError);
+    auto grad = sched.backward(1);
+    CHECK(grad.get() == 1);  // f1's backward alone (f2's would have made it -2)
+    CHECK(sched.executed_order() ==
+          Order{"overarch_func1", "overarch_func2", "overarch_func1_bwd"});  // no func2_bwd
+  }
+  SUBCASE("one stored that failed later makes backward fail naming it") {
+    sched.register_segment_pre_hook("overarch_func1", "overarch_func2");
+    auto out = f2(-1);  // held until overarch_func1 is called
+    CHECK_FALSE(out.is_ready());
+    CHECK(f1(3).get() == 3);  // runs f2 first, which fails into its Deferred
+    CHECK_THROWS_AS(out.get(), swp::SegmentError);
+    CHECK_THROWS_WITH_AS(sched.backward(1),
+                         doctest::Contains("forward segment 'overarch_func2' failed"),
+                         swp::LazyError);
+  }
+  sched.flush();
+}
+
 TEST_CASE("a backward segment cannot be called from forward code") {
   swp::LazyScheduler sched;
   auto bwd = sched.register_segment("b_bwd", [](int g) { return g; }, {.is_backward = true});
@@ -393,6 +428,18 @@ TEST_CASE("a constrained segment called twice in a round is an error naming it")
   (void)p.make("b");
   (void)a(1);
   CHECK_THROWS_WITH_AS((void)a(2), doctest::Contains("'a'"), swp::LazyError);
+}
+
+TEST_CASE("an empty Deferred argument is refused naming the segment and input; nothing is run") {
+  Program p({.schedule = {"a", "b"}});
+  auto a = p.make("a");
+  auto b = p.make("b");
+  CHECK_THROWS_WITH_AS((void)a(swp::Deferred<int>()),
+                       doctest::Contains("segment 'a': input 0 is an empty"), swp::LazyError);
+  CHECK(a(1).get() == 2);  // not marked as called: this is its round's one call
+  CHECK(b(2).get() == 3);
+  CHECK(p.ran == Order{"a", "b"});
+  p.sched.flush();
 }
 
 TEST_CASE("a scheduler serves one round at a time; a round left unfinished fails what it stored") {

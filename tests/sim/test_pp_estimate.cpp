@@ -25,6 +25,13 @@ TEST_CASE("one microbatch has no bubble") {
   CHECK(swp::format_pp_breakdown(e) == "PP Compute 91.84 | PP Comm 8.16 | PP Bubble 0.00");
 }
 
+TEST_CASE("one stage is no pipeline: no bubble, however many microbatches") {
+  const auto e = swp::estimate_pipeline({30}, {0}, 3);
+  CHECK(e.latency_us == 90);  // the microbatches one after another
+  CHECK(e.bubble_us() == 0);
+  CHECK(swp::format_pp_breakdown(e) == "PP Compute 100.00 | PP Comm 0.00 | PP Bubble 0.00");
+}
+
 TEST_CASE("the breakdown line is the seed's: compute 50, comm 16.67, bubble 33.33") {
   // Stage times 2 + 2, one more microbatch at the slowest stage's pace: latency 6, bubble 2.
   const auto e = swp::estimate_pipeline({1.5, 1.5}, {0.5, 0.5}, 2);

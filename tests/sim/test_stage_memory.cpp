@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -48,6 +50,31 @@ TEST_CASE("memory inputs that do not fit the plan are named") {
                        "layer 1 weight size -1 is negative", std::invalid_argument);
   CHECK_THROWS_AS(swp::stage_memory_peak(swp::StagePlan::uniform(6, 2), model, -5),
                   std::invalid_argument);
+}
+
+TEST_CASE("sizes whose sum or product does not fit 64 bits are refused, naming the stage") {
+  constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 2 + 1;
+  SUBCASE("a stage's weights") {
+    const auto model = swp::ModelMemory::uniform(4, huge, 1, 0, 0, 0);
+    CHECK_THROWS_WITH_AS(swp::stage_memory(swp::StagePlan::uniform(4, 2), model),
+                         doctest::Contains("stage 0 weight bytes"), std::invalid_argument);
+  }
+  SUBCASE("a stage's edge module") {
+    const auto model = swp::ModelMemory::uniform(2, huge, 1, huge, 0, 0);
+    CHECK_THROWS_WITH_AS(swp::stage_memory(swp::StagePlan::uniform(2, 2), model),
+                         doctest::Contains("stage 0 weight bytes"), std::invalid_argument);
+  }
+  SUBCASE("a stage's KV cache per token") {
+    const auto model = swp::ModelMemory::uniform(2, 1, huge, 0, 0, 0);
+    CHECK_THROWS_WITH_AS(swp::stage_memory(swp::StagePlan::uniform(2, 1), model),
+                         doctest::Contains("stage 0 KV cache bytes per token"),
+                         std::invalid_argument);
+  }
+  SUBCASE("a stage's KV cache for the tokens") {
+    const auto model = swp::ModelMemory::uniform(2, 1, huge, 0, 0, 0);
+    CHECK_THROWS_WITH_AS(swp::stage_memory_peak(swp::StagePlan::uniform(2, 2), model, 4),
+                         doctest::Contains("stage 0 KV cache for 4 tokens"), std::invalid_argument);
+  }
 }
 
 }  // namespace test_stage_memory

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "support/costed_plans.hpp"
@@ -275,6 +276,34 @@ TEST_CASE("a recorded serial run shows every task in serial order, its device wo
       }
     }
   }
+}
+
+TEST_CASE("a serial run's default stream row stays with the streams when no task names it") {
+  auto plan = swp::test::costed_sparse_dist(/*io_lane=*/true);
+  for (auto& planned : plan.tasks)
+    if (planned.schedule.stream == "default") planned.schedule.stream = "compute";
+  using Ctx = swp::IterContext<int>;
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  auto pipe = swp::test::UseDataFlow::make<Ctx>(rt, plan, 3);
+  swp::TraceRecorder recorder;
+  swp::attach_run_observer(recorder, *pipe);
+  pipe->run_serial(std::vector<int>{0, 1});
+  swp::detach_run_observer(recorder, *pipe);
+  const auto trace = recorder.trace();
+  std::string rows;
+  for (const auto& track : trace.tracks)
+    rows += (track.kind == swp::TraceTrack::Kind::stream ? "stream " : "lane ") + track.name + "; ";
+  // Streams first, then lanes, each in the order the plan names them; `default` (named by
+  // no task, where a serial run puts its device work) last of the streams.
+  CHECK(rows ==
+        "stream memcpy; stream data_dist; stream compute; stream default; lane io; lane default; ");
+  bool device_on_default = false;
+  for (const auto& slice : trace.slices) {
+    if (slice.kind != TraceSlice::Kind::device) continue;
+    CHECK(trace.tracks[slice.track].name == "default");
+    device_on_default = true;
+  }
+  CHECK(device_on_default);
 }
 
 TEST_CASE("device work of task indices past 65535 is attributed to its own task and iteration") {

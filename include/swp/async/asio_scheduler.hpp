@@ -28,8 +28,12 @@ namespace swp {
 /// io_context's executor (any of its blocking, relationship and outstanding_work
 /// properties, default allocator) and a strand of one (`make_strand(io)`); for any other
 /// executor type every thread counts as outside it.
-/// Errors: none of its own. Cancellation: stop the io_context only after the pipelines on it
-/// are drained; queued lane steps then never run.
+/// Errors: `drive_until` on a thread of the io_context throws std::logic_error once that
+/// context is stopped and the wait is still unfinished (its handlers, the lanes' steps among
+/// them, cannot run there any more: it would only spin to the deadline); a pipeline destroyed
+/// there unfinished ends the process (its destructor cannot report). With
+/// `time_point::min()` it just returns `done()`. Cancellation: stop the io_context only after
+/// the pipelines on it are drained; queued lane steps then never run.
 ///
 /// Destruction (with its Runtime, after the pipelines): waits until no io thread runs one of
 /// its runnables any more — a lane step that finished an iteration still returns through its

@@ -2,6 +2,7 @@
 // Channel<T>: a bounded queue between coroutines (and threads), with back-pressure both ways.
 
 #include <algorithm>
+#include <atomic>
 #include <coroutine>
 #include <cstddef>
 #include <mutex>
@@ -45,7 +46,8 @@ class ChannelClosed : public std::logic_error {
 /// `try_send`); `send(std::move(value))` and `send(temporary)` hand it to the awaiter, which
 /// destroys a refused value with itself. Send an lvalue where a refused value must survive.
 /// `close()` is for the producers: values already queued are still received; waiting senders
-/// get ChannelClosed.
+/// get ChannelClosed. A coroutine destroyed while its send or receive waits leaves the queue
+/// of waiters (its value unsent; see Co): the channel serves the next one.
 ///
 /// Example:
 /// ```
@@ -243,6 +245,13 @@ class Channel {
       on_stop_.reset();
       if (this->cancelled) throw Cancelled(signal_->reason());
     }
+    // Still suspended (phase 1: linked, never claimed) only when its coroutine is destroyed
+    // while it waits: unlinked then, or the channel would serve and resume the freed frame.
+    // Otherwise one load and a branch.
+    void leave(WaitList& list) noexcept {
+      if (this->phase.load(std::memory_order_relaxed) == 1) [[unlikely]]
+        abandon(list);
+    }
 
     Channel& ch_;
 
@@ -252,6 +261,12 @@ class Channel {
       WaitList* list;
       void operator()() const { self->ch_.cancel_in(*list, *self); }
     };
+    // The stop callback goes first: one running on another thread finishes (and, if it
+    // unlinked the waiter, claimed it: phase 2) before the channel is looked at.
+    void abandon(WaitList& list) noexcept {
+      on_stop_.reset();
+      if (this->phase.load(std::memory_order_acquire) == 1) ch_.drop_waiter(list, *this);
+    }
     const StopSignal* signal_ = nullptr;
     std::optional<std::stop_callback<OnStop>> on_stop_;
   };
@@ -266,6 +281,7 @@ class Channel {
         : Awaiting(ch), owned_(std::move(value)), source_(&*owned_) {}
     SendAwaiter(const SendAwaiter&) = delete;
     SendAwaiter& operator=(const SendAwaiter&) = delete;
+    ~SendAwaiter() { this->leave(this->ch_.senders_); }
 
     [[nodiscard]] bool await_ready() const noexcept { return false; }
     template <class Promise>
@@ -306,6 +322,7 @@ class Channel {
     explicit ReceiveAwaiter(Channel& ch) : Awaiting(ch) {}
     ReceiveAwaiter(const ReceiveAwaiter&) = delete;
     ReceiveAwaiter& operator=(const ReceiveAwaiter&) = delete;
+    ~ReceiveAwaiter() { this->leave(this->ch_.receivers_); }
 
     [[nodiscard]] bool await_ready() const noexcept { return false; }
     template <class Promise>
@@ -345,6 +362,12 @@ class Channel {
     }
     w.cancelled = true;
     w.claim();
+  }
+
+  // A waiter whose coroutine is destroyed mid-wait: unlinked unless served or refused already.
+  void drop_waiter(WaitList& list, Waiter& w) noexcept {
+    std::lock_guard lock(mutex_);
+    if (w.linked) list.unlink(w);
   }
 
   mutable std::mutex mutex_;

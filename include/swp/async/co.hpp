@@ -200,11 +200,12 @@ class CoPromise<void> : public CoPromiseBase {
 /// `co_await`. Cancellation: a Co has none of its own; it ends when what it awaits is cancelled.
 /// Frames come from a thread-local recycling allocator. Move-only; destroying an unstarted or
 /// finished Co frees its frame. Destroying a suspended Co frees its frame and those of the Cos
-/// it awaits; it is supported while the innermost one waits on a Future (`co_await f`, or an
-/// on_fiber whose fiber is parked in `blocking_await(f)`): the future's awaiter unlinks itself,
-/// so its completion resumes nothing — provided the future does not complete concurrently
-/// with the destruction. Any other wait (a Channel, a sequencer turn, a timer) must end first
-/// (complete, or be cancelled through its StopSignal), or its completion resumes a freed frame.
+/// it awaits; it is supported while the innermost one waits on a Future, a Channel's send or
+/// receive or a SubmissionSequencer turn (directly, or on an on_fiber whose fiber is parked in
+/// `blocking_await` on one): the awaiter unlinks itself, so completing the wait later resumes
+/// nothing (a channel serves the next waiter instead) — provided the wait does not complete
+/// concurrently with the destruction. Any other wait (a timer) must end first (complete, or be
+/// cancelled through its StopSignal), or its completion resumes a freed frame.
 ///
 /// Example:
 /// ```

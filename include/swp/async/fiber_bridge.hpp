@@ -229,8 +229,9 @@ decltype(auto) blocking_await(A&& awaitable) {
 /// parked unwinds the fiber's frames: the parked `blocking_await` throws an exception that is
 /// no std::exception (a `catch (...)` in `fn` that swallows it lets `fn` go on, without
 /// waiting: every later `blocking_await` throws it again). That is supported while the fiber
-/// waits on a Future that does not complete concurrently (its waiter is unlinked); for any
-/// other awaitable, end the wait first (see Co: destroying a suspended Co).
+/// waits on a Future, a Channel send or receive or a sequencer turn that does not complete
+/// concurrently (its waiter is unlinked); for any other awaitable, end the wait first (see Co:
+/// destroying a suspended Co).
 ///
 /// Example:
 /// ```

@@ -1,6 +1,7 @@
 #pragma once
 // SubmissionSequencer: globally ordered submission (seed _SubmissionSequencer).
 
+#include <atomic>
 #include <coroutine>
 #include <cstdint>
 #include <exception>
@@ -34,7 +35,9 @@ class SequencerTimeout : public std::runtime_error {
 /// Errors: `check_timeouts` fails waiters older than the timeout with SequencerTimeout naming
 /// the waiter, its turn and the turn the sequencer is stuck at; `cancel(e)` fails every waiter
 /// with `e`. Both rethrow from the `co_await`.
-/// Cancellation: a waiter whose coroutine's StopSignal fires throws `Cancelled(reason)`.
+/// Cancellation: a waiter whose coroutine's StopSignal fires throws `Cancelled(reason)`. A
+/// coroutine destroyed while it waits leaves the list (see Co): its turn's advance resumes
+/// nothing.
 /// Allocation: none per turn. A parked waiter is a node of an intrusive list sorted by turn
 /// that lives in the awaiting coroutine's frame, and parking reads no clock (see
 /// `check_timeouts`). Name waiters with `turn(n, name, iter)` to keep the name from being
@@ -62,6 +65,13 @@ class SubmissionSequencer {
           name_(o.name_),
           iter_(o.iter_),
           lazy_name_(o.lazy_name_) {}
+    // Still suspended (phase 1: parked, never claimed) only when its coroutine is destroyed
+    // while it waits: unparked then, or advance() would resume the freed frame. Otherwise one
+    // load and a branch.
+    ~TurnAwaiter() {
+      if (phase.load(std::memory_order_relaxed) == 1) [[unlikely]]
+        abandon();
+    }
 
     bool await_ready() const { return sequencer_.next() == seq_; }
     template <class Promise>
@@ -92,6 +102,12 @@ class SubmissionSequencer {
         self->claim();
       }
     };
+    // The stop callback goes first: one running on another thread finishes (and, if it
+    // unparked the waiter, claimed it: phase 2) before the sequencer is looked at.
+    void abandon() noexcept {
+      on_stop_.reset();
+      if (phase.load(std::memory_order_acquire) == 1) sequencer_.unpark(*this);
+    }
 
     SubmissionSequencer& sequencer_;
     std::uint64_t seq_;

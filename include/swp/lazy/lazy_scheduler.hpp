@@ -108,7 +108,9 @@ class LazyScheduler {
   /// The backward pass: replays the tape (the forward calls of segments with a backward, in
   /// reverse), handing each backward segment the gradient the previous one returned; returns
   /// the last gradient (pending if its segment was delayed). Throws what the backward segments'
-  /// calls throw; LazyError when a gradient type does not match.
+  /// calls throw; LazyError when a gradient type does not match, or when it reaches a stored
+  /// forward call that failed (naming its segment; a forward that failed within its own call
+  /// left no entry, so it is skipped).
   template <class G>
   Deferred<G> backward(G seed) {
     std::any grad = Deferred<G>::ready(std::move(seed));

@@ -53,8 +53,10 @@ class Segment;
 /// Errors: when the segment runs within its own call and throws, the call throws SegmentError
 /// naming it (body exception nested); a stored segment's error surfaces where its Deferred is
 /// read, or from the round's finish() if nobody read it. HazardError when an argument is an
-/// input a stored segment writes; LazyError for a backward segment called directly or a
-/// constrained segment called twice in one round.
+/// input a stored segment writes; LazyError for a backward segment called directly, a
+/// constrained segment called twice in one round, or an empty (default-constructed) Deferred
+/// argument (naming the segment and the input: the call is refused before it counts, so the
+/// segment can still be called in that round).
 /// Cancellation: none; a round that ends unfinished fails the Deferreds of its stored segments.
 /// Thread-safety: one thread at a time, with its scheduler.
 ///
@@ -168,9 +170,18 @@ class Segment<R(A...)> {
   Deferred<result_type> call(std::index_sequence<I...>, X&&... x) const {
     const void* inputs[sizeof...(X) + 1] = {detail::address_of(std::forward<X>(x))..., nullptr};
     detail::LazyCore& core = this->core();
+    (refuse_empty(I, x), ...);  // before the call counts: a refused call leaves no trace
     const bool free = core.enter_call(index_, inputs, sizeof...(X));
+    // The tape entry is taken before the call can run (recording runs nothing): a failure
+    // that ends this call takes it back; a stored call that fails later leaves it, and the
+    // entry then reports that failure when backward() reaches it.
+    std::shared_ptr<Deferred<R>> forward;
+    std::size_t tape_entry = 0;
     if constexpr (tape_copyable) {
-      if (shared_->backward) record_tape(x...);
+      if (shared_->backward) {
+        forward = std::make_shared<Deferred<R>>();
+        tape_entry = record_tape(forward, x...);
+      }
     }
     // No order constraint, or its predecessors ran already (no reordering needed): run now,
     // no record kept. Inputs from delayed segments run first, so the order shows producers first.
@@ -189,6 +200,7 @@ class Segment<R(A...)> {
         }
       } catch (...) {
         core.end_run(index_, false);
+        if (forward) core.drop_tape(tape_entry);  // a failed forward has nothing to replay
         std::rethrow_exception(detail::segment_error(name()));
       }
       core.end_run(index_, true);
@@ -198,6 +210,7 @@ class Segment<R(A...)> {
     auto call = std::make_shared<Call<I...>>(
         *this, detail::store<std::tuple_element_t<I, params>>(std::forward<X>(x))...);
     Deferred<R> out(call->promise.get_future(), call);
+    if (forward) *forward = out;
     call->core = core_;
     call->segment = index_;
     call->name = &shared_->name;
@@ -284,14 +297,34 @@ class Segment<R(A...)> {
     }
   }
 
-  // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything).
+  // An empty (default-constructed) Deferred argument: no segment will ever produce it.
+  template <class X>
+  void refuse_empty(std::size_t input, const X& x) const {
+    if constexpr (detail::is_deferred_v<X>) {
+      if (!x.valid())
+        throw LazyError("segment '" + name() + "': input " + std::to_string(input) +
+                        " is an empty (default-constructed) Deferred; pass a value or a "
+                        "Deferred a segment returned");
+    }
+  }
+
+  // Copies of the inputs (Deferreds stay Deferreds: recording must not run anything), and
+  // the forward call's outcome (`forward`, set once the call is stored): replaying the entry
+  // of a forward that failed throws LazyError naming it instead. Returns the entry's index.
   template <class... X>
-  void record_tape(const X&... x) const {
+  std::size_t record_tape(std::shared_ptr<Deferred<R>> forward, const X&... x) const {
     SavedInputs saved = [&]<std::size_t... I>(std::index_sequence<I...>) {
       return SavedInputs(detail::store<std::remove_cvref_t<std::tuple_element_t<I, params>>>(x)...);
     }
     (std::index_sequence_for<X...>{});
-    core_->push_tape(shared_->backward(std::move(saved)));
+    return core_->push_tape([replay = shared_->backward(std::move(saved)),
+                             forward = std::move(forward), name = shared_->name](std::any& grad) {
+      if (forward->is_ready() && forward->future().error_ptr())
+        throw LazyError("backward: forward segment '" + name +
+                        "' failed in this round (its SegmentError went to its Deferred), "
+                        "so its backward cannot be replayed");
+      replay(grad);
+    });
   }
 
   template <class Stored, class Sh>

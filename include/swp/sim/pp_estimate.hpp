@@ -19,7 +19,8 @@ struct PipelineEstimate {
   /// Σ stage comm.
   [[nodiscard]] double comm_us() const noexcept;
   /// max(0, latency − Σ stage times): the time the fill-drain formula adds for the later
-  /// microbatches; 0 for one microbatch.
+  /// microbatches; 0 for one microbatch, and for one stage (no pipeline: its microbatches run
+  /// back to back, none waits for another stage).
   [[nodiscard]] double bubble_us() const noexcept;
 };
 

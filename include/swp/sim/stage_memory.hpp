@@ -37,12 +37,14 @@ struct StageMemory {
 
 /// Memory of every stage of `plan`. With one stage that is the whole model. Throws
 /// std::invalid_argument when the model's layer vectors do not have plan.total_layers()
-/// entries, or a size is negative (naming the layer or module).
+/// entries, a size is negative (naming the layer or module), or a stage's weights or KV bytes
+/// per token add up past 64 bits (naming the stage and the layer or module that overflowed).
 std::vector<StageMemory> stage_memory(const StagePlan& plan, const ModelMemory& model);
 
 /// The per-rank peak the seed reports: the largest stage weights (pipeline_max_stage_weight_size)
 /// and the largest stage KV cache for `tokens` cached tokens (max(stage_kv_cache_bytes)),
-/// never the global sum. Throws like stage_memory, and for negative `tokens`.
+/// never the global sum. Throws like stage_memory, and for negative `tokens` or a stage's KV
+/// cache for `tokens` past 64 bits (naming the stage), never a wrapped size.
 struct StageMemoryPeak {
   std::int64_t max_stage_weight_bytes = 0;
   std::int64_t max_stage_kv_cache_bytes = 0;

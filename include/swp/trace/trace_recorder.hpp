@@ -41,7 +41,9 @@ class TraceRecorder final : public RunObserver, public SegmentObserver {
  public:
   TraceRecorder() = default;
 
-  /// The run recorded so far (a snapshot; callable during a run too).
+  /// The run recorded so far (a snapshot; callable during a run too). Tracks: the streams,
+  /// then the lanes, each in the order the plan first names them; a stream only the run
+  /// used (a serial run's `default`, which no task names) ends the streams.
   [[nodiscard]] Trace trace() const;
 
   /// Events recorded in the current run (each wait, start, finish and device work counts).

@@ -3,6 +3,7 @@
 
 #include <any>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -70,7 +71,15 @@ class LazyCore {
   void check_state(StateId id, bool write) const;
   void add_finding(std::uint32_t segment, std::string output);
 
-  void push_tape(std::function<void(std::any&)> entry) { tape_.push_back(std::move(entry)); }
+  /// Records a forward call's backward; returns its index for drop_tape.
+  std::size_t push_tape(std::function<void(std::any&)> entry) {
+    tape_.push_back(std::move(entry));
+    return tape_.size() - 1;
+  }
+  /// Takes back the entry `push_tape` returned `index` for (its forward call failed).
+  void drop_tape(std::size_t index) noexcept {
+    if (index < tape_.size()) tape_.erase(tape_.begin() + static_cast<std::ptrdiff_t>(index));
+  }
   /// Replays the tape in reverse on `grad` (backward phase), then clears it.
   void run_backward(std::any& grad);
 
