@@ -100,6 +100,10 @@ TEST_CASE("swp preset usage errors name the thing and exit 2") {
   check_usage("preset fused_sparse_dist --emb-lookup-stream fresh", "emb-lookup-stream");
   check_usage("preset base --phase sync", "preset 'base' has no phase 'sync'; its phases are steady");
   check_usage("preset staged --stages a,,:x", "stage 1 has no name");
+  // Names that are no UTF-8 made JSON that swp itself could not read back.
+  check_usage(R"x(preset eval_sparse_dist --loader-lane "$(printf 'l\351')")x",
+              "thread group 'l\\xe9'");
+  check_usage(R"x(preset staged --stages "$(printf 'caf\351:s')")x", "name 'caf\\xe9'");
 }
 
 // docs/presets.md shows each preset's table under the command that prints it

@@ -253,6 +253,64 @@ TEST_CASE("rule control_character: names hold no control characters, and are sho
   }
 }
 
+TEST_CASE("validation refuses what the plan reader would: plan_to_json always reads back") {
+  // validate() accepted these, then parse_plan(plan_to_json(p)) threw: a Latin-1 name is no
+  // JSON, an empty stream or lane name and a negative jitter_every are refused by the reader.
+  const auto reads_back = [](const swp::PipelinePlan& plan) {
+    try {
+      (void)swp::parse_plan(swp::plan_to_json(plan));
+      return true;
+    } catch (const swp::PlanFormatError&) {
+      return false;
+    }
+  };
+  SUBCASE("a task name that is not UTF-8, shown escaped") {
+    const auto plan = make_plan({{"A"}, {"caf\xe9"}});
+    REQUIRE_FALSE(reads_back(plan));
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::name_encoding);
+    CHECK(swp::rule_name(v.rule) == "name encoding");
+    CHECK(contains(v.message, "task #1's name 'caf\\xe9'"));
+    CHECK(contains(v.message, "UTF-8"));
+  }
+  SUBCASE("a stream and a lane name that are not UTF-8, and UTF-8 that is") {
+    const auto error =
+        rejection(make_plan({{"A", 0, "s\xc3", "\xed\xa0\x80lane"}}));  // cut, surrogate
+    REQUIRE(error.violations().size() == 2);
+    CHECK(contains(error.what(), "stream 's\\xc3'"));
+    CHECK(contains(error.what(), "thread group '\\xed\\xa0\\x80lane'"));
+    CHECK_NOTHROW(
+        (void)swp::validate(make_plan({{"caf\xc3\xa9", 0, "\xe6\xb5\x81", "\xf0\x9f\x9a\x80"}})));
+  }
+  SUBCASE("an empty stream or lane name names the task and the field") {
+    auto plan = make_plan({{"A"}, {"B"}});
+    plan.tasks[0].schedule.stream = "";
+    plan.tasks[1].schedule.thread_group = "";
+    REQUIRE_FALSE(reads_back(plan));
+    const auto error = rejection(plan);
+    REQUIRE(error.violations().size() == 2);
+    CHECK(error.violations()[0].rule == PlanRule::empty_name);
+    CHECK(contains(error.violations()[0].message, "task 'A' has an empty stream name"));
+    CHECK(contains(error.violations()[1].message, "task 'B' has an empty thread group name"));
+  }
+  SUBCASE("a negative jitter_every") {
+    auto plan = make_plan({{"A"}});
+    plan.tasks[0].cost = {.cpu_us = 1, .jitter_every = -1};
+    REQUIRE_FALSE(reads_back(plan));
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::cost_limit);
+    CHECK(contains(v.message, "task 'A' has jitter_every -1"));
+  }
+  SUBCASE("a stream alias or target that is not UTF-8 or holds a control character") {
+    auto plan = make_plan({{"A", 0, "x\xff"}, {"B", 0, "y"}});
+    plan.stream_aliases = {{"x\xff", "s"}, {"y", "t\n"}};
+    REQUIRE_FALSE(reads_back(plan));
+    const auto error = rejection(plan);
+    CHECK(contains(error.what(), "'x\\xff'"));
+    CHECK(contains(error.what(), "'t\\n'"));
+  }
+}
+
 TEST_CASE("rule duplicate_name: names are unique") {
   const auto v = only_violation(make_plan({{"Forward"}, {"B"}, {"Forward", 1}}));
   CHECK(v.rule == PlanRule::duplicate_name);
