@@ -15,9 +15,22 @@ namespace swp::detail {
   return u < 0x20 || u == 0x7f;
 }
 
+/// The control character U+0080..U+009F (C1: NEL, CSI, ...) or the line or paragraph
+/// separator U+2028, U+2029, as UTF-8 at the start of `text`: terminals act on them and
+/// line-based readers split lines at them, as at a newline. Returns its length, 0 for none.
+[[nodiscard]] constexpr std::size_t unicode_control(std::string_view text) noexcept {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  if (text.size() >= 2 && byte(0) == 0xc2 && byte(1) >= 0x80 && byte(1) <= 0x9f) return 2;
+  if (text.size() >= 3 && byte(0) == 0xe2 && byte(1) == 0x80 &&
+      (byte(2) == 0xa8 || byte(2) == 0xa9))
+    return 3;
+  return 0;
+}
+
+/// Whether `text` holds a control character: C0, DEL, C1, U+2028 or U+2029.
 [[nodiscard]] constexpr bool has_control_character(std::string_view text) noexcept {
-  for (char c : text)
-    if (is_control(c)) return true;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (is_control(text[i]) || unicode_control(text.substr(i)) != 0) return true;
   return false;
 }
 
@@ -66,8 +79,8 @@ namespace swp::detail {
   return true;
 }
 
-/// `text` with every control character written as an escape (\n, \t, \r, else \xHH), and
-/// every byte that is no part of well-formed UTF-8 as \xHH.
+/// `text` with every control character written as an escape (\n, \t, \r, \uHHHH for C1,
+/// U+2028 and U+2029, else \xHH), and every byte that is no part of well-formed UTF-8 as \xHH.
 [[nodiscard]] inline std::string printable(std::string_view text) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
@@ -84,6 +97,13 @@ namespace swp::detail {
       const std::size_t n = utf8_sequence(text.substr(i));
       if (n == 0) {
         escape_byte(c);
+      } else if (unicode_control(text.substr(i)) != 0) {
+        const unsigned code = n == 2 ? (static_cast<unsigned char>(text[i]) & 0x1fU) << 6 |
+                                           (static_cast<unsigned char>(text[i + 1]) & 0x3fU)
+                                     : 0x2000U | (static_cast<unsigned char>(text[i + 2]) & 0x3fU);
+        out += "\\u";
+        for (int shift = 12; shift >= 0; shift -= 4) out += hex[code >> shift & 15];
+        i += n - 1;
       } else {
         out += text.substr(i, n);
         i += n - 1;

@@ -242,6 +242,25 @@ TEST_CASE("rule control_character: names hold no control characters, and are sho
     CHECK(contains(error.what(), "stream 's\\t'"));
     CHECK(contains(error.what(), "thread group 'lane\\x7f'"));
   }
+  SUBCASE("C1 controls and the Unicode line and paragraph separators, shown escaped") {
+    // "A\u0085B" (NEL), "C\u009b2J" (CSI) and "D\u2028E" validated and split swp order's lines.
+    const auto error = rejection(make_plan({{"A\xc2\x85"
+                                             "B"},
+                                            {"C\xc2\x9b"
+                                             "2J"},
+                                            {"D\xe2\x80\xa8"
+                                             "E"},
+                                            {"F\xe2\x80\xa9"}}));
+    REQUIRE(error.violations().size() == 4);
+    for (const auto& v : error.violations()) CHECK(v.rule == PlanRule::control_character);
+    CHECK(contains(error.what(), "'A\\u0085B'"));
+    CHECK(contains(error.what(), "'C\\u009b2J'"));
+    CHECK(contains(error.what(), "'D\\u2028E'"));
+    CHECK(contains(error.what(), "'F\\u2029'"));
+    // Their neighbours are names: U+00A0, U+00A9, U+2027, U+202A.
+    CHECK_NOTHROW((void)swp::validate(
+        make_plan({{"\xc2\xa0"}, {"\xc2\xa9"}, {"\xe2\x80\xa7"}, {"\xe2\x80\xaa"}})));
+  }
   SUBCASE("no message of any rule echoes one raw") {
     const auto error = rejection(make_plan({{"A\n"}}, {{"A\n", "Nobody\r"}}));
     const std::string what = error.what();

@@ -419,6 +419,15 @@ TEST_CASE("a key given twice in one object is an error at the key, not the last 
   }
 }
 
+TEST_CASE("a name with a C1 control or a Unicode line separator is rejected by the reader") {
+  for (const std::string name : {R"(A\u0085B)", R"(C\u009b2J)", R"(D\u2028E)", R"(F\u2029)"}) {
+    CAPTURE(name);
+    const auto e = format_error(R"({"tasks": [{"name": ")" + name + R"("}]})");
+    CHECK(e.field() == "tasks[0].name");
+    CHECK(contains(e.what(), "control characters"));
+  }
+}
+
 TEST_CASE("a name with a control character is rejected naming the field, shown escaped") {
   struct Case {
     std::string json, field;
