@@ -428,6 +428,20 @@ TEST_CASE("a name with a C1 control or a Unicode line separator is rejected by t
   }
 }
 
+TEST_CASE("a duplicate key written with escapes is reported at the second key") {
+  // The position was searched as the unescaped spelling, found at the first key.
+  const auto e = format_error("{\"tasks\": [{\"name\": \"A\"}],\n \"t\\u0061sks\": []}");
+  CHECK(e.line() == 2);
+  CHECK(e.column() == 2);
+  CHECK(contains(e.what(), "duplicate key \"tasks\""));
+  SUBCASE("the unescaped spelling inside a string before it is no key") {
+    const auto f =
+        format_error("{\"tasks\": [{\"name\": \"\\\"x\\\"\", \"x\": 1,\n  \"\\u0078\": 2}]}");
+    CHECK(f.line() == 2);
+    CHECK(f.column() == 3);
+  }
+}
+
 TEST_CASE("a name with a control character is rejected naming the field, shown escaped") {
   struct Case {
     std::string json, field;
