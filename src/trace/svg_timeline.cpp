@@ -230,7 +230,21 @@ void write_svg(const Trace& trace, std::ostream& out, const SvgOptions& options)
       << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
       << "<text class=\"title\" x=\"8\" y=\"20\">" << escape(title) << "</text>\n";
   write_axis(out, l, axis_y);
-  for (std::size_t k = 0; k < trace.tracks.size(); ++k) {
+  // The slices of each track, in the trace's order: one pass over the slices (a scan of all
+  // of them per track took minutes for tens of thousands of tracks). A slice whose track is
+  // not in the trace is not drawn.
+  const std::size_t tracks = trace.tracks.size();
+  std::vector<std::size_t> first(tracks + 1, 0);
+  for (const auto& slice : trace.slices)
+    if (slice.track < tracks) ++first[slice.track + 1];
+  for (std::size_t k = 0; k < tracks; ++k) first[k + 1] += first[k];
+  std::vector<const TraceSlice*> by_track(first[tracks]);
+  {
+    std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    for (const auto& slice : trace.slices)
+      if (slice.track < tracks) by_track[next[slice.track]++] = &slice;
+  }
+  for (std::size_t k = 0; k < tracks; ++k) {
     const auto& track = trace.tracks[k];
     const std::string label = track_label(track);
     const auto cut = shortened(label, label_fit);
@@ -242,8 +256,7 @@ void write_svg(const Trace& trace, std::ostream& out, const SvgOptions& options)
     out << "</text>\n"
         << "<rect class=\"track-bg\" x=\"" << num(l.left) << "\" y=\"" << num(l.y(k))
         << "\" width=\"" << num(l.plot) << "\" height=\"" << num(l.row) << "\"/>\n";
-    for (const auto& slice : trace.slices)
-      if (slice.track == k) write_slice(out, trace, slice, l);
+    for (std::size_t i = first[k]; i < first[k + 1]; ++i) write_slice(out, trace, *by_track[i], l);
     out << "</g>\n";
   }
   out << legend.str() << "</svg>\n";
