@@ -20,6 +20,7 @@ std::string_view rule_name(PlanRule rule) {
     case PlanRule::cost_limit: return "cost limit";
     case PlanRule::control_character: return "control character";
     case PlanRule::stream_priority: return "stream priority";
+    case PlanRule::name_encoding: return "name encoding";
   }
   return "unknown rule";
 }

@@ -7,6 +7,7 @@
 #include <ranges>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "concat.hpp"
 #include "find_cycles.hpp"
@@ -26,6 +27,28 @@ std::string quoted(const std::string& name) {
   out += detail::printable(name);
   out += '\'';
   return out;
+}
+
+// Rules control_character and name_encoding for one name: a control character would reach
+// terminals and line-based outputs as it is, bytes that are no UTF-8 make a plan file (JSON)
+// that no reader takes back. `whose()` gives what to call the name and the tasks involved,
+// only spelt out for a report (validation of a large plan stays free of string building).
+template <class Whose>
+void check_name(const std::string& name, std::vector<PlanViolation>& violations, Whose whose) {
+  if (detail::has_control_character(name)) {
+    auto [what, tasks] = whose();
+    violations.push_back(
+        {PlanRule::control_character, std::move(tasks),
+         detail::concat("control character: ", what, " ", quoted(name),
+                        " holds a control character (shown escaped); names may not hold any")});
+  }
+  if (!detail::is_utf8(name)) {
+    auto [what, tasks] = whose();
+    violations.push_back({PlanRule::name_encoding, std::move(tasks),
+                          detail::concat("name encoding: ", what, " ", quoted(name),
+                                         " is not UTF-8 (shown escaped); plan files are UTF-8 "
+                                         "JSON, so names must be")});
+  }
 }
 
 struct Resolver {
@@ -73,6 +96,11 @@ void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& 
     auto report = [&](const std::string& why) {
       violations.push_back({PlanRule::stream_alias, users, "stream alias: " + arrow + ": " + why});
     };
+    using Whose = std::pair<std::string, std::vector<std::string>>;
+    check_name(alias, violations, [&] { return Whose{"stream alias", users}; });
+    check_name(target, violations, [&] {
+      return Whose{detail::concat("the target of stream alias ", quoted(alias)), users};
+    });
     if (alias.empty()) {
       report("the alias name is empty");
     } else if (target.empty()) {
@@ -155,6 +183,12 @@ void check_costs(const PlannedTask& task, std::vector<PlanViolation>& violations
     violations.push_back({PlanRule::cost_limit, {task.task.name},
                           detail::concat("cost limit: task ", quoted(task.task.name), " has ", field, " ", us, "; synthetic costs are between 0 and ", max_cost_us, " us (1000 s)")});
   }
+  if (c.jitter_every < 0)
+    violations.push_back(
+        {PlanRule::cost_limit,
+         {task.task.name},
+         detail::concat("cost limit: task ", quoted(task.task.name), " has jitter_every ",
+                        c.jitter_every, "; it is an integer >= 0 (0: no jitter)")});
 }
 
 PlanViolation stage_violation(const PlanGraph& g, PlanRule rule, TaskIndex t, TaskIndex d) {
@@ -232,19 +266,28 @@ std::vector<TaskIndex> intra_order(const PlanGraph& g, const std::vector<TaskInd
                            [&g](TaskIndex t) { return g.name_rank(t); });
 }
 
-// A name with a control character would reach terminals and line-based outputs as it is:
-// the task's own, its stream's and its lane's.
+// The task's own name, its stream's and its lane's; the stream's and the lane's are not empty
+// either (the plan reader refuses "": "default" is the default stream and lane).
 void check_names(const PlannedTask& task, TaskIndex t, std::vector<PlanViolation>& violations) {
-  const auto check = [&](const std::string& name, const char* what) {
-    if (!detail::has_control_character(name)) return;
-    violations.push_back(
-        {PlanRule::control_character, {task.task.name},
-         detail::concat("control character: task #", t, "'s ", what, " ", quoted(name),
-                        " holds a control character (shown escaped); names may not hold any")});
-  };
-  check(task.task.name, "name");
-  check(task.schedule.stream, "stream");
-  check(task.schedule.thread_group, "thread group");
+  using Whose = std::pair<std::string, std::vector<std::string>>;
+  check_name(task.task.name, violations, [&] {
+    return Whose{detail::concat("task #", t, "'s name"), {task.task.name}};
+  });
+  const std::pair<const std::string&, const char*> fields[] = {
+      {task.schedule.stream, "stream"}, {task.schedule.thread_group, "thread group"}};
+  for (const auto& [name, field] : fields) {
+    if (name.empty()) {
+      violations.push_back(
+          {PlanRule::empty_name,
+           {task.task.name},
+           detail::concat("empty name: task ", quoted(task.task.name), " has an empty ", field,
+                          " name (\"default\" is the default one)")});
+      continue;
+    }
+    check_name(name, violations, [&] {
+      return Whose{detail::concat("task #", t, "'s ", field), {task.task.name}};
+    });
+  }
 }
 
 std::string describe_cycle(const PlanGraph& g, const std::vector<TaskIndex>& cycle) {

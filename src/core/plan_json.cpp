@@ -220,6 +220,7 @@ class PreciseHandler {
   // A key that the object being read already has (Boost.JSON would keep the last value
   // silently): the parse stops at it with an error, and this names it.
   std::optional<std::string> duplicate_key;
+  std::size_t keys_read = 0;  // keys met so far, the duplicate included: it is the last
 
   bool on_document_begin(json::error_code&) { return true; }
   bool on_document_end(json::error_code&) { return true; }
@@ -241,6 +242,7 @@ class PreciseHandler {
   }
   bool on_key(json::string_view s, std::size_t, json::error_code& ec) {
     key_.append(s.data(), s.size());
+    ++keys_read;
     if (!keys_.back().insert(key_).second) {
       duplicate_key = std::move(key_);
       key_.clear();
@@ -301,13 +303,14 @@ class PreciseHandler {
 // `text` as one JSON value, or the error and how far the parser got (as json::stream_parser's
 // write and finish report it).
 json::value parse_json(std::string_view text, json::error_code& ec, std::size_t& used,
-                       std::optional<std::string>& duplicate_key) {
+                       std::optional<std::string>& duplicate_key, std::size_t& keys_read) {
   json::basic_parser<PreciseHandler> parser(json::parse_options{});
   parser.handler().stack.reset();
   used = parser.write_some(true, text.data(), text.size(), ec);
   if (!ec && used < text.size()) ec = json::error::extra_data;
   if (ec) {
     duplicate_key = std::move(parser.handler().duplicate_key);
+    keys_read = parser.handler().keys_read;
     return {};
   }
   parser.write_some(false, nullptr, 0, ec);
@@ -316,6 +319,26 @@ json::value parse_json(std::string_view text, json::error_code& ec, std::size_t&
     return {};
   }
   return parser.handler().stack.release();
+}
+
+// Where the `n`-th key (1-based) of `text` begins: its opening quote; `text` is valid JSON up
+// to there (the parser read it). Keys are counted because neither the parser's offset (a key
+// with escapes is decoded in a buffer of the parser's, and the offset lands before it) nor the
+// key's decoded spelling ("tasks" for "t\\u0061sks") finds the key in the text.
+std::size_t key_start(std::string_view text, std::size_t n) {
+  std::size_t keys = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    const std::size_t open = i;
+    for (++i; i < text.size() && text[i] != '"'; ++i)
+      if (text[i] == '\\') ++i;  // an escape: skip the character after the backslash
+    std::size_t after = i + 1;
+    while (after < text.size() && (text[after] == ' ' || text[after] == '\t' ||
+                                   text[after] == '\n' || text[after] == '\r'))
+      ++after;
+    if (after < text.size() && text[after] == ':' && ++keys == n) return open;
+  }
+  return text.size();
 }
 
 std::pair<int, int> line_and_column(std::string_view text, std::size_t offset) {
@@ -353,15 +376,11 @@ ParsedPlan parse_plan(std::string_view text, const std::string& source) {
   json::error_code ec;
   std::size_t used = 0;
   std::optional<std::string> duplicate_key;
-  const json::value root_value = parse_json(text, ec, used, duplicate_key);
+  std::size_t keys_read = 0;
+  const json::value root_value = parse_json(text, ec, used, duplicate_key, keys_read);
   if (ec) {
-    std::size_t at = used;
-    if (duplicate_key) {
-      // Point at the key itself, not where the parser stopped after it (when the key is written
-      // without escapes, as keys are).
-      const std::string written = "\"" + *duplicate_key + "\"";
-      if (const auto start = text.rfind(written, used); start != std::string_view::npos) at = start;
-    }
+    // A duplicate key is reported at the key itself.
+    const std::size_t at = duplicate_key ? key_start(text, keys_read) : used;
     const auto [line, column] = line_and_column(text, at);
     if (duplicate_key)
       throw PlanFormatError(source, "",

@@ -11,12 +11,23 @@ namespace swp {
 
 namespace {
 
+// The columns `text` takes: its characters (UTF-8 code points, what validation admits in
+// names), not its bytes, so that "Größe" pads as five columns. Wide (CJK) and combining
+// characters are not measured: that needs the terminal's tables.
+std::size_t columns(const std::string& text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xc0) != 0x80;  // not a continuation byte
+  }));
+}
+
 std::string left(const std::string& text, std::size_t width) {
-  return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
+  const std::size_t used = columns(text);
+  return text + std::string(width > used ? width - used : 0, ' ');
 }
 
 std::string right(const std::string& text, std::size_t width) {
-  return std::string(width > text.size() ? width - text.size() : 0, ' ') + text;
+  const std::size_t used = columns(text);
+  return std::string(width > used ? width - used : 0, ' ') + text;
 }
 
 // Centred as Python's str.center does for these short marks: the odd space goes right.
@@ -53,9 +64,9 @@ std::string format_schedule(const PlanGraph& graph, int periods,
   // Minimum widths are those of the seeds' tables, which wider names widen.
   std::size_t w_task = 17, w_lane = 7, w_stream = 12;
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    w_task = std::max(w_task, labels[r].size());
-    w_lane = std::max(w_lane, graph.lane(rows[r]).size());
-    w_stream = std::max(w_stream, graph.stream_label(rows[r]).size());
+    w_task = std::max(w_task, columns(labels[r]));
+    w_lane = std::max(w_lane, columns(graph.lane(rows[r])));
+    w_stream = std::max(w_stream, columns(graph.stream_label(rows[r])));
   }
   const std::size_t w_cell = std::max<std::size_t>(5, std::to_string(periods - 1).size() + 2);
 

@@ -450,6 +450,16 @@ double PpSimResult::bubble_fraction() const noexcept {
 
 PpSimResult simulate_pp(const PpSchedule& schedule, const PpCosts& costs,
                         const PpSimOptions& options) {
+  // Checked before anything is sized or divided by them.
+  if (schedule.ranks < 1)
+    throw PpScheduleError("the schedule has ranks " + std::to_string(schedule.ranks) +
+                          "; it needs at least 1");
+  if (schedule.chunks < 1)
+    throw PpScheduleError("the schedule has chunks " + std::to_string(schedule.chunks) +
+                          "; each rank holds at least 1 model chunk");
+  if (schedule.microbatches < 0)
+    throw PpScheduleError("the schedule has microbatches " + std::to_string(schedule.microbatches) +
+                          "; it cannot be negative");
   PpSimResult result;
   Simulation sim(schedule, costs, options, result);
   sim.run();

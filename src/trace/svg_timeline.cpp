@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -73,6 +74,27 @@ double tick_step(double span, int max_ticks) {
 
 std::string track_label(const TraceTrack& track) {
   return (track.kind == TraceTrack::Kind::stream ? "stream " : "lane ") + track.name;
+}
+
+// Characters (UTF-8 code points) in `text`: what takes room on the page, not its bytes.
+std::size_t characters(const std::string& text) {
+  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xc0) != 0x80;
+  }));
+}
+
+// `label` cut to at most `fit` characters (at least 1), the last of them an ellipsis, or
+// nothing when it fits as it is. Cut between characters, never inside one.
+std::optional<std::string> shortened(const std::string& label, std::size_t fit) {
+  if (characters(label) <= fit) return std::nullopt;
+  std::size_t kept = 0, end = 0;
+  const std::size_t keep = fit > 1 ? fit - 1 : 0;
+  for (; end < label.size(); ++end) {
+    if ((static_cast<unsigned char>(label[end]) & 0xc0) == 0x80) continue;
+    if (kept == keep) break;
+    ++kept;
+  }
+  return label.substr(0, end) + "…";
 }
 
 struct Layout {
@@ -169,10 +191,15 @@ void write_svg(const Trace& trace, std::ostream& out, const SvgOptions& options)
     throw std::invalid_argument("SVG row height must be at least 8 pixels, not " +
                                 std::to_string(options.row_height));
   std::size_t label_chars = 0;
-  for (const auto& t : trace.tracks) label_chars = std::max(label_chars, track_label(t).size());
+  for (const auto& t : trace.tracks)
+    label_chars = std::max(label_chars, characters(track_label(t)));
   Layout l;
   l.row = options.row_height;
-  l.left = std::max(100.0, static_cast<double>(label_chars) * char_width + 16);
+  // The label column takes at most a third of the picture, so the plot keeps two thirds less
+  // its margin; longer labels are cut to fit (the whole name in a tooltip).
+  const double max_left = options.width / 3.0;
+  l.left = std::max(100.0, std::min(static_cast<double>(label_chars) * char_width + 16, max_left));
+  const auto label_fit = static_cast<std::size_t>(std::max(1.0, (l.left - 16) / char_width));
   l.plot = options.width - l.left - 24;
   l.span_us = std::max(micros(trace.span()), 1.0);
   const double rows_end = l.y(trace.tracks.size()) - l.gap;
@@ -203,16 +230,33 @@ void write_svg(const Trace& trace, std::ostream& out, const SvgOptions& options)
       << "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
       << "<text class=\"title\" x=\"8\" y=\"20\">" << escape(title) << "</text>\n";
   write_axis(out, l, axis_y);
-  for (std::size_t k = 0; k < trace.tracks.size(); ++k) {
+  // The slices of each track, in the trace's order: one pass over the slices (a scan of all
+  // of them per track took minutes for tens of thousands of tracks). A slice whose track is
+  // not in the trace is not drawn.
+  const std::size_t tracks = trace.tracks.size();
+  std::vector<std::size_t> first(tracks + 1, 0);
+  for (const auto& slice : trace.slices)
+    if (slice.track < tracks) ++first[slice.track + 1];
+  for (std::size_t k = 0; k < tracks; ++k) first[k + 1] += first[k];
+  std::vector<const TraceSlice*> by_track(first[tracks]);
+  {
+    std::vector<std::size_t> next(first.begin(), first.end() - 1);
+    for (const auto& slice : trace.slices)
+      if (slice.track < tracks) by_track[next[slice.track]++] = &slice;
+  }
+  for (std::size_t k = 0; k < tracks; ++k) {
     const auto& track = trace.tracks[k];
+    const std::string label = track_label(track);
+    const auto cut = shortened(label, label_fit);
     out << "<g class=\"track\" data-kind=\""
         << (track.kind == TraceTrack::Kind::stream ? "stream" : "lane") << "\" data-name=\""
         << escape(track.name) << "\">\n<text class=\"track-label\" x=\"8\" y=\""
-        << num(l.y(k) + l.row / 2 + 4) << "\">" << escape(track_label(track)) << "</text>\n"
+        << num(l.y(k) + l.row / 2 + 4) << "\">" << escape(cut ? *cut : label);
+    if (cut) out << "<title>" << escape(label) << "</title>";
+    out << "</text>\n"
         << "<rect class=\"track-bg\" x=\"" << num(l.left) << "\" y=\"" << num(l.y(k))
         << "\" width=\"" << num(l.plot) << "\" height=\"" << num(l.row) << "\"/>\n";
-    for (const auto& slice : trace.slices)
-      if (slice.track == k) write_slice(out, trace, slice, l);
+    for (std::size_t i = first[k]; i < first[k + 1]; ++i) write_slice(out, trace, *by_track[i], l);
     out << "</g>\n";
   }
   out << legend.str() << "</svg>\n";

@@ -9,17 +9,12 @@
 
 namespace swp {
 
-namespace {
-
-// The track of `name` of kind `kind`, appended when the trace has none yet.
-std::size_t track_of(Trace& trace, TraceTrack::Kind kind, const std::string& name) {
-  for (std::size_t k = 0; k < trace.tracks.size(); ++k)
-    if (trace.tracks[k].kind == kind && trace.tracks[k].name == name) return k;
-  trace.tracks.push_back(TraceTrack{kind, name});
-  return trace.tracks.size() - 1;
+std::size_t TraceRecorder::track_of(TraceTrack::Kind kind, const std::string& name) {
+  auto& tracks = kind == TraceTrack::Kind::stream ? stream_tracks_ : lane_tracks_;
+  const auto [it, added] = tracks.try_emplace(name, base_.tracks.size());
+  if (added) base_.tracks.push_back(TraceTrack{kind, name});
+  return it->second;
 }
-
-}  // namespace
 
 void TraceRecorder::run_starting(Runtime& runtime, const PlanGraph& graph) {
   std::lock_guard lock(mutex_);
@@ -28,18 +23,18 @@ void TraceRecorder::run_starting(Runtime& runtime, const PlanGraph& graph) {
   base_.origin = runtime.now();
   events_.clear();
   segment_names_.clear();
-  stream_of_track_.clear();
+  stream_tracks_.clear();
+  lane_tracks_.clear();
+  track_of_stream_.clear();
   lane_track_.assign(graph.size(), 0);
   for (TaskIndex t = 0; t < graph.size(); ++t) {
     base_.tasks.push_back(graph.name(t));
-    const std::size_t track = track_of(base_, TraceTrack::Kind::stream, graph.stream(t));
-    if (track == stream_of_track_.size())
-      stream_of_track_.push_back(&runtime.stream(graph.stream(t)));
+    const std::size_t tracks = base_.tracks.size();
+    const std::size_t track = track_of(TraceTrack::Kind::stream, graph.stream(t));
+    if (track == tracks) track_of_stream_.emplace(&runtime.stream(graph.stream(t)), track);
   }
-  for (TaskIndex t = 0; t < graph.size(); ++t) {
-    lane_track_[t] = track_of(base_, TraceTrack::Kind::lane, graph.lane(t));
-    stream_of_track_.resize(base_.tracks.size(), nullptr);
-  }
+  for (TaskIndex t = 0; t < graph.size(); ++t)
+    lane_track_[t] = track_of(TraceTrack::Kind::lane, graph.lane(t));
   clock_ = &runtime.scheduler();
 }
 
@@ -87,11 +82,10 @@ void TraceRecorder::task_finished(TaskIndex task, std::int64_t iter, const Lane&
 }
 
 std::size_t TraceRecorder::stream_track(const Stream& stream) {
-  for (std::size_t k = 0; k < stream_of_track_.size(); ++k)
-    if (stream_of_track_[k] == &stream) return k;
-  const std::size_t track = track_of(base_, TraceTrack::Kind::stream, stream.name());
-  stream_of_track_.resize(base_.tracks.size(), nullptr);
-  stream_of_track_[track] = &stream;
+  if (const auto it = track_of_stream_.find(&stream); it != track_of_stream_.end())
+    return it->second;
+  const std::size_t track = track_of(TraceTrack::Kind::stream, stream.name());
+  track_of_stream_.emplace(&stream, track);
   return track;
 }
 

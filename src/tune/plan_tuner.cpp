@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -146,26 +147,43 @@ class Evaluator {
   Evaluator(const PipelinePlan& plan, StageAssignment input, int iters)
       : plan_(plan), input_(std::move(input)), iters_(iters) {}
 
-  double measure(const PipelinePlan& plan, int iters) const {
+  // The steady-state time per iteration of `plan` over `iters` iterations, or over the
+  // fewest that have a steady state at its depth when `iters` are fewer: a shorter run
+  // measures its fill and drain too, which is not comparable with a longer or shallower one.
+  // `option` names where `iters` came from ("iters" or "search_iters").
+  double measure(const PipelinePlan& plan, int iters, const char* option) const {
+    int depth = 1;
+    for (const auto& t : plan.tasks) depth = std::max(depth, t.schedule.stage + 1);
     SyntheticRunOptions options;
     options.engine = EngineKind::clock;
-    options.iters = iters;
+    options.iters = static_cast<int>(std::max<std::int64_t>(iters, min_steady_iters(depth)));
     options.runtime.backend = Backend::sim;
+    SyntheticRunResult run;
     try {
-      return run_synthetic(plan, options).us_per_iter;
+      run = run_synthetic(plan, options);
     } catch (const std::invalid_argument& e) {  // a run longer than its clock can count
-      // Named by the option that asked for it (the search's runs come first).
-      throw std::invalid_argument(std::string(iters == iters_ ? "search_iters " : "iters ") +
-                                  std::to_string(iters) + ": " + e.what());
+      // Named by the option that asked for it.
+      throw std::invalid_argument(std::string(option) + " " + std::to_string(iters) +
+                                  (options.iters != iters
+                                       ? " (run as " + std::to_string(options.iters) +
+                                             " for a steady state at depth " +
+                                             std::to_string(depth) + ")"
+                                       : std::string()) +
+                                  ": " + e.what());
     }
+    if (!run.steady_state)
+      throw std::logic_error("tune_plan: no steady state in " + std::to_string(options.iters) +
+                             " iterations with " + std::to_string(run.slots) + " in flight");
+    return run.us_per_iter;
   }
-  double measure(const StageAssignment& s, int iters) const {
-    return measure(with_stages(plan_, s), iters);
+  double measure(const StageAssignment& s, int iters, const char* option) const {
+    return measure(with_stages(plan_, s), iters, option);
   }
 
   const Scored& score(const StageAssignment& s) {
     auto it = seen_.find(s);
-    if (it == seen_.end()) it = seen_.emplace(s, scored(s, measure(s, iters_))).first;
+    if (it == seen_.end())
+      it = seen_.emplace(s, scored(s, measure(s, iters_, "search_iters"))).first;
     return it->second;
   }
   [[nodiscard]] Scored scored(const StageAssignment& s, double us) const {
@@ -322,11 +340,12 @@ TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options) {
     ranked.push_back(eval.scored(input, 0));
   std::optional<Scored> winner;
   for (const auto& f : ranked) {
-    const Scored full = eval.scored(f.stages, eval.measure(f.stages, options.iters));
+    const Scored full = eval.scored(f.stages, eval.measure(f.stages, options.iters, "iters"));
     if (f.is_input) result.baseline_us_per_iter = full.us;
     if (!winner || better(full, *winner)) winner = full;
   }
-  if (!input_fits) result.baseline_us_per_iter = eval.measure(eval.plan(), options.iters);
+  if (!input_fits)
+    result.baseline_us_per_iter = eval.measure(eval.plan(), options.iters, "iters");
 
   result.best = with_stages(plan, winner->stages);
   result.us_per_iter = winner->us;

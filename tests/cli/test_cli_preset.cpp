@@ -6,6 +6,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "support/cli.hpp"
 #include "support/plans.hpp"
@@ -100,6 +102,53 @@ TEST_CASE("swp preset usage errors name the thing and exit 2") {
   check_usage("preset fused_sparse_dist --emb-lookup-stream fresh", "emb-lookup-stream");
   check_usage("preset base --phase sync", "preset 'base' has no phase 'sync'; its phases are steady");
   check_usage("preset staged --stages a,,:x", "stage 1 has no name");
+  // Names that are no UTF-8 made JSON that swp itself could not read back.
+  check_usage(R"x(preset eval_sparse_dist --loader-lane "$(printf 'l\351')")x",
+              "thread group 'l\\xe9'");
+  check_usage(R"x(preset staged --stages "$(printf 'caf\351:s')")x", "name 'caf\\xe9'");
+}
+
+TEST_CASE("swp preset --stages refuses empty lists, items and streams instead of guessing") {
+  auto check_usage = [](const std::string& args, const std::string& message) {
+    CAPTURE(args);
+    const auto r = run_swp(args);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, "--stages"));
+    CHECK(contains(r.err, message));
+  };
+  // '' and ',' printed the default plan, 'a:' put stage a on stream 'a', 'a,,b' dropped the
+  // empty item, 'a,b,' the trailing one.
+  check_usage("preset staged --stages ''", "no stages");
+  check_usage("preset staged --stages ,", "stage 0 has no name");
+  check_usage("preset staged --stages a,,b", "stage 1 has no name");
+  check_usage("preset staged --stages a,b,", "stage 2 has no name");
+  check_usage("preset staged --stages a:", "stage 'a' has an empty stream");
+  const auto ok = run_swp("preset staged --stages a:s,b");
+  CHECK(ok.status == 0);
+  CHECK(contains(ok.out, R"("name": "a", "stage": 0, "stream": "s")"));
+  CHECK(contains(ok.out, R"("name": "b", "stage": 1, "stream": "b")"));
+}
+
+TEST_CASE("swp preset refuses an option that does not apply to the preset, naming both") {
+  // `base --stages x` was accepted and the option ignored.
+  for (const auto& [args, option] : std::vector<std::pair<std::string, std::string>>{
+           {"preset base --stages x", "--stages"},
+           {"preset sparse_dist --loader-lane io", "--loader-lane"},
+           {"preset staged --start-batch 3", "--start-batch"},
+           {"preset semi_sync --compile-on-iter 2", "--compile-on-iter"},
+           {"preset pt2 --emb-lookup-stream new", "--emb-lookup-stream"}}) {
+    CAPTURE(args);
+    const auto r = run_swp(args);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(contains(r.err, option));
+    CHECK(contains(r.err, "preset '" + args.substr(7, args.find(' ', 7) - 7) + "'"));
+  }
+  // What applies still does, and --phase and --recsys-costs apply to every preset.
+  CHECK(run_swp("preset eval_fused_sparse_dist --emb-lookup-stream new --recsys-costs").status ==
+        0);
+  CHECK(run_swp("preset semi_sync --start-batch 3 --phase sync").status == 0);
 }
 
 // docs/presets.md shows each preset's table under the command that prints it

@@ -242,6 +242,25 @@ TEST_CASE("rule control_character: names hold no control characters, and are sho
     CHECK(contains(error.what(), "stream 's\\t'"));
     CHECK(contains(error.what(), "thread group 'lane\\x7f'"));
   }
+  SUBCASE("C1 controls and the Unicode line and paragraph separators, shown escaped") {
+    // "A\u0085B" (NEL), "C\u009b2J" (CSI) and "D\u2028E" validated and split swp order's lines.
+    const auto error = rejection(make_plan({{"A\xc2\x85"
+                                             "B"},
+                                            {"C\xc2\x9b"
+                                             "2J"},
+                                            {"D\xe2\x80\xa8"
+                                             "E"},
+                                            {"F\xe2\x80\xa9"}}));
+    REQUIRE(error.violations().size() == 4);
+    for (const auto& v : error.violations()) CHECK(v.rule == PlanRule::control_character);
+    CHECK(contains(error.what(), "'A\\u0085B'"));
+    CHECK(contains(error.what(), "'C\\u009b2J'"));
+    CHECK(contains(error.what(), "'D\\u2028E'"));
+    CHECK(contains(error.what(), "'F\\u2029'"));
+    // Their neighbours are names: U+00A0, U+00A9, U+2027, U+202A.
+    CHECK_NOTHROW((void)swp::validate(
+        make_plan({{"\xc2\xa0"}, {"\xc2\xa9"}, {"\xe2\x80\xa7"}, {"\xe2\x80\xaa"}})));
+  }
   SUBCASE("no message of any rule echoes one raw") {
     const auto error = rejection(make_plan({{"A\n"}}, {{"A\n", "Nobody\r"}}));
     const std::string what = error.what();
@@ -250,6 +269,64 @@ TEST_CASE("rule control_character: names hold no control characters, and are sho
       CHECK(std::none_of(v.message.begin(), v.message.end(), [](char c) {
         return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
       }));
+  }
+}
+
+TEST_CASE("validation refuses what the plan reader would: plan_to_json always reads back") {
+  // validate() accepted these, then parse_plan(plan_to_json(p)) threw: a Latin-1 name is no
+  // JSON, an empty stream or lane name and a negative jitter_every are refused by the reader.
+  const auto reads_back = [](const swp::PipelinePlan& plan) {
+    try {
+      (void)swp::parse_plan(swp::plan_to_json(plan));
+      return true;
+    } catch (const swp::PlanFormatError&) {
+      return false;
+    }
+  };
+  SUBCASE("a task name that is not UTF-8, shown escaped") {
+    const auto plan = make_plan({{"A"}, {"caf\xe9"}});
+    REQUIRE_FALSE(reads_back(plan));
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::name_encoding);
+    CHECK(swp::rule_name(v.rule) == "name encoding");
+    CHECK(contains(v.message, "task #1's name 'caf\\xe9'"));
+    CHECK(contains(v.message, "UTF-8"));
+  }
+  SUBCASE("a stream and a lane name that are not UTF-8, and UTF-8 that is") {
+    const auto error =
+        rejection(make_plan({{"A", 0, "s\xc3", "\xed\xa0\x80lane"}}));  // cut, surrogate
+    REQUIRE(error.violations().size() == 2);
+    CHECK(contains(error.what(), "stream 's\\xc3'"));
+    CHECK(contains(error.what(), "thread group '\\xed\\xa0\\x80lane'"));
+    CHECK_NOTHROW(
+        (void)swp::validate(make_plan({{"caf\xc3\xa9", 0, "\xe6\xb5\x81", "\xf0\x9f\x9a\x80"}})));
+  }
+  SUBCASE("an empty stream or lane name names the task and the field") {
+    auto plan = make_plan({{"A"}, {"B"}});
+    plan.tasks[0].schedule.stream = "";
+    plan.tasks[1].schedule.thread_group = "";
+    REQUIRE_FALSE(reads_back(plan));
+    const auto error = rejection(plan);
+    REQUIRE(error.violations().size() == 2);
+    CHECK(error.violations()[0].rule == PlanRule::empty_name);
+    CHECK(contains(error.violations()[0].message, "task 'A' has an empty stream name"));
+    CHECK(contains(error.violations()[1].message, "task 'B' has an empty thread group name"));
+  }
+  SUBCASE("a negative jitter_every") {
+    auto plan = make_plan({{"A"}});
+    plan.tasks[0].cost = {.cpu_us = 1, .jitter_every = -1};
+    REQUIRE_FALSE(reads_back(plan));
+    const auto v = only_violation(plan);
+    CHECK(v.rule == PlanRule::cost_limit);
+    CHECK(contains(v.message, "task 'A' has jitter_every -1"));
+  }
+  SUBCASE("a stream alias or target that is not UTF-8 or holds a control character") {
+    auto plan = make_plan({{"A", 0, "x\xff"}, {"B", 0, "y"}});
+    plan.stream_aliases = {{"x\xff", "s"}, {"y", "t\n"}};
+    REQUIRE_FALSE(reads_back(plan));
+    const auto error = rejection(plan);
+    CHECK(contains(error.what(), "'x\\xff'"));
+    CHECK(contains(error.what(), "'t\\n'"));
   }
 }
 

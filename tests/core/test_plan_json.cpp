@@ -419,6 +419,29 @@ TEST_CASE("a key given twice in one object is an error at the key, not the last 
   }
 }
 
+TEST_CASE("a name with a C1 control or a Unicode line separator is rejected by the reader") {
+  for (const std::string name : {R"(A\u0085B)", R"(C\u009b2J)", R"(D\u2028E)", R"(F\u2029)"}) {
+    CAPTURE(name);
+    const auto e = format_error(R"({"tasks": [{"name": ")" + name + R"("}]})");
+    CHECK(e.field() == "tasks[0].name");
+    CHECK(contains(e.what(), "control characters"));
+  }
+}
+
+TEST_CASE("a duplicate key written with escapes is reported at the second key") {
+  // The position was searched as the unescaped spelling, found at the first key.
+  const auto e = format_error("{\"tasks\": [{\"name\": \"A\"}],\n \"t\\u0061sks\": []}");
+  CHECK(e.line() == 2);
+  CHECK(e.column() == 2);
+  CHECK(contains(e.what(), "duplicate key \"tasks\""));
+  SUBCASE("the unescaped spelling inside a string before it is no key") {
+    const auto f =
+        format_error("{\"tasks\": [{\"name\": \"\\\"x\\\"\", \"x\": 1,\n  \"\\u0078\": 2}]}");
+    CHECK(f.line() == 2);
+    CHECK(f.column() == 3);
+  }
+}
+
 TEST_CASE("a name with a control character is rejected naming the field, shown escaped") {
   struct Case {
     std::string json, field;

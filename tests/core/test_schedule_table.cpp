@@ -150,4 +150,23 @@ TEST_CASE("long names, lanes and streams widen their columns") {
   }
 }
 
+TEST_CASE("the table stays aligned with names that are not ASCII, padded by characters") {
+  // Widths counted bytes: "Größe" (7 bytes, 5 characters) pushed its row's '|' two columns left.
+  const auto plan =
+      swp::parse_plan(R"({"tasks":[{"name":"Größe","stream":"ström"},{"name":"Plain","stage":1}]})")
+          .plan;
+  const auto lines = lines_of(swp::format_schedule(swp::validate(plan), 3));
+  REQUIRE(lines.size() == 4);
+  const auto bar_column = [](const std::string& line) {  // in characters, not bytes
+    std::size_t column = 0;
+    for (char c : line.substr(0, line.find_first_of("|+")))
+      column += (static_cast<unsigned char>(c) & 0xc0) != 0x80 ? 1 : 0;
+    return column;
+  };
+  for (const auto& line : lines) {
+    CAPTURE(line);
+    CHECK(bar_column(line) == bar_column(lines[0]));
+  }
+}
+
 }  // namespace test_schedule_table

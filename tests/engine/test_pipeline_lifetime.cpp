@@ -205,8 +205,9 @@ TEST_CASE_TEMPLATE("retire_after_device: an iteration retires after its device w
             ctx.doubled.store(2 * ctx.batch, std::memory_order_relaxed);
           });
         },
-        {.stage = 0, .stream = "compute", .thread_group = own_lanes ? "compute" : ""});
-    plan.add("Other", [](DeviceCtx&) {}, {.stage = 1, .thread_group = own_lanes ? "other" : ""});
+        {.stage = 0, .stream = "compute", .thread_group = own_lanes ? "compute" : "shared"});
+    plan.add("Other", [](DeviceCtx&) {},
+             {.stage = 1, .thread_group = own_lanes ? "other" : "shared"});
     return plan;
   };
   const swp::Plan<DeviceCtx> plan = make_plan(false);

@@ -268,6 +268,25 @@ TEST_CASE("schedules that are wrong in themselves are named") {
   }
 }
 
+TEST_CASE("a schedule's ranks, chunks and microbatches out of range are named before any use") {
+  // chunks 0 divided the costs by zero and -1 sized arrays from a negative before any check.
+  const auto refused = [](int ranks, int chunks, int microbatches, const std::string& field) {
+    CAPTURE(field);
+    auto s = by_hand({{compute(PpPass::forward, 0), compute(PpPass::backward, 0)}});
+    s.ranks = ranks;
+    s.chunks = chunks;
+    s.microbatches = microbatches;
+    if (ranks < 1) s.programs.clear();
+    CHECK_THROWS_WITH_AS(swp::simulate_pp(s, {.fwd_us = {10}, .bwd_us = {20}}),
+                         doctest::Contains(field.c_str()), swp::PpScheduleError);
+  };
+  refused(1, 0, 1, "chunks 0");
+  refused(1, -1, 1, "chunks -1");
+  refused(1, 1, -1, "microbatches -1");
+  refused(0, 1, 1, "ranks 0");
+  refused(-2, 1, 1, "ranks -2");
+}
+
 TEST_CASE("long schedules keep their timeline: a rank's queued window and a link's backlog") {
   // 1000 microbatches: every rank stops at its window of queued computes again and again, and
   // in gpipe with transfers 10x a compute the links fall 990 transfers behind.

@@ -89,6 +89,55 @@ TEST_CASE("the SVG escapes names and stays well-formed") {
   CHECK(XmlReader::parse(svg_of(swp::Trace{})).find_all("rect", "slice").empty());
 }
 
+TEST_CASE("a long track name is cut to a label column that leaves the plot its room") {
+  // A 300-character stream name made the label column wider than the picture: the plot's
+  // width went negative, and so did every box's.
+  swp::Trace trace;
+  trace.tasks = {"A"};
+  const std::string long_name(300, 's');
+  trace.tracks = {{swp::TraceTrack::Kind::stream, long_name}, {swp::TraceTrack::Kind::lane, "l"}};
+  trace.slices = {{.kind = swp::TraceSlice::Kind::device, .track = 0, .start = 0us, .end = 5us},
+                  {.kind = swp::TraceSlice::Kind::task, .track = 1, .start = 0us, .end = 10us}};
+  const int width = 800;
+  const XmlElement svg = XmlReader::parse(svg_of(trace, {.width = width}));
+  const auto backgrounds = svg.find_all("rect", "track-bg");
+  REQUIRE(backgrounds.size() == 2);
+  const double left = std::stod(backgrounds[0]->attr("x"));
+  CHECK(left <= width / 3.0 + 0.01);
+  CHECK(std::stod(backgrounds[0]->attr("width")) >= width - width / 3.0 - 24 - 0.01);
+  for (const XmlElement* r : svg.find_all("rect", "slice")) {
+    CHECK(std::stod(r->attr("width")) > 0);
+    CHECK(std::stod(r->attr("x")) >= left);
+    CHECK(std::stod(r->attr("x")) + std::stod(r->attr("width")) <= width + 0.01);
+  }
+  const auto labels = svg.find_all("text", "track-label");
+  REQUIRE(labels.size() == 2);
+  // Cut with an ellipsis to fit the column; the whole name stays in the label's tooltip.
+  const std::string shown = labels[0]->text;
+  CHECK(shown.size() < long_name.size());
+  CHECK(shown.substr(0, 8) == "stream s");
+  CHECK(shown.substr(shown.size() - 3) == "…");
+  REQUIRE(labels[0]->find_all("title").size() == 1);
+  CHECK(labels[0]->find_all("title")[0]->text == "stream " + long_name);
+  CHECK(labels[1]->text == "lane l");  // short labels stay as they are
+  CHECK(labels[1]->find_all("title").empty());
+}
+
+TEST_CASE("a label is cut between characters, never inside one") {
+  swp::Trace trace;
+  std::string name;
+  for (int i = 0; i < 200; ++i) name += "\xc3\xa9";  // é, two bytes each
+  trace.tracks = {{swp::TraceTrack::Kind::lane, name}};
+  const XmlElement svg = XmlReader::parse(svg_of(trace, {.width = 400}));
+  const auto labels = svg.find_all("text", "track-label");
+  REQUIRE(labels.size() == 1);
+  const std::string shown = labels[0]->text;
+  REQUIRE(shown.size() > 8);
+  const std::string body = shown.substr(5, shown.size() - 5 - 3);  // "lane " ... "…"
+  CHECK(body.size() % 2 == 0);
+  CHECK(body.find_first_not_of("\xc3\xa9") == std::string::npos);
+}
+
 TEST_CASE("write_svg rejects layouts it cannot draw") {
   CHECK_THROWS_WITH_AS(svg_of(swp::Trace{}, {.width = 100}),
                        "SVG width must be at least 400 pixels, not 100", std::invalid_argument);

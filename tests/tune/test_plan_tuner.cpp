@@ -225,6 +225,42 @@ TEST_CASE("tune_plan keeps the tuned plan within the depth cap") {
   }
 }
 
+TEST_CASE("tune_plan times steady states even when iters are fewer than they need") {
+  // Runs shorter than min_steady_iters(depth) measured the whole run (fill and drain included)
+  // and were compared as steady states: a wrong baseline and a false speedup.
+  const auto steady = [](const swp::PipelinePlan& plan) {
+    swp::SyntheticRunOptions o;
+    o.engine = swp::EngineKind::clock;
+    o.iters = 400;
+    o.runtime.backend = swp::Backend::sim;
+    const auto r = swp::run_synthetic(plan, o);
+    REQUIRE(r.steady_state);
+    return r.us_per_iter;
+  };
+  SUBCASE("SparseDist at depth 3 with 6 iterations: both plans run at the bound") {
+    auto plan = swp::presets::make_preset("sparse_dist").plan();
+    swp::presets::apply_recsys_costs(plan);
+    REQUIRE(swp::min_steady_iters(swp::validate(plan).depth()) > 6);
+    const auto result = swp::tune_plan(plan, {.iters = 6, .search_iters = 6});
+    CHECK(result.baseline_us_per_iter == doctest::Approx(steady(plan)).epsilon(1e-9));
+    CHECK(result.us_per_iter == doctest::Approx(steady(result.best)).epsilon(1e-9));
+    CHECK(result.speedup() == doctest::Approx(1).epsilon(1e-9));
+  }
+  SUBCASE("a chain of 40 tasks on 40 stages with the default iters") {
+    swp::PipelinePlan chain;
+    for (int t = 0; t < 40; ++t) {
+      const std::string s = std::to_string(t);
+      chain.add({"T" + s}, {.stage = t, .stream = "s" + s, .thread_group = "l" + s},
+                {.device_us = 10});
+      if (t > 0) chain.intra_iter_deps.push_back({"T" + s, "T" + std::to_string(t - 1)});
+    }
+    REQUIRE(swp::min_steady_iters(40) > swp::TuneOptions{}.search_iters);
+    const auto result = swp::tune_plan(chain, quick(0, 4));
+    CHECK(result.baseline_us_per_iter == doctest::Approx(steady(chain)).epsilon(1e-9));
+    CHECK(result.us_per_iter == doctest::Approx(steady(result.best)).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("tune_plan simulates the costs a profile measured when given them") {
   // The user's plan has no synthetic costs (real bodies); a profile of its tasks has the times.
   const auto costed = flat_sparse_dist();

@@ -11,7 +11,7 @@ namespace swp {
 /// The rules a plan is checked against (DESIGN.md decision 6).
 enum class PlanRule {
   no_tasks,          ///< the plan declares no task
-  empty_name,        ///< a task has an empty name
+  empty_name,        ///< a task has an empty name, stream name or thread group name
   duplicate_name,    ///< two tasks share a name
   unknown_task,      ///< a dependency names a task that is not in the plan
   negative_stage,    ///< stage < 0
@@ -22,11 +22,14 @@ enum class PlanRule {
   depth_mismatch,    ///< declared pipeline_depth ≠ max(stage) + 1
   stream_alias,      ///< a stream alias that is empty, aliases "default", itself or another
                      ///< alias, or that no task uses
-  cost_limit,        ///< a synthetic cost outside [0, max_cost_us] (or not a number)
+  cost_limit,        ///< a synthetic cost outside [0, max_cost_us] (or not a number), or a
+                     ///< negative jitter_every
   control_character, ///< a task, stream or lane name holds a control character (NUL, newline,
                      ///< ESC, ...), which would reach terminals and line-based outputs raw
   stream_priority,   ///< two tasks on one stream (aliases resolved) give it different
                      ///< priorities: a stream has one
+  name_encoding,     ///< a task, stream, lane or alias name is not well-formed UTF-8, which
+                     ///< a plan file (JSON) cannot hold
 };
 
 /// Short name of a rule as printed in messages ("corollary 1", "duplicate name", ...).

@@ -63,8 +63,10 @@ ParsedPlan load_plan(const std::string& path);
 
 /// Serializes a plan to the same schema, one task per line. Defaults (stream/thread_group
 /// "default", globally_ordered false, zero costs) are written too, except zero costs;
-/// `pipeline_depth` is written when set, `stream_aliases` when there are any. `parse_plan(plan_to_json(p))` gives `p` back, with
-/// dependencies as names (a TaskRef made from a handle compares unequal to one made from the
+/// `pipeline_depth` is written when set, `stream_aliases` when there are any. For a plan that
+/// `validate()` accepts (it refuses names that are not UTF-8, empty stream and lane names and
+/// a negative jitter_every, which the reader would) `parse_plan(plan_to_json(p))` gives `p` back,
+/// with dependencies as names (a TaskRef made from a handle compares unequal to one made from the
 /// same name) and without task bodies and DeclaredIO, which JSON cannot hold.
 std::string plan_to_json(const PipelinePlan& plan);
 

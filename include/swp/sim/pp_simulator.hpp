@@ -79,8 +79,9 @@ struct PpSimResult {
 
 /// A schedule that is wrong in itself: a recv that takes a different message than the peer
 /// sent at that point, messages never received, a rank that computes a pass twice, misses
-/// one or runs a backward before its forward, a peer out of range. what() names the ranks
-/// and actions.
+/// one or runs a backward before its forward, a peer out of range, and, before anything else,
+/// ranks or chunks below 1 or negative microbatches. what() names the ranks and actions (or
+/// the field).
 class PpScheduleError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

@@ -18,6 +18,8 @@ struct SvgOptions {
 /// Writes `trace` to `out` as a self-contained SVG document (no scripts, fonts or links), in
 /// the style of the seed's timelines: one row per stream, then one per lane (the trace's track
 /// order), time growing to the right with an axis below the rows, a legend at the bottom.
+/// - The row labels ("stream NAME", "lane NAME") take at most a third of `width`: a longer
+///   label is cut with an ellipsis and its `<text>` holds the whole one as a `<title>`.
 /// - Device work and task instances are boxes coloured by iteration (ten colours, repeating),
 ///   labelled "Task/iter" where the box is wide enough; every box has a tooltip (`<title>`)
 ///   with its name and times.

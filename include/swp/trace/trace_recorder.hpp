@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "swp/engine/run_observer.hpp"
@@ -78,6 +79,8 @@ class TraceRecorder final : public RunObserver, public SegmentObserver {
   void lane_event(Event event) noexcept;
   // (mutex_ held) The track of `stream`, added on first sight.
   std::size_t stream_track(const Stream& stream);
+  // (mutex_ held) The track of `name` of kind `kind`, appended when the run has none yet.
+  std::size_t track_of(TraceTrack::Kind kind, const std::string& name);
 
   // One lock for everything: the events of a run come from lanes and stream workers at once,
   // and a short critical section (an append) is cheaper than per-thread buffers to merge.
@@ -85,7 +88,10 @@ class TraceRecorder final : public RunObserver, public SegmentObserver {
   const Scheduler* clock_ = nullptr;     // the runtime's clock while a run is recorded
   Trace base_;                           // names and tracks of the run; slices built on demand
   std::vector<std::size_t> lane_track_;  // by task
-  std::vector<const Stream*> stream_of_track_;  // by track (nullptr for lanes)
+  // The tracks by stream name, by lane name and by stream: found by hashing, not by a scan
+  // of every track (a scan per task made a run of 16000 streams quadratic).
+  std::unordered_map<std::string, std::size_t> stream_tracks_, lane_tracks_;
+  std::unordered_map<const Stream*, std::size_t> track_of_stream_;
   std::vector<Event> events_;
   std::vector<std::string> segment_names_;  // the segments seen in this run
   // (mutex_ held) Appends a segment event of `tag`'s instance.

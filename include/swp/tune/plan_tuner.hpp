@@ -60,9 +60,11 @@ struct TuneOptions {
   /// 1..max_tune_depth. 0: the input plan's depth, so the tuned plan never holds more batches
   /// than the input; at most max_tune_depth (a deeper input is then not a candidate itself).
   int max_depth = 0;
-  /// Iterations of the final measurement of the finalists and the input (as `swp run`).
+  /// Iterations of the final measurement of the finalists and the input (as `swp run`); a
+  /// plan whose steady state needs more (`min_steady_iters(depth)`, 2 × depth + 2) runs those.
   int iters = 200;
-  /// Iterations per candidate during the search: enough for a steady state, cheap to repeat.
+  /// Iterations per candidate during the search, cheap to repeat; raised as `iters` is to the
+  /// fewest that measure a steady state at the candidate's depth.
   int search_iters = 48;
   /// The space is searched exhaustively when it holds at most this many assignments; beyond,
   /// a deterministic local search evaluates at most this many.
@@ -77,7 +79,8 @@ struct TuneOptions {
   MeasuredTimeOn costless_on = MeasuredTimeOn::device;
 };
 
-/// What tune_plan found. Both times are measured in the same call with `iters` iterations.
+/// What tune_plan found. Both times are steady states measured in the same call with `iters`
+/// iterations, or `min_steady_iters(depth)` where that is more.
 struct TuneResult {
   PipelinePlan best;                ///< the input with the best stages (see with_stages)
   double us_per_iter = 0;           ///< `best`'s steady-state time per iteration
@@ -106,7 +109,9 @@ struct TuneResult {
 /// one task, or a task with all it feeds (or all that feed it), one stage up or down; the
 /// steepest improving move is taken, evaluations stop at `max_candidates`. Each candidate runs
 /// `search_iters` iterations; the `finalists` best and the input run `iters` again and the
-/// fastest wins. Ties within 1e-6 relative prefer the smaller depth, then the input's stages,
+/// fastest wins. A run never has fewer iterations than a steady state needs at its depth
+/// (`min_steady_iters`): a shorter one would time the fill and drain too, and a deep plan
+/// would look slower than it is. Ties within 1e-6 relative prefer the smaller depth, then the input's stages,
 /// then the fewest tasks moved. When the input fits the cap it is a candidate, so the result
 /// is never slower than the input.
 ///
