@@ -130,6 +130,17 @@ bool IterationDeviceWork::wait_device(std::int64_t iter) {
   return done;
 }
 
+void IterationDeviceWork::settle_device_work() {
+  EngineCore& c = core();
+  if (!recorded_ever_.load(std::memory_order_relaxed)) return;
+  // An entry that records device work holds it for the pipelined iteration it was admitted
+  // for (serial iterations record none), so its number finds it (sync_of).
+  for (IterationSync& sync : c.sync_)
+    if (sync.device() && !wait_device(sync.iter))
+      throw device_timeout(sync.iter, "so a serial iteration cannot reuse the context slots");
+  for (IterationSync& sync : c.sync_) sync.forget_recorded();
+}
+
 bool IterationDeviceWork::await_slot_device(EngineCore& core, std::int64_t iter) {
   IterationDeviceWork& self = core;
   const auto slots = static_cast<std::int64_t>(core.depth_);

@@ -2,6 +2,7 @@
 
 #include "swp/engine/detail/serial_iteration.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -20,12 +21,21 @@ void prepare_serial_iteration(EngineCore& c) {
     c.require_between_runs("run_one_serial_iter");
     c.driver_.end_run();
   }
+  c.settle_device_work();
+  c.release_retired(c.oldest_);  // none holds device work now: each is released
 }
 
 void run_serial_iteration(EngineCore& c, std::int64_t iter) {
   prepare_serial_iteration(c);
   Stream& stream = c.runtime_.stream("default");
   IterationSync& sync = c.sync_[0];
+  // Numbers are never reused: the next run (or run_serial's next iteration) numbers after it.
+  // Nothing is in flight (oldest_ = next_admit_: no iteration for drained() or a hang report
+  // to look at), and every retired iteration was released (begin_serial_run).
+  if (iter >= c.next_admit_ && iter < INT64_MAX) {
+    c.next_admit_ = c.oldest_ = c.released_upto_ = iter + 1;
+    c.admit_entry_ = c.oldest_entry_ = c.released_entry_ = c.sync_ring_(iter + 1);
+  }
   for (TaskIndex t : c.slots_[0].boxed) c.slots_[0].boxes[t]->reset();
   sync.iter = iter;
   sync.slot = &c.slots_[0];

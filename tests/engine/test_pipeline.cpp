@@ -26,6 +26,7 @@
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
 #include "support/seed.hpp"
+#include "support/text.hpp"
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/core/plan_json.hpp"
@@ -773,6 +774,30 @@ TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by anothe
   REQUIRE_MESSAGE(done->load(), "run_one_serial_iter did not return");
   runner.join();
   CHECK(ran.load() == 1);
+}
+
+TEST_CASE_TEMPLATE(
+    "serial and pipelined runs mixed on one pipeline never reuse an iteration number", Engine,
+    swp::test::UseClock, swp::test::UseDataFlow) {
+  // run_serial numbered from 0 at every call: iterations 0 and 1 of the pipelined run came
+  // again, so TaskError::iter(), traces and NVTX ranges named two iterations with one number.
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  std::vector<std::int64_t> seen;
+  swp::Plan<Ctx> plan;
+  plan.add("Work", [&seen](Ctx& ctx) { seen.push_back(ctx.iter_idx); });
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  pipe->run(std::vector<std::uint64_t>{1, 2, 3});                             // 0, 1, 2
+  CHECK(pipe->run_serial(std::vector<std::uint64_t>{4, 5}).iterations == 2);  // 3, 4
+  CHECK(pipe->next_iteration() == 5);
+  pipe->run_one_serial_iter(6, 9);  // the caller's number: the pipeline's go on after it
+  CHECK(pipe->next_iteration() == 10);
+  pipe->fill_pipeline(std::vector<std::uint64_t>{7});  // 10
+  while (pipe->progress()) {
+  }
+  pipe->run_serial(std::vector<std::uint64_t>{8});  // 11: the ended run ends for good
+  pipe->run_one_serial_iter(9, 4);  // an earlier number of the caller's moves nothing back
+  pipe->run(std::vector<std::uint64_t>{10});  // 12
+  CHECK(seen == std::vector<std::int64_t>{0, 1, 2, 3, 4, 9, 10, 11, 4, 12});
 }
 
 TEST_CASE("the pipeline headers and swp.hpp name no engine core") {

@@ -271,7 +271,9 @@ class Pipeline : private detail::FrontEnd {
   }
 
   /// Runs every iteration serially on the calling thread, all device work on the "default"
-  /// stream, no overlap: the baseline a pipelined run is compared to.
+  /// stream, no overlap: the baseline a pipelined run is compared to. Its iterations are
+  /// numbered on from the pipeline's (next_iteration()), as a run's are: the first gets
+  /// next_iteration(), and a run after it numbers after its last.
   template <PullSourceOf<Batch> S>
   RunStats run_serial(S&& source) {
     if (core_.filled()) {
@@ -281,10 +283,10 @@ class Pipeline : private detail::FrontEnd {
     auto next = make_source<Batch>(std::forward<S>(source));
     const auto start = core_.runtime().now();
     RunStats stats;
-    for (std::int64_t iter = 0;; ++iter) {
+    for (;;) {
       auto batch = next();
       if (!batch) break;
-      run_one_serial_iter(std::move(*batch), iter);
+      run_one_serial_iter(std::move(*batch), core_.next_iteration());
       ++stats.iterations;
     }
     core_.runtime().stream("default").synchronize();
@@ -294,6 +296,10 @@ class Pipeline : private detail::FrontEnd {
 
   /// One serial iteration of `batch` as iteration `iter_idx`, tasks in topological order on the
   /// calling thread. Leaves nothing in flight. Throws TaskError naming the failing task.
+  /// `iter_idx` is the caller's to choose; the pipeline's own numbers go on after it
+  /// (next_iteration() is then at least iter_idx + 1), so no later run or run_serial reuses it.
+  /// Before its first task it waits (retire deadline) for the device work of the pipelined
+  /// iterations before it, whose context slots it and the run after it reuse.
   void run_one_serial_iter(Batch batch, std::int64_t iter_idx) {
     // Checked (and a run that ended ended) before slot 0 is written: a refused call leaves
     // the context of the iteration in it as it was.

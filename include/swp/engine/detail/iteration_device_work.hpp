@@ -53,6 +53,13 @@ class IterationDeviceWork {
   /// Waits (with the retire deadline) until iteration iter's device work completed; false past
   /// the deadline (the caller fails the run).
   bool wait_device(std::int64_t iter);
+  /// Before a serial iteration (no run filled): waits (with the retire deadline) until the
+  /// device work every entry still records completed, then forgets it. The serial iteration
+  /// writes slot 0, and the run after it starts at a number of its own, whose first slot no
+  /// admission before it awaited: with nothing recorded, no slot has device work to wait for.
+  /// Faults are not looked at here: a faulted stream stays so, and the next run (or
+  /// synchronize()) reports it. Errors: PipelineTimeout past the deadline (nothing forgotten).
+  void settle_device_work();
   /// The waker listens to (stops listening to) iteration iter's recorded events.
   void watch_device(std::int64_t iter);
   void unwatch_device(std::int64_t iter);
