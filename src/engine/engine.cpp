@@ -19,6 +19,7 @@ void Engine::set_routine(TaskIndex task, const TaskRoutine* routine) noexcept {
   core_->set_routine(task, routine);
 }
 void Engine::check_fillable() { core_->check_fillable(); }
+void Engine::throw_host_work_error() { core_->throw_host_work_error(); }
 void Engine::fill() { core_->fill(); }
 std::optional<std::int64_t> Engine::progress() { return core_->driver().progress(); }
 std::int64_t Engine::retire_all() { return core_->driver().retire_all(); }

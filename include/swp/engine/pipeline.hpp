@@ -266,6 +266,7 @@ class Pipeline : private detail::FrontEnd {
     stats.iterations = core_.retire_all();  // progress() until the end, in one call
     core_.drain();
     synchronize_streams();
+    core_.throw_host_work_error();  // what no retirement reported (its device work was late)
     stats.elapsed = core_.runtime().now() - start;
     return stats;
   }
@@ -290,6 +291,7 @@ class Pipeline : private detail::FrontEnd {
       ++stats.iterations;
     }
     core_.runtime().stream("default").synchronize();
+    core_.throw_host_work_error();  // a callable of a task that threw (TaskScope::enqueue)
     stats.elapsed = core_.runtime().now() - start;
     return stats;
   }
@@ -424,10 +426,13 @@ class Pipeline : private detail::FrontEnd {
   [[nodiscard]] std::set<std::string> shortcuts() const { return shortcuts_.names(core_.graph()); }
 
   /// Waits until every stream of the plan (and "default", the serial runs' stream) completed
-  /// its queued device work (seed torch.cuda.synchronize()).
+  /// its queued device work (seed torch.cuda.synchronize()). Errors: a stream's (its fault);
+  /// a callable a task queued (TaskScope::enqueue) that threw and was not reported yet, as
+  /// that task's TaskError naming its iteration (one per call).
   void synchronize() {
     synchronize_streams();
     core_.runtime().stream("default").synchronize();
+    core_.throw_host_work_error();
   }
 
   /// The period x task table of the plan (seed print_schedule); shortcut tasks are marked

@@ -55,6 +55,9 @@ class Engine {
 
   void set_routine(TaskIndex task, const TaskRoutine* routine) noexcept;
   void check_fillable();
+  /// What a callable of TaskScope::enqueue threw and nothing reported yet, as its task's
+  /// TaskError (the first one); for after the streams were synchronized.
+  void throw_host_work_error();
   void fill();
   std::optional<std::int64_t> progress();
   std::int64_t retire_all();

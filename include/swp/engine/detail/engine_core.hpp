@@ -155,6 +155,13 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   /// Iterations retire only once their device work completed (see Pipeline); between runs.
   void set_retire_after_device(bool on);
   [[nodiscard]] bool retire_after_device() const noexcept { return retire_after_device_; }
+  /// What the callables of TaskScope::enqueue threw, until reported (see HostWorkErrors).
+  [[nodiscard]] const std::shared_ptr<HostWorkErrors>& host_work_errors() const noexcept {
+    return host_work_errors_;
+  }
+  /// Throws the first callable's error no look at its iteration's device work reported, as
+  /// its task's TaskError; for the front end, once it synchronized the streams.
+  void throw_host_work_error() { IterationDeviceWork::throw_host_work_error(); }
   /// The signal every instance's waits listen to; fired when the run fails or times out.
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
   void set_observer(TaskObserver* observer) noexcept {
