@@ -32,7 +32,10 @@ Co<std::optional<std::int64_t>> Engine::next(std::stop_token token) {
 void Engine::drain() { core_->driver().drain(); }
 void Engine::shut_down() noexcept { core_->shut_down(); }
 bool Engine::cancel(const std::string& reason) { return core_->cancel(reason); }
-void Engine::prepare_serial() { prepare_serial_iteration(*core_); }
+Engine::SerialRun::SerialRun(Engine& engine, const char* call) : engine_(engine) {
+  begin_serial_run(*engine.core_, call);
+}
+Engine::SerialRun::~SerialRun() { end_serial_run(*engine_.core_); }
 void Engine::run_serial(std::int64_t iter) { run_serial_iteration(*core_, iter); }
 
 bool Engine::filled() const noexcept { return core_->filled(); }

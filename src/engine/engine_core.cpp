@@ -82,17 +82,7 @@ void EngineCore::check_fillable() {
   // From on_retire, on_failure or the source: a failed run's hand-back has marked it unfilled
   // already while it still reports its iterations (a fill there lost them).
   driver_.refuse_while_driving("fill_pipeline");
-  if (broken_) {
-    // The bodies that kept the last run from draining ignored cancellation: once they all
-    // returned, the pipeline is whole again.
-    if (!driver_.wait_drained())
-      throw PipelineStateError(
-          "the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
-          "run:" +
-          hang_report().unfinished());
-    broken_ = false;
-    claims_.end_all();
-  }
+  require_whole("fill_pipeline");
   if (!filled_) return;
   // A run whose source ended and whose iterations all retired may go on with a new source.
   if (at_end() && !stop_.stop_requested()) return;
@@ -101,6 +91,22 @@ void EngineCore::check_fillable() {
       std::to_string(next_admit_ - 1) + " in flight" +
       (end_ == INT64_MAX ? std::string(", its source not ended") : std::string()) +
       "): retire them with progress() until it returns no iteration, or drain() first");
+}
+
+void EngineCore::require_whole(const char* call) {
+  if (!broken_) return;
+  // The bodies that kept the last run from draining ignored cancellation: once they all
+  // returned, the pipeline is whole again.
+  if (!driver_.wait_drained())
+    throw PipelineStateError(
+        std::string(call) +
+        ": the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
+        "run:" +
+        (serial_straggler_ != nullptr ? std::string(" the body of a serial iteration")
+                                      : hang_report().unfinished()));
+  broken_ = false;
+  serial_straggler_.reset();
+  claims_.end_all();
 }
 
 void EngineCore::fill() {
@@ -385,7 +391,10 @@ bool EngineCore::retire_ready() const noexcept {
   return oldest_ + static_cast<std::int64_t>(depth_) >= end_ || device_done(oldest_);
 }
 
-bool EngineCore::drained() const noexcept { return release_->drained() && front_.source_idle(); }
+bool EngineCore::drained() const noexcept {
+  return release_->drained() && front_.source_idle() &&
+         (serial_straggler_ == nullptr || serial_straggler_->ended.load(std::memory_order_acquire));
+}
 
 void EngineCore::stop_source() noexcept {
   try {

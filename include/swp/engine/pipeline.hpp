@@ -275,20 +275,22 @@ class Pipeline : private detail::FrontEnd {
   /// stream, no overlap: the baseline a pipelined run is compared to. Its iterations are
   /// numbered on from the pipeline's (next_iteration()), as a run's are: the first gets
   /// next_iteration(), and a run after it numbers after its last.
+  /// Deadlines, cancellation and errors are run_one_serial_iter's, for the whole call: cancel()
+  /// ends it (no later iteration starts).
   template <PullSourceOf<Batch> S>
   RunStats run_serial(S&& source) {
-    if (core_.filled()) {
-      core_.require_between_runs("run_serial");
-      core_.drain();  // an ended run ends for good (see run_one_serial_iter)
-    }
     auto next = make_source<Batch>(std::forward<S>(source));
     const auto start = core_.runtime().now();
     RunStats stats;
-    for (;;) {
-      auto batch = next();
-      if (!batch) break;
-      run_one_serial_iter(std::move(*batch), core_.next_iteration());
-      ++stats.iterations;
+    {
+      // An ended run ends for good (see run_one_serial_iter).
+      const detail::Engine::SerialRun serial(core_, "run_serial");
+      for (;;) {
+        auto batch = next();
+        if (!batch) break;
+        serial_iteration(std::move(*batch), core_.next_iteration());
+        ++stats.iterations;
+      }
     }
     core_.runtime().stream("default").synchronize();
     core_.throw_host_work_error();  // a callable of a task that threw (TaskScope::enqueue)
@@ -302,15 +304,20 @@ class Pipeline : private detail::FrontEnd {
   /// (next_iteration() is then at least iter_idx + 1), so no later run or run_serial reuses it.
   /// Before its first task it waits (retire deadline) for the device work of the pipelined
   /// iterations before it, whose context slots it and the run after it reuse.
+  /// Deadlines (EngineTimeouts), as a run's iteration: past `retire` (on sim: a body awaiting
+  /// what nothing provides) it throws PipelineTimeout naming the task and iteration, once the
+  /// body's await was cancelled; a body that ignores that past `drain` leaves the pipeline
+  /// broken until it returns. Cancellation: cancel() (another thread, a body, on_retire) ends
+  /// it as it ends a run — the body's cancellable awaits throw swp::Cancelled, no later task
+  /// runs, and it throws `swp::Cancelled("pipeline cancelled: " + reason)`; on_run_failed is
+  /// told of a deadline or a cancel, as for a run. While it runs (its on_retire included) it
+  /// drives the pipeline: progress(), fill_pipeline() and the between-runs setters are refused
+  /// (PipelineStateError). PipelineStateError while a run is in progress.
   void run_one_serial_iter(Batch batch, std::int64_t iter_idx) {
     // Checked (and a run that ended ended) before slot 0 is written: a refused call leaves
     // the context of the iteration in it as it was.
-    core_.prepare_serial();
-    contexts_[0] = Ctx{};
-    contexts_[0].batch = std::move(batch);
-    contexts_[0].iter_idx = iter_idx;
-    core_.run_serial(iter_idx);
-    if (on_retire_) on_retire_(contexts_[0]);
+    const detail::Engine::SerialRun serial(core_, "run_one_serial_iter");
+    serial_iteration(std::move(batch), iter_idx);
   }
 
   /// Called on the caller's thread with the context of every iteration as it retires (in
@@ -492,6 +499,15 @@ class Pipeline : private detail::FrontEnd {
                  release, slots) {}
 
  private:
+  // One serial iteration of a serial run (Engine::SerialRun), its on_retire included.
+  void serial_iteration(Batch batch, std::int64_t iter_idx) {
+    contexts_[0] = Ctx{};
+    contexts_[0].batch = std::move(batch);
+    contexts_[0].iter_idx = iter_idx;
+    core_.run_serial(iter_idx);
+    if (on_retire_) on_retire_(contexts_[0]);
+  }
+
   Pipeline(Runtime& runtime, const PipelinePlan& plan,
            std::vector<std::optional<TaskBody<Ctx>>> bodies, detail::ReleasePolicy::Make release,
            std::size_t slots)

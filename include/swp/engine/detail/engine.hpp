@@ -66,7 +66,17 @@ class Engine {
   void drain();
   void shut_down() noexcept;
   bool cancel(const std::string& reason);
-  void prepare_serial();
+  /// A serial run (begin_serial_run .. end_serial_run) for its scope.
+  class SerialRun {
+   public:
+    SerialRun(Engine& engine, const char* call);
+    ~SerialRun();
+    SerialRun(const SerialRun&) = delete;
+    SerialRun& operator=(const SerialRun&) = delete;
+
+   private:
+    Engine& engine_;
+  };
   void run_serial(std::int64_t iter);
 
   [[nodiscard]] bool filled() const noexcept;

@@ -54,6 +54,7 @@
 #include "swp/engine/detail/ring_index.hpp"
 #include "swp/engine/detail/run_driver.hpp"
 #include "swp/engine/detail/run_failure.hpp"
+#include "swp/engine/detail/serial_iteration.hpp"
 #include "swp/engine/detail/task_table.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/detail/uncounted_runs.hpp"
@@ -206,7 +207,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   friend class UncountedRuns;
   friend class RunDriver;
   friend void run_serial_iteration(EngineCore& core, std::int64_t iter);
-  friend void prepare_serial_iteration(EngineCore& core);
+  friend void begin_serial_run(EngineCore& core, const char* call);
+  friend void end_serial_run(EngineCore& core) noexcept;
+  friend struct SerialSteps;
 
   using Sync = IterationSync;
 
@@ -364,6 +367,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
   // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
   void fail_callback(CallbackError::Callback which, std::int64_t iter);
+  // A broken pipeline (bodies of an earlier run ignored cancellation) becomes whole once they
+  // all returned: waits for them (drain deadline), else throws PipelineStateError naming `call`.
+  void require_whole(const char* call);
   // What the run waits for, for a deadline's error (see HangReport).
   [[nodiscard]] HangReport hang_report() const noexcept { return HangReport(*this); }
   // What the driver (RunDriver) asks. Every iteration retired and the source ended.
@@ -499,6 +505,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // on cache lines of its own.
   alignas(64) bool filled_ = false;
   bool broken_ = false;
+  // The body of a serial iteration that ignored cancellation past the drain deadline (broken_),
+  // until it ends (drained() looks at it).
+  std::shared_ptr<SerialOutcome> serial_straggler_;
   bool begin_pending_ = false;  // filled, first admissions not tried yet
   // The last admission found the source with no batch yet (Admission::pending); set by
   // prepare, cleared by the policies' advance.
