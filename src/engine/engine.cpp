@@ -59,7 +59,7 @@ void Engine::set_failure_policy(FailurePolicy policy) { core_->set_failure_polic
 FailurePolicy Engine::failure_policy() const noexcept { return core_->failure_policy(); }
 void Engine::set_retire_after_device(bool on) { core_->set_retire_after_device(on); }
 bool Engine::retire_after_device() const noexcept { return core_->retire_after_device(); }
-void Engine::set_observer(TaskObserver* observer) noexcept { core_->set_observer(observer); }
-bool Engine::set_nvtx(bool on) noexcept { return core_->set_nvtx(on); }
+void Engine::set_observer(TaskObserver* observer) { core_->set_observer(observer); }
+bool Engine::set_nvtx(bool on) { return core_->set_nvtx(on); }
 
 }  // namespace swp::detail

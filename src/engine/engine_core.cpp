@@ -136,6 +136,7 @@ void EngineCore::ready_by_policy(Instance& in, bool step_ending) noexcept {
 }
 
 void EngineCore::require_between_runs(const char* call) const {
+  driver_.refuse_while_driving(call);
   if (between_runs()) return;
   throw PipelineStateError(std::string(call) + " while a run is in progress (iterations " +
                            std::to_string(oldest_) + ".." + std::to_string(next_admit_ - 1) +
@@ -143,7 +144,19 @@ void EngineCore::require_between_runs(const char* call) const {
                            "until it returns no iteration, or drain() first");
 }
 
+void EngineCore::require_settable(const char* call) const {
+  require_between_runs(call);
+  // Stragglers of a run that could not drain still read the observer and the timeouts.
+  if (broken_ && !drained())
+    throw PipelineStateError(std::string(call) +
+                             " while the pipeline is broken: task bodies of an earlier run "
+                             "ignored cancellation and still run");
+}
+
 void EngineCore::set_timeouts(EngineTimeouts timeouts) {
+  // The timer thread of next()'s waits and the drivers' waits read them during a run (not
+  // the bodies a broken run left running: the teardown's deadline may be set then).
+  require_between_runs("set_timeouts");
   // A check interval of 0 made the waits' periodic check fire once: next()'s deadlines (and
   // the sequencer's) were then never looked at again.
   if (timeouts.check_interval <= std::chrono::milliseconds::zero())

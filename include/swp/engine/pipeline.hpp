@@ -468,8 +468,17 @@ class Pipeline : private detail::FrontEnd {
 
   /// Sets the deadlines of the run's waits (see EngineTimeouts); between runs. Throws
   /// std::invalid_argument for a check interval that is not positive.
+  /// Errors (this and the other between-runs setters: set_observer, enable_nvtx,
+  /// set_failure_policy, retire_after_device, the shortcuts, on_run_failed):
+  /// PipelineStateError naming the setter while a run is in progress (see
+  /// set_failure_policy), while a call drives the pipeline (from on_retire, on_failure, the
+  /// source or a body of progress(), run(), next(), drain() or a serial run: "set_timeouts
+  /// called while run() of the same pipeline runs ..."), or, for set_observer and
+  /// enable_nvtx, while bodies of a broken run still run. A run's threads read what they set.
   void set_timeouts(EngineTimeouts timeouts) { core_.set_timeouts(std::move(timeouts)); }
-  void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
+  /// Attaches `observer` (nullptr: none) to the task instances (see TaskObserver); between
+  /// runs (see set_timeouts for the errors).
+  void set_observer(TaskObserver* observer) { core_.set_observer(observer); }
 
   /// Emits an NVTX range for every task instance from now on (off: none), named as in seed 003:
   /// `SWP/{Task}/iter{N}` when pipelined, `SWP_serial/{Task}/iter{N}` in run_one_serial_iter,
@@ -478,9 +487,9 @@ class Pipeline : private detail::FrontEnd {
   /// whether ranges will be emitted: false where NVTX is not compiled in (swp::nvtx_compiled).
   /// Cost: off, one predictable branch per instance; on, the name written into a stack buffer
   /// and nvtxRangeStartA / nvtxRangeEnd (which return at once without a tool attached). Set
-  /// it between runs.
+  /// it between runs (see set_timeouts for the errors).
   /// Example: `pipe.enable_nvtx(); pipe.run(batches);  // then: nsys profile ...`
-  bool enable_nvtx(bool on = true) noexcept { return core_.set_nvtx(on); }
+  bool enable_nvtx(bool on = true) { return core_.set_nvtx(on); }
 
  protected:
   // Ends what is in flight (see the class comment). Derived destructors call it first: until

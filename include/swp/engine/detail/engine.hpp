@@ -94,8 +94,8 @@ class Engine {
   [[nodiscard]] FailurePolicy failure_policy() const noexcept;
   void set_retire_after_device(bool on);
   [[nodiscard]] bool retire_after_device() const noexcept;
-  void set_observer(TaskObserver* observer) noexcept;
-  bool set_nvtx(bool on) noexcept;
+  void set_observer(TaskObserver* observer);
+  bool set_nvtx(bool on);
 
  private:
   std::unique_ptr<EngineCore> core_;

@@ -108,7 +108,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   [[nodiscard]] bool between_runs() const noexcept {
     return !filled_ || (at_end() && !failure_.failed());
   }
-  /// Throws PipelineStateError naming `call` unless between_runs().
+  /// Throws PipelineStateError naming `call` unless between_runs(), or while a call drives
+  /// the pipeline (RunDriver::refuse_while_driving: from a callback or body of progress(),
+  /// run(), next(), drain() or a serial run).
   void require_between_runs(const char* call) const;
   /// The first iteration of the current (or last) run: the one with no iteration before it.
   [[nodiscard]] std::int64_t base() const noexcept { return base_; }
@@ -148,7 +150,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *tasks_[t].stream; }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *tasks_[t].lane; }
 
-  /// Throws std::invalid_argument for a check interval that is not positive.
+  /// Throws std::invalid_argument for a check interval that is not positive;
+  /// PipelineStateError as require_between_runs("set_timeouts").
   void set_timeouts(EngineTimeouts timeouts);
   /// What a task's error does to the run (see FailurePolicy); between runs only.
   void set_failure_policy(FailurePolicy policy);
@@ -165,16 +168,24 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   void throw_host_work_error() { IterationDeviceWork::throw_host_work_error(); }
   /// The signal every instance's waits listen to; fired when the run fails or times out.
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
-  void set_observer(TaskObserver* observer) noexcept {
+  /// Between runs (require_settable): the lanes and the serial iteration read it.
+  void set_observer(TaskObserver* observer) {
+    require_settable("set_observer");
     observer_ = observer;
     update_hooks();
   }
-  /// NVTX ranges for instances (where compiled in): returns whether they are on.
-  bool set_nvtx(bool on) noexcept {
+  /// NVTX ranges for instances (where compiled in): returns whether they are on. Between runs
+  /// (require_settable).
+  bool set_nvtx(bool on) {
+    require_settable("enable_nvtx");
     nvtx_ = on && nvtx_compiled();
     update_hooks();
     return nvtx_;
   }
+  /// What the setters of what the lanes read (observer, NVTX) require: no call
+  /// drives the pipeline, no run is in progress (require_between_runs), and no body of a
+  /// broken run still runs. Throws PipelineStateError naming `call` otherwise. A per-call check.
+  void require_settable(const char* call) const;
 
   /// The output box of `task` for the iteration in context slot `slot`.
   [[nodiscard]] OutputBox* box(std::size_t slot, TaskIndex task) const {
