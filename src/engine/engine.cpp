@@ -19,6 +19,7 @@ void Engine::set_routine(TaskIndex task, const TaskRoutine* routine) noexcept {
   core_->set_routine(task, routine);
 }
 void Engine::check_fillable() { core_->check_fillable(); }
+void Engine::throw_host_work_error() { core_->throw_host_work_error(); }
 void Engine::fill() { core_->fill(); }
 std::optional<std::int64_t> Engine::progress() { return core_->driver().progress(); }
 std::int64_t Engine::retire_all() { return core_->driver().retire_all(); }
@@ -31,7 +32,10 @@ Co<std::optional<std::int64_t>> Engine::next(std::stop_token token) {
 void Engine::drain() { core_->driver().drain(); }
 void Engine::shut_down() noexcept { core_->shut_down(); }
 bool Engine::cancel(const std::string& reason) { return core_->cancel(reason); }
-void Engine::prepare_serial() { prepare_serial_iteration(*core_); }
+Engine::SerialRun::SerialRun(Engine& engine, const char* call) : engine_(engine) {
+  begin_serial_run(*engine.core_, call);
+}
+Engine::SerialRun::~SerialRun() { end_serial_run(*engine_.core_); }
 void Engine::run_serial(std::int64_t iter) { run_serial_iteration(*core_, iter); }
 
 bool Engine::filled() const noexcept { return core_->filled(); }
@@ -55,7 +59,7 @@ void Engine::set_failure_policy(FailurePolicy policy) { core_->set_failure_polic
 FailurePolicy Engine::failure_policy() const noexcept { return core_->failure_policy(); }
 void Engine::set_retire_after_device(bool on) { core_->set_retire_after_device(on); }
 bool Engine::retire_after_device() const noexcept { return core_->retire_after_device(); }
-void Engine::set_observer(TaskObserver* observer) noexcept { core_->set_observer(observer); }
-bool Engine::set_nvtx(bool on) noexcept { return core_->set_nvtx(on); }
+void Engine::set_observer(TaskObserver* observer) { core_->set_observer(observer); }
+bool Engine::set_nvtx(bool on) { return core_->set_nvtx(on); }
 
 }  // namespace swp::detail

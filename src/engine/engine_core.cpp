@@ -82,18 +82,7 @@ void EngineCore::check_fillable() {
   // From on_retire, on_failure or the source: a failed run's hand-back has marked it unfilled
   // already while it still reports its iterations (a fill there lost them).
   driver_.refuse_while_driving("fill_pipeline");
-  if (broken_) {
-    // The bodies that kept the last run from draining ignored cancellation: once they all
-    // returned, the pipeline is whole again.
-    if (!driver_.wait_drained())
-      throw PipelineStateError(
-          "the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
-          "run:" +
-          hang_report().unfinished());
-    broken_ = false;
-    claims_.end_all();
-    hand_back_late_batch();
-  }
+  require_whole("fill_pipeline");
   if (!filled_) return;
   // A run whose source ended and whose iterations all retired may go on with a new source.
   if (at_end() && !stop_.stop_requested()) return;
@@ -102,6 +91,24 @@ void EngineCore::check_fillable() {
       std::to_string(next_admit_ - 1) + " in flight" +
       (end_ == INT64_MAX ? std::string(", its source not ended") : std::string()) +
       "): retire them with progress() until it returns no iteration, or drain() first");
+}
+
+void EngineCore::require_whole(const char* call) {
+  if (!broken_) return;
+  // The bodies that kept the last run from draining ignored cancellation: once they all
+  // returned, the pipeline is whole again.
+  if (!driver_.wait_drained())
+    throw PipelineStateError(
+        std::string(call) +
+        ": the pipeline is broken: task bodies of an earlier run ignored cancellation and still "
+        "run:" +
+        (serial_straggler_ != nullptr ? std::string(" the body of a serial iteration")
+                                      : hang_report().unfinished()));
+  broken_ = false;
+  serial_straggler_.reset();
+  claims_.end_all();
+  // What a fetch that ignored the cancellation brought after the broken run ended.
+  hand_back_late_batch();
 }
 
 void EngineCore::fill() {
@@ -132,6 +139,7 @@ void EngineCore::ready_by_policy(Instance& in, bool step_ending) noexcept {
 }
 
 void EngineCore::require_between_runs(const char* call) const {
+  driver_.refuse_while_driving(call);
   if (between_runs()) return;
   throw PipelineStateError(std::string(call) + " while a run is in progress (iterations " +
                            std::to_string(oldest_) + ".." + std::to_string(next_admit_ - 1) +
@@ -139,7 +147,19 @@ void EngineCore::require_between_runs(const char* call) const {
                            "until it returns no iteration, or drain() first");
 }
 
+void EngineCore::require_settable(const char* call) const {
+  require_between_runs(call);
+  // Stragglers of a run that could not drain still read the observer and the timeouts.
+  if (broken_ && !drained())
+    throw PipelineStateError(std::string(call) +
+                             " while the pipeline is broken: task bodies of an earlier run "
+                             "ignored cancellation and still run");
+}
+
 void EngineCore::set_timeouts(EngineTimeouts timeouts) {
+  // The timer thread of next()'s waits and the drivers' waits read them during a run (not
+  // the bodies a broken run left running: the teardown's deadline may be set then).
+  require_between_runs("set_timeouts");
   // A check interval of 0 made the waits' periodic check fire once: next()'s deadlines (and
   // the sequencer's) were then never looked at again.
   if (timeouts.check_interval <= std::chrono::milliseconds::zero())
@@ -387,7 +407,10 @@ bool EngineCore::retire_ready() const noexcept {
   return oldest_ + static_cast<std::int64_t>(depth_) >= end_ || device_done(oldest_);
 }
 
-bool EngineCore::drained() const noexcept { return release_->drained() && front_.source_idle(); }
+bool EngineCore::drained() const noexcept {
+  return release_->drained() && front_.source_idle() &&
+         (serial_straggler_ == nullptr || serial_straggler_->ended.load(std::memory_order_acquire));
+}
 
 void EngineCore::stop_source() noexcept {
   source_stopped_ = true;

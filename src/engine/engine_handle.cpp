@@ -3,7 +3,9 @@
 
 #include "swp/engine/detail/engine_handle.hpp"
 
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/errors.hpp"
@@ -26,6 +28,23 @@ OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer) {
   const Instance& source = in.core().sibling(in, producer.index);
   return {.box = in.slot().boxes[producer.index].get(),
           .error = source.failed ? &source.error() : nullptr};
+}
+
+std::function<void()> guard_host_work(const EngineCore& core, TaskIndex task, std::int64_t iter,
+                                      std::function<void()> work) {
+  // The errors are shared: the stream may run the callable after the pipeline is gone.
+  return [errors = core.host_work_errors(), task, iter, work = std::move(work)] {
+    try {
+      work();
+    } catch (...) {
+      std::exception_ptr error = std::current_exception();
+      try {
+        errors->add({.iter = iter, .task = task, .error = error});
+      } catch (...) {
+        std::rethrow_exception(error);  // not kept: the stream keeps it (its synchronize())
+      }
+    }
+  };
 }
 
 const PlanGraph& graph_of(const EngineCore& core) noexcept { return core.graph(); }

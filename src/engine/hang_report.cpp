@@ -177,6 +177,15 @@ std::string HangReport::unfinished() const {
   return out.str();
 }
 
+std::string HangReport::serial_unfinished(TaskIndex t, std::int64_t iter) const {
+  // The serial body runs on the driving thread, not on its lane: while the driver waits, it
+  // is suspended in an await.
+  return "\n  " + core_.graph_.name(t) + " (iter " + std::to_string(iter) + ") on lane '" +
+         core_.graph_.lane(t) +
+         "', stream 'default': its body is suspended in an await (a future, an event, CPU or "
+         "device time) that has not completed";
+}
+
 std::string HangReport::device_work(std::int64_t iter) const {
   const PlanGraph& graph = core_.graph_;
   std::ostringstream out;

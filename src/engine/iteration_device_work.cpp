@@ -5,7 +5,9 @@
 
 #include "swp/engine/detail/iteration_device_work.hpp"
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/errors.hpp"
@@ -86,9 +88,27 @@ bool IterationDeviceWork::device_events_done(const EngineCore& core, std::int64_
 }
 
 bool IterationDeviceWork::fail_on_recorded_fault(EngineCore& core, std::int64_t iter) noexcept {
-  const IterationSync& sync = core.sync_of(iter);
+  IterationSync& sync = core.sync_of(iter);
   for (TaskIndex t : recorded_tasks(core, iter)) {
     std::exception_ptr fault = sync.instances[t].device()->event->error(sync.generation[t]);
+    // A callable the task queued threw (before the event recorded after it was reached).
+    if (!fault && !core.host_work_errors_->empty()) {
+      try {
+        fault = core.host_work_errors_->take(iter, t);
+      } catch (...) {
+        fault = std::current_exception();  // the lock failed: the run fails with that
+      }
+      // Not retired yet (retire_after_device): under skip it is this iteration's failure
+      // alone, which retires in its turn as failed (its first own error stays).
+      if (fault && core.policy_ == FailurePolicy::skip && iter >= core.oldest_) {
+        Instance& in = sync.instances[t];
+        in.failed = true;
+        in.error() = std::move(fault);
+        TaskIndex none = IterationSync::no_failure;
+        sync.failed_task.compare_exchange_strong(none, t, std::memory_order_release);
+        continue;
+      }
+    }
     if (!fault) continue;
     EngineCore& c = core;
     try {
@@ -101,6 +121,12 @@ bool IterationDeviceWork::fail_on_recorded_fault(EngineCore& core, std::int64_t 
     return true;
   }
   return false;
+}
+
+void IterationDeviceWork::throw_host_work_error() {
+  if (host_work_errors_->empty()) return;
+  if (std::optional<HostWorkErrors::Error> first = host_work_errors_->take_first())
+    throw TaskError(core().graph_.name(first->task), first->iter, std::move(first->error));
 }
 
 void IterationDeviceWork::watch_device(std::int64_t iter) {
@@ -128,6 +154,17 @@ bool IterationDeviceWork::wait_device(std::int64_t iter) {
       core().driver_.driven().until([&] { return device_done(iter); }, core().timeouts_.retire);
   unwatch_device(iter);
   return done;
+}
+
+void IterationDeviceWork::settle_device_work() {
+  EngineCore& c = core();
+  if (!recorded_ever_.load(std::memory_order_relaxed)) return;
+  // An entry that records device work holds it for the pipelined iteration it was admitted
+  // for (serial iterations record none), so its number finds it (sync_of).
+  for (IterationSync& sync : c.sync_)
+    if (sync.device() && !wait_device(sync.iter))
+      throw device_timeout(sync.iter, "so a serial iteration cannot reuse the context slots");
+  for (IterationSync& sync : c.sync_) sync.forget_recorded();
 }
 
 bool IterationDeviceWork::await_slot_device(EngineCore& core, std::int64_t iter) {

@@ -197,21 +197,22 @@ void RunDriver::throw_blocking(const char* call) const {
 // included), and any other call meanwhile is refused before it touches the run.
 class RunDriver::Driving {
  public:
-  Driving(RunDriver& driver, const char* call) : driver_(driver) {
-    // One read-modify-write per call (not per iteration of run()): two threads cannot both
-    // pass.
-    const char* driving = nullptr;
-    if (!driver.driving_.compare_exchange_strong(driving, call, std::memory_order_acquire,
-                                                 std::memory_order_relaxed)) [[unlikely]]
-      throw_reentered(call, driving);
-  }
-  ~Driving() { driver_.driving_.store(nullptr, std::memory_order_release); }
+  Driving(RunDriver& driver, const char* call) : driver_(driver) { driver.begin_driving(call); }
+  ~Driving() { driver_.end_driving(); }
   Driving(const Driving&) = delete;
   Driving& operator=(const Driving&) = delete;
 
  private:
   RunDriver& driver_;
 };
+
+void RunDriver::begin_driving(const char* call) {
+  // One read-modify-write per call (not per iteration of run()): two threads cannot both pass.
+  const char* driving = nullptr;
+  if (!driving_.compare_exchange_strong(driving, call, std::memory_order_acquire,
+                                        std::memory_order_relaxed)) [[unlikely]]
+    throw_reentered(call, driving);
+}
 
 void RunDriver::throw_reentered(const char* call, const char* driving) {
   throw PipelineStateError(

@@ -1,31 +1,130 @@
-// run_serial_iteration: one iteration, tasks in topological order on the calling thread.
+// The serial runs: one iteration's tasks in topological order on the calling thread
+// (run_serial_iteration), between begin_serial_run and end_serial_run.
 
 #include "swp/engine/detail/serial_iteration.hpp"
 
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
-#include "swp/async/detail/drive_to_end.hpp"
+#include "swp/async/detail/erased_co.hpp"
 #include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/task_scope.hpp"
 
 namespace swp::detail {
 
-void prepare_serial_iteration(EngineCore& c) {
-  c.driver_.refuse_while_driving("run_one_serial_iter");
+// The steps of run_serial_iteration that reach into the core (a friend).
+struct SerialSteps {
+  static void time_out(EngineCore& c, TaskIndex t, std::int64_t iter);
+  static std::exception_ptr drive_body(EngineCore& c, Instance& in, TaskIndex t, std::int64_t iter,
+                                       ErasedCo& body, std::optional<Clock::time_point>& started);
+};
+
+// Fails the serial run: task `t` of iteration `iter` did not finish within the retire deadline
+// (on virtual time: it never can).
+void SerialSteps::time_out(EngineCore& c, TaskIndex t, std::int64_t iter) {
+  const HangReport report = c.hang_report();
+  const std::exception_ptr timeout = std::make_exception_ptr(
+      c.runtime_.scheduler().virtual_time()
+          ? report.error("serial iteration " + std::to_string(iter) + ": task '" +
+                         c.graph_.name(t) +
+                         "' can never finish (it waits for something no task will provide)")
+          : report.error("serial iteration " + std::to_string(iter) + " did not finish within " +
+                         std::to_string(c.timeouts_.retire.count()) +
+                         " ms; unfinished:" + report.serial_unfinished(t, iter)));
+  c.fail("", iter, timeout, FailureKind::timeout);
+}
+
+// Runs `body` (task t's, not started) to its end on this thread, driving the scheduler while
+// it awaits, with the run's stop and deadlines (see run_serial_iteration): its error, or
+// nullptr. `started`: when the iteration's first wait began (its retire deadline's start).
+std::exception_ptr SerialSteps::drive_body(EngineCore& c, Instance& in, TaskIndex t,
+                                           std::int64_t iter, ErasedCo& body,
+                                           std::optional<Clock::time_point>& started) {
+  auto outcome = std::make_shared<SerialOutcome>();
+  outcome->scheduler = &c.runtime_.scheduler();
+  // The completion's own reference, freed by it: the outcome outlives this call when the body
+  // does (ignoring cancellation).
+  auto* held = new std::shared_ptr<SerialOutcome>(outcome);
+  body.start_detached(
+      nullptr,
+      [](void* context, std::exception_ptr& error) noexcept {
+        const std::unique_ptr<std::shared_ptr<SerialOutcome>> mine(
+            static_cast<std::shared_ptr<SerialOutcome>*>(context));
+        SerialOutcome& o = **mine;
+        o.error = std::move(error);
+        Scheduler* to_notify = o.scheduler;
+        o.ended.store(true, std::memory_order_seq_cst);
+        to_notify->notify();
+      },
+      held, &c.stop_, &in);
+  const auto ended = [&o = *outcome] { return o.ended.load(std::memory_order_seq_cst); };
+  if (!ended()) {
+    // The body's awaits complete on other threads (host) or on this one as it drives.
+    DrivenWait& wait = c.driver_.driven();
+    const auto ended_or_stop = [&] { return ended() || c.stop_.stop_requested(); };
+    if (!wait.until(ended_or_stop, c.timeouts_.retire, started) && !c.stop_.stop_requested())
+      time_out(c, t, iter);
+    // Stopped (the deadline, cancel()): its cancellable awaits wake with Cancelled.
+    if (!ended() && !wait.until(ended, c.timeouts_.drain)) {
+      c.broken_ = true;
+      c.serial_straggler_ = outcome;
+      const HangReport report = c.hang_report();
+      throw report.error("serial iteration " + std::to_string(iter) +
+                         " could not end after its failure (" + c.failure_.snapshot().describe() +
+                         "): task '" + c.graph_.name(t) +
+                         "' ignored cancellation and did not return within " +
+                         std::to_string(c.timeouts_.drain.count()) +
+                         " ms; the pipeline is broken until it returns; still unfinished:" +
+                         report.serial_unfinished(t, iter));
+    }
+  }
+  return std::move(outcome->error);
+}
+
+void begin_serial_run(EngineCore& c, const char* call) {
+  c.driver_.refuse_while_driving(call);
+  c.require_whole(call);
   if (c.filled_) {
     // A run that ended (its source and every iteration) ends for good: serial iterations
     // reuse its first slot and entry, so it could not go on after them.
-    c.require_between_runs("run_one_serial_iter");
+    c.require_between_runs(call);
     c.driver_.end_run();
   }
+  c.settle_device_work();
+  c.release_retired(c.oldest_);  // none holds device work now: each is released
+  c.driver_.begin_driving(call);
+  // Live: cancel() may end it, under the lock it takes (see EngineCore::live_).
+  std::lock_guard lock(c.live_mutex_);
+  c.failure_.reset();
+  c.stop_.reset();
+  c.live_.store(true, std::memory_order_release);
+}
+
+void end_serial_run(EngineCore& c) noexcept {
+  {
+    std::lock_guard lock(c.live_mutex_);
+    c.live_.store(false, std::memory_order_release);
+  }
+  c.driver_.end_driving();
 }
 
 void run_serial_iteration(EngineCore& c, std::int64_t iter) {
-  prepare_serial_iteration(c);
+  // Cancelled (or failed) before it: nothing of it runs.
+  if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
   Stream& stream = c.runtime_.stream("default");
   IterationSync& sync = c.sync_[0];
+  // Numbers are never reused: the next run (or run_serial's next iteration) numbers after it.
+  // Nothing is in flight (oldest_ = next_admit_: no iteration for drained() or a hang report
+  // to look at), and every retired iteration was released (begin_serial_run).
+  if (iter >= c.next_admit_ && iter < INT64_MAX) {
+    c.next_admit_ = c.oldest_ = c.released_upto_ = iter + 1;
+    c.admit_entry_ = c.oldest_entry_ = c.released_entry_ = c.sync_ring_(iter + 1);
+  }
   for (TaskIndex t : c.slots_[0].boxed) c.slots_[0].boxes[t]->reset();
   sync.iter = iter;
   sync.slot = &c.slots_[0];
@@ -37,7 +136,9 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     in.error() = nullptr;
     in.set_state(InstanceState::idle);
   }
+  std::optional<Clock::time_point> started;  // the iteration's deadline, from its first wait
   for (TaskIndex t : c.tasks_.serial_order()) {
+    if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
     Instance& in = sync.instances[t];
     // Observed like a pipelined instance: released, started and finished, in serial order.
     if (c.observer_ != nullptr) {
@@ -54,24 +155,19 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     } catch (...) {
       error = std::current_exception();
     }
-    if (body.valid()) {
-      // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they run
-      // on, or finish on another thread.
-      std::optional<std::exception_ptr> ended = drive_to_end(body, c.runtime_.scheduler(), &in);
-      if (!ended)
-        throw PipelineTimeout("serial iteration " + std::to_string(iter) + ": task '" +
-                              c.graph_.name(t) +
-                              "' can never finish (it waits for something no task "
-                              "will provide)");
-      error = std::move(*ended);
-    }
+    // Bodies awaiting virtual CPU time on sim need the scheduler driven; on host they run on,
+    // or finish on another thread.
+    if (body.valid()) error = SerialSteps::drive_body(c, in, t, iter, body, started);
     in.set_state(InstanceState::finished);
     c.end_range(in);
+    const bool failed = error != nullptr || c.failure_.failed();
     if (error) {
       in.failed = true;
       in.error() = error;
     }
-    if (c.observer_ != nullptr) c.observer_->task_finished(t, iter, *c.tasks_[t].lane, !error);
+    if (c.observer_ != nullptr) c.observer_->task_finished(t, iter, *c.tasks_[t].lane, !failed);
+    // The serial run's failure (a deadline, cancel()) first: the body's Cancelled is its effect.
+    if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
     if (error) throw TaskError(c.graph_.name(t), iter, error);
   }
 }

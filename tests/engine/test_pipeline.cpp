@@ -26,6 +26,7 @@
 #include "support/random_plans.hpp"
 #include "support/run_trace.hpp"
 #include "support/seed.hpp"
+#include "support/text.hpp"
 #include "swp/async/asio_scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/core/plan_json.hpp"
@@ -773,6 +774,94 @@ TEST_CASE_TEMPLATE("a serial iteration finishes when a body is resumed by anothe
   REQUIRE_MESSAGE(done->load(), "run_one_serial_iter did not return");
   runner.join();
   CHECK(ran.load() == 1);
+}
+
+TEST_CASE_TEMPLATE(
+    "serial and pipelined runs mixed on one pipeline never reuse an iteration number", Engine,
+    swp::test::UseClock, swp::test::UseDataFlow) {
+  // run_serial numbered from 0 at every call: iterations 0 and 1 of the pipelined run came
+  // again, so TaskError::iter(), traces and NVTX ranges named two iterations with one number.
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  std::vector<std::int64_t> seen;
+  swp::Plan<Ctx> plan;
+  plan.add("Work", [&seen](Ctx& ctx) { seen.push_back(ctx.iter_idx); });
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  pipe->run(std::vector<std::uint64_t>{1, 2, 3});                             // 0, 1, 2
+  CHECK(pipe->run_serial(std::vector<std::uint64_t>{4, 5}).iterations == 2);  // 3, 4
+  CHECK(pipe->next_iteration() == 5);
+  pipe->run_one_serial_iter(6, 9);  // the caller's number: the pipeline's go on after it
+  CHECK(pipe->next_iteration() == 10);
+  pipe->fill_pipeline(std::vector<std::uint64_t>{7});  // 10
+  while (pipe->progress()) {
+  }
+  pipe->run_serial(std::vector<std::uint64_t>{8});  // 11: the ended run ends for good
+  pipe->run_one_serial_iter(9, 4);  // an earlier number of the caller's moves nothing back
+  pipe->run(std::vector<std::uint64_t>{10});  // 12
+  CHECK(seen == std::vector<std::int64_t>{0, 1, 2, 3, 4, 9, 10, 11, 4, 12});
+}
+
+TEST_CASE_TEMPLATE("the between-runs setters are refused while a run drives the pipeline", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // set_timeouts, set_observer and enable_nvtx took effect under a running run: the timer
+  // thread of next()'s waits and the lanes read what they write (a data race).
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Plan<Ctx> plan;
+  plan.add("Work", [](Ctx&) {});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  struct Quiet final : swp::TaskObserver {
+    void task_released(TaskIndex, std::int64_t, const swp::Lane&) noexcept override {}
+    void task_started(TaskIndex, std::int64_t, const swp::Lane&) noexcept override {}
+    void task_finished(TaskIndex, std::int64_t, const swp::Lane&, bool) noexcept override {}
+  } observer;
+  const auto try_setters = [&] {
+    std::vector<std::string> refused;
+    const auto attempt = [&](const auto& call) {
+      try {
+        call();
+      } catch (const swp::PipelineStateError& e) {
+        refused.emplace_back(e.what());
+      }
+    };
+    attempt([&] { pipe->set_timeouts({.retire = 5s}); });
+    attempt([&] { pipe->set_observer(&observer); });
+    attempt([&] { (void)pipe->enable_nvtx(true); });
+    return refused;
+  };
+  const auto check_named = [](const std::vector<std::string>& refused, const char* driving) {
+    REQUIRE(refused.size() == 3);
+    CHECK(refused[0].starts_with("set_timeouts called while"));
+    CHECK(refused[1].starts_with("set_observer called while"));
+    CHECK(refused[2].starts_with("enable_nvtx called while"));
+    for (const std::string& what : refused) CHECK(swp::test::contains(what, driving));
+  };
+  SUBCASE("from on_retire, while run() drives it") {
+    std::vector<std::string> refused;
+    pipe->on_retire([&](const Ctx& ctx) {
+      if (ctx.iter_idx == 1) refused = try_setters();
+    });
+    pipe->run(std::vector<std::uint64_t>{1, 2, 3});
+    check_named(refused, "run()");
+  }
+  SUBCASE("from on_retire, while a serial iteration runs") {
+    std::vector<std::string> refused;
+    pipe->on_retire([&](const Ctx&) { refused = try_setters(); });
+    pipe->run_one_serial_iter(1, 0);
+    check_named(refused, "run_one_serial_iter");
+  }
+  SUBCASE("between two progress() calls, iterations in flight") {
+    pipe->fill_pipeline(std::vector<std::uint64_t>{1, 2, 3});
+    REQUIRE(pipe->progress());
+    const std::vector<std::string> refused = try_setters();
+    REQUIRE(refused.size() == 3);
+    CHECK(refused[0].starts_with("set_timeouts while a run is in progress"));
+    CHECK(refused[1].starts_with("set_observer while a run is in progress"));
+    CHECK(refused[2].starts_with("enable_nvtx while a run is in progress"));
+    while (pipe->progress()) {
+    }
+  }
+  // Between runs, each is accepted.
+  CHECK(try_setters().empty());
+  pipe->set_observer(nullptr);
 }
 
 TEST_CASE("the pipeline headers and swp.hpp name no engine core") {

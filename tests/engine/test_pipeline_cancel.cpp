@@ -194,10 +194,11 @@ TEST_CASE_TEMPLATE("the between-runs setters are accepted once a run ended, refu
   while (auto i = pipe->progress()) retired.push_back(i->iter());
   CHECK(retired == std::vector<std::int64_t>{4, 5});
   CHECK(pipe->failure_policy() == swp::FailurePolicy::skip);
-  // A serial iteration ends an ended run for good; the next fill starts a new one.
+  // A serial iteration ends an ended run for good; the next fill starts a new one, numbered
+  // after the serial iteration's 6 (a pipeline never reuses an iteration number).
   pipe->run_one_serial_iter(7, 6);
   pipe->fill_pipeline(batches(1));
-  CHECK(swp::test::iter_of(pipe->progress()) == 6);
+  CHECK(swp::test::iter_of(pipe->progress()) == 7);
 }
 
 TEST_CASE_TEMPLATE("cancels before, during, racing with the end of, and after a run; refill after each",

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <set>
@@ -14,6 +15,7 @@
 
 #include "support/engines.hpp"
 #include "support/include_closure.hpp"
+#include "support/text.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 
@@ -107,6 +109,106 @@ TEST_CASE_TEMPLATE("a callable a task queues on its stream is ordered before its
       CHECK(consumed[static_cast<std::size_t>(i)] == 2 * (100 + i) + 1);
     }
   }
+}
+
+namespace {
+
+// A plan whose task "Launch" queues a callable on its stream "gpu" that throws in iteration
+// `broken` (and only there).
+swp::Plan<Ctx> throwing_callable_plan(std::int64_t broken) {
+  swp::Plan<Ctx> plan;
+  plan.add("Load", [](Ctx&) {}, {.stage = 0, .thread_group = "io"});
+  plan.add("Launch",
+           [broken](Ctx& ctx, swp::TaskScope& scope) {
+             const std::int64_t iter = ctx.iter_idx;
+             scope.enqueue(
+                 [iter, broken] {
+                   if (iter == broken) throw std::runtime_error("kernel of iteration 2 broke");
+                 },
+                 1ms);
+           },
+           {.stage = 1, .stream = "gpu", .thread_group = "compute"});
+  plan.intra_iter_deps.push_back({"Launch", "Load"});
+  return plan;
+}
+
+// The error a TaskError `e` carries names Launch, iteration 2 and the callable's message.
+void check_launch_2(const swp::TaskError& e) {
+  CHECK(e.task() == "Launch");
+  CHECK(e.iter() == 2);
+  CHECK(std::string(e.what()) ==
+        "task 'Launch' failed in iteration 2: kernel of iteration 2 broke");
+  CHECK_THROWS_AS(std::rethrow_exception(e.nested()), std::runtime_error);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "a callable queued with enqueue that throws is its task's failure in its iteration", Engine,
+    swp::test::UseClock, swp::test::UseDataFlow) {
+  // It surfaced bare, from the stream's next synchronize(), naming neither task nor iteration;
+  // and retiring after the device, iteration 2 retired as if it had succeeded.
+  const std::string what = "task 'Launch' failed in iteration 2: kernel of iteration 2 broke";
+  enum class Way { after_device, after_device_skip, run, serial };
+  for (auto backend : {swp::Backend::host, swp::Backend::sim})
+    for (Way way : {Way::after_device, Way::after_device_skip, Way::run, Way::serial}) {
+      CAPTURE(swp::backend_name(backend));
+      CAPTURE(static_cast<int>(way));
+      swp::Runtime rt({.backend = backend, .workers = 2});
+      auto pipe = Engine::template make<Ctx>(rt, throwing_callable_plan(2), 2);
+      std::vector<std::int64_t> retired;
+      std::vector<std::pair<std::int64_t, std::string>> failed;
+      pipe->on_retire([&](const Ctx& ctx) { retired.push_back(ctx.iter_idx); });
+      pipe->on_failure([&](const Ctx& ctx, const std::exception_ptr& why) {
+        failed.emplace_back(ctx.iter_idx, swp::test::message_of<std::exception>(why));
+      });
+      const std::vector<int> batches{0, 1, 2, 3, 4, 5};
+      switch (way) {
+        case Way::after_device:  // fail_run: the run fails with its TaskError
+          pipe->retire_after_device();
+          pipe->fill_pipeline(batches);
+          try {
+            while (pipe->progress()) {
+            }
+            FAIL("the callable's error did not fail the run");
+          } catch (const swp::TaskError& e) {
+            check_launch_2(e);
+          }
+          CHECK(std::find(retired.begin(), retired.end(), 2) == retired.end());
+          CHECK(std::find(failed.begin(), failed.end(),
+                          std::pair<std::int64_t, std::string>{2, what}) != failed.end());
+          break;
+        case Way::after_device_skip: {  // iteration 2 retires failed, the run goes on
+          pipe->retire_after_device();
+          pipe->set_failure_policy(swp::FailurePolicy::skip);
+          pipe->fill_pipeline(batches);
+          std::vector<std::int64_t> came_back_failed;
+          while (auto iter = pipe->progress())
+            if (iter->failed()) came_back_failed.push_back(iter->iter());
+          CHECK(came_back_failed == std::vector<std::int64_t>{2});
+          CHECK(retired == std::vector<std::int64_t>{0, 1, 3, 4, 5});
+          CHECK(failed == std::vector<std::pair<std::int64_t, std::string>>{{2, what}});
+          break;
+        }
+        case Way::run:  // retiring at submission: run() fails with its TaskError
+          try {
+            pipe->run(batches);
+            FAIL("the callable's error did not surface");
+          } catch (const swp::TaskError& e) {
+            check_launch_2(e);
+          }
+          break;
+        case Way::serial:
+          try {
+            pipe->run_serial(batches);
+            FAIL("the callable's error did not surface");
+          } catch (const swp::TaskError& e) {
+            check_launch_2(e);
+          }
+          break;
+      }
+      pipe->synchronize();  // reported once: nothing is left for a later synchronize
+    }
 }
 
 TEST_CASE_TEMPLATE("a task's sleep_for ends with the run's cancellation, not its duration", Engine,

@@ -272,43 +272,58 @@ class Pipeline : private detail::FrontEnd {
     stats.iterations = core_.retire_all();  // progress() until the end, in one call
     core_.drain();
     synchronize_streams();
+    core_.throw_host_work_error();  // what no retirement reported (its device work was late)
     stats.elapsed = core_.runtime().now() - start;
     return stats;
   }
 
   /// Runs every iteration serially on the calling thread, all device work on the "default"
-  /// stream, no overlap: the baseline a pipelined run is compared to.
+  /// stream, no overlap: the baseline a pipelined run is compared to. Its iterations are
+  /// numbered on from the pipeline's (next_iteration()), as a run's are: the first gets
+  /// next_iteration(), and a run after it numbers after its last.
+  /// Deadlines, cancellation and errors are run_one_serial_iter's, for the whole call: cancel()
+  /// ends it (no later iteration starts).
   template <PullSourceOf<Batch> S>
   RunStats run_serial(S&& source) {
-    if (core_.filled()) {
-      core_.require_between_runs("run_serial");
-      core_.drain();  // an ended run ends for good (see run_one_serial_iter)
-    }
     auto next = make_source<Batch>(std::forward<S>(source));
     const auto start = core_.runtime().now();
     RunStats stats;
-    for (std::int64_t iter = 0;; ++iter) {
-      auto batch = next();
-      if (!batch) break;
-      run_one_serial_iter(std::move(*batch), iter);
-      ++stats.iterations;
+    {
+      // An ended run ends for good (see run_one_serial_iter).
+      const detail::Engine::SerialRun serial(core_, "run_serial");
+      for (;;) {
+        auto batch = next();
+        if (!batch) break;
+        serial_iteration(std::move(*batch), core_.next_iteration());
+        ++stats.iterations;
+      }
     }
     core_.runtime().stream("default").synchronize();
+    core_.throw_host_work_error();  // a callable of a task that threw (TaskScope::enqueue)
     stats.elapsed = core_.runtime().now() - start;
     return stats;
   }
 
   /// One serial iteration of `batch` as iteration `iter_idx`, tasks in topological order on the
   /// calling thread. Leaves nothing in flight. Throws TaskError naming the failing task.
+  /// `iter_idx` is the caller's to choose; the pipeline's own numbers go on after it
+  /// (next_iteration() is then at least iter_idx + 1), so no later run or run_serial reuses it.
+  /// Before its first task it waits (retire deadline) for the device work of the pipelined
+  /// iterations before it, whose context slots it and the run after it reuse.
+  /// Deadlines (EngineTimeouts), as a run's iteration: past `retire` (on sim: a body awaiting
+  /// what nothing provides) it throws PipelineTimeout naming the task and iteration, once the
+  /// body's await was cancelled; a body that ignores that past `drain` leaves the pipeline
+  /// broken until it returns. Cancellation: cancel() (another thread, a body, on_retire) ends
+  /// it as it ends a run — the body's cancellable awaits throw swp::Cancelled, no later task
+  /// runs, and it throws `swp::Cancelled("pipeline cancelled: " + reason)`; on_run_failed is
+  /// told of a deadline or a cancel, as for a run. While it runs (its on_retire included) it
+  /// drives the pipeline: progress(), fill_pipeline() and the between-runs setters are refused
+  /// (PipelineStateError). PipelineStateError while a run is in progress.
   void run_one_serial_iter(Batch batch, std::int64_t iter_idx) {
     // Checked (and a run that ended ended) before slot 0 is written: a refused call leaves
     // the context of the iteration in it as it was.
-    core_.prepare_serial();
-    contexts_[0] = Ctx{};
-    contexts_[0].batch = std::move(batch);
-    contexts_[0].iter_idx = iter_idx;
-    core_.run_serial(iter_idx);
-    if (on_retire_) on_retire_(contexts_[0]);
+    const detail::Engine::SerialRun serial(core_, "run_one_serial_iter");
+    serial_iteration(std::move(batch), iter_idx);
   }
 
   /// Called on the caller's thread with the context of every iteration as it retires (in
@@ -424,10 +439,13 @@ class Pipeline : private detail::FrontEnd {
   [[nodiscard]] std::set<std::string> shortcuts() const { return shortcuts_.names(core_.graph()); }
 
   /// Waits until every stream of the plan (and "default", the serial runs' stream) completed
-  /// its queued device work (seed torch.cuda.synchronize()).
+  /// its queued device work (seed torch.cuda.synchronize()). Errors: a stream's (its fault);
+  /// a callable a task queued (TaskScope::enqueue) that threw and was not reported yet, as
+  /// that task's TaskError naming its iteration (one per call).
   void synchronize() {
     synchronize_streams();
     core_.runtime().stream("default").synchronize();
+    core_.throw_host_work_error();
   }
 
   /// The period x task table of the plan (seed print_schedule); shortcut tasks are marked
@@ -456,8 +474,17 @@ class Pipeline : private detail::FrontEnd {
 
   /// Sets the deadlines of the run's waits (see EngineTimeouts); between runs. Throws
   /// std::invalid_argument for a check interval that is not positive.
+  /// Errors (this and the other between-runs setters: set_observer, enable_nvtx,
+  /// set_failure_policy, retire_after_device, the shortcuts, on_run_failed):
+  /// PipelineStateError naming the setter while a run is in progress (see
+  /// set_failure_policy), while a call drives the pipeline (from on_retire, on_failure, the
+  /// source or a body of progress(), run(), next(), drain() or a serial run: "set_timeouts
+  /// called while run() of the same pipeline runs ..."), or, for set_observer and
+  /// enable_nvtx, while bodies of a broken run still run. A run's threads read what they set.
   void set_timeouts(EngineTimeouts timeouts) { core_.set_timeouts(std::move(timeouts)); }
-  void set_observer(TaskObserver* observer) noexcept { core_.set_observer(observer); }
+  /// Attaches `observer` (nullptr: none) to the task instances (see TaskObserver); between
+  /// runs (see set_timeouts for the errors).
+  void set_observer(TaskObserver* observer) { core_.set_observer(observer); }
 
   /// Emits an NVTX range for every task instance from now on (off: none), named as in seed 003:
   /// `SWP/{Task}/iter{N}` when pipelined, `SWP_serial/{Task}/iter{N}` in run_one_serial_iter,
@@ -466,9 +493,9 @@ class Pipeline : private detail::FrontEnd {
   /// whether ranges will be emitted: false where NVTX is not compiled in (swp::nvtx_compiled).
   /// Cost: off, one predictable branch per instance; on, the name written into a stack buffer
   /// and nvtxRangeStartA / nvtxRangeEnd (which return at once without a tool attached). Set
-  /// it between runs.
+  /// it between runs (see set_timeouts for the errors).
   /// Example: `pipe.enable_nvtx(); pipe.run(batches);  // then: nsys profile ...`
-  bool enable_nvtx(bool on = true) noexcept { return core_.set_nvtx(on); }
+  bool enable_nvtx(bool on = true) { return core_.set_nvtx(on); }
 
  protected:
   // Ends what is in flight (see the class comment). Derived destructors call it first: until
@@ -487,6 +514,15 @@ class Pipeline : private detail::FrontEnd {
                  release, slots) {}
 
  private:
+  // One serial iteration of a serial run (Engine::SerialRun), its on_retire included.
+  void serial_iteration(Batch batch, std::int64_t iter_idx) {
+    contexts_[0] = Ctx{};
+    contexts_[0].batch = std::move(batch);
+    contexts_[0].iter_idx = iter_idx;
+    core_.run_serial(iter_idx);
+    if (on_retire_) on_retire_(contexts_[0]);
+  }
+
   Pipeline(Runtime& runtime, const PipelinePlan& plan,
            std::vector<std::optional<TaskBody<Ctx>>> bodies, detail::ReleasePolicy::Make release,
            std::size_t slots)

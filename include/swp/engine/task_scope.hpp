@@ -51,10 +51,20 @@ class TaskScope {
 
   /// Queues `work` on the task's stream (see Stream::enqueue: the stream's thread on host,
   /// `modelled` device time on sim), tagged with this instance. Consumers on other streams
-  /// wait for it, as for device_work. An exception it throws surfaces from the stream's next
-  /// synchronize() (the pipeline's synchronize(), or the end of run()).
+  /// wait for it, as for device_work.
+  /// Errors: an exception `work` throws is this task's failure in this iteration — a TaskError
+  /// naming both, as from a throwing body — reported where the engine looks at the iteration's
+  /// device work: with retire_after_device, before the iteration retires (it does not retire as
+  /// a success: under FailurePolicy::skip it retires failed, else the run fails); otherwise as
+  /// its context slot is released or reused, failing the run (it may have retired already),
+  /// or, when the run ended before its device work completed, from the end of run() /
+  /// run_serial() or the pipeline's synchronize(). The stream's own synchronize() does not
+  /// throw it.
   void enqueue(std::function<void()> work, Clock::duration modelled = {}) {
-    stream().enqueue(std::move(work), modelled, work_tag(instance_.task(), instance_.iter()));
+    Stream& on = stream();
+    on.enqueue(detail::guard_host_work(instance_.core(), instance_.task(), instance_.iter(),
+                                       std::move(work)),
+               modelled, work_tag(instance_.task(), instance_.iter()));
   }
 
   /// A pause of `duration` that holds no thread and ends early, throwing swp::Cancelled,

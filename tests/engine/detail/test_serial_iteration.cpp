@@ -5,10 +5,17 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -180,6 +187,111 @@ TEST_CASE_TEMPLATE("a refused run_one_serial_iter leaves the contexts of the run
     pipe->run_one_serial_iter(5, 50);
     CHECK(retired == std::vector<std::pair<std::int64_t, int>>{{50, 5}});
   }
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// Runs `call` on a thread of its own and waits up to 60 s for it: what it threw (nullptr: it
+// returned), or, when it hangs, a failed test instead of a hung suite (the thread is left).
+std::exception_ptr within_a_minute(std::function<void()> call) {
+  auto outcome = std::make_shared<std::promise<std::exception_ptr>>();
+  std::future<std::exception_ptr> done = outcome->get_future();
+  std::thread runner([call = std::move(call), outcome] {
+    try {
+      call();
+      outcome->set_value(nullptr);
+    } catch (...) {
+      outcome->set_value(std::current_exception());
+    }
+  });
+  if (done.wait_for(60s) != std::future_status::ready) {
+    runner.detach();
+    FAIL("the serial run hangs");
+    return nullptr;
+  }
+  runner.join();
+  return done.get();
+}
+
+// A plan whose task "Wait" awaits `never`, noting that it started.
+swp::Plan<Ctx> waiting_plan(swp::Promise<>& never, std::atomic<bool>& started) {
+  swp::Plan<Ctx> plan;
+  plan.add("Wait",
+           [&never, &started](Ctx&) -> swp::Co<void> {
+             started.store(true);
+             co_await never.get_future();
+           },
+           {.stage = 0, .thread_group = "io"});
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a serial iteration on the host has the retire deadline and names what hangs",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // It had none: a body awaiting a future nobody completes hung run_one_serial_iter forever.
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+  swp::Promise<> never;
+  std::atomic<bool> started{false};
+  auto pipe = Engine::template make<Ctx>(rt, waiting_plan(never, started), 2);
+  pipe->set_timeouts({.retire = 100ms, .check_interval = 5ms, .drain = 30s});
+  std::vector<std::string> told;  // on_run_failed, as for a pipelined run's deadline
+  pipe->on_run_failed([&](const std::exception_ptr& why) {
+    told.push_back(swp::test::message_of<swp::PipelineTimeout>(why));
+  });
+  const std::exception_ptr error = within_a_minute([&] { pipe->run_one_serial_iter(0, 3); });
+  const std::string what = swp::test::message_of<swp::PipelineTimeout>(error);
+  CHECK(what.starts_with("serial iteration 3 did not finish within 100 ms; unfinished:"));
+  CHECK(swp::test::contains(what,
+                            "Wait (iter 3) on lane 'io', stream 'default': its body is "
+                            "suspended in an await"));
+  CHECK(told == std::vector<std::string>{what});
+  // The pipeline is whole: the next serial iteration and a run go on (numbered after 3).
+  never.set_value();
+  CHECK(within_a_minute([&] { pipe->run_one_serial_iter(1, 4); }) == nullptr);
+  CHECK(within_a_minute([&] { pipe->run(std::vector<int>{1}); }) == nullptr);
+}
+
+TEST_CASE_TEMPLATE("cancel() ends a serial iteration and run_serial as it ends a run", Engine,
+                   swp::test::UseClock, swp::test::UseDataFlow) {
+  // cancel() returned false (no run in flight) and the serial iteration went on waiting.
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+  swp::Promise<> never;
+  std::atomic<bool> started{false};
+  auto pipe = Engine::template make<Ctx>(rt, waiting_plan(never, started), 2);
+  pipe->set_timeouts({.retire = 60s, .drain = 30s});  // far: the cancel must end it
+  SUBCASE("run_one_serial_iter") {
+    std::atomic<bool> cancelled{false};
+    std::thread canceller([&] {
+      while (!started.load()) std::this_thread::yield();
+      cancelled.store(pipe->cancel("shutdown"));
+    });
+    const std::exception_ptr error = within_a_minute([&] { pipe->run_one_serial_iter(0, 0); });
+    canceller.join();
+    CHECK(cancelled.load());
+    CHECK(swp::test::message_of<swp::Cancelled>(error) == "pipeline cancelled: shutdown");
+  }
+  std::vector<std::int64_t> retired;  // outlives the subcases, as on_retire does
+  bool cancelled = false;
+  SUBCASE("run_serial, from on_retire: the batches after it do not run") {
+    never.set_value();
+    pipe->on_retire([&](const Ctx& ctx) {
+      retired.push_back(ctx.iter_idx);
+      if (ctx.iter_idx == 1) cancelled = pipe->cancel("enough");
+    });
+    const std::exception_ptr error = within_a_minute([&] {
+      pipe->run_serial(std::vector<int>{0, 1, 2, 3});
+    });
+    CHECK(cancelled);
+    CHECK(swp::test::message_of<swp::Cancelled>(error) == "pipeline cancelled: enough");
+    CHECK(retired == std::vector<std::int64_t>{0, 1});
+  }
+  // Nothing is left cancelled: the next serial run runs.
+  CHECK_FALSE(pipe->cancel("nothing runs"));
+  if (!never.ready()) never.set_value();
+  CHECK(within_a_minute([&] { pipe->run_one_serial_iter(0, 10); }) == nullptr);
 }
 
 }  // namespace test_serial_iteration

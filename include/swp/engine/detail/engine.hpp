@@ -55,6 +55,9 @@ class Engine {
 
   void set_routine(TaskIndex task, const TaskRoutine* routine) noexcept;
   void check_fillable();
+  /// What a callable of TaskScope::enqueue threw and nothing reported yet, as its task's
+  /// TaskError (the first one); for after the streams were synchronized.
+  void throw_host_work_error();
   void fill();
   std::optional<std::int64_t> progress();
   std::int64_t retire_all();
@@ -63,7 +66,17 @@ class Engine {
   void drain();
   void shut_down() noexcept;
   bool cancel(const std::string& reason);
-  void prepare_serial();
+  /// A serial run (begin_serial_run .. end_serial_run) for its scope.
+  class SerialRun {
+   public:
+    SerialRun(Engine& engine, const char* call);
+    ~SerialRun();
+    SerialRun(const SerialRun&) = delete;
+    SerialRun& operator=(const SerialRun&) = delete;
+
+   private:
+    Engine& engine_;
+  };
   void run_serial(std::int64_t iter);
 
   [[nodiscard]] bool filled() const noexcept;
@@ -81,8 +94,8 @@ class Engine {
   [[nodiscard]] FailurePolicy failure_policy() const noexcept;
   void set_retire_after_device(bool on);
   [[nodiscard]] bool retire_after_device() const noexcept;
-  void set_observer(TaskObserver* observer) noexcept;
-  bool set_nvtx(bool on) noexcept;
+  void set_observer(TaskObserver* observer);
+  bool set_nvtx(bool on);
 
  private:
   std::unique_ptr<EngineCore> core_;

@@ -54,6 +54,7 @@
 #include "swp/engine/detail/ring_index.hpp"
 #include "swp/engine/detail/run_driver.hpp"
 #include "swp/engine/detail/run_failure.hpp"
+#include "swp/engine/detail/serial_iteration.hpp"
 #include "swp/engine/detail/task_table.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/detail/uncounted_runs.hpp"
@@ -107,7 +108,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   [[nodiscard]] bool between_runs() const noexcept {
     return !filled_ || (at_end() && !failure_.failed());
   }
-  /// Throws PipelineStateError naming `call` unless between_runs().
+  /// Throws PipelineStateError naming `call` unless between_runs(), or while a call drives
+  /// the pipeline (RunDriver::refuse_while_driving: from a callback or body of progress(),
+  /// run(), next(), drain() or a serial run).
   void require_between_runs(const char* call) const;
   /// The first iteration of the current (or last) run: the one with no iteration before it.
   [[nodiscard]] std::int64_t base() const noexcept { return base_; }
@@ -147,7 +150,8 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   [[nodiscard]] Stream& stream_of(TaskIndex t) const noexcept { return *tasks_[t].stream; }
   [[nodiscard]] Lane& lane_of(TaskIndex t) const noexcept { return *tasks_[t].lane; }
 
-  /// Throws std::invalid_argument for a check interval that is not positive.
+  /// Throws std::invalid_argument for a check interval that is not positive;
+  /// PipelineStateError as require_between_runs("set_timeouts").
   void set_timeouts(EngineTimeouts timeouts);
   /// What a task's error does to the run (see FailurePolicy); between runs only.
   void set_failure_policy(FailurePolicy policy);
@@ -155,18 +159,33 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   /// Iterations retire only once their device work completed (see Pipeline); between runs.
   void set_retire_after_device(bool on);
   [[nodiscard]] bool retire_after_device() const noexcept { return retire_after_device_; }
+  /// What the callables of TaskScope::enqueue threw, until reported (see HostWorkErrors).
+  [[nodiscard]] const std::shared_ptr<HostWorkErrors>& host_work_errors() const noexcept {
+    return host_work_errors_;
+  }
+  /// Throws the first callable's error no look at its iteration's device work reported, as
+  /// its task's TaskError; for the front end, once it synchronized the streams.
+  void throw_host_work_error() { IterationDeviceWork::throw_host_work_error(); }
   /// The signal every instance's waits listen to; fired when the run fails or times out.
   [[nodiscard]] const StopSignal& stop_signal() const noexcept { return stop_; }
-  void set_observer(TaskObserver* observer) noexcept {
+  /// Between runs (require_settable): the lanes and the serial iteration read it.
+  void set_observer(TaskObserver* observer) {
+    require_settable("set_observer");
     observer_ = observer;
     update_hooks();
   }
-  /// NVTX ranges for instances (where compiled in): returns whether they are on.
-  bool set_nvtx(bool on) noexcept {
+  /// NVTX ranges for instances (where compiled in): returns whether they are on. Between runs
+  /// (require_settable).
+  bool set_nvtx(bool on) {
+    require_settable("enable_nvtx");
     nvtx_ = on && nvtx_compiled();
     update_hooks();
     return nvtx_;
   }
+  /// What the setters of what the lanes read (observer, NVTX) require: no call
+  /// drives the pipeline, no run is in progress (require_between_runs), and no body of a
+  /// broken run still runs. Throws PipelineStateError naming `call` otherwise. A per-call check.
+  void require_settable(const char* call) const;
 
   /// The output box of `task` for the iteration in context slot `slot`.
   [[nodiscard]] OutputBox* box(std::size_t slot, TaskIndex task) const {
@@ -199,7 +218,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   friend class UncountedRuns;
   friend class RunDriver;
   friend void run_serial_iteration(EngineCore& core, std::int64_t iter);
-  friend void prepare_serial_iteration(EngineCore& core);
+  friend void begin_serial_run(EngineCore& core, const char* call);
+  friend void end_serial_run(EngineCore& core) noexcept;
+  friend struct SerialSteps;
 
   using Sync = IterationSync;
 
@@ -357,6 +378,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   void fail(const std::string& task, std::int64_t iter, std::exception_ptr error, FailureKind kind);
   // Fails the run with the exception in flight, which `which` threw for iteration `iter`.
   void fail_callback(CallbackError::Callback which, std::int64_t iter);
+  // A broken pipeline (bodies of an earlier run ignored cancellation) becomes whole once they
+  // all returned: waits for them (drain deadline), else throws PipelineStateError naming `call`.
+  void require_whole(const char* call);
   // What the run waits for, for a deadline's error (see HangReport).
   [[nodiscard]] HangReport hang_report() const noexcept { return HangReport(*this); }
   // What the driver (RunDriver) asks. Every iteration retired and the source ended.
@@ -497,6 +521,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // on cache lines of its own.
   alignas(64) bool filled_ = false;
   bool broken_ = false;
+  // The body of a serial iteration that ignored cancellation past the drain deadline (broken_),
+  // until it ends (drained() looks at it).
+  std::shared_ptr<SerialOutcome> serial_straggler_;
   bool begin_pending_ = false;  // filled, first admissions not tried yet
   // stop_source() ended this run's source: a fetch still running was cancelled, and what
   // waits for it has the drain deadline (RunDriver). Cleared by fill.

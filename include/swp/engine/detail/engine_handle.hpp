@@ -5,7 +5,9 @@
 // translation unit that names a context or a Retired does not compile the core's internals.
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
+#include <functional>
 
 #include "swp/async/co.hpp"
 #include "swp/core/plan_graph.hpp"
@@ -39,6 +41,12 @@ struct OutputRead {
 /// task); UndeclaredDependency naming both tasks when the running task did not declare the
 /// read, or `producer` is no task of its plan.
 OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer);
+
+/// `work` (a callable TaskScope::enqueue queues for `task` of iteration `iter`) wrapped so that
+/// what it throws is kept as that task's failure in that iteration (HostWorkErrors), which the
+/// engine reports, instead of the stream's error. Errors: std::bad_alloc.
+std::function<void()> guard_host_work(const EngineCore& core, TaskIndex task, std::int64_t iter,
+                                      std::function<void()> work);
 
 /// Whether `task` names a task of `core`'s plan (its index is one, under its name).
 [[nodiscard]] bool is_task_of(const EngineCore& core, const TaskHandle& task) noexcept;

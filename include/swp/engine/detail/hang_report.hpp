@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "swp/core/plan_graph.hpp"
 #include "swp/engine/errors.hpp"
 
 namespace swp::detail {
@@ -27,6 +28,9 @@ class HangReport {
   /// and stream, and what it waits for (a producer, its lane's holder, a sequencer turn, its
   /// body's await, a thread).
   [[nodiscard]] std::string unfinished() const;
+  /// The line of task `t` of serial iteration `iter` (run_serial_iteration), whose body has
+  /// not finished: its lane, the "default" stream, what it waits for.
+  [[nodiscard]] std::string serial_unfinished(TaskIndex t, std::int64_t iter) const;
   /// One line per task of iteration `iter` whose device work has not completed.
   [[nodiscard]] std::string device_work(std::int64_t iter) const;
   /// A PipelineTimeout whose message is `report`, written to the report file too (a note says

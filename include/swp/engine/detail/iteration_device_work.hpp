@@ -5,8 +5,12 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "swp/async/scheduler.hpp"
 #include "swp/core/plan_graph.hpp"
@@ -16,6 +20,55 @@
 namespace swp::detail {
 
 class EngineCore;
+
+/// What the callables the tasks queued on their streams (TaskScope::enqueue) threw, each kept
+/// with its task and iteration until the engine reports it as that task's failure in that
+/// iteration: where it looks at the iteration's device work (which completes after them), or
+/// else at the next synchronization of the pipeline's streams. Shared with each callable's
+/// wrapper, which may run on a stream's thread after the pipeline is gone. Any thread.
+class HostWorkErrors {
+ public:
+  struct Error {
+    std::int64_t iter = 0;
+    TaskIndex task = 0;
+    std::exception_ptr error;
+  };
+  /// Keeps `error` (a stream's thread). Errors: std::bad_alloc (nothing kept then).
+  void add(Error error) {
+    const std::lock_guard lock(mutex_);
+    errors_.push_back(std::move(error));
+    any_.store(true, std::memory_order_release);
+  }
+  /// Nothing kept: one load, no lock (an acquire: whoever saw the event recorded after a
+  /// callable reached sees what it kept).
+  [[nodiscard]] bool empty() const noexcept { return !any_.load(std::memory_order_acquire); }
+  /// Takes what task `task` of iteration `iter` queued and threw first (nullptr: nothing).
+  std::exception_ptr take(std::int64_t iter, TaskIndex task) {
+    const std::lock_guard lock(mutex_);
+    for (auto it = errors_.begin(); it != errors_.end(); ++it)
+      if (it->iter == iter && it->task == task) {
+        std::exception_ptr error = std::move(it->error);
+        errors_.erase(it);
+        any_.store(!errors_.empty(), std::memory_order_relaxed);
+        return error;
+      }
+    return nullptr;
+  }
+  /// Takes the error kept first, if any.
+  std::optional<Error> take_first() {
+    const std::lock_guard lock(mutex_);
+    if (errors_.empty()) return std::nullopt;
+    Error first = std::move(errors_.front());
+    errors_.erase(errors_.begin());
+    any_.store(!errors_.empty(), std::memory_order_relaxed);
+    return first;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<Error> errors_;  // in the order they were thrown
+  std::atomic<bool> any_{false};
+};
 
 /// An iteration whose tasks used their streams recorded an event per such task as it finished
 /// (IterationSync::recorded); its device work is complete once every one of them is reached.
@@ -27,6 +80,8 @@ class EngineCore;
 ///   (device_holds_oldest);
 /// - a fault the device reported for an event (Event::error: a DeviceFault) fails the run with a
 ///   TaskError naming the task that queued the work and the iteration (fail_on_device_fault);
+///   so does an exception a callable it queued threw (HostWorkErrors), except that under
+///   FailurePolicy::skip an iteration not retired yet (retire_after_device) fails alone;
 /// - a wait for it runs with the retire deadline, the pipeline's scheduler woken by the events
 ///   (watch, the waker), and ends in a PipelineTimeout naming the work not done.
 /// Every question costs one load for an iteration that recorded nothing (every host-only one).
@@ -41,8 +96,9 @@ class IterationDeviceWork {
 
   /// Whether iteration iter's device work is complete.
   [[nodiscard]] bool device_done(std::int64_t iter) const;
-  /// Once iteration iter's device work completed: fails the run when some of it faulted; true
-  /// when it did (the run failed, now or before).
+  /// Once iteration iter's device work completed: fails the run when some of it faulted or a
+  /// callable of it threw; true when it did (the run failed, now or before). A callable's
+  /// error in an iteration not retired yet fails only that iteration under skip (false).
   /// Out of line: only retire_after_device asks it at every retirement, and inlined there it
   /// took registers from the retirement loop of every run (+3 instructions per iteration).
   bool fail_on_device_fault(std::int64_t iter) noexcept;
@@ -53,6 +109,13 @@ class IterationDeviceWork {
   /// Waits (with the retire deadline) until iteration iter's device work completed; false past
   /// the deadline (the caller fails the run).
   bool wait_device(std::int64_t iter);
+  /// Before a serial iteration (no run filled): waits (with the retire deadline) until the
+  /// device work every entry still records completed, then forgets it. The serial iteration
+  /// writes slot 0, and the run after it starts at a number of its own, whose first slot no
+  /// admission before it awaited: with nothing recorded, no slot has device work to wait for.
+  /// Faults are not looked at here: a faulted stream stays so, and the next run (or
+  /// synchronize()) reports it. Errors: PipelineTimeout past the deadline (nothing forgotten).
+  void settle_device_work();
   /// The waker listens to (stops listening to) iteration iter's recorded events.
   void watch_device(std::int64_t iter);
   void unwatch_device(std::int64_t iter);
@@ -87,6 +150,12 @@ class IterationDeviceWork {
   /// Iterations retire only once their device work completed (a pipeline setting, between
   /// runs).
   bool retire_after_device_ = false;
+  /// What the callables of TaskScope::enqueue threw (shared with their wrappers).
+  const std::shared_ptr<HostWorkErrors> host_work_errors_ = std::make_shared<HostWorkErrors>();
+  /// Throws the first callable's error still kept as its task's TaskError (naming the task and
+  /// iteration): after the pipeline's streams were synchronized, for what no look at an
+  /// iteration's device work reported (run(), run_serial(), synchronize()).
+  void throw_host_work_error();
   /// A task of this run used its stream (EngineCore::finish_guarded); relaxed: a hint for the
   /// release policies, read on the driving thread.
   std::atomic<bool> device_used_{false};

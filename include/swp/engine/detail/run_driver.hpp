@@ -68,6 +68,11 @@ class RunDriver {
   /// drain() without the blocking and re-entry checks (the core's teardown, a serial
   /// iteration's start).
   void end_run();
+  /// `call` (a serial run: run_serial, run_one_serial_iter) drives the pipeline until
+  /// end_driving(): the calls above, fill and the setters are refused meanwhile, as while one
+  /// of them runs. Throws PipelineStateError naming both while another call drives it.
+  void begin_driving(const char* call);
+  void end_driving() noexcept { driving_.store(nullptr, std::memory_order_release); }
   /// Throws PipelineStateError naming `call` while one of the calls above drives the run (the
   /// core's other entry points that change the run: fill, a serial iteration), e.g. from
   /// on_failure while a failed run's iterations are handed back.

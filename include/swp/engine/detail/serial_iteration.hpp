@@ -2,11 +2,26 @@
 // run_serial_iteration: one iteration of a pipeline's plan run serially on the calling thread,
 // for run_serial and run_one_serial_iter (not for direct use).
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
+
+namespace swp {
+class Scheduler;
+}
 
 namespace swp::detail {
 
 class EngineCore;
+
+/// What a serial body's completion writes, on whichever thread ends it; shared with it, so a
+/// body that ignored cancellation past the drain deadline may still end after the serial
+/// iteration gave up on it (the core keeps it until then: EngineCore::drained).
+struct SerialOutcome {
+  std::atomic<bool> ended{false};
+  std::exception_ptr error;
+  Scheduler* scheduler = nullptr;  // notified once `ended` is set
+};
 
 /// Runs iteration `iter` of `core`'s plan, whose context the caller put in context slot 0, on
 /// the calling thread: the tasks in EngineCore::serial_order (topological over the intra
@@ -15,20 +30,32 @@ class EngineCore;
 /// ranges see each task released, started and finished, as in a pipelined run.
 ///
 /// Completion: returns once every task finished (a body that awaits is driven to its end here,
-/// virtual time included). Errors: PipelineStateError while a run is in progress (a run that
-/// ended is ended for good first: the serial iteration reuses its first slot and entry); a
-/// task's error as TaskError, after which the tasks after it do not run; PipelineTimeout when a
-/// body awaits something no task will provide. Cancellation: none (it is not a run, so the
-/// core's cancel() does not reach it; bodies see no stop).
+/// virtual time included). Errors: a task's error as TaskError, after which the tasks after it
+/// do not run; the serial run's failure (its deadline's PipelineTimeout, cancel()'s
+/// swp::Cancelled), once the body it stopped ended. Deadlines (EngineTimeouts), as for a run's
+/// iteration: `retire` for the whole iteration, from its first wait — past it (on virtual time:
+/// when a body awaits something no task will provide) the serial run fails with a
+/// PipelineTimeout naming the task and iteration, and its body's await is cancelled; `drain`
+/// for that body to end then: past it the pipeline is broken (as after a run that could not
+/// drain) until the body returns. Cancellation: the core's cancel(), from any thread or a
+/// body, fails the serial run: the running body's cancellable awaits throw swp::Cancelled, no
+/// later task or iteration starts, and Cancelled("pipeline cancelled: " + reason) surfaces.
+/// Must run between begin_serial_run and end_serial_run.
 ///
 /// Example (what Pipeline::run_one_serial_iter does once the context is in slot 0):
 /// `run_serial_iteration(core, 7);`
 void run_serial_iteration(EngineCore& core, std::int64_t iter);
 
-/// What run_serial_iteration does first, for the front end to call before it writes the
-/// context into slot 0: the state checks (PipelineStateError while a run is in progress, or
-/// while progress()/run()/next()/drain() runs — from a callback of theirs) and the end of a run
-/// that ended (whose last releases may still reset slot 0). Nothing changes when it throws.
-void prepare_serial_iteration(EngineCore& core);
+/// Starts a serial run (run_one_serial_iter, or run_serial for all its iterations), for the
+/// front end to call before it writes a context into slot 0: the state checks
+/// (PipelineStateError naming `call` while a run is in progress, while another call drives the
+/// pipeline — from a callback of its — or while bodies of a broken run still run), the end of a
+/// run that ended (whose last releases may still reset slot 0), the device work left on the
+/// slots (IterationDeviceWork::settle_device_work). Then the serial run is live — cancel() ends
+/// it — and `call` drives the pipeline until end_serial_run (progress(), fill, the setters are
+/// refused meanwhile). Nothing changes when it throws.
+void begin_serial_run(EngineCore& core, const char* call);
+/// Ends what begin_serial_run started.
+void end_serial_run(EngineCore& core) noexcept;
 
 }  // namespace swp::detail
