@@ -110,8 +110,9 @@ class Reader {
   }
   void check_name(std::string_view text, const std::string& field) const {
     if (detail::has_control_character(text))
-      fail(field, "a name may not hold control characters (NUL, newline, ESC, ...), got \"" +
-                      detail::printable(text) + "\" (shown escaped)");
+      fail(field,
+           "a name may not hold control characters (NUL, newline, ESC, C1, U+2028, ...), got \"" +
+               detail::printable(text) + "\" (shown escaped)");
   }
 
   double non_negative(const json::value& v, const std::string& field) const {

@@ -9,7 +9,8 @@
 
 namespace swp::detail {
 
-/// A control character: C0 (NUL, newline, ESC, ...) or DEL.
+/// A one-byte control character: C0 (NUL, newline, ESC, ...) or DEL (C1 and the separators:
+/// unicode_control).
 [[nodiscard]] constexpr bool is_control(char c) noexcept {
   const auto u = static_cast<unsigned char>(c);
   return u < 0x20 || u == 0x7f;

@@ -436,14 +436,16 @@ struct GatedRig : Rig<Engine> {
   Outcome outcome;
   int calls = 0;
 
-  GatedRig(Gate& gate, swp::Backend backend) : Rig<Engine>(backend) {
+  // `drain`: set before the run, as every between-runs setting.
+  GatedRig(Gate& gate, swp::Backend backend, std::chrono::milliseconds drain = 100ms)
+      : Rig<Engine>(backend) {
     this->pipe->on_retire([this](const Ctx& c) { outcome.retired.push_back(c.batch); });
     this->pipe->on_failure([this](const Ctx& c, const std::exception_ptr& error) {
       CHECK(c.iter_idx == -1);  // nothing admitted fails in these runs
       outcome.handed_back.push_back(c.batch);
       outcome.why.push_back(swp::test::message_of<swp::Cancelled>(error));
     });
-    this->pipe->set_timeouts({.retire = 30s, .check_interval = 5ms, .drain = 100ms});
+    this->pipe->set_timeouts({.retire = 30s, .check_interval = 5ms, .drain = drain});
     this->pipe->fill_pipeline([this, &gate]() -> swp::Co<std::optional<int>> {
       if (++calls == 1) co_return 1;
       co_return co_await gate.wait();
@@ -541,9 +543,8 @@ TEST_CASE_TEMPLATE(
     Gate gate;
     Outcome outcome;
     {
-      GatedRig<Engine> rig(gate, swp::Backend::host);
+      GatedRig<Engine> rig(gate, swp::Backend::host, 30s);
       REQUIRE(gate.waiting());
-      rig.pipe->set_timeouts({.retire = 30s, .check_interval = 5ms, .drain = 30s});
       std::thread opener([&gate] {
         std::this_thread::sleep_for(20ms);
         gate.open(2);
