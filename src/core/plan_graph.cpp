@@ -98,8 +98,10 @@ void check_stream_aliases(const PipelinePlan& plan, std::vector<PlanViolation>& 
     };
     using Whose = std::pair<std::string, std::vector<std::string>>;
     check_name(alias, violations, [&] { return Whose{"stream alias", users}; });
+    // Not `alias` in the lambda: clang 14 cannot capture a structured binding.
+    const std::string alias_name = quoted(alias);
     check_name(target, violations, [&] {
-      return Whose{detail::concat("the target of stream alias ", quoted(alias)), users};
+      return Whose{detail::concat("the target of stream alias ", alias_name), users};
     });
     if (alias.empty()) {
       report("the alias name is empty");
@@ -275,7 +277,10 @@ void check_names(const PlannedTask& task, TaskIndex t, std::vector<PlanViolation
   });
   const std::pair<const std::string&, const char*> fields[] = {
       {task.schedule.stream, "stream"}, {task.schedule.thread_group, "thread group"}};
-  for (const auto& [name, field] : fields) {
+  for (const auto& entry : fields) {
+    // Not a structured binding: clang 14 cannot capture one in the lambda below.
+    const std::string& name = entry.first;
+    const char* const field = entry.second;
     if (name.empty()) {
       violations.push_back(
           {PlanRule::empty_name,

@@ -132,12 +132,14 @@ TEST_CASE("swp preset --stages refuses empty lists, items and streams instead of
 
 TEST_CASE("swp preset refuses an option that does not apply to the preset, naming both") {
   // `base --stages x` was accepted and the option ignored.
-  for (const auto& [args, option] : std::vector<std::pair<std::string, std::string>>{
+  // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+  for (const auto& [args_, option] : std::vector<std::pair<std::string, std::string>>{
            {"preset base --stages x", "--stages"},
            {"preset sparse_dist --loader-lane io", "--loader-lane"},
            {"preset staged --start-batch 3", "--start-batch"},
            {"preset semi_sync --compile-on-iter 2", "--compile-on-iter"},
            {"preset pt2 --emb-lookup-stream new", "--emb-lookup-stream"}}) {
+    const std::string& args = args_;
     CAPTURE(args);
     const auto r = run_swp(args);
     CHECK(r.status == 2);
