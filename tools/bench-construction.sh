@@ -5,7 +5,7 @@
 #
 #   tools/bench-construction.sh [SWP]      SWP: the swp binary (default build/src/cli/swp)
 #   SIZES="1000 10000" tools/bench-construction.sh     plan sizes (default 1000 10000 100000)
-#   SHAPES="chain" tools/bench-construction.sh         shapes (default independent chain dag selfloops)
+#   SHAPES="chain" tools/bench-construction.sh         shapes (default independent chain dag selfloops wide)
 #   COMMANDS="validate run-dataflow-sim" ...            commands (default all below)
 #   TIMEOUT=60 tools/bench-construction.sh             seconds per command before giving up
 #   KEEP=DIR tools/bench-construction.sh               keep the generated plans in DIR
@@ -18,6 +18,10 @@
 #                inter dep per 4 tasks within corollary 3
 #   selfloops    every task depends on itself: an invalid plan with one cycle per task, for
 #                `validate` only (exit 1 expected), which must report them in linear time
+#   wide         no dependencies, stage 0, 1 µs of CPU time per task too, none globally
+#                ordered, every task on a stream and a lane of its own (as many streams as tasks): the runs' look at an iteration's device work must stay
+#                linear in the streams that recorded; sim runs only (on host each stream
+#                that gets work has a thread of its own)
 # Commands: validate, order (ready-first), order-sd (stage-descending), schedule (--periods 4),
 # analyze, and run-<engine>-<backend> (`swp run --iters 3`) for dataflow/clock on sim/host.
 #
@@ -44,7 +48,7 @@ fi
 mkdir -p "$work"
 
 SWP="$swp" WORK="$work" SIZES="${SIZES:-1000 10000 100000}" \
-  SHAPES="${SHAPES:-independent chain dag selfloops}" TIMEOUT="${TIMEOUT:-120}" \
+  SHAPES="${SHAPES:-independent chain dag selfloops wide}" TIMEOUT="${TIMEOUT:-120}" \
   COMMANDS="${COMMANDS:-validate order order-sd schedule analyze run-dataflow-sim run-dataflow-host run-clock-sim run-clock-host}" \
   python3 - <<'PY'
 import json, os, random, resource, subprocess, sys, time
@@ -63,12 +67,20 @@ def make_plan(shape, n, seed=1):
     names = ["t%07d" % i for i in ids]
     if shape == "chain":
         stages = [k * 4 // n for k in range(n)]
+    elif shape == "wide":
+        stages = [0] * n
     else:
         stages = [rng.randrange(4) for _ in range(n)]
-    tasks = [{"name": names[k], "stage": stages[k], "stream": "s%d" % rng.randrange(8),
-              "thread_group": "l%d" % rng.randrange(8),
+    wide = shape == "wide"
+    tasks = [{"name": names[k], "stage": stages[k],
+              "stream": "s%d" % (k if wide else rng.randrange(8)),
+              "thread_group": "l%d" % (k if wide else rng.randrange(8)),
               "globally_ordered": rng.random() < 0.01, "device_us": 1}
              for k in range(n)]
+    if wide:  # every task's work at once: no global order spreads the completions out
+        for t in tasks:
+            t["cpu_us"] = 1
+            t["globally_ordered"] = False
     intra, inter = [], []
     if shape == "chain":
         intra = [[names[k], names[k - 1]] for k in range(1, n)]
@@ -84,8 +96,8 @@ def make_plan(shape, n, seed=1):
                 inter.append([names[t], names[d]])
     elif shape == "selfloops":
         intra = [[names[k], names[k]] for k in range(n)]
-    elif shape != "independent":
-        sys.exit("error: unknown shape '%s' (independent, chain, dag, selfloops)" % shape)
+    elif shape not in ("independent", "wide"):
+        sys.exit("error: unknown shape '%s' (independent, chain, dag, selfloops, wide)" % shape)
     return {"tasks": tasks, "intra_iter_deps": intra, "inter_iter_deps": inter}
 
 def argv(command, path):
@@ -111,6 +123,8 @@ for shape in shapes:
         for command in commands:
             if shape == "selfloops" and command != "validate":
                 continue  # an invalid plan: only its report is measured
+            if shape == "wide" and command.endswith("-host"):
+                continue  # a host stream has a thread of its own: n threads (sim only)
             name = "construct_%s_%s_%s_s" % (shape, label(n), command.replace("-", "_"))
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()

@@ -82,8 +82,17 @@ std::span<const TaskIndex> IterationDeviceWork::recorded_tasks(const EngineCore&
 
 bool IterationDeviceWork::device_events_done(const EngineCore& core, std::int64_t iter) {
   const IterationSync& sync = core.sync_of(iter);
-  for (TaskIndex t : recorded_tasks(core, iter))
-    if (!sync.instances[t].device()->event->reached(sync.generation[t])) return false;
+  const std::span<const TaskIndex> recorded = recorded_tasks(core, iter);
+  const auto reached = [&](TaskIndex t) {
+    return sync.instances[t].device()->event->reached(sync.generation[t]);
+  };
+  // The event recorded last first: work queued later mostly completes later, so while a wait
+  // asks again after each completion (DrivenWait), the answer costs one look until the end —
+  // a scan from the front re-read every event reached so far (quadratic: 16k tasks on streams
+  // of their own took 3.6 s on sim, 92% of it here).
+  if (!recorded.empty() && !reached(recorded.back())) return false;
+  for (TaskIndex t : recorded)
+    if (!reached(t)) return false;
   return true;
 }
 
