@@ -4,15 +4,15 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "support/drive_to_end.hpp"
 #include "support/text.hpp"
 #include "swp/async/co.hpp"
-#include "swp/async/detail/drive_to_end.hpp"
 #include "swp/async/detail/erased_co.hpp"
 #include "swp/async/sim_scheduler.hpp"
 
 namespace test_erased_co {  // each test file's names apart (unity builds)
 
-using swp::detail::drive_to_end;
+using swp::test::drive_to_end;
 using swp::detail::ErasedCo;
 using swp::detail::ReleasedCo;
 using swp::test::message_of;

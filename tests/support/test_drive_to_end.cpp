@@ -1,3 +1,5 @@
+#include "support/drive_to_end.hpp"
+
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -7,7 +9,6 @@
 
 #include "support/text.hpp"
 #include "swp/async/co.hpp"
-#include "swp/async/detail/drive_to_end.hpp"
 #include "swp/async/future.hpp"
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
@@ -15,7 +16,7 @@
 namespace test_drive_to_end {  // each test file's names apart (unity builds)
 
 using namespace std::chrono_literals;
-using swp::detail::drive_to_end;
+using swp::test::drive_to_end;
 using swp::detail::ErasedCo;
 using swp::test::message_of;
 

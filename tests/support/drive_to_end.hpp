@@ -1,7 +1,7 @@
 #pragma once
 // drive_to_end: runs an erased coroutine to its end on the calling thread, driving its
-// scheduler while it awaits (not for direct use; a pipeline's serial iteration runs each body
-// with it).
+// scheduler while it awaits (for tests of ErasedCo; the engines' serial iterations run their
+// bodies with deadlines and cancellation of their own, SerialSteps::drive_body).
 
 #include <atomic>
 #include <exception>
@@ -12,7 +12,7 @@
 #include "swp/async/detail/erased_co.hpp"
 #include "swp/async/scheduler.hpp"
 
-namespace swp::detail {
+namespace swp::test {
 
 /// Starts `body` (not started yet) on this thread and returns once it ended: its error, or
 /// nullptr when it succeeded. While it awaits, this thread drives `scheduler` (drive_until):
@@ -23,7 +23,7 @@ namespace swp::detail {
 /// `environment`: the CoEnvironment its awaits see (the engine's instance).
 ///
 /// Example: `if (auto error = drive_to_end(body, sched, nullptr); error && *error) ...`
-inline std::optional<std::exception_ptr> drive_to_end(ErasedCo& body, Scheduler& scheduler,
+inline std::optional<std::exception_ptr> drive_to_end(detail::ErasedCo& body, Scheduler& scheduler,
                                                       CoEnvironment* environment = nullptr) {
   // Written by whichever thread ends the body: atomically, and followed by a notify, so the
   // driving thread neither races with it nor sleeps through it.
@@ -49,4 +49,4 @@ inline std::optional<std::exception_ptr> drive_to_end(ErasedCo& body, Scheduler&
   return std::move(outcome.error);
 }
 
-}  // namespace swp::detail
+}  // namespace swp::test
