@@ -227,6 +227,10 @@ class Communicator {
   /// abort the communicator with that error as the reason: this rank skipped its part, so
   /// every rank's pending and later operations fail with CommAborted naming this rank and the
   /// operation, instead of the next collective pairing with the peers' part of this one.
+  /// Lifetime: `when_started`, and what it captures, is kept until the operation's future
+  /// completed — on NCCL until a result staged for a host buffer was copied there, which comes
+  /// after its issue — so it may own the buffers it gives (InputDist's batch does; what a
+  /// failed operation may still write after that is keep_until_done's).
   Future<void> all_to_all_v(Stream& stream, std::function<AllToAllVBuffers()> when_started,
                             DataType type, std::string_view what = {}) {
     if (aborted()) [[unlikely]]

@@ -69,6 +69,10 @@ struct NcclCommunicator::Impl {
     std::string description;
     std::vector<Staged> staged;
     std::vector<detail::BlockPool::Block> scratch;
+    // What its buffers belong to (a deferred operation's callable: when_started's captures),
+    // kept until the GPU is past it and its staged results are delivered, then let go of
+    // before its future completes, without `mutex` (its owner may hold anything).
+    std::shared_ptr<const void> keep;
   };
 
   // An operation called while operations before it are not issued yet (see run()): issued in

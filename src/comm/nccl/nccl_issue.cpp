@@ -82,6 +82,7 @@ bool Call::finish_call(Promise<void>& promise) {
   p.description = description;
   p.staged = std::move(staged);
   p.scratch = std::move(scratch);
+  p.keep = std::move(keep);
   staged.clear();
   scratch.clear();
   handed_over = true;
@@ -111,6 +112,7 @@ void Call::retire() noexcept {
     for (auto& s : staged) s.host_recv = nullptr;  // nothing is delivered
     p.staged = std::move(staged);
     p.scratch = std::move(scratch);
+    p.keep = std::move(keep);  // a staged input may still be read (pinned host memory)
     std::lock_guard lock(impl.mutex);
     impl.pending.push_back(std::move(p));
   } catch (...) {
@@ -315,16 +317,28 @@ void NcclCommunicator::Impl::issue_deferred() {
     next.issuing = true;
     spare_events.push_back(next.after);  // completed: recorded again by a later call
     lock.unlock();
+    // Its callable holds what its buffers belong to (when_started's captures: an InputDist
+    // batch, which its caller may have dropped): it goes with the operation to the watchdog
+    // (Call::keep), which copies a staged result into those buffers once the GPU finished
+    // it — after this entry left the queue.
+    std::shared_ptr<std::function<void(Call&)>> enqueue;
     detail::Outcome outcome;
     try {
-      outcome = detail::issue(*this, *next.stream, next.cuda, next.timeout, next.op,
-                              next.description, next.check, next.enqueue, next.promise);
+      enqueue = std::make_shared<std::function<void(Call&)>>(std::move(next.enqueue));
+      outcome = detail::issue(
+          *this, *next.stream, next.cuda, next.timeout, next.op, next.description, next.check,
+          [&enqueue](Call& c) {
+            c.keep = enqueue;
+            (*enqueue)(c);
+          },
+          next.promise);
     } catch (...) {  // nothing may end this thread: the operation fails instead, and
       // whether its NCCL calls were enqueued is not known: the communicator is aborted
       outcome = {std::current_exception(), false, true};
     }
     Promise<void> promise = next.promise;
     call.unlock();
+    enqueue.reset();  // holding no lock: it may be the last of what it captured
     lock.lock();
     queue.pop_front();  // only now: a caller that came meanwhile queued behind it
     advance();

@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -31,6 +32,9 @@ struct Call {
   std::string description;
   std::vector<NcclCommunicator::Impl::Staged> staged;
   std::vector<detail::BlockPool::Block> scratch;
+  // What the operation's buffers belong to, handed to the watchdog with it (Pending::keep):
+  // a staged result is copied into its host buffer after the call returned.
+  std::shared_ptr<const void> keep;
   bool handed_over = false;
 
   Call(NcclCommunicator::Impl& i, Stream& s, cudaStream_t cuda, std::string o, std::string d)

@@ -156,6 +156,7 @@ void NcclCommunicator::Impl::finish(Pending& p, cudaError_t q) {
     for (const Staged& s : p.staged)
       if (s.host_recv != nullptr) std::memcpy(s.host_recv, s.pinned.data, s.bytes);
     release(p);
+    p.keep.reset();  // delivered: its buffers' owner may go (before its future completes)
     if (!p.completed && !p.retire_only) p.promise.set_value();
     return;
   }
@@ -171,6 +172,7 @@ void NcclCommunicator::Impl::finish(Pending& p, cudaError_t q) {
     // The aborted kernels end: the event completes, its blocks can go.
     cudaEventSynchronize(p.event);
     release(p);
+    p.keep.reset();
     if (!p.completed) p.promise.set_error(std::make_exception_ptr(CommTimeout(rank, p.op, reason)));
     return;
   }
@@ -181,6 +183,7 @@ void NcclCommunicator::Impl::finish(Pending& p, cudaError_t q) {
     abort_all(lock, "the communicator was aborted: " + reason);
   }
   release(p);
+  p.keep.reset();
   if (!p.completed && !p.retire_only)
     p.promise.set_error(std::make_exception_ptr(CommError(rank, p.op, reason)));
 }
@@ -223,12 +226,16 @@ void NcclCommunicator::Impl::abort_all(std::unique_lock<std::mutex>& lock,
   for (Pending& p : failed) {
     cudaEventSynchronize(p.event);
     release(p);
+    p.keep.reset();
     if (!p.completed && !p.retire_only) p.promise.set_error(error(p.op, p.description, "failed"));
   }
   for (Queued& q : unissued) {
     (void)cudaEventDestroy(q.after);  // its stream's work may never end: not recorded again
     q.promise.set_error(error(q.op, q.description, "was not run"));
   }
+  // Their callables (and what those captured) go here too, without the lock.
+  failed.clear();
+  unissued.clear();
   lock.lock();
 }
 

@@ -526,6 +526,66 @@ TEST_CASE("nccl: the input distribution on device buffers: start returns, the te
   }
 }
 
+// An all_to_all_v whose counts come when it starts may own its buffers through its callable
+// (InputDist's batch, whose caller may drop it at once): its host result is staged through
+// device memory and copied into the callable's buffer by the watchdog once the GPU finished it,
+// after the issuer let go of its queue entry. The callable was destroyed with that entry: the
+// copy wrote into freed memory. It is now kept until the result is delivered.
+TEST_CASE("nccl: an exchange's callable, and the buffers it owns, stay until its result arrived") {
+  if (!have_gpu("a deferred exchange's callable outlives its issue")) return;
+  OneRank r;
+  r.comm->set_timeout(10s);
+  // The buffers, owned by the callable alone; what they held when they went.
+  struct Owned {
+    std::vector<std::int64_t> send{4, 5, 6}, recv = std::vector<std::int64_t>(3, -1);
+    std::vector<std::size_t> counts{3};
+    std::atomic<bool>* delivered_when_freed = nullptr;
+    ~Owned() { delivered_when_freed->store(recv == send); }
+  };
+  std::atomic<bool> delivered_when_freed{false};
+  auto owned = std::make_shared<Owned>();
+  owned->delivered_when_freed = &delivered_when_freed;
+  const std::weak_ptr<Owned> alive = owned;
+  const auto hold = [&r](std::atomic<bool>& released) {
+    r.stream.enqueue([&released] {
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      while (!released.load() && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(100us);
+    });
+  };
+  std::atomic<bool> before{false}, behind{false};
+  hold(before);  // not issued until this is released
+  const swp::Future<void> exchanged = r.comm->all_to_all_v(
+      r.stream,
+      [owned]() -> swp::AllToAllVBuffers {
+        return {owned->send.data(), owned->counts, owned->recv.data(), owned->counts};
+      },
+      swp::DataType::i64, "owned");
+  owned.reset();
+  hold(behind);  // once issued, the exchange waits behind this on the GPU
+  // An operation called after the exchange gets its turn once the issuer let go of the
+  // exchange's queue entry.
+  std::vector<std::int64_t> one{1}, sum(1, 0);
+  swp::Stream& other = r.rt.stream("other");
+  swp::Future<void> after;
+  std::thread caller([&] {
+    after = r.comm->all_reduce(other, std::span<const std::int64_t>(one),
+                               std::span<std::int64_t>(sum), swp::ReduceOp::sum, "after");
+  });
+  before.store(true);
+  caller.join();
+  // Issued, its queue entry gone, the GPU held before it: its buffers must still be there.
+  CHECK_FALSE(exchanged.ready());
+  CHECK_FALSE(alive.expired());
+  behind.store(true);
+  finish(r.stream, exchanged);
+  CHECK(alive.expired());  // let go of once delivered, before the future completed
+  CHECK(delivered_when_freed.load());
+  REQUIRE(wait_ready(after));
+  after.get();
+  CHECK(sum[0] == 1);
+}
+
 TEST_CASE("nccl: an operation called after a waiting exchange is issued after it, in call order") {
   if (!have_gpu("call order behind a deferred exchange")) return;
   OneRank r;
