@@ -4,11 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -21,6 +19,8 @@
 #include "../order_check.hpp"
 #include "mpi_abort_channel.hpp"
 #include "mpi_error.hpp"
+#include "mpi_impl.hpp"
+#include "mpi_operation_run.hpp"
 #include "split_agreement.hpp"
 #include "swp/device/stream.hpp"
 
@@ -111,175 +111,6 @@ MpiSession::~MpiSession() {
   if (finalized == 0) MPI_Finalize();
 }
 
-// An operation from its call until its stream ran it: the promise is completed once, by the
-// stream's run of it or by an abort failing it at once (whichever claims it first).
-struct MpiPendingOp {
-  Promise<void> promise;
-  std::atomic<bool> completed{false};
-  std::uint64_t ticket = 0;  // its place in the call order
-  std::string op;
-  std::string description;
-
-  bool claim() noexcept { return !completed.exchange(true, std::memory_order_acq_rel); }
-};
-
-struct MpiCommunicator::Impl {
-  MPI_Comm comm = MPI_COMM_NULL;
-  int rank = 0;
-  int size = 1;
-  std::shared_ptr<detail::MpiAbortChannel> channel;  // the world's, shared with its groups
-  std::shared_ptr<detail::AbortState> aborts;        // the channel's
-  std::uint64_t abort_listener = 0;
-  // A request MPI still has after its operation's future failed, and the operation's ticket.
-  struct UnderWay {
-    MPI_Request request = MPI_REQUEST_NULL;  // MPI_REQUEST_NULL once a test saw it complete
-    std::uint64_t ticket = 0;
-  };
-  // What keep_until_done keeps: `owner` until the operations with tickets below `before` ended.
-  struct Kept {
-    std::uint64_t before = 0;
-    std::shared_ptr<const void> owner;
-  };
-  std::mutex mutex;                 // the fields below
-  std::vector<UnderWay> timed_out;  // operations that outlived their timeout
-  std::vector<UnderWay> dead;       // operations under way when the communicator aborted
-  std::vector<Kept> kept;
-  // !kept.empty(), which discharge looks at without the lock. Relaxed: an owner kept while an
-  // operation was pending was added before its let_go took ops_mutex, which the discharge of
-  // that operation takes after it.
-  std::atomic<bool> keeping{false};
-
-  std::mutex ops_mutex;                                        // ops
-  std::map<std::uint64_t, std::shared_ptr<MpiPendingOp>> ops;  // by ticket, until run
-
-  std::mutex splits_mutex;                                   // split_attempts
-  std::map<std::vector<int>, std::uint64_t> split_attempts;  // splits of each list called so far
-
-  [[nodiscard]] bool aborted() const noexcept { return aborts->aborted(); }
-  // This rank aborts the communicator (and those it aborts with), as Communicator::abort.
-  void abort(std::string reason) noexcept { aborts->abort_here(rank, std::move(reason)); }
-
-  // A new operation, in the call order and among the pending ones.
-  std::shared_ptr<MpiPendingOp> enlist(std::string op, std::string description) {
-    auto pending = std::make_shared<MpiPendingOp>();
-    pending->ticket = take_ticket();
-    pending->op = std::move(op);
-    pending->description = std::move(description);
-    {
-      std::lock_guard lock(ops_mutex);
-      ops.emplace(pending->ticket, pending);
-    }
-    channel->op_started();
-    // Aborted after the caller looked and before the op was listed: the abort's fail_pending
-    // may not have seen it.
-    if (aborted()) fail_aborted(*pending);
-    return pending;
-  }
-  void discharge(const MpiPendingOp& pending) {
-    {
-      std::lock_guard lock(ops_mutex);
-      ops.erase(pending.ticket);
-    }
-    channel->op_ended();
-    if (keeping.load(std::memory_order_relaxed)) let_go();
-  }
-
-  // Lets go of the owners kept (keep_until_done) whose operations all ended: none is still
-  // pending (listed in ops) or under way in MPI (a request of timed_out or dead that a test
-  // does not see complete). The owners are destroyed last, without a lock (they may hold
-  // anything). `forever`: what is left stays until the process ends (the communicator goes).
-  void let_go(bool forever = false) {
-    std::vector<std::shared_ptr<const void>> done;
-    {
-      std::lock_guard lock(mutex);
-      if (kept.empty()) return;
-      std::uint64_t oldest = UINT64_MAX;  // the oldest ticket whose operation has not ended
-      for (std::vector<UnderWay>* list : {&timed_out, &dead})
-        for (UnderWay& u : *list) {
-          int complete = 0;
-          if (u.request != MPI_REQUEST_NULL &&
-              (MPI_Test(&u.request, &complete, MPI_STATUS_IGNORE) != MPI_SUCCESS || complete == 0))
-            oldest = std::min(oldest, u.ticket);
-        }
-      {
-        std::lock_guard ops_lock(ops_mutex);
-        if (!ops.empty()) oldest = std::min(oldest, ops.begin()->first);
-      }
-      std::erase_if(kept, [&](Kept& k) {
-        if (k.before > oldest) return false;
-        done.push_back(std::move(k.owner));
-        return true;
-      });
-      if (forever) {
-        static std::mutex kept_mutex;
-        static auto* until_exit = new std::vector<std::shared_ptr<const void>>();
-        std::lock_guard kept_lock(kept_mutex);
-        for (Kept& k : kept) until_exit->push_back(std::move(k.owner));
-        kept.clear();
-      }
-      keeping.store(!kept.empty(), std::memory_order_relaxed);
-    }
-  }
-  void fail_aborted(MpiPendingOp& pending) {
-    if (pending.claim())
-      pending.promise.set_error(aborts->error(rank, pending.op, pending.description, "failed"));
-  }
-  // The abort's part here (a listener of `aborts`): every pending operation fails at once,
-  // those waiting for their turn stop waiting; operations under way in MPI are left to their
-  // streams, which see the abort within their next look (at most 1 ms) and give them up.
-  // The errors are made first and the promises completed last, touching only locals then: a
-  // waiter resumed here may destroy this communicator (even the world's last one).
-  void fail_pending() {
-    std::vector<std::pair<std::shared_ptr<MpiPendingOp>, std::exception_ptr>> failing;
-    {
-      std::lock_guard lock(ops_mutex);
-      for (auto& [ticket, op] : ops) failing.emplace_back(op, nullptr);
-    }
-    for (auto& [op, error] : failing)
-      error = aborts->error(rank, op->op, op->description, "failed");
-    {
-      std::lock_guard lock(turn_mutex);  // a waiter between its look and its wait sees it
-    }
-    turn_changed.notify_all();
-    for (auto& [op, error] : failing)  // outside the lock: waiters may resume here
-      if (op->claim()) op->promise.set_error(std::move(error));
-  }
-
-  // Operations start in MPI in the order they were called (their tickets), whichever streams
-  // they are on: the call order is what the ranks agree on (the engines' globally ordered
-  // tasks call in the same order on every rank), not the order the streams get to them.
-  // A call holds call_mutex from taking its ticket until its stream queued it (run_on), so
-  // that on any one stream the tickets are queued in increasing order: two threads calling on
-  // one stream could otherwise queue the later ticket first, whose run then waits on the
-  // stream's thread for a turn that is queued behind it — until its timeout, on every rank.
-  std::mutex call_mutex;
-  std::mutex turn_mutex;  // the fields below
-  std::condition_variable turn_changed;
-  std::uint64_t next_ticket = 0;
-  std::uint64_t turn = 0;            // the ticket that starts next
-  std::set<std::uint64_t> given_up;  // tickets that timed out before their turn came
-
-  std::uint64_t take_ticket() {
-    std::lock_guard lock(turn_mutex);
-    return next_ticket++;
-  }
-  // A ticket whose operation will never run: its turn passes now, or as soon as it comes.
-  void give_up_turn(std::uint64_t ticket) {
-    std::lock_guard lock(turn_mutex);
-    if (turn == ticket) {
-      pass_turn();
-    } else {
-      given_up.insert(ticket);
-    }
-  }
-  // With turn_mutex held, by the operation whose turn it was.
-  void pass_turn() {
-    ++turn;
-    while (given_up.erase(turn) > 0) ++turn;
-    turn_changed.notify_all();
-  }
-};
-
 MpiCommunicator::MpiCommunicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {
   // Aborts together with its world and the world's other groups (the channel's state).
   impl_->aborts = impl_->channel->state();
@@ -344,213 +175,7 @@ int MpiCommunicator::size() const noexcept { return impl_->size; }
 
 namespace {
 
-enum class Waited { done, failed, timed_out, aborted };
-
-// Tests `request` with a bounded back-off — a few quick looks (a collective whose peers are
-// there completes in microseconds), then sleeps doubling to 1 ms — until it completed, failed
-// (`rc`), `deadline` passed or the communicator was aborted (a rank that will never join it).
-Waited wait_for(MPI_Request& request, SteadyClock::time_point deadline, int& rc,
-                const detail::AbortState& aborts) {
-  auto pause = std::chrono::microseconds(1);
-  for (int polls = 0;; ++polls) {
-    int done = 0;
-    rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return Waited::failed;
-    if (done != 0) return Waited::done;
-    if (aborts.aborted()) return Waited::aborted;
-    if (SteadyClock::now() >= deadline) return Waited::timed_out;
-    if (polls < 64) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(1000));
-    }
-  }
-}
-
-// One operation as its stream runs it: when its turn came (the call order), the order check
-// when asked for, the start, the tests until it completed, then its promise — unless an abort
-// failed it first (MpiPendingOp::claim), in which case what is under way in MPI is given up.
-class MpiOperationRun {
- public:
-  MpiOperationRun(MpiCommunicator::Impl& impl, MpiPendingOp& op, std::chrono::milliseconds timeout)
-      : impl_(impl), op_(op), timeout_(timeout), deadline_(SteadyClock::now() + timeout) {}
-
-  // `check`: what this rank runs, as the ranks compare it (empty: no order check). `start`
-  // starts the operation and returns an MPI error code.
-  void run(const std::string& check, const std::function<int(MPI_Request*)>& start) {
-    if (impl_.aborted()) return give_up(MPI_REQUEST_NULL);
-    std::unique_lock lock(impl_.turn_mutex);
-    if (!take_turn(lock)) return;
-    if (!check.empty() && !check_order(lock, check)) return;
-    if (impl_.aborted()) {
-      impl_.pass_turn();
-      lock.unlock();
-      return give_up(MPI_REQUEST_NULL);
-    }
-    MPI_Request request = MPI_REQUEST_NULL;
-    int rc = MPI_SUCCESS;
-    std::exception_ptr not_started;
-    try {
-      rc = start(&request);
-    } catch (...) {  // anything: the turn must pass and the future complete
-      not_started = start_error();
-    }
-    if (not_started) return abandon(lock, std::move(not_started));
-    if (rc != MPI_SUCCESS) return abandon(lock, error(" failed: " + mpi_error(rc)));
-    impl_.pass_turn();
-    lock.unlock();
-    switch (wait_for(request, deadline_, rc, *impl_.aborts)) {
-      case Waited::done:
-        if (op_.claim()) op_.promise.set_value();
-        return;
-      case Waited::failed:
-        return fail(" failed: " + mpi_error(rc));
-      case Waited::timed_out:
-        return time_out(request, "");
-      case Waited::aborted:
-        return give_up(request);
-    }
-  }
-
- private:
-  // With turn_mutex held: waits for this operation's turn; false when it failed instead
-  // (timed out, or aborted), the lock released.
-  bool take_turn(std::unique_lock<std::mutex>& lock) {
-    const bool mine = impl_.turn_changed.wait_until(
-        lock, deadline_, [&] { return impl_.turn == op_.ticket || impl_.aborted(); });
-    if (mine && impl_.turn == op_.ticket && !impl_.aborted()) return true;
-    if (impl_.turn == op_.ticket) {
-      impl_.pass_turn();
-    } else {
-      impl_.given_up.insert(op_.ticket);
-    }
-    lock.unlock();
-    if (impl_.aborted()) {
-      give_up(MPI_REQUEST_NULL);
-    } else {
-      fail_with(std::make_exception_ptr(CommTimeout(
-          impl_.rank, op_.op,
-          op_.description + " did not start in " + std::to_string(timeout_.count()) +
-              " ms: an operation called before it on this communicator (on another stream) "
-              "has not started")));
-    }
-    return false;
-  }
-
-  // With the turn held: the order check's all_gather; false when the ranks' operations differ
-  // or it failed, the turn passed and the lock released.
-  bool check_order(std::unique_lock<std::mutex>& lock, const std::string& check) {
-    // The turn stays this operation's until it started (or failed): the check's own
-    // all_gather is the communicator's next operation on every rank.
-    const detail::OpDescriptor mine = detail::descriptor_of(check);
-    std::vector<detail::OpDescriptor> all(static_cast<std::size_t>(impl_.size));
-    MPI_Request request = MPI_REQUEST_NULL;
-    int rc = MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE,
-                            impl_.comm, &request);
-    Waited waited = Waited::failed;
-    if (rc == MPI_SUCCESS) {
-      lock.unlock();  // other operations only wait for their turn meanwhile
-      waited = wait_for(request, deadline_, rc, *impl_.aborts);
-      lock.lock();
-    }
-    if (waited == Waited::done &&
-        detail::same_everywhere(all, mine))
-      return true;
-    impl_.pass_turn();
-    lock.unlock();
-    switch (waited) {
-      case Waited::done:
-        fail(detail::order_mismatch(all));
-        break;
-      case Waited::failed:
-        fail(" failed (its order check): " + mpi_error(rc));
-        break;
-      case Waited::timed_out:
-        time_out(request, " (its order check)");
-        break;
-      case Waited::aborted:
-        give_up(request);
-        break;
-    }
-    return false;
-  }
-
-  // In the catch of what `start` threw: the operation's error — a CommError as it is, any
-  // other exception a CommError naming the operation.
-  std::exception_ptr start_error() const {
-    try {
-      throw;
-    } catch (const CommError&) {
-      return std::current_exception();
-    } catch (const std::exception& e) {
-      return error(std::string(" failed as it started: ") + e.what());
-    } catch (...) {
-      return error(" failed as it started: it threw an exception not derived from std::exception");
-    }
-  }
-
-  // With the turn held: the operation failed on this rank after taking its place in the call
-  // order, and MPI never got it. The peers' part of it would pair with this rank's next
-  // operation on the communicator (another operation's data in their buffers, silently), so
-  // the communicator is aborted with this error — every rank's pending and later operations
-  // fail with CommAborted naming this rank and the operation — before the turn passes (no
-  // later operation of this rank starts meanwhile). The operation itself fails with `error`.
-  void abandon(std::unique_lock<std::mutex>& lock, std::exception_ptr error) {
-    const bool mine = op_.claim();  // before the abort, which would fail it with CommAborted
-    lock.unlock();                  // the abort's listener (fail_pending) takes turn_mutex
-    impl_.abort(detail::message_of(error));
-    lock.lock();
-    impl_.pass_turn();
-    lock.unlock();
-    if (mine) op_.promise.set_error(std::move(error));
-  }
-
-  std::exception_ptr error(const std::string& message) const {
-    return std::make_exception_ptr(CommError(impl_.rank, op_.op, op_.description + message));
-  }
-  void fail_with(std::exception_ptr error) {
-    if (op_.claim()) op_.promise.set_error(std::move(error));
-  }
-  void fail(const std::string& message) { fail_with(error(message)); }
-  void time_out(MPI_Request request, const std::string& what) {
-    {
-      std::lock_guard lock(impl_.mutex);
-      impl_.timed_out.push_back({request, op_.ticket});
-    }
-    fail_with(std::make_exception_ptr(CommTimeout(
-        impl_.rank, op_.op,
-        op_.description + " did not complete" + what + " in " + std::to_string(timeout_.count()) +
-            " ms: a rank did not take part (it failed, or issued its operations on this "
-            "communicator in another order)")));
-  }
-  // The communicator was aborted: the operation fails with CommAborted (unless the abort
-  // failed it already), and `request` (if it started) is withdrawn where MPI can (a receive),
-  // else left with the communicator, which is then never freed (a collective: MPI cannot
-  // withdraw one, and some rank will never join it).
-  void give_up(MPI_Request request) {
-    if (request != MPI_REQUEST_NULL && !withdrawn(request)) {
-      std::lock_guard lock(impl_.mutex);
-      impl_.dead.push_back({request, op_.ticket});
-    }
-    impl_.fail_aborted(op_);
-  }
-  // MPI_Cancel of a receive (completes at once: cancelled, or matched meanwhile).
-  bool withdrawn(MPI_Request& request) const {
-    if (op_.op != "recv" || MPI_Cancel(&request) != MPI_SUCCESS) return false;
-    int done = 0;
-    for (int polls = 0; polls < 1000 && done == 0; ++polls)
-      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-    return done != 0;
-  }
-
-  MpiCommunicator::Impl& impl_;
-  MpiPendingOp& op_;
-  const std::chrono::milliseconds timeout_;
-  const SteadyClock::time_point deadline_;
-};
-
-// Queues the operation on `stream` (see MpiOperationRun); an abort fails it at once, even
+// Queues the operation on `stream` (see detail::run_operation); an abort fails it at once, even
 // while it waits in the stream's queue.
 Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
                     std::string description, std::chrono::milliseconds timeout, std::string check,
@@ -563,12 +188,12 @@ Future<void> run_on(Stream& stream, MpiCommunicator::Impl& impl, std::string op,
   Future<void> future = pending->promise.get_future();
   try {
     stream.enqueue([&impl, pending, timeout, check = std::move(check), start = std::move(start)] {
-      struct Discharge {  // also when run() throws (out of memory naming an error)
+      struct Discharge {  // also when the run throws (out of memory naming an error)
         MpiCommunicator::Impl& impl;
         const MpiPendingOp& op;
         ~Discharge() { impl.discharge(op); }
       } discharge{impl, *pending};
-      MpiOperationRun(impl, *pending, timeout).run(check, start);
+      detail::run_operation(impl, *pending, timeout, check, start);
     });
   } catch (...) {
     call.unlock();
