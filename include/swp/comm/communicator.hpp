@@ -258,10 +258,13 @@ class Communicator {
   /// that timed out, or one an abort gave up (MPI cannot withdraw either), stays under way until
   /// every rank joined it, and `owner` stays until MPI completed it — seen as a later operation
   /// ends, or when the communicator is destroyed (which waits for what timed out once more); what
-  /// is still under way then keeps `owner` until the process ends. The default, for backends
-  /// whose operations touch no buffer once their futures completed (NCCL), lets it go at once
-  /// (the caller keeps the buffers until the futures completed, as ever). How InputDist frees a
-  /// failed batch's buffers. Any thread; throws only what allocating throws.
+  /// is still under way then keeps `owner` until the process ends. On NCCL `owner` stays until
+  /// the watchdog saw those operations end (a result staged for a host buffer is copied there
+  /// after the call returned, and an operation called while the communicator was being aborted
+  /// may fail at once while an earlier one still delivers). The default, for backends whose
+  /// operations touch no buffer once their futures completed, lets it go at once (the caller
+  /// keeps the buffers until the futures completed, as ever). How InputDist frees a failed or
+  /// dropped batch's buffers. Any thread; throws only what allocating throws.
   /// Example: `comm.keep_until_done(batch_buffers);  // after calling the batch's collectives`
   virtual void keep_until_done(std::shared_ptr<const void> owner);
 

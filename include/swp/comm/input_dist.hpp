@@ -81,8 +81,8 @@ struct ModuleOutput {
 /// Cancellation: none — collectives cannot be withdrawn; the batch's buffers live until its
 /// last collective completed, even when the Batch handle is dropped earlier, and those of a
 /// failed batch until none of its collectives can touch them any more (each group's
-/// Communicator::keep_until_done: on MPI while one that timed out is still under way), then
-/// they are freed.
+/// Communicator::keep_until_done: on MPI while one that timed out is still under way, on NCCL
+/// until the watchdog saw each end), then they are freed.
 ///
 /// Example (every rank; `group` a Communicator, `data_dist` and `main` streams):
 /// ```

@@ -98,6 +98,14 @@ NcclCompletion NcclCommunicator::completion() const noexcept {
   return impl_->completion.load(std::memory_order_relaxed);
 }
 
+void NcclCommunicator::keep_until_done(std::shared_ptr<const void> owner) {
+  if (!owner) return;
+  std::vector<std::shared_ptr<const void>> done;  // let go of after the lock, at once if ended
+  std::lock_guard lock(impl_->mutex);
+  impl_->kept.push_back({impl_->next_seq, std::move(owner)});
+  done = impl_->owners_done();
+}
+
 std::unique_ptr<NcclCommunicator> NcclCommunicator::init(const NcclUniqueId& id, int rank, int size,
                                                          CudaDevice& device,
                                                          std::chrono::milliseconds timeout) {

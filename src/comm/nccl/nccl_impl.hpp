@@ -12,6 +12,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +74,7 @@ struct NcclCommunicator::Impl {
     // kept until the GPU is past it and its staged results are delivered, then let go of
     // before its future completes, without `mutex` (its owner may hold anything).
     std::shared_ptr<const void> keep;
+    std::uint64_t seq = 0;  // its place among the operations called (keep_until_done)
   };
 
   // An operation called while operations before it are not issued yet (see run()): issued in
@@ -95,6 +97,7 @@ struct NcclCommunicator::Impl {
     std::string check;
     std::function<void(Call&)> enqueue;
     Promise<void> promise;
+    std::uint64_t seq = 0;  // deferred: its place among the operations called, which it keeps
   };
 
   // What this communicator's aborts are recorded in (the base's; see abort_state()), and its
@@ -131,6 +134,17 @@ struct NcclCommunicator::Impl {
   std::condition_variable finished;  // after each finish
   bool stopping = false;
   std::thread watchdog;
+  // keep_until_done: each operation handed to the watchdog or queued to be issued takes a
+  // number from next_seq when its call returns (a deferred one keeps its own once issued); an
+  // owner kept with `before` = next_seq goes once no operation numbered below is pending,
+  // queued, or `ending` (taken off those lists by the watchdog or an abort, not yet ended).
+  struct Kept {
+    std::uint64_t before = 0;
+    std::shared_ptr<const void> owner;
+  };
+  std::uint64_t next_seq = 1;
+  std::vector<Kept> kept;
+  std::multiset<std::uint64_t> ending;
   // The timeout of NCCL's calls and of the operations' completion (Communicator::timeout(), as
   // the last call passed it: enqueue_call).
   std::chrono::milliseconds timeout_ms{60'000};
@@ -183,6 +197,10 @@ struct NcclCommunicator::Impl {
   // operation — with CommError, or CommAborted when Communicator::abort() (`by_abort`) is why.
   void abort_all(std::unique_lock<std::mutex>& lock, const std::string& reason,
                  bool by_abort = false);
+
+  // With `mutex` held: the owners kept (keep_until_done) whose operations all ended, taken out
+  // of `kept`; the caller lets go of them once it released the mutex (they may hold anything).
+  [[nodiscard]] std::vector<std::shared_ptr<const void>> owners_done();
 
   // Gives an operation's blocks and event back; once the GPU is past them.
   void release(Pending& p);

@@ -86,8 +86,10 @@ bool Call::finish_call(Promise<void>& promise) {
   staged.clear();
   scratch.clear();
   handed_over = true;
+  p.seq = seq;
   {
     std::lock_guard lock(impl.mutex);
+    if (p.seq == 0) p.seq = impl.next_seq++;
     impl.pending.push_back(std::move(p));
   }
   impl.wake.notify_all();
@@ -113,7 +115,9 @@ void Call::retire() noexcept {
     p.staged = std::move(staged);
     p.scratch = std::move(scratch);
     p.keep = std::move(keep);  // a staged input may still be read (pinned host memory)
+    p.seq = seq;
     std::lock_guard lock(impl.mutex);
+    if (p.seq == 0) p.seq = impl.next_seq++;
     impl.pending.push_back(std::move(p));
   } catch (...) {
     // Out of memory for the entry: the blocks stay out of the pools.
@@ -254,6 +258,7 @@ Future<void> run_later(NcclCommunicator::Impl& impl, Stream& stream,
   {
     std::lock_guard lock(impl.mutex);
     q.id = ++impl.deferred_ids;
+    q.seq = impl.next_seq++;
     impl.queue.push_back(std::move(q));
     if (!impl.issuer.joinable()) impl.issuer = std::thread([&impl] { impl.issue_deferred(); });
     if (impl.queue.size() == 1) impl.advance();
@@ -327,8 +332,9 @@ void NcclCommunicator::Impl::issue_deferred() {
       enqueue = std::make_shared<std::function<void(Call&)>>(std::move(next.enqueue));
       outcome = detail::issue(
           *this, *next.stream, next.cuda, next.timeout, next.op, next.description, next.check,
-          [&enqueue](Call& c) {
+          [&enqueue, seq = next.seq](Call& c) {
             c.keep = enqueue;
+            c.seq = seq;
             (*enqueue)(c);
           },
           next.promise);
@@ -342,7 +348,9 @@ void NcclCommunicator::Impl::issue_deferred() {
     lock.lock();
     queue.pop_front();  // only now: a caller that came meanwhile queued behind it
     advance();
+    std::vector<std::shared_ptr<const void>> owners = owners_done();
     lock.unlock();
+    owners.clear();
     // Completed last, holding nothing: a waiter resumed on this thread may call again.
     detail::complete(*this, promise, outcome);
     lock.lock();

@@ -35,6 +35,7 @@ struct Call {
   // What the operation's buffers belong to, handed to the watchdog with it (Pending::keep):
   // a staged result is copied into its host buffer after the call returned.
   std::shared_ptr<const void> keep;
+  std::uint64_t seq = 0;  // a deferred operation's (Queued::seq); else numbered at hand-over
   bool handed_over = false;
 
   Call(NcclCommunicator::Impl& i, Stream& s, cudaStream_t cuda, std::string o, std::string d)

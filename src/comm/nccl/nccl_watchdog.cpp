@@ -116,13 +116,21 @@ void NcclCommunicator::Impl::watch() {
       if (q == cudaErrorNotReady && SteadyClock::now() < it->deadline) continue;
       Pending done = std::move(*it);
       pending.erase(it);
+      const auto ending_at = ending.insert(done.seq);
       progressed = true;
       ++finishing;
       lock.unlock();
       finish(done, q);
       lock.lock();
       --finishing;
+      ending.erase(ending_at);
+      std::vector<std::shared_ptr<const void>> owners = owners_done();
       finished.notify_all();
+      if (!owners.empty()) {
+        lock.unlock();
+        owners.clear();
+        lock.lock();
+      }
       break;
     }
     ncclResult_t async = ncclSuccess;
@@ -205,6 +213,11 @@ void NcclCommunicator::Impl::abort_all(std::unique_lock<std::mutex>& lock,
   }
   std::list<Pending> failed = std::move(pending);
   pending.clear();
+  std::vector<std::uint64_t> failing;  // their numbers, `ending` until their blocks are back
+  for (const Pending& p : failed) {
+    failing.push_back(p.seq);
+    ending.insert(p.seq);
+  }
   // The queued operations never run: the deferred ones fail here, the callers waiting for
   // their turn wake and fail themselves.
   std::list<Queued> unissued;
@@ -237,6 +250,29 @@ void NcclCommunicator::Impl::abort_all(std::unique_lock<std::mutex>& lock,
   failed.clear();
   unissued.clear();
   lock.lock();
+  for (const std::uint64_t seq : failing) ending.erase(ending.find(seq));
+  std::vector<std::shared_ptr<const void>> owners = owners_done();
+  if (!owners.empty()) {
+    lock.unlock();
+    owners.clear();
+    lock.lock();
+  }
+}
+
+std::vector<std::shared_ptr<const void>> NcclCommunicator::Impl::owners_done() {
+  std::vector<std::shared_ptr<const void>> done;
+  if (kept.empty()) return done;
+  std::uint64_t oldest = next_seq;  // the oldest operation not ended: none yet
+  for (const Pending& p : pending) oldest = std::min(oldest, p.seq);
+  for (const Queued& q : queue)
+    if (q.kind == Queued::Kind::deferred) oldest = std::min(oldest, q.seq);
+  if (!ending.empty()) oldest = std::min(oldest, *ending.begin());
+  std::erase_if(kept, [&](Kept& k) {
+    if (k.before > oldest) return false;
+    done.push_back(std::move(k.owner));
+    return true;
+  });
+  return done;
 }
 
 void NcclCommunicator::Impl::release(Pending& p) {
@@ -259,10 +295,13 @@ void NcclCommunicator::Impl::stop_issuer() {
   to_issue.notify_all();
   if (issuer.joinable()) issuer.join();
   std::list<Queued> left;
+  std::vector<std::shared_ptr<const void>> owners;
   {
     std::lock_guard lock(mutex);
-    left.swap(queue);  // deferred only: callers are gone before the communicator
+    left.swap(queue);        // deferred only: callers are gone before the communicator
+    owners = owners_done();  // never issued: they touch nothing
   }
+  owners.clear();
   for (Queued& q : left) {
     (void)cudaEventDestroy(q.after);
     q.promise.set_error(std::make_exception_ptr(CommError(

@@ -586,6 +586,45 @@ TEST_CASE("nccl: an exchange's callable, and the buffers it owns, stay until its
   CHECK(sum[0] == 1);
 }
 
+// InputDist hands each batch's state to keep_until_done, which let go at once on NCCL: a splits
+// result staged for the host is copied after start returned, and a batch whose tensors failed
+// at once (an abort arriving between the calls) and was dropped lost its state before that copy.
+TEST_CASE("nccl: keep_until_done keeps an owner until the operations called before it ended") {
+  if (!have_gpu("keep_until_done")) return;
+  OneRank r;
+  r.comm->set_timeout(10s);
+  std::atomic<bool> released{false};
+  r.stream.enqueue([&released] {
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (!released.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(100us);
+  });
+  struct Buffers {
+    std::int64_t value = 3, sum = 0;
+  };
+  auto buffers = std::make_shared<Buffers>();
+  const std::weak_ptr<Buffers> watched = buffers;
+  const swp::Future<void> done =
+      r.comm->all_reduce(r.stream, std::span<const std::int64_t>(&buffers->value, 1),
+                         std::span<std::int64_t>(&buffers->sum, 1), swp::ReduceOp::sum, "kept");
+  r.comm->keep_until_done(std::move(buffers));
+  // Behind the held work: its result is still to be copied into the buffers.
+  CHECK_FALSE(watched.expired());
+  released.store(true);
+  REQUIRE(wait_ready(done));
+  done.get();
+  // Let go of by the watchdog once it delivered the result.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (!watched.expired() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(50us);
+  CHECK(watched.expired());
+  // Nothing under way: let go of at once.
+  auto idle = std::make_shared<int>(1);
+  const std::weak_ptr<int> idle_watched = idle;
+  r.comm->keep_until_done(std::move(idle));
+  CHECK(idle_watched.expired());
+}
+
 TEST_CASE("nccl: an operation called after a waiting exchange is issued after it, in call order") {
   if (!have_gpu("call order behind a deferred exchange")) return;
   OneRank r;

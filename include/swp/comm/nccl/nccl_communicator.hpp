@@ -152,6 +152,16 @@ class NcclCommunicator final : public Communicator {
   void set_completion(NcclCompletion completion) noexcept;
   [[nodiscard]] NcclCompletion completion() const noexcept;
 
+  /// Keeps `owner` until the operations whose calls returned so far ended (see
+  /// Communicator::keep_until_done): issued ones once the watchdog saw the GPU past them and
+  /// delivered their results staged for host buffers — or an abort or timeout gave their blocks
+  /// back — and those still queued to be issued (all_to_all_v with counts read when it
+  /// starts) once issued and ended, or failed unissued (under NcclCompletion::submitted a
+  /// future completes before its operation ended). Let go of on this thread, the watchdog's or
+  /// the issuer's; what is kept when the communicator is destroyed goes once its watchdog
+  /// finished what was pending.
+  void keep_until_done(std::shared_ptr<const void> owner) override;
+
   struct Impl;  // the NCCL communicator, its watchdog, issuer and pools (the .cpp's)
   explicit NcclCommunicator(std::unique_ptr<Impl> impl);
 
