@@ -179,8 +179,57 @@ std::string estimate_overflow(const EstimateFlags& f, const PipelineEstimate& e)
          " us is more than a number can hold; give fewer microbatches or smaller times";
 }
 
+// A stage that owns no layers computes nothing, yet the fill-drain model would charge it a
+// transfer in and out, as if hidden states went through a device with no work: seed 002 (2.4.2)
+// says such partitions are filtered out, not estimated. Returns the error naming the flags that
+// made them and the empty stages, or nothing when every stage owns a layer.
+std::string empty_stages(const StageFlags& f, const StagePlan& plan) {
+  std::vector<int> empty;
+  for (const auto& s : plan.stages())
+    if (s.layer_count() == 0) empty.push_back(s.stage_id);
+  if (empty.empty()) return {};
+  std::string flags;
+  if (f.layer_counts.empty()) {
+    flags = "--layers " + std::to_string(f.layers) + " --stages " + std::to_string(f.stages);
+  } else {
+    flags = "--layer-counts ";
+    for (std::size_t i = 0; i < f.layer_counts.size(); ++i)
+      flags += (i > 0 ? "," : "") + std::to_string(f.layer_counts[i]);
+  }
+  std::string which;
+  if (empty.size() == 1) {
+    which = "stage " + std::to_string(empty[0]) + " owns";
+  } else if (empty.back() - empty.front() + 1 == static_cast<int>(empty.size())) {
+    which =
+        "stages " + std::to_string(empty.front()) + ".." + std::to_string(empty.back()) + " own";
+  } else {
+    which = "stages";
+    for (std::size_t i = 0; i < empty.size(); ++i)
+      which += (i > 0 ? ", " : " ") + std::to_string(empty[i]);
+    which += " own";
+  }
+  std::string message = flags + ": " + which + " no layers";
+  if (!f.layer_counts.empty())
+    return message + "; an empty stage is no pipeline stage: leave it out";
+  // The uniform partition: the most stages up to --stages that all own a layer.
+  const int per_stage = f.stages > 0 ? (f.layers + f.stages - 1) / f.stages : 0;
+  message += " (uniform partition: ceil(" + std::to_string(f.layers) + "/" +
+             std::to_string(f.stages) + ") = " + std::to_string(per_stage) +
+             (per_stage == 1 ? " layer" : " layers") + " a stage)";
+  int fits = 0;
+  for (int s = std::min(f.stages, f.layers); s >= 1 && fits == 0; --s)
+    if (static_cast<std::int64_t>(s - 1) * ((f.layers + s - 1) / s) < f.layers) fits = s;
+  if (fits == 0) return message + "; a pipeline needs at least one layer";
+  return message + "; an empty stage is no pipeline stage: give at most " + std::to_string(fits) +
+         " stages, or --layer-counts";
+}
+
 int print_estimate(const EstimateFlags& f) {
   const auto plan = stage_plan(f.stages);
+  if (const auto error = empty_stages(f.stages, plan); !error.empty()) {
+    print_error("swp pp estimate: " + error);
+    return Exit::bad_usage;
+  }
   std::vector<double> compute;
   for (const auto& s : plan.stages()) compute.push_back(s.layer_count() * f.layer_us);
   std::int64_t bytes = 0;

@@ -61,9 +61,10 @@ int tune(const TuneFlags& flags) {
   TuneOptions options = flags.options;
   if (options.max_depth == 0 && plan->inspection.graph.depth() > max_tune_depth)
     print_warning(flags.path + ": the plan's depth " +
-                  std::to_string(plan->inspection.graph.depth()) + " is above the tuner's limit of " +
-                  std::to_string(max_tune_depth) + ": searching under a cap of " +
-                  std::to_string(max_tune_depth) + " (see --max-depth)");
+                  std::to_string(plan->inspection.graph.depth()) +
+                  " is above the tuner's limit of " + std::to_string(max_tune_depth) +
+                  ": searching under a cap of " + std::to_string(max_tune_depth) +
+                  " and keeping the input if nothing there is faster (see --max-depth)");
   if (!flags.costs_path.empty()) {
     options.measured = read_costs(flags.costs_path, plan->plan.tasks.size());
     if (!options.measured) return Exit::bad_usage;
@@ -103,6 +104,10 @@ int tune(const TuneFlags& flags) {
   }
   const double search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (result.kept_deep_input)
+    print_warning(flags.path + ": no plan under the tuner's limit of " +
+                  std::to_string(max_tune_depth) + " is faster than the input (depth " +
+                  std::to_string(result.baseline_depth) + "): printing the input unchanged");
 
   std::FILE* metrics = stderr;
   if (out_file.is_open()) {

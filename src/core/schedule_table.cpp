@@ -5,20 +5,19 @@
 #include <stdexcept>
 #include <vector>
 
+#include "display_width.hpp"
 #include "swp/core/enqueue_order.hpp"
 
 namespace swp {
 
 namespace {
 
-// The columns `text` takes: its characters (UTF-8 code points, what validation admits in
-// names), not its bytes, so that "Größe" pads as five columns. Wide (CJK) and combining
-// characters are not measured: that needs the terminal's tables.
-std::size_t columns(const std::string& text) {
-  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xc0) != 0x80;  // not a continuation byte
-  }));
-}
+// The columns `text` takes on a terminal, not its bytes or code points: "Größe" pads as five
+// columns, "数据" as four (wide), "Cafe" with a combining acute accent as four.
+std::size_t columns(const std::string& text) { return detail::display_width(text); }
+static_assert(detail::display_width("Größe") == 5 && detail::display_width("数据") == 4 &&
+              detail::display_width("Cafe\u0301") == 4 && detail::display_width("ｇｐｕ") == 6 &&
+              detail::display_width("a\u200Db") == 2 && detail::display_width("\xff") == 1);
 
 std::string left(const std::string& text, std::size_t width) {
   const std::size_t used = columns(text);

@@ -315,6 +315,10 @@ TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options) {
   result.max_depth = cap;
   result.baseline_depth = graph.depth();
   const bool input_fits = graph.depth() <= cap;
+  // With no cap asked for, an input deeper than max_tune_depth is measured with the finalists
+  // and may win: the limit bounds the search space, not the memory the user's plan holds, and
+  // the answer must never be slower than what was given (an explicit cap may be).
+  const bool input_competes = input_fits || options.max_depth == 0;
   // The input first: it is a candidate even when it leaves stage 0 empty.
   if (input_fits) eval.score(input);
   Enumerator enumerator(rules, cap, options.max_candidates);
@@ -335,7 +339,7 @@ TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options) {
            std::tie(b.us, b.depth, a.is_input, b.moved, b.stages);
   });
   ranked.resize(std::min(ranked.size(), options.finalists));
-  if (input_fits &&
+  if (input_competes &&
       std::none_of(ranked.begin(), ranked.end(), [](const Scored& s) { return s.is_input; }))
     ranked.push_back(eval.scored(input, 0));
   std::optional<Scored> winner;
@@ -344,9 +348,10 @@ TuneResult tune_plan(const PipelinePlan& plan, const TuneOptions& options) {
     if (f.is_input) result.baseline_us_per_iter = full.us;
     if (!winner || better(full, *winner)) winner = full;
   }
-  if (!input_fits)
+  if (!input_competes)
     result.baseline_us_per_iter = eval.measure(eval.plan(), options.iters, "iters");
 
+  result.kept_deep_input = !input_fits && winner->is_input;
   result.best = with_stages(plan, winner->stages);
   result.us_per_iter = winner->us;
   result.depth = winner->depth;

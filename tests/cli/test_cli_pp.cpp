@@ -109,6 +109,45 @@ TEST_CASE("swp pp estimate prints the fill-drain metrics and the breakdown line"
   CHECK(r.err.find("--bandwidth-gbps: expected a number > 0, got '0'") != std::string::npos);
 }
 
+TEST_CASE("swp pp estimate refuses a partition with a stage that owns no layers (exit 2)") {
+  // Seed 002 (2.4.2): with more stages than layers the trailing stages own no layers, and such
+  // configurations are to be filtered out; the estimate charged them transfers of hidden states
+  // that no stage computes (--layers 2 --stages 4: 6 one-way times for 2 layers).
+  const auto refused = [](const std::string& flags, const std::string& message) {
+    CAPTURE(flags);
+    const auto r = run_swp("pp estimate " + flags + " --layer-us 100 --tokens 16 --hidden 16");
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(lines(r.err) == 1);
+    CHECK_MESSAGE(r.err.starts_with("error: swp pp estimate: " + message), r.err);
+  };
+  SUBCASE("more stages than layers, both flags named") {
+    refused("--layers 2 --stages 4",
+            "--layers 2 --stages 4: stages 2..3 own no layers (uniform partition: ceil(2/4) = 1 "
+            "layer a stage)");
+  }
+  SUBCASE("fewer stages than layers, but ceil leaves the last stages empty") {
+    refused("--layers 6 --stages 5",
+            "--layers 6 --stages 5: stages 3..4 own no layers (uniform partition: ceil(6/5) = 2 "
+            "layers a stage)");
+  }
+  SUBCASE("one empty stage") {
+    refused("--layers 5 --stages 4",
+            "--layers 5 --stages 4: stage 3 owns no layers (uniform partition: ceil(5/4) = 2 "
+            "layers a stage)");
+  }
+  SUBCASE("no layers at all") {
+    refused("--layers 0 --stages 1", "--layers 0 --stages 1: stage 0 owns no layers");
+  }
+  SUBCASE("an explicit partition with an empty stage") {
+    refused("--layer-counts 2,0,3", "--layer-counts 2,0,3: stage 1 owns no layers");
+  }
+  // The partition itself stays printable, as the seed defines it.
+  const auto r = run_swp("pp stages --layers 2 --stages 4");
+  CHECK(r.status == 0);
+  CHECK(r.out == "stage 0 0 1\nstage 1 1 2\nstage 2 2 2\nstage 3 2 2\n");
+}
+
 TEST_CASE("swp pp estimate refuses results a number cannot hold, naming the flag") {
   // They printed `inf` and `-nan` and exited 0.
   const auto refused = [](const std::string& flags, const std::string& message) {

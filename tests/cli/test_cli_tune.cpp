@@ -207,6 +207,35 @@ TEST_CASE("swp tune errors: invalid plans exit 1 naming tasks, bad flags and pat
     CHECK(r.err.find("above the tuner's limit of 64") != std::string::npos);
     CHECK(swp::test::metric_values(r.err).at("max_depth") == 64);
   }
+  SUBCASE("a plan deeper than 64 that no plan under 64 beats is printed unchanged, saying so") {
+    // A chain of 70 tasks on lanes of their own, a stage each: under 64 stages two tasks
+    // share a period, so every candidate is slower than the input.
+    std::string json = R"({"tasks": [)", deps;
+    for (int i = 0; i < 70; ++i) {
+      const std::string name = "T" + std::to_string(i);
+      json += (i > 0 ? ", " : "") + std::string(R"({"name": ")") + name + R"(", "stage": )" +
+              std::to_string(i) + R"(, "thread_group": "g)" + std::to_string(i) +
+              R"(", "cpu_us": 10})";
+      if (i > 0)
+        deps += (i > 1 ? ", " : "") + std::string(R"([")") + name + R"(", "T)" +
+                std::to_string(i - 1) + R"("])";
+    }
+    const TempFile plan(json + R"(], "intra_iter_deps": [)" + deps + "]}");
+    const auto r =
+        run_swp("tune " + quoted(plan.str()) + " --max-candidates 20 --iters 20 --search-iters 10");
+    CHECK(r.status == 0);
+    const auto m = swp::test::metric_values(r.err);
+    CHECK(m.at("us_per_iter") == m.at("baseline_us_per_iter"));
+    CHECK(m.at("speedup") == 1);
+    CHECK(m.at("depth") == 70);
+    CHECK(r.err.find("warning: " + plan.str() +
+                     ": no plan under the tuner's limit of 64 is "
+                     "faster than the input (depth 70): printing the input unchanged") !=
+          std::string::npos);
+    const TempFile tuned(r.out);
+    const auto v = run_swp("validate " + quoted(tuned.str()));
+    CHECK(v.out.starts_with("ok: 70 tasks, depth 70"));
+  }
   SUBCASE("an --out path that cannot be written, before searching") {
     const std::string missing = "/nonexistent-swp-dir/tuned.json";
     const auto r = run_swp("tune - --out " + quoted(missing), swp_cli() + " preset base |");

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -167,6 +168,57 @@ TEST_CASE("the table stays aligned with names that are not ASCII, padded by char
     CAPTURE(line);
     CHECK(bar_column(line) == bar_column(lines[0]));
   }
+}
+
+TEST_CASE("the table pads by display width: CJK and fullwidth take two columns, accents none") {
+  // Padded by code points, "数据加载" (4 code points, 8 columns) pushed its row's columns four
+  // columns right, and "Cafe" + U+0301 (5 code points, 4 columns) pulled them one left.
+  const std::string cjk = "数据加载", accented = "Cafe\u0301", fullwidth_lane = "ｇｐｕ";
+  const auto plan =
+      swp::parse_plan(R"({"tasks":[{"name":"数据加载","stream":"流","thread_group":"ｇｐｕ"},
+                                    {"name":"Cafe\u0301"},{"name":"Plain","stream":"s"}]})")
+          .plan;
+  const auto lines = lines_of(swp::format_schedule(swp::validate(plan), 2));
+  REQUIRE(lines.size() == 5);
+
+  // The display width of the characters this test uses (Latin and ASCII 1, U+0301 0, CJK and
+  // fullwidth 2), independent of the library's tables.
+  const auto width = [](const std::string& text) {
+    std::size_t columns = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const auto lead = static_cast<unsigned char>(text[i]);
+      if ((lead & 0xc0) == 0x80) continue;  // continuation byte
+      if (lead < 0x80 || (lead & 0xe0) == 0xc0)
+        columns += text.compare(i, 2, "\u0301") == 0 ? 0 : 1;
+      else
+        columns += 2;  // three-byte sequences here: CJK ideographs and fullwidth forms
+    }
+    return columns;
+  };
+  // The display columns where each word after the first (the index) starts.
+  const auto starts = [&](const std::string& line) {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < line.size(); ++i)
+      if (line[i] != ' ' && (i == 0 || line[i - 1] == ' ')) out.push_back(width(line.substr(0, i)));
+    out.erase(out.begin());
+    return out;
+  };
+  const auto header = starts(lines[0]);
+  REQUIRE(header.size() == 6);  // Task, Thread, Stream, |, P0, P1
+  CHECK(header == std::vector<std::size_t>{6, 25, 34, 48, 50, 56});
+  for (const auto& line : lines) {
+    CAPTURE(line);
+    CHECK(starts(line) == header);
+  }
+  const auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
+    return l.find(cjk) != std::string::npos;
+  });
+  REQUIRE(row != lines.end());
+  CHECK(*row == "   " + std::string(1, row->at(3)) + "  " + cjk + std::string(9, ' ') + "  " +
+                    fullwidth_lane + " " + "  流" + std::string(10, ' ') + "  | i0    i1");
+  CHECK(std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+    return l.find(accented + "  ") != std::string::npos;
+  }));
 }
 
 }  // namespace test_schedule_table

@@ -215,6 +215,34 @@ TEST_CASE("tune_plan keeps the tuned plan within the depth cap") {
     CHECK(result.depth <= swp::max_tune_depth);
     CHECK(validates(result.best));
   }
+  SUBCASE("an input deeper than max_tune_depth that no candidate beats is kept (default cap)") {
+    // A chain of 70 tasks on lanes of their own, a stage each: one task's time per iteration.
+    // Under 64 stages two tasks share a stage and a period, and the search only finds slower
+    // plans; the cap bounds the search, not the memory the user asked for.
+    swp::PipelinePlan deep;
+    std::vector<swp::TaskHandle> chain;
+    for (int i = 0; i < 70; ++i)
+      chain.push_back(deep.add({"T" + std::to_string(i)},
+                               {.stage = i, .thread_group = "g" + std::to_string(i)},
+                               {.cpu_us = 10}));
+    for (std::size_t i = 1; i < chain.size(); ++i)
+      deep.intra_iter_deps.push_back({chain[i], chain[i - 1]});
+    SUBCASE("without --max-depth the input wins") {
+      const auto result = swp::tune_plan(deep, quick(0, 20));
+      CHECK(result.max_depth == swp::max_tune_depth);
+      CHECK(result.kept_deep_input);
+      CHECK(stages_of(result.best) == stages_of(deep));
+      CHECK(result.depth == 70);
+      CHECK(result.us_per_iter == result.baseline_us_per_iter);
+      CHECK(result.speedup() == 1);
+    }
+    SUBCASE("an explicit cap is a memory cap: the input is no candidate") {
+      const auto result = swp::tune_plan(deep, quick(swp::max_tune_depth, 20));
+      CHECK_FALSE(result.kept_deep_input);
+      CHECK(result.depth <= swp::max_tune_depth);
+      CHECK(result.us_per_iter > result.baseline_us_per_iter);
+    }
+  }
   SUBCASE("local search beyond max_candidates stays in the cap and never loses to the input") {
     const auto result = swp::tune_plan(plan, quick(4, 12));
     CHECK_FALSE(result.exhaustive);

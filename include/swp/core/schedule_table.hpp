@@ -12,7 +12,9 @@ namespace swp {
 /// stage-descending order (topological by name within a stage), columns
 /// `#  Task  Thread  Stream | P0 P1 ...`, cell `iK` when the task processes iteration K in that
 /// period (K = period − stage) and `--` before its first period. Tasks named in `shortcut` are
-/// suffixed ` [skip]` and show `.` for every instance they skip.
+/// suffixed ` [skip]` and show `.` for every instance they skip. Columns are padded by display
+/// width: wide and fullwidth characters (CJK, East_Asian_Width W/F) take two columns, combining
+/// marks and zero-width characters none.
 /// Throws std::invalid_argument when `periods` < 1.
 ///
 /// Example (seed 000, TrainPipelineBase, `format_schedule(graph, 3)`):

@@ -58,7 +58,8 @@ inline constexpr int max_tune_depth = 64;
 struct TuneOptions {
   /// Memory cap: stages 0..max_depth−1, so at most max_depth iterations (slots) in flight;
   /// 1..max_tune_depth. 0: the input plan's depth, so the tuned plan never holds more batches
-  /// than the input; at most max_tune_depth (a deeper input is then not a candidate itself).
+  /// than the input; at most max_tune_depth, and a deeper input, which the search cannot
+  /// reach, is measured with the finalists and kept when none is faster (kept_deep_input).
   int max_depth = 0;
   /// Iterations of the final measurement of the finalists and the input (as `swp run`); a
   /// plan whose steady state needs more (`min_steady_iters(depth)`, 2 × depth + 2) runs those.
@@ -90,6 +91,9 @@ struct TuneResult {
   int max_depth = 0;                ///< the cap searched under
   std::size_t candidates = 0;       ///< stage assignments simulated
   bool exhaustive = false;          ///< every assignment under the cap was simulated
+  /// The input, deeper than max_tune_depth with no cap given (max_depth 0), beat every
+  /// candidate under the cap and is `best` unchanged: `depth` is then above `max_depth`.
+  bool kept_deep_input = false;
 
   /// baseline / best: above 1 when the tuned plan is faster.
   [[nodiscard]] double speedup() const {
@@ -113,7 +117,9 @@ struct TuneResult {
 /// (`min_steady_iters`): a shorter one would time the fill and drain too, and a deep plan
 /// would look slower than it is. Ties within 1e-6 relative prefer the smaller depth, then the input's stages,
 /// then the fewest tasks moved. When the input fits the cap it is a candidate, so the result
-/// is never slower than the input.
+/// is never slower than the input. With the default cap (max_depth 0) an input deeper than
+/// max_tune_depth runs with the finalists and is kept when none beats it (`kept_deep_input`):
+/// only an explicit cap below the input's depth can make the result slower.
 ///
 /// Throws PlanError for an invalid plan, std::invalid_argument for bad options (max_depth < 0
 /// or > max_tune_depth, iters or search_iters < 1, max_candidates or finalists 0, a profile naming tasks the plan
