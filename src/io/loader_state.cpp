@@ -197,7 +197,7 @@ std::exception_ptr LoaderState::not_issued_error(const PlannedRead* read,
   }
 }
 
-void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
+void LoaderState::on_read(Slot& slot, std::exception_ptr error) noexcept {
   std::coroutine_handle<> h;
   Resumer* resumer = nullptr;
   bool decode_here = false;
@@ -216,7 +216,15 @@ void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
         // another thread. A user decode step, or a reader completing on its one io thread
         // (uring), goes to the decode pool.
         decode_here = !options_.decode && reader_->completes_on_pool();
-        if (!decode_here) decode_pool_->post([this, &slot] { decode(slot); });
+        if (!decode_here) {
+          try {
+            decode_pool_->post([this, &slot] { decode(slot); });
+          } catch (...) {
+            // No memory to queue it (std::bad_alloc): decoded here instead, as it would be on
+            // a pread pool (the lock is released first either way).
+            decode_here = true;
+          }
+        }
       }
     }
     finish_restart_locked();

@@ -110,9 +110,9 @@ class LoaderState {
   /// where there is no memory for the message.
   [[nodiscard]] std::exception_ptr not_issued_error(const PlannedRead* read,
                                                     std::exception_ptr cause) const noexcept;
-  void on_read(Slot& slot, std::exception_ptr error);
-  // The decode pool's job: nothing escapes it (it runs on the loader's threads, where an
-  // exception would end the process).
+  // The reader's and the decode pool's callbacks: nothing escapes them (they run on the
+  // loader's threads, where an exception would end the process).
+  void on_read(Slot& slot, std::exception_ptr error) noexcept;
   void decode(Slot& slot) noexcept;
   [[nodiscard]] bool deliverable_locked() const;
   [[nodiscard]] bool drained_locked() const { return reads_in_flight_ == 0 && decodes_ == 0; }
