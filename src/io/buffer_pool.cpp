@@ -76,10 +76,20 @@ std::shared_ptr<BatchBuffer> BufferPool::acquire(std::size_t bytes) {
   return {buffer, [pool = shared_from_this()](BatchBuffer* b) { pool->give_back(b); }};
 }
 
-void BufferPool::give_back(BatchBuffer* buffer) {
-  std::lock_guard lock(mutex_);
-  free_.push_back(buffer);
-  counts_.free = free_.size();
+void BufferPool::give_back(BatchBuffer* buffer) noexcept {
+  {
+    const std::lock_guard lock(mutex_);
+    try {
+      free_.push_back(buffer);
+      counts_.free = free_.size();
+      return;
+    } catch (...) {
+      // No memory to keep it (std::bad_alloc growing free_; this runs in a shared_ptr's
+      // deleter, which must not throw): it is freed instead, the pool one buffer smaller.
+      counts_.allocated_bytes -= buffer->capacity;
+    }
+  }
+  delete buffer;  // without the lock: the backend's free of pinned memory may take a while
 }
 
 BufferPool::Counts BufferPool::counts() const {

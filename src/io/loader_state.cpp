@@ -174,6 +174,11 @@ void LoaderState::fail_issue_locked(Slot& slot, const PlannedRead& read, std::si
   slot.reads_left -= not_issued;
   slot.done = slot.reads_left == 0;
   failed_ = true;
+  slot.error = not_issued_error(&read, std::move(cause));
+}
+
+std::exception_ptr LoaderState::not_issued_error(const PlannedRead* read,
+                                                 std::exception_ptr cause) const noexcept {
   try {
     std::string why = "unknown error";
     try {
@@ -182,14 +187,17 @@ void LoaderState::fail_issue_locked(Slot& slot, const PlannedRead& read, std::si
       why = e.what();
     } catch (...) {  // NOLINT(bugprone-empty-catch): "unknown error"
     }
-    slot.error = std::make_exception_ptr(
-        RecordError(files_[read.file].path(), read.offset, "read not issued: " + why));
+    if (read == nullptr)
+      return std::make_exception_ptr(
+          std::runtime_error("epoch " + std::to_string(epoch_) + " not started: " + why));
+    return std::make_exception_ptr(
+        RecordError(files_[read->file].path(), read->offset, "read not issued: " + why));
   } catch (...) {  // no memory for the message: the cause itself
-    slot.error = std::move(cause);
+    return cause;
   }
 }
 
-void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
+void LoaderState::on_read(Slot& slot, std::exception_ptr error) noexcept {
   std::coroutine_handle<> h;
   Resumer* resumer = nullptr;
   bool decode_here = false;
@@ -208,7 +216,15 @@ void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
         // another thread. A user decode step, or a reader completing on its one io thread
         // (uring), goes to the decode pool.
         decode_here = !options_.decode && reader_->completes_on_pool();
-        if (!decode_here) decode_pool_->post([this, &slot] { decode(slot); });
+        if (!decode_here) {
+          try {
+            decode_pool_->post([this, &slot] { decode(slot); });
+          } catch (...) {
+            // No memory to queue it (std::bad_alloc): decoded here instead, as it would be on
+            // a pread pool (the lock is released first either way).
+            decode_here = true;
+          }
+        }
       }
     }
     finish_restart_locked();
@@ -218,7 +234,7 @@ void LoaderState::on_read(Slot& slot, std::exception_ptr error) {
   if (h) resume_waiter(this, resumer, h);
 }
 
-void LoaderState::decode(Slot& slot) {
+void LoaderState::decode(Slot& slot) noexcept {
   std::exception_ptr error;
   try {
     // Verify every frame and collate: the batch's record views point into its buffer, where
@@ -297,10 +313,15 @@ LoaderState::Poll LoaderState::poll(std::unique_lock<std::mutex>& lock, std::opt
     error = failure_;
     return Poll::error;
   }
-  if (!started_) start_epoch_locked();
+  if (!started_ && !not_issued_) start_epoch_locked();
   issue_locked();
   if (window_.empty()) {
     if (failed_ && !drained_locked()) return Poll::wait;
+    if (not_issued_) {
+      failure_ = std::make_exception_ptr(LoaderError(options_.name, not_issued_));
+      error = failure_;
+      return Poll::error;
+    }
     // The end of the epoch: the next call starts the next one.
     started_ = false;
     ++epoch_;
@@ -409,12 +430,21 @@ void LoaderState::restart(std::uint64_t epoch) {
 // registered meanwhile (its poll() said wait) is not woken to restart: it would then start the
 // epoch's reads from its await_resume and wait for them there, maybe on this very thread.
 // The new epoch's reads start here instead, and it is woken with its batch as usual.
-void LoaderState::finish_restart_locked() {
+// That runs on a reader or decode thread, where a throw (std::bad_alloc planning the epoch or
+// making a batch's slot) has no caller to reach: it fails the loader instead, after the batches
+// issued before it, as a read that could not be issued does.
+void LoaderState::finish_restart_locked() noexcept {
   if (!restart_to_ || !drained_locked()) return;
   restart_locked(*restart_to_);
-  if (waiter_) {
+  if (!waiter_) return;
+  try {
     start_epoch_locked();
     issue_locked();
+  } catch (...) {
+    failed_ = true;
+    not_issued_ = not_issued_error(
+        started_ && next_issue_ < plan_.size() ? &plan_[next_issue_].reads.front() : nullptr,
+        std::current_exception());
   }
 }
 
@@ -423,6 +453,7 @@ void LoaderState::restart_locked(std::uint64_t epoch) {
   window_bytes_ = 0;
   failed_ = false;
   failure_ = nullptr;
+  not_issued_ = nullptr;
   started_ = false;
   epoch_ = epoch;
   stall_since_.reset();

@@ -98,12 +98,22 @@ class LoaderState {
  private:
   void start_epoch_locked();
   /// Issues the reads of the batches the window has room for. A batch whose buffer or reads
-  /// cannot be had (read() threw) fails in the window like a failed read, naming the read.
+  /// cannot be had (read() threw) fails in the window like a failed read, naming the read. A
+  /// throw before the batch enters the window (std::bad_alloc making its slot) changed nothing
+  /// and reaches the caller: the consumer from poll(), the loader's failure from
+  /// finish_restart_locked().
   void issue_locked();
   void fail_issue_locked(Slot& slot, const PlannedRead& read, std::size_t not_issued,
                          std::exception_ptr cause) noexcept;
-  void on_read(Slot& slot, std::exception_ptr error);
-  void decode(Slot& slot);
+  /// The error of a batch not issued: a RecordError naming `read` (its first read not issued)
+  /// and `cause`; with no read (the epoch not planned), one naming the epoch; the cause itself
+  /// where there is no memory for the message.
+  [[nodiscard]] std::exception_ptr not_issued_error(const PlannedRead* read,
+                                                    std::exception_ptr cause) const noexcept;
+  // The reader's and the decode pool's callbacks: nothing escapes them (they run on the
+  // loader's threads, where an exception would end the process).
+  void on_read(Slot& slot, std::exception_ptr error) noexcept;
+  void decode(Slot& slot) noexcept;
   [[nodiscard]] bool deliverable_locked() const;
   [[nodiscard]] bool drained_locked() const { return reads_in_flight_ == 0 && decodes_ == 0; }
   void wake_locked(std::coroutine_handle<>& h, Resumer*& resumer);
@@ -111,7 +121,7 @@ class LoaderState {
   void finish(std::unique_lock<std::mutex>& lock);
   void drain_locked(std::unique_lock<std::mutex>& lock);
   void restart_locked(std::uint64_t epoch);
-  void finish_restart_locked();
+  void finish_restart_locked() noexcept;
 
   std::shared_ptr<BufferPool> pool_;
   std::condition_variable changed_;
@@ -119,6 +129,9 @@ class LoaderState {
   bool started_ = false;
   bool failed_ = false;         // a slot failed: issue nothing more
   std::exception_ptr failure_;  // thrown (as LoaderError) by every call until restart()
+  // The epoch or batch a loader's thread could not start (finish_restart_locked): with
+  // failed_, it fails the loader once the batches issued before it were handed out.
+  std::exception_ptr not_issued_;
   // A restart() that could not wait for the drain (called on the loader's own thread): the
   // next call waits for it and restarts at this epoch.
   std::optional<std::uint64_t> restart_to_;

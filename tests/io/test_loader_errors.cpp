@@ -5,16 +5,23 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "support/alloc_counter.hpp"
 #include "support/crafted_records.hpp"
 #include "support/loader_rig.hpp"
 #include "swp/async/sync_wait.hpp"
@@ -89,6 +96,177 @@ class ThrowingReads {
   ThrowingReads& operator=(const ThrowingReads&) = delete;
   ~ThrowingReads() { swp::io::detail::set_reader_wrap({}); }
 };
+
+// What a fault-injection reader does to the reads the loader issues.
+struct Faults {
+  // Each completion of a read (see the reader) runs with its nth allocation failing (0: none).
+  std::atomic<std::size_t> fail_nth{0};
+  // Holds the first read until release_first(), and those after it until the first one's
+  // completion (and the consumer's code it resumed inline) returned.
+  bool hold = false;
+  std::atomic<std::size_t> faulty{0};    // faulty completions: issued
+  std::atomic<std::size_t> returned{0};  // ... and returned
+  std::atomic<std::size_t> fired{0};     // ... whose allocation failed
+
+  // Completions whose allocation failed, once every faulty completion issued returned (the
+  // loader may hand out its batch before the completion that made it returns).
+  std::size_t fired_once_returned() {
+    swp::test::wait_until([&] { return returned.load() == faulty.load(); });
+    return fired.load();
+  }
+
+  // With `hold`: issues the first read, held so far.
+  void release_first() {
+    std::function<void()> issue;
+    {
+      const std::lock_guard lock(mutex);
+      issue = std::move(first);
+    }
+    REQUIRE(issue);
+    issue();
+  }
+
+  std::mutex mutex;
+  std::function<void()> first;  // issues the first read
+};
+
+// Passes reads to the real reader; their completions run with an allocation failing
+// (FailNthAllocation), as where the heap is exhausted on a reader thread. With `hold`, only
+// the reads held after the first are faulty.
+class FaultyReader final : public swp::io::detail::FileReader {
+ public:
+  FaultyReader(std::unique_ptr<FileReader> real, std::shared_ptr<Faults> faults)
+      : real_(std::move(real)), faults_(std::move(faults)) {}
+  void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into, Done done) override {
+    // Called under the loader's lock: reads_ needs no lock of its own.
+    const std::size_t n = reads_++;
+    if (!faults_->hold) {
+      real_->read(file, offset, into, faulty(std::move(done)));
+    } else if (n == 0) {
+      const std::lock_guard lock(faults_->mutex);
+      faults_->first = [this, file, offset, into, done = std::move(done)]() mutable {
+        real_->read(file, offset, into, [this, done = std::move(done)](std::exception_ptr e) {
+          done(std::move(e));
+          release();
+        });
+      };
+    } else {
+      std::unique_lock lock(mutex_);
+      if (!released_) {
+        held_.push_back([this, file, offset, into, done = std::move(done)]() mutable {
+          real_->read(file, offset, into, faulty(std::move(done)));
+        });
+        return;
+      }
+      lock.unlock();
+      real_->read(file, offset, into, std::move(done));
+    }
+  }
+  [[nodiscard]] swp::io::ReaderKind kind() const noexcept override { return real_->kind(); }
+  [[nodiscard]] bool completes_on_pool() const noexcept override {
+    return real_->completes_on_pool();
+  }
+
+ private:
+  Done faulty(Done done) {
+    ++faults_->faulty;
+    return [faults = faults_, done = std::move(done)](std::exception_ptr e) {
+      {
+        const swp::test::FailNthAllocation fail(faults->fail_nth);
+        done(std::move(e));
+        if (fail.fired()) ++faults->fired;
+      }
+      ++faults->returned;
+    };
+  }
+  void release() {
+    std::vector<std::function<void()>> held;
+    {
+      const std::lock_guard lock(mutex_);
+      released_ = true;
+      held.swap(held_);
+    }
+    for (auto& issue : held) issue();
+  }
+
+  std::unique_ptr<FileReader> real_;
+  std::shared_ptr<Faults> faults_;
+  std::size_t reads_ = 0;
+  std::mutex mutex_;
+  bool released_ = false;
+  std::vector<std::function<void()>> held_;
+};
+
+// Every reader made in its scope is a FaultyReader doing `faults`.
+class FaultyReads {
+ public:
+  explicit FaultyReads(std::shared_ptr<Faults> faults) {
+    swp::io::detail::set_reader_wrap(
+        [faults = std::move(faults)](std::unique_ptr<swp::io::detail::FileReader> r) {
+          return std::make_unique<FaultyReader>(std::move(r), faults);
+        });
+  }
+  FaultyReads(const FaultyReads&) = delete;
+  FaultyReads& operator=(const FaultyReads&) = delete;
+  ~FaultyReads() { swp::io::detail::set_reader_wrap({}); }
+};
+
+std::vector<std::uint64_t> iota(std::uint64_t n) {
+  std::vector<std::uint64_t> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+// One epoch through take() on a thread of its own (the loader shared with it), within 30 s:
+// the records' global numbers in order, or the loader's error.
+std::pair<std::vector<std::uint64_t>, std::optional<swp::io::LoaderError>> epoch_within_deadline(
+    const Dataset& data, const std::shared_ptr<swp::io::Loader>& loader) {
+  using Result = std::pair<std::vector<std::uint64_t>, std::optional<swp::io::LoaderError>>;
+  auto result = std::make_shared<std::promise<Result>>();
+  auto done = result->get_future();
+  std::thread([&data, loader, result] {
+    Result r;
+    try {
+      while (auto batch = loader->take())
+        for (std::size_t i = 0; i < batch->size(); ++i)
+          r.first.push_back(swp::io::generated_record_id(batch->record(i)));
+      result->set_value(std::move(r));
+    } catch (const swp::io::LoaderError& e) {
+      r.second = e;
+      result->set_value(std::move(r));
+    } catch (...) {
+      result->set_exception(std::current_exception());
+    }
+  }).detach();
+  REQUIRE_MESSAGE(done.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
+                  "take() did not return within 30 s");
+  return done.get();
+}
+
+// The records' global numbers of the epoch restarted, or the loader's error.
+using RestartResult = std::pair<std::vector<std::uint64_t>, std::optional<std::string>>;
+
+// Takes a batch, restart(epoch) — on the loader's thread that resumed it (no Resumer), with a
+// read in flight, so that read's completion finishes the restart — then awaits the epoch
+// restarted.
+swp::Co<void> restart_and_read(std::shared_ptr<swp::io::Loader> loader, std::uint64_t epoch,
+                               std::shared_ptr<std::promise<RestartResult>> result) {
+  RestartResult out;
+  (void)co_await loader->next();
+  loader->restart(epoch);
+  try {
+    while (auto batch = co_await loader->next())
+      for (std::size_t i = 0; i < batch->size(); ++i)
+        out.first.push_back(swp::io::generated_record_id(batch->record(i)));
+  } catch (const swp::io::LoaderError& e) {
+    out.second = e.what();
+  }
+  result->set_value(std::move(out));
+}
+
+void set_error(void* result, std::exception_ptr& error) noexcept {
+  if (error) static_cast<std::promise<RestartResult>*>(result)->set_exception(error);
+}
 
 }  // namespace
 
@@ -241,6 +419,103 @@ TEST_CASE_TEMPLATE("a read the reader refuses to issue fails the loader, naming 
   CHECK(std::string(record.what()).find("std::bad_alloc") != std::string::npos);
   CHECK(loader->stats().reads_in_flight == 0);
   CHECK_THROWS_AS(loader->take(), swp::io::LoaderError);  // until restart()
+}
+
+TEST_CASE_TEMPLATE(
+    "an allocation failing where a read completes a restart fails the loader, never the process",
+    Reader, UseUring, UsePread) {
+  if (!swp::test::allocation_failures_injectable()) {
+    MESSAGE("skipped: allocation failures are injected only where operator new is replaced");
+    return;
+  }
+  const Dataset data({.records = 24, .bytes = 64, .files = 2, .seed = 3});
+  // The read the restart waits for completes on a reader thread, which (two read threads:
+  // checksums verified there) finishes the restart and, the consumer waiting, starts epoch 2's
+  // reads: each of its allocations in turn fails, until one run made fewer.
+  std::size_t errors = 0;
+  for (std::size_t nth = 1;; ++nth) {
+    CAPTURE(nth);
+    REQUIRE(nth < 1000);
+    auto faults = std::make_shared<Faults>();
+    faults->fail_nth = nth;
+    faults->hold = true;
+    std::optional<swp::io::Loader> opened;
+    {
+      const FaultyReads faulty(faults);
+      opened = swp::test::open_loader<Reader>(
+          data.files,
+          {.name = "oom", .batch_records = 4, .prefetch_batches = 1, .read_threads = 2});
+    }
+    if (!opened) return;
+    auto loader = std::make_shared<swp::io::Loader>(std::move(*opened));
+    auto result = std::make_shared<std::promise<RestartResult>>();
+    auto done = result->get_future();
+    restart_and_read(loader, 2, result).start_detached(nullptr, &set_error, result.get());
+    // It waits in its first next() (the read held): the read's completion resumes it.
+    faults->release_first();
+    REQUIRE_MESSAGE(done.wait_for(std::chrono::seconds(30)) == std::future_status::ready,
+                    "the coroutine did not finish within 30 s");
+    const auto [ids, error] = done.get();
+    if (error) {
+      // The batches before the failure, then the error naming the loader and the cause.
+      ++errors;
+      CHECK(ids == iota(ids.size()));  // the batches before it, in order
+      CHECK(error->find("loader 'oom' failed: ") == 0);
+      CHECK(error->find("std::bad_alloc") != std::string::npos);
+    } else {
+      CHECK(ids == iota(24));  // epoch 2 is unshuffled: every record, in order
+    }
+    CHECK(loader->stats().reads_in_flight == 0);
+    // The loader is usable again after restart().
+    loader->restart(0);
+    const auto again = epoch_within_deadline(data, loader);
+    CHECK_FALSE(again.second);
+    CHECK(again.first == iota(24));
+    if (faults->fired_once_returned() == 0) break;  // every allocation there failed once
+  }
+  CHECK(errors > 0);  // some allocation failures could only fail the loader
+}
+
+TEST_CASE_TEMPLATE("an allocation failing where a read completes loses no batch", Reader, UseUring,
+                   UsePread) {
+  if (!swp::test::allocation_failures_injectable()) {
+    MESSAGE("skipped: allocation failures are injected only where operator new is replaced");
+    return;
+  }
+  const Dataset data({.records = 80, .bytes = 64, .files = 2, .seed = 3});
+  // One read thread: each read's completion passes its batch to the decode pool, the queue of
+  // which allocates now and then; each completion's nth allocation fails.
+  std::size_t fired = 0;
+  for (std::size_t nth = 1;; ++nth) {
+    CAPTURE(nth);
+    REQUIRE(nth < 1000);
+    auto faults = std::make_shared<Faults>();
+    faults->fail_nth = nth;
+    std::optional<swp::io::Loader> loader;
+    {
+      const FaultyReads faulty(faults);
+      loader = swp::test::open_loader<Reader>(
+          data.files, {.name = "oom", .batch_records = 4, .read_threads = 1});
+    }
+    if (!loader) return;
+    auto shared = std::make_shared<swp::io::Loader>(std::move(*loader));
+    const auto [ids, error] = epoch_within_deadline(data, shared);
+    if (error) {
+      CHECK(std::string(error->what()).find("std::bad_alloc") != std::string::npos);
+      CHECK(ids == iota(ids.size()));  // the batches before it, in order
+      faults->fail_nth = 0;
+      shared->restart(0);
+      const auto again = epoch_within_deadline(data, shared);
+      CHECK_FALSE(again.second);
+      CHECK(again.first == iota(80));
+    } else {
+      CHECK(ids == iota(80));
+    }
+    const std::size_t fired_now = faults->fired_once_returned();
+    fired += fired_now;
+    if (fired_now == 0) break;
+  }
+  CHECK(fired > 0);  // a completion's allocation did fail
 }
 
 }  // namespace test_loader_errors

@@ -34,6 +34,10 @@ std::atomic<std::size_t> largest{0};  // the size of the largest counted allocat
 // Constant-initialized and trivial: reading it costs no TLS initialization, so it is safe in
 // operator new on any thread at any time (also before main and at thread exit).
 constinit thread_local bool tracked = false;
+// FailNthAllocation's: allocations left before the one that fails (0: none fails), and
+// whether it failed. Constant-initialized and trivial, as `tracked`.
+constinit thread_local std::size_t fail_countdown = 0;
+constinit thread_local bool fail_fired = false;
 
 inline void count_allocation(std::size_t size) noexcept {
   if (!tracked || !armed.load(std::memory_order_relaxed)) return;
@@ -52,8 +56,16 @@ void on_free(const volatile void*) {}
 
 #else
 
+// Counts down FailNthAllocation's allocations; throws at the one that fails.
+inline void maybe_fail() {
+  if (fail_countdown == 0 || --fail_countdown != 0) return;
+  fail_fired = true;
+  throw std::bad_alloc();
+}
+
 void* allocate(std::size_t size) {
   count_allocation(size);
+  maybe_fail();
   if (size == 0) size = 1;
   for (;;) {
     if (void* p = std::malloc(size)) return p;
@@ -65,6 +77,7 @@ void* allocate(std::size_t size) {
 
 void* allocate(std::size_t size, std::align_val_t alignment) {
   count_allocation(size);
+  maybe_fail();
   if (size == 0) size = 1;
   auto align = static_cast<std::size_t>(alignment);
   if (align < sizeof(void*)) align = sizeof(void*);
@@ -117,6 +130,24 @@ std::size_t AllocationCount::stop() noexcept {
   armed.store(false, std::memory_order_relaxed);
   return counted.load(std::memory_order_relaxed);
 }
+
+bool allocation_failures_injectable() noexcept {
+#ifdef SWP_TEST_SANITIZER_HOOK
+  return false;
+#else
+  return true;
+#endif
+}
+
+FailNthAllocation::FailNthAllocation(std::size_t nth) noexcept {
+  assert(fail_countdown == 0 && "one FailNthAllocation at a time per thread");
+  fail_fired = false;
+  fail_countdown = nth;
+}
+
+FailNthAllocation::~FailNthAllocation() { fail_countdown = 0; }
+
+bool FailNthAllocation::fired() const noexcept { return fail_fired; }
 
 }  // namespace swp::test
 

@@ -50,4 +50,32 @@ class AllocationCount {
   bool was_tracked_;
 };
 
+/// Whether FailNthAllocation can fail allocations: only where alloc_counter.cpp replaces
+/// operator new (the plain build; a sanitizer's hook sees an allocation after it was made).
+[[nodiscard]] bool allocation_failures_injectable() noexcept;
+
+/// For fault-injection tests: the `nth` allocation (1: the next) through operator new that the
+/// calling thread makes while this lives throws std::bad_alloc, once; the others succeed (so
+/// the code that handles the failure can allocate). One at a time per thread; does nothing
+/// where allocation_failures_injectable() is false.
+///
+/// Example (sweeping every allocation of a step):
+/// ```
+/// for (std::size_t n = 1;; ++n) {
+///   bool fired = false;
+///   { swp::test::FailNthAllocation fail(n); step_that_must_survive(); fired = fail.fired(); }
+///   if (!fired) break;  // the step makes fewer than n allocations: each one failed once
+/// }
+/// ```
+class FailNthAllocation {
+ public:
+  explicit FailNthAllocation(std::size_t nth) noexcept;
+  ~FailNthAllocation();
+  FailNthAllocation(const FailNthAllocation&) = delete;
+  FailNthAllocation& operator=(const FailNthAllocation&) = delete;
+
+  /// Whether the allocation failed (on this thread, so far).
+  [[nodiscard]] bool fired() const noexcept;
+};
+
 }  // namespace swp::test

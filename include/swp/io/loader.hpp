@@ -72,7 +72,9 @@ struct LoaderStats {
 /// std::invalid_argument for bad options (naming them) and std::runtime_error when
 /// ReaderKind::uring is asked for where io_uring is unavailable. A failed read (truncated
 /// file, OS error), a read the reader could not issue (it threw, e.g. std::bad_alloc: a
-/// RecordError naming that read's file and offset), a record whose checksum does not match
+/// RecordError naming that read's file and offset), an epoch or batch the loader's own thread
+/// could not start finishing a restart() left pending (std::bad_alloc: a RecordError naming the
+/// batch's first read, or "epoch N not started"), a record whose checksum does not match
 /// (file and offset), or a `decode` exception, fails the loader: no new reads are issued, the
 /// batches before the failing one are still handed out, and the call that would return the
 /// failing one throws LoaderError (naming the loader; nested: the RecordError) once every read

@@ -39,7 +39,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   [[nodiscard]] Counts counts() const;
 
  private:
-  void give_back(BatchBuffer* buffer);
+  /// Keeps `buffer` for reuse, or frees it where the pool cannot grow to keep it.
+  void give_back(BatchBuffer* buffer) noexcept;
 
   bool pinned_;
   mutable std::mutex mutex_;
