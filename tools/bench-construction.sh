@@ -19,9 +19,13 @@
 #   selfloops    every task depends on itself: an invalid plan with one cycle per task, for
 #                `validate` only (exit 1 expected), which must report them in linear time
 #   wide         no dependencies, stage 0, 1 µs of CPU time per task too, none globally
-#                ordered, every task on a stream and a lane of its own (as many streams as tasks): the runs' look at an iteration's device work must stay
-#                linear in the streams that recorded; sim runs only (on host each stream
-#                that gets work has a thread of its own)
+#                ordered, every task on a stream and a lane of its own (as many streams as
+#                tasks): the runs' look at an iteration's device work must stay linear in the
+#                streams that recorded. On host each stream that gets work has a thread of its
+#                own, so a host runtime has at most 1024 streams (RuntimeOptions::
+#                max_host_streams): the host runs are measured up to that size, and past it the
+#                script checks that `swp run` refuses the plan before starting any (exit 1,
+#                naming the limit) and prints no metric for it
 # Commands: validate, order (ready-first), order-sd (stage-descending), schedule (--periods 4),
 # analyze, and run-<engine>-<backend> (`swp run --iters 3`) for dataflow/clock on sim/host.
 #
@@ -58,6 +62,7 @@ sizes = [int(s) for s in os.environ["SIZES"].split()]
 shapes = os.environ["SHAPES"].split()
 commands = os.environ["COMMANDS"].split()
 timeout = float(os.environ["TIMEOUT"])
+max_host_streams = 1024  # swp::default_max_host_streams: a host runtime's streams at most
 
 def make_plan(shape, n, seed=1):
     rng = random.Random(seed)
@@ -123,9 +128,8 @@ for shape in shapes:
         for command in commands:
             if shape == "selfloops" and command != "validate":
                 continue  # an invalid plan: only its report is measured
-            if shape == "wide" and command.endswith("-host"):
-                continue  # a host stream has a thread of its own: n threads (sim only)
             name = "construct_%s_%s_%s_s" % (shape, label(n), command.replace("-", "_"))
+            refused = shape == "wide" and command.endswith("-host") and n > max_host_streams
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             try:
@@ -138,6 +142,12 @@ for shape in shapes:
             elapsed = time.perf_counter() - start
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            if refused:  # a stream per task, past the host device's limit: refused, unmeasured
+                if r.returncode != 1 or b"max_host_streams" not in r.stderr:
+                    sys.exit("error: %s on %s (%d streams): expected the refusal past "
+                             "max_host_streams, got exit %d: %s"
+                             % (command, path, n, r.returncode, r.stderr.decode().strip()))
+                continue
             if r.returncode != (1 if shape == "selfloops" else 0):
                 sys.exit("error: %s on %s: exit %d: %s" % (command, path, r.returncode,
                                                            r.stderr.decode().strip()))

@@ -1,9 +1,12 @@
 #include <sys/prctl.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -14,6 +17,17 @@
 
 namespace swp {
 
+namespace detail {
+
+// A host device's streams and their running threads, counted by the streams themselves.
+// Relaxed: they are counts, ordering nothing else (a stream's own state is under its mutex).
+struct HostStreamCounts {
+  std::atomic<std::size_t> streams{0};
+  std::atomic<std::size_t> threads{0};
+};
+
+}  // namespace detail
+
 namespace {
 
 using detail::StreamItem;
@@ -21,9 +35,15 @@ using detail::StreamItem;
 class HostStream final : public Stream, private EventWaiter {
  public:
   // The worker thread starts with the stream's first item (see push): a runtime makes a stream
-  // for every name its plans use ("default" included), and most never queue anything.
-  HostStream(std::string name, ThreadStartHook on_start)
-      : Stream(std::move(name)), on_start_(std::move(on_start)) {}
+  // for every name its plans use ("default" included), and most never queue anything. It exits
+  // after `idle_exit` without an item, and the next push starts another. `counts` already
+  // counts this stream (HostDevice::make_stream); the destructor takes it off.
+  HostStream(std::string name, std::shared_ptr<detail::HostStreamCounts> counts,
+             Clock::duration idle_exit, ThreadStartHook on_start)
+      : Stream(std::move(name)),
+        counts_(std::move(counts)),
+        idle_exit_(idle_exit),
+        on_start_(std::move(on_start)) {}
 
   ~HostStream() override {
     worker_.request_stop();  // no-op when it never started
@@ -31,6 +51,8 @@ class HostStream final : public Stream, private EventWaiter {
       std::lock_guard lock(mutex_);
     }
     changed_.notify_all();
+    if (worker_.joinable()) worker_.join();  // before the count: a thread counts until it left
+    counts_->streams.fetch_sub(1, std::memory_order_relaxed);
   }
 
   void enqueue_work(Clock::duration duration, WorkTag tag) override {
@@ -96,10 +118,38 @@ class HostStream final : public Stream, private EventWaiter {
       items_.push_back(std::move(item));
       // Started under the lock: concurrent first pushes start one thread. The worker takes the
       // lock before it reads anything, so it starts after this push.
-      if (!worker_.joinable())
-        worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+      if (!running_) start_worker();
     }
     changed_.notify_all();
+  }
+
+  // Under mutex_. A worker that left (idle) is joined first: it set running_ to false as the
+  // last thing it did under the lock and touches nothing of the stream after it, so the join
+  // waits for its thread's exit only (and it is never this thread: the worker's own pushes
+  // find running_ true).
+  void start_worker() {
+    if (worker_.joinable()) worker_.join();
+    counts_->threads.fetch_add(1, std::memory_order_relaxed);
+    try {
+      worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+    } catch (...) {  // no thread to be had: the push fails as a whole, its item taken back
+      counts_->threads.fetch_sub(1, std::memory_order_relaxed);
+      items_.pop_back();
+      throw;
+    }
+    running_ = true;
+  }
+
+  // Waits under `lock` until an item is queued or stop is requested; false when the stream
+  // stayed idle for idle_exit_ (the caller then exits).
+  bool wait_for_item(std::unique_lock<std::mutex>& lock, const std::stop_token& stop) {
+    const auto ready = [&] { return !items_.empty() || stop.stop_requested(); };
+    const auto now = Clock::now();
+    if (idle_exit_ > Clock::time_point::max() - now) {  // never (Clock::duration::max())
+      changed_.wait(lock, ready);
+      return true;
+    }
+    return changed_.wait_until(lock, now + idle_exit_, ready);
   }
 
   void event_completed() noexcept override {
@@ -116,8 +166,12 @@ class HostStream final : public Stream, private EventWaiter {
       StreamItem item{};
       {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return !items_.empty() || stop.stop_requested(); });
-        if (items_.empty()) return;  // stop requested and nothing left
+        wait_for_item(lock, stop);
+        if (items_.empty()) {  // stop requested and nothing left, or idle for idle_exit_
+          running_ = false;    // the next push starts another thread (after joining this one)
+          counts_->threads.fetch_sub(1, std::memory_order_relaxed);
+          return;
+        }
         item = std::move(items_.front());  // a call's callable too, without a copy
         busy_ = true;
       }
@@ -194,17 +248,56 @@ class HostStream final : public Stream, private EventWaiter {
   detail::ItemQueue items_;  // grows to the most items ever queued at once, then never allocates
   EventWait wait_{*this};     // this stream's registration while it runs a wait item
   bool busy_ = false;
+  bool running_ = false;            // a worker thread runs, or is about to (under mutex_)
   std::exception_ptr error_;        // the first exception a call threw (under mutex_)
   Clock::time_point clock_{};       // emulated device clock: end of the last item (worker only)
   Clock::time_point idle_clock_{};  // clock_ as of the last finished item (under mutex_)
+  std::shared_ptr<detail::HostStreamCounts> counts_;
+  Clock::duration idle_exit_;
   ThreadStartHook on_start_;
-  std::jthread worker_;  // last member: joined before the rest goes; started by push (under mutex_)
+  // Last member: joined before the rest goes; started by push (under mutex_), and again after
+  // the last one left idle.
+  std::jthread worker_;
 };
 
 }  // namespace
 
+HostDevice::HostDevice(HostDeviceOptions options)
+    : options_(options), counts_(std::make_shared<detail::HostStreamCounts>()) {
+  if (options_.max_streams == 0)
+    throw std::invalid_argument("HostDevice: max_streams must be at least 1");
+}
+
+HostDevice::~HostDevice() = default;
+
 std::unique_ptr<Stream> HostDevice::make_stream(std::string name) {
-  return std::make_unique<HostStream>(std::move(name), on_thread_start_);
+  // Counted before the stream is made, so that concurrent calls never pass the limit together.
+  std::size_t have = counts_->streams.load(std::memory_order_relaxed);
+  do {
+    if (have >= options_.max_streams)
+      throw std::length_error(
+          "host device: cannot make stream '" + name + "': the device has " + std::to_string(have) +
+          " streams, its limit (HostDeviceOptions::max_streams, on a "
+          "Runtime RuntimeOptions::max_host_streams, default " +
+          std::to_string(default_max_host_streams) +
+          "), since each host stream may run a thread of its own; raise the limit, give the "
+          "plan fewer streams, or run it on the sim backend (no threads per stream)");
+  } while (!counts_->streams.compare_exchange_weak(have, have + 1, std::memory_order_relaxed));
+  try {
+    return std::make_unique<HostStream>(std::move(name), counts_, options_.idle_exit,
+                                        on_thread_start_);
+  } catch (...) {
+    counts_->streams.fetch_sub(1, std::memory_order_relaxed);
+    throw;
+  }
+}
+
+std::size_t HostDevice::streams() const noexcept {
+  return counts_->streams.load(std::memory_order_relaxed);
+}
+
+std::size_t HostDevice::stream_threads() const noexcept {
+  return counts_->threads.load(std::memory_order_relaxed);
 }
 
 }  // namespace swp

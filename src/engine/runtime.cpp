@@ -1,6 +1,7 @@
 #include "swp/engine/runtime.hpp"
 
 #include "swp/device/backends.hpp"
+#include "swp/device/host_device.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -44,10 +45,16 @@ std::unique_ptr<Device> non_null(std::unique_ptr<Device> device) {
   if (!device) throw std::invalid_argument("Runtime: the device is null");
   return device;
 }
+
+// The device of options.backend, host with options.max_host_streams.
+std::unique_ptr<Device> device_for(const RuntimeOptions& options) {
+  if (options.backend == Backend::host)
+    return std::make_unique<HostDevice>(HostDeviceOptions{.max_streams = options.max_host_streams});
+  return make_device(backend_name(options.backend));
+}
 }  // namespace
 
-Runtime::Runtime(RuntimeOptions options)
-    : Runtime(make_device(backend_name(options.backend)), options) {}
+Runtime::Runtime(RuntimeOptions options) : Runtime(device_for(options), options) {}
 
 Runtime::Runtime(std::unique_ptr<Device> device, RuntimeOptions options)
     : options_(std::move(options)), device_(non_null(std::move(device))) {
@@ -80,7 +87,7 @@ Runtime::Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options)
         "Runtime: a caller's scheduler runs a real-time backend only (sim brings its own "
         "clock)");
   scheduler_ = own_scheduler_.get();
-  device_ = make_device(backend_name(options_.backend));
+  device_ = device_for(options_);
   device_->on_thread_start([this](const ThreadStart& start) { begin_runtime_thread(start); });
 }
 
@@ -123,7 +130,12 @@ Stream& Runtime::stream(const std::string& name, std::optional<int> priority) {
   std::lock_guard lock(mutex_);
   auto& stream = streams_[name];
   if (!stream) {
-    stream = device_->make_stream_with_priority(name, priority.value_or(0));
+    try {
+      stream = device_->make_stream_with_priority(name, priority.value_or(0));
+    } catch (...) {  // refused (a host device's max_streams): no empty entry left behind
+      streams_.erase(name);
+      throw;
+    }
     stream_priorities_[name] = priority.value_or(0);
     return *stream;
   }

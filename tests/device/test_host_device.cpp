@@ -4,7 +4,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "swp/device/sim_device.hpp"
 
@@ -73,6 +77,69 @@ TEST_CASE("a stream's wait takes swp::Event itself, and orders after another dev
   release.store(true);
   consumer->synchronize();
   CHECK(saw_produced);
+}
+
+TEST_CASE("a host device refuses a stream past max_streams, naming it, the count and the option") {
+  swp::HostDevice device({.max_streams = 4});
+  CHECK(device.options().max_streams == 4);
+  std::vector<std::unique_ptr<swp::Stream>> streams;
+  for (int i = 0; i < 4; ++i) streams.push_back(device.make_stream("s" + std::to_string(i)));
+  CHECK(device.streams() == 4);
+  // The streams under the limit work, each on its own thread.
+  std::atomic<int> ran{0};
+  for (auto& s : streams) s->enqueue([&] { ++ran; });
+  for (auto& s : streams) s->synchronize();
+  CHECK(ran.load() == 4);
+  CHECK(device.stream_threads() <= 4);
+
+  CHECK_THROWS_WITH_AS(device.make_stream("s4"),
+                       doctest::Contains("cannot make stream 's4': the device has 4 streams, its "
+                                         "limit (HostDeviceOptions::max_streams, on a Runtime "
+                                         "RuntimeOptions::max_host_streams"),
+                       std::length_error);
+  CHECK(device.streams() == 4);  // the refused one is not counted
+  streams.pop_back();            // a stream gone makes room for another
+  CHECK(device.streams() == 3);
+  auto again = device.make_stream("s4");
+  again->enqueue([&] { ++ran; });
+  again->synchronize();
+  CHECK(ran.load() == 5);
+  CHECK_THROWS_AS(swp::HostDevice({.max_streams = 0}), std::invalid_argument);
+}
+
+TEST_CASE("a host stream's thread leaves after idle_exit and the next item starts another") {
+  std::atomic<int> starts{0};
+  swp::HostDevice device({.idle_exit = 1ms});
+  device.on_thread_start([&](const swp::ThreadStart& t) {
+    if (t.role == swp::ThreadStart::Role::stream && t.name == "copy") ++starts;
+  });
+  auto s = device.make_stream("copy");
+  CHECK(device.stream_threads() == 0);  // none before the first item
+  std::atomic<int> ran{0};
+  s->enqueue([&] { ++ran; });
+  s->synchronize();
+  CHECK(ran.load() == 1);
+  CHECK(starts.load() == 1);
+  // Idle for idle_exit, the thread leaves; a guard against a hang.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (device.stream_threads() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(device.stream_threads() == 0);
+  // Everything queued afterwards runs, in order, on a new thread.
+  Ends ends;
+  s->set_observer(&ends);
+  swp::Event done;
+  s->enqueue([&] { ++ran; });
+  s->enqueue_work(100us);
+  s->record(done);
+  const auto queued = std::chrono::steady_clock::now();
+  while (!done.query() && std::chrono::steady_clock::now() < queued + 60s)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(done.query());  // a stream whose thread left and never came back would hang here
+  s->synchronize();
+  CHECK(ran.load() == 2);
+  CHECK(ends.count == 2);
+  CHECK(starts.load() == 2);
 }
 
 }  // namespace test_host_device

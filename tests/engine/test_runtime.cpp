@@ -159,6 +159,39 @@ TEST_CASE("a runtime made from options makes its device by backend name") {
 #endif
 }
 
+TEST_CASE(
+    "a host runtime refuses a plan with more streams than max_host_streams when it is built") {
+  std::vector<int> produced(4, 0), consumed(4, -1);
+  swp::Plan<Ctx> plan = two_stream_plan(produced, consumed);  // streams "a" and "b"
+  plan.add("Third", [](Ctx&) {}, {.stage = 0, .stream = "c"});
+  SUBCASE("the pipeline's construction fails, naming a stream and the option") {
+    for (const bool own_scheduler : {false, true}) {
+      CAPTURE(own_scheduler);
+      const swp::RuntimeOptions options{.workers = 1, .max_host_streams = 2};
+      auto rt = own_scheduler ? std::make_unique<swp::Runtime>(
+                                    std::make_unique<swp::ThreadPoolScheduler>(1), options)
+                              : std::make_unique<swp::Runtime>(options);
+      CHECK_THROWS_WITH_AS(swp::DataFlowPipeline<Ctx>(*rt, plan, 2),
+                           doctest::Contains("': the device has 2 streams, its limit "
+                                             "(HostDeviceOptions::max_streams, on a Runtime "
+                                             "RuntimeOptions::max_host_streams"),
+                           std::length_error);
+      CHECK(dynamic_cast<swp::HostDevice&>(rt->device()).streams() == 2);
+    }
+  }
+  SUBCASE("a plan within the limit runs") {
+    swp::Runtime rt({.workers = 1, .max_host_streams = 3});
+    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+    CHECK(pipe.run(std::vector<int>{1, 2, 3, 4}).iterations == 4);
+    CHECK(consumed == std::vector<int>{2, 3, 4, 5});
+  }
+  SUBCASE("sim has no such limit") {
+    swp::Runtime rt({.backend = swp::Backend::sim, .max_host_streams = 1});
+    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+    CHECK(pipe.run(std::vector<int>{1, 2, 3, 4}).iterations == 4);
+  }
+}
+
 TEST_CASE("a runtime refuses a null device and a caller's scheduler with virtual time") {
   CHECK_THROWS_WITH_AS(swp::Runtime(std::unique_ptr<swp::Device>{}),
                        doctest::Contains("the device is null"), std::invalid_argument);

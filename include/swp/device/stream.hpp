@@ -177,7 +177,8 @@ class Device {
   [[nodiscard]] virtual SimScheduler* virtual_time() noexcept { return nullptr; }
   /// Threads this device starts for streams made from now on begin with begin_thread(…,
   /// hook) (host: one per stream, ThreadStart::Role::stream, started when the stream gets its
-  /// first item: a stream nothing is queued on has no thread). Backends that start no threads
+  /// first item — a stream nothing is queued on has no thread — and again with the next item
+  /// after it left idle, HostDeviceOptions::idle_exit). Backends that start no threads
   /// for streams (sim; cuda, whose one poller thread binds itself to its GPU) ignore it. A
   /// Runtime passes its own hook here: bind_thread(), then RuntimeOptions::on_thread_start.
   virtual void on_thread_start(ThreadStartHook hook) { (void)hook; }

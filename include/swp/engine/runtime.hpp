@@ -21,6 +21,7 @@
 #include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/async/timer_queue.hpp"
 #include "swp/device/backends.hpp"
+#include "swp/device/host_device.hpp"
 #include "swp/device/stream.hpp"
 #include "swp/engine/fast_paths.hpp"
 
@@ -59,6 +60,14 @@ struct RuntimeOptions {
   /// FastPaths::from_environment() (SWP_FAST_PATHS, else all of them). The constructor throws
   /// std::invalid_argument, naming the variable, when SWP_FAST_PATHS does not parse.
   std::optional<FastPaths> fast_paths = {};
+  /// The most streams the host backend's device has at once (HostDeviceOptions::max_streams):
+  /// each host stream may run a thread of its own, so a plan with more streams than this is
+  /// refused while its pipeline is constructed (std::length_error naming the stream and the
+  /// limit) instead of starting a thread per stream. Counts every stream the runtime made,
+  /// "default" included (made on first use: by the engines' serial runs and synchronize()).
+  /// Used by the constructors that make the device; a device given to the runtime brings its
+  /// own limits, and sim and cuda start no thread per stream.
+  std::size_t max_host_streams = default_max_host_streams;
 };
 
 /// Owns where pipelines run: a scheduler (thread pool or virtual time), a device, and the
@@ -79,8 +88,9 @@ struct RuntimeOptions {
 /// ```
 class Runtime {
  public:
-  /// A runtime on make_device(backend_name(options.backend)); throws what make_device throws
-  /// (std::invalid_argument for a backend this build lacks).
+  /// A runtime on make_device(backend_name(options.backend)) (host: a HostDevice limited to
+  /// options.max_host_streams streams); throws what make_device throws (std::invalid_argument
+  /// for a backend this build lacks).
   explicit Runtime(RuntimeOptions options = {});
   /// A runtime on `device`: its streams are the device's, its scheduler the device's virtual
   /// time (sim) or a pool of `options.workers` threads; `options.backend` is ignored (a device
@@ -89,7 +99,7 @@ class Runtime {
   explicit Runtime(std::unique_ptr<Device> device, RuntimeOptions options = {});
   /// A host runtime whose lanes run on `scheduler` (e.g. an AsioScheduler over the caller's
   /// executor) instead of a pool of its own; `options.workers` is then unused.
-  /// The device is make_device(backend_name(options.backend)). Throws std::invalid_argument
+  /// The device is made as by Runtime(RuntimeOptions). Throws std::invalid_argument
   /// for a null scheduler or for options.backend == sim (the sim backend needs its own
   /// virtual-time scheduler).
   explicit Runtime(std::unique_ptr<Scheduler> scheduler, RuntimeOptions options = {});
