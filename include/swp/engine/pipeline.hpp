@@ -97,6 +97,9 @@ class Pipeline : private detail::FrontEnd {
   /// starts, whose first iteration has no iteration before it.
   /// Errors: PipelineStateError while iterations are in flight (or when broken, see the class
   /// comment); the source's errors surface later, from progress()/next() (CallbackError).
+  /// After a serial run, a new run first waits (retire deadline) for the device work the
+  /// serial iterations queued on "default": PipelineTimeout naming the stream past it
+  /// (nothing changed; the next fill waits again).
   template <SourceOf<Batch> S>
   void fill_pipeline(S&& source) {
     core_.check_fillable();
@@ -309,7 +312,9 @@ class Pipeline : private detail::FrontEnd {
   /// `iter_idx` is the caller's to choose; the pipeline's own numbers go on after it
   /// (next_iteration() is then at least iter_idx + 1), so no later run or run_serial reuses it.
   /// Before its first task it waits (retire deadline) for the device work of the pipelined
-  /// iterations before it, whose context slots it and the run after it reuse.
+  /// iterations before it, whose context slots it and the run after it reuse. It returns
+  /// before its own device work (on "default") completed; the next fill_pipeline waits for
+  /// that (retire deadline, else PipelineTimeout naming the stream), so no run overlaps it.
   /// Deadlines (EngineTimeouts), as a run's iteration: past `retire` (on sim: a body awaiting
   /// what nothing provides) it throws PipelineTimeout naming the task and iteration, once the
   /// body's await was cancelled; a body that ignores that past `drain` leaves the pipeline
