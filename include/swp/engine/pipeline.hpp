@@ -490,6 +490,8 @@ class Pipeline : private detail::FrontEnd {
   /// Attaches `observer` (nullptr: none) to the task instances (see TaskObserver); between
   /// runs (see set_timeouts for the errors).
   void set_observer(TaskObserver* observer) { core_.set_observer(observer); }
+  /// The observer set_observer attached (nullptr: none).
+  [[nodiscard]] TaskObserver* observer() const noexcept { return core_.observer(); }
 
   /// Emits an NVTX range for every task instance from now on (off: none), named as in seed 003:
   /// `SWP/{Task}/iter{N}` when pipelined, `SWP_serial/{Task}/iter{N}` in run_one_serial_iter,

@@ -176,6 +176,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
     observer_ = observer;
     update_hooks();
   }
+  [[nodiscard]] TaskObserver* observer() const noexcept { return observer_; }
   /// NVTX ranges for instances (where compiled in): returns whether they are on. Between runs
   /// (require_settable).
   bool set_nvtx(bool on) {
