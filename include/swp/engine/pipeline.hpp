@@ -57,8 +57,11 @@ namespace swp {
 /// retired or handed to on_failure with why it did not (see FailurePolicy; `skip` keeps a
 /// run going past a failed iteration).
 /// Destruction drains a filled pipeline; a body that ignored cancellation is waited for up to
-/// EngineTimeouts::drain, then the process ends with a fatal error naming it (freeing the
-/// pipeline under a running body would corrupt memory; see docs/engine.md).
+/// EngineTimeouts::drain (once in all: the drain of a run that the destructor ended spends
+/// it), then the process ends with a fatal error naming it (freeing the pipeline under a
+/// running body would corrupt memory; see docs/engine.md). So it does at once where nothing
+/// can be waited for: on a thread of a stopped io_context that runs the lanes
+/// (AsioScheduler), the report saying so.
 /// The engines run a `swp::Plan<Ctx>` (typed bodies) or a plain PipelinePlan, whose tasks,
 /// having no body, run their synthetic costs; so do the tasks of a Plan<Ctx> left unbound.
 template <detail::PipelineContext Ctx>
