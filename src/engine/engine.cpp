@@ -60,6 +60,7 @@ FailurePolicy Engine::failure_policy() const noexcept { return core_->failure_po
 void Engine::set_retire_after_device(bool on) { core_->set_retire_after_device(on); }
 bool Engine::retire_after_device() const noexcept { return core_->retire_after_device(); }
 void Engine::set_observer(TaskObserver* observer) { core_->set_observer(observer); }
+TaskObserver* Engine::observer() const noexcept { return core_->observer(); }
 bool Engine::set_nvtx(bool on) { return core_->set_nvtx(on); }
 
 }  // namespace swp::detail

@@ -101,6 +101,9 @@ EngineCore::~EngineCore() {
 }
 
 void EngineCore::shut_down() noexcept {
+  // The end of the run below already waited out the drain deadline (it broke the pipeline):
+  // the teardown has one, so what still runs then is fatal at once.
+  bool drain_spent = false;
   if (filled_ && !broken_) {
     try {
       // Not drain(): on a thread of the lanes' io_context it would be refused; here, the
@@ -108,6 +111,7 @@ void EngineCore::shut_down() noexcept {
       driver_.end_run();
     } catch (...) {
       // Destruction cannot report; the error was the caller's to collect via progress().
+      drain_spent = broken_;
     }
   }
   // An iteration retires when its instances' counts dropped; their lanes may still be on the
@@ -115,8 +119,15 @@ void EngineCore::shut_down() noexcept {
   // could not drain (broken), bodies that ignored cancellation still run, and will write
   // into this core and the front end's contexts when they return: they must not be freed
   // under them. Waiting has a deadline (drain) like every wait; past it the process ends
-  // loudly.
-  if (!driver_.wait_drained()) hang_report().die_undrained();
+  // loudly. A wait that cannot run at all (an AsioScheduler on a thread of its stopped
+  // io_context, whose handlers nothing runs any more) is a drain that cannot finish.
+  try {
+    if (!(drain_spent ? drained() : driver_.wait_drained())) hang_report().die_undrained();
+  } catch (const std::exception& e) {
+    hang_report().die_undrained(e.what());
+  } catch (...) {
+    hang_report().die_undrained("an unknown exception");
+  }
   claims_.end_all();  // nothing of this run holds a lane now
   if (broken_) {
     // What a fetch that outlived its broken run brought goes back before the pipeline goes.

@@ -83,7 +83,10 @@ void EngineCore::check_fillable() {
   // already while it still reports its iterations (a fill there lost them).
   driver_.refuse_while_driving("fill_pipeline");
   require_whole("fill_pipeline");
-  if (!filled_) return;
+  if (!filled_) {
+    settle_serial_device_work();  // a new run: it reuses the serial iterations' slot 0
+    return;
+  }
   // A run whose source ended and whose iterations all retired may go on with a new source.
   if (at_end() && !stop_.stop_requested()) return;
   throw PipelineStateError(

@@ -203,19 +203,21 @@ PipelineTimeout HangReport::error(const std::string& report) const {
   return PipelineTimeout(report + write_report(core_.timeouts_, report));
 }
 
-void HangReport::die_undrained() const noexcept {
+void HangReport::die_undrained(const std::string& cannot_wait) const noexcept {
   const bool bodies = !core_.release_->drained();
   const bool fetch = !core_.front_.source_idle();
   const std::string what = bodies && fetch
                                ? "its task bodies and its source's fetch still run: they"
                            : fetch ? "its source's fetch still runs: it"
                                    : "its task bodies still run: they";
+  const std::string why = cannot_wait.empty() ? " ignored cancellation and did not return within " +
+                                                    std::to_string(core_.timeouts_.drain.count()) +
+                                                    " ms (the drain deadline)"
+                                              : " cannot be waited for: " + cannot_wait;
   const std::string report =
-      "swp: fatal: a pipeline is destroyed while " + what +
-      " ignored cancellation and did not return within " +
-      std::to_string(core_.timeouts_.drain.count()) +
-      " ms (the drain deadline), and freeing the pipeline would let them write into freed "
-      "memory when they do. Still unfinished:" +
+      "swp: fatal: a pipeline is destroyed while " + what + why +
+      ", and freeing the pipeline would let them write into freed memory when they do. Still "
+      "unfinished:" +
       unfinished();
   std::fprintf(stderr, "%s%s\n", report.c_str(), write_report(core_.timeouts_, report).c_str());
   std::abort();

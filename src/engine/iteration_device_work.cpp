@@ -176,6 +176,34 @@ void IterationDeviceWork::settle_device_work() {
   for (IterationSync& sync : c.sync_) sync.forget_recorded();
 }
 
+void IterationDeviceWork::settle_serial_device_work() {
+  if (!serial_device_work_) return;
+  EngineCore& c = core();
+  Stream& stream = c.runtime_.stream("default");
+  if (!serial_event_)
+    serial_event_ =
+        std::make_unique<InstanceEvent>(c.runtime_.device().make_event(), device_waker_);
+  Event& event = *serial_event_->event;
+  // The stream runs in order: what the serial runs queued on it is done once this is reached.
+  const std::uint64_t generation = stream.record(event);
+  const auto reached = [&] { return event.reached(generation); };
+  if (!reached()) {
+    event.add_waiter(generation, serial_event_->watch);
+    const bool done = c.driver_.driven().until(reached, c.timeouts_.retire);
+    event.remove_waiter(serial_event_->watch);
+    if (!done) {
+      const std::string why =
+          c.runtime_.scheduler().virtual_time()
+              ? " can never complete (nothing left to run: deadlock)"
+              : " did not complete within " + std::to_string(c.timeouts_.retire.count()) + " ms";
+      throw c.hang_report().error("device work of serial iterations on stream 'default'" + why +
+                                  ", so a run cannot start after them (it reuses their "
+                                  "context slot)");
+    }
+  }
+  serial_device_work_ = false;
+}
+
 bool IterationDeviceWork::await_slot_device(EngineCore& core, std::int64_t iter) {
   IterationDeviceWork& self = core;
   const auto slots = static_cast<std::int64_t>(core.depth_);

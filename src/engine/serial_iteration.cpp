@@ -160,6 +160,8 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     if (body.valid()) error = SerialSteps::drive_body(c, in, t, iter, body, started);
     in.set_state(InstanceState::finished);
     c.end_range(in);
+    // Its device work on "default" is waited for before the next run (check_fillable).
+    if (in.stream_used) c.serial_device_work_ = true;
     const bool failed = error != nullptr || c.failure_.failed();
     if (error) {
       in.failed = true;

@@ -1,24 +1,36 @@
 // A pipeline's lifetime: destroying it drains what is in flight, a body that ignores
 // cancellation breaks it (and a later refill works once the body returned, while destroying it
-// meanwhile is fatal, naming the body), and retire_after_device holds retirement until the
+// meanwhile is fatal, naming the body, after one drain deadline; so is destroying it where its
+// scheduler cannot run the lanes any more), and retire_after_device holds retirement until the
 // iteration's device work completed.
 
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/cli.hpp"
 #include "support/engines.hpp"
 #include "support/iter_of.hpp"
 #include "support/text.hpp"
+#include "swp/async/future.hpp"
+#include "swp/async/scheduler.hpp"
 #include "swp/async/sync_wait.hpp"
+#include "swp/async/thread_pool_scheduler.hpp"
+#include "swp/engine/asio.hpp"
+#include "swp/engine/asio_runtime.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/pipeline.hpp"
@@ -174,6 +186,152 @@ TEST_CASE("destroying a pipeline whose body never returns is a fatal error namin
   CHECK(what.find("swp: fatal: a pipeline is destroyed while its task bodies still run") !=
         std::string::npos);
   CHECK(what.find("Holdout (iter 0) on lane 'slow'") != std::string::npos);
+}
+
+namespace {
+
+// What a child process ran: its exit status and its stderr.
+struct ChildRun {
+  int status = 0;
+  std::string err;
+};
+
+// Runs the test case `name` (a skipped "child: ..." case) of this binary in a child process.
+ChildRun run_child(const std::string& name) {
+  const swp::test::TempFile err("", ".err");
+  const std::string command =
+      "timeout 120 " + swp::test::quoted(std::filesystem::read_symlink("/proc/self/exe").string()) +
+      " --no-skip --test-case=" + swp::test::quoted(name) + " >/dev/null 2>" +
+      swp::test::quoted(err.str());
+  const int status = std::system(command.c_str());
+  return {status, swp::test::read_text(err.path())};
+}
+
+// A scheduler on a pool of its own whose clock, once armed, jumps to the deadline of every
+// wait that nothing can end, telling each jump on stderr: a teardown's deadlines counted
+// without taking their time.
+class JumpingClock final : public swp::Scheduler {
+ public:
+  void arm() { armed_.store(true); }
+  void post(swp::Runnable& r) noexcept override { pool_.post(r); }
+  bool drive_until(const std::function<bool()>& done, swp::Clock::time_point deadline) override {
+    using TimePoint = swp::Clock::time_point;
+    if (!armed_.load())
+      return pool_.drive_until(done, deadline == TimePoint::min() || deadline == TimePoint::max()
+                                         ? deadline
+                                         : deadline - offset());
+    if (pool_.drive_until(done, TimePoint::min()) || deadline == TimePoint::min()) return done();
+    const auto now = this->now();
+    if (!done() && deadline > now && deadline != TimePoint::max()) {
+      offset_.fetch_add((deadline - now).count());
+      std::fprintf(stderr, "jumped %lld ms\n",
+                   static_cast<long long>(
+                       std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count()));
+    }
+    return done();
+  }
+  [[nodiscard]] swp::Clock::time_point now() const override { return swp::Clock::now() + offset(); }
+
+ protected:
+  void wake_drivers() noexcept override { pool_.notify(); }
+
+ private:
+  [[nodiscard]] swp::Clock::duration offset() const { return swp::Clock::duration(offset_.load()); }
+  swp::ThreadPoolScheduler pool_{1};
+  std::atomic<bool> armed_{false};
+  std::atomic<swp::Clock::duration::rep> offset_{0};
+};
+
+// How many lines of `text` are `line`.
+int count_lines(const std::string& text, const std::string& line) {
+  int n = 0;
+  for (std::size_t at = text.find(line + "\n"); at != std::string::npos;
+       at = text.find(line + "\n", at + 1))
+    if (at == 0 || text[at - 1] == '\n') ++n;
+  return n;
+}
+
+}  // namespace
+
+// Runs in a child process only (see the next case).
+TEST_CASE("child: a pipeline destroyed mid-run under a body that never returns" * doctest::skip()) {
+  auto owned = std::make_unique<JumpingClock>();
+  JumpingClock& clock = *owned;
+  swp::Runtime rt(std::move(owned), {.dedicated_lanes = {"slow"}});
+  std::atomic<bool> release{false}, started{false};
+  swp::Plan<Ctx> plan;
+  plan.add("Holdout",
+           [&](Ctx& ctx) {
+             if (ctx.iter_idx != 1) return;
+             started.store(true);
+             wait_for_flag(release);  // ignores cancellation (20 s: far past the abort)
+           },
+           {.thread_group = "slow"});
+  auto pipe = swp::test::UseDataFlow::make<Ctx>(rt, plan, 2);
+  pipe->set_timeouts({.retire = 3000ms, .check_interval = 60000ms, .drain = 7000ms});
+  pipe->fill_pipeline(std::vector<std::uint64_t>{0, 1});
+  REQUIRE(swp::test::iter_of(pipe->progress()) == 0);
+  REQUIRE(wait_for_flag(started));
+  clock.arm();
+  pipe.reset();  // the run ends: iteration 1 cannot retire, then cannot drain: fatal
+  FAIL("the destructor returned while the body still ran");
+}
+
+TEST_CASE("a pipeline destroyed mid-run waits out one drain deadline, then aborts") {
+  // It waited two: the end of the run waited for the body that ignored cancellation (and
+  // broke the pipeline), then the teardown waited for it again.
+  const ChildRun child =
+      run_child("child: a pipeline destroyed mid-run under a body that never returns");
+  CHECK(child.status != 0);
+  const std::string& err = child.err;
+  CHECK(swp::test::contains(err,
+                            "swp: fatal: a pipeline is destroyed while its task bodies "
+                            "still run: they ignored cancellation and did not return "
+                            "within 7000 ms"));
+  CHECK(swp::test::contains(err, "Holdout (iter 1) on lane 'slow'"));
+  CHECK(count_lines(err, "jumped 3000 ms") == 1);  // iteration 1's retire deadline
+  CHECK(count_lines(err, "jumped 7000 ms") == 1);  // the drain deadline, once
+}
+
+// Runs in a child process only (see the next case).
+TEST_CASE("child: a pipeline destroyed unfinished on a thread of its stopped io_context" *
+          doctest::skip()) {
+  boost::asio::io_context io;
+  swp::AsioRuntime rt(io.get_executor());
+  swp::Promise<> never;
+  std::unique_ptr<swp::Pipeline<Ctx>> pipe;
+  swp::Plan<Ctx> plan;
+  plan.add("Step",
+           [&](Ctx&) -> swp::Co<void> {
+             // Iteration 0 in flight, suspended: the context stops, and the pipeline goes.
+             boost::asio::post(io, [&] {
+               io.stop();
+               pipe.reset();  // nothing runs the lanes' steps any more: fatal, naming why
+             });
+             co_await never.get_future();
+           },
+           {.thread_group = "step"});
+  pipe = swp::test::UseDataFlow::make<Ctx>(rt, plan, 2);
+  pipe->fill_pipeline(std::vector<std::uint64_t>{0, 1, 2});
+  swp::async_progress(*pipe, [](std::exception_ptr, std::optional<swp::Retired<Ctx>>) {});
+  io.run();
+  FAIL("the destructor returned while its steps could not run");
+}
+
+TEST_CASE("a pipeline destroyed on a thread of its stopped io_context aborts with the report") {
+  // It ended in std::terminate: the teardown's wait threw the scheduler's logic_error out of
+  // the noexcept destructor.
+  const ChildRun child =
+      run_child("child: a pipeline destroyed unfinished on a thread of its stopped io_context");
+  CHECK(child.status != 0);
+  const std::string& err = child.err;
+  CHECK_FALSE(swp::test::contains(err, "terminate called"));
+  CHECK(swp::test::contains(err,
+                            "swp: fatal: a pipeline is destroyed while its task bodies "
+                            "still run: they cannot be waited for: "
+                            "swp::AsioScheduler::drive_until: the io_context this thread "
+                            "runs was stopped"));
+  CHECK(swp::test::contains(err, "Step (iter 0)"));
 }
 
 namespace {

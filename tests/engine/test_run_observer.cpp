@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/engines.hpp"
+#include "swp/engine/errors.hpp"
 #include "swp/engine/iter_context.hpp"
 #include "swp/engine/plan.hpp"
 
@@ -97,6 +98,54 @@ TEST_CASE("detaching leaves a stream that reports to another observer by then al
   CHECK(rt.stream("default").observer() == nullptr);
   CHECK(mine.device == 1);
   CHECK(mine.finished_runs == 1);
+}
+
+TEST_CASE("attaching an observer mid-run is refused before run_starting, and changes nothing") {
+  // run_starting came first: the observer saw a run start that never finished, the pipeline's
+  // refusal reaching the caller after it.
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  auto pipe = swp::test::UseClock::make<Ctx>(rt, one_task("Copy", "memcpy"));
+  pipe->fill_pipeline(std::vector<int>{0, 1, 2});
+  REQUIRE(pipe->progress());
+  Counting late;
+  CHECK_THROWS_AS(swp::attach_run_observer(late, *pipe), swp::PipelineStateError);
+  CHECK(late.runs == 0);
+  CHECK(rt.stream("memcpy").observer() == nullptr);
+  CHECK(rt.stream("default").observer() == nullptr);
+  pipe->drain();
+  CHECK(late.started == 0);
+  // Between runs it attaches.
+  swp::attach_run_observer(late, *pipe);
+  CHECK(late.runs == 1);
+  swp::detach_run_observer(late, *pipe);
+  CHECK(late.finished_runs == 1);
+}
+
+TEST_CASE("an observer whose run_starting throws is not attached") {
+  struct Refusing final : swp::RunObserver {
+    std::atomic<int> started{0};
+    void run_starting(swp::Runtime&, const swp::PlanGraph&) override {
+      throw std::runtime_error("no room for a trace");
+    }
+    void run_finished() noexcept override {}
+    void task_released(swp::TaskIndex, std::int64_t, const swp::Lane&) noexcept override {}
+    void task_started(swp::TaskIndex, std::int64_t, const swp::Lane&) noexcept override {
+      ++started;
+    }
+    void task_finished(swp::TaskIndex, std::int64_t, const swp::Lane&, bool) noexcept override {}
+    void device_work(const swp::Stream&, const swp::DeviceWork&) noexcept override {}
+  };
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  auto pipe = swp::test::UseClock::make<Ctx>(rt, one_task("Copy", "memcpy"));
+  Counting before;
+  pipe->set_observer(&before);  // what the pipeline reported to before
+  Refusing refusing;
+  CHECK_THROWS_WITH_AS(swp::attach_run_observer(refusing, *pipe), "no room for a trace",
+                       std::runtime_error);
+  CHECK(rt.stream("memcpy").observer() == nullptr);
+  pipe->run(std::vector<int>{0, 1});
+  CHECK(refusing.started == 0);
+  CHECK(before.started == 2);
 }
 
 }  // namespace test_run_observer

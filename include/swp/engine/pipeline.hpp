@@ -57,8 +57,11 @@ namespace swp {
 /// retired or handed to on_failure with why it did not (see FailurePolicy; `skip` keeps a
 /// run going past a failed iteration).
 /// Destruction drains a filled pipeline; a body that ignored cancellation is waited for up to
-/// EngineTimeouts::drain, then the process ends with a fatal error naming it (freeing the
-/// pipeline under a running body would corrupt memory; see docs/engine.md).
+/// EngineTimeouts::drain (once in all: the drain of a run that the destructor ended spends
+/// it), then the process ends with a fatal error naming it (freeing the pipeline under a
+/// running body would corrupt memory; see docs/engine.md). So it does at once where nothing
+/// can be waited for: on a thread of a stopped io_context that runs the lanes
+/// (AsioScheduler), the report saying so.
 /// The engines run a `swp::Plan<Ctx>` (typed bodies) or a plain PipelinePlan, whose tasks,
 /// having no body, run their synthetic costs; so do the tasks of a Plan<Ctx> left unbound.
 template <detail::PipelineContext Ctx>
@@ -97,6 +100,9 @@ class Pipeline : private detail::FrontEnd {
   /// starts, whose first iteration has no iteration before it.
   /// Errors: PipelineStateError while iterations are in flight (or when broken, see the class
   /// comment); the source's errors surface later, from progress()/next() (CallbackError).
+  /// After a serial run, a new run first waits (retire deadline) for the device work the
+  /// serial iterations queued on "default": PipelineTimeout naming the stream past it
+  /// (nothing changed; the next fill waits again).
   template <SourceOf<Batch> S>
   void fill_pipeline(S&& source) {
     core_.check_fillable();
@@ -309,7 +315,9 @@ class Pipeline : private detail::FrontEnd {
   /// `iter_idx` is the caller's to choose; the pipeline's own numbers go on after it
   /// (next_iteration() is then at least iter_idx + 1), so no later run or run_serial reuses it.
   /// Before its first task it waits (retire deadline) for the device work of the pipelined
-  /// iterations before it, whose context slots it and the run after it reuse.
+  /// iterations before it, whose context slots it and the run after it reuse. It returns
+  /// before its own device work (on "default") completed; the next fill_pipeline waits for
+  /// that (retire deadline, else PipelineTimeout naming the stream), so no run overlaps it.
   /// Deadlines (EngineTimeouts), as a run's iteration: past `retire` (on sim: a body awaiting
   /// what nothing provides) it throws PipelineTimeout naming the task and iteration, once the
   /// body's await was cancelled; a body that ignores that past `drain` leaves the pipeline
@@ -485,6 +493,8 @@ class Pipeline : private detail::FrontEnd {
   /// Attaches `observer` (nullptr: none) to the task instances (see TaskObserver); between
   /// runs (see set_timeouts for the errors).
   void set_observer(TaskObserver* observer) { core_.set_observer(observer); }
+  /// The observer set_observer attached (nullptr: none).
+  [[nodiscard]] TaskObserver* observer() const noexcept { return core_.observer(); }
 
   /// Emits an NVTX range for every task instance from now on (off: none), named as in seed 003:
   /// `SWP/{Task}/iter{N}` when pipelined, `SWP_serial/{Task}/iter{N}` in run_one_serial_iter,

@@ -58,7 +58,11 @@ class RunObserver : public TaskObserver, public DeviceObserver {
 /// stream has one observer; when one of them already reports to another observer (attached
 /// for another pipeline, or not detached), throws std::logic_error naming that stream and
 /// both observers, before anything was attached or run_starting called. Attaching the same
-/// observer again is fine.
+/// observer again is fine. The pipeline's refusal of set_observer (PipelineStateError while
+/// a run is in progress or a call drives the pipeline, see Pipeline::set_timeouts) comes
+/// before run_starting too; when run_starting throws, the pipeline gets its observer before
+/// back and nothing is attached. Either way the error reaches the caller, and the observer
+/// sees no start without a finish.
 /// Example:
 /// ```
 /// swp::TraceRecorder rec;
@@ -72,8 +76,16 @@ void attach_run_observer(RunObserver& observer, Pipe& pipe) {
   for (Stream* s : streams)
     if (s->observer() != nullptr && s->observer() != &observer)
       s->set_observer(&observer);  // throws, naming both, before anything was attached
-  observer.run_starting(pipe.runtime(), pipe.graph());
+  // The pipeline first: it refuses between-runs setters mid-run, and the observer must not
+  // have been told of a start then.
+  TaskObserver* const before = pipe.observer();
   pipe.set_observer(&observer);
+  try {
+    observer.run_starting(pipe.runtime(), pipe.graph());
+  } catch (...) {
+    pipe.set_observer(before);  // accepted: nothing ran since the call above was
+    throw;
+  }
   for (Stream* s : streams) s->set_observer(&observer);
 }
 

@@ -2,9 +2,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <thread>
 
+#include "swp/async/scheduler.hpp"
 #include "swp/async/sim_scheduler.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/engine/detail/driven_wait.hpp"
@@ -107,6 +109,62 @@ TEST_CASE("DrivenWait keeps one deadline across waits that share their start") {
   std::optional<Clock::time_point> fresh;
   CHECK(wait.time_left(1h, fresh) == 1h);
   CHECK(fresh.has_value());
+}
+
+namespace {
+
+// A scheduler that cannot drive from the waiting thread (as an AsioScheduler called inside
+// its strand): drive_until returns at once. Counts the calls; `on_drive` runs in each.
+struct CannotDrive final : swp::Scheduler {
+  std::atomic<int> drives{0};
+  std::function<void(int)> on_drive;  // gets the call's number (1, 2, ...)
+  void post(swp::Runnable&) noexcept override {}
+  bool drive_until(const std::function<bool()>& done, Clock::time_point) override {
+    const int n = drives.fetch_add(1) + 1;
+    if (on_drive) on_drive(n);
+    return done();
+  }
+  [[nodiscard]] Clock::time_point now() const override { return Clock::now(); }
+
+ protected:
+  void wake_drivers() noexcept override {}
+};
+
+}  // namespace
+
+TEST_CASE("DrivenWait blocks, not spins, where the scheduler cannot drive from this thread") {
+  // It called drive_until in a busy loop until the deadline: a core burnt meanwhile.
+  CannotDrive scheduler;
+  const swp::EngineTimeouts timeouts = checked_every(10ms);
+  std::atomic<int> checks{0};
+  DrivenWait wait(scheduler, timeouts, [&] { checks.fetch_add(1); });
+  SUBCASE("until, to its deadline") {
+    CHECK_FALSE(wait.until([] { return false; }, 100ms));
+    // At most one attempt per check interval (and the first, the last): however slow the
+    // machine, never more.
+    CHECK(scheduler.drives.load() <= 100 / 10 + 2);
+    CHECK(checks.load() >= 1);
+  }
+  SUBCASE("until with a start, to its deadline") {
+    std::optional<Clock::time_point> started;
+    CHECK_FALSE(wait.until([] { return false; }, 100ms, started));
+    CHECK(scheduler.drives.load() <= 100 / 10 + 2);
+  }
+  std::atomic<bool> flag{false};
+  SUBCASE("until, the condition made true meanwhile (a completion, a cancellation)") {
+    scheduler.on_drive = [&](int n) {
+      if (n == 3) flag.store(true);
+    };
+    CHECK(wait.until([&] { return flag.load(); }, 60s));
+    CHECK(scheduler.drives.load() == 3);
+  }
+  SUBCASE("until_ever") {
+    scheduler.on_drive = [&](int n) {
+      if (n == 3) flag.store(true);
+    };
+    CHECK(wait.until_ever([&] { return flag.load(); }));
+    CHECK(scheduler.drives.load() == 3);
+  }
 }
 
 }  // namespace test_driven_wait

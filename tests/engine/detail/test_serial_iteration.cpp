@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "support/engines.hpp"
+#include "support/run_trace.hpp"
 #include "support/text.hpp"
 #include "swp/async/co.hpp"
 #include "swp/async/future.hpp"
@@ -28,6 +29,7 @@
 #include "swp/engine/plan.hpp"
 #include "swp/engine/runtime.hpp"
 #include "swp/engine/task_observer.hpp"
+#include "swp/engine/task_scope.hpp"
 
 namespace test_serial_iteration {  // each test file's names apart (unity builds)
 
@@ -187,6 +189,61 @@ TEST_CASE_TEMPLATE("a refused run_one_serial_iter leaves the contexts of the run
     pipe->run_one_serial_iter(5, 50);
     CHECK(retired == std::vector<std::pair<std::int64_t, int>>{{50, 5}});
   }
+}
+
+TEST_CASE_TEMPLATE("a run after a serial iteration waits for its device work on the default stream",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // run_one_serial_iter left its device work queued on "default", and the run after it
+  // reused slot 0 at once: on sim its device work ran at the same virtual time as the serial
+  // iteration's.
+  using namespace std::chrono_literals;
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  swp::Plan<Ctx> plan;
+  plan.add("Work", [](Ctx&, swp::TaskScope& task) { task.device_work(10ms); },
+           {.stage = 0, .stream = "work", .thread_group = "work"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  swp::test::RunTrace trace;
+  trace.attach(rt.stream("default"));
+  trace.attach(rt.stream("work"));
+  pipe->run_one_serial_iter(0, 1);  // slot 0, which the run reuses
+  pipe->run(std::vector<int>{2, 3});
+  const auto device = trace.device();
+  REQUIRE(device.size() == 3);
+  const auto& serial = device.at({0, 1});
+  CHECK(serial.stream == "default");
+  for (const std::int64_t iter : {2, 3}) {
+    CAPTURE(iter);
+    CHECK(device.at({0, iter}).stream == "work");
+    CHECK(device.at({0, iter}).start >= serial.end);
+  }
+}
+
+TEST_CASE_TEMPLATE("a run after a serial iteration whose device work hangs fails naming the stream",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  using namespace std::chrono_literals;
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  swp::Plan<Ctx> plan;
+  plan.add("Work",
+           [opened](Ctx& ctx, swp::TaskScope& task) {
+             // Held on "default" (serial) until the gate opens; 60 s: a bound, not a timing.
+             if (ctx.iter_idx == 1) task.enqueue([opened] { (void)opened.wait_for(60s); });
+           },
+           {.stage = 0, .stream = "work", .thread_group = "work"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  pipe->set_timeouts({.retire = 100ms, .check_interval = 5ms});
+  pipe->run_one_serial_iter(0, 1);
+  try {
+    pipe->fill_pipeline(std::vector<int>{2});
+    FAIL("the run started while the serial iteration's device work ran");
+  } catch (const swp::PipelineTimeout& e) {
+    CHECK(std::string(e.what()).starts_with(
+        "device work of serial iterations on stream 'default' did not complete within 100 ms"));
+  }
+  gate.set_value();
+  pipe->run(std::vector<int>{2});  // waited for again, and done now
+  CHECK(pipe->next_iteration() == 3);
 }
 
 namespace {

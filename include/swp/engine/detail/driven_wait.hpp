@@ -22,6 +22,10 @@ namespace swp::detail {
 /// Virtual time: deadlines do not apply to the model (a task may model minutes), and a wait
 /// that cannot end is known at once: it returns false when nothing is left to run.
 ///
+/// A scheduler that cannot drive from the waiting thread (its drive_until returns early, as an
+/// AsioScheduler's inside its strand): the wait blocks instead, looking at the condition (and
+/// so at a cancellation it includes) once every `check_interval`, to the same deadline.
+///
 /// Errors: what the scheduler's drive_until and `on_check` throw. Cancellation: none of its
 /// own; the condition includes the run's stop where the caller wants one.
 ///
@@ -48,6 +52,9 @@ class DrivenWait {
  private:
   // until() once what was runnable did not make `done` true.
   bool past_runnable(const std::function<bool()>& done, std::chrono::milliseconds limit);
+  // Drives until `done` or `until`; where drive_until returns early without `done` (it cannot
+  // drive from this thread), sleeps until `until` instead of returning at once.
+  void drive_slice(const std::function<bool()>& done, Clock::time_point until);
 
   Scheduler& scheduler_;
   const EngineTimeouts& timeouts_;

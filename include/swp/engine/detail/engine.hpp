@@ -95,6 +95,7 @@ class Engine {
   void set_retire_after_device(bool on);
   [[nodiscard]] bool retire_after_device() const noexcept;
   void set_observer(TaskObserver* observer);
+  [[nodiscard]] TaskObserver* observer() const noexcept;
   bool set_nvtx(bool on);
 
  private:

@@ -93,7 +93,9 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   }
 
   /// Throws PipelineStateError when fill() would (a run in progress, or a broken pipeline
-  /// whose bodies still run): the front end checks before it replaces its source.
+  /// whose bodies still run): the front end checks before it replaces its source. Before a
+  /// new run, waits for the device work serial iterations left on "default"
+  /// (settle_serial_device_work: PipelineTimeout past the retire deadline).
   void check_fillable();
   /// Starts a run — or continues one whose source ended and whose iterations all retired:
   /// iteration numbers go on from the last admitted one either way. Calls no source: the
@@ -174,6 +176,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
     observer_ = observer;
     update_hooks();
   }
+  [[nodiscard]] TaskObserver* observer() const noexcept { return observer_; }
   /// NVTX ranges for instances (where compiled in): returns whether they are on. Between runs
   /// (require_settable).
   bool set_nvtx(bool on) {

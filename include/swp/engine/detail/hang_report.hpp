@@ -38,8 +38,10 @@ class HangReport {
   [[nodiscard]] PipelineTimeout error(const std::string& report) const;
   /// A pipeline is destroyed while released instances still run past the drain deadline:
   /// reports them on stderr (and in the report file) and aborts, since freeing the pipeline
-  /// would let them write into freed memory.
-  [[noreturn]] void die_undrained() const noexcept;
+  /// would let them write into freed memory. `cannot_wait`: why the teardown could not wait
+  /// for them at all (the scheduler's error, e.g. a stopped io_context), said in the report;
+  /// empty: the deadline passed.
+  [[noreturn]] void die_undrained(const std::string& cannot_wait = {}) const noexcept;
 
  private:
   const EngineCore& core_;

@@ -116,6 +116,14 @@ class IterationDeviceWork {
   /// Faults are not looked at here: a faulted stream stays so, and the next run (or
   /// synchronize()) reports it. Errors: PipelineTimeout past the deadline (nothing forgotten).
   void settle_device_work();
+  /// Before a new run (check_fillable): where a serial run queued device work on the
+  /// "default" stream since the last run began (serial_device_work_), waits (with the retire
+  /// deadline) until the stream reached an event recorded on it now. Serial iterations record
+  /// nothing of their own, and run_one_serial_iter returns before its device work completed:
+  /// the run after it would otherwise write slot 0 and start its device work while that work
+  /// still ran. Faults are not looked at, as in settle_device_work. Errors: the record's;
+  /// PipelineTimeout past the deadline, naming the stream (it is waited for again next time).
+  void settle_serial_device_work();
   /// The waker listens to (stops listening to) iteration iter's recorded events.
   void watch_device(std::int64_t iter);
   void unwatch_device(std::int64_t iter);
@@ -165,6 +173,9 @@ class IterationDeviceWork {
   /// Relaxed: stored before the recording instance finishes, so whoever saw that iteration
   /// complete (the retirement before a slot is reused) sees it.
   std::atomic<bool> recorded_ever_{false};
+  /// A serial iteration's body used the "default" stream, and no run started since
+  /// (settle_serial_device_work). Driving thread only.
+  bool serial_device_work_ = false;
 
  private:
   [[nodiscard]] EngineCore& core() noexcept;
@@ -182,6 +193,9 @@ class IterationDeviceWork {
   // await_slot past the common case: the previous occupant recorded device work.
   [[gnu::noinline]] static bool await_slot_device(EngineCore& core, std::int64_t iter);
   [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
+  // settle_serial_device_work's event on "default" and its registration with the waker, made
+  // at its first wait.
+  std::unique_ptr<InstanceEvent> serial_event_;
 };
 
 }  // namespace swp::detail
