@@ -166,7 +166,13 @@ MpiCommunicator::~MpiCommunicator() {
   // An operation still under way keeps its communicator: freeing it would be erroneous (Open
   // MPI crashes in MPI_Finalize, seen). Left by an abort, it does not keep MPI_Finalize from
   // running (see ~MpiSession); timed out without one, it does.
-  if (clean && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
+  // An aborted communicator is kept too (one handle, as the abort channel's): the other ranks'
+  // parts of operations this rank never joined may still be on their way here, and once its
+  // context id were free MPI would hand them to the next communicator given that id — Open MPI
+  // then reads their senders' ranks against the new one's members (a group of 2 receiving
+  // rank 3's fragment: SIGSEGV in mca_pml_ob1_add_comm, in MPI_Comm_create_group of a split
+  // after an abort, seen at 4 ranks).
+  if (clean && !impl_->aborted() && impl_->comm != MPI_COMM_NULL) MPI_Comm_free(&impl_->comm);
   if (!clean && !impl_->aborted()) abandoned_operations().fetch_add(1, std::memory_order_relaxed);
 }
 
