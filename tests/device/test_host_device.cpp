@@ -125,13 +125,20 @@ TEST_CASE("a host stream's thread leaves after idle_exit and the next item start
   while (device.stream_threads() != 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(1ms);
   REQUIRE(device.stream_threads() == 0);
-  // Everything queued afterwards runs, in order, on a new thread.
+  // Everything queued afterwards runs, in order, on a new thread. The first item holds the
+  // thread until the rest is queued: on a busy machine this thread may lose its CPU for longer
+  // than idle_exit between two enqueues, and the new thread would leave and start again.
   Ends ends;
   s->set_observer(&ends);
   swp::Event done;
-  s->enqueue([&] { ++ran; });
+  std::atomic<bool> queued_all{false};
+  s->enqueue([&] {
+    ++ran;
+    while (!queued_all.load()) std::this_thread::sleep_for(100us);
+  });
   s->enqueue_work(100us);
   s->record(done);
+  queued_all.store(true);
   const auto queued = std::chrono::steady_clock::now();
   while (!done.query() && std::chrono::steady_clock::now() < queued + 60s)
     std::this_thread::sleep_for(1ms);
