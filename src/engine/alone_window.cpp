@@ -4,8 +4,6 @@
 
 #include <atomic>
 
-#include "swp/engine/detail/instance.hpp"
-
 namespace swp::detail {
 
 namespace {
@@ -36,7 +34,8 @@ void AloneWindow::reset(std::int64_t base, std::size_t base_entry, std::size_t t
   left_ = 0;
 }
 
-void AloneWindow::look(std::int64_t oldest, std::span<const IterationSync> entries) noexcept {
+void AloneWindow::look_between_windows(std::int64_t oldest,
+                                       std::span<const IterationSync> entries) noexcept {
   // The entries of the iterations retired since the last call are not reused before the
   // caller's next admissions.
   for (; looked_upto_ < oldest; ++looked_upto_) {

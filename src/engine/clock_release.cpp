@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <limits>
 #include <ostream>
 
 #include "swp/core/enqueue_order.hpp"
@@ -78,7 +79,7 @@ void ClockRelease::reset() {
   // With workers, uncounted periods while they take none of the work (watch_help).
   alone_runs_ = uncountable && !only_driven_;
   steady_need_ = core_.depth_ > 1 && max_stage_ > 0;
-  draining_ = false;
+  admit_until_ = no_admission_bound;
   alone_.reset(core_.base_, core_.sync_ring_(core_.base_), core_.graph_.size());
   core_.retires_undriven_ = retires_undriven();
 }
@@ -169,34 +170,45 @@ void ClockRelease::count_again(const Instance* running) noexcept {
   core_.uncounted().count_afresh(running);
   if (only_driven_) return;
   // With workers (watch_help): what is released from now on is posted, and the caller
-  // retires in a driving section again.
+  // retires in a driving section again. The iterations retired so far were the window's
+  // (run here, and the entries of some hold later ones already): none is looked at.
+  alone_.skip(core_.oldest_, core_.sync_.size());
   alone_.close();
+  admit_until_ = no_admission_bound;
   runs_here_ = nullptr;
   core_.retires_undriven_ = false;
 }
 
 [[gnu::noinline]] void ClockRelease::watch_help() noexcept {
   EngineCore& c = core_;
-  alone_.look(c.oldest_, c.sync_);
-  // Device work: the instances that use their streams hand over (their finish records
-  // events), and the retirement waits for it; no window.
-  if (c.device_used_.load(std::memory_order_relaxed)) alone_.close();
   if (uncounted_) {
-    // The window's admissions made, or help for one of its iterations (one handed over)
-    // closed it: the next period counts.
-    if (!alone_.take(c.next_admit_ - alone_from_)) count_again(nullptr);
+    // The window's periods ran here, uncounted, since the last call (advance() admits and
+    // retires in its own loop up to admit_until_): nobody helped, and the entries of the
+    // iterations retired meanwhile may hold later ones already.
+    alone_.skip(c.oldest_, c.sync_.size());
+    // Device work: the instances that use their streams hand over (their finish records
+    // events), and the retirement waits for it; no window.
+    if (c.device_used_.load(std::memory_order_relaxed)) alone_.close();
+    // The window's admissions made (or closed): the next period counts.
+    if (!alone_.take(c.next_admit_ - alone_from_)) return count_again(nullptr);
     alone_from_ = c.next_admit_;
+    admit_until_ = alone_from_ + alone_.left();
     return;
   }
+  alone_.look(c.oldest_, c.sync_);
+  if (c.device_used_.load(std::memory_order_relaxed)) alone_.close();
   // Only where this thread runs the periods' instances (look_who_runs would say so).
   const RunQueueHooks& run_queue = c.run_queue();
-  draining_ = alone_.open() && (run_queue.runs_no_work_here() || run_queue.drives_here());
+  const bool draining =
+      alone_.open() && (run_queue.runs_no_work_here() || run_queue.drives_here());
+  // While the window drains the iterations in flight, the periods admit nothing.
+  admit_until_ = draining ? std::numeric_limits<std::int64_t>::min() : no_admission_bound;
   // Nothing in flight: every instance released so far finished, and each one the periods
   // release from now on finds its producers finished as with one thread (reset's state).
-  if (!draining_ || c.oldest_ != c.next_admit_) return;
-  draining_ = false;
+  if (!draining || c.oldest_ != c.next_admit_) return;
   uncounted_ = true;
   alone_from_ = c.next_admit_;
+  admit_until_ = alone_from_ + alone_.left();
   c.retires_undriven_ = true;  // a period's instances run as it opens: nothing to drive
 }
 
@@ -220,10 +232,9 @@ void ClockRelease::count_again(const Instance* running) noexcept {
   c.starved_ = false;  // set again if the source answers "not yet" below
   RunQueueHooks& run_queue = c.run_queue();
   // In run()'s loop of undriven retirements (its first admissions made: begin_pending_ is
-  // clear), with one thread whose periods run here: the iteration a period completes retires
-  // in this call (below). Not with workers: their alone window looks at each retirement
-  // (watch_help, once per advance()).
-  const bool may_retire = c.advance_may_retire_ && only_driven_ && runs_here_ != nullptr;
+  // clear), where this thread runs the periods (one thread, or the alone window's uncounted
+  // periods: runs_here_): the iteration a period completes retires in this call (below).
+  const bool may_retire = c.advance_may_retire_ && runs_here_ != nullptr;
   assert(!may_retire || !c.begin_pending_);
   // The period's gate is known open: its iteration retired below, in the last round.
   bool gate_retired = false;
@@ -246,9 +257,10 @@ void ClockRelease::count_again(const Instance* running) noexcept {
     std::int64_t admitted = -1;
     const std::int64_t next = c.next_admit_;
     const std::size_t entry = c.admit_entry_;
-    // Once the source said "not yet" in this call, bubbles do not ask it again.
-    // Not while the alone window drains the iterations in flight (watch_help).
-    if (!draining_ && !c.starved_ && next < c.end_ && c.await_slot() && c.admit()) admitted = next;
+    // Once the source said "not yet" in this call, bubbles do not ask it again. With workers,
+    // the alone window bounds the admissions (admit_until_, watch_help).
+    if (next < admit_until_ && !c.starved_ && next < c.end_ && c.await_slot() && c.admit())
+      admitted = next;
     // Neither a new iteration nor a stage of one in flight: the period does not open (the
     // source has nothing yet, or the data ended and everything in flight is released).
     if (admitted < 0 && !in_flight_need) return;

@@ -2,14 +2,15 @@
 // AloneWindow: whether the thread that drives a pipeline runs its work alone for a while,
 // because the runtime's workers take next to none of its short tasks (both release policies).
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
-namespace swp::detail {
+#include "swp/engine/detail/instance.hpp"
 
-struct IterationSync;
+namespace swp::detail {
 
 /// With workers, for tasks shorter than moving one to another thread costs: whether the
 /// workers take a share of them while the caller drives the pipeline. Where they take next to
@@ -48,9 +49,28 @@ class AloneWindow {
   /// Looks at the iterations retired since the last call, those before `oldest`, in the ring
   /// of `entries` (iteration i + 1 in the entry after i's). Help for an iteration retired
   /// while the window is open (one admitted before it opened, or handed over) closes it.
-  void look(std::int64_t oldest, std::span<const IterationSync> entries) noexcept;
+  /// Inline while the window is open (data-flow looks at each admission then): only help
+  /// counts there.
+  void look(std::int64_t oldest, std::span<const IterationSync> entries) noexcept {
+    while (left_ > 0 && looked_upto_ < oldest) {
+      const bool helped = entries[looked_entry_].helped.load(std::memory_order_relaxed);
+      ++looked_upto_;
+      looked_entry_ = looked_entry_ + 1 == entries.size() ? 0 : looked_entry_ + 1;
+      if (helped) close();
+    }
+    if (looked_upto_ < oldest) look_between_windows(oldest, entries);
+  }
+  /// Skips the iterations retired since the last call, those before `oldest`, unlooked: while
+  /// the caller ran all of them uncounted, nobody helped (ClockRelease, whose periods then
+  /// admit and retire in one loop and reuse the entries before any look).
+  void skip(std::int64_t oldest, std::size_t entries) noexcept {
+    looked_entry_ = (looked_entry_ + static_cast<std::size_t>(oldest - looked_upto_)) % entries;
+    looked_upto_ = oldest;
+  }
   /// Admissions are left to make alone.
   [[nodiscard]] bool open() const noexcept { return left_ > 0; }
+  /// How many (0 once closed).
+  [[nodiscard]] std::int64_t left() const noexcept { return left_; }
   /// `admissions` made alone; false when the window has none left (or was closed).
   bool take(std::int64_t admissions) noexcept {
     left_ = left_ > admissions ? left_ - admissions : 0;
@@ -60,6 +80,8 @@ class AloneWindow {
   void close() noexcept { left_ = period_retired_ = 0; }
 
  private:
+  // look() past the window: the periods' counts, which may open one.
+  void look_between_windows(std::int64_t oldest, std::span<const IterationSync> entries) noexcept;
   void retired(bool helped) noexcept;
 
   std::size_t tasks_ = 1;

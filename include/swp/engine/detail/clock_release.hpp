@@ -3,6 +3,7 @@
 // releases (task, period − stage) for every task, in the plan's ready-first order.
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "swp/async/scheduler.hpp"
@@ -71,7 +72,8 @@ class ClockRelease final : public ReleasePolicy {
   void count_again(const Instance* running) noexcept;
   // With workers (advance, before look_who_runs): looks at the iterations retired since the
   // last call (AloneWindow); once the window opened, drains the iterations in flight
-  // (draining_), then makes the periods uncounted; once its admissions are made, counts again.
+  // (admit_until_), then makes the periods uncounted; once its admissions are made, counts
+  // again.
   void watch_help() noexcept;
   // Releases (task, period − stage) of every task of a later stage whose iteration is in
   // flight (period's releases of iterations already admitted).
@@ -148,9 +150,12 @@ class ClockRelease final : public ReleasePolicy {
   // must find its producers finished — then admit uncounted until the window's admissions
   // are made, and count again (watch_help, count_again). `alone_runs_`: the run may (the
   // conditions of uncounted_ but one thread); `alone_from_`: the next admission when the
-  // window's admissions were counted last; `draining_`: the periods admit nothing meanwhile.
+  // window's admissions were counted last; `admit_until_`: the periods admit iterations
+  // below it only (none while the window drains; the window's last admission + 1 while its
+  // periods run uncounted, which then retire in advance()'s loop, as with one thread).
+  static constexpr std::int64_t no_admission_bound = std::numeric_limits<std::int64_t>::max();
   bool alone_runs_ = false;
-  bool draining_ = false;
+  std::int64_t admit_until_ = no_admission_bound;
   std::int64_t alone_from_ = 0;
   AloneWindow alone_;
   // needed() of a period that opens once the one before retired the oldest of S iterations
