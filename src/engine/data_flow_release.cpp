@@ -97,7 +97,10 @@ void DataFlowRelease::advance() {
     const std::int64_t iter = c.next_admit_;
     if (c.failure_.failed() || iter - c.oldest_ >= slots || iter >= c.end_)
       break;
-    if (drain_first && iter > c.base_ && !c.complete(iter - 1)) break;
+    // (The entry before the one this admission takes holds iteration iter - 1: no ring
+    // arithmetic per admission.)
+    if (drain_first && iter > c.base_ && !c.complete(iter - 1, *c.sync_[c.admit_entry_].previous))
+      break;
     if (!c.await_slot()) return;
     // The user's source runs before the admission tokens: the entry being prepared is
     // invisible to the lanes until then.
