@@ -5,6 +5,7 @@
 // inside libswp: no public type depends on it.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -29,7 +30,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <deque>
 #include <limits>
 #endif
 
@@ -47,7 +47,79 @@ struct UringRead {
   std::span<std::byte> into;
   FileReader::Done done;
   std::size_t read = 0;
+  UringRead* next = nullptr;  // ReadQueue's link
 };
+
+// A FIFO of reads linked through UringRead::next, owning them. Queueing a read and moving a
+// queue's reads onto another allocate nothing: the ring's thread does both, and an allocation
+// failing there (std::bad_alloc) would have no caller to reach but its thread function.
+class ReadQueue {
+ public:
+  ReadQueue() = default;
+  ReadQueue(const ReadQueue&) = delete;
+  ReadQueue& operator=(const ReadQueue&) = delete;
+  // Empty in practice: a ring completes every read it accepted before it goes.
+  ~ReadQueue() {
+    while (!empty()) (void)pop_front();
+  }
+
+  [[nodiscard]] bool empty() const noexcept { return head_ == nullptr; }
+
+  void push_back(std::unique_ptr<UringRead> read) noexcept {
+    UringRead* r = read.release();
+    r->next = nullptr;
+    if (tail_ != nullptr) {
+      tail_->next = r;
+    } else {
+      head_ = r;
+    }
+    tail_ = r;
+  }
+
+  void push_front(std::unique_ptr<UringRead> read) noexcept {
+    UringRead* r = read.release();
+    r->next = head_;
+    head_ = r;
+    if (tail_ == nullptr) tail_ = r;
+  }
+
+  std::unique_ptr<UringRead> pop_front() noexcept {
+    std::unique_ptr<UringRead> r(head_);
+    head_ = r->next;
+    if (head_ == nullptr) tail_ = nullptr;
+    r->next = nullptr;
+    return r;
+  }
+
+  // Moves every read of `other` to the back of this queue, in order.
+  void splice_back(ReadQueue& other) noexcept {
+    if (other.empty()) return;
+    if (tail_ != nullptr) {
+      tail_->next = other.head_;
+    } else {
+      head_ = other.head_;
+    }
+    tail_ = other.tail_;
+    other.head_ = other.tail_ = nullptr;
+  }
+
+ private:
+  UringRead* head_ = nullptr;
+  UringRead* tail_ = nullptr;
+};
+
+// The error a read fails with, as `make` builds it (a RecordError naming the file and the
+// offset); where there is no memory for that, the std::bad_alloc itself (std::current_exception
+// refers to the exception in flight: it allocates nothing). Either way the read fails, and
+// nothing escapes to the ring's thread function.
+template <class Make>
+std::exception_ptr read_error(Make make) noexcept {
+  try {
+    return make();
+  } catch (...) {
+    return std::current_exception();
+  }
+}
 
 // Rings closed so far. Its release (before a ring's memory is unmapped) and acquire (after a
 // new ring is mapped) order the kernel's reuse of a ring's address for ThreadSanitizer, which
@@ -141,26 +213,29 @@ class Ring {
 
  private:
   // Entries of the submission queue; reads beyond depth - 1 in flight wait in waiting_ (one
-  // entry is the wake-up poll's), so the completion queue (twice as deep) never overflows.
+  // entry is the wake-up poll's), so the completion queue (twice as deep) never overflows, and
+  // an entry is always free: what is prepared or in the kernel is never more than depth.
   static constexpr unsigned depth = 64;
   // A chunk of a read per operation: a length must fit io_uring's 32 bits.
   static constexpr std::size_t max_chunk = std::size_t{1} << 30;
 
+  // The ring's thread. Its own bookkeeping allocates nothing (the queues are linked through the
+  // reads, completions are taken into a fixed array), and a read's error that cannot be built
+  // for want of memory fails the read with std::bad_alloc: an allocation failure here never
+  // reaches this function, where it would end the process.
   void run() {
-    arm_wake();
     for (;;) {
+      // Armed before queued_ is taken: a read queued after that signals the eventfd, which
+      // the poll then sees (one queued before it is taken here anyway).
+      if (!wake_armed_) arm_wake();
       bool stopping = false;
       {
         std::lock_guard lock(mutex_);
-        for (auto& read : queued_) waiting_.push_back(std::move(read));
-        queued_.clear();
+        waiting_.splice_back(queued_);
         stopping = stopping_;
       }
-      while (!waiting_.empty() && in_flight_ < depth - 1) {
-        auto read = std::move(waiting_.front());
-        waiting_.pop_front();
-        start(std::move(read));
-      }
+      while (!waiting_.empty() && in_flight_ < depth - 1)
+        if (!start(waiting_.pop_front())) break;
       if (stopping && in_flight_ == 0 && waiting_.empty()) return;
       submit_and_wait();
       reap();
@@ -185,82 +260,103 @@ class Ring {
                              os_error(-rc));
   }
 
-  void reap() {
-    // Taken off the completion queue first: `done` may run long, and may queue more reads.
-    std::vector<std::pair<UringRead*, int>> completed;
-    io_uring_cqe* cqe = nullptr;
-    unsigned head = 0;
-    unsigned seen = 0;
-    io_uring_for_each_cqe(queue_.get(), head, cqe) {
-      completed.emplace_back(static_cast<UringRead*>(io_uring_cqe_get_data(cqe)), cqe->res);
-      ++seen;
-    }
-    io_uring_cq_advance(queue_.get(), seen);
-    for (auto [read, result] : completed) {
-      if (read == nullptr) {  // the wake-up poll: queued_ is taken on the next round
-        wake_.drain();
-        arm_wake();
-      } else {
-        --in_flight_;
-        complete(std::unique_ptr<UringRead>(read), result);
+  void reap() noexcept {
+    // Taken off the completion queue first (`done` may run long, and may queue more reads), a
+    // fixed number at a time: no more than depth are ever in the kernel, so one round
+    // usually takes them all.
+    std::array<std::pair<UringRead*, int>, depth> completed;
+    for (;;) {
+      std::size_t taken = 0;
+      io_uring_cqe* cqe = nullptr;
+      unsigned head = 0;
+      io_uring_for_each_cqe(queue_.get(), head, cqe) {
+        completed[taken++] = {static_cast<UringRead*>(io_uring_cqe_get_data(cqe)), cqe->res};
+        if (taken == completed.size()) break;
       }
+      io_uring_cq_advance(queue_.get(), static_cast<unsigned>(taken));
+      for (std::size_t i = 0; i < taken; ++i) {
+        auto [read, result] = completed[i];
+        if (read == nullptr) {  // the wake-up poll: re-armed, and queued_ taken, next round
+          wake_.drain();
+          wake_armed_ = false;
+        } else {
+          --in_flight_;
+          complete(std::unique_ptr<UringRead>(read), result);
+        }
+      }
+      if (taken < completed.size()) return;
     }
   }
 
-  io_uring_sqe* next_sqe() {
+  // A free entry of the submission queue, or nullptr where every one holds a prepared entry
+  // the kernel has not taken (never while depth bounds what is prepared or in flight: the
+  // callers then retry on the next round instead of failing).
+  io_uring_sqe* next_sqe() noexcept {
     io_uring_sqe* sqe = io_uring_get_sqe(queue_.get());
     if (sqe == nullptr) {  // full of prepared entries: hand them to the kernel first
       (void)io_uring_submit(queue_.get());
       sqe = io_uring_get_sqe(queue_.get());
     }
-    if (sqe == nullptr) throw std::runtime_error("io_uring: no submission queue entry");
     return sqe;
   }
 
-  void arm_wake() {
+  void arm_wake() noexcept {
     io_uring_sqe* sqe = next_sqe();
+    if (sqe == nullptr) return;  // the next round arms it
     io_uring_prep_poll_add(sqe, wake_.fd(), POLLIN);
     io_uring_sqe_set_data(sqe, nullptr);
+    wake_armed_ = true;
   }
 
-  // Queues what is left of `read` (its next chunk).
-  void start(std::unique_ptr<UringRead> read) {
+  // Queues what is left of `read` (its next chunk), or finishes it. False where it found no
+  // free entry: it then waits at the front of waiting_ for the next round.
+  bool start(std::unique_ptr<UringRead> read) noexcept {
     if (read->file >= files_.size()) {  // as the pread reader's files_.at(): an error, not a throw
-      auto error = std::make_exception_ptr(std::out_of_range(
-          "io_uring reader: no file " + std::to_string(read->file) + " (it has " +
-          std::to_string(files_.size()) + ")"));
+      auto error = read_error([&] {
+        return std::make_exception_ptr(std::out_of_range("io_uring reader: no file " +
+                                                         std::to_string(read->file) + " (it has " +
+                                                         std::to_string(files_.size()) + ")"));
+      });
       finish(std::move(read), std::move(error));
-      return;
+      return true;
     }
     const ReaderFile& file = files_[read->file];
     // A read's offset is a signed off_t in the kernel: one past its range is refused here,
     // as the pread reader does, not left to fail as "Invalid argument".
     constexpr std::uint64_t max_offset = std::numeric_limits<off_t>::max();
     if (read->offset > max_offset || read->into.size() > max_offset - read->offset) {
-      auto error = std::make_exception_ptr(
-          RecordError(file.path, read->offset,
-                      "a read of " + std::to_string(read->into.size()) + " bytes at offset " +
-                          std::to_string(read->offset) + " lies past the end of any file"));
+      auto error = read_error([&] {
+        return std::make_exception_ptr(
+            RecordError(file.path, read->offset,
+                        "a read of " + std::to_string(read->into.size()) + " bytes at offset " +
+                            std::to_string(read->offset) + " lies past the end of any file"));
+      });
       finish(std::move(read), std::move(error));
-      return;
+      return true;
     }
     const std::size_t left = read->into.size() - read->read;
     if (left == 0) {
       finish(std::move(read), nullptr);
-      return;
+      return true;
     }
     io_uring_sqe* sqe = next_sqe();
+    if (sqe == nullptr) {
+      waiting_.push_front(std::move(read));
+      return false;
+    }
     io_uring_prep_read(sqe, file.fd, read->into.data() + read->read,
                        static_cast<unsigned>(std::min(left, max_chunk)), read->offset + read->read);
     io_uring_sqe_set_data(sqe, read.release());
     ++in_flight_;
+    return true;
   }
 
-  void complete(std::unique_ptr<UringRead> read, int result) {
+  void complete(std::unique_ptr<UringRead> read, int result) noexcept {
     // Nothing read, try again: EINTR where a signal reached the kernel's worker; EAGAIN only
     // for a descriptor opened O_NONBLOCK (on some kernels), which the loader's never are
-    // (record_file.cpp clears it), so this does not spin. ECANCELED (the ring torn down, or the submitting thread gone: never
-    // while a read is in flight here) and every other error fail the read below.
+    // (record_file.cpp clears it), so this does not spin. ECANCELED (the ring torn down, or the
+    // submitting thread gone: never while a read is in flight here) and every other error fail the
+    // read below.
     if (result == -EINTR || result == -EAGAIN) {
       start(std::move(read));
       return;
@@ -268,13 +364,15 @@ class Ring {
     const ReaderFile& file = files_[read->file];  // checked in start()
     const std::uint64_t at = read->offset + read->read;
     if (result <= 0) {
-      auto error = std::make_exception_ptr(
-          result < 0 ? RecordError(file.path, at, "read failed: " + os_error(-result))
-                     : RecordError(file.path, at,
-                                   "truncated: the file ends " +
-                                       std::to_string(read->into.size() - read->read) +
-                                       " bytes before the end of the read at offset " +
-                                       std::to_string(read->offset)));
+      auto error = read_error([&] {
+        return std::make_exception_ptr(
+            result < 0 ? RecordError(file.path, at, "read failed: " + os_error(-result))
+                       : RecordError(file.path, at,
+                                     "truncated: the file ends " +
+                                         std::to_string(read->into.size() - read->read) +
+                                         " bytes before the end of the read at offset " +
+                                         std::to_string(read->offset)));
+      });
       finish(std::move(read), std::move(error));
       return;
     }
@@ -282,7 +380,8 @@ class Ring {
     start(std::move(read));  // the rest of a short read, or finished
   }
 
-  static void finish(std::unique_ptr<UringRead> read, std::exception_ptr error) {
+  // `done` throws nothing (FileReader).
+  static void finish(std::unique_ptr<UringRead> read, std::exception_ptr error) noexcept {
     read->done(std::move(error));
   }
 
@@ -290,12 +389,13 @@ class Ring {
   UringQueue queue_;
   WakeFd wake_;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<UringRead>> queued_;  // guarded by mutex_
-  bool stopping_ = false;                           // guarded by mutex_
+  ReadQueue queued_;       // guarded by mutex_
+  bool stopping_ = false;  // guarded by mutex_
   // The ring's thread only:
-  std::deque<std::unique_ptr<UringRead>> waiting_;  // accepted, not yet submitted
-  unsigned in_flight_ = 0;                          // reads submitted and not yet completed
-  std::thread thread_;                              // last: starts once the rest is there
+  ReadQueue waiting_;        // accepted, not yet submitted
+  unsigned in_flight_ = 0;   // reads submitted and not yet completed
+  bool wake_armed_ = false;  // the wake-up poll is prepared or in the kernel
+  std::thread thread_;       // last: starts once the rest is there
 };
 
 class UringReader final : public FileReader {

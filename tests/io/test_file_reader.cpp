@@ -1,6 +1,7 @@
 // The loader's two readers behind FileReader, driven directly: whole ranges however the kernel
 // splits them, errors naming the file and the offset, reads beyond a ring's depth, and a
-// destructor that waits for every read it accepted. Both readers (io_uring: where it works).
+// destructor that waits for every read it accepted, and a reader thread that runs out of memory.
+// Both readers (io_uring: where it works).
 
 #include "swp/io/detail/file_reader.hpp"
 
@@ -19,6 +20,8 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -26,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/alloc_counter.hpp"
 #include "support/loader_rig.hpp"
 #include "support/temp_dir.hpp"
 #include "swp/io/io_errors.hpp"
@@ -123,6 +127,63 @@ swp::io::RecordError record_error(const std::exception_ptr& error) {
     FAIL("not a RecordError: " << e.what());
   }
   return {{}, 0, ""};
+}
+
+// One read for ArmedReads: a range of a file, and what its `done` was given.
+struct ArmedRead {
+  std::size_t file;
+  std::uint64_t offset;
+  std::vector<std::byte> into;
+  std::exception_ptr error;
+};
+
+// Reads `reads` with a reader of one thread, while that thread's nth allocation fails
+// (swp::test::FailNthAllocation, armed on it): a first read's completion issues them all and
+// arms the failure, the last of them to complete disarms it. So the failure can hit anything
+// the reader's thread does for them: taking them from its queue, submitting them, reaping
+// their completions, building a failed read's error. Nothing here allocates while armed (no
+// doctest assertion either). Returns whether the allocation failed; nullopt (the test then
+// skips, saying why) where the reader cannot be made.
+template <class Reader>
+std::optional<bool> read_armed(std::vector<ReaderFile> files, std::vector<ArmedRead>& reads,
+                               std::size_t nth) {
+  auto reader = make_reader<Reader>(std::move(files), 1);
+  if (!reader) return std::nullopt;
+  struct State {
+    std::unique_ptr<swp::test::FailNthAllocation> fail;
+    std::size_t left = 0;  // the reader's one thread only
+    bool fired = false;
+    std::atomic<bool> finished{false};
+    std::exception_ptr first_error;
+  } state;
+  state.left = reads.size();
+  std::vector<std::byte> first(16);
+  reader->read(0, 0, first, [&](std::exception_ptr error) {
+    state.first_error = std::move(error);
+    for (auto& r : reads)
+      reader->read(r.file, r.offset, r.into, [&](std::exception_ptr e) {
+        r.error = std::move(e);
+        if (--state.left > 0) return;
+        state.fired = state.fail->fired();
+        state.fail.reset();
+        state.finished = true;
+      });
+    state.fail = std::make_unique<swp::test::FailNthAllocation>(nth);
+  });
+  swp::test::wait_until([&] { return state.finished.load(); });
+  reader.reset();
+  CHECK(state.first_error == nullptr);
+  return state.fired;
+}
+
+bool is_bad_alloc(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::bad_alloc&) {
+    return true;
+  } catch (...) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -280,6 +341,84 @@ TEST_CASE("an io_uring read the kernel returns short goes on where it stopped") 
   completions.wait_all();
   CHECK(completions.error(0) == nullptr);
   CHECK(into == bytes);
+}
+
+TEST_CASE_TEMPLATE("a reader's thread running out of memory fails the read it was describing, "
+                   "never the process",
+                   Reader, UseUring, UsePread) {
+  if (!swp::test::allocation_failures_injectable()) {
+    MESSAGE("skipped: allocation failures are injected only where operator new is replaced");
+    return;
+  }
+  swp::test::TempDir dir;
+  const auto bytes = random_bytes(std::size_t{1} << 20, 11);
+  const auto path = write_file(dir, "f", bytes);
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const Fd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const std::vector<ReaderFile> files{{path, fd.fd}, {dir.path(), dir_fd.fd}};
+  // More than a ring holds at once (63), so that some wait for room; and four that fail: the
+  // end of the file, an OS error (EISDIR), an offset past off_t, a file the reader lacks.
+  const auto make_reads = [&] {
+    std::vector<ArmedRead> reads;
+    for (std::size_t i = 0; i < 150; ++i)
+      reads.push_back({0, (i * 7919) % (bytes.size() - 4096), std::vector<std::byte>(4096), {}});
+    reads.insert(reads.begin() + 20, {0, bytes.size() - 10, std::vector<std::byte>(100), {}});
+    reads.insert(reads.begin() + 70, {1, 4096, std::vector<std::byte>(64), {}});
+    reads.insert(reads.begin() + 100, {0, std::uint64_t{1} << 63, std::vector<std::byte>(8), {}});
+    reads.insert(reads.begin() + 130, {7, 0, std::vector<std::byte>(8), {}});
+    return reads;
+  };
+  const auto failing = [](const ArmedRead& r) { return r.file != 0 || r.into.size() != 4096; };
+
+  SUBCASE("its bookkeeping allocates nothing: reads that succeed never see the failure") {
+    auto reads = make_reads();
+    std::erase_if(reads, failing);
+    const auto fired = read_armed<Reader>(files, reads, 1);
+    if (!fired) return;
+    CHECK_FALSE(*fired);
+    for (const auto& r : reads) {
+      CHECK(r.error == nullptr);
+      CHECK(std::equal(r.into.begin(), r.into.end(),
+                       bytes.begin() + static_cast<std::ptrdiff_t>(r.offset)));
+    }
+  }
+
+  SUBCASE("each allocation failing in turn: every read completes, a failed one with its error or "
+          "std::bad_alloc") {
+    std::size_t failures = 0;
+    for (std::size_t nth = 1;; ++nth) {
+      CAPTURE(nth);
+      REQUIRE(nth < 1000);
+      auto reads = make_reads();
+      const auto fired = read_armed<Reader>(files, reads, nth);
+      if (!fired) return;
+      std::size_t bad_allocs = 0;
+      for (const auto& r : reads) {
+        CAPTURE(r.file);
+        CAPTURE(r.offset);
+        if (!failing(r)) {
+          CHECK(r.error == nullptr);
+          CHECK(std::equal(r.into.begin(), r.into.end(),
+                           bytes.begin() + static_cast<std::ptrdiff_t>(r.offset)));
+          continue;
+        }
+        REQUIRE(r.error != nullptr);  // a failed read never passes for a good one
+        if (is_bad_alloc(r.error)) {
+          ++bad_allocs;
+        } else if (r.file == 7) {
+          CHECK_THROWS_AS(std::rethrow_exception(r.error), std::out_of_range);
+        } else {
+          const auto error = record_error(r.error);
+          CHECK(error.file() == files[r.file].path);
+        }
+      }
+      // The failure hit one failed read's error (or nothing, once nth is past them all).
+      CHECK(bad_allocs == (*fired ? 1 : 0));
+      if (!*fired) break;
+      ++failures;
+    }
+    CHECK(failures > 0);  // the errors' messages allocate: each allocation of them failed once
+  }
 }
 
 }  // namespace test_file_reader
