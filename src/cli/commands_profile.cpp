@@ -1,9 +1,11 @@
 // swp profile: per-task exposed time of a plan's synthetic costs (TaskProfiler).
 
+#include <cstddef>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,11 +26,18 @@ struct ProfileFlags {
   ProfileOptions options;
   std::vector<std::string> skip;
   unsigned workers = ThreadPoolScheduler::default_workers();
+  // --max-host-streams: RuntimeOptions::max_host_streams
+  std::size_t max_host_streams = default_max_host_streams;
 };
 
-int profile(const ProfileFlags& flags) {
+int profile(const ProfileFlags& flags, bool max_host_streams_given) {
   Backend backend{};
   parse_backend(flags.backend, backend);  // CLI11 restricted it to known names
+  if (max_host_streams_given && backend != Backend::host) {
+    print_error("--max-host-streams applies to --backend host only; " + flags.backend +
+                " starts no thread per stream and has no such limit");
+    return Exit::bad_usage;
+  }
   auto plan = load_checked(flags.path, Strictness::valid);
   if (!plan) return Exit::invalid_plan;
   SyntheticProfileOptions options;
@@ -36,12 +45,17 @@ int profile(const ProfileFlags& flags) {
   options.profile.skip_tasks = std::set<std::string>(flags.skip.begin(), flags.skip.end());
   options.runtime.backend = backend;
   options.runtime.workers = flags.workers;
+  options.runtime.max_host_streams = flags.max_host_streams;
   ProfileResult result;
   try {
     result = profile_synthetic(plan->plan, options);
   } catch (const std::invalid_argument& e) {  // --skip naming no task; too long a profile
     print_error(e.what());
     return Exit::bad_usage;
+  } catch (const std::length_error& e) {  // the host device refused a stream of the plan
+    print_error(backend == Backend::host ? host_stream_limit_error(e.what(), flags.max_host_streams)
+                                         : std::string(e.what()));
+    return Exit::invalid_plan;
   } catch (const TaskError& e) {
     print_error(e.what());
     return Exit::invalid_plan;
@@ -78,7 +92,10 @@ void add_profile_command(CLI::App& app, Action& action) {
   cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
       ->check(in_range(0, 256))
       ->capture_default_str();
-  cmd->callback([&action, flags] { action = [flags] { return profile(*flags); }; });
+  auto* max_host_streams = add_max_host_streams(*cmd, flags->max_host_streams);
+  cmd->callback([&action, flags, max_host_streams] {
+    action = [flags, max_host_streams] { return profile(*flags, max_host_streams->count() > 0); };
+  });
 }
 
 }  // namespace swp::cli

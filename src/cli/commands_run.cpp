@@ -1,4 +1,5 @@
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <limits>
 #include <memory>
@@ -29,6 +30,8 @@ struct RunFlags {
   std::string trace_path;  // --trace: Chrome-trace JSON
   std::string svg_path;    // --svg: SVG timeline
   bool nvtx = false;       // --nvtx: task ranges for a profiler
+  // --max-host-streams: RuntimeOptions::max_host_streams
+  std::size_t max_host_streams = default_max_host_streams;
 };
 
 void metric(const char* name, double value, const char* unit) {
@@ -55,7 +58,7 @@ void print_metrics(const SyntheticRunResult& result, const RunFlags& flags) {
                   " or more measures us_per_iter and efficiency");
 }
 
-int run(const RunFlags& flags, bool max_depth_given) {
+int run(const RunFlags& flags, bool max_depth_given, bool max_host_streams_given) {
   EngineKind engine{};
   Backend backend{};
   parse_engine(flags.engine, engine);  // CLI11 restricted both to known names
@@ -63,6 +66,11 @@ int run(const RunFlags& flags, bool max_depth_given) {
   if (engine == EngineKind::clock && max_depth_given) {
     print_error("--max-depth applies to the data-flow engine only; the clock engine's depth is "
                 "max(stage) + 1 of the plan");
+    return Exit::bad_usage;
+  }
+  if (max_host_streams_given && backend != Backend::host) {
+    print_error("--max-host-streams applies to --backend host only; " + flags.backend +
+                " starts no thread per stream and has no such limit");
     return Exit::bad_usage;
   }
   if (flags.nvtx && !nvtx_compiled()) {
@@ -87,6 +95,7 @@ int run(const RunFlags& flags, bool max_depth_given) {
   options.iters = flags.iters;
   options.runtime.backend = backend;
   options.runtime.workers = flags.workers;
+  options.runtime.max_host_streams = flags.max_host_streams;
   options.nvtx = flags.nvtx;
   if (outputs.wanted()) options.observer = &recorder;
   try {
@@ -96,6 +105,11 @@ int run(const RunFlags& flags, bool max_depth_given) {
   } catch (const std::invalid_argument& e) {  // a run longer than its clock can count
     print_error("--iters " + std::to_string(flags.iters) + ": " + e.what());
     return Exit::bad_usage;
+  } catch (const std::length_error& e) {  // the host device refused a stream of the plan
+    // Refused while the pipeline was built: nothing ran, there is no timeline to write.
+    print_error(backend == Backend::host ? host_stream_limit_error(e.what(), flags.max_host_streams)
+                                         : std::string(e.what()));
+    return Exit::invalid_plan;
   } catch (const TaskError& e) {
     print_error(e.what());
   } catch (const PipelineTimeout& e) {
@@ -127,14 +141,17 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--workers", flags->workers, "host scheduler worker threads")
       ->check(in_range(0, 256))
       ->capture_default_str();
+  auto* max_host_streams = add_max_host_streams(*cmd, flags->max_host_streams);
   cmd->add_option("--trace", flags->trace_path,
                   "write the run's timeline as Chrome-trace JSON (ui.perfetto.dev) to this file");
   cmd->add_option("--svg", flags->svg_path, "write the run's timeline as an SVG picture to this file");
   cmd->add_flag("--nvtx", flags->nvtx,
                 "each task instance as an NVTX range SWP/{task}/iter{N}, for a profiler such as "
                 "Nsight Systems (builds with NVTX only)");
-  cmd->callback([&action, flags, depth] {
-    action = [flags, depth] { return run(*flags, depth->count() > 0); };
+  cmd->callback([&action, flags, depth, max_host_streams] {
+    action = [flags, depth, max_host_streams] {
+      return run(*flags, depth->count() > 0, max_host_streams->count() > 0);
+    };
   });
 }
 

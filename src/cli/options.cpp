@@ -62,4 +62,18 @@ CLI::Validator device_backend() {
       names);
 }
 
+CLI::Option* add_max_host_streams(CLI::App& cmd, std::size_t& limit) {
+  return cmd
+      .add_option("--max-host-streams", limit,
+                  "--backend host: the most streams its device has at once (each may run a "
+                  "thread), one of them kept for the default stream")
+      ->check(at_least(1))
+      ->capture_default_str();
+}
+
+std::string host_stream_limit_error(std::string_view what, std::size_t limit) {
+  return std::string(what) + "; swp: --max-host-streams N raises the limit (now " +
+         std::to_string(limit) + "), --backend sim starts no thread per stream";
+}
+
 }  // namespace swp::cli

@@ -296,6 +296,12 @@ std::size_t HostDevice::streams() const noexcept {
   return counts_->streams.load(std::memory_order_relaxed);
 }
 
+std::optional<std::size_t> HostDevice::streams_left() const noexcept {
+  // A stream being made counts already (make_stream), so this never overstates the room.
+  const std::size_t have = streams();
+  return have >= options_.max_streams ? 0 : options_.max_streams - have;
+}
+
 std::size_t HostDevice::stream_threads() const noexcept {
   return counts_->threads.load(std::memory_order_relaxed);
 }

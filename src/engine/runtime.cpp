@@ -124,6 +124,29 @@ Lane& Runtime::lane(const std::string& name) {
   return *lane;
 }
 
+void Runtime::keep_place_for_default(const std::string& name) const {
+  // The engines make "default" lazily (serial runs, synchronize(), observers) so that a device
+  // is asked only for what is used; on a device with a stream limit that must not let a
+  // plan's streams take its last place, or the pipeline built fine fails at its first use of
+  // "default". Refused here instead, while the pipeline is constructed. Under mutex_: no other
+  // call of this runtime takes the place meanwhile.
+  if (name == "default" || streams_.contains("default")) return;
+  const auto left = device_->streams_left();
+  // No place at all: the device's own refusal says so.
+  if (!left || *left != 1) return;
+  throw std::length_error(
+      "Runtime: cannot make stream '" + name + "': the runtime has " +
+      std::to_string(streams_.size() - 1) + (streams_.size() == 2 ? " stream" : " streams") +
+      " and its " + std::string(device_->backend()) +
+      " device's stream limit leaves one place only, which is kept for the stream 'default' "
+      "(made on first use: by serial runs, synchronize() and run observers), so the plan's "
+      "streams and 'default' do not fit together; raise the limit "
+      "(RuntimeOptions::max_host_streams, default " +
+      std::to_string(default_max_host_streams) +
+      "; HostDeviceOptions::max_streams for a device of your own), give the plan fewer "
+      "streams, or run it on the sim backend (no threads per stream)");
+}
+
 Stream& Runtime::stream(const std::string& name) { return stream(name, std::nullopt); }
 
 Stream& Runtime::stream(const std::string& name, std::optional<int> priority) {
@@ -131,6 +154,7 @@ Stream& Runtime::stream(const std::string& name, std::optional<int> priority) {
   auto& stream = streams_[name];
   if (!stream) {
     try {
+      keep_place_for_default(name);
       stream = device_->make_stream_with_priority(name, priority.value_or(0));
     } catch (...) {  // refused (a host device's max_streams): no empty entry left behind
       streams_.erase(name);

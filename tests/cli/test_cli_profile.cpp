@@ -74,4 +74,28 @@ TEST_CASE("swp profile errors: unknown --skip task (exit 2), invalid plan (exit 
   CHECK(bad_flag.status == 2);
 }
 
+TEST_CASE("swp profile --max-host-streams bounds the host device's streams") {
+  const TempFile plan(R"({"tasks": [
+    {"name": "A", "stream": "a", "device_us": 10},
+    {"name": "B", "stream": "b", "device_us": 10},
+    {"name": "C", "stage": 1, "stream": "c", "device_us": 10}],
+    "intra_iter_deps": [["C", "A"], ["C", "B"]]})");
+  const std::string profile =
+      "profile " + quoted(plan.str()) + " --warmup 0 --measure 1 --rounds 1 --workers 1 ";
+  // Three streams and the kept place for "default" need 4.
+  const auto refused = run_swp(profile + "--backend host --max-host-streams 3");
+  CHECK(refused.status == 1);
+  CHECK(contains(refused.err, "error: Runtime: cannot make stream 'c'"));
+  CHECK(contains(refused.err, "--max-host-streams N raises the limit (now 3)"));
+  const auto ran = run_swp(profile + "--backend host --max-host-streams 4");
+  REQUIRE_MESSAGE(ran.status == 0, ran.err);
+  CHECK(contains(ran.out, "metric exposed_us.C "));
+  const auto zero = run_swp(profile + "--backend host --max-host-streams 0");
+  CHECK(zero.status == 2);
+  CHECK(contains(zero.err, "--max-host-streams: expected an integer >= 1, got '0'"));
+  const auto on_sim = run_swp(profile + "--max-host-streams 4");  // sim: the default backend
+  CHECK(on_sim.status == 2);
+  CHECK(contains(on_sim.err, "--max-host-streams applies to --backend host only"));
+}
+
 }  // namespace test_cli_profile

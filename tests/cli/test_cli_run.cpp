@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -32,6 +33,13 @@ const char* const independent = R"({"tasks": [
   {"name": "A", "stage": 0, "stream": "a", "thread_group": "x", "cpu_us": 5, "device_us": 40},
   {"name": "B", "stage": 1, "stream": "b", "thread_group": "y", "cpu_us": 70,
    "jitter_every": 3, "jitter_device_us": 500}]})";
+
+// Three streams of their own, none on "default": with "default" four on the host device.
+const char* const three_streams = R"({"tasks": [
+  {"name": "A", "stage": 0, "stream": "a", "cpu_us": 1, "device_us": 10},
+  {"name": "B", "stage": 0, "stream": "b", "cpu_us": 1, "device_us": 10},
+  {"name": "C", "stage": 1, "stream": "c", "cpu_us": 1, "device_us": 10}],
+  "intra_iter_deps": [["C", "A"], ["C", "B"]]})";
 
 }  // namespace
 
@@ -153,6 +161,53 @@ TEST_CASE("swp run --nvtx: each task instance is one NVTX range, started once an
   CHECK(r.err.find("--nvtx") != std::string::npos);
   CHECK(r.out.empty());
 #endif
+}
+
+TEST_CASE("swp run --max-host-streams bounds the host device's streams, one kept for default") {
+  const TempFile plan(three_streams, ".json");
+  const std::string run = "run " + quoted(plan.str()) + " --backend host --iters 6 --workers 1";
+  SUBCASE("too few places: the run fails before it starts, naming the stream and the flag") {
+    for (const char* limit : {"2", "3"}) {
+      CAPTURE(limit);
+      const auto r = run_swp(run + " --max-host-streams " + limit);
+      CHECK(r.status == 1);
+      CHECK(r.out.empty());
+      CHECK(r.err.starts_with("error: Runtime: cannot make stream '"));
+      CHECK(r.err.find("which is kept for the stream 'default'") != std::string::npos);
+      CHECK(r.err.find("--max-host-streams N raises the limit (now " + std::string(limit) + ")") !=
+            std::string::npos);
+      CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    // Three named streams fill a limit of 3: the third one is the one refused.
+    CHECK(run_swp(run + " --max-host-streams 3").err.find("stream 'c'") != std::string::npos);
+  }
+  SUBCASE("enough places: the run goes on") {
+    for (const char* limit : {"4", "8"}) {
+      CAPTURE(limit);
+      const auto r = run_swp(run + " --max-host-streams " + limit);
+      REQUIRE_MESSAGE(r.status == 0, r.err);
+      CHECK(swp::test::metric_values(r.out).at("iterations") == 6);
+    }
+  }
+  SUBCASE("a value below 1 or not a number is a usage error naming the flag") {
+    for (const char* bad : {"0", "-1", "many", "2.5"}) {
+      CAPTURE(bad);
+      const auto r = run_swp(run + " --max-host-streams " + bad);
+      CHECK(r.status == 2);
+      CHECK(
+          r.err.starts_with("error: swp run: --max-host-streams: expected an integer >= 1, got '" +
+                            std::string(bad) + "'"));
+      CHECK(r.out.empty());
+    }
+  }
+  SUBCASE("another backend has no such limit: the flag is a usage error there") {
+    const auto r =
+        run_swp("run " + quoted(plan.str()) + " --backend sim --iters 6 --max-host-streams 4");
+    CHECK(r.status == 2);
+    CHECK(r.err ==
+          "error: --max-host-streams applies to --backend host only; sim starts no "
+          "thread per stream and has no such limit\n");
+  }
 }
 
 }  // namespace test_cli_run

@@ -85,6 +85,7 @@ TEST_CASE("a host device refuses a stream past max_streams, naming it, the count
   std::vector<std::unique_ptr<swp::Stream>> streams;
   for (int i = 0; i < 4; ++i) streams.push_back(device.make_stream("s" + std::to_string(i)));
   CHECK(device.streams() == 4);
+  CHECK(device.streams_left() == 0);
   // The streams under the limit work, each on its own thread.
   std::atomic<int> ran{0};
   for (auto& s : streams) s->enqueue([&] { ++ran; });
@@ -100,6 +101,7 @@ TEST_CASE("a host device refuses a stream past max_streams, naming it, the count
   CHECK(device.streams() == 4);  // the refused one is not counted
   streams.pop_back();            // a stream gone makes room for another
   CHECK(device.streams() == 3);
+  CHECK(device.streams_left() == 1);
   auto again = device.make_stream("s4");
   again->enqueue([&] { ++ran; });
   again->synchronize();

@@ -171,24 +171,93 @@ TEST_CASE(
       auto rt = own_scheduler ? std::make_unique<swp::Runtime>(
                                     std::make_unique<swp::ThreadPoolScheduler>(1), options)
                               : std::make_unique<swp::Runtime>(options);
+      // The second of the plan's streams would take the place kept for "default".
       CHECK_THROWS_WITH_AS(swp::DataFlowPipeline<Ctx>(*rt, plan, 2),
-                           doctest::Contains("': the device has 2 streams, its limit "
-                                             "(HostDeviceOptions::max_streams, on a Runtime "
-                                             "RuntimeOptions::max_host_streams"),
+                           doctest::Contains("which is kept for the stream 'default'"),
                            std::length_error);
-      CHECK(dynamic_cast<swp::HostDevice&>(rt->device()).streams() == 2);
+      CHECK_THROWS_WITH_AS(swp::DataFlowPipeline<Ctx>(*rt, plan, 2),
+                           doctest::Contains("RuntimeOptions::max_host_streams"),
+                           std::length_error);
+      CHECK(dynamic_cast<swp::HostDevice&>(rt->device()).streams() == 1);
     }
   }
   SUBCASE("a plan within the limit runs") {
-    swp::Runtime rt({.workers = 1, .max_host_streams = 3});
+    swp::Runtime rt({.workers = 1, .max_host_streams = 4});  // "a", "b", "c" and "default"
     swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
     CHECK(pipe.run(std::vector<int>{1, 2, 3, 4}).iterations == 4);
     CHECK(consumed == std::vector<int>{2, 3, 4, 5});
   }
   SUBCASE("sim has no such limit") {
     swp::Runtime rt({.backend = swp::Backend::sim, .max_host_streams = 1});
+    CHECK_FALSE(rt.device().streams_left().has_value());
     swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
     CHECK(pipe.run(std::vector<int>{1, 2, 3, 4}).iterations == 4);
+  }
+}
+
+TEST_CASE(
+    "a host runtime keeps a place for 'default': a plan that fills the limit fails when built") {
+  std::vector<int> produced(4, 0), consumed(4, -1);
+  swp::Plan<Ctx> plan = two_stream_plan(produced, consumed);  // streams "a" and "b"
+  plan.add("Third", [](Ctx&) {}, {.stage = 0, .stream = "c"});
+  const auto host = [](swp::Runtime& rt) -> swp::HostDevice& {
+    return dynamic_cast<swp::HostDevice&>(rt.device());
+  };
+  SUBCASE("exactly max_host_streams named streams: construction fails, naming the stream") {
+    for (const bool clock : {false, true}) {
+      CAPTURE(clock);
+      swp::Runtime rt({.workers = 1, .max_host_streams = 3});
+      const auto build = [&] {
+        if (clock) {
+          swp::ClockPipeline<Ctx> pipe(rt, plan);
+        } else {
+          swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+        }
+      };
+      CHECK_THROWS_WITH_AS(build(),
+                           doctest::Contains("Runtime: cannot make stream 'c': the runtime has 2 "
+                                             "streams and its host device's stream limit leaves "
+                                             "one place only, which is kept for the stream "
+                                             "'default'"),
+                           std::length_error);
+      CHECK(host(rt).streams() == 2);
+      // The place is still there for "default".
+      rt.stream("default").synchronize();
+      CHECK(host(rt).streams() == 3);
+      CHECK(host(rt).streams_left() == 0);
+    }
+  }
+  SUBCASE("one place more: construction succeeds and every use of 'default' gets it") {
+    swp::Runtime rt({.workers = 1, .max_host_streams = 4});
+    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+    CHECK(host(rt).streams() == 3);
+    CHECK(host(rt).streams_left() == 1);
+    CHECK(pipe.run_serial(std::vector<int>{1, 2}).iterations == 2);  // on "default"
+    pipe.synchronize();
+    CHECK(pipe.run(std::vector<int>{3, 4}).iterations == 2);
+    CHECK(consumed == std::vector<int>{2, 3, 4, 5});
+    CHECK(host(rt).streams() == 4);
+  }
+  SUBCASE("a plan that uses 'default' itself may fill the limit with it") {
+    plan.add("OnDefault", [](Ctx&) {}, {.stage = 0});
+    swp::Runtime rt({.workers = 1, .max_host_streams = 4});
+    swp::ClockPipeline<Ctx> pipe(rt, plan);
+    CHECK(host(rt).streams() == 4);
+    CHECK(pipe.run(std::vector<int>{1, 2, 3, 4}).iterations == 4);
+  }
+  SUBCASE("once 'default' exists, the other streams may take the last place") {
+    swp::Runtime rt({.workers = 1, .max_host_streams = 4});
+    rt.stream("default");
+    swp::DataFlowPipeline<Ctx> pipe(rt, plan, 2);
+    CHECK(host(rt).streams_left() == 0);
+    CHECK(pipe.run(std::vector<int>{1, 2, 3, 4}).iterations == 4);
+  }
+  SUBCASE("a device given to the runtime keeps the place too") {
+    swp::Runtime rt(std::make_unique<swp::HostDevice>(swp::HostDeviceOptions{.max_streams = 3}),
+                    {.workers = 1});
+    CHECK_THROWS_WITH_AS(swp::DataFlowPipeline<Ctx>(rt, plan, 2),
+                         doctest::Contains("cannot make stream 'c'"), std::length_error);
+    rt.stream("default").synchronize();
   }
 }
 

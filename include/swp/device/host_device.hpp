@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "swp/device/stream.hpp"
@@ -23,7 +24,9 @@ struct HostDeviceOptions {
   /// run a thread of its own, so this bounds the threads any plan can make the host backend
   /// start. make_stream past it throws std::length_error naming the stream, the count and this
   /// option, so a pipeline whose plan has more streams fails while it is constructed (its
-  /// streams are made then), not mid-run. At least 1.
+  /// streams are made then), not mid-run. A Runtime on the device keeps one of these places
+  /// for its "default" stream until that exists (Runtime::stream), so there a plan may name
+  /// max_streams - 1 streams besides "default". At least 1.
   std::size_t max_streams = default_max_host_streams;
   /// How long a stream's thread waits for its next item before it exits (a stream idle that
   /// long holds no thread); the next item queued starts a new one, which begins with the
@@ -56,6 +59,8 @@ class HostDevice final : public Device {
   [[nodiscard]] const HostDeviceOptions& options() const noexcept { return options_; }
   /// The streams of this device that exist now (what max_streams limits). Any thread.
   [[nodiscard]] std::size_t streams() const noexcept;
+  /// max_streams less streams(): how many more make_stream makes now. Any thread.
+  [[nodiscard]] std::optional<std::size_t> streams_left() const noexcept override;
   /// The streams' threads running now: at most streams(). Any thread.
   [[nodiscard]] std::size_t stream_threads() const noexcept;
 

@@ -3,11 +3,13 @@
 // its stand-in).
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -170,6 +172,14 @@ class Device {
   }
   /// A new event for this device's streams (errors: the backend's, e.g. CudaError).
   virtual std::unique_ptr<Event> make_event() { return std::make_unique<Event>(); }
+  /// How many more streams make_stream makes now before it throws (host:
+  /// HostDeviceOptions::max_streams less the streams there are), or nullopt for a device that
+  /// sets no limit (sim, cuda, and a device of your own unless it overrides this). A Runtime
+  /// asks it so that it can keep one place for its "default" stream (see Runtime::stream).
+  /// Any thread.
+  [[nodiscard]] virtual std::optional<std::size_t> streams_left() const noexcept {
+    return std::nullopt;
+  }
   /// "host", "sim" or "cuda".
   [[nodiscard]] virtual std::string_view backend() const noexcept = 0;
   /// The virtual-time scheduler this device's streams run on (sim), or nullptr: the device
