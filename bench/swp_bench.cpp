@@ -35,9 +35,9 @@
 #include "construct.hpp"
 #include "dispatch.hpp"
 #include "idle.hpp"
-#include "pp_sim.hpp"
 #include "loader.hpp"
 #include "occupancy.hpp"
+#include "pp_sim.hpp"
 #include "scenarios.hpp"
 #include "soak.hpp"
 

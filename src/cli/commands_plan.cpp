@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "commands.hpp"
-#include "options.hpp"
 #include "diagnostics.hpp"
+#include "options.hpp"
 #include "plan_input.hpp"
 #include "swp/core/enqueue_order.hpp"
 #include "swp/core/schedule_table.hpp"

@@ -10,11 +10,11 @@
 #include "diagnostics.hpp"
 #include "options.hpp"
 #include "plan_input.hpp"
-#include "trace_output.hpp"
 #include "swp/device/nvtx_ranges.hpp"
 #include "swp/engine/errors.hpp"
-#include "swp/tune/synthetic_run.hpp"
 #include "swp/trace/trace_recorder.hpp"
+#include "swp/tune/synthetic_run.hpp"
+#include "trace_output.hpp"
 
 namespace swp::cli {
 

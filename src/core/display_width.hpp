@@ -57,8 +57,11 @@ inline constexpr std::array<CodePointRange, 32> zero_width_ranges{{
 
 /// Code points of East_Asian_Width W (wide) or F (fullwidth) in Unicode's EastAsianWidth.txt
 /// (UAX #11), by block, as Markus Kuhn's wcwidth groups them, with the emoji blocks that are
-/// W since Unicode 9. Sorted, disjoint; checked after zero_width_ranges (U+302A..U+302D).
-inline constexpr std::array<CodePointRange, 20> wide_ranges{{
+/// W since Unicode 9 (and 12: Symbols and Pictographs Extended-A). Emoji standing alone in
+/// older symbol blocks (U+231A watch, U+26A1 high voltage, U+2705 check mark, ...) are left
+/// out and count one column. Sorted, disjoint; checked after zero_width_ranges
+/// (U+302A..U+302D).
+inline constexpr std::array<CodePointRange, 23> wide_ranges{{
     {0x1100, 0x115F},    // Hangul Jamo initial consonants
     {0x2329, 0x232A},    // angle brackets
     {0x2E80, 0x303E},    // CJK Radicals, Kangxi Radicals, CJK Symbols and Punctuation
@@ -75,8 +78,11 @@ inline constexpr std::array<CodePointRange, 20> wide_ranges{{
     {0xFFE0, 0xFFE6},    // Fullwidth signs
     {0x16FE0, 0x18CFF},  // Ideographic Symbols, Tangut, Khitan
     {0x1B000, 0x1B2FF},  // Kana Supplement and Extended, Nushu
+    {0x1F200, 0x1F2FF},  // Enclosed Ideographic Supplement
     {0x1F300, 0x1F64F},  // Miscellaneous Symbols and Pictographs, Emoticons
+    {0x1F680, 0x1F6FF},  // Transport and Map Symbols
     {0x1F900, 0x1F9FF},  // Supplemental Symbols and Pictographs
+    {0x1FA70, 0x1FAFF},  // Symbols and Pictographs Extended-A
     {0x20000, 0x2FFFD},  // CJK Unified Ideographs Extensions B..F, Compatibility Supplement
     {0x30000, 0x3FFFD},  // CJK Unified Ideographs Extension G and later
 }};

@@ -10,7 +10,11 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "../core/display_width.hpp"
+#include "../core/printable.hpp"
 
 namespace swp {
 
@@ -21,21 +25,71 @@ constexpr std::array<const char*, 10> palette = {"#4e79a7", "#f28e2b", "#e15759"
                                                  "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
                                                  "#9c755f", "#bab0ac"};
 
-// Approximate advance of one character of the 11px sans-serif font the picture uses: enough
-// to decide whether a label fits in its box (no font metrics in a self-contained file).
+// Approximate advance of one column (a Latin letter; a wide CJK character or emoji takes two)
+// of the 11px sans-serif font the picture uses: enough to decide whether a label fits in its
+// box (no font metrics in a self-contained file).
 constexpr double char_width = 6.2;
 
-std::string escape(const std::string& text) {
+// What stands for a name's byte that is no part of well-formed UTF-8, or for a character XML
+// cannot hold: U+FFFD, the replacement character. Names come from plans built in code as well
+// as from plan files (which must be UTF-8); one bad byte left as it is makes a browser refuse
+// the whole picture.
+constexpr std::string_view replacement = "\uFFFD";
+
+// One character of a name as the picture draws it: `length` bytes at the front of the text,
+// `code` the code point, or `drawable` false for one byte of malformed UTF-8 or a character
+// XML 1.0 does not allow (a C0 control but tab, newline and return; U+FFFE, U+FFFF), drawn
+// as the replacement character.
+struct Character {
+  std::size_t length = 1;
+  char32_t code = 0;
+  bool drawable = false;
+};
+
+Character character_at(std::string_view text) {
+  const auto lead = static_cast<unsigned char>(text.front());
+  if (lead < 0x80) return {1, lead, lead >= 0x20 || lead == '\t' || lead == '\n' || lead == '\r'};
+  const std::size_t length = detail::utf8_sequence(text);  // strict: 0 for malformed
+  if (length == 0) return {};
+  char32_t code = lead & (length == 2 ? 0x1fU : length == 3 ? 0x0fU : 0x07U);
+  for (std::size_t k = 1; k < length; ++k)
+    code = code << 6 | (static_cast<unsigned char>(text[k]) & 0x3fU);
+  return {length, code, code != 0xfffe && code != 0xffff};
+}
+
+// The columns `c` takes on the page: 2 for East Asian wide and fullwidth characters (CJK,
+// Hangul, kana, emoji), 0 for combining marks and zero-width characters, else 1; the
+// replacement character takes 1. The ranges are the terminal tables' (src/core/display_width).
+std::size_t columns(const Character& c) {
+  return c.drawable ? detail::code_point_width(c.code) : 1;
+}
+
+// `text` as XML character data or attribute value: markup characters as references, tab,
+// newline and return as character references (an attribute would read them as spaces), and
+// what XML or UTF-8 cannot hold as the replacement character.
+std::string escape(std::string_view text) {
   std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += c;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const Character c = character_at(text.substr(i));
+    if (!c.drawable) {
+      out += replacement;
+    } else if (c.length > 1) {
+      out += text.substr(i, c.length);
+    } else {
+      switch (text[i]) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        case '\'': out += "&apos;"; break;
+        case '\t': out += "&#9;"; break;
+        case '\n': out += "&#10;"; break;
+        case '\r': out += "&#13;"; break;
+        default: out += text[i];
+      }
     }
+    i += c.length;
   }
   return out;
 }
@@ -76,23 +130,31 @@ std::string track_label(const TraceTrack& track) {
   return (track.kind == TraceTrack::Kind::stream ? "stream " : "lane ") + track.name;
 }
 
-// Characters (UTF-8 code points) in `text`: what takes room on the page, not its bytes.
-std::size_t characters(const std::string& text) {
-  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xc0) != 0x80;
-  }));
+// Columns `text` takes on the page (see columns(Character)): what decides whether a label
+// fits, not its bytes or code points.
+std::size_t columns(std::string_view text) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    const Character c = character_at(text.substr(i));
+    total += columns(c);
+    i += c.length;
+  }
+  return total;
 }
 
-// `label` cut to at most `fit` characters (at least 1), the last of them an ellipsis, or
-// nothing when it fits as it is. Cut between characters, never inside one.
+// `label` cut to at most `fit` columns (at least 1), the last of them an ellipsis, or nothing
+// when it fits as it is. Cut between characters, never inside a UTF-8 sequence; a wide
+// character of which only one column would fit is left out whole, and combining marks stay
+// with the character before them.
 std::optional<std::string> shortened(const std::string& label, std::size_t fit) {
-  if (characters(label) <= fit) return std::nullopt;
-  std::size_t kept = 0, end = 0;
-  const std::size_t keep = fit > 1 ? fit - 1 : 0;
-  for (; end < label.size(); ++end) {
-    if ((static_cast<unsigned char>(label[end]) & 0xc0) == 0x80) continue;
-    if (kept == keep) break;
-    ++kept;
+  if (columns(label) <= fit) return std::nullopt;
+  const std::size_t room = fit > 1 ? fit - 1 : 0;  // the ellipsis takes one column
+  std::size_t used = 0, end = 0;
+  while (end < label.size()) {
+    const Character c = character_at(std::string_view(label).substr(end));
+    if (used + columns(c) > room) break;
+    used += columns(c);
+    end += c.length;
   }
   return label.substr(0, end) + "…";
 }
@@ -125,7 +187,7 @@ void write_slice(std::ostream& out, const Trace& trace, const TraceSlice& s, con
       << "\" height=\"" << num(l.row) << "\" fill=\"" << fill << "\"><title>" << escape(name)
       << ": " << num(micros(s.start)) << " – " << num(micros(s.end)) << " µs ("
       << num(micros(s.end - s.start)) << " µs)</title></rect>\n";
-  if (w >= static_cast<double>(name.size()) * char_width + 4) {
+  if (w >= static_cast<double>(columns(name)) * char_width + 4) {
     out << "<text class=\"label\" x=\"" << num(x + 2) << "\" y=\"" << num(y + l.row / 2 + 4)
         << "\">" << escape(name) << "</text>\n";
   }
@@ -166,7 +228,7 @@ double write_legend(std::ostream& out, const Trace& trace, const Layout& l, doub
   double x = l.left;
   double row_y = y;
   for (const auto& e : entries) {
-    const double w = 18 + static_cast<double>(e.label.size()) * char_width + 16;
+    const double w = 18 + static_cast<double>(columns(e.label)) * char_width + 16;
     if (x + w > width && x > l.left) {
       x = l.left;
       row_y += 18;
@@ -190,15 +252,16 @@ void write_svg(const Trace& trace, std::ostream& out, const SvgOptions& options)
   if (options.row_height < 8)
     throw std::invalid_argument("SVG row height must be at least 8 pixels, not " +
                                 std::to_string(options.row_height));
-  std::size_t label_chars = 0;
+  std::size_t label_columns = 0;
   for (const auto& t : trace.tracks)
-    label_chars = std::max(label_chars, characters(track_label(t)));
+    label_columns = std::max(label_columns, columns(track_label(t)));
   Layout l;
   l.row = options.row_height;
   // The label column takes at most a third of the picture, so the plot keeps two thirds less
   // its margin; longer labels are cut to fit (the whole name in a tooltip).
   const double max_left = options.width / 3.0;
-  l.left = std::max(100.0, std::min(static_cast<double>(label_chars) * char_width + 16, max_left));
+  l.left =
+      std::max(100.0, std::min(static_cast<double>(label_columns) * char_width + 16, max_left));
   const auto label_fit = static_cast<std::size_t>(std::max(1.0, (l.left - 16) / char_width));
   l.plot = options.width - l.left - 24;
   l.span_us = std::max(micros(trace.span()), 1.0);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 

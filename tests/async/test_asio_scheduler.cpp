@@ -3,8 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/execution.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/require.hpp>
 #include <boost/asio/strand.hpp>

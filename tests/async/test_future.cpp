@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "support/alloc_counter.hpp"
-#include "swp/async/detail/frame_allocator.hpp"
 #include "support/started.hpp"
+#include "swp/async/detail/frame_allocator.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/device/event.hpp"
 

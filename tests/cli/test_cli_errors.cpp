@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "support/cli.hpp"
-#include "swp/config.hpp"
 #include "support/plans.hpp"
+#include "swp/config.hpp"
 #if SWP_HAVE_CUDA
 #include "swp/device/cuda/cuda_device.hpp"
 #endif

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "swp/async/co.hpp"
 #include "eager.hpp"
+#include "swp/async/co.hpp"
 #include "swp/async/sync_wait.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 

@@ -5,31 +5,32 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
 #include <optional>
-#include <stop_token>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/engines.hpp"
 #include "support/iter_of.hpp"
+#include "swp/async/sync_wait.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
-#include "swp/async/sync_wait.hpp"
 #include "swp/engine/stop_scope.hpp"
 #include "swp/engine/task_scope.hpp"
 

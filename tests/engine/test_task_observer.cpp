@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "support/engines.hpp"
+#include "support/iter_of.hpp"
 #include "swp/async/lane.hpp"
 #include "swp/async/thread_pool_scheduler.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
-#include "support/engines.hpp"
-#include "support/iter_of.hpp"
 
 namespace test_task_observer {  // each test file's names apart (unity builds)
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "swp/engine/clock_pipeline.hpp"
-#include "swp/tune/synthetic_run.hpp"
 #include "swp/presets/preset_registry.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 namespace test_recsys_costs {  // each test file's names apart (unity builds)
 

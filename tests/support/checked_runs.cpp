@@ -8,8 +8,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>

@@ -6,8 +6,8 @@
 
 #include "support/plans.hpp"
 #include "swp/core/plan_json.hpp"
-#include "swp/tune/synthetic_run.hpp"
 #include "swp/trace/trace_recorder.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 namespace swp::test {
 

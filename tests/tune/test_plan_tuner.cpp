@@ -14,9 +14,9 @@
 #include "swp/core/plan_error.hpp"
 #include "swp/core/plan_json.hpp"
 #include "swp/engine/clock_pipeline.hpp"
-#include "swp/tune/synthetic_run.hpp"
 #include "swp/presets/preset_registry.hpp"
 #include "swp/presets/recsys_costs.hpp"
+#include "swp/tune/synthetic_run.hpp"
 
 namespace test_plan_tuner {  // each test file's names apart (unity builds)
 

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cassert>
 #include <concepts>
-#include <cstdint>
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <optional>

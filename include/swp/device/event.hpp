@@ -11,8 +11,8 @@
 
 #include "swp/async/detail/spin_lock.hpp"
 #include "swp/async/device_event.hpp"
-#include "swp/device/native_event.hpp"
 #include "swp/async/scheduler.hpp"
+#include "swp/device/native_event.hpp"
 
 namespace swp {
 

@@ -36,8 +36,8 @@
 #include "swp/engine/run_stats.hpp"
 #include "swp/engine/runtime.hpp"
 #include "swp/engine/shortcut.hpp"
-#include "swp/engine/stop_scope.hpp"
 #include "swp/engine/source.hpp"
+#include "swp/engine/stop_scope.hpp"
 #include "swp/engine/task_body.hpp"
 #include "swp/engine/task_observer.hpp"
 

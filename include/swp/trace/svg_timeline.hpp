@@ -20,6 +20,10 @@ struct SvgOptions {
 /// order), time growing to the right with an axis below the rows, a legend at the bottom.
 /// - The row labels ("stream NAME", "lane NAME") take at most a third of `width`: a longer
 ///   label is cut with an ellipsis and its `<text>` holds the whole one as a `<title>`.
+///   Widths count columns: two for East Asian wide and fullwidth characters and emoji, none
+///   for combining marks and zero-width characters; a cut never splits a character.
+/// - Names that are no valid UTF-8 or hold characters XML 1.0 cannot (C0 controls but tab,
+///   newline, return) are written with U+FFFD in their place: the document stays valid.
 /// - Device work and task instances are boxes coloured by iteration (ten colours, repeating),
 ///   labelled "Task/iter" where the box is wide enough; every box has a tooltip (`<title>`)
 ///   with its name and times.

@@ -6,9 +6,9 @@
 #include "swp/core/pipeline_plan.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/engine/pipeline.hpp"
-#include "swp/tune/profile_result.hpp"
 #include "swp/engine/run_observer.hpp"
 #include "swp/engine/runtime.hpp"
+#include "swp/tune/profile_result.hpp"
 #include "swp/tune/task_profiler.hpp"
 
 namespace swp {
