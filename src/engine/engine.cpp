@@ -36,6 +36,7 @@ Engine::SerialRun::SerialRun(Engine& engine, const char* call) : engine_(engine)
   begin_serial_run(*engine.core_, call);
 }
 Engine::SerialRun::~SerialRun() { end_serial_run(*engine_.core_); }
+void Engine::await_serial_slot(std::int64_t iter) { detail::await_serial_slot(*core_, iter); }
 void Engine::run_serial(std::int64_t iter) { run_serial_iteration(*core_, iter); }
 
 bool Engine::filled() const noexcept { return core_->filled(); }

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "swp/async/cancelled.hpp"
 #include "swp/engine/detail/engine_core.hpp"
 #include "swp/engine/errors.hpp"
 
@@ -176,8 +177,8 @@ void IterationDeviceWork::settle_device_work() {
   for (IterationSync& sync : c.sync_) sync.forget_recorded();
 }
 
-void IterationDeviceWork::settle_serial_device_work() {
-  if (!serial_device_work_) return;
+bool IterationDeviceWork::await_serial_device_work(const StopSignal* stop) {
+  if (!serial_device_work_) return true;
   EngineCore& c = core();
   Stream& stream = c.runtime_.stream("default");
   if (!serial_event_)
@@ -188,20 +189,34 @@ void IterationDeviceWork::settle_serial_device_work() {
   const std::uint64_t generation = stream.record(event);
   const auto reached = [&] { return event.reached(generation); };
   if (!reached()) {
+    // A failure or cancel() stops the serial run: fail() notifies the scheduler, which wakes
+    // this wait to see it.
+    const auto reached_or_stop = [&] {
+      return reached() || (stop != nullptr && stop->stop_requested());
+    };
     event.add_waiter(generation, serial_event_->watch);
-    const bool done = c.driver_.driven().until(reached, c.timeouts_.retire);
+    const bool done = c.driver_.driven().until(reached_or_stop, c.timeouts_.retire);
     event.remove_waiter(serial_event_->watch);
-    if (!done) {
-      const std::string why =
-          c.runtime_.scheduler().virtual_time()
-              ? " can never complete (nothing left to run: deadlock)"
-              : " did not complete within " + std::to_string(c.timeouts_.retire.count()) + " ms";
-      throw c.hang_report().error("device work of serial iterations on stream 'default'" + why +
-                                  ", so a run cannot start after them (it reuses their "
-                                  "context slot)");
-    }
+    if (!done || !reached()) return false;
   }
   serial_device_work_ = false;
+  return true;
+}
+
+PipelineTimeout IterationDeviceWork::serial_device_timeout(const std::string& so) const {
+  const EngineCore& c = core();
+  // On virtual time the wait ends unfinished only when nothing is left to run (DrivenWait).
+  const std::string why =
+      c.runtime_.scheduler().virtual_time()
+          ? " can never complete (nothing left to run: deadlock)"
+          : " did not complete within " + std::to_string(c.timeouts_.retire.count()) + " ms";
+  return c.hang_report().error("device work of serial iterations on stream 'default'" + why +
+                               ", " + so);
+}
+
+void IterationDeviceWork::settle_serial_device_work() {
+  if (!await_serial_device_work(nullptr))
+    throw serial_device_timeout("so a run cannot start after them (it reuses their context slot)");
 }
 
 bool IterationDeviceWork::await_slot_device(EngineCore& core, std::int64_t iter) {

@@ -1,5 +1,6 @@
 // The serial runs: one iteration's tasks in topological order on the calling thread
-// (run_serial_iteration), between begin_serial_run and end_serial_run.
+// (run_serial_iteration), after the wait for the device work of the serial iteration before
+// it (await_serial_slot), between begin_serial_run and end_serial_run.
 
 #include "swp/engine/detail/serial_iteration.hpp"
 
@@ -19,10 +20,26 @@ namespace swp::detail {
 
 // The steps of run_serial_iteration that reach into the core (a friend).
 struct SerialSteps {
+  static void await_slot(EngineCore& c, std::int64_t iter);
   static void time_out(EngineCore& c, TaskIndex t, std::int64_t iter);
   static std::exception_ptr drive_body(EngineCore& c, Instance& in, TaskIndex t, std::int64_t iter,
                                        ErasedCo& body, std::optional<Clock::time_point>& started);
 };
+
+// See await_serial_slot.
+void SerialSteps::await_slot(EngineCore& c, std::int64_t iter) {
+  // Cancelled (or failed) before it: nothing of it runs.
+  if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
+  if (c.await_serial_device_work(&c.stop_)) return;
+  // Stopped (cancel(), another failure): that failure is the serial run's.
+  if (!c.stop_.stop_requested())
+    c.fail("", iter,
+           std::make_exception_ptr(c.serial_device_timeout(
+               "so serial iteration " + std::to_string(iter) +
+               " cannot start (it reuses their context slot, which that work may still read)")),
+           FailureKind::timeout);
+  std::rethrow_exception(c.failure_.snapshot().run_error());
+}
 
 // Fails the serial run: task `t` of iteration `iter` did not finish within the retire deadline
 // (on virtual time: it never can).
@@ -113,6 +130,8 @@ void end_serial_run(EngineCore& c) noexcept {
   c.driver_.end_driving();
 }
 
+void await_serial_slot(EngineCore& c, std::int64_t iter) { SerialSteps::await_slot(c, iter); }
+
 void run_serial_iteration(EngineCore& c, std::int64_t iter) {
   // Cancelled (or failed) before it: nothing of it runs.
   if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
@@ -160,7 +179,9 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     if (body.valid()) error = SerialSteps::drive_body(c, in, t, iter, body, started);
     in.set_state(InstanceState::finished);
     c.end_range(in);
-    // Its device work on "default" is waited for before the next run (check_fillable).
+    // Its device work on "default" is waited for before the next serial iteration
+    // (await_serial_slot) or run (check_fillable) reuses slot 0, not here: the serial
+    // iteration returns once its bodies returned.
     if (in.stream_used) c.serial_device_work_ = true;
     const bool failed = error != nullptr || c.failure_.failed();
     if (error) {

@@ -31,13 +31,13 @@ TEST_CASE("swp profile prints the report and exact metric lines on the sim backe
   const auto r =
       run_swp("profile " + quoted(plan.str()) + " --backend sim --measure 10 --rounds 2");
   REQUIRE_MESSAGE(r.status == 0, r.err);
-  CHECK(contains(r.out, "Baseline serial iteration: 0.102 ms"));
+  CHECK(contains(r.out, "Baseline serial iteration: 0.115 ms"));
   CHECK(contains(r.out, "Task                        Exposed   % baseline"));
-  CHECK(contains(r.out, "metric baseline_us_per_iter 101.5 us\n"));
-  CHECK(contains(r.out, "metric exposed_us.A 1 us\n"));
-  CHECK(contains(r.out, "metric exposed_us.B 86.5 us\n"));
+  CHECK(contains(r.out, "metric baseline_us_per_iter 115 us\n"));
+  CHECK(contains(r.out, "metric exposed_us.A 10 us\n"));
+  CHECK(contains(r.out, "metric exposed_us.B 100 us\n"));
   CHECK(contains(r.out, "metric exposed_us.C 0 us\n"));
-  CHECK(contains(r.out, "metric exposed_sum_us 87.5 us\n"));
+  CHECK(contains(r.out, "metric exposed_sum_us 110 us\n"));
 }
 
 TEST_CASE("swp profile reads a preset from stdin and leaves out --skip tasks") {

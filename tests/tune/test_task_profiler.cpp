@@ -57,22 +57,24 @@ TEST_CASE("sim: CPU-only costs expose exactly their own time") {
 }
 
 TEST_CASE("sim: device-bound serial iterations give the closed-form exposed times") {
-  // Serial iteration: A (cpu 10), B (cpu 5, then 100 of device work), C (cpu 5). The device
-  // work of M iterations queues back to back from t = 15, so a round of M iterations takes
-  // 15 + 100 M and the CPU (20 per iteration) hides under it:
-  //   baseline = 100 + 15 / M;   A skipped: 100 + 5 / M  -> exposed(A) = 10 / M
-  //   B skipped: 15 (CPU only)   -> exposed(B) = 85 + 15 / M
-  //   C skipped: 100 + 15 / M    -> exposed(C) = 0 (hidden under the device work)
+  // Serial iteration: A (cpu 10), B (cpu 5, then 100 of device work), C (cpu 5, under B's
+  // device work). Each serial iteration starts once the device work of the one before it
+  // completed (it would otherwise write the context that work may read), so every iteration
+  // takes 15 + 100, whatever the round's length M:
+  //   baseline = 115;   A skipped: 105  -> exposed(A) = 10
+  //   B skipped: 15 (CPU only)          -> exposed(B) = 100
+  //   C skipped: 115                    -> exposed(C) = 0 (hidden under the device work)
+  // (Before that wait the device work of M iterations queued back to back and the next
+  // iterations' CPU ran under it: baseline 100 + 15 / M.)
   for (int m : {1, 4, 10}) {
     CAPTURE(m);
     const auto plan = costed({{"A", 10, 0}, {"B", 5, 100}, {"C", 5, 0}});
     const auto result = swp::profile_synthetic(
         plan, {.profile = {.warmup = 2, .measure = m, .rounds = 3},
                .runtime = {.backend = swp::Backend::sim}});
-    const double M = m;
-    CHECK(result.baseline_s == doctest::Approx((100 + 15 / M) * kUs).epsilon(1e-9));
-    CHECK(result.exposed_s("A") == doctest::Approx(10 / M * kUs).epsilon(1e-9));
-    CHECK(result.exposed_s("B") == doctest::Approx((85 + 15 / M) * kUs).epsilon(1e-9));
+    CHECK(result.baseline_s == doctest::Approx(115 * kUs).epsilon(1e-9));
+    CHECK(result.exposed_s("A") == doctest::Approx(10 * kUs).epsilon(1e-9));
+    CHECK(result.exposed_s("B") == doctest::Approx(100 * kUs).epsilon(1e-9));
     CHECK(result.exposed_s("C") == doctest::Approx(0.0));
   }
 }

@@ -287,8 +287,10 @@ class Pipeline : private detail::FrontEnd {
   /// stream, no overlap: the baseline a pipelined run is compared to. Its iterations are
   /// numbered on from the pipeline's (next_iteration()), as a run's are: the first gets
   /// next_iteration(), and a run after it numbers after its last.
-  /// Deadlines, cancellation and errors are run_one_serial_iter's, for the whole call: cancel()
-  /// ends it (no later iteration starts).
+  /// Each iteration after the first starts once the device work of the one before it
+  /// completed, as for back-to-back run_one_serial_iter calls (see there); it returns once
+  /// "default" is synchronized. Deadlines, cancellation and errors are run_one_serial_iter's,
+  /// for the whole call: cancel() ends it (no later iteration starts).
   template <PullSourceOf<Batch> S>
   RunStats run_serial(S&& source) {
     auto next = make_source<Batch>(std::forward<S>(source));
@@ -315,9 +317,19 @@ class Pipeline : private detail::FrontEnd {
   /// `iter_idx` is the caller's to choose; the pipeline's own numbers go on after it
   /// (next_iteration() is then at least iter_idx + 1), so no later run or run_serial reuses it.
   /// Before its first task it waits (retire deadline) for the device work of the pipelined
-  /// iterations before it, whose context slots it and the run after it reuse. It returns
-  /// before its own device work (on "default") completed; the next fill_pipeline waits for
-  /// that (retire deadline, else PipelineTimeout naming the stream), so no run overlaps it.
+  /// iterations before it, whose context slots it and the run after it reuse, and for the
+  /// device work the serial iterations before it queued on "default": that work may still
+  /// read slot 0 (the context and the tasks' buffers there), which this call is about to
+  /// overwrite. It returns once its bodies returned, before its own device work (on
+  /// "default") completed; the next serial iteration or fill_pipeline waits for that (retire
+  /// deadline), so neither overlaps it. Timing: back-to-back calls (TaskProfiler's rounds)
+  /// therefore each take the serial iteration's CPU time plus its device work's tail: the
+  /// next call's bodies no longer run under the previous call's device work, and that wait
+  /// is counted in the next call (the last call's tail is waited for by whoever synchronizes).
+  /// The wait's errors: past the deadline PipelineTimeout "device work of serial iterations
+  /// on stream 'default' did not complete within N ms, so serial iteration <iter_idx> cannot
+  /// start ..." (on_run_failed told; slot 0 unchanged; waited for again next time); cancel()
+  /// during it throws swp::Cancelled as below.
   /// Deadlines (EngineTimeouts), as a run's iteration: past `retire` (on sim: a body awaiting
   /// what nothing provides) it throws PipelineTimeout naming the task and iteration, once the
   /// body's await was cancelled; a body that ignores that past `drain` leaves the pipeline
@@ -526,6 +538,7 @@ class Pipeline : private detail::FrontEnd {
  private:
   // One serial iteration of a serial run (Engine::SerialRun), its on_retire included.
   void serial_iteration(Batch batch, std::int64_t iter_idx) {
+    core_.await_serial_slot(iter_idx);  // the previous serial iteration's device work
     contexts_[0] = Ctx{};
     contexts_[0].batch = std::move(batch);
     contexts_[0].iter_idx = iter_idx;

@@ -55,7 +55,13 @@ ProfileResult profile_serial(const ProfileTarget& target, const ProfileOptions& 
 /// skip_tasks and bad counts as std::invalid_argument, a filled pipeline as PipelineStateError.
 /// The pipeline's shortcut configuration is restored in every case (profiled tasks' caches
 /// are dropped). Times are the runtime's clock: wall time on host, virtual time on sim
-/// (where a plan's synthetic costs give exact, closed-form results).
+/// (where a plan's synthetic costs give exact, closed-form results). Each serial iteration
+/// starts once the device work of the one before it completed (Pipeline::run_one_serial_iter:
+/// that work may read the context the next one overwrites), so a round measures per
+/// iteration its CPU time plus the device work its own later tasks do not hide, the wait
+/// counted in the next iteration (the last one's in the round's closing synchronization): a
+/// task's device work is exposed in full unless its iteration's CPU hides it, as in a correct
+/// training loop, not hidden under the next iteration's CPU.
 ///
 /// Example:
 /// ```

@@ -246,6 +246,112 @@ TEST_CASE_TEMPLATE("a run after a serial iteration whose device work hangs fails
   CHECK(pipe->next_iteration() == 3);
 }
 
+TEST_CASE_TEMPLATE("a serial iteration waits for the device work of the one before it",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // The device work reads the context when it ends (10 ms of virtual time in). Without the
+  // wait the second serial iteration wrote slot 0 at once, so the first one's work read
+  // batch 2; its body also started at virtual time 0, under that work.
+  using namespace std::chrono_literals;
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  std::vector<int> seen;                    // what each device work read, in order
+  std::vector<swp::Clock::time_point> ran;  // when each body started
+  swp::Plan<Ctx> plan;
+  plan.add("Work",
+           [&](Ctx& ctx, swp::TaskScope& task) {
+             ran.push_back(rt.now());
+             task.device_work(10ms);
+             task.enqueue([&seen, &ctx] { seen.push_back(ctx.batch); });
+           },
+           {.stage = 0, .stream = "work"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  const auto start = rt.now();
+  SUBCASE("back-to-back run_one_serial_iter") {
+    pipe->run_one_serial_iter(1, 0);
+    CHECK(rt.now() == start);  // it returned without waiting for its own device work
+    pipe->run_one_serial_iter(2, 1);
+    pipe->synchronize();
+  }
+  SUBCASE("run_serial") { pipe->run_serial(std::vector<int>{1, 2}); }
+  CHECK(seen == std::vector<int>{1, 2});
+  REQUIRE(ran.size() == 2);
+  CHECK(ran[0] == start);
+  CHECK(ran[1] == start + 10ms);
+}
+
+TEST_CASE_TEMPLATE("cancel() ends a serial iteration's wait for the device work before it",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Virtual time: the first iteration's device work ends at 10 ms; cancel() comes at 5 ms,
+  // from another stream, while the second iteration waits. A wait that ignored it ran on
+  // until 10 ms (that work read the context: `seen` not empty).
+  using namespace std::chrono_literals;
+  swp::Runtime rt({.backend = swp::Backend::sim});
+  std::vector<int> seen;
+  std::vector<int> bodies;
+  swp::Plan<Ctx> plan;
+  plan.add("Work",
+           [&](Ctx& ctx, swp::TaskScope& task) {
+             bodies.push_back(ctx.batch);
+             task.device_work(10ms);
+             task.enqueue([&seen, &ctx] { seen.push_back(ctx.batch); });
+           },
+           {.stage = 0, .stream = "work"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  const auto start = rt.now();
+  pipe->run_one_serial_iter(1, 0);
+  bool cancelled = false;
+  swp::Stream& other = rt.stream("other");
+  other.enqueue_work(5ms);
+  other.enqueue([&] { cancelled = pipe->cancel("enough"); });
+  CHECK_THROWS_WITH_AS(pipe->run_one_serial_iter(2, 1), "pipeline cancelled: enough",
+                       swp::Cancelled);
+  CHECK(cancelled);
+  CHECK(rt.now() == start + 5ms);
+  CHECK(seen.empty());
+  CHECK(bodies == std::vector<int>{1});  // the second iteration's did not run
+  pipe->run_one_serial_iter(3, 2);       // waits for the first one's work again
+  pipe->synchronize();
+  CHECK(seen == std::vector<int>{1, 3});
+}
+
+TEST_CASE_TEMPLATE("a serial iteration after one whose device work hangs fails naming the stream",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  using namespace std::chrono_literals;
+  swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  std::atomic<int> bodies{0};
+  swp::Plan<Ctx> plan;
+  plan.add("Work",
+           [opened, &bodies](Ctx& ctx, swp::TaskScope& task) {
+             ++bodies;
+             // Held on "default" until the gate opens; 60 s: a bound, not a timing.
+             if (ctx.batch == 1) task.enqueue([opened] { (void)opened.wait_for(60s); });
+           },
+           {.stage = 0, .stream = "work"});
+  auto pipe = Engine::template make<Ctx>(rt, plan, 2);
+  pipe->set_timeouts({.retire = 100ms, .check_interval = 5ms});
+  int failures = 0;
+  pipe->on_run_failed([&failures](const std::exception_ptr&) { ++failures; });
+  std::vector<int> retired;  // slot 0's context as each serial iteration retired
+  pipe->on_retire([&retired](const Ctx& ctx) { retired.push_back(ctx.batch); });
+  pipe->run_one_serial_iter(1, 0);
+  try {
+    pipe->run_one_serial_iter(2, 1);
+    FAIL("the serial iteration wrote slot 0 while the one before it had device work running");
+  } catch (const swp::PipelineTimeout& e) {
+    CHECK(std::string(e.what()).starts_with(
+        "device work of serial iterations on stream 'default' did not complete within 100 ms, "
+        "so serial iteration 1 cannot start"));
+  }
+  CHECK(bodies.load() == 1);
+  CHECK(failures == 1);
+  gate.set_value();
+  pipe->run_one_serial_iter(2, 1);  // waited for again, and done now
+  CHECK(bodies.load() == 2);
+  CHECK(retired == std::vector<int>{1, 2});
+  pipe->synchronize();
+}
+
 namespace {
 
 using namespace std::chrono_literals;

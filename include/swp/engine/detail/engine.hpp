@@ -77,6 +77,7 @@ class Engine {
    private:
     Engine& engine_;
   };
+  void await_serial_slot(std::int64_t iter);
   void run_serial(std::int64_t iter);
 
   [[nodiscard]] bool filled() const noexcept;

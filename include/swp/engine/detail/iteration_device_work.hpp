@@ -17,6 +17,10 @@
 #include "swp/engine/detail/instance.hpp"
 #include "swp/engine/errors.hpp"
 
+namespace swp {
+class StopSignal;
+}
+
 namespace swp::detail {
 
 class EngineCore;
@@ -116,13 +120,24 @@ class IterationDeviceWork {
   /// Faults are not looked at here: a faulted stream stays so, and the next run (or
   /// synchronize()) reports it. Errors: PipelineTimeout past the deadline (nothing forgotten).
   void settle_device_work();
-  /// Before a new run (check_fillable): where a serial run queued device work on the
-  /// "default" stream since the last run began (serial_device_work_), waits (with the retire
+  /// Before a new run (check_fillable) and before a serial iteration writes slot 0
+  /// (await_serial_slot): where a serial iteration queued device work on the "default"
+  /// stream since this was last waited for (serial_device_work_), waits (with the retire
   /// deadline) until the stream reached an event recorded on it now. Serial iterations record
   /// nothing of their own, and run_one_serial_iter returns before its device work completed:
-  /// the run after it would otherwise write slot 0 and start its device work while that work
-  /// still ran. Faults are not looked at, as in settle_device_work. Errors: the record's;
-  /// PipelineTimeout past the deadline, naming the stream (it is waited for again next time).
+  /// the run or serial iteration after it would otherwise write slot 0 (and start its own
+  /// device work) while that work still ran and could read it. `stop`, where given (a serial
+  /// run's), ends the wait early once requested. Faults are not looked at, as in
+  /// settle_device_work. Returns true once the work completed (or none was queued); false
+  /// past the deadline or on `stop`, nothing forgotten: it is waited for again next time.
+  /// Errors: the record's.
+  bool await_serial_device_work(const StopSignal* stop);
+  /// What await_serial_device_work past its deadline is: a PipelineTimeout naming the stream
+  /// ("device work of serial iterations on stream 'default' did not complete within N ms, "
+  /// + `so`; on sim, "can never complete (nothing left to run: deadlock)").
+  [[nodiscard]] PipelineTimeout serial_device_timeout(const std::string& so) const;
+  /// check_fillable's await_serial_device_work. Errors: the record's; its PipelineTimeout
+  /// past the deadline (nothing changed).
   void settle_serial_device_work();
   /// The waker listens to (stops listening to) iteration iter's recorded events.
   void watch_device(std::int64_t iter);
@@ -173,8 +188,8 @@ class IterationDeviceWork {
   /// Relaxed: stored before the recording instance finishes, so whoever saw that iteration
   /// complete (the retirement before a slot is reused) sees it.
   std::atomic<bool> recorded_ever_{false};
-  /// A serial iteration's body used the "default" stream, and no run started since
-  /// (settle_serial_device_work). Driving thread only.
+  /// A serial iteration's body used the "default" stream, and its work was not waited for
+  /// since (await_serial_device_work). Driving thread only.
   bool serial_device_work_ = false;
 
  private:
@@ -193,7 +208,7 @@ class IterationDeviceWork {
   // await_slot past the common case: the previous occupant recorded device work.
   [[gnu::noinline]] static bool await_slot_device(EngineCore& core, std::int64_t iter);
   [[nodiscard]] PipelineTimeout slot_timeout(std::int64_t iter) const;
-  // settle_serial_device_work's event on "default" and its registration with the waker, made
+  // await_serial_device_work's event on "default" and its registration with the waker, made
   // at its first wait.
   std::unique_ptr<InstanceEvent> serial_event_;
 };

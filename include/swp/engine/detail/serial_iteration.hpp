@@ -1,6 +1,7 @@
 #pragma once
 // run_serial_iteration: one iteration of a pipeline's plan run serially on the calling thread,
-// for run_serial and run_one_serial_iter (not for direct use).
+// and await_serial_slot, the wait before its context is written into slot 0, for run_serial
+// and run_one_serial_iter (not for direct use).
 
 #include <atomic>
 #include <cstdint>
@@ -23,6 +24,25 @@ struct SerialOutcome {
   Scheduler* scheduler = nullptr;  // notified once `ended` is set
 };
 
+/// Before the front end writes serial iteration `iter`'s context into slot 0: waits (with the
+/// retire deadline) for the device work the serial iterations before it queued on "default"
+/// (IterationDeviceWork::await_serial_device_work), which may still read slot 0 — the context
+/// and the tasks' buffers there. run_serial_iteration does not wait for its own at its end, so
+/// this wait is where back-to-back serial iterations (run_serial, run_one_serial_iter calls,
+/// TaskProfiler's rounds) meet: the next one's bodies start once the previous one's device
+/// work completed, not under it. Per serial iteration, nothing per task.
+///
+/// Completion: returns at once where the serial iteration before it used no stream (or its
+/// work was waited for already), else once that work completed. Errors: the serial run's
+/// failure before it (cancel()'s swp::Cancelled); past the deadline the serial run fails
+/// (on_run_failed told) with a PipelineTimeout "device work of serial iterations on stream
+/// 'default' did not complete within N ms, so serial iteration `iter` cannot start (...)" (on
+/// sim: "can never complete (nothing left to run: deadlock)"). Cancellation: cancel() ends
+/// the wait, which throws swp::Cancelled("pipeline cancelled: " + reason). Whenever it throws,
+/// slot 0 is unchanged and the work is waited for again by the next serial iteration or run.
+/// Must run between begin_serial_run and end_serial_run.
+void await_serial_slot(EngineCore& core, std::int64_t iter);
+
 /// Runs iteration `iter` of `core`'s plan, whose context the caller put in context slot 0, on
 /// the calling thread: the tasks in EngineCore::serial_order (topological over the intra
 /// dependencies, ties by name), each to its end before the next starts, all device work on the
@@ -30,7 +50,8 @@ struct SerialOutcome {
 /// ranges see each task released, started and finished, as in a pipelined run.
 ///
 /// Completion: returns once every task finished (a body that awaits is driven to its end here,
-/// virtual time included). Errors: a task's error as TaskError, after which the tasks after it
+/// virtual time included); the device work they queued on "default" may still run (the next
+/// await_serial_slot, or the next run's fill, waits for it). Errors: a task's error as TaskError, after which the tasks after it
 /// do not run; the serial run's failure (its deadline's PipelineTimeout, cancel()'s
 /// swp::Cancelled), once the body it stopped ended. Deadlines (EngineTimeouts), as for a run's
 /// iteration: `retire` for the whole iteration, from its first wait — past it (on virtual time:
@@ -42,8 +63,8 @@ struct SerialOutcome {
 /// later task or iteration starts, and Cancelled("pipeline cancelled: " + reason) surfaces.
 /// Must run between begin_serial_run and end_serial_run.
 ///
-/// Example (what Pipeline::run_one_serial_iter does once the context is in slot 0):
-/// `run_serial_iteration(core, 7);`
+/// Example (what Pipeline::run_one_serial_iter does):
+/// `await_serial_slot(core, 7);` then, with the context in slot 0, `run_serial_iteration(core, 7);`
 void run_serial_iteration(EngineCore& core, std::int64_t iter);
 
 /// Starts a serial run (run_one_serial_iter, or run_serial for all its iterations), for the
