@@ -108,6 +108,33 @@ TEST_CASE("help for an iteration retired in the window closes it, and so does cl
   }
 }
 
+TEST_CASE("skip passes over the window's iterations unlooked; the looks after it go on from the right entry") {
+  // The clock's window periods retire and admit in one loop, reusing entries before any look:
+  // skip() moves on without reading them, and left() bounds that loop's admissions.
+  AloneWindow window;
+  window.reset(100, 2, countless_tasks);  // a run from iteration 100, in entry 2 of 4
+  Retirements retirements{.first = 100, .first_entry = 2, .next = 100};
+  const std::int64_t look = AloneWindow::look_every;
+  retirements.retire(window, look, never, 100 + look - 1);
+  REQUIRE(window.open());
+  CHECK(window.left() == AloneWindow::window * look);
+  CHECK(window.take(10));
+  CHECK(window.left() == AloneWindow::window * look - 10);
+  // Seven iterations retire unlooked while later ones take their entries, every one of which
+  // now says "helped": skip reads none of them.
+  for (IterationSync& entry : retirements.entries) entry.helped.store(true);
+  retirements.next += 7;
+  window.skip(retirements.next, retirements.entries.size());
+  CHECK(window.open());
+  // The next look reads the next iteration's entry only (cleared by retire): still open...
+  retirements.retire(window, 1, never);
+  CHECK(window.open());
+  // ...and help for the one after it closes the window.
+  retirements.retire(window, 1, [](std::int64_t) { return true; });
+  CHECK_FALSE(window.open());
+  CHECK(window.left() == 0);
+}
+
 TEST_CASE("a new run forgets the last one's window") {
   AloneWindow window;
   window.reset(0, 0, countless_tasks);
