@@ -203,7 +203,8 @@ TEST_CASE("a label of wide characters is cut by the columns it takes, not its ch
   // The column is sized by columns too: two short wide labels widen it as Latin ones would.
   swp::Trace narrow;
   narrow.tracks = {{swp::TraceTrack::Kind::lane, times(shu, 12)}};  // 5 + 24 columns
-  const auto bg = XmlReader::parse(svg_of(narrow, {.width = 1200})).find_all("rect", "track-bg");
+  const XmlElement narrow_doc = XmlReader::parse(svg_of(narrow, {.width = 1200}));
+  const auto bg = narrow_doc.find_all("rect", "track-bg");  // pointers into narrow_doc
   REQUIRE(bg.size() == 1);
   CHECK(std::stod(bg[0]->attr("x")) == doctest::Approx(29 * 6.2 + 16).epsilon(1e-3));
 }
