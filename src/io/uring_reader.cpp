@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/config.hpp"
 #include "swp/io/detail/file_reader.hpp"
 #include "swp/io/io_errors.hpp"
@@ -50,9 +51,10 @@ struct UringRead {
   UringRead* next = nullptr;  // ReadQueue's link
 };
 
-// A FIFO of reads linked through UringRead::next, owning them. Queueing a read and moving a
-// queue's reads onto another allocate nothing: the ring's thread does both, and an allocation
-// failing there (std::bad_alloc) would have no caller to reach but its thread function.
+// A FIFO of reads linked through UringRead::next (detail::IntrusiveFifo), owning them.
+// Queueing a read and moving a queue's reads onto another allocate nothing: the ring's thread
+// does both, and an allocation failing there (std::bad_alloc) would have no caller to reach
+// but its thread function.
 class ReadQueue {
  public:
   ReadQueue() = default;
@@ -63,49 +65,16 @@ class ReadQueue {
     while (!empty()) (void)pop_front();
   }
 
-  [[nodiscard]] bool empty() const noexcept { return head_ == nullptr; }
-
-  void push_back(std::unique_ptr<UringRead> read) noexcept {
-    UringRead* r = read.release();
-    r->next = nullptr;
-    if (tail_ != nullptr) {
-      tail_->next = r;
-    } else {
-      head_ = r;
-    }
-    tail_ = r;
-  }
-
-  void push_front(std::unique_ptr<UringRead> read) noexcept {
-    UringRead* r = read.release();
-    r->next = head_;
-    head_ = r;
-    if (tail_ == nullptr) tail_ = r;
-  }
-
-  std::unique_ptr<UringRead> pop_front() noexcept {
-    std::unique_ptr<UringRead> r(head_);
-    head_ = r->next;
-    if (head_ == nullptr) tail_ = nullptr;
-    r->next = nullptr;
-    return r;
-  }
-
+  [[nodiscard]] bool empty() const noexcept { return reads_.empty(); }
+  void push_back(std::unique_ptr<UringRead> read) noexcept { reads_.push(*read.release()); }
+  void push_front(std::unique_ptr<UringRead> read) noexcept { reads_.push_front(*read.release()); }
+  // The oldest read; the queue is not empty.
+  std::unique_ptr<UringRead> pop_front() noexcept { return std::unique_ptr<UringRead>(reads_.pop()); }
   // Moves every read of `other` to the back of this queue, in order.
-  void splice_back(ReadQueue& other) noexcept {
-    if (other.empty()) return;
-    if (tail_ != nullptr) {
-      tail_->next = other.head_;
-    } else {
-      head_ = other.head_;
-    }
-    tail_ = other.tail_;
-    other.head_ = other.tail_ = nullptr;
-  }
+  void splice_back(ReadQueue& other) noexcept { reads_.splice_back(other.reads_); }
 
  private:
-  UringRead* head_ = nullptr;
-  UringRead* tail_ = nullptr;
+  swp::detail::IntrusiveFifo<UringRead, &UringRead::next> reads_;
 };
 
 // The error a read fails with, as `make` builds it (a RecordError naming the file and the

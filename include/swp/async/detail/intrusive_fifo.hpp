@@ -19,6 +19,21 @@ class IntrusiveFifo {
     tail_ = &node;
   }
 
+  /// Puts `node` before the oldest (it is popped next).
+  void push_front(Node& node) noexcept {
+    node.*Next = head_;
+    head_ = &node;
+    if (tail_ == nullptr) tail_ = &node;
+  }
+
+  /// Moves every node of `other` behind this FIFO's, in order; `other` is left empty.
+  void splice_back(IntrusiveFifo& other) noexcept {
+    if (other.head_ == nullptr) return;
+    (tail_ != nullptr ? tail_->*Next : head_) = other.head_;
+    tail_ = other.tail_;
+    other.head_ = other.tail_ = nullptr;
+  }
+
   /// The oldest node, unlinked; nullptr when empty.
   Node* pop() noexcept {
     Node* node = head_;
