@@ -246,11 +246,31 @@ std::int64_t RunDriver::retire_all() {
   // 209; docs/benchmarks.md).
   refuse_blocking("run()", !core_.at_end());
   const bool runs_no_work = core_.run_queue_.runs_no_work_here();
+  EngineCore& c = core_;
+  // Where the next retirement needs no driving section (retire_next's first case).
+  const auto undriven_next = [&] { return runs_no_work && c.retires_undriven_ && c.retirable(); };
   std::int64_t retired = 0;
   for (;;) {
     if (runs_no_work) retired += retire_undriven_while_ready();
-    if (!retire_next()) return retired;  // what the loop could not retire, the general way
-    ++retired;
+    if (undriven_next()) {
+      if (!retire_next()) return retired;  // what the loop could not retire, the general way
+      ++retired;
+      continue;
+    }
+    // The general way (retire_next's driving stretch), retirement after retirement in one
+    // driving section for as long as the next needs one: this thread claims its driver queue
+    // once per stretch, not once per iteration (with workers, every iteration).
+    bool ended = false;
+    c.run_queue_.drive_section([&] {
+      do {
+        if (!retire_next_driving()) {
+          ended = true;
+          return;
+        }
+        ++retired;
+      } while (!undriven_next());
+    });
+    if (ended) return retired;
   }
 }
 
