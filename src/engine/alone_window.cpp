@@ -3,10 +3,15 @@
 #include "swp/engine/detail/alone_window.hpp"
 
 #include <atomic>
+#include <bit>
+#include <cstdint>
 
 namespace swp::detail {
 
 namespace {
+
+// look_between_windows finds a look point with a mask.
+static_assert(std::has_single_bit(static_cast<std::uint64_t>(AloneWindow::look_every)));
 
 // AloneWindow::Thresholds, in nanoseconds (read at each decision, every look_every
 // retirements).
@@ -37,32 +42,37 @@ void AloneWindow::reset(std::int64_t base, std::size_t base_entry, std::size_t t
 void AloneWindow::look_between_windows(std::int64_t oldest,
                                        std::span<const IterationSync> entries) noexcept {
   // The entries of the iterations retired since the last call are not reused before the
-  // caller's next admissions.
-  for (; looked_upto_ < oldest; ++looked_upto_) {
-    retired(entries[looked_entry_].helped.load(std::memory_order_relaxed));
-    looked_entry_ = looked_entry_ + 1 == entries.size() ? 0 : looked_entry_ + 1;
+  // caller's next admissions. Counts only, per iteration; the clock at each look_every-th.
+  std::int64_t i = looked_upto_;
+  std::size_t e = looked_entry_;
+  bool opened = false;
+  while (i < oldest && !opened) {
+    const bool helped = entries[e].helped.load(std::memory_order_relaxed);
+    ++i;
+    e = e + 1 == entries.size() ? 0 : e + 1;
+    if (period_retired_ == 0) {
+      period_since_ = std::chrono::steady_clock::now();
+      period_helped_ = 0;
+    }
+    ++period_retired_;
+    period_helped_ += helped ? 1 : 0;
+    if ((period_retired_ & (look_every - 1)) == 0) opened = decide();
   }
+  looked_upto_ = i;
+  looked_entry_ = e;
+  // The rest retired into the window that opened: help there closes it (look).
+  if (opened && i < oldest) look(oldest, entries);
 }
 
-void AloneWindow::retired(bool helped) noexcept {
-  if (left_ > 0) {
-    // A window's own iterations say nothing.
-    if (helped) close();
-    return;
-  }
-  if (period_retired_++ == 0) {
-    period_since_ = std::chrono::steady_clock::now();
-    period_helped_ = 0;
-  }
-  if (helped) ++period_helped_;
-  if (period_retired_ % look_every != 0) return;
+bool AloneWindow::decide() noexcept {
   const auto took = std::chrono::steady_clock::now() - period_since_;
   const Thresholds limits = thresholds();
-  if (took < limits.period) return;
+  if (took < limits.period) return false;
   const auto tasks = period_retired_ * static_cast<std::int64_t>(tasks_);
   if (share * period_helped_ <= period_retired_ && took < tasks * limits.task_time)
     left_ = window * period_retired_;
   period_retired_ = 0;
+  return left_ > 0;
 }
 
 }  // namespace swp::detail

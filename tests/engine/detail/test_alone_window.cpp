@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -133,6 +134,78 @@ TEST_CASE("skip passes over the window's iterations unlooked; the looks after it
   retirements.retire(window, 1, [](std::int64_t) { return true; });
   CHECK_FALSE(window.open());
   CHECK(window.left() == 0);
+}
+
+TEST_CASE("a period that had too much help decides nothing; the next period decides after its own 32 retirements") {
+  // Thresholds that make every look point a verdict (no minimal period, short tasks).
+  const swp::test::ScopedAloneThresholds thresholds;
+  const std::int64_t look = AloneWindow::look_every;
+  AloneWindow window;
+  window.reset(0, 0, 1000);
+  Retirements retirements;
+  // Three helped iterations in 32: 16 * 3 > 32, so the first verdict keeps the window shut.
+  retirements.retire(window, look, [](std::int64_t i) { return i < 3; });
+  CHECK_FALSE(window.open());
+  // The second period counts from zero: no verdict before its 32nd retirement.
+  retirements.retire(window, look - 1, never);
+  CHECK_FALSE(window.open());
+  retirements.retire(window, 1, never);
+  CHECK(window.open());
+  CHECK(window.left() == AloneWindow::window * look);
+}
+
+TEST_CASE("iterations looked at several at a time give the verdicts of one at a time") {
+  // The driver retires a few iterations between two looks (the policies look once per
+  // admission): a batch may cross a look point, open a window there, and end in that window.
+  const swp::test::ScopedAloneThresholds thresholds;
+  constexpr std::size_t ring = 16;  // no batch reuses an entry before its look
+  for (const unsigned seed : {1U, 2U, 3U, 4U, 5U, 6U, 7U, 8U}) {
+    CAPTURE(seed);
+    std::mt19937 random(seed);
+    std::vector<IterationSync> one_entries(ring);
+    std::vector<IterationSync> batch_entries(ring);
+    AloneWindow one_at_a_time;
+    AloneWindow batched;
+    one_at_a_time.reset(0, 0, 1000);
+    batched.reset(0, 0, 1000);
+    std::int64_t next = 0;
+    for (int batch = 0; batch < 400; ++batch) {
+      const auto count = static_cast<std::int64_t>(random() % 9 + 1);
+      for (std::int64_t k = 0; k < count; ++k) {
+        // Help is rare (about one in 24), so windows open and close again by help.
+        const bool helped = random() % 24 == 0;
+        const std::size_t e = static_cast<std::size_t>(next + k) % ring;
+        one_entries[e].helped.store(helped);
+        batch_entries[e].helped.store(helped);
+        one_at_a_time.look(next + k + 1, one_entries);
+      }
+      next += count;
+      batched.look(next, batch_entries);
+      REQUIRE(batched.open() == one_at_a_time.open());
+      REQUIRE(batched.left() == one_at_a_time.left());
+    }
+  }
+}
+
+TEST_CASE("a window that opens inside a batch closes at help for a later iteration of that batch") {
+  const swp::test::ScopedAloneThresholds thresholds;
+  const std::int64_t look = AloneWindow::look_every;
+  std::vector<IterationSync> entries(64);
+  AloneWindow window;
+  window.reset(0, 0, 1000);
+  window.look(look - 2, entries);  // no verdict yet
+  CHECK_FALSE(window.open());
+  // The batch ends three iterations past the look point; the last one was helped.
+  entries[static_cast<std::size_t>(look + 2)].helped.store(true);
+  window.look(look + 3, entries);
+  CHECK_FALSE(window.open());
+  // The same batch without that help leaves the window open.
+  AloneWindow unhelped;
+  unhelped.reset(0, 0, 1000);
+  entries[static_cast<std::size_t>(look + 2)].helped.store(false);
+  unhelped.look(look - 2, entries);
+  unhelped.look(look + 3, entries);
+  CHECK(unhelped.open());
 }
 
 TEST_CASE("a new run forgets the last one's window") {

@@ -32,7 +32,7 @@ class AloneWindow {
   static constexpr std::chrono::nanoseconds default_task_time{250};
   static constexpr std::int64_t share = 16;
   static constexpr std::int64_t window = 32;
-  static constexpr std::int64_t look_every = 32;  // retirements between clock reads
+  static constexpr std::int64_t look_every = 32;  // retirements between clock reads (a power of 2)
 
   /// The period and task time every window's rule uses, process-wide (the defaults above).
   /// For tests: a shorter period and a longer task time open windows in short runs, and in
@@ -49,16 +49,27 @@ class AloneWindow {
   /// Looks at the iterations retired since the last call, those before `oldest`, in the ring
   /// of `entries` (iteration i + 1 in the entry after i's). Help for an iteration retired
   /// while the window is open (one admitted before it opened, or handed over) closes it.
-  /// Inline while the window is open (data-flow looks at each admission then): only help
-  /// counts there.
+  /// Inline for what it does at most retirements (data-flow looks at each admission while a
+  /// window is open, both policies at each retirement between windows): help closes an open
+  /// window; between windows it counts. A period's first retirement and every look_every-th
+  /// (the clock, the verdict) go out of line.
   void look(std::int64_t oldest, std::span<const IterationSync> entries) noexcept {
-    while (left_ > 0 && looked_upto_ < oldest) {
+    while (looked_upto_ < oldest) {
+      const bool open = left_ > 0;
+      if (!open && (period_retired_ == 0 || ((period_retired_ + 1) & (look_every - 1)) == 0)) {
+        look_between_windows(oldest, entries);
+        return;
+      }
       const bool helped = entries[looked_entry_].helped.load(std::memory_order_relaxed);
       ++looked_upto_;
       looked_entry_ = looked_entry_ + 1 == entries.size() ? 0 : looked_entry_ + 1;
-      if (helped) close();
+      if (open) {
+        if (helped) close();
+      } else {
+        ++period_retired_;
+        period_helped_ += helped ? 1 : 0;
+      }
     }
-    if (looked_upto_ < oldest) look_between_windows(oldest, entries);
   }
   /// Skips the iterations retired since the last call, those before `oldest`, unlooked: while
   /// the caller ran all of them uncounted, nobody helped (ClockRelease, whose periods then
@@ -82,7 +93,9 @@ class AloneWindow {
  private:
   // look() past the window: the periods' counts, which may open one.
   void look_between_windows(std::int64_t oldest, std::span<const IterationSync> entries) noexcept;
-  void retired(bool helped) noexcept;
+  // At every look_every-th retirement of a period: the period's verdict once it is long
+  // enough, which may open a window (true).
+  bool decide() noexcept;
 
   std::size_t tasks_ = 1;
   // The retired iterations looked at so far and the entry of the next; the period's
