@@ -8,4 +8,5 @@
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
 #include "swp/device/stream.hpp"
+#include "swp/device/stream_limit_error.hpp"
 #include "swp/device/work_tag.hpp"

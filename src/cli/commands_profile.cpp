@@ -13,6 +13,7 @@
 #include "diagnostics.hpp"
 #include "options.hpp"
 #include "plan_input.hpp"
+#include "swp/device/stream_limit_error.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/tune/synthetic_run.hpp"
 
@@ -52,7 +53,8 @@ int profile(const ProfileFlags& flags, bool max_host_streams_given) {
   } catch (const std::invalid_argument& e) {  // --skip naming no task; too long a profile
     print_error(e.what());
     return Exit::bad_usage;
-  } catch (const std::length_error& e) {  // the host device refused a stream of the plan
+  } catch (const StreamLimitError& e) {  // the host device refused a stream of the plan
+    // Any other std::length_error goes to run_command_line's handler, without the hint.
     print_error(backend == Backend::host ? host_stream_limit_error(e.what(), flags.max_host_streams)
                                          : std::string(e.what()));
     return Exit::invalid_plan;

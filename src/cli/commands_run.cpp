@@ -11,6 +11,7 @@
 #include "options.hpp"
 #include "plan_input.hpp"
 #include "swp/device/nvtx_ranges.hpp"
+#include "swp/device/stream_limit_error.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/trace/trace_recorder.hpp"
 #include "swp/tune/synthetic_run.hpp"
@@ -105,8 +106,10 @@ int run(const RunFlags& flags, bool max_depth_given, bool max_host_streams_given
   } catch (const std::invalid_argument& e) {  // a run longer than its clock can count
     print_error("--iters " + std::to_string(flags.iters) + ": " + e.what());
     return Exit::bad_usage;
-  } catch (const std::length_error& e) {  // the host device refused a stream of the plan
-    // Refused while the pipeline was built: nothing ran, there is no timeline to write.
+  } catch (const StreamLimitError& e) {  // the host device refused a stream of the plan
+    // Refused while the pipeline was built: nothing ran, there is no timeline to write. Any
+    // other std::length_error (a container's) names no stream: run_command_line reports it as
+    // it does every other exception (its message, exit 1), without the flag's hint.
     print_error(backend == Backend::host ? host_stream_limit_error(e.what(), flags.max_host_streams)
                                          : std::string(e.what()));
     return Exit::invalid_plan;

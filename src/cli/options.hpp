@@ -30,8 +30,8 @@ CLI::Validator device_backend();
 CLI::Option* add_max_host_streams(CLI::App& cmd, std::size_t& limit);
 
 /// The line `swp` prints when the host backend refused one of a plan's streams (`what`, the
-/// library's std::length_error) under `--max-host-streams` `limit`: that message and the flag
-/// that raises the limit.
+/// library's swp::StreamLimitError) under `--max-host-streams` `limit`: that message and the
+/// flag that raises the limit. No other std::length_error gets it.
 std::string host_stream_limit_error(std::string_view what, std::size_t limit);
 
 }  // namespace swp::cli

@@ -361,7 +361,11 @@ std::string number(double x) {
   return std::string(buffer, end);
 }
 
-std::string quote(const std::string& text) { return json::serialize(json::value(text)); }
+// A JSON string literal of `text`; a name that is no UTF-8 (in a plan validate() refuses, built
+// in code) gets U+FFFD for each bad byte, so that what plan_to_json writes is always JSON.
+std::string quote(std::string_view text) {
+  return json::serialize(json::value(detail::valid_utf8(text)));
+}
 
 }  // namespace
 

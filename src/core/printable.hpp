@@ -1,7 +1,7 @@
 #pragma once
 // Names from plans reach terminals and line-based outputs (`swp order` prints one per line)
 // and plan files (JSON, UTF-8): what tells whether a name holds a control character or is no
-// UTF-8, and a form of it safe to print.
+// UTF-8, a form of it safe to print, and one that is UTF-8 (for JSON writers).
 
 #include <cstddef>
 #include <string>
@@ -78,6 +78,31 @@ namespace swp::detail {
     }
   }
   return true;
+}
+
+/// What stands for a byte that is no part of well-formed UTF-8: U+FFFD, the replacement
+/// character, as UTF-8.
+inline constexpr std::string_view replacement_character = "\uFFFD";
+
+/// `text` as well-formed UTF-8, as a format that must be UTF-8 (JSON) needs it: every byte
+/// that is no part of well-formed UTF-8 (utf8_sequence) becomes one U+FFFD, everything else
+/// (ASCII, control characters included, and well-formed sequences) stays as it is.
+[[nodiscard]] inline std::string valid_utf8(std::string_view text) {
+  if (is_utf8(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (std::size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {
+      out += text[i++];
+    } else if (const std::size_t n = utf8_sequence(text.substr(i)); n != 0) {
+      out += text.substr(i, n);
+      i += n;
+    } else {
+      out += replacement_character;
+      ++i;
+    }
+  }
+  return out;
 }
 
 /// `text` with every control character written as an escape (\n, \t, \r, \uHHHH for C1,

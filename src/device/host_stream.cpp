@@ -14,6 +14,7 @@
 #include "stream_item.hpp"
 #include "swp/device/device_fault.hpp"
 #include "swp/device/host_device.hpp"
+#include "swp/device/stream_limit_error.hpp"
 
 namespace swp {
 
@@ -275,13 +276,15 @@ std::unique_ptr<Stream> HostDevice::make_stream(std::string name) {
   std::size_t have = counts_->streams.load(std::memory_order_relaxed);
   do {
     if (have >= options_.max_streams)
-      throw std::length_error(
-          "host device: cannot make stream '" + name + "': the device has " + std::to_string(have) +
-          " streams, its limit (HostDeviceOptions::max_streams, on a "
-          "Runtime RuntimeOptions::max_host_streams, default " +
-          std::to_string(default_max_host_streams) +
-          "), since each host stream may run a thread of its own; raise the limit, give the "
-          "plan fewer streams, or run it on the sim backend (no threads per stream)");
+      throw StreamLimitError(
+          name, "host device: cannot make stream '" + name + "': the device has " +
+                    std::to_string(have) +
+                    " streams, its limit (HostDeviceOptions::max_streams, on a "
+                    "Runtime RuntimeOptions::max_host_streams, default " +
+                    std::to_string(default_max_host_streams) +
+                    "), since each host stream may run a thread of its own; raise the limit, "
+                    "give the plan fewer streams, or run it on the sim backend (no threads per "
+                    "stream)");
   } while (!counts_->streams.compare_exchange_weak(have, have + 1, std::memory_order_relaxed));
   try {
     return std::make_unique<HostStream>(std::move(name), counts_, options_.idle_exit,

@@ -2,6 +2,7 @@
 
 #include "swp/device/backends.hpp"
 #include "swp/device/host_device.hpp"
+#include "swp/device/stream_limit_error.hpp"
 
 #include <stdexcept>
 #include <string>
@@ -134,17 +135,18 @@ void Runtime::keep_place_for_default(const std::string& name) const {
   const auto left = device_->streams_left();
   // No place at all: the device's own refusal says so.
   if (!left || *left != 1) return;
-  throw std::length_error(
+  throw StreamLimitError(
+      name,
       "Runtime: cannot make stream '" + name + "': the runtime has " +
-      std::to_string(streams_.size() - 1) + (streams_.size() == 2 ? " stream" : " streams") +
-      " and its " + std::string(device_->backend()) +
-      " device's stream limit leaves one place only, which is kept for the stream 'default' "
-      "(made on first use: by serial runs, synchronize() and run observers), so the plan's "
-      "streams and 'default' do not fit together; raise the limit "
-      "(RuntimeOptions::max_host_streams, default " +
-      std::to_string(default_max_host_streams) +
-      "; HostDeviceOptions::max_streams for a device of your own), give the plan fewer "
-      "streams, or run it on the sim backend (no threads per stream)");
+          std::to_string(streams_.size() - 1) + (streams_.size() == 2 ? " stream" : " streams") +
+          " and its " + std::string(device_->backend()) +
+          " device's stream limit leaves one place only, which is kept for the stream 'default' "
+          "(made on first use: by serial runs, synchronize() and run observers), so the plan's "
+          "streams and 'default' do not fit together; raise the limit "
+          "(RuntimeOptions::max_host_streams, default " +
+          std::to_string(default_max_host_streams) +
+          "; HostDeviceOptions::max_streams for a device of your own), give the plan fewer "
+          "streams, or run it on the sim backend (no threads per stream)");
 }
 
 Stream& Runtime::stream(const std::string& name) { return stream(name, std::nullopt); }

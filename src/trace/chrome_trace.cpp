@@ -7,6 +7,9 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+
+#include "../core/printable.hpp"
 
 namespace swp {
 
@@ -21,9 +24,12 @@ int pid_of(const TraceTrack& track) {
   return track.kind == TraceTrack::Kind::stream ? stream_pid : lane_pid;
 }
 
-// A JSON string literal (Boost.JSON does the escaping).
-std::string json_string(const std::string& s) {
-  return boost::json::serialize(boost::json::string(s));
+// A JSON string literal (Boost.JSON escapes quotes, backslashes and control characters). JSON
+// text is UTF-8, and Boost.JSON writes bytes >= 0x80 as they are: a name that is no UTF-8 (names
+// come from plans built in code too) would make the whole file one that trace viewers refuse,
+// so each byte that is no part of well-formed UTF-8 becomes U+FFFD, as in the SVG timeline.
+std::string json_string(std::string_view s) {
+  return boost::json::serialize(boost::json::string(detail::valid_utf8(s)));
 }
 
 // Microseconds with nanosecond digits, in plain decimal notation: every trace viewer reads it

@@ -34,7 +34,7 @@ constexpr double char_width = 6.2;
 // cannot hold: U+FFFD, the replacement character. Names come from plans built in code as well
 // as from plan files (which must be UTF-8); one bad byte left as it is makes a browser refuse
 // the whole picture.
-constexpr std::string_view replacement = "\uFFFD";
+constexpr std::string_view replacement = detail::replacement_character;
 
 // One character of a name as the picture draws it: `length` bytes at the front of the text,
 // `code` the code point, or `drawable` false for one byte of malformed UTF-8 or a character

@@ -96,6 +96,14 @@ TEST_CASE("swp profile --max-host-streams bounds the host device's streams") {
   const auto on_sim = run_swp(profile + "--max-host-streams 4");  // sim: the default backend
   CHECK(on_sim.status == 2);
   CHECK(contains(on_sim.err, "--max-host-streams applies to --backend host only"));
+#if !SWP_ASAN && !SWP_TSAN  // a sanitizer's runtime must be loaded first: no LD_PRELOAD
+  // Another std::length_error (profile_synthetic throws basic_string's, as a string grown past
+  // its size limit would: tests/cli/length_error_preload.cpp) is no stream limit.
+  const auto other = run_swp(profile + "--backend host --max-host-streams 3",
+                             "LD_PRELOAD=" + quoted(SWP_LENGTH_ERROR_PRELOAD));
+  CHECK(other.status == 1);
+  CHECK(other.err == "error: basic_string::_M_create\n");  // no --max-host-streams hint
+#endif
 }
 
 }  // namespace test_cli_profile

@@ -200,6 +200,20 @@ TEST_CASE("swp run --max-host-streams bounds the host device's streams, one kept
       CHECK(r.out.empty());
     }
   }
+  SUBCASE("another std::length_error is no stream limit: reported without the flag's hint") {
+#if SWP_ASAN || SWP_TSAN
+    // A sanitizer's runtime must be the first library loaded: no LD_PRELOAD before it.
+    MESSAGE("skipped under a sanitizer: the test preloads a library");
+#else
+    // run_synthetic throws std::length_error("vector::_M_default_append"), as a container
+    // grown past its size limit would (tests/cli/length_error_preload.cpp).
+    const auto r =
+        run_swp(run + " --max-host-streams 2", "LD_PRELOAD=" + quoted(SWP_LENGTH_ERROR_PRELOAD));
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == "error: vector::_M_default_append\n");  // as any other error of a run
+#endif
+  }
   SUBCASE("another backend has no such limit: the flag is a usage error there") {
     const auto r =
         run_swp("run " + quoted(plan.str()) + " --backend sim --iters 6 --max-host-streams 4");

@@ -273,11 +273,18 @@ TEST_CASE("rule control_character: names hold no control characters, and are sho
 }
 
 TEST_CASE("validation refuses what the plan reader would: plan_to_json always reads back") {
-  // validate() accepted these, then parse_plan(plan_to_json(p)) threw: a Latin-1 name is no
-  // JSON, an empty stream or lane name and a negative jitter_every are refused by the reader.
+  // validate() accepted these, then parse_plan(plan_to_json(p)) did not give p back: a Latin-1
+  // name is written with U+FFFD for its bad byte (JSON must be UTF-8), so another name reads
+  // back; an empty stream or lane name and a negative jitter_every are refused by the reader.
   const auto reads_back = [](const swp::PipelinePlan& plan) {
     try {
-      (void)swp::parse_plan(swp::plan_to_json(plan));
+      const auto parsed = swp::parse_plan(swp::plan_to_json(plan)).plan;
+      if (parsed.tasks.size() != plan.tasks.size() || parsed.stream_aliases != plan.stream_aliases)
+        return false;
+      for (std::size_t i = 0; i < plan.tasks.size(); ++i)
+        if (parsed.tasks[i].task.name != plan.tasks[i].task.name ||
+            !(parsed.tasks[i].schedule == plan.tasks[i].schedule))
+          return false;
       return true;
     } catch (const swp::PlanFormatError&) {
       return false;
@@ -286,6 +293,7 @@ TEST_CASE("validation refuses what the plan reader would: plan_to_json always re
   SUBCASE("a task name that is not UTF-8, shown escaped") {
     const auto plan = make_plan({{"A"}, {"caf\xe9"}});
     REQUIRE_FALSE(reads_back(plan));
+    CHECK(reads_back(make_plan({{"A"}, {"caf\xc3\xa9"}})));  // the same name in UTF-8 does
     const auto v = only_violation(plan);
     CHECK(v.rule == PlanRule::name_encoding);
     CHECK(swp::rule_name(v.rule) == "name encoding");

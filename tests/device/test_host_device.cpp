@@ -8,9 +8,11 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "swp/device/sim_device.hpp"
+#include "swp/device/stream_limit_error.hpp"
 
 namespace test_host_device {  // each test file's names apart (unity builds)
 
@@ -77,6 +79,24 @@ TEST_CASE("a stream's wait takes swp::Event itself, and orders after another dev
   release.store(true);
   consumer->synchronize();
   CHECK(saw_produced);
+}
+
+TEST_CASE("a host device's stream limit throws StreamLimitError, a std::length_error") {
+  // Its own type, so that a caller (swp run's --max-host-streams hint) tells it apart from any
+  // other std::length_error; still a std::length_error, so handlers of that catch it too.
+  static_assert(std::is_base_of_v<std::length_error, swp::StreamLimitError>);
+  swp::HostDevice device({.max_streams = 1});
+  const auto only = device.make_stream("only");
+  CHECK_THROWS_AS(device.make_stream("more"), std::length_error);
+  try {
+    (void)device.make_stream("more");
+    FAIL("make_stream past max_streams returned");
+  } catch (const swp::StreamLimitError& e) {
+    CHECK(e.stream() == "more");
+    const std::string what = e.what();
+    CHECK(what.starts_with("host device: cannot make stream 'more': the device has 1 streams"));
+  }
+  CHECK(device.streams() == 1);
 }
 
 TEST_CASE("a host device refuses a stream past max_streams, naming it, the count and the option") {

@@ -19,6 +19,7 @@
 #include "swp/config.hpp"
 #include "swp/device/host_device.hpp"
 #include "swp/device/sim_device.hpp"
+#include "swp/device/stream_limit_error.hpp"
 #include "swp/engine/clock_pipeline.hpp"
 #include "swp/engine/data_flow_pipeline.hpp"
 #include "swp/engine/runtime.hpp"
@@ -178,6 +179,14 @@ TEST_CASE(
       CHECK_THROWS_WITH_AS(swp::DataFlowPipeline<Ctx>(*rt, plan, 2),
                            doctest::Contains("RuntimeOptions::max_host_streams"),
                            std::length_error);
+      // Its own type (swp run tells it from other length_errors), naming the stream refused.
+      try {
+        swp::DataFlowPipeline<Ctx> pipe(*rt, plan, 2);
+        FAIL("the pipeline was built");
+      } catch (const swp::StreamLimitError& e) {
+        CHECK(e.stream() == "b");
+        CHECK(std::string(e.what()).starts_with("Runtime: cannot make stream 'b'"));
+      }
       CHECK(dynamic_cast<swp::HostDevice&>(rt->device()).streams() == 1);
     }
   }

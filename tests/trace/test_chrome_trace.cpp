@@ -82,6 +82,87 @@ TEST_CASE("the Chrome trace has a complete event per slice and names every lane 
   CHECK(complete[2].at("args").at("waits_for_iter").as_int64() == 2);
 }
 
+TEST_CASE("names that are no UTF-8 reach the Chrome trace with U+FFFD for each bad byte") {
+  // Names come from plans built in code too; JSON must be UTF-8, or viewers refuse the file.
+  const std::string fffd = "\uFFFD";
+  swp::Trace trace;
+  trace.backend = "host";
+  trace.tasks = {"lone\xff-byte", "cut\xe4\xb8short", "over\xc0\x80long",
+                 "surrogate\xed\xa0\x80_end"};
+  trace.tracks = {{swp::TraceTrack::Kind::stream, "s\xfet\xe6\x97\xa5"},
+                  {swp::TraceTrack::Kind::lane, "lane\x80"}};
+  using K = swp::TraceSlice::Kind;
+  trace.slices = {
+      {.kind = K::device, .track = 0, .task = 0, .iter = 0, .start = 0us, .end = 1us},
+      {.kind = K::task, .track = 1, .task = 1, .iter = 0, .start = 0us, .end = 5us},
+      {.kind = K::segment,
+       .track = 1,
+       .task = 1,
+       .iter = 0,
+       .start = 1us,
+       .end = 2us,
+       .segment = "seg\xf5x\xf4\x90\x80\x80y"},
+      {.kind = K::wait,
+       .track = 1,
+       .task = 2,
+       .iter = 0,
+       .start = 0us,
+       .end = 1us,
+       .waited_for = {swp::TaskWait::Kind::dependency, 3, 0}},
+  };
+  std::ostringstream out;
+  swp::write_chrome_trace(trace, out);
+  const json::value doc = json::parse(out.str());  // throws when it is not JSON
+  std::map<std::int64_t, std::string> thread_names;
+  std::vector<json::object> complete;
+  for (const auto& e : doc.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (str(o.at("ph")) == "X") complete.push_back(o);
+    if (str(o.at("ph")) == "M" && str(o.at("name")) == "thread_name")
+      thread_names[o.at("tid").as_int64()] = str(o.at("args").at("name"));
+  }
+  // A stray byte, each byte of a cut-short sequence, of an overlong form and of a surrogate:
+  // one U+FFFD each; the valid characters around them stay.
+  CHECK(thread_names[1] == "stream s" + fffd + "t\xe6\x97\xa5");
+  CHECK(thread_names[2] == "lane lane" + fffd);
+  REQUIRE(complete.size() == 4);
+  CHECK(str(complete[0].at("name")) == "lone" + fffd + "-byte/0");
+  CHECK(str(complete[0].at("args").at("task")) == "lone" + fffd + "-byte");
+  CHECK(str(complete[1].at("args").at("task")) == "cut" + fffd + fffd + "short");
+  CHECK(str(complete[2].at("args").at("segment")) ==
+        "seg" + fffd + "x" + fffd + fffd + fffd + fffd + "y");
+  CHECK(str(complete[3].at("args").at("task")) == "over" + fffd + fffd + "long");
+  CHECK(str(complete[3].at("args").at("waits_for")) == "surrogate" + fffd + fffd + fffd + "_end");
+}
+
+TEST_CASE("well-formed UTF-8 and control characters in names reach the Chrome trace as they are") {
+  const std::string name = "\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80 e\xcc\x81 \xc2\x80 tab\there";
+  swp::Trace trace;
+  trace.tasks = {name};
+  trace.tracks = {{swp::TraceTrack::Kind::lane, name}};
+  trace.slices = {{.kind = swp::TraceSlice::Kind::task,
+                   .track = 0,
+                   .task = 0,
+                   .iter = 1,
+                   .start = 0us,
+                   .end = 1us}};
+  std::ostringstream out;
+  swp::write_chrome_trace(trace, out);
+  CHECK(out.str().find("\xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80 e\xcc\x81") != std::string::npos);
+  CHECK(out.str().find("tab\\there") != std::string::npos);  // Boost.JSON's escape, as before
+  CHECK(out.str().find("\xef\xbf\xbd") == std::string::npos);
+  const json::value doc = json::parse(out.str());
+  bool found = false;
+  for (const auto& e : doc.at("traceEvents").as_array()) {
+    const auto& o = e.as_object();
+    if (str(o.at("ph")) != "X") continue;
+    found = true;
+    CHECK(str(o.at("args").at("task")) == name);  // byte for byte
+    CHECK(str(o.at("name")) == name + "/1");
+  }
+  CHECK(found);
+}
+
 TEST_CASE("the Chrome trace of a recorded run holds every slice of the run") {
   const auto trace =
       swp::test::record_synthetic(swp::test::costed_sparse_dist(true), swp::EngineKind::clock, 5);

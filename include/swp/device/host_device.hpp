@@ -22,11 +22,12 @@ inline constexpr std::size_t default_max_host_streams = 1024;
 struct HostDeviceOptions {
   /// The most streams the device has at once (made and not destroyed yet). Each host stream may
   /// run a thread of its own, so this bounds the threads any plan can make the host backend
-  /// start. make_stream past it throws std::length_error naming the stream, the count and this
-  /// option, so a pipeline whose plan has more streams fails while it is constructed (its
-  /// streams are made then), not mid-run. A Runtime on the device keeps one of these places
-  /// for its "default" stream until that exists (Runtime::stream), so there a plan may name
-  /// max_streams - 1 streams besides "default". At least 1.
+  /// start. make_stream past it throws swp::StreamLimitError (swp/device/stream_limit_error.hpp,
+  /// a std::length_error) naming the stream, the count and this option, so a pipeline whose
+  /// plan has more streams fails while it is constructed (its streams are made then), not
+  /// mid-run. A Runtime on the device keeps one of these places for its "default" stream until
+  /// that exists (Runtime::stream), so there a plan may name max_streams - 1 streams besides
+  /// "default". At least 1.
   std::size_t max_streams = default_max_host_streams;
   /// How long a stream's thread waits for its next item before it exits (a stream idle that
   /// long holds no thread); the next item queued starts a new one, which begins with the
@@ -49,9 +50,9 @@ class HostDevice final : public Device {
   explicit HostDevice(HostDeviceOptions options = {});
   ~HostDevice() override;
 
-  /// A new stream called `name`. Errors: std::length_error naming `name`, the limit and
-  /// HostDeviceOptions::max_streams (RuntimeOptions::max_host_streams) when the device already
-  /// has options().max_streams streams. Thread-safe.
+  /// A new stream called `name`. Errors: swp::StreamLimitError (a std::length_error) naming
+  /// `name`, the limit and HostDeviceOptions::max_streams (RuntimeOptions::max_host_streams) when
+  /// the device already has options().max_streams streams. Thread-safe.
   std::unique_ptr<Stream> make_stream(std::string name) override;
   [[nodiscard]] std::string_view backend() const noexcept override { return "host"; }
   void on_thread_start(ThreadStartHook hook) override { on_thread_start_ = std::move(hook); }

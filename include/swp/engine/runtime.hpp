@@ -62,11 +62,11 @@ struct RuntimeOptions {
   std::optional<FastPaths> fast_paths = {};
   /// The most streams the host backend's device has at once (HostDeviceOptions::max_streams):
   /// each host stream may run a thread of its own, so a plan with more streams than this is
-  /// refused while its pipeline is constructed (std::length_error naming the stream and the
-  /// limit) instead of starting a thread per stream. Counts every stream the runtime made,
-  /// "default" included (made on first use: by the engines' serial runs, synchronize() and run
-  /// observers); one place is kept for "default" until it exists (see stream()), so a plan
-  /// may name at most max_host_streams - 1 streams besides "default".
+  /// refused while its pipeline is constructed (swp::StreamLimitError, a std::length_error,
+  /// naming the stream and the limit) instead of starting a thread per stream. Counts every
+  /// stream the runtime made, "default" included (made on first use: by the engines' serial
+  /// runs, synchronize() and run observers); one place is kept for "default" until it exists
+  /// (see stream()), so a plan may name at most max_host_streams - 1 streams besides "default".
   /// Used by the constructors that make the device; a device given to the runtime brings its
   /// own limits, and sim and cuda start no thread per stream.
   std::size_t max_host_streams = default_max_host_streams;
@@ -121,14 +121,15 @@ class Runtime {
   /// The lane called `name`, created on first use.
   Lane& lane(const std::string& name);
   /// The stream called `name`, created on first use (of priority 0).
-  /// Errors: what the device's make_stream throws (host: std::length_error past
+  /// Errors: what the device's make_stream throws (host: swp::StreamLimitError past
   /// RuntimeOptions::max_host_streams). On a device with a stream limit
   /// (Device::streams_left), one place is kept for "default" while it does not exist: making
-  /// another stream that would take the last place throws std::length_error naming the stream
-  /// and saying the place is kept for 'default'. So a pipeline whose plan's streams cannot all
-  /// coexist with "default" fails while it is constructed, and once it was constructed its
-  /// serial runs, synchronize() and run observers always get "default". Streams made directly
-  /// on device() (not through this runtime) may still take that place.
+  /// another stream that would take the last place throws swp::StreamLimitError (a
+  /// std::length_error, swp/device/stream_limit_error.hpp) naming the stream and saying the
+  /// place is kept for 'default'. So a pipeline whose plan's streams cannot all coexist with
+  /// "default" fails while it is constructed, and once it was constructed its serial runs,
+  /// synchronize() and run observers always get "default". Streams made directly on device()
+  /// (not through this runtime) may still take that place.
   Stream& stream(const std::string& name);
   /// The stream called `name`, created on first use with `priority` when given
   /// (Device::make_stream_with_priority; what the engines call with a plan's
@@ -163,7 +164,7 @@ class Runtime {
   // What every thread this runtime starts runs first: the device's bind_thread, then the
   // caller's on_thread_start.
   void begin_runtime_thread(const ThreadStart& start) const;
-  // Throws std::length_error when making stream `name` would take the device's last place
+  // Throws StreamLimitError when making stream `name` would take the device's last place
   // while "default" does not exist yet (under mutex_).
   void keep_place_for_default(const std::string& name) const;
 

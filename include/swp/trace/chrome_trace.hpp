@@ -16,7 +16,9 @@ namespace swp {
 ///   lanes those of process 2 ("lanes"), both named and ordered by `"M"` metadata events.
 ///   A wait slice nests inside its task slice on the lane's thread.
 /// - `"otherData"`: the backend and what the clock was (wall or virtual time).
-/// Times are written in plain decimal notation with nanosecond digits.
+/// Times are written in plain decimal notation with nanosecond digits. Names are JSON strings
+/// (control characters escaped); in a name that is no valid UTF-8, each byte that is no part
+/// of well-formed UTF-8 is written as U+FFFD, so the output is always JSON.
 ///
 /// Throws std::runtime_error when `out` fails while writing.
 ///
