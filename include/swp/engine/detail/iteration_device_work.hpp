@@ -81,7 +81,7 @@ class HostWorkErrors {
 ///   CPU may write the new batch into it (DESIGN.md decision 8) — the engines' back-pressure
 ///   from the device: the CPU runs at most `depth` iterations ahead of it (await_slot);
 /// - with retire_after_device, an iteration retires only once its device work completed
-///   (device_holds_oldest);
+///   (device_holds_oldest; a serial one: await_serial_device_work);
 /// - a fault the device reported for an event (Event::error: a DeviceFault) fails the run with a
 ///   TaskError naming the task that queued the work and the iteration (fail_on_device_fault);
 ///   so does an exception a callable it queued threw (HostWorkErrors), except that under
@@ -120,14 +120,16 @@ class IterationDeviceWork {
   /// Faults are not looked at here: a faulted stream stays so, and the next run (or
   /// synchronize()) reports it. Errors: PipelineTimeout past the deadline (nothing forgotten).
   void settle_device_work();
-  /// Before a new run (check_fillable) and before a serial iteration writes slot 0
-  /// (await_serial_slot): where a serial iteration queued device work on the "default"
+  /// Before a new run (check_fillable), before a serial iteration writes slot 0
+  /// (await_serial_slot) and, with retire_after_device, before a serial iteration retires
+  /// (run_serial_iteration's end): where a serial iteration queued device work on the "default"
   /// stream since this was last waited for (serial_device_work_), waits (with the retire
   /// deadline) until the stream reached an event recorded on it now. Serial iterations record
-  /// nothing of their own, and run_one_serial_iter returns before its device work completed:
-  /// the run or serial iteration after it would otherwise write slot 0 (and start its own
-  /// device work) while that work still ran and could read it. `stop`, where given (a serial
-  /// run's), ends the wait early once requested. Faults are not looked at, as in
+  /// nothing of their own, and run_one_serial_iter returns before its device work completed
+  /// (retire_after_device off): the run or serial iteration after it would otherwise write
+  /// slot 0 (and start its own device work) while that work still ran and could read it; and
+  /// with it on, on_retire would read slot 0 before that work wrote it. `stop`, where given
+  /// (a serial run's), ends the wait early once requested. Faults are not looked at, as in
   /// settle_device_work. Returns true once the work completed (or none was queued); false
   /// past the deadline or on `stop`, nothing forgotten: it is waited for again next time.
   /// Errors: the record's.
