@@ -24,6 +24,7 @@ namespace swp::detail {
 struct SerialSteps {
   static void await_slot(EngineCore& c, std::int64_t iter);
   static void await_device_work(EngineCore& c, std::int64_t iter, std::string_view cannot);
+  static void throw_device_error(EngineCore& c, std::int64_t iter);
   static void time_out(EngineCore& c, TaskIndex t, std::int64_t iter);
   static std::exception_ptr drive_body(EngineCore& c, Instance& in, TaskIndex t, std::int64_t iter,
                                        ErasedCo& body, std::optional<Clock::time_point>& started);
@@ -51,6 +52,35 @@ void SerialSteps::await_device_work(EngineCore& c, std::int64_t iter, std::strin
                "so serial iteration " + std::to_string(iter) + " cannot " + std::string(cannot))),
            FailureKind::timeout);
   std::rethrow_exception(c.failure_.snapshot().run_error());
+}
+
+// With retire_after_device, once serial iteration `iter`'s device work on "default" completed:
+// what a pipelined iteration's retirement looks at (fail_on_device_fault) — a callable a task of
+// it queued that threw (HostWorkErrors, kept under this iteration and that task), else a fault
+// the stream reported for the event the wait recorded — is thrown as that task's TaskError, as
+// a throwing body's is (the iteration does not retire; on_run_failed is not told). A callable's
+// error is taken (a later synchronize() or run_serial's end does not report it again); the first
+// one in serial order wins, since callables on a faulted stream no longer run. One event covers
+// the whole serial iteration, so a fault names the first task that queued work on "default".
+// Nothing of this iteration on "default": nothing to look at (a fault stays for synchronize()).
+void SerialSteps::throw_device_error(EngineCore& c, std::int64_t iter) {
+  const bool thrown = !c.host_work_errors_->empty();
+  std::exception_ptr fault = c.serial_device_fault();
+  if (!thrown && !fault) return;
+  IterationSync& sync = c.sync_[0];
+  const auto fail = [&](TaskIndex t, std::exception_ptr error) {
+    Instance& in = sync.instances[t];
+    in.failed = true;
+    in.error() = error;
+    throw TaskError(c.graph_.name(t), iter, std::move(error));
+  };
+  if (thrown)
+    for (TaskIndex t : c.tasks_.serial_order())
+      if (sync.instances[t].stream_used)
+        if (std::exception_ptr error = c.host_work_errors_->take(iter, t)) fail(t, error);
+  if (fault)
+    for (TaskIndex t : c.tasks_.serial_order())
+      if (sync.instances[t].stream_used) fail(t, fault);
 }
 
 // Fails the serial run: task `t` of iteration `iter` did not finish within the retire deadline
@@ -207,10 +237,13 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
   }
   // retire_after_device: the front end's on_retire reads slot 0 right after this returns, so
   // what the device writes into the context (a host stream's work, a device-to-host copy)
-  // must be there. Off, one flag test: the serial iteration returns under its device work.
-  if (c.retire_after_device_)
+  // must be there, and work that failed to write it fails the iteration instead, as in a
+  // pipelined run. Off, one flag test: the serial iteration returns under its device work.
+  if (c.retire_after_device_) {
     SerialSteps::await_device_work(
         c, iter, "retire (retire_after_device: the results it writes may not be there yet)");
+    SerialSteps::throw_device_error(c, iter);
+  }
 }
 
 }  // namespace swp::detail

@@ -289,7 +289,8 @@ class Pipeline : private detail::FrontEnd {
   /// next_iteration(), and a run after it numbers after its last.
   /// Each iteration after the first starts once the device work of the one before it
   /// completed, as for back-to-back run_one_serial_iter calls (see there); with
-  /// retire_after_device each one's on_retire comes once its own device work completed. It
+  /// retire_after_device each one's on_retire comes once its own device work completed, and
+  /// one whose device work failed (a callable's error, a fault) ends the call instead. It
   /// returns once "default" is synchronized. Deadlines, cancellation and errors are
   /// run_one_serial_iter's (those of the wait before on_retire included), for the whole call:
   /// cancel() ends it, and so does an iteration that fails (no later iteration starts).
@@ -339,9 +340,15 @@ class Pipeline : private detail::FrontEnd {
   /// cancel() throws swp::Cancelled), and the iteration then does not retire, as one whose
   /// task failed: no on_retire, the call throws instead; what its bodies wrote stays in slot
   /// 0, and its device work is waited for again before the next serial iteration or run
-  /// writes there. That wait does not look at faults: a callable's error (TaskScope::enqueue)
-  /// surfaces as without it, from the end of run_serial() or from synchronize(), after
-  /// on_retire saw the iteration.
+  /// writes there. Once that work completed, what failed in it fails the iteration as in a
+  /// pipelined run with retire_after_device, before on_retire: a callable a task queued
+  /// (TaskScope::enqueue) that threw, or a fault of "default" (DeviceFault), is thrown as a
+  /// TaskError naming that task and iter_idx (for a fault, the first task that queued work on
+  /// "default": one event covers the iteration's work there), as a body's error is — no
+  /// on_retire, no on_run_failed, and the callable's error is not reported again by
+  /// synchronize() or run_serial()'s end. Without retire_after_device such an error surfaces
+  /// from the end of run_serial() or from synchronize(), possibly after on_retire saw the
+  /// iteration.
   /// Deadlines (EngineTimeouts), as a run's iteration: past `retire` (on sim: a body awaiting
   /// what nothing provides) it throws PipelineTimeout naming the task and iteration, once the
   /// body's await was cancelled; a body that ignores that past `drain` leaves the pipeline
@@ -409,10 +416,12 @@ class Pipeline : private detail::FrontEnd {
   /// progress()/next() then see results the device wrote into the context (a host stream's
   /// work, a device-to-host copy). The wait has the retire deadline (PipelineTimeout naming
   /// the device work not complete). Serial runs honour it too: a serial iteration calls
-  /// on_retire once its device work on "default" completed (run_one_serial_iter tells that
-  /// wait's errors and cancellation). Off by default: retiring at submission lets the CPU run
-  /// ahead of the device by the pipeline's depth. Either way a context slot is reused only
-  /// after its previous iteration's device work completed (DESIGN decision 8).
+  /// on_retire once its device work on "default" completed, and not at all when a callable
+  /// of it threw or "default" faulted: the serial call throws that TaskError instead
+  /// (run_one_serial_iter tells that wait's errors and cancellation). Off by default:
+  /// retiring at submission lets the CPU run ahead of the device by the pipeline's depth.
+  /// Either way a context slot is reused only after its previous iteration's device work
+  /// completed (DESIGN decision 8).
   /// Errors: PipelineStateError while a run is in progress (see set_failure_policy).
   /// Example: `pipe.retire_after_device(); pipe.on_retire([](const Ctx& c) { log(c.host_loss); });`
   void retire_after_device(bool on = true) { core_.set_retire_after_device(on); }

@@ -2,7 +2,8 @@
 // the tasks run in topological order with ties by name, observed as in a pipelined run; a
 // task's error stops the iteration there; a body that can never finish is reported, not hung;
 // a run in progress is refused; the waits for device work on "default" (before slot 0 is
-// reused, and with retire_after_device before the iteration retires).
+// reused, and with retire_after_device before the iteration retires, which it then does not
+// where that work failed: a callable's error, a fault).
 
 #include <doctest/doctest.h>
 
@@ -27,6 +28,7 @@
 #include "support/text.hpp"
 #include "swp/async/co.hpp"
 #include "swp/async/future.hpp"
+#include "swp/device/device_fault.hpp"
 #include "swp/engine/errors.hpp"
 #include "swp/engine/pipeline.hpp"
 #include "swp/engine/plan.hpp"
@@ -673,37 +675,111 @@ TEST_CASE_TEMPLATE("with retire_after_device a serial iteration whose device wor
   pipe->synchronize();
 }
 
-TEST_CASE_TEMPLATE("with retire_after_device a serial callable's error still surfaces at the end",
-                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
-  // The wait before on_retire does not look at faults (nor does the one before slot 0 is
-  // reused): iteration 1 retires having read what its failed work did not write, and the
-  // TaskError comes from run_serial's end, as without retire_after_device. (A pipelined run
-  // with retire_after_device fails before that iteration retires.)
-  swp::Runtime rt({.backend = swp::Backend::host, .workers = 1});
+namespace {
+
+// Copy then Launch (serial order: by name), both queueing work on their stream ("default" in
+// a serial iteration). Launch's callable writes 10 * batch, and throws for batch `throws`;
+// for batch `faults` Launch first faults the stream, so its callable does not run.
+swp::Plan<WrittenCtx> launch_plan(int throws, int faults) {
   swp::Plan<WrittenCtx> plan;
+  plan.add("Copy", [](WrittenCtx&, swp::TaskScope& task) { task.enqueue([] {}); },
+           {.stage = 0, .stream = "work"});
   plan.add("Launch",
-           [](WrittenCtx& ctx, swp::TaskScope& task) {
-             task.enqueue([&ctx] {
-               if (ctx.batch == 2) throw std::runtime_error("launch failed");
+           [throws, faults](WrittenCtx& ctx, swp::TaskScope& task) {
+             if (ctx.batch == faults) task.stream().enqueue_fault("illegal address in 'gather'");
+             task.enqueue([throws, &ctx] {
+               if (ctx.batch == throws) throw std::runtime_error("launch failed");
                ctx.written = 10 * ctx.batch;
              });
            },
            {.stage = 0, .stream = "work"});
-  auto pipe = Engine::template make<WrittenCtx>(rt, plan, 2);
-  pipe->set_timeouts({.retire = 60s, .drain = 30s});
-  pipe->retire_after_device();
-  std::vector<std::pair<int, int>> retired;  // (batch, written) as on_retire saw them
-  pipe->on_retire([&](const WrittenCtx& ctx) { retired.emplace_back(ctx.batch, ctx.written); });
-  try {
-    pipe->run_serial(std::vector<int>{1, 2, 3});
-    FAIL("the callable's error did not surface");
-  } catch (const swp::TaskError& e) {
-    CHECK(e.task() == "Launch");
-    CHECK(e.iter() == 1);
-    CHECK(swp::test::contains(e.what(), "launch failed"));
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE(
+    "with retire_after_device a serial iteration whose callable threw does not retire", Engine,
+    swp::test::UseClock, swp::test::UseDataFlow) {
+  // It retired, on_retire reading what its failed work did not write, and the TaskError came
+  // only from run_serial's end (or synchronize()). Now the serial call throws it before
+  // on_retire, as a pipelined run with retire_after_device fails before the iteration retires.
+  for (auto backend : {swp::Backend::host, swp::Backend::sim})
+    for (bool one_by_one : {false, true}) {  // run_serial, or run_one_serial_iter calls
+      CAPTURE(swp::backend_name(backend));
+      CAPTURE(one_by_one);
+      swp::Runtime rt({.backend = backend, .workers = 1});
+      auto pipe = Engine::template make<WrittenCtx>(rt, launch_plan(2, -1), 2);
+      pipe->set_timeouts({.retire = 60s, .drain = 30s});
+      pipe->retire_after_device();
+      std::vector<std::pair<int, int>> retired;  // (batch, written) as on_retire saw them
+      pipe->on_retire([&](const WrittenCtx& ctx) { retired.emplace_back(ctx.batch, ctx.written); });
+      int told = 0;  // on_run_failed: not told, as for a serial body's error
+      pipe->on_run_failed([&](const std::exception_ptr&) { ++told; });
+      std::exception_ptr error;
+      if (one_by_one) {
+        CHECK(within_a_minute([&] { pipe->run_one_serial_iter(1, 0); }) == nullptr);
+        error = within_a_minute([&] { pipe->run_one_serial_iter(2, 1); });
+      } else {  // no later iteration starts
+        error = within_a_minute([&] { pipe->run_serial(std::vector<int>{1, 2, 3}); });
+      }
+      REQUIRE_MESSAGE(error != nullptr, "the callable's error did not surface");
+      try {
+        std::rethrow_exception(error);
+      } catch (const swp::TaskError& e) {
+        CHECK(e.task() == "Launch");
+        CHECK(e.iter() == 1);
+        CHECK(std::string(e.what()) == "task 'Launch' failed in iteration 1: launch failed");
+      } catch (...) {
+        FAIL("not a TaskError: " << swp::test::message_of<std::exception>(error));
+      }
+      CHECK(retired == std::vector<std::pair<int, int>>{{1, 10}});  // iteration 1 did not retire
+      CHECK(told == 0);
+      CHECK_NOTHROW(pipe->synchronize());  // reported once: taken by the serial iteration
+      // The next serial iteration is not held back by it.
+      CHECK(within_a_minute([&] { pipe->run_one_serial_iter(3, 7); }) == nullptr);
+      CHECK(retired == std::vector<std::pair<int, int>>{{1, 10}, {3, 30}});
+      CHECK_NOTHROW(pipe->synchronize());
+    }
+}
+
+TEST_CASE_TEMPLATE("with retire_after_device a serial iteration whose device work faulted fails",
+                   Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Its callable did not run on the faulted stream: it retired with 0 written, and the next
+  // one too, until run_serial's end threw the bare DeviceFault. Now, as a pipelined run's
+  // iteration with retire_after_device: a TaskError naming the task and iteration, nesting the
+  // DeviceFault. One event covers the serial iteration's work on "default", so the task named
+  // is the first one that queued work there (Copy, not Launch, which faulted it).
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 1});
+    auto pipe = Engine::template make<WrittenCtx>(rt, launch_plan(-1, 2), 2);
+    pipe->set_timeouts({.retire = 60s, .drain = 30s});
+    pipe->retire_after_device();
+    std::vector<std::pair<int, int>> retired;  // (batch, written) as on_retire saw them
+    pipe->on_retire([&](const WrittenCtx& ctx) { retired.emplace_back(ctx.batch, ctx.written); });
+    const auto expect_fault = [](const std::exception_ptr& error, std::int64_t iter) {
+      REQUIRE_MESSAGE(error != nullptr, "the device fault did not surface");
+      try {
+        std::rethrow_exception(error);
+      } catch (const swp::TaskError& e) {
+        CHECK(e.task() == "Copy");
+        CHECK(e.iter() == iter);
+        CHECK(std::string(e.what()) == "task 'Copy' failed in iteration " + std::to_string(iter) +
+                                           ": stream 'default' faulted: illegal address in "
+                                           "'gather'");
+        CHECK_THROWS_AS(std::rethrow_exception(e.nested()), swp::DeviceFault);
+      } catch (...) {
+        FAIL("not a TaskError: " << swp::test::message_of<std::exception>(error));
+      }
+    };
+    expect_fault(within_a_minute([&] { pipe->run_serial(std::vector<int>{1, 2, 3}); }), 1);
+    CHECK(retired == std::vector<std::pair<int, int>>{{1, 10}});
+    // The stream stays faulted (as a GPU's context does): the next one fails the same way.
+    expect_fault(within_a_minute([&] { pipe->run_one_serial_iter(4, 7); }), 7);
+    CHECK(retired == std::vector<std::pair<int, int>>{{1, 10}});
+    CHECK_THROWS_AS(pipe->synchronize(), swp::DeviceFault);
   }
-  CHECK(retired == std::vector<std::pair<int, int>>{{1, 10}, {2, 0}, {3, 30}});
-  pipe->synchronize();  // reported once
 }
 
 }  // namespace test_serial_iteration

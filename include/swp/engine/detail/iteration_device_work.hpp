@@ -85,7 +85,9 @@ class HostWorkErrors {
 /// - a fault the device reported for an event (Event::error: a DeviceFault) fails the run with a
 ///   TaskError naming the task that queued the work and the iteration (fail_on_device_fault);
 ///   so does an exception a callable it queued threw (HostWorkErrors), except that under
-///   FailurePolicy::skip an iteration not retired yet (retire_after_device) fails alone;
+///   FailurePolicy::skip an iteration not retired yet (retire_after_device) fails alone; a
+///   serial iteration with retire_after_device throws that TaskError before it retires
+///   (serial_device_fault and HostWorkErrors, looked at by run_serial_iteration);
 /// - a wait for it runs with the retire deadline, the pipeline's scheduler woken by the events
 ///   (watch, the waker), and ends in a PipelineTimeout naming the work not done.
 /// Every question costs one load for an iteration that recorded nothing (every host-only one).
@@ -130,10 +132,17 @@ class IterationDeviceWork {
   /// slot 0 (and start its own device work) while that work still ran and could read it; and
   /// with it on, on_retire would read slot 0 before that work wrote it. `stop`, where given
   /// (a serial run's), ends the wait early once requested. Faults are not looked at, as in
-  /// settle_device_work. Returns true once the work completed (or none was queued); false
-  /// past the deadline or on `stop`, nothing forgotten: it is waited for again next time.
-  /// Errors: the record's.
+  /// settle_device_work (serial_device_fault tells them after it). Returns true once the work
+  /// completed (or none was queued); false past the deadline or on `stop`, nothing forgotten: it is
+  /// waited for again next time. Errors: the record's.
   bool await_serial_device_work(const StopSignal* stop);
+  /// Why the "default" stream reached the event the last successful await_serial_device_work
+  /// recorded without its work done (a DeviceFault: the stream faulted before it, see
+  /// Event::error), or nullptr: it completed normally, or none was recorded yet. With
+  /// retire_after_device, what a serial iteration that queued work on "default" looks at
+  /// once it waited for it (run_serial_iteration), as fail_on_device_fault does for a
+  /// pipelined one.
+  [[nodiscard]] std::exception_ptr serial_device_fault() const noexcept;
   /// What await_serial_device_work past its deadline is: a PipelineTimeout naming the stream
   /// ("device work of serial iterations on stream 'default' did not complete within N ms, "
   /// + `so`; on sim, "can never complete (nothing left to run: deadlock)").
@@ -213,6 +222,9 @@ class IterationDeviceWork {
   // await_serial_device_work's event on "default" and its registration with the waker, made
   // at its first wait.
   std::unique_ptr<InstanceEvent> serial_event_;
+  // The generation of serial_event_ the last successful await_serial_device_work waited for
+  // (0: none yet), for serial_device_fault.
+  std::uint64_t serial_generation_ = 0;
 };
 
 }  // namespace swp::detail

@@ -1,8 +1,8 @@
 #pragma once
 // run_serial_iteration: one iteration of a pipeline's plan run serially on the calling thread
-// (with retire_after_device, until its device work completed), and await_serial_slot, the
-// wait before its context is written into slot 0, for run_serial and run_one_serial_iter (not
-// for direct use).
+// (with retire_after_device, until its device work completed, failing where that failed), and
+// await_serial_slot, the wait before its context is written into slot 0, for run_serial and
+// run_one_serial_iter (not for direct use).
 
 #include <atomic>
 #include <cstdint>
@@ -60,8 +60,12 @@ void await_serial_slot(EngineCore& core, std::int64_t iter);
 /// cancel()'s swp::Cancelled), once the body it stopped ended; with retire_after_device, that
 /// wait's errors as await_serial_slot's, its PipelineTimeout ending "so serial iteration
 /// `iter` cannot retire (...)" (on_run_failed told) — the iteration then does not retire (the
-/// front end calls no on_retire), and its work is waited for again before slot 0 is reused.
-/// Faults are not looked at there (IterationDeviceWork::await_serial_device_work).
+/// front end calls no on_retire), and its work is waited for again before slot 0 is reused;
+/// once that work completed, a callable one of its tasks queued that threw (HostWorkErrors,
+/// taken) or a fault "default" reported for it (serial_device_fault) is thrown as that task's
+/// TaskError, as a body's error (not through the serial run's failure: on_run_failed is not
+/// told), the fault naming the first task that queued work there — what a pipelined
+/// iteration's retirement reports (fail_on_device_fault).
 /// Deadlines (EngineTimeouts), as for a run's iteration: `retire` for its tasks, from its
 /// first wait (the wait for its device work has a `retire` of its own) — past it (on virtual
 /// time: when a body awaits something no task will provide) the serial run fails with a
