@@ -200,7 +200,12 @@ bool IterationDeviceWork::await_serial_device_work(const StopSignal* stop) {
     if (!done || !reached()) return false;
   }
   serial_device_work_ = false;
+  serial_generation_ = generation;
   return true;
+}
+
+std::exception_ptr IterationDeviceWork::serial_device_fault() const noexcept {
+  return serial_generation_ != 0 ? serial_event_->event->error(serial_generation_) : nullptr;
 }
 
 PipelineTimeout IterationDeviceWork::serial_device_timeout(const std::string& so) const {

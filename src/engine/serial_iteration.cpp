@@ -1,6 +1,7 @@
 // The serial runs: one iteration's tasks in topological order on the calling thread
 // (run_serial_iteration), after the wait for the device work of the serial iteration before
-// it (await_serial_slot), between begin_serial_run and end_serial_run.
+// it (await_serial_slot) and, with retire_after_device, before it retires, for its own,
+// between begin_serial_run and end_serial_run.
 
 #include "swp/engine/detail/serial_iteration.hpp"
 
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "swp/async/detail/erased_co.hpp"
@@ -21,6 +23,8 @@ namespace swp::detail {
 // The steps of run_serial_iteration that reach into the core (a friend).
 struct SerialSteps {
   static void await_slot(EngineCore& c, std::int64_t iter);
+  static void await_device_work(EngineCore& c, std::int64_t iter, std::string_view cannot);
+  static void throw_device_error(EngineCore& c, std::int64_t iter);
   static void time_out(EngineCore& c, TaskIndex t, std::int64_t iter);
   static std::exception_ptr drive_body(EngineCore& c, Instance& in, TaskIndex t, std::int64_t iter,
                                        ErasedCo& body, std::optional<Clock::time_point>& started);
@@ -30,15 +34,53 @@ struct SerialSteps {
 void SerialSteps::await_slot(EngineCore& c, std::int64_t iter) {
   // Cancelled (or failed) before it: nothing of it runs.
   if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
+  await_device_work(c, iter,
+                    "start (it reuses their context slot, which that work may still read)");
+}
+
+// Waits (retire deadline, ended by the serial run's stop) for the device work the serial
+// iterations queued on "default". Past the deadline it fails the serial run (on_run_failed
+// told) with the PipelineTimeout ending "so serial iteration <iter> cannot <cannot>"; then, or
+// when stopped (cancel(), another failure), it throws the serial run's error. Nothing is
+// forgotten when it throws: the work is waited for again next time.
+void SerialSteps::await_device_work(EngineCore& c, std::int64_t iter, std::string_view cannot) {
   if (c.await_serial_device_work(&c.stop_)) return;
   // Stopped (cancel(), another failure): that failure is the serial run's.
   if (!c.stop_.stop_requested())
     c.fail("", iter,
            std::make_exception_ptr(c.serial_device_timeout(
-               "so serial iteration " + std::to_string(iter) +
-               " cannot start (it reuses their context slot, which that work may still read)")),
+               "so serial iteration " + std::to_string(iter) + " cannot " + std::string(cannot))),
            FailureKind::timeout);
   std::rethrow_exception(c.failure_.snapshot().run_error());
+}
+
+// With retire_after_device, once serial iteration `iter`'s device work on "default" completed:
+// what a pipelined iteration's retirement looks at (fail_on_device_fault) — a callable a task of
+// it queued that threw (HostWorkErrors, kept under this iteration and that task), else a fault
+// the stream reported for the event the wait recorded — is thrown as that task's TaskError, as
+// a throwing body's is (the iteration does not retire; on_run_failed is not told). A callable's
+// error is taken (a later synchronize() or run_serial's end does not report it again); the first
+// one in serial order wins, since callables on a faulted stream no longer run. One event covers
+// the whole serial iteration, so a fault names the first task that queued work on "default".
+// Nothing of this iteration on "default": nothing to look at (a fault stays for synchronize()).
+void SerialSteps::throw_device_error(EngineCore& c, std::int64_t iter) {
+  const bool thrown = !c.host_work_errors_->empty();
+  std::exception_ptr fault = c.serial_device_fault();
+  if (!thrown && !fault) return;
+  IterationSync& sync = c.sync_[0];
+  const auto fail = [&](TaskIndex t, std::exception_ptr error) {
+    Instance& in = sync.instances[t];
+    in.failed = true;
+    in.error() = error;
+    throw TaskError(c.graph_.name(t), iter, std::move(error));
+  };
+  if (thrown)
+    for (TaskIndex t : c.tasks_.serial_order())
+      if (sync.instances[t].stream_used)
+        if (std::exception_ptr error = c.host_work_errors_->take(iter, t)) fail(t, error);
+  if (fault)
+    for (TaskIndex t : c.tasks_.serial_order())
+      if (sync.instances[t].stream_used) fail(t, fault);
 }
 
 // Fails the serial run: task `t` of iteration `iter` did not finish within the retire deadline
@@ -181,7 +223,7 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     c.end_range(in);
     // Its device work on "default" is waited for before the next serial iteration
     // (await_serial_slot) or run (check_fillable) reuses slot 0, not here: the serial
-    // iteration returns once its bodies returned.
+    // iteration returns once its bodies returned (with retire_after_device, below).
     if (in.stream_used) c.serial_device_work_ = true;
     const bool failed = error != nullptr || c.failure_.failed();
     if (error) {
@@ -192,6 +234,15 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     // The serial run's failure (a deadline, cancel()) first: the body's Cancelled is its effect.
     if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
     if (error) throw TaskError(c.graph_.name(t), iter, error);
+  }
+  // retire_after_device: the front end's on_retire reads slot 0 right after this returns, so
+  // what the device writes into the context (a host stream's work, a device-to-host copy)
+  // must be there, and work that failed to write it fails the iteration instead, as in a
+  // pipelined run. Off, one flag test: the serial iteration returns under its device work.
+  if (c.retire_after_device_) {
+    SerialSteps::await_device_work(
+        c, iter, "retire (retire_after_device: the results it writes may not be there yet)");
+    SerialSteps::throw_device_error(c, iter);
   }
 }
 

@@ -288,9 +288,12 @@ class Pipeline : private detail::FrontEnd {
   /// numbered on from the pipeline's (next_iteration()), as a run's are: the first gets
   /// next_iteration(), and a run after it numbers after its last.
   /// Each iteration after the first starts once the device work of the one before it
-  /// completed, as for back-to-back run_one_serial_iter calls (see there); it returns once
-  /// "default" is synchronized. Deadlines, cancellation and errors are run_one_serial_iter's,
-  /// for the whole call: cancel() ends it (no later iteration starts).
+  /// completed, as for back-to-back run_one_serial_iter calls (see there); with
+  /// retire_after_device each one's on_retire comes once its own device work completed, and
+  /// one whose device work failed (a callable's error, a fault) ends the call instead. It
+  /// returns once "default" is synchronized. Deadlines, cancellation and errors are
+  /// run_one_serial_iter's (those of the wait before on_retire included), for the whole call:
+  /// cancel() ends it, and so does an iteration that fails (no later iteration starts).
   template <PullSourceOf<Batch> S>
   RunStats run_serial(S&& source) {
     auto next = make_source<Batch>(std::forward<S>(source));
@@ -322,14 +325,30 @@ class Pipeline : private detail::FrontEnd {
   /// read slot 0 (the context and the tasks' buffers there), which this call is about to
   /// overwrite. It returns once its bodies returned, before its own device work (on
   /// "default") completed; the next serial iteration or fill_pipeline waits for that (retire
-  /// deadline), so neither overlaps it. Timing: back-to-back calls (TaskProfiler's rounds)
-  /// therefore each take the serial iteration's CPU time plus its device work's tail: the
-  /// next call's bodies no longer run under the previous call's device work, and that wait
-  /// is counted in the next call (the last call's tail is waited for by whoever synchronizes).
+  /// deadline), so neither overlaps it. With retire_after_device it waits for that work
+  /// (retire deadline) after its bodies, before on_retire, which then sees what the device
+  /// wrote into the context, and returns once it completed. Timing: back-to-back calls
+  /// (TaskProfiler's rounds) therefore each take the serial iteration's CPU time plus its
+  /// device work's tail: the next call's bodies no longer run under the previous call's
+  /// device work, and that wait is counted in the next call (the last call's tail is waited
+  /// for by whoever synchronizes; with retire_after_device, in the call itself).
   /// The wait's errors: past the deadline PipelineTimeout "device work of serial iterations
   /// on stream 'default' did not complete within N ms, so serial iteration <iter_idx> cannot
   /// start ..." (on_run_failed told; slot 0 unchanged; waited for again next time); cancel()
-  /// during it throws swp::Cancelled as below.
+  /// during it throws swp::Cancelled as below. The wait before on_retire (retire_after_device)
+  /// fails alike ("..., so serial iteration <iter_idx> cannot retire ...", on_run_failed told;
+  /// cancel() throws swp::Cancelled), and the iteration then does not retire, as one whose
+  /// task failed: no on_retire, the call throws instead; what its bodies wrote stays in slot
+  /// 0, and its device work is waited for again before the next serial iteration or run
+  /// writes there. Once that work completed, what failed in it fails the iteration as in a
+  /// pipelined run with retire_after_device, before on_retire: a callable a task queued
+  /// (TaskScope::enqueue) that threw, or a fault of "default" (DeviceFault), is thrown as a
+  /// TaskError naming that task and iter_idx (for a fault, the first task that queued work on
+  /// "default": one event covers the iteration's work there), as a body's error is — no
+  /// on_retire, no on_run_failed, and the callable's error is not reported again by
+  /// synchronize() or run_serial()'s end. Without retire_after_device such an error surfaces
+  /// from the end of run_serial() or from synchronize(), possibly after on_retire saw the
+  /// iteration.
   /// Deadlines (EngineTimeouts), as a run's iteration: past `retire` (on sim: a body awaiting
   /// what nothing provides) it throws PipelineTimeout naming the task and iteration, once the
   /// body's await was cancelled; a body that ignores that past `drain` leaves the pipeline
@@ -396,9 +415,13 @@ class Pipeline : private detail::FrontEnd {
   /// tasks recorded reached), not only once its tasks submitted it: on_retire and
   /// progress()/next() then see results the device wrote into the context (a host stream's
   /// work, a device-to-host copy). The wait has the retire deadline (PipelineTimeout naming
-  /// the device work not complete). Off by default: retiring at submission lets the CPU run
-  /// ahead of the device by the pipeline's depth. Either way a context slot is reused only
-  /// after its previous iteration's device work completed (DESIGN decision 8).
+  /// the device work not complete). Serial runs honour it too: a serial iteration calls
+  /// on_retire once its device work on "default" completed, and not at all when a callable
+  /// of it threw or "default" faulted: the serial call throws that TaskError instead
+  /// (run_one_serial_iter tells that wait's errors and cancellation). Off by default:
+  /// retiring at submission lets the CPU run ahead of the device by the pipeline's depth.
+  /// Either way a context slot is reused only after its previous iteration's device work
+  /// completed (DESIGN decision 8).
   /// Errors: PipelineStateError while a run is in progress (see set_failure_policy).
   /// Example: `pipe.retire_after_device(); pipe.on_retire([](const Ctx& c) { log(c.host_loss); });`
   void retire_after_device(bool on = true) { core_.set_retire_after_device(on); }

@@ -55,7 +55,8 @@ class TaskScope {
   /// Errors: an exception `work` throws is this task's failure in this iteration — a TaskError
   /// naming both, as from a throwing body — reported where the engine looks at the iteration's
   /// device work: with retire_after_device, before the iteration retires (it does not retire as
-  /// a success: under FailurePolicy::skip it retires failed, else the run fails); otherwise as
+  /// a success: under FailurePolicy::skip it retires failed, else the run fails; a serial
+  /// iteration does not retire, and its run_serial / run_one_serial_iter throws); otherwise as
   /// its context slot is released or reused, failing the run (it may have retired already),
   /// or, when the run ended before its device work completed, from the end of run() /
   /// run_serial() or the pipeline's synchronize(). The stream's own synchronize() does not

@@ -81,11 +81,13 @@ class HostWorkErrors {
 ///   CPU may write the new batch into it (DESIGN.md decision 8) — the engines' back-pressure
 ///   from the device: the CPU runs at most `depth` iterations ahead of it (await_slot);
 /// - with retire_after_device, an iteration retires only once its device work completed
-///   (device_holds_oldest);
+///   (device_holds_oldest; a serial one: await_serial_device_work);
 /// - a fault the device reported for an event (Event::error: a DeviceFault) fails the run with a
 ///   TaskError naming the task that queued the work and the iteration (fail_on_device_fault);
 ///   so does an exception a callable it queued threw (HostWorkErrors), except that under
-///   FailurePolicy::skip an iteration not retired yet (retire_after_device) fails alone;
+///   FailurePolicy::skip an iteration not retired yet (retire_after_device) fails alone; a
+///   serial iteration with retire_after_device throws that TaskError before it retires
+///   (serial_device_fault and HostWorkErrors, looked at by run_serial_iteration);
 /// - a wait for it runs with the retire deadline, the pipeline's scheduler woken by the events
 ///   (watch, the waker), and ends in a PipelineTimeout naming the work not done.
 /// Every question costs one load for an iteration that recorded nothing (every host-only one).
@@ -120,18 +122,27 @@ class IterationDeviceWork {
   /// Faults are not looked at here: a faulted stream stays so, and the next run (or
   /// synchronize()) reports it. Errors: PipelineTimeout past the deadline (nothing forgotten).
   void settle_device_work();
-  /// Before a new run (check_fillable) and before a serial iteration writes slot 0
-  /// (await_serial_slot): where a serial iteration queued device work on the "default"
+  /// Before a new run (check_fillable), before a serial iteration writes slot 0
+  /// (await_serial_slot) and, with retire_after_device, before a serial iteration retires
+  /// (run_serial_iteration's end): where a serial iteration queued device work on the "default"
   /// stream since this was last waited for (serial_device_work_), waits (with the retire
   /// deadline) until the stream reached an event recorded on it now. Serial iterations record
-  /// nothing of their own, and run_one_serial_iter returns before its device work completed:
-  /// the run or serial iteration after it would otherwise write slot 0 (and start its own
-  /// device work) while that work still ran and could read it. `stop`, where given (a serial
-  /// run's), ends the wait early once requested. Faults are not looked at, as in
-  /// settle_device_work. Returns true once the work completed (or none was queued); false
-  /// past the deadline or on `stop`, nothing forgotten: it is waited for again next time.
-  /// Errors: the record's.
+  /// nothing of their own, and run_one_serial_iter returns before its device work completed
+  /// (retire_after_device off): the run or serial iteration after it would otherwise write
+  /// slot 0 (and start its own device work) while that work still ran and could read it; and
+  /// with it on, on_retire would read slot 0 before that work wrote it. `stop`, where given
+  /// (a serial run's), ends the wait early once requested. Faults are not looked at, as in
+  /// settle_device_work (serial_device_fault tells them after it). Returns true once the work
+  /// completed (or none was queued); false past the deadline or on `stop`, nothing forgotten: it is
+  /// waited for again next time. Errors: the record's.
   bool await_serial_device_work(const StopSignal* stop);
+  /// Why the "default" stream reached the event the last successful await_serial_device_work
+  /// recorded without its work done (a DeviceFault: the stream faulted before it, see
+  /// Event::error), or nullptr: it completed normally, or none was recorded yet. With
+  /// retire_after_device, what a serial iteration that queued work on "default" looks at
+  /// once it waited for it (run_serial_iteration), as fail_on_device_fault does for a
+  /// pipelined one.
+  [[nodiscard]] std::exception_ptr serial_device_fault() const noexcept;
   /// What await_serial_device_work past its deadline is: a PipelineTimeout naming the stream
   /// ("device work of serial iterations on stream 'default' did not complete within N ms, "
   /// + `so`; on sim, "can never complete (nothing left to run: deadlock)").
@@ -211,6 +222,9 @@ class IterationDeviceWork {
   // await_serial_device_work's event on "default" and its registration with the waker, made
   // at its first wait.
   std::unique_ptr<InstanceEvent> serial_event_;
+  // The generation of serial_event_ the last successful await_serial_device_work waited for
+  // (0: none yet), for serial_device_fault.
+  std::uint64_t serial_generation_ = 0;
 };
 
 }  // namespace swp::detail

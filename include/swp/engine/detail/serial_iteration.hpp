@@ -1,7 +1,8 @@
 #pragma once
-// run_serial_iteration: one iteration of a pipeline's plan run serially on the calling thread,
-// and await_serial_slot, the wait before its context is written into slot 0, for run_serial
-// and run_one_serial_iter (not for direct use).
+// run_serial_iteration: one iteration of a pipeline's plan run serially on the calling thread
+// (with retire_after_device, until its device work completed, failing where that failed), and
+// await_serial_slot, the wait before its context is written into slot 0, for run_serial and
+// run_one_serial_iter (not for direct use).
 
 #include <atomic>
 #include <cstdint>
@@ -51,16 +52,29 @@ void await_serial_slot(EngineCore& core, std::int64_t iter);
 ///
 /// Completion: returns once every task finished (a body that awaits is driven to its end here,
 /// virtual time included); the device work they queued on "default" may still run (the next
-/// await_serial_slot, or the next run's fill, waits for it). Errors: a task's error as TaskError, after which the tasks after it
-/// do not run; the serial run's failure (its deadline's PipelineTimeout, cancel()'s
-/// swp::Cancelled), once the body it stopped ended. Deadlines (EngineTimeouts), as for a run's
-/// iteration: `retire` for the whole iteration, from its first wait — past it (on virtual time:
-/// when a body awaits something no task will provide) the serial run fails with a
+/// await_serial_slot, or the next run's fill, waits for it). With retire_after_device it then
+/// waits, as await_serial_slot does, until that work completed: the front end calls on_retire
+/// with slot 0 right after it returns, and must see what the device wrote there (one flag
+/// test per serial iteration when off). Errors: a task's error as TaskError, after which the
+/// tasks after it do not run; the serial run's failure (its deadline's PipelineTimeout,
+/// cancel()'s swp::Cancelled), once the body it stopped ended; with retire_after_device, that
+/// wait's errors as await_serial_slot's, its PipelineTimeout ending "so serial iteration
+/// `iter` cannot retire (...)" (on_run_failed told) — the iteration then does not retire (the
+/// front end calls no on_retire), and its work is waited for again before slot 0 is reused;
+/// once that work completed, a callable one of its tasks queued that threw (HostWorkErrors,
+/// taken) or a fault "default" reported for it (serial_device_fault) is thrown as that task's
+/// TaskError, as a body's error (not through the serial run's failure: on_run_failed is not
+/// told), the fault naming the first task that queued work there — what a pipelined
+/// iteration's retirement reports (fail_on_device_fault).
+/// Deadlines (EngineTimeouts), as for a run's iteration: `retire` for its tasks, from its
+/// first wait (the wait for its device work has a `retire` of its own) — past it (on virtual
+/// time: when a body awaits something no task will provide) the serial run fails with a
 /// PipelineTimeout naming the task and iteration, and its body's await is cancelled; `drain`
 /// for that body to end then: past it the pipeline is broken (as after a run that could not
 /// drain) until the body returns. Cancellation: the core's cancel(), from any thread or a
 /// body, fails the serial run: the running body's cancellable awaits throw swp::Cancelled, no
-/// later task or iteration starts, and Cancelled("pipeline cancelled: " + reason) surfaces.
+/// later task or iteration starts, and Cancelled("pipeline cancelled: " + reason) surfaces —
+/// also from the wait for the device work (retire_after_device).
 /// Must run between begin_serial_run and end_serial_run.
 ///
 /// Example (what Pipeline::run_one_serial_iter does):
