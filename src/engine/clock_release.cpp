@@ -364,7 +364,7 @@ void ClockRelease::start_under_claim(Instance& in) noexcept {
   // A counter at 1 waits only for this token: the instance is ready (count_down's shortcut,
   // taken here on the load this call makes anyway).
   if (in.pending.load(std::memory_order_acquire) != 1) {
-    if (core_.observer_ != nullptr) {
+    if (core_.hooks_.observer() != nullptr) {
       const std::int64_t iter = in.iter();
       const bool behind =
           iter > core_.base_ && core_.state_at(in.task(), iter - 1) != InstanceState::finished;
@@ -386,7 +386,7 @@ void ClockRelease::park(Instance& in) noexcept {
   // Whoever finishes last continues the instance, after this step. Every producer may have
   // finished between the decrement and the look: the last one has already queued the
   // continuation, so there is no wait to report.
-  if (const auto producer = core_.unfinished_producer(in.task(), in.iter()))
+  if (const auto producer = core_.hang_report().unfinished_producer(in.task(), in.iter()))
     core_.record_dep_wait(in, producer->first, producer->second);
 }
 

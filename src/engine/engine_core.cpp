@@ -28,9 +28,8 @@ void Instance::resume(Lane&) noexcept { core().resume_instance(*this); }
 // Flattened: an instance's step as a runnable (released under its lane's claim: every task
 // alone on its lane) is one function — proceed, run_body, finish, the successors' count-downs
 // and releases — without a call, a prologue and reloads of the instance's fields at each of
-// them (412 -> 369 instructions per task on the dispatch chain, docs/benchmarks.md). What is
-// out of line stays so (proceed_guarded, finish_guarded: [[gnu::noinline]]); virtual calls
-// (the scheduler, a body's routine) are not inlined.
+// them. What is out of line stays so (proceed_guarded, finish_guarded: [[gnu::noinline]]);
+// virtual calls (the scheduler, a body's routine) are not inlined.
 [[gnu::flatten]] void Instance::run() noexcept { core().run_instance(*this); }
 
 void EngineCore::arm_counters() {
@@ -187,26 +186,9 @@ InstanceState EngineCore::state_at(TaskIndex t, std::int64_t iter) const noexcep
   return sync_of(iter).instances[t].state_in(iter);
 }
 
-std::optional<std::pair<TaskIndex, std::int64_t>> EngineCore::unfinished_producer(
-    TaskIndex t, std::int64_t iter) const noexcept {
-  // By the states of the producers' own iterations: an iteration retired finished them all,
-  // and its entry is not reused while (t, iter) is in flight.
-  const auto finished = [&](TaskIndex d, std::int64_t of) {
-    return sync_of(of).instances[d].state_in(of) == InstanceState::finished;
-  };
-  for (TaskIndex d : tasks_[t].intra)
-    if (!finished(d, iter)) return std::pair{d, iter};
-  if (iter > base_)
-    for (TaskIndex d : tasks_[t].inter)
-      if (!finished(d, iter - 1)) return std::pair{d, iter - 1};
-  return std::nullopt;
-}
-
 void EngineCore::record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter) {
   in.wait_for_dependency(dep, iter);
-  if (observer_ != nullptr)
-    observer_->task_waiting(in.task(), in.iter(), *in.info->lane,
-                            TaskWait{TaskWait::Kind::dependency, dep, iter});
+  hooks_.waiting(in, TaskWait{TaskWait::Kind::dependency, dep, iter});
 }
 
 void EngineCore::proceed(Instance& in) noexcept { proceed_as<Releasing::either>(in); }
@@ -249,8 +231,7 @@ void EngineCore::proceed_guarded(Instance& in) noexcept {
   if (info.ordered && sequencer_.next() != in.turn()) {
     // Not its turn yet: the only step that needs a frame. It holds the lane meanwhile.
     in.set_state(InstanceState::turn);
-    if (observer_ != nullptr)
-      observer_->task_waiting(t, iter, *info.lane, TaskWait{TaskWait::Kind::turn, t, iter});
+    hooks_.waiting(in, TaskWait{TaskWait::Kind::turn, t, iter});
     await_turn(in).start_detached(
         info.lane,
         [](void* context, std::exception_ptr& error) noexcept {
@@ -279,22 +260,13 @@ Co<void> EngineCore::await_turn(Instance& in) {
   co_await sequencer_.turn(in.turn(), graph_.name(in.task()), in.iter());  // names it only on error
 }
 
-void EngineCore::start_range(Instance& in, bool serial) const noexcept {
-  const TaskRoutine* routine = in.info->routine;
-  char name[128];
-  nvtx_range_name(name, sizeof name, graph_.name(in.task()), in.iter(), serial,
-                  routine != nullptr && routine->shortcut());
-  in.cold().nvtx_range = detail::nvtx_range_start(name);
-}
-
 void EngineCore::run_body(Instance& in) noexcept {
   in.set_state(InstanceState::running);
   const TaskInfo& info = *in.info;
   // Only a globally ordered instance enters with an error (a dependency's, taken in
   // proceed_guarded under skip so that it still takes its turn).
-  if (observer_ != nullptr || nvtx_ || (info.ordered && in.error())) [[unlikely]] {
-    if (observer_ != nullptr) observer_->task_started(in.task(), in.iter(), *info.lane);
-    if (nvtx_) start_range(in, false);
+  if (hooks_.on() || (info.ordered && in.error())) [[unlikely]] {
+    if (hooks_.on()) hooks_.started(in, false);
     if (in.error()) {
       finish(in, in.error(), false);  // a failed dependency's error (see proceed)
       return;
@@ -380,8 +352,7 @@ void EngineCore::finish_guarded(Instance& in, const std::exception_ptr& body_err
   if (info.ordered && (state == InstanceState::running || state == InstanceState::coroutine))
     sequencer_.advance();
   // Observed before the successors learn: whoever they wake starts after this.
-  end_range(in);
-  if (observer_ != nullptr) observer_->task_finished(t, iter, *info.lane, !in.failed);
+  hooks_.finished(in, !in.failed);
 }
 
 void EngineCore::fail(const std::string& task, std::int64_t iter, std::exception_ptr error,

@@ -37,6 +37,21 @@ std::string write_report(const EngineTimeouts& timeouts, const std::string& repo
 
 }  // namespace
 
+std::optional<std::pair<TaskIndex, std::int64_t>> HangReport::unfinished_producer(
+    TaskIndex t, std::int64_t iter) const noexcept {
+  // By the states of the producers' own iterations: an iteration retired finished them all,
+  // and its entry is not reused while (t, iter) is in flight.
+  const auto finished = [&](TaskIndex d, std::int64_t of) {
+    return core_.sync_of(of).instances[d].state_in(of) == InstanceState::finished;
+  };
+  for (TaskIndex d : core_.tasks_[t].intra)
+    if (!finished(d, iter)) return std::pair{d, iter};
+  if (iter > core_.base_)
+    for (TaskIndex d : core_.tasks_[t].inter)
+      if (!finished(d, iter - 1)) return std::pair{d, iter - 1};
+  return std::nullopt;
+}
+
 std::string HangReport::unfinished() const {
   const PlanGraph& graph = core_.graph_;
   std::ostringstream out;
@@ -100,7 +115,7 @@ std::string HangReport::unfinished() const {
             // again, once the instance before finished), or waiting for a thread to run it.
             if (iter > core_.base_ && core_.state_at(t, iter - 1) != InstanceState::finished) {
               out << "queued on its lane behind " << graph.name(t) << " (iter " << iter - 1 << ")";
-            } else if (const auto producer = core_.unfinished_producer(t, iter)) {
+            } else if (const auto producer = unfinished_producer(t, iter)) {
               out << "holds its lane and waits for " << graph.name(producer->first) << " (iter "
                   << producer->second << ")";
             } else {

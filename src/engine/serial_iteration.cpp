@@ -202,12 +202,9 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
     Instance& in = sync.instances[t];
     // Observed like a pipelined instance: released, started and finished, in serial order.
-    if (c.observer_ != nullptr) {
-      c.observer_->task_released(t, iter, *c.tasks_[t].lane);
-      c.observer_->task_started(t, iter, *c.tasks_[t].lane);
-    }
+    c.hooks_.released(in, *c.tasks_[t].lane, [] {});
     in.set_state(InstanceState::running);
-    if (c.nvtx_) c.start_range(in, true);
+    c.hooks_.started(in, true);
     std::exception_ptr error;
     ErasedCo body;
     try {
@@ -220,7 +217,6 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     // or finish on another thread.
     if (body.valid()) error = SerialSteps::drive_body(c, in, t, iter, body, started);
     in.set_state(InstanceState::finished);
-    c.end_range(in);
     // Its device work on "default" is waited for before the next serial iteration
     // (await_serial_slot) or run (check_fillable) reuses slot 0, not here: the serial
     // iteration returns once its bodies returned (with retire_after_device, below).
@@ -230,7 +226,7 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
       in.failed = true;
       in.error() = error;
     }
-    if (c.observer_ != nullptr) c.observer_->task_finished(t, iter, *c.tasks_[t].lane, !failed);
+    c.hooks_.finished(in, !failed);
     // The serial run's failure (a deadline, cancel()) first: the body's Cancelled is its effect.
     if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
     if (error) throw TaskError(c.graph_.name(t), iter, error);

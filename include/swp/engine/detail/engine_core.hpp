@@ -4,16 +4,18 @@
 // One core, two release policies (DESIGN.md decision 1): everything about slots, instances,
 // dependencies, events, lanes, the sequencer, errors, deadlines and cancellation lives here;
 // the policies differ only in when an instance (task, iteration) is released to its lane.
-// Concepts of their own, in their own files: the runs without join counters (UncountedRuns),
-// the in-place runs (InPlaceRuns) and the iterations' device work (IterationDeviceWork: an
-// instance's waits for its producers' events and the record of its own, completion, faults),
-// bases of the core whose steps reach it at a fixed offset; each task's TaskInfo and join
-// counts (TaskTable); the lane claims (lane_claim.hpp); the hang report (HangReport); the
-// failure record (RunFailure);
-// the caller's side of a run — progress(), next(), drain(), their waits and deadlines, the
-// abort of a failed run (RunDriver); the serial iteration (run_serial_iteration); a context
-// slot. The steps that finish an instance, inline for the flattened paths, are in
-// engine_core_steps.hpp.
+// Concepts of their own, in their own files:
+// - bases of the core whose steps reach it at a fixed offset: the runs without join counters
+//   (UncountedRuns), the in-place runs (InPlaceRuns), the iterations' device work
+//   (IterationDeviceWork: an instance's waits for its producers' events and the record of its
+//   own, completion, faults);
+// - each task's TaskInfo and join counts (TaskTable), the lane claims (lane_claim.hpp), the
+//   observer's calls and NVTX ranges (TaskHooks), a context slot;
+// - the caller's side of a run — progress(), next(), drain(), their waits and deadlines, the
+//   abort of a failed run (RunDriver) — and the serial iteration (run_serial_iteration);
+// - what went wrong: the failure record (RunFailure), the hang report (HangReport).
+// The steps that finish an instance, inline for the flattened paths: engine_core_steps.hpp;
+// the other hot paths: engine_core_hot_path.hpp.
 
 #include <atomic>
 #include <chrono>
@@ -39,7 +41,6 @@
 #include "swp/async/sequencer.hpp"
 #include "swp/core/plan_graph.hpp"
 #include "swp/device/event.hpp"
-#include "swp/device/nvtx_ranges.hpp"
 #include "swp/device/stream.hpp"
 #include "swp/engine/detail/context_slot.hpp"
 #include "swp/engine/detail/engine.hpp"
@@ -55,6 +56,7 @@
 #include "swp/engine/detail/run_driver.hpp"
 #include "swp/engine/detail/run_failure.hpp"
 #include "swp/engine/detail/serial_iteration.hpp"
+#include "swp/engine/detail/task_hooks.hpp"
 #include "swp/engine/detail/task_routine.hpp"
 #include "swp/engine/detail/task_table.hpp"
 #include "swp/engine/detail/uncounted_runs.hpp"
@@ -173,17 +175,17 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   /// Between runs (require_settable): the lanes and the serial iteration read it.
   void set_observer(TaskObserver* observer) {
     require_settable("set_observer");
-    observer_ = observer;
+    hooks_.set_observer(observer);
     update_hooks();
   }
-  [[nodiscard]] TaskObserver* observer() const noexcept { return observer_; }
+  [[nodiscard]] TaskObserver* observer() const noexcept { return hooks_.observer(); }
   /// NVTX ranges for instances (where compiled in): returns whether they are on. Between runs
   /// (require_settable).
   bool set_nvtx(bool on) {
     require_settable("enable_nvtx");
-    nvtx_ = on && nvtx_compiled();
+    const bool ranges = hooks_.set_nvtx(on);
     update_hooks();
-    return nvtx_;
+    return ranges;
   }
   /// What the setters of what the lanes read (observer, NVTX) require: no call
   /// drives the pipeline, no run is in progress (require_between_runs), and no body of a
@@ -304,10 +306,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   }
   // The instance holds its lane and waits for producer `dep` of iteration `iter`.
   void record_dep_wait(Instance& in, TaskIndex dep, std::int64_t iter);
-  // A producer of (t, iter), intra first, then inter (of iter - 1), that has not finished, with
-  // its iteration; none when all have. Any thread: it reads only the producers' states.
-  [[nodiscard]] std::optional<std::pair<TaskIndex, std::int64_t>> unfinished_producer(
-      TaskIndex t, std::int64_t iter) const noexcept;
   [[nodiscard]] InstanceState state_at(TaskIndex t, std::int64_t iter) const noexcept;
   // Dependencies done: stream waits (phase 2), the turn, then the body.
   void proceed(Instance& in) noexcept;
@@ -344,11 +342,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // dependency's error to take, nothing to tell; its finish has only its stream to look at.
   template <Releasing R>
   void run_plain_body(Instance& in) noexcept;
-  // The NVTX range of `in` starting (ranges on) and ending (if it has one).
-  void start_range(Instance& in, bool serial) const noexcept;
-  static void end_range(Instance& in) noexcept {
-    if (in.cold().nvtx_range != 0) detail::nvtx_range_end(std::exchange(in.cold().nvtx_range, 0));
-  }
   // Runs the task's routine: true when it completed synchronously and without an error (the
   // caller finishes the instance); false when it finished it or started its coroutine.
   bool run_routine(Instance& in, const TaskInfo& info) noexcept;
@@ -458,12 +451,11 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   PlanGraph graph_;
   FrontEnd& front_;
   EngineTimeouts timeouts_;
-  TaskObserver* observer_ = nullptr;
-  std::mutex observer_mutex_;  // releases and lane submissions in one order for the observer
+  TaskHooks hooks_;  // the observer and NVTX ranges (set between runs)
 
   // Every task's TaskInfo, its streams, the serial order, the join counts. With an observer
   // attached, an iteration counts every instance (IterationSync::counts_all), not only the
-  // table's completion_count(): submit() tells the observer under observer_mutex_, which a
+  // table's completion_count(): submit() tells the observer under the hooks' lock, which a
   // releasing instance still holds after its successor went to its lane, so its own decrement
   // must come after that.
   TaskTable tasks_;
@@ -503,7 +495,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   }
   void set_trouble(std::memory_order order) noexcept { attention_.fetch_or(trouble_bit, order); }
   void update_hooks() noexcept {
-    if (observer_ != nullptr || nvtx_) {
+    if (hooks_.on()) {
       attention_.fetch_or(hooks_bit, std::memory_order_relaxed);
     } else {
       attention_.fetch_and(static_cast<std::uint8_t>(~hooks_bit), std::memory_order_relaxed);
@@ -513,9 +505,6 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // virtual call to get to either.
   bool start_proceeds_ = false;
   FailurePolicy policy_ = FailurePolicy::fail_run;
-  // NVTX ranges per instance (set_nvtx, between runs: on or off for a whole run, so a finish
-  // looks at its instance's range, in its cold state, only while they are on).
-  bool nvtx_ = false;
   // The first iteration of the run: its instances have no iteration before them (inter
   // dependencies, the ordered chain). Iteration numbers continue across runs.
   std::int64_t base_ = 0;
@@ -566,8 +555,7 @@ class EngineCore : private UncountedRuns, private IterationDeviceWork, private I
   // (with the two flags its scope sets): every instance that counts towards an iteration's
   // completion reads it as it finishes, and beside oldest_ and the other fields the caller
   // writes at every admission and retirement that read missed whenever a worker completed an
-  // iteration (data-flow, 2 threads, 1 us stages: 1.026 -> 1.002 and 1.041 -> 1.002 to
-  // Taskflow, 30 alternations each order; docs/benchmarks.md).
+  // iteration.
   alignas(64) std::atomic<const void*> waiting_thread_{nullptr};
   // The waiting thread retires undriven, outside the scheduler's runnables: the policies'
   // advance, on that thread only, need not ask RunQueueHooks::runs_no_work_here again.

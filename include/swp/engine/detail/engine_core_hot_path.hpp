@@ -29,8 +29,7 @@ inline bool EngineCore::count_down(Instance& in) noexcept {
   // re-armed, so no read-modify-write (a counter of one event, whose counter is never
   // decremented; the clock's start token, usually given after its producers finished; the
   // last of several producers). The load is the whole test: asking the task first whether
-  // its counter counts one event cost the clock engine 0.55 ns per task with one thread
-  // (2.5%; docs/benchmarks.md).
+  // its counter counts one event cost more than the read-modify-writes it saved.
   return in.pending.load(std::memory_order_acquire) == 1 ||
          in.pending.fetch_sub(1, std::memory_order_acq_rel) == 1;
 }
@@ -132,15 +131,14 @@ inline bool EngineCore::submit(Instance& in, bool step_ending) noexcept {
   // The clock releases an instance with its period, before it is ready: under its lane's claim
   // it goes to its thread once its counter reaches zero (ClockRelease::release, ready).
   const bool post = bypass && start_proceeds_;
-  if (observer_ != nullptr) {
-    // Several threads release onto one lane (data-flow): the observer sees the lane's order.
-    std::lock_guard lock(observer_mutex_);
-    observer_->task_released(in.task(), in.iter(), lane);
-    if (!bypass) {
-      lane.submit(in);
-    } else if (post) {
-      lane.scheduler().post(in);
-    }
+  if (hooks_.observer() != nullptr) {
+    hooks_.released(in, lane, [&] {
+      if (!bypass) {
+        lane.submit(in);
+      } else if (post) {
+        lane.scheduler().post(in);
+      }
+    });
   } else if (!bypass) {
     if (step_ending) {
       lane.submit_next(in);
@@ -214,7 +212,7 @@ inline bool EngineCore::admit() {
   sync.failed_task.store(Sync::no_failure, std::memory_order_relaxed);
   // Published by the admission decrements (data-flow) or the lane submissions (clock), both
   // of which order these writes before the instances run.
-  sync.counts_all = observer_ != nullptr;
+  sync.counts_all = hooks_.observer() != nullptr;
   sync.remaining.store(
       sync.counts_all ? static_cast<int>(graph_.size()) : tasks_.completion_count(),
       std::memory_order_relaxed);

@@ -115,8 +115,8 @@ inline void EngineCore::finish_as(Instance& in, const std::exception_ptr& error,
                                   bool own) noexcept {
   const TaskInfo& info = *in.info;
   // No device point otherwise: its generation stays 0 (IterationSync::forget_recorded).
-  if (in.stream_used || (!Plain && (in.carries_device_work || info.ordered || error || nvtx_ ||
-                                    observer_ != nullptr))) [[unlikely]]
+  if (in.stream_used ||
+      (!Plain && (in.carries_device_work || info.ordered || error || hooks_.on()))) [[unlikely]]
     finish_guarded(in, error, own);
   in.set_state(InstanceState::finished);
   if (!in.bypassed.load(std::memory_order_relaxed)) {

@@ -2,7 +2,9 @@
 // HangReport: a pipeline's hang in words, for its deadline errors (not for direct use).
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "swp/core/plan_graph.hpp"
 #include "swp/engine/errors.hpp"
@@ -24,6 +26,11 @@ class HangReport {
  public:
   explicit HangReport(const EngineCore& core) noexcept : core_(core) {}
 
+  /// A producer of (t, iter), intra first, then inter (of iter - 1), that has not finished,
+  /// with its iteration; none when all have. Any thread: it reads only the producers' states
+  /// (ClockRelease names the one an instance parks on with it).
+  [[nodiscard]] std::optional<std::pair<TaskIndex, std::int64_t>> unfinished_producer(
+      TaskIndex t, std::int64_t iter) const noexcept;
   /// One line per unfinished instance of the in-flight iterations: its task, iteration, lane
   /// and stream, and what it waits for (a producer, its lane's holder, a sequencer turn, its
   /// body's await, a thread).

@@ -295,8 +295,7 @@ struct alignas(64) Instance final : Lane::Job, Runnable, CoEnvironment {
   }
   /// Sets its state in its current iteration (release: the hang report reads it elsewhere).
   /// Only `finished` reads the iteration for its stamp: the release, the start and the waits
-  /// store a constant (three loads and a computation less per instance on the hot path, 2% of
-  /// the clock engine's time per task with one thread; docs/benchmarks.md).
+  /// store a constant (three loads and a computation less per instance on the hot path).
   void set_state(InstanceState s) noexcept {
     const std::uint64_t bits = static_cast<std::uint64_t>(s);
     if (s == InstanceState::finished) {
