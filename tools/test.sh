@@ -121,7 +121,7 @@ stage "the example service under hostile clients"
 # ends with doctest's summary, comes last.
 stage "tests start (output at the end)"
 start_suite "of the plain build" ./build/tests/swp-tests
-# The engines' reference path (docs/engine.md, "Fast paths and the reference path"): the whole
+# The engines' reference path (docs/release.md, "Fast paths and the reference path"): the whole
 # suite once more, beside the first, with every shortcut off, so the reference path alone
 # passes every test.
 stage "tests on the engines' reference path (SWP_FAST_PATHS=none) start (output at the end)"

@@ -21,9 +21,9 @@ namespace swp {
 /// runs, on the one thread, what an admission posted to the lanes. With workers, lane_claims
 /// applies: what becomes ready is posted, and idle workers take it (running it on the driving
 /// thread while offering it to them won on empty tasks and ~6% beside a busy core, not enough
-/// for a second way to run every task, so it was removed; docs/engine.md) — except that
-/// the caller runs the tasks uncounted, as with one thread, while the workers take next to
-/// none of tasks too short to be worth moving (see uncounted).
+/// for a second way to run every task, so it was removed; docs/release.md, "With workers") —
+/// except that the caller runs the tasks uncounted, as with one thread, while the workers take
+/// next to none of tasks too short to be worth moving (see uncounted).
 ///
 /// All are on by default. A Runtime whose RuntimeOptions::fast_paths is unset takes them from
 /// the SWP_FAST_PATHS environment variable (see from_environment), so a whole program or test
@@ -51,7 +51,7 @@ struct FastPaths {
   /// which the tasks took under 250 ns each (what moving one to another thread costs) and the
   /// workers carried at most one iteration in 16, for 32 times as many iterations (the clock
   /// first lets the iterations in flight retire); then they offer them the work again
-  /// (docs/engine.md, "With workers").
+  /// (docs/release.md, "The alone window").
   bool uncounted = true;
 
   /// Every shortcut on (the default).

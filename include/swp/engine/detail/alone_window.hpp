@@ -22,7 +22,7 @@ namespace swp::detail {
 /// (IterationSync::helped), for `window` times as many admissions; then the workers are
 /// offered the work again. Longer tasks stay on the general path: a parked worker may take a
 /// few scheduler ticks to come back (4-12 ms measured on 2 vCPUs), which no short look can
-/// tell from a worker that never will (docs/engine.md).
+/// tell from a worker that never will (docs/release.md, "The alone window").
 ///
 /// Used on the driving thread only: the policy looks at each retired iteration once (look),
 /// and counts the admissions it makes alone (take).
