@@ -362,7 +362,8 @@ std::string number(double x) {
 }
 
 // A JSON string literal of `text`; a name that is no UTF-8 (in a plan validate() refuses, built
-// in code) gets U+FFFD for each bad byte, so that what plan_to_json writes is always JSON.
+// in code) gets one U+FFFD for each maximal subpart of ill-formed UTF-8 (detail::valid_utf8),
+// so that what plan_to_json writes is always JSON.
 std::string quote(std::string_view text) {
   return json::serialize(json::value(detail::valid_utf8(text)));
 }

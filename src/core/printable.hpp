@@ -35,35 +35,65 @@ namespace swp::detail {
   return false;
 }
 
+/// How much of a UTF-8 sequence of a non-ASCII character starts a text (utf8_start).
+struct Utf8Start {
+  std::size_t have = 0;   ///< its bytes there, each in the range its place allows
+  std::size_t needs = 0;  ///< the length (2..4) of the sequence its first byte leads
+};
+
+/// How much of a well-formed UTF-8 sequence of a non-ASCII character starts `text` (the
+/// Unicode Standard's Table 3-7, RFC 3629): the bytes up to the first one out of the range
+/// its place allows, or up to the end of `text`. The second byte's range rules out overlong
+/// forms, surrogates and code points past U+10FFFF; later ones are continuation bytes. All 0
+/// where the first byte leads no sequence: ASCII, a continuation byte, C0, C1, F5..FF.
+[[nodiscard]] constexpr Utf8Start utf8_start(std::string_view text) noexcept {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  if (text.empty()) return {};
+  const unsigned char lead = byte(0);
+  std::size_t needs = 0;
+  unsigned char low = 0x80, high = 0xbf;  // the second byte's range
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    needs = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    needs = 3;
+    if (lead == 0xe0) low = 0xa0;   // overlong
+    if (lead == 0xed) high = 0x9f;  // surrogates
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    needs = 4;
+    if (lead == 0xf0) low = 0x90;   // overlong
+    if (lead == 0xf4) high = 0x8f;  // past U+10FFFF
+  } else {
+    return {};
+  }
+  std::size_t have = 1;
+  if (have < text.size() && byte(have) >= low && byte(have) <= high) {
+    ++have;
+    while (have < needs && have < text.size() && (byte(have) & 0xc0) == 0x80) ++have;
+  }
+  return {have, needs};
+}
+
 /// The length (2..4) of the well-formed UTF-8 sequence of a non-ASCII character at the start
 /// of `text`, or 0 where there is none: a stray continuation byte, an overlong form, a
 /// surrogate, a code point past U+10FFFF, a sequence cut short (RFC 3629).
 [[nodiscard]] constexpr std::size_t utf8_sequence(std::string_view text) noexcept {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
-  const auto continuation = [&](std::size_t i) {
-    return i < text.size() && (byte(i) & 0xc0) == 0x80;
-  };
+  const Utf8Start start = utf8_start(text);
+  return start.have == start.needs ? start.have : 0;
+}
+
+/// Where `text` starts with no well-formed UTF-8 sequence (utf8_sequence is 0) and no ASCII
+/// character: the length (1..3) of what one U+FFFD stands for, the maximal subpart of the
+/// ill-formed sequence (the Unicode Standard §3.9, "U+FFFD Substitution of Maximal Subparts",
+/// Table 3-8). That is the bytes of a well-formed sequence cut short (E2 82 before a byte
+/// that cannot follow), else the one byte that starts no well-formed sequence: a continuation
+/// byte, C0, C1, F5..FF, or a lead byte whose next byte is out of its range (the first byte of
+/// an overlong form, a surrogate or a code point past U+10FFFF). Decoders that follow the
+/// recommendation (the WHATWG Encoding Standard's, so browsers'; Python's) replace the same
+/// way, so a name reads the same in our outputs as where they decode its raw bytes.
+[[nodiscard]] constexpr std::size_t utf8_maximal_subpart(std::string_view text) noexcept {
   if (text.empty()) return 0;
-  const unsigned char lead = byte(0);
-  std::size_t length = 0;
-  unsigned char low = 0x80, high = 0xbf;  // the second byte's range
-  if (lead >= 0xc2 && lead <= 0xdf) {
-    length = 2;
-  } else if (lead >= 0xe0 && lead <= 0xef) {
-    length = 3;
-    if (lead == 0xe0) low = 0xa0;   // overlong
-    if (lead == 0xed) high = 0x9f;  // surrogates
-  } else if (lead >= 0xf0 && lead <= 0xf4) {
-    length = 4;
-    if (lead == 0xf0) low = 0x90;   // overlong
-    if (lead == 0xf4) high = 0x8f;  // past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (!continuation(1) || byte(1) < low || byte(1) > high) return 0;
-  for (std::size_t i = 2; i < length; ++i)
-    if (!continuation(i)) return 0;
-  return length;
+  const std::size_t have = utf8_start(text).have;
+  return have == 0 ? 1 : have;
 }
 
 /// Whether `text` is well-formed UTF-8, as JSON text (and so a plan file) must be.
@@ -80,13 +110,15 @@ namespace swp::detail {
   return true;
 }
 
-/// What stands for a byte that is no part of well-formed UTF-8: U+FFFD, the replacement
-/// character, as UTF-8.
+/// What stands for a maximal subpart of ill-formed UTF-8 (utf8_maximal_subpart): U+FFFD, the
+/// replacement character, as UTF-8.
 inline constexpr std::string_view replacement_character = "\uFFFD";
 
-/// `text` as well-formed UTF-8, as a format that must be UTF-8 (JSON) needs it: every byte
-/// that is no part of well-formed UTF-8 (utf8_sequence) becomes one U+FFFD, everything else
-/// (ASCII, control characters included, and well-formed sequences) stays as it is.
+/// `text` as well-formed UTF-8, as a format that must be UTF-8 (JSON) needs it: each maximal
+/// subpart of an ill-formed sequence (utf8_maximal_subpart) becomes one U+FFFD, everything
+/// else (ASCII, control characters included, and well-formed sequences) stays as it is. So
+/// "a\xF1\x80\x80\xE1\x80\xC2b" becomes "a\uFFFD\uFFFD\uFFFDb": F1 80 80 and E1 80 are
+/// sequences cut short, C2 one cut short by the "b" that follows.
 [[nodiscard]] inline std::string valid_utf8(std::string_view text) {
   if (is_utf8(text)) return std::string(text);
   std::string out;
@@ -99,7 +131,7 @@ inline constexpr std::string_view replacement_character = "\uFFFD";
       i += n;
     } else {
       out += replacement_character;
-      ++i;
+      i += utf8_maximal_subpart(text.substr(i));
     }
   }
   return out;

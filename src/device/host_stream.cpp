@@ -278,8 +278,8 @@ std::unique_ptr<Stream> HostDevice::make_stream(std::string name) {
     if (have >= options_.max_streams)
       throw StreamLimitError(
           name, "host device: cannot make stream '" + name + "': the device has " +
-                    std::to_string(have) +
-                    " streams, its limit (HostDeviceOptions::max_streams, on a "
+                    std::to_string(have) + (have == 1 ? " stream" : " streams") +
+                    ", its limit (HostDeviceOptions::max_streams, on a "
                     "Runtime RuntimeOptions::max_host_streams, default " +
                     std::to_string(default_max_host_streams) +
                     "), since each host stream may run a thread of its own; raise the limit, "

@@ -32,14 +32,16 @@ OutputRead read_output(const CoEnvironment* env, const TaskHandle& producer) {
 
 std::function<void()> guard_host_work(const EngineCore& core, TaskIndex task, std::int64_t iter,
                                       std::function<void()> work) {
-  // The errors are shared: the stream may run the callable after the pipeline is gone.
-  return [errors = core.host_work_errors(), task, iter, work = std::move(work)] {
+  // The errors are shared: the stream may run the callable after the pipeline is gone. Stamped
+  // now, as it is queued, with the serial iteration queueing it (0: none): it may run later.
+  return [errors = core.host_work_errors(), serial = core.host_work_errors()->serial_now(), task,
+          iter, work = std::move(work)] {
     try {
       work();
     } catch (...) {
       std::exception_ptr error = std::current_exception();
       try {
-        errors->add({.iter = iter, .task = task, .error = error});
+        errors->add({.iter = iter, .task = task, .error = error, .serial = serial});
       } catch (...) {
         std::rethrow_exception(error);  // not kept: the stream keeps it (its synchronize())
       }

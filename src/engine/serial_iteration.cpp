@@ -24,7 +24,7 @@ namespace swp::detail {
 struct SerialSteps {
   static void await_slot(EngineCore& c, std::int64_t iter);
   static void await_device_work(EngineCore& c, std::int64_t iter, std::string_view cannot);
-  static void throw_device_error(EngineCore& c, std::int64_t iter);
+  static void throw_device_error(EngineCore& c, std::int64_t iter, std::uint64_t serial);
   static void time_out(EngineCore& c, TaskIndex t, std::int64_t iter);
   static std::exception_ptr drive_body(EngineCore& c, Instance& in, TaskIndex t, std::int64_t iter,
                                        ErasedCo& body, std::optional<Clock::time_point>& started);
@@ -56,14 +56,19 @@ void SerialSteps::await_device_work(EngineCore& c, std::int64_t iter, std::strin
 
 // With retire_after_device, once serial iteration `iter`'s device work on "default" completed:
 // what a pipelined iteration's retirement looks at (fail_on_device_fault) — a callable a task of
-// it queued that threw (HostWorkErrors, kept under this iteration and that task), else a fault
-// the stream reported for the event the wait recorded — is thrown as that task's TaskError, as
-// a throwing body's is (the iteration does not retire; on_run_failed is not told). A callable's
-// error is taken (a later synchronize() or run_serial's end does not report it again); the first
-// one in serial order wins, since callables on a faulted stream no longer run. One event covers
-// the whole serial iteration, so a fault names the first task that queued work on "default".
-// Nothing of this iteration on "default": nothing to look at (a fault stays for synchronize()).
-void SerialSteps::throw_device_error(EngineCore& c, std::int64_t iter) {
+// it queued that threw (HostWorkErrors, kept under this iteration, that task and `serial`, this
+// serial iteration's stamp), else a fault the stream reported for the event the wait recorded —
+// is thrown as that task's TaskError, as a throwing body's is (the iteration does not retire;
+// on_run_failed is not told). A callable's error is taken (a later synchronize() or
+// run_serial's end does not report it again); the first one in serial order wins, since
+// callables on a faulted stream no longer run. The stamp keeps an error an earlier serial
+// iteration of the same number left unreported (retire_after_device off then) from being
+// charged to this one: it stays for synchronize() or run_serial's end. Where taking an error
+// fails (its lock), that failure is the task's error, as in fail_on_recorded_fault. One event
+// covers the whole serial iteration, so a fault names the first task that queued work on
+// "default". Nothing of this iteration on "default": nothing to look at (a fault stays for
+// synchronize()).
+void SerialSteps::throw_device_error(EngineCore& c, std::int64_t iter, std::uint64_t serial) {
   const bool thrown = !c.host_work_errors_->empty();
   std::exception_ptr fault = c.serial_device_fault();
   if (!thrown && !fault) return;
@@ -75,9 +80,16 @@ void SerialSteps::throw_device_error(EngineCore& c, std::int64_t iter) {
     throw TaskError(c.graph_.name(t), iter, std::move(error));
   };
   if (thrown)
-    for (TaskIndex t : c.tasks_.serial_order())
-      if (sync.instances[t].stream_used)
-        if (std::exception_ptr error = c.host_work_errors_->take(iter, t)) fail(t, error);
+    for (TaskIndex t : c.tasks_.serial_order()) {
+      if (!sync.instances[t].stream_used) continue;
+      std::exception_ptr error;
+      try {
+        error = c.host_work_errors_->take(iter, t, serial);
+      } catch (...) {
+        error = std::current_exception();  // the lock failed: the iteration fails with that
+      }
+      if (error) fail(t, std::move(error));
+    }
   if (fault)
     for (TaskIndex t : c.tasks_.serial_order())
       if (sync.instances[t].stream_used) fail(t, fault);
@@ -198,6 +210,13 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
     in.set_state(InstanceState::idle);
   }
   std::optional<Clock::time_point> started;  // the iteration's deadline, from its first wait
+  // What its tasks' callables throw is stamped with this serial iteration (HostWorkErrors),
+  // until it ends however it ends.
+  struct SerialStamp {
+    HostWorkErrors& errors;
+    const std::uint64_t serial = errors.begin_serial();
+    ~SerialStamp() { errors.end_serial(); }
+  } const stamp{*c.host_work_errors_};
   for (TaskIndex t : c.tasks_.serial_order()) {
     if (c.failure_.failed()) std::rethrow_exception(c.failure_.snapshot().run_error());
     Instance& in = sync.instances[t];
@@ -238,7 +257,7 @@ void run_serial_iteration(EngineCore& c, std::int64_t iter) {
   if (c.retire_after_device_) {
     SerialSteps::await_device_work(
         c, iter, "retire (retire_after_device: the results it writes may not be there yet)");
-    SerialSteps::throw_device_error(c, iter);
+    SerialSteps::throw_device_error(c, iter, stamp.serial);
   }
 }
 

@@ -11,8 +11,10 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -77,17 +79,50 @@ class ReadQueue {
   swp::detail::IntrusiveFifo<UringRead, &UringRead::next> reads_;
 };
 
-// The error a read fails with, as `make` builds it (a RecordError naming the file and the
-// offset); where there is no memory for that, the std::bad_alloc itself (std::current_exception
-// refers to the exception in flight: it allocates nothing). Either way the read fails, and
-// nothing escapes to the ring's thread function.
-template <class Make>
-std::exception_ptr read_error(Make make) noexcept {
+// What a read of a file fails with where there is no memory to build its RecordError: still a
+// std::bad_alloc (what it is, and what handlers of that catch), but one whose what() names the
+// file, as every other read error does. Made for each file when the reader is
+// (out_of_memory_errors), so that failing a read for want of memory allocates nothing.
+class ReadOutOfMemory : public std::bad_alloc {
+ public:
+  explicit ReadOutOfMemory(const std::filesystem::path& file)
+      : message_(file.string() +
+                 ": a read failed, and there was no memory left to say how (std::bad_alloc)") {}
+  [[nodiscard]] const char* what() const noexcept override { return message_.what(); }
+
+ private:
+  std::runtime_error message_;  // shares its text between copies: copying allocates nothing
+};
+
+// One ReadOutOfMemory per file of a reader, by file index, shared by its rings.
+using OutOfMemory = std::vector<std::exception_ptr>;
+
+OutOfMemory out_of_memory_errors(const std::vector<ReaderFile>& files) {
+  OutOfMemory errors;
+  errors.reserve(files.size());
+  for (const ReaderFile& file : files)
+    errors.push_back(std::make_exception_ptr(ReadOutOfMemory(file.path)));
+  return errors;
+}
+
+// The error a read fails with, as `throw_error` throws it (a RecordError naming the file and
+// the offset); where there is no memory for that, `out_of_memory`: the read's file's
+// ReadOutOfMemory, made in advance, or, for a read of no file (nullptr), the std::bad_alloc
+// itself. std::current_exception refers to the exception in flight and copying an
+// exception_ptr counts a reference: neither allocates. Thrown, not made with
+// std::make_exception_ptr: that copies the error (its path allocates) and, where the copy
+// fails, returns the std::bad_alloc instead of throwing it, which would pass this by. Either
+// way the read fails, and nothing escapes to the ring's thread function.
+template <class Throw>
+std::exception_ptr read_error(const std::exception_ptr& out_of_memory, Throw throw_error) noexcept {
   try {
-    return make();
+    throw_error();
+  } catch (const std::bad_alloc&) {
+    return out_of_memory ? out_of_memory : std::current_exception();
   } catch (...) {
     return std::current_exception();
   }
+  return nullptr;  // throw_error always throws
 }
 
 // Rings closed so far. Its release (before a ring's memory is unmapped) and acquire (after a
@@ -155,8 +190,11 @@ class WakeFd {
 // on the ring's thread too.
 class Ring {
  public:
-  explicit Ring(std::vector<ReaderFile> files)
-      : files_(std::move(files)), queue_(depth), thread_([this] { run(); }) {}
+  Ring(std::vector<ReaderFile> files, std::shared_ptr<const OutOfMemory> out_of_memory)
+      : files_(std::move(files)),
+        out_of_memory_(std::move(out_of_memory)),
+        queue_(depth),
+        thread_([this] { run(); }) {}
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
   ~Ring() {
@@ -190,8 +228,8 @@ class Ring {
 
   // The ring's thread. Its own bookkeeping allocates nothing (the queues are linked through the
   // reads, completions are taken into a fixed array), and a read's error that cannot be built
-  // for want of memory fails the read with std::bad_alloc: an allocation failure here never
-  // reaches this function, where it would end the process.
+  // for want of memory fails the read with std::bad_alloc (its file's ReadOutOfMemory): an
+  // allocation failure here never reaches this function, where it would end the process.
   void run() {
     for (;;) {
       // Armed before queued_ is taken: a read queued after that signals the eventfd, which
@@ -281,10 +319,9 @@ class Ring {
   // free entry: it then waits at the front of waiting_ for the next round.
   bool start(std::unique_ptr<UringRead> read) noexcept {
     if (read->file >= files_.size()) {  // as the pread reader's files_.at(): an error, not a throw
-      auto error = read_error([&] {
-        return std::make_exception_ptr(std::out_of_range("io_uring reader: no file " +
-                                                         std::to_string(read->file) + " (it has " +
-                                                         std::to_string(files_.size()) + ")"));
+      auto error = read_error(nullptr, [&] {  // no file to name
+        throw std::out_of_range("io_uring reader: no file " + std::to_string(read->file) +
+                                " (it has " + std::to_string(files_.size()) + ")");
       });
       finish(std::move(read), std::move(error));
       return true;
@@ -294,11 +331,10 @@ class Ring {
     // as the pread reader does, not left to fail as "Invalid argument".
     constexpr std::uint64_t max_offset = std::numeric_limits<off_t>::max();
     if (read->offset > max_offset || read->into.size() > max_offset - read->offset) {
-      auto error = read_error([&] {
-        return std::make_exception_ptr(
-            RecordError(file.path, read->offset,
-                        "a read of " + std::to_string(read->into.size()) + " bytes at offset " +
-                            std::to_string(read->offset) + " lies past the end of any file"));
+      auto error = read_error((*out_of_memory_)[read->file], [&] {
+        throw RecordError(file.path, read->offset,
+                          "a read of " + std::to_string(read->into.size()) + " bytes at offset " +
+                              std::to_string(read->offset) + " lies past the end of any file");
       });
       finish(std::move(read), std::move(error));
       return true;
@@ -333,14 +369,12 @@ class Ring {
     const ReaderFile& file = files_[read->file];  // checked in start()
     const std::uint64_t at = read->offset + read->read;
     if (result <= 0) {
-      auto error = read_error([&] {
-        return std::make_exception_ptr(
-            result < 0 ? RecordError(file.path, at, "read failed: " + os_error(-result))
-                       : RecordError(file.path, at,
-                                     "truncated: the file ends " +
-                                         std::to_string(read->into.size() - read->read) +
-                                         " bytes before the end of the read at offset " +
-                                         std::to_string(read->offset)));
+      auto error = read_error((*out_of_memory_)[read->file], [&] {
+        if (result < 0) throw RecordError(file.path, at, "read failed: " + os_error(-result));
+        throw RecordError(
+            file.path, at,
+            "truncated: the file ends " + std::to_string(read->into.size() - read->read) +
+                " bytes before the end of the read at offset " + std::to_string(read->offset));
       });
       finish(std::move(read), std::move(error));
       return;
@@ -355,6 +389,7 @@ class Ring {
   }
 
   const std::vector<ReaderFile> files_;
+  const std::shared_ptr<const OutOfMemory> out_of_memory_;  // by file, as files_
   UringQueue queue_;
   WakeFd wake_;
   std::mutex mutex_;
@@ -370,8 +405,9 @@ class Ring {
 class UringReader final : public FileReader {
  public:
   UringReader(const std::vector<ReaderFile>& files, std::size_t rings) {
+    const auto out_of_memory = std::make_shared<const OutOfMemory>(out_of_memory_errors(files));
     for (std::size_t i = 0; i < std::max<std::size_t>(rings, 1); ++i)
-      rings_.push_back(std::make_unique<Ring>(files));
+      rings_.push_back(std::make_unique<Ring>(files, out_of_memory));
   }
 
   void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into, Done done) override {

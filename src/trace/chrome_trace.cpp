@@ -27,7 +27,8 @@ int pid_of(const TraceTrack& track) {
 // A JSON string literal (Boost.JSON escapes quotes, backslashes and control characters). JSON
 // text is UTF-8, and Boost.JSON writes bytes >= 0x80 as they are: a name that is no UTF-8 (names
 // come from plans built in code too) would make the whole file one that trace viewers refuse,
-// so each byte that is no part of well-formed UTF-8 becomes U+FFFD, as in the SVG timeline.
+// so each maximal subpart of ill-formed UTF-8 becomes one U+FFFD, as in the SVG timeline and
+// plan_to_json.
 std::string json_string(std::string_view s) {
   return boost::json::serialize(boost::json::string(detail::valid_utf8(s)));
 }

@@ -30,16 +30,17 @@ constexpr std::array<const char*, 10> palette = {"#4e79a7", "#f28e2b", "#e15759"
 // box (no font metrics in a self-contained file).
 constexpr double char_width = 6.2;
 
-// What stands for a name's byte that is no part of well-formed UTF-8, or for a character XML
-// cannot hold: U+FFFD, the replacement character. Names come from plans built in code as well
-// as from plan files (which must be UTF-8); one bad byte left as it is makes a browser refuse
-// the whole picture.
+// What stands for a maximal subpart of ill-formed UTF-8 in a name (detail::valid_utf8's rule,
+// so that the Chrome trace and plan files write a name as the picture does), or for a
+// character XML cannot hold: U+FFFD, the replacement character. Names come from plans built
+// in code as well as from plan files (which must be UTF-8); one bad byte left as it is makes
+// a browser refuse the whole picture.
 constexpr std::string_view replacement = detail::replacement_character;
 
 // One character of a name as the picture draws it: `length` bytes at the front of the text,
-// `code` the code point, or `drawable` false for one byte of malformed UTF-8 or a character
-// XML 1.0 does not allow (a C0 control but tab, newline and return; U+FFFE, U+FFFF), drawn
-// as the replacement character.
+// `code` the code point, or `drawable` false for a maximal subpart of ill-formed UTF-8
+// (detail::utf8_maximal_subpart) or a character XML 1.0 does not allow (a C0 control but tab,
+// newline and return; U+FFFE, U+FFFF), drawn as one replacement character.
 struct Character {
   std::size_t length = 1;
   char32_t code = 0;
@@ -50,7 +51,7 @@ Character character_at(std::string_view text) {
   const auto lead = static_cast<unsigned char>(text.front());
   if (lead < 0x80) return {1, lead, lead >= 0x20 || lead == '\t' || lead == '\n' || lead == '\r'};
   const std::size_t length = detail::utf8_sequence(text);  // strict: 0 for malformed
-  if (length == 0) return {};
+  if (length == 0) return {detail::utf8_maximal_subpart(text), 0, false};
   char32_t code = lead & (length == 2 ? 0x1fU : length == 3 ? 0x0fU : 0x07U);
   for (std::size_t k = 1; k < length; ++k)
     code = code << 6 | (static_cast<unsigned char>(text[k]) & 0x3fU);

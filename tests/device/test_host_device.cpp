@@ -94,7 +94,9 @@ TEST_CASE("a host device's stream limit throws StreamLimitError, a std::length_e
   } catch (const swp::StreamLimitError& e) {
     CHECK(e.stream() == "more");
     const std::string what = e.what();
-    CHECK(what.starts_with("host device: cannot make stream 'more': the device has 1 streams"));
+    // "1 stream", not "1 streams": the count picks the noun's number.
+    CHECK(what.starts_with(
+        "host device: cannot make stream 'more': the device has 1 stream, its limit "));
   }
   CHECK(device.streams() == 1);
 }

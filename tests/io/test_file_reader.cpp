@@ -421,4 +421,49 @@ TEST_CASE_TEMPLATE("a reader's thread running out of memory fails the read it wa
   }
 }
 
+TEST_CASE("an io_uring read that fails with no memory to describe it still names its file") {
+  if (!swp::test::allocation_failures_injectable()) {
+    MESSAGE("skipped: allocation failures are injected only where operator new is replaced");
+    return;
+  }
+  swp::test::TempDir dir;
+  const auto path = write_file(dir, "f", random_bytes(4096, 12));
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const Fd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const std::vector<ReaderFile> files{{path, fd.fd}, {dir.path(), dir_fd.fd}};
+  // Each allocation of the ring's thread failing in turn while it builds the errors of reads
+  // that fail: the end of the file, an OS error (EISDIR), an offset past off_t.
+  std::size_t named = 0;
+  for (std::size_t nth = 1;; ++nth) {
+    CAPTURE(nth);
+    REQUIRE(nth < 1000);
+    std::vector<ArmedRead> reads{{0, 4000, std::vector<std::byte>(200), {}},
+                                 {1, 4096, std::vector<std::byte>(64), {}},
+                                 {0, std::uint64_t{1} << 63, std::vector<std::byte>(8), {}}};
+    const auto fired = read_armed<UseUring>(files, reads, nth);
+    if (!fired) return;
+    if (!*fired) break;
+    for (const auto& r : reads) {
+      CAPTURE(r.file);
+      CAPTURE(r.offset);
+      REQUIRE(r.error != nullptr);
+      if (!is_bad_alloc(r.error)) {
+        CHECK(record_error(r.error).file() == files[r.file].path);
+        continue;
+      }
+      // Still a std::bad_alloc (what it is), whose what() names the file as the RecordError
+      // it stands for would have: the loader's user is told which file failed.
+      try {
+        std::rethrow_exception(r.error);
+      } catch (const std::bad_alloc& e) {
+        CHECK(std::string(e.what()) ==
+              files[r.file].path.string() +
+                  ": a read failed, and there was no memory left to say how (std::bad_alloc)");
+      }
+      ++named;
+    }
+  }
+  CHECK(named > 0);  // the errors' messages allocate: each allocation of them failed once
+}
+
 }  // namespace test_file_reader

@@ -220,11 +220,11 @@ std::vector<std::uint64_t> iota(std::uint64_t n) {
 // One epoch through take() on a thread of its own (the loader shared with it), within 30 s:
 // the records' global numbers in order, or the loader's error.
 std::pair<std::vector<std::uint64_t>, std::optional<swp::io::LoaderError>> epoch_within_deadline(
-    const Dataset& data, const std::shared_ptr<swp::io::Loader>& loader) {
+    const std::shared_ptr<swp::io::Loader>& loader) {
   using Result = std::pair<std::vector<std::uint64_t>, std::optional<swp::io::LoaderError>>;
   auto result = std::make_shared<std::promise<Result>>();
   auto done = result->get_future();
-  std::thread([&data, loader, result] {
+  std::thread([loader, result] {
     Result r;
     try {
       while (auto batch = loader->take())
@@ -468,7 +468,7 @@ TEST_CASE_TEMPLATE(
     CHECK(loader->stats().reads_in_flight == 0);
     // The loader is usable again after restart().
     loader->restart(0);
-    const auto again = epoch_within_deadline(data, loader);
+    const auto again = epoch_within_deadline(loader);
     CHECK_FALSE(again.second);
     CHECK(again.first == iota(24));
     if (faults->fired_once_returned() == 0) break;  // every allocation there failed once
@@ -499,13 +499,13 @@ TEST_CASE_TEMPLATE("an allocation failing where a read completes loses no batch"
     }
     if (!loader) return;
     auto shared = std::make_shared<swp::io::Loader>(std::move(*loader));
-    const auto [ids, error] = epoch_within_deadline(data, shared);
+    const auto [ids, error] = epoch_within_deadline(shared);
     if (error) {
       CHECK(std::string(error->what()).find("std::bad_alloc") != std::string::npos);
       CHECK(ids == iota(ids.size()));  // the batches before it, in order
       faults->fail_nth = 0;
       shared->restart(0);
-      const auto again = epoch_within_deadline(data, shared);
+      const auto again = epoch_within_deadline(shared);
       CHECK_FALSE(again.second);
       CHECK(again.first == iota(80));
     } else {

@@ -68,8 +68,9 @@ ParsedPlan load_plan(const std::string& path);
 /// a negative jitter_every, which the reader would) `parse_plan(plan_to_json(p))` gives `p` back,
 /// with dependencies as names (a TaskRef made from a handle compares unequal to one made from the
 /// same name) and without task bodies and DeclaredIO, which JSON cannot hold. The output is
-/// JSON (UTF-8) for any plan: in a name that is not UTF-8, each byte that is no part of
-/// well-formed UTF-8 is written as U+FFFD.
+/// JSON (UTF-8) for any plan: in a name that is not UTF-8, each maximal subpart of an
+/// ill-formed sequence (Unicode §3.9: a well-formed sequence cut short, else one byte that
+/// starts none) is written as one U+FFFD, as browsers decode it.
 std::string plan_to_json(const PipelinePlan& plan);
 
 }  // namespace swp

@@ -348,7 +348,8 @@ class Pipeline : private detail::FrontEnd {
   /// on_retire, no on_run_failed, and the callable's error is not reported again by
   /// synchronize() or run_serial()'s end. Without retire_after_device such an error surfaces
   /// from the end of run_serial() or from synchronize(), possibly after on_retire saw the
-  /// iteration.
+  /// iteration, and never from a later call with the same iter_idx (whose own work is what
+  /// that call looks at).
   /// Deadlines (EngineTimeouts), as a run's iteration: past `retire` (on sim: a body awaiting
   /// what nothing provides) it throws PipelineTimeout naming the task and iteration, once the
   /// body's await was cancelled; a body that ignores that past `drain` leaves the pipeline

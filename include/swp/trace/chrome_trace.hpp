@@ -17,8 +17,9 @@ namespace swp {
 ///   A wait slice nests inside its task slice on the lane's thread.
 /// - `"otherData"`: the backend and what the clock was (wall or virtual time).
 /// Times are written in plain decimal notation with nanosecond digits. Names are JSON strings
-/// (control characters escaped); in a name that is no valid UTF-8, each byte that is no part
-/// of well-formed UTF-8 is written as U+FFFD, so the output is always JSON.
+/// (control characters escaped); in a name that is no valid UTF-8, each maximal subpart of an
+/// ill-formed sequence (Unicode §3.9: a well-formed sequence cut short, else one byte that
+/// starts none) is written as one U+FFFD, as browsers decode it, so the output is always JSON.
 ///
 /// Throws std::runtime_error when `out` fails while writing.
 ///

@@ -23,7 +23,9 @@ struct SvgOptions {
 ///   Widths count columns: two for East Asian wide and fullwidth characters and emoji, none
 ///   for combining marks and zero-width characters; a cut never splits a character.
 /// - Names that are no valid UTF-8 or hold characters XML 1.0 cannot (C0 controls but tab,
-///   newline, return) are written with U+FFFD in their place: the document stays valid.
+///   newline, return) are written with U+FFFD in their place, one for each such character and
+///   each maximal subpart of an ill-formed sequence (as write_chrome_trace): the document stays
+///   valid.
 /// - Device work and task instances are boxes coloured by iteration (ten colours, repeating),
 ///   labelled "Task/iter" where the box is wide enough; every box has a tooltip (`<title>`)
 ///   with its name and times.

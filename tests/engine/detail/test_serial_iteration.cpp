@@ -782,4 +782,40 @@ TEST_CASE_TEMPLATE("with retire_after_device a serial iteration whose device wor
   }
 }
 
+TEST_CASE_TEMPLATE(
+    "a serial iteration is not charged the unreported callable error of an earlier one of its "
+    "number",
+    Engine, swp::test::UseClock, swp::test::UseDataFlow) {
+  // Iteration 5's callable threw with retire_after_device off: kept, unreported. Then, with it
+  // on, a second serial iteration numbered 5 took that error as its own (same iteration, same
+  // task) and did not retire, though its own callable succeeded; synchronize() then had
+  // nothing left to report. Now the old error waits for synchronize(), and comes once.
+  for (auto backend : {swp::Backend::host, swp::Backend::sim}) {
+    CAPTURE(swp::backend_name(backend));
+    swp::Runtime rt({.backend = backend, .workers = 1});
+    auto pipe = Engine::template make<WrittenCtx>(rt, launch_plan(1, -1), 2);
+    pipe->set_timeouts({.retire = 60s, .drain = 30s});
+    std::vector<std::pair<int, int>> retired;  // (batch, written) as on_retire saw them
+    pipe->on_retire([&](const WrittenCtx& ctx) { retired.emplace_back(ctx.batch, ctx.written); });
+    CHECK(within_a_minute([&] { pipe->run_one_serial_iter(1, 5); }) == nullptr);
+    pipe->retire_after_device();
+    CHECK(within_a_minute([&] { pipe->run_one_serial_iter(2, 5); }) == nullptr);
+    // Batch 1's callable threw before writing; batch 2 retired after its own wrote.
+    CHECK(retired == std::vector<std::pair<int, int>>{{1, 0}, {2, 20}});
+    // The earlier one's error is reported where it was without the second: by synchronize().
+    const std::exception_ptr error = within_a_minute([&] { pipe->synchronize(); });
+    REQUIRE_MESSAGE(error != nullptr, "the earlier iteration's error was lost");
+    try {
+      std::rethrow_exception(error);
+    } catch (const swp::TaskError& e) {
+      CHECK(e.task() == "Launch");
+      CHECK(e.iter() == 5);
+      CHECK(std::string(e.what()) == "task 'Launch' failed in iteration 5: launch failed");
+    } catch (...) {
+      FAIL("not a TaskError: " << swp::test::message_of<std::exception>(error));
+    }
+    CHECK_NOTHROW(pipe->synchronize());  // once
+  }
+}
+
 }  // namespace test_serial_iteration

@@ -30,13 +30,35 @@ class EngineCore;
 /// iteration: where it looks at the iteration's device work (which completes after them), or
 /// else at the next synchronization of the pipeline's streams. Shared with each callable's
 /// wrapper, which may run on a stream's thread after the pipeline is gone. Any thread.
+///
+/// A serial iteration's number is its caller's to choose, and may be one an earlier serial
+/// iteration (or run) had: an error kept from then, not reported yet, is not the later one's.
+/// So each error is also stamped with the serial iteration that queued its callable (0: none,
+/// a pipelined iteration, whose numbers are never reused), and take() matches the stamp too.
 class HostWorkErrors {
  public:
   struct Error {
     std::int64_t iter = 0;
     TaskIndex task = 0;
     std::exception_ptr error;
+    std::uint64_t serial = 0;  // the serial iteration that queued it (begin_serial), or 0
   };
+  /// A serial iteration starts (the driving thread, before its bodies): the callables queued
+  /// from now until end_serial() are stamped with the count returned, which no other serial
+  /// iteration of this pipeline gets (from 1 on).
+  std::uint64_t begin_serial() noexcept {
+    serial_now_.store(++serial_count_, std::memory_order_relaxed);
+    return serial_count_;
+  }
+  /// The serial iteration ended (its bodies did): callables queued from now on are a
+  /// pipelined run's.
+  void end_serial() noexcept { serial_now_.store(0, std::memory_order_relaxed); }
+  /// The stamp of a callable queued now (guard_host_work, on the thread of the body that
+  /// queues it): the serial iteration running, or 0. Relaxed: begin_serial was stored before
+  /// that iteration's bodies started, and end_serial after they ended (that orders them).
+  [[nodiscard]] std::uint64_t serial_now() const noexcept {
+    return serial_now_.load(std::memory_order_relaxed);
+  }
   /// Keeps `error` (a stream's thread). Errors: std::bad_alloc (nothing kept then).
   void add(Error error) {
     const std::lock_guard lock(mutex_);
@@ -46,11 +68,13 @@ class HostWorkErrors {
   /// Nothing kept: one load, no lock (an acquire: whoever saw the event recorded after a
   /// callable reached sees what it kept).
   [[nodiscard]] bool empty() const noexcept { return !any_.load(std::memory_order_acquire); }
-  /// Takes what task `task` of iteration `iter` queued and threw first (nullptr: nothing).
-  std::exception_ptr take(std::int64_t iter, TaskIndex task) {
+  /// Takes what task `task` of iteration `iter` queued and threw first (nullptr: nothing):
+  /// queued by serial iteration `serial` (begin_serial's count), or by a pipelined one (0).
+  /// Errors: std::system_error where the lock fails (nothing taken).
+  std::exception_ptr take(std::int64_t iter, TaskIndex task, std::uint64_t serial = 0) {
     const std::lock_guard lock(mutex_);
     for (auto it = errors_.begin(); it != errors_.end(); ++it)
-      if (it->iter == iter && it->task == task) {
+      if (it->iter == iter && it->task == task && it->serial == serial) {
         std::exception_ptr error = std::move(it->error);
         errors_.erase(it);
         any_.store(!errors_.empty(), std::memory_order_relaxed);
@@ -72,6 +96,8 @@ class HostWorkErrors {
   std::mutex mutex_;
   std::vector<Error> errors_;  // in the order they were thrown
   std::atomic<bool> any_{false};
+  std::atomic<std::uint64_t> serial_now_{0};  // see serial_now()
+  std::uint64_t serial_count_ = 0;            // serial iterations begun; the driving thread's
 };
 
 /// An iteration whose tasks used their streams recorded an event per such task as it finished
