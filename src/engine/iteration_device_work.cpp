@@ -106,7 +106,10 @@ bool IterationDeviceWork::fail_on_recorded_fault(EngineCore& core, std::int64_t 
       try {
         fault = core.host_work_errors_->take(iter, t);
       } catch (...) {
-        fault = std::current_exception();  // the lock failed: the run fails with that
+        // The lock failed: that failure is the task's fault, handled as a callable's error is
+        // (below: under skip, for an iteration not retired yet, that iteration's failure;
+        // otherwise the run fails with it).
+        fault = std::current_exception();
       }
       // Not retired yet (retire_after_device): under skip it is this iteration's failure
       // alone, which retires in its turn as failed (its first own error stays).

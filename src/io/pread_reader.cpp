@@ -5,6 +5,7 @@
 #include <mutex>
 #include <utility>
 
+#include "read_out_of_memory.hpp"
 #include "swp/io/detail/file_reader.hpp"
 #include "swp/io/detail/pread_all.hpp"
 #include "swp/io/detail/work_pool.hpp"
@@ -15,17 +16,15 @@ namespace {
 class PreadReader final : public FileReader {
  public:
   PreadReader(std::vector<ReaderFile> files, std::size_t threads)
-      : files_(std::move(files)), pool_(threads) {}
+      : files_(std::move(files)), out_of_memory_(out_of_memory_errors(files_)), pool_(threads) {}
 
+  // A read whose RecordError cannot be built for want of memory fails with its file's
+  // ReadOutOfMemory (read_error), as the io_uring reader's do; one of a file the reader lacks
+  // (files_.at's std::out_of_range) has no file to name.
   void read(std::size_t file, std::uint64_t offset, std::span<std::byte> into, Done done) override {
     pool_.post([this, file, offset, into, done = std::move(done)] {
-      std::exception_ptr error;
-      try {
-        pread_all(files_.at(file).fd, files_.at(file).path, into, offset);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      done(std::move(error));
+      done(read_error(out_of_memory_error(out_of_memory_, file),
+                      [&] { pread_all(files_.at(file).fd, files_.at(file).path, into, offset); }));
     });
   }
   [[nodiscard]] bool completes_on_pool() const noexcept override { return pool_.threads() > 1; }
@@ -33,7 +32,8 @@ class PreadReader final : public FileReader {
 
  private:
   std::vector<ReaderFile> files_;
-  WorkPool pool_;  // last: joined (after its queued reads ran) before files_ goes
+  OutOfMemory out_of_memory_;  // by file, as files_
+  WorkPool pool_;              // last: joined (after its queued reads ran) before the rest goes
 };
 }  // namespace
 

@@ -11,16 +11,15 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "read_out_of_memory.hpp"
 #include "swp/async/detail/intrusive_fifo.hpp"
 #include "swp/config.hpp"
 #include "swp/io/detail/file_reader.hpp"
@@ -78,52 +77,6 @@ class ReadQueue {
  private:
   swp::detail::IntrusiveFifo<UringRead, &UringRead::next> reads_;
 };
-
-// What a read of a file fails with where there is no memory to build its RecordError: still a
-// std::bad_alloc (what it is, and what handlers of that catch), but one whose what() names the
-// file, as every other read error does. Made for each file when the reader is
-// (out_of_memory_errors), so that failing a read for want of memory allocates nothing.
-class ReadOutOfMemory : public std::bad_alloc {
- public:
-  explicit ReadOutOfMemory(const std::filesystem::path& file)
-      : message_(file.string() +
-                 ": a read failed, and there was no memory left to say how (std::bad_alloc)") {}
-  [[nodiscard]] const char* what() const noexcept override { return message_.what(); }
-
- private:
-  std::runtime_error message_;  // shares its text between copies: copying allocates nothing
-};
-
-// One ReadOutOfMemory per file of a reader, by file index, shared by its rings.
-using OutOfMemory = std::vector<std::exception_ptr>;
-
-OutOfMemory out_of_memory_errors(const std::vector<ReaderFile>& files) {
-  OutOfMemory errors;
-  errors.reserve(files.size());
-  for (const ReaderFile& file : files)
-    errors.push_back(std::make_exception_ptr(ReadOutOfMemory(file.path)));
-  return errors;
-}
-
-// The error a read fails with, as `throw_error` throws it (a RecordError naming the file and
-// the offset); where there is no memory for that, `out_of_memory`: the read's file's
-// ReadOutOfMemory, made in advance, or, for a read of no file (nullptr), the std::bad_alloc
-// itself. std::current_exception refers to the exception in flight and copying an
-// exception_ptr counts a reference: neither allocates. Thrown, not made with
-// std::make_exception_ptr: that copies the error (its path allocates) and, where the copy
-// fails, returns the std::bad_alloc instead of throwing it, which would pass this by. Either
-// way the read fails, and nothing escapes to the ring's thread function.
-template <class Throw>
-std::exception_ptr read_error(const std::exception_ptr& out_of_memory, Throw throw_error) noexcept {
-  try {
-    throw_error();
-  } catch (const std::bad_alloc&) {
-    return out_of_memory ? out_of_memory : std::current_exception();
-  } catch (...) {
-    return std::current_exception();
-  }
-  return nullptr;  // throw_error always throws
-}
 
 // Rings closed so far. Its release (before a ring's memory is unmapped) and acquire (after a
 // new ring is mapped) order the kernel's reuse of a ring's address for ThreadSanitizer, which
@@ -389,7 +342,7 @@ class Ring {
   }
 
   const std::vector<ReaderFile> files_;
-  const std::shared_ptr<const OutOfMemory> out_of_memory_;  // by file, as files_
+  const std::shared_ptr<const OutOfMemory> out_of_memory_;  // by file, as files_ (rings share it)
   UringQueue queue_;
   WakeFd wake_;
   std::mutex mutex_;

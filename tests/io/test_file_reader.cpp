@@ -421,7 +421,12 @@ TEST_CASE_TEMPLATE("a reader's thread running out of memory fails the read it wa
   }
 }
 
-TEST_CASE("an io_uring read that fails with no memory to describe it still names its file") {
+namespace {
+// Each allocation of `Reader`'s one thread failing in turn while it builds the errors of reads
+// that fail: the end of the file, an OS error (EISDIR), an offset past off_t. Every read that
+// fails with std::bad_alloc must still name its file in its what().
+template <class Reader>
+void check_out_of_memory_names_the_file() {
   if (!swp::test::allocation_failures_injectable()) {
     MESSAGE("skipped: allocation failures are injected only where operator new is replaced");
     return;
@@ -431,8 +436,6 @@ TEST_CASE("an io_uring read that fails with no memory to describe it still names
   const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   const Fd dir_fd(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   const std::vector<ReaderFile> files{{path, fd.fd}, {dir.path(), dir_fd.fd}};
-  // Each allocation of the ring's thread failing in turn while it builds the errors of reads
-  // that fail: the end of the file, an OS error (EISDIR), an offset past off_t.
   std::size_t named = 0;
   for (std::size_t nth = 1;; ++nth) {
     CAPTURE(nth);
@@ -440,7 +443,7 @@ TEST_CASE("an io_uring read that fails with no memory to describe it still names
     std::vector<ArmedRead> reads{{0, 4000, std::vector<std::byte>(200), {}},
                                  {1, 4096, std::vector<std::byte>(64), {}},
                                  {0, std::uint64_t{1} << 63, std::vector<std::byte>(8), {}}};
-    const auto fired = read_armed<UseUring>(files, reads, nth);
+    const auto fired = read_armed<Reader>(files, reads, nth);
     if (!fired) return;
     if (!*fired) break;
     for (const auto& r : reads) {
@@ -464,6 +467,15 @@ TEST_CASE("an io_uring read that fails with no memory to describe it still names
     }
   }
   CHECK(named > 0);  // the errors' messages allocate: each allocation of them failed once
+}
+}  // namespace
+
+TEST_CASE("an io_uring read that fails with no memory to describe it still names its file") {
+  check_out_of_memory_names_the_file<UseUring>();
+}
+
+TEST_CASE("a pread read that fails with no memory to describe it still names its file") {
+  check_out_of_memory_names_the_file<UsePread>();
 }
 
 }  // namespace test_file_reader

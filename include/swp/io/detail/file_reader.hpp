@@ -18,10 +18,10 @@ namespace swp::io::detail {
 /// Reads byte ranges of a fixed set of open files. `read` returns at once; `done` (which must
 /// not throw) runs later on a reader thread with nullptr, or with a RecordError naming the file
 /// and the offset (truncated: where the file ended; failed: the OS error), or std::bad_alloc
-/// where there was no memory to build that RecordError (the io_uring reader's, made in advance,
-/// names the file in its what(); the pread reader's is std::bad_alloc's own). A `read` that
-/// throws (e.g. std::bad_alloc) accepted nothing: its `done` never runs. The destructor waits
-/// for every read it accepted to complete (their `done` has run).
+/// where there was no memory to build that RecordError (made in advance for each file, by both
+/// readers: its what() names the file). A `read` that throws (e.g. std::bad_alloc) accepted
+/// nothing: its `done` never runs. The destructor waits for every read it accepted to complete
+/// (their `done` has run).
 class FileReader {
  public:
   using Done = std::function<void(std::exception_ptr)>;
